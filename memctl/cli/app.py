@@ -1,0 +1,133 @@
+"""The typer app, the global `--store` option, error handling and shared helpers for the
+command modules (`memctl/cli/<group>.py`), which register their commands on `app`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from memctl.errors import MemctlError, UsageError
+
+# Command modules, imported at start-up to register their commands. Each keeps its heavy
+# imports inside the command functions so `memctl search` starts fast.
+COMMAND_MODULES = ("notes", "search", "lifecycle", "agent", "sync", "watch")
+
+
+class MemctlGroup(TyperGroup):
+    """Turns library errors into `error: …` on stderr with exit 1 (2 for bad usage)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # keep the order commands were defined in
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            _print_error(str(exc))
+            raise typer.Exit(2) from None
+        except MemctlError as exc:
+            _print_error(str(exc))
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            _print_error("interrupted")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+
+
+def _print_error(message: str) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
+
+
+app = typer.Typer(
+    cls=MemctlGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Long-term memory for AI coding agents, kept as Markdown files in git.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state: dict[str, Any] = {"store_option": None}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from memctl import __version__
+
+        typer.echo(f"memctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    store: Optional[str] = typer.Option(
+        None, "--store", metavar="PATH",
+        help="The store folder (default: $MEMCTL_STORE, else ~/.local/share/memctl).",
+    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    _state["store_option"] = store
+    _state["store"] = None
+
+
+def get_store():  # -> memctl.store.Store
+    """The store chosen by --store / MEMCTL_STORE / the default (created on first use)."""
+    if _state.get("store") is None:
+        from memctl.store import Store, resolve_store_path
+
+        path, is_default = resolve_store_path(_state.get("store_option"))
+        _state["store"] = Store.open(path, create_if_missing=is_default)
+    return _state["store"]
+
+
+def store_path_option():  # -> pathlib.Path for commands such as init
+    from memctl.store import resolve_store_path
+
+    return resolve_store_path(_state.get("store_option"))[0]
+
+
+def current_project(option: Optional[str], global_scope: bool = False) -> str:
+    from memctl.store import GLOBAL, resolve_project
+
+    if global_scope:
+        return GLOBAL
+    store = get_store()
+    return resolve_project(option, store.root)
+
+
+def project_callback(value: Optional[str]) -> Optional[str]:
+    """Validates --project at parse time so a bad name is bad usage (exit 2)."""
+    from memctl.note import valid_project_name
+
+    if value is not None and not valid_project_name(value):
+        raise typer.BadParameter(f"{value!r} is not a project name (letters, digits, '-', '_', '.'; not starting with '.')")
+    return value
+
+
+# Reusable option declarations, so every command spells them the same way.
+JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+PROJECT_OPTION = typer.Option(None, "--project", "-p", callback=project_callback,
+                              help="Project (default: $MEMCTL_PROJECT, else the git repo you are in, else 'default').")
+LIMIT_OPTION = typer.Option(None, "--limit", "-n", min=1, help="At most N results.")
+
+
+def _register_commands() -> None:
+    for name in COMMAND_MODULES:
+        module = f"memctl.cli.{name}"
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module)
+
+
+def main() -> None:
+    app()
+
+
+_register_commands()

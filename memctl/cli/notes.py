@@ -1,0 +1,192 @@
+"""Everyday commands: init, add, show, list, edit, forget."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from typing import Literal
+
+import typer
+
+from memctl.cli.app import (
+    JSON_OPTION, LIMIT_OPTION, PROJECT_OPTION, app, current_project, get_store, store_path_option,
+)
+from memctl.cli.output import emit_json, info, table
+from memctl.note import NOTE_TYPES, STATUSES
+
+NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
+StatusChoice = Literal[STATUSES + ("any",)]  # type: ignore[valid-type]
+SortChoice = Literal["updated", "created", "importance", "type", "project"]
+
+
+@app.command()
+def init(
+    path: Optional[str] = typer.Argument(None, help="Where to create the store (default: --store, $MEMCTL_STORE, or the default)."),
+    clone: Optional[str] = typer.Option(None, "--clone", metavar="URL", help="Make this machine's copy of an existing store from its git remote."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Create a store (git init, settings, layout). Safe to run again."""
+    from pathlib import Path
+
+    from memctl.store import Store
+
+    root = Path(path).expanduser().absolute() if path else store_path_option()
+    if clone:
+        try:
+            from memctl.sync import clone_store
+        except ImportError:
+            raise typer.BadParameter("--clone is not available in this build") from None
+        store = clone_store(clone, root)
+        created = True
+    else:
+        store, created = Store.init(root)
+    if json_output:
+        emit_json({"store": str(store.root), "created": created})
+    else:
+        info(f"{'created' if created else 'already a store:'} {store.root}")
+
+
+def _split_tags(tags: Optional[str]) -> list[str]:
+    return [t.strip() for t in (tags or "").split(",") if t.strip()]
+
+
+@app.command()
+def add(
+    text: str = typer.Argument(..., metavar="TEXT", help="The note text, or - to read it from stdin."),
+    note_type: NoteType = typer.Option("fact", "--type", "-t", case_sensitive=False, help="Note type."),
+    project: Optional[str] = PROJECT_OPTION,
+    global_scope: bool = typer.Option(False, "--global", "-g", help="Store in the global scope (seen by every project)."),
+    importance: Optional[int] = typer.Option(None, "--importance", "-i", min=1, max=10, help="1-10 (default: from the text and type)."),
+    tags: Optional[str] = typer.Option(None, "--tags", help="Comma-separated tags."),
+    subject: Optional[str] = typer.Option(None, "--subject", help="What the note is about (with --predicate: replaces an older note on the same)."),
+    predicate: Optional[str] = typer.Option(None, "--predicate", help="Which property of the subject."),
+    expires: Optional[str] = typer.Option(None, "--expires", help="A date (2027-03-01) or a span (30d, 6w, 3m, 1y)."),
+    corrects: Optional[str] = typer.Option(None, "--corrects", metavar="ID", help="For a correction: the note it corrects."),
+    force: bool = typer.Option(False, "--force", help="Write even if a near-duplicate exists."),
+    allow_secret: bool = typer.Option(False, "--allow-secret", help="Write even if the text looks like a secret."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Write one note (checks for duplicates and conflicts first)."""
+    from memctl.notes import add_note, read_text_argument
+
+    store = get_store()
+    scope = current_project(project, global_scope)
+    corrected = store.find_note(corrects).id if corrects else None
+    result = add_note(
+        store, read_text_argument(text), note_type=note_type.lower(), project=scope,
+        importance=importance, tags=_split_tags(tags), subject=subject, predicate=predicate,
+        expires=expires, source="cli", force=force, allow_secret=allow_secret, corrects=corrected,
+    )
+    if json_output:
+        emit_json(result.to_dict())
+        return
+    verb = "merged into" if result.action == "merged" else "added"
+    info(f"{verb} {result.id}  {result.path}")
+    for old in result.superseded:
+        info(f"  supersedes {old}")
+    for other in result.similar:
+        info(f"  similar to {other} (may contradict it: check with `memctl show {other}`)")
+
+
+@app.command()
+def show(
+    note_id: str = typer.Argument(..., metavar="ID", help="A note id or an unambiguous prefix."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Show one note."""
+    store = get_store()
+    note = store.find_note(note_id)
+    data = note.to_dict()
+    data.update(_counters(store, note.id))
+    if json_output:
+        emit_json(data)
+        return
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
+    from memctl.cli.output import console
+
+    fields = [f"[bold]{note.id}[/]  {note.type}  importance {note.importance}  {note.status}",
+              f"project {note.project}   tags {', '.join(note.tags) or '-'}   path {note.path}",
+              f"created {note.created}   updated {note.updated}"
+              + (f"   expires {note.expires}" if note.expires else "")]
+    if note.subject or note.predicate:
+        fields.append(f"subject {note.subject or '-'}   predicate {note.predicate or '-'}")
+    if note.superseded_by:
+        fields.append(f"superseded by {note.superseded_by}")
+    fields.append(f"recalled {data['access_count']} times, last {data['last_accessed'] or 'never'}")
+    console().print(Panel("\n".join(fields), expand=False))
+    console().print(Markdown(note.body))
+
+
+def _counters(store, note_id: str) -> dict:
+    try:
+        from memctl.counters import get_counters
+    except ImportError:
+        return {"access_count": 0, "last_accessed": None}
+    count, last = get_counters(store, [note_id]).get(note_id, (0, None))
+    return {"access_count": count, "last_accessed": last}
+
+
+
+
+@app.command("list")
+def list_notes(
+    note_type: Optional[NoteType] = typer.Option(None, "--type", "-t", case_sensitive=False, help="Only this type."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Only notes with this tag."),
+    project: Optional[str] = PROJECT_OPTION,
+    all_projects: bool = typer.Option(False, "--all-projects", "-a", help="Every project, not just this one and global."),
+    status: Optional[StatusChoice] = typer.Option(None, "--status", help="Only this status, or any (default: active)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Updated since a date or a span (7d, 2w)."),
+    sort: SortChoice = typer.Option("updated", "--sort", help="Sort order (newest/highest first)."),
+    limit: Optional[int] = LIMIT_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """List notes with filters."""
+    from memctl.listing import list_notes as list_core
+
+    store = get_store()
+    scope = None if all_projects else current_project(project)
+    notes = list_core(store, project=scope, note_type=note_type, tag=tag,
+                      status=status or "active", since=since, sort=sort, limit=limit)
+    if json_output:
+        emit_json([note.to_dict(with_body=False) for note in notes])
+        return
+    table(["id", "type", "imp", "project", "updated", "title", "tags"],
+          [[n.id, n.type, n.importance, n.project, n.updated[:10], _cut(n.title, 60), ",".join(n.tags)]
+           for n in notes])
+    info(f"{len(notes)} note{'s' if len(notes) != 1 else ''}")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@app.command()
+def edit(
+    note_id: str = typer.Argument(..., metavar="ID", help="A note id or an unambiguous prefix."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Open a note in $EDITOR; validated on save, `updated` stamped."""
+    from memctl.notes import edit_note
+
+    note, changed = edit_note(get_store(), note_id)
+    if json_output:
+        emit_json({"id": note.id, "path": note.path, "changed": changed})
+    else:
+        info(f"{'saved' if changed else 'unchanged:'} {note.id}  {note.path}")
+
+
+@app.command()
+def forget(
+    note_id: str = typer.Argument(..., metavar="ID", help="A note id or an unambiguous prefix."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Delete a note, leaving a tombstone so no sync brings it back."""
+    from memctl.notes import forget_note
+
+    note = forget_note(get_store(), note_id)
+    if json_output:
+        emit_json({"id": note.id, "path": note.path, "action": "forgotten"})
+    else:
+        info(f"forgot {note.id}  {note.title}")

@@ -1,0 +1,44 @@
+"""Note ids: unique across machines without coordination, sortable by creation time.
+
+16 characters of lowercase Crockford base32: 10 for the milliseconds since 1970 (good until
+the year 10889) and 6 random ones (30 bits). Two machines would have to create a note in the
+same millisecond and draw the same 30 bits to collide; merge keeps both notes even then.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+
+ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+ID_LENGTH = 16
+ID_PATTERN = re.compile(rf"^[{ALPHABET}]{{{ID_LENGTH}}}$")
+_last_millis = 0
+
+
+def _encode(number: int, width: int) -> str:
+    chars = []
+    for _ in range(width):
+        chars.append(ALPHABET[number & 31])
+        number >>= 5
+    return "".join(reversed(chars))
+
+
+def new_id(millis: int | None = None) -> str:
+    """A fresh id. Ids made by one process are strictly increasing."""
+    global _last_millis
+    if millis is None:
+        millis = time.time_ns() // 1_000_000
+        # Keep ids of one process ordered even when the clock repeats a millisecond.
+        millis = max(millis, _last_millis + 1)
+        _last_millis = millis
+    return _encode(millis, 10) + _encode(secrets.randbits(30), 6)
+
+
+def is_id(text: str) -> bool:
+    return bool(ID_PATTERN.match(text))
+
+
+def looks_like_prefix(text: str) -> bool:
+    return bool(text) and all(ch in ALPHABET for ch in text.lower())

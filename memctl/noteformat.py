@@ -1,0 +1,343 @@
+"""Reading and surgically editing Markdown files with YAML front matter. Pure: no I/O.
+
+Two promises to users' files live here:
+- reading never converts what they wrote: YAML is loaded with no implicit type resolution,
+  so `no` stays "no", `0123` stays "0123" and dates stay the text they typed; the note model
+  then interprets the fields it knows;
+- changing a field never round-trips the file through a YAML dump: only the lines of that
+  field change, every other byte (key order, comments, body, line endings, BOM) is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_FRONT_MATTER_BYTES = 64 * 1024
+BOM = "\ufeff"
+_DELIMITER = re.compile(r"^---[ \t]*$")
+_CLOSERS = ("---", "...")
+CHECKSUM_KEY = "checksum"
+
+
+@dataclass
+class ParseProblem:
+    line: int  # 1-based line in the file
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass
+class ParsedFile:
+    meta: dict[str, Any]
+    body: str
+    has_front_matter: bool
+    newline: str = "\n"
+    bom: bool = False
+    problem: ParseProblem | None = None
+    # Line indexes (0-based, in the BOM-less text) of the opening and closing delimiters.
+    open_line: int | None = None
+    close_line: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _strict_loader() -> type:
+    """A safe YAML loader that resolves no implicit types (every scalar is a string)."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+        class StrictLoader(base):  # type: ignore[misc, valid-type]
+            yaml_implicit_resolvers: dict = {}
+
+        _LOADER = StrictLoader
+    return _LOADER
+
+
+_LOADER: type | None = None
+
+
+def detect_newline(text: str) -> str:
+    first_break = text.find("\n")
+    if first_break > 0 and text[first_break - 1] == "\r":
+        return "\r\n"
+    return "\n"
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their line endings kept, so joining them gives the text back."""
+    return text.splitlines(keepends=True)
+
+
+def _strip_eol(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+def parse_text(text: str) -> ParsedFile:
+    """Split a file's text into front matter fields and body. Never raises for bad input:
+    a problem is returned with its line so the caller can report path:line."""
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    newline = detect_newline(text)
+    lines = split_lines(text)
+    if not lines or not _DELIMITER.match(_strip_eol(lines[0])):
+        return ParsedFile(meta={}, body=text, has_front_matter=False, newline=newline, bom=bom)
+
+    close = None
+    for index in range(1, len(lines)):
+        if _strip_eol(lines[index]).rstrip() in _CLOSERS:
+            close = index
+            break
+    if close is None:
+        return ParsedFile(
+            meta={}, body=text, has_front_matter=False, newline=newline, bom=bom,
+            problem=ParseProblem(1, "front matter opened with '---' is never closed by '---'"),
+        )
+
+    yaml_text = "".join(lines[1:close])
+    body = "".join(lines[close + 1:])
+    parsed = ParsedFile(
+        meta={}, body=body, has_front_matter=True, newline=newline, bom=bom,
+        open_line=0, close_line=close,
+    )
+    meta, problem = load_yaml_mapping(yaml_text, first_line=2)
+    parsed.meta = meta
+    parsed.problem = problem
+    return parsed
+
+
+def load_yaml_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], ParseProblem | None]:
+    """Load front matter YAML strictly. Returns ({}, problem) for anything unsafe or wrong."""
+    if len(yaml_text.encode("utf-8", "surrogatepass")) > MAX_FRONT_MATTER_BYTES:
+        return {}, ParseProblem(first_line, f"front matter is larger than {MAX_FRONT_MATTER_BYTES // 1024} KB")
+    if not yaml_text.strip():
+        return {}, None
+    import yaml
+
+    loader = _strict_loader()
+    if "*" in yaml_text or "&" in yaml_text:
+        # Aliases make "billion laughs" bombs possible; front matter never needs them.
+        try:
+            for event in yaml.parse(yaml_text, Loader=loader):
+                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                    line = first_line + (event.start_mark.line if event.start_mark else 0)
+                    return {}, ParseProblem(line, "YAML anchors and aliases (&name, *name) are not allowed in front matter")
+        except yaml.YAMLError as exc:
+            return {}, _yaml_problem(exc, first_line)
+    try:
+        data = yaml.load(yaml_text, Loader=loader)  # noqa: S506 - strict safe loader
+    except yaml.YAMLError as exc:
+        return {}, _yaml_problem(exc, first_line)
+    except (RecursionError, MemoryError):
+        return {}, ParseProblem(first_line, "front matter is nested too deeply")
+    except (ValueError, TypeError) as exc:
+        return {}, ParseProblem(first_line, f"front matter does not parse: {exc}")
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else "a single value"
+        return {}, ParseProblem(first_line, f"front matter must be fields (key: value), found {kind}")
+    meta: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(key, str):
+            return {}, ParseProblem(first_line, f"front matter key {key!r} is not text")
+        meta[key] = value
+    return meta, None
+
+
+def _yaml_problem(exc: Exception, first_line: int) -> ParseProblem:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = first_line + (mark.line if mark is not None else 0)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if "could not determine a constructor" in str(exc):
+        problem = "unsupported YAML tag (only plain values, lists and mappings are allowed)"
+    return ParseProblem(line, f"front matter does not parse: {problem}")
+
+
+# --- checksums -----------------------------------------------------------------------------
+
+_CHECKSUM_LINE = re.compile(r"^checksum[ \t]*:.*(?:\r?\n|$)", re.MULTILINE)
+
+
+def compute_checksum(text: str) -> str:
+    """Hash of a note's text with its own checksum line left out and line endings folded.
+
+    memctl stamps it on every write; a file whose stamp does not match was edited by hand.
+    """
+    if text.startswith(BOM):
+        text = text[1:]
+    parsed_close = _front_matter_end(text)
+    head, tail = text[:parsed_close], text[parsed_close:]
+    head = _CHECKSUM_LINE.sub("", head)
+    normalized = (head + tail).replace("\r\n", "\n")
+    return hashlib.sha256(normalized.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _front_matter_end(text: str) -> int:
+    """Character offset just after the closing delimiter line, or 0 with no front matter."""
+    lines = split_lines(text)
+    if not lines or not _DELIMITER.match(_strip_eol(lines[0])):
+        return 0
+    offset = len(lines[0])
+    for line in lines[1:]:
+        offset += len(line)
+        if _strip_eol(line).rstrip() in _CLOSERS:
+            return offset
+    return 0
+
+
+def content_hash(text: str) -> str:
+    """Hash of the exact bytes (for change detection, not for hand-edit detection)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --- rendering values -----------------------------------------------------------------------
+
+_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_\u0080-\uffff][A-Za-z0-9_ .:/+@()\u0080-\uffff-]*$")
+_YAML_SPECIAL_WORDS = {"~", "null", "Null", "NULL"}
+
+
+def render_scalar(value: Any) -> str:
+    """A YAML scalar that the strict loader reads back as exactly this text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if (
+        _PLAIN_SAFE.match(text)
+        and not text.endswith((" ", ":"))
+        and ": " not in text
+        and " #" not in text
+        and text not in _YAML_SPECIAL_WORDS
+        and "\u2028" not in text
+        and "\u2029" not in text
+        and "\x85" not in text
+        and "\ufeff" not in text
+    ):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def render_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_render_flow_item(item) for item in value) + "]"
+    return render_scalar(value)
+
+
+def _render_flow_item(item: Any) -> str:
+    rendered = render_scalar(item)
+    if rendered == str(item) and any(ch in str(item) for ch in ",[]{}"):
+        return json.dumps(str(item), ensure_ascii=False)
+    return rendered
+
+
+def render_front_matter(meta: dict[str, Any], newline: str = "\n") -> str:
+    lines = ["---"]
+    for key, value in meta.items():
+        if value is None:
+            continue
+        lines.append(f"{key}: {render_value(value)}")
+    lines.append("---")
+    return newline.join(lines) + newline
+
+
+def render_note(meta: dict[str, Any], body: str, newline: str = "\n") -> str:
+    """A new file memctl writes itself: front matter in the given key order, then the body."""
+    return render_front_matter(meta, newline) + body
+
+
+# --- surgical edits ------------------------------------------------------------------------
+
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(.*)$")
+
+
+def set_fields(text: str, updates: dict[str, Any]) -> str:
+    """Change only the named top-level fields; `None` removes a field.
+
+    Every other byte of the file is kept. A file with no front matter gets a new block at
+    the top (the body stays byte for byte). Raises ValueError when the existing front
+    matter does not parse, because editing a file we cannot read could lose data.
+    """
+    parsed = parse_text(text)
+    if parsed.problem is not None:
+        raise ValueError(str(parsed.problem))
+    prefix = BOM if parsed.bom else ""
+    plain = text[1:] if parsed.bom else text
+    newline = parsed.newline
+    if not parsed.has_front_matter:
+        new_meta = {k: v for k, v in updates.items() if v is not None}
+        if not new_meta:
+            return text
+        return prefix + render_front_matter(new_meta, newline) + plain
+
+    lines = split_lines(plain)
+    assert parsed.close_line is not None
+    head = lines[1:parsed.close_line]
+    for key, value in updates.items():
+        head = _set_one(head, key, value, newline)
+    return prefix + lines[0] + "".join(head) + "".join(lines[parsed.close_line:])
+
+
+def _field_extent(head: list[str], key: str) -> tuple[int, int] | None:
+    """Index range [start, end) of the lines holding one top-level field."""
+    for index, line in enumerate(head):
+        match = _KEY_LINE.match(_strip_eol(line))
+        if match and match.group(1) == key:
+            end = index + 1
+            while end < len(head):
+                following = _strip_eol(head[end])
+                if following.startswith((" ", "\t")) or following == "-" or following.startswith("- "):
+                    end += 1
+                    continue
+                break
+            return index, end
+    return None
+
+
+def _set_one(head: list[str], key: str, value: Any, newline: str) -> list[str]:
+    extent = _field_extent(head, key)
+    if value is None:
+        if extent is None:
+            return head
+        return head[:extent[0]] + head[extent[1]:]
+    rendered = f"{key}: {render_value(value)}"
+    if extent is None:
+        # New fields go before memctl's checksum stamp, which stays the last line.
+        stamp_at = _field_extent(head, CHECKSUM_KEY)
+        if stamp_at is not None and key != CHECKSUM_KEY:
+            return head[:stamp_at[0]] + [rendered + newline] + head[stamp_at[0]:]
+        return head + [rendered + newline]
+    start, end = extent
+    old_first = _strip_eol(head[start])
+    eol = head[start][len(old_first):] or newline
+    comment = _trailing_comment(old_first) if end == start + 1 else ""
+    return head[:start] + [rendered + comment + eol] + head[end:]
+
+
+def _trailing_comment(line: str) -> str:
+    """The ` # comment` at the end of a one-line field, outside any quotes."""
+    value = line.split(":", 1)[1]
+    quote: str | None = None
+    for index, ch in enumerate(value):
+        if quote:
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "\"'" and value[:index].strip() == "":
+            quote = ch
+            continue
+        if ch == "#" and index > 0 and value[index - 1] in " \t":
+            start = index
+            while start > 0 and value[start - 1] in " \t":
+                start -= 1
+            return value[start:]
+    return ""

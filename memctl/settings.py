@@ -1,0 +1,107 @@
+"""`memctl.toml`: the store's settings. Every setting has a default here, so a store with an
+empty or partial file works, and `memctl init` writes this same text for people to edit."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from memctl.errors import MemctlError
+
+SETTINGS_FILE = "memctl.toml"
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "search": {
+        "recency_half_life_days": 90,  # a note's recency weight halves every N days
+        "default_limit": 20,
+    },
+    "recall": {
+        "max_notes": 8,  # notes in a recall block
+        "note_chars": 100,  # each note cut to this many characters
+        "total_chars": 6000,  # cap for the whole block (L2 + scratchpad + notes)
+    },
+    "ttl": {
+        "demote_after_days": 90,  # not recalled for this long and below the threshold: demoted
+        "demote_below_importance": 5,
+        "archive_after_days": 180,  # not recalled for this long: archived
+        "protect_importance": 9,  # this importance or more is never archived automatically
+    },
+    "duplicates": {
+        "merge_threshold": 90,  # similarity (0-100) at which `add` merges into an existing note
+        "similar_threshold": 70,  # similarity at which a possible contradiction is reported
+    },
+    "memory": {
+        "max_bytes": 8192,  # MEMORY.md over this is flagged for distilling
+    },
+}
+
+_COMMENTS = {
+    "search": "Ranked search",
+    "recall": "The budgeted block `memctl recall` prints for an agent",
+    "ttl": "Forgetting: `memctl archive` (days count from the last recall, else the last update)",
+    "duplicates": "Write-time checks in `memctl add`",
+    "memory": "The L2 project file",
+}
+
+
+def default_toml() -> str:
+    """The text `memctl init` writes: every default, with a comment saying what it does."""
+    import inspect
+
+    source = inspect.getsource(__import__(__name__, fromlist=["DEFAULTS"]))
+    comments: dict[str, str] = {}
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith('"') and "#" in stripped and ":" in stripped:
+            key = stripped.split('"')[1]
+            comments[key] = stripped.split("#", 1)[1].strip()
+    out = ["# memctl settings. The values shown are the defaults; delete a line to go back to it.", ""]
+    for section, values in DEFAULTS.items():
+        out.append(f"# {_COMMENTS.get(section, section)}")
+        out.append(f"[{section}]")
+        for key, value in values.items():
+            comment = f"  # {comments[key]}" if key in comments else ""
+            out.append(f"{key} = {_toml_value(value)}{comment}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Settings:
+    def __init__(self, values: dict[str, dict[str, Any]] | None = None) -> None:
+        self._values = values or {}
+
+    @classmethod
+    def load(cls, store_root: Path) -> "Settings":
+        path = Path(store_root) / SETTINGS_FILE
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return cls({})
+        except OSError as exc:
+            raise MemctlError(f"cannot read {SETTINGS_FILE}: {exc.strerror}") from exc
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise MemctlError(f"{SETTINGS_FILE} does not parse: {exc}; fix the file or delete it to use the defaults") from exc
+        return cls(data)
+
+    def get(self, dotted: str) -> Any:
+        section, key = dotted.split(".", 1)
+        default = DEFAULTS[section][key]
+        value = self._values.get(section, {}).get(key, default)
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be true or false, not {value!r}")
+        elif isinstance(default, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a number, not {value!r}")
+        return value

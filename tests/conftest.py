@@ -1,0 +1,131 @@
+"""Shared fixtures: a temp store chosen by MEMCTL_STORE, the CLI in-process (CliRunner) and
+the installed `memctl` as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "sample_memory"
+
+
+def memctl_executable() -> str:
+    """The installed console script next to the running interpreter."""
+    candidate = Path(sys.executable).parent / "memctl"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("memctl")
+    if not found:
+        raise RuntimeError("memctl is not installed; run `make test`")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path):
+    """No test sees the user's store, project, editor or clock."""
+    for name in ("MEMCTL_STORE", "MEMCTL_PROJECT", "MEMCTL_NOW", "EDITOR", "VISUAL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "memctl-test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "memctl-test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.invalid")
+    monkeypatch.chdir(tmp_path)
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+class Cli:
+    """Runs memctl in-process with CliRunner, against one store."""
+
+    def __init__(self, store: Path, project: str = "demo") -> None:
+        self.store = store
+        self.project = project
+
+    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+        from memctl.cli.app import app
+
+        full_env = {"MEMCTL_STORE": str(self.store), "MEMCTL_PROJECT": self.project}
+        full_env.update(env or {})
+        runner = CliRunner()
+        result = runner.invoke(app, list(args), input=input, env=full_env, catch_exceptions=False)
+        return Result(result.exit_code, result.stdout, result.stderr)
+
+    def ok(self, *args: str, **kwargs) -> Result:
+        result = self(*args, **kwargs)
+        assert result.exit_code == 0, f"memctl {' '.join(args)} failed: {result.stderr}{result.stdout}"
+        return result
+
+
+def run_memctl(*args: str, store: Path | None = None, project: str | None = "demo",
+               input: str | None = None, env: dict[str, str] | None = None,
+               timeout: float = 60) -> Result:
+    """The installed memctl as a subprocess, as a user would run it."""
+    full_env = dict(os.environ)
+    if store is not None:
+        full_env["MEMCTL_STORE"] = str(store)
+    if project is not None:
+        full_env["MEMCTL_PROJECT"] = project
+    full_env.update(env or {})
+    completed = subprocess.run([memctl_executable(), *args], input=input, capture_output=True,
+                               text=True, env=full_env, timeout=timeout)
+    return Result(completed.returncode, completed.stdout, completed.stderr)
+
+
+@pytest.fixture
+def store_path(tmp_path) -> Path:
+    from memctl.store import Store
+
+    root = tmp_path / "store"
+    Store.init(root)
+    return root
+
+
+@pytest.fixture
+def cli(store_path) -> Cli:
+    return Cli(store_path)
+
+
+@pytest.fixture
+def sample_store(tmp_path) -> Path:
+    """A git store made from the bundled sample_memory/."""
+    from memctl.store import Store
+
+    root = tmp_path / "sample"
+    shutil.copytree(SAMPLE, root)
+    Store.init(root)
+    return root
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def tree_snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of a store but .git/ and .memctl/, for 'nothing changed' assertions."""
+    snapshot = {}
+    for path in sorted(Path(root).rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith((".git/", ".memctl/")) or rel in (".git", ".memctl") or not path.is_file():
+            continue
+        snapshot[rel] = path.read_bytes()
+    return snapshot

@@ -1,0 +1,160 @@
+"""Reading files memctl did not write, and surgical edits that keep every other byte."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memctl.note import note_from_parsed
+from memctl.noteformat import compute_checksum, parse_text, render_note, set_fields
+
+
+def note(text: str, relpath: str = "p/notes/x.md"):
+    parsed = parse_text(text)
+    return parsed, note_from_parsed(parsed, text=text, relpath=relpath, project="p")
+
+
+def test_no_front_matter_is_a_fact_with_defaults():
+    parsed, n = note("# Deploy notes\n\nRun the migration before deploy.\n")
+    assert parsed.problem is None and not parsed.has_front_matter
+    assert (n.type, n.importance, n.status, n.title) == ("fact", 5, "active", "Deploy notes")
+    assert n.body.startswith("# Deploy notes")
+
+
+def test_partial_front_matter_gets_defaults():
+    _, n = note("---\ntags: [ops]\n---\nbody\n")
+    assert (n.type, n.importance, n.tags, n.status) == ("fact", 5, ["ops"], "active")
+
+
+def test_windows_line_endings_and_bom():
+    text = "\ufeff---\r\ntype: rule\r\nimportance: 9\r\n---\r\nAlways run tests.\r\n"
+    parsed, n = note(text)
+    assert parsed.bom and parsed.newline == "\r\n"
+    assert (n.type, n.importance) == ("rule", 9)
+    assert n.body == "Always run tests.\r\n"
+
+
+def test_yaml_implicit_conversions_do_not_corrupt_values():
+    _, n = note("---\nsubject: no\npredicate: 0123\ncreated: 2025-03-12\nwhen: 12:30\nflag: on\n---\nx\n")
+    assert n.subject == "no"
+    assert n.predicate == "0123"
+    assert n.created == "2025-03-12"
+    assert n.meta["when"] == "12:30" and n.meta["flag"] == "on"
+
+
+def test_list_instead_of_mapping_is_reported_with_line():
+    parsed = parse_text("---\n- a\n- b\n---\nbody\n")
+    assert parsed.problem is not None and parsed.problem.line == 2
+    assert "list" in parsed.problem.message
+
+
+def test_missing_closing_delimiter_is_reported():
+    parsed = parse_text("---\ntype: fact\nbody without end\n")
+    assert parsed.problem is not None and parsed.problem.line == 1
+    assert "never closed" in parsed.problem.message
+
+
+def test_malformed_yaml_reports_the_file_line():
+    parsed = parse_text("---\ntype: fact\ntags: [a, b\nimportance: 3\n---\nbody\n")
+    assert parsed.problem is not None
+    assert parsed.problem.line in (3, 4, 5)
+
+
+def test_unsafe_tags_and_aliases_are_refused():
+    assert "tag" in parse_text("---\nx: !!python/object/apply:os.system ['true']\n---\n").problem.message
+    bomb = "---\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n---\n"
+    assert "alias" in parse_text(bomb).problem.message
+
+
+def test_oversized_and_deeply_nested_front_matter_are_errors_not_crashes():
+    big = "---\n" + "k: " + "x" * (70 * 1024) + "\n---\nbody\n"
+    assert "larger" in parse_text(big).problem.message
+    deep = "---\nk: " + "[" * 5000 + "]" * 5000 + "\n---\n"
+    assert parse_text(deep).problem is not None or parse_text(deep).meta
+
+
+def test_unknown_values_fall_back_with_a_warning():
+    _, n = note("---\ntype: banana\nimportance: lots\npinned: maybe\n---\nbody\n")
+    assert (n.type, n.importance, n.pinned) == ("fact", 5, False)
+    assert len(n.warnings) == 3
+
+
+def test_set_fields_keeps_every_other_byte():
+    original = (
+        "---\r\n# my comment\r\nid: abc\r\ntype: fact   # inline comment\r\nzeta: 1\r\n"
+        "tags:\r\n  - a\r\n  - b\r\nalpha: no\r\n---\r\nBody line\r\n\r\nNo final newline"
+    )
+    changed = set_fields(original, {"type": "rule", "tags": ["x"], "status": "superseded"})
+    assert changed.startswith("---\r\n# my comment\r\nid: abc\r\ntype: rule   # inline comment\r\nzeta: 1\r\ntags: [x]\r\nalpha: no\r\nstatus: superseded\r\n---\r\n")
+    assert changed.endswith("---\r\nBody line\r\n\r\nNo final newline")
+
+
+def test_set_fields_on_file_without_front_matter_adds_a_block_and_keeps_body():
+    body = "\ufeffJust text\nsecond line"
+    changed = set_fields(body, {"status": "archived"})
+    assert changed == "\ufeff---\nstatus: archived\n---\nJust text\nsecond line"
+
+
+def test_checksum_ignores_its_own_line_and_notices_edits():
+    text = render_note({"id": "x", "type": "fact"}, "body\n")
+    stamped = set_fields(text, {"checksum": compute_checksum(text)})
+    _, n = note(stamped)
+    assert n.stamped
+    _, edited = note(stamped.replace("body", "body edited"))
+    assert not edited.stamped
+
+
+# --- properties --------------------------------------------------------------------------
+
+keys = st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=12).filter(
+    lambda k: k != "checksum")
+scalars = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\x85\u2028\u2029\ufeff"),
+    max_size=40,
+).map(str.strip).filter(bool)
+values = st.one_of(scalars, st.lists(scalars, max_size=4))
+bodies = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"), max_size=200)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(keys, values, max_size=8), bodies)
+def test_what_memctl_writes_reads_back_the_same(meta, body):
+    text = render_note(meta, body)
+    parsed = parse_text(text)
+    assert parsed.problem is None
+    assert parsed.meta == meta
+    assert parsed.body == body
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(keys, values, min_size=1, max_size=6), bodies,
+       st.dictionaries(keys, st.one_of(values, st.none()), min_size=1, max_size=3),
+       st.sampled_from(["\n", "\r\n"]))
+def test_surgical_update_changes_only_the_named_fields(meta, body, updates, newline):
+    text = render_note(meta, body.replace("\n", newline), newline)
+    changed = set_fields(text, updates)
+    parsed = parse_text(changed)
+    assert parsed.problem is None
+    expected = {k: v for k, v in meta.items()}
+    for key, value in updates.items():
+        if value is None:
+            expected.pop(key, None)
+        else:
+            expected[key] = value
+    assert parsed.meta == expected
+    assert parsed.body == body.replace("\n", newline)
+    # Untouched field lines keep their bytes and their order.
+    head_before = text.split(newline)[1:len(meta) + 1]
+    untouched = [line for line in head_before if line.split(":", 1)[0] not in updates]
+    changed_head = changed.split(newline)[1:]
+    positions = [changed_head.index(line) for line in untouched]
+    assert positions == sorted(positions)
+
+
+@settings(max_examples=500)
+@given(st.text(max_size=300))
+def test_any_text_parses_or_reports_never_raises(text):
+    parsed = parse_text(text)
+    assert parsed.problem is None or parsed.problem.line >= 1

@@ -1,0 +1,224 @@
+"""The everyday commands through the CLI: init, add, show, list, edit, forget, and errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Cli, git, run_memctl, tree_snapshot
+from memctl.ids import is_id
+from memctl.noteformat import parse_text
+
+
+def test_init_creates_a_git_store_and_is_idempotent(tmp_path):
+    root = tmp_path / "new-store"
+    first = run_memctl("init", str(root), "--json", project=None)
+    assert first.exit_code == 0, first.stderr
+    assert first.json() == {"store": str(root), "created": True}
+    for name in ("memctl.toml", ".gitignore", "global", ".templates/fact.md"):
+        assert (root / name).exists(), name
+    assert ".memctl/" in (root / ".gitignore").read_text()
+    assert git(root, "status", "--porcelain") == ""
+    commits = git(root, "rev-list", "--count", "HEAD").strip()
+    again = run_memctl("init", str(root), "--json", project=None)
+    assert again.json()["created"] is False
+    assert git(root, "rev-list", "--count", "HEAD").strip() == commits
+
+
+def test_init_refuses_a_file(tmp_path):
+    target = tmp_path / "afile"
+    target.write_text("x")
+    result = run_memctl("init", str(target), project=None)
+    assert result.exit_code == 1 and result.stderr.startswith("error:")
+    assert target.read_text() == "x"
+
+
+def test_add_writes_a_committed_note_with_the_documented_fields(cli: Cli):
+    added = cli.ok("add", "Use PostgreSQL 16, no ORM", "--type", "decision", "--tags", "db, postgres",
+                   "--importance", "8", "--subject", "blog", "--predicate", "database", "--json").json()
+    assert added["action"] == "created" and is_id(added["id"])
+    path = cli.store / added["path"]
+    meta = parse_text(path.read_text()).meta
+    assert meta["type"] == "decision" and meta["importance"] == "8"
+    assert meta["tags"] == ["db", "postgres"] and meta["project"] == "demo"
+    assert meta["created"] == meta["updated"] and meta["created"].endswith("Z")
+    assert git(cli.store, "status", "--porcelain") == ""
+    assert added["id"] in git(cli.store, "log", "-1", "--format=%s")
+
+
+def test_add_from_stdin_and_global_scope(cli: Cli):
+    added = cli.ok("add", "-", "--global", "--json", input="偏好：回答用中文\n").json()
+    assert added["path"].startswith("global/")
+    shown = cli.ok("show", added["id"], "--json").json()
+    assert shown["body"].strip() == "偏好：回答用中文" and shown["project"] == "global"
+
+
+def test_add_uses_mcmctl_now_for_times(cli: Cli):
+    added = cli.ok("add", "clocked", "--json", env={"MEMCTL_NOW": "2026-01-02T03:04:05Z"}).json()
+    shown = cli.ok("show", added["id"], "--json").json()
+    assert shown["created"] == "2026-01-02T03:04:05.000Z"
+
+
+def test_expires_accepts_spans_and_dates(cli: Cli):
+    env = {"MEMCTL_NOW": "2026-11-30T00:00:00Z"}
+    span = cli.ok("add", "temporary", "--expires", "30d", "--json", env=env).json()
+    assert cli.ok("show", span["id"], "--json").json()["expires"] == "2026-12-30"
+    bad = cli("add", "x", "--expires", "someday")
+    assert bad.exit_code == 2 and "--expires" in bad.stderr
+
+
+def test_same_subject_and_predicate_supersedes(cli: Cli):
+    old = cli.ok("add", "The blog uses MySQL", "--subject", "blog", "--predicate", "db", "--json").json()
+    new = cli.ok("add", "The blog moved to PostgreSQL", "--subject", "blog", "--predicate", "db", "--json").json()
+    assert new["superseded"] == [old["id"]]
+    shown = cli.ok("show", old["id"], "--json").json()
+    assert shown["status"] == "superseded" and shown["superseded_by"] == new["id"]
+    assert (cli.store / old["path"]).exists()
+
+
+def test_show_by_unambiguous_prefix_and_errors(cli: Cli):
+    a = cli.ok("add", "first", "--json").json()
+    b = cli.ok("add", "second", "--json").json()
+    assert cli.ok("show", a["id"][:14] if a["id"][:14] != b["id"][:14] else a["id"], "--json").json()["id"] == a["id"]
+    common = os.path.commonprefix([a["id"], b["id"]])
+    ambiguous = cli("show", common)
+    assert ambiguous.exit_code == 1 and "ambiguous" in ambiguous.stderr
+    unknown = cli("show", "zzzzzz")
+    assert unknown.exit_code == 1 and unknown.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--type", "banana"], "--type"),
+    (["--importance", "11"], "--importance"),
+    (["--importance", "0"], "--importance"),
+    (["--project", "../x"], "--project"),
+    (["--project", ".git"], "--project"),
+])
+def test_bad_option_values_are_usage_errors_and_write_nothing(cli: Cli, args, option):
+    before = tree_snapshot(cli.store)
+    result = cli("add", "text", *args)
+    assert result.exit_code == 2
+    assert option in result.stderr
+    assert tree_snapshot(cli.store) == before
+
+
+def test_missing_store_and_store_that_is_a_file(tmp_path):
+    missing = run_memctl("list", store=tmp_path / "nope")
+    assert missing.exit_code == 1 and "does not exist" in missing.stderr and "memctl init" in missing.stderr
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    as_file = run_memctl("list", store=afile)
+    assert as_file.exit_code == 1 and "is a file" in as_file.stderr
+
+
+def test_list_filters_and_json(cli: Cli):
+    cli.ok("add", "a rule", "--type", "rule", "--tags", "ops", env={"MEMCTL_NOW": "2026-01-01T00:00:00Z"})
+    cli.ok("add", "a fact", "--type", "fact", env={"MEMCTL_NOW": "2026-11-01T00:00:00Z"})
+    cli.ok("add", "other project", "--project", "other")
+    cli.ok("add", "global pref", "--type", "preference", "--global")
+    listed = cli.ok("list", "--json").json()
+    assert {n["body"] if "body" in n else n["title"] for n in listed} == {"a rule", "a fact", "global pref"}
+    assert [n["title"] for n in cli.ok("list", "--type", "rule", "--json").json()] == ["a rule"]
+    assert [n["title"] for n in cli.ok("list", "--tag", "ops", "--json").json()] == ["a rule"]
+    assert len(cli.ok("list", "--all-projects", "--json").json()) == 4
+    since = cli.ok("list", "--since", "2026-06-01", "--json").json()
+    assert "a rule" not in {n["title"] for n in since}
+    assert len(cli.ok("list", "--limit", "1", "--json").json()) == 1
+    assert all("path" in n and "/" in n["path"] for n in listed)
+
+
+def _editor_script(tmp_path: Path, python_code: str) -> str:
+    script = tmp_path / "editor.py"
+    script.write_text("import sys\npath = sys.argv[1]\ntext = open(path, encoding='utf-8').read()\n" + python_code)
+    return f"{sys.executable} {script}"
+
+
+def test_edit_stamps_updated_and_keeps_the_rest(cli: Cli, tmp_path):
+    added = cli.ok("add", "Deploy on Fridays", "--json", env={"MEMCTL_NOW": "2026-01-01T00:00:00Z"}).json()
+    before = (cli.store / added["path"]).read_text()
+    editor = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('Fridays', 'Tuesdays'))")
+    cli.ok("edit", added["id"], env={"EDITOR": editor, "MEMCTL_NOW": "2026-02-01T00:00:00Z"})
+    after = (cli.store / added["path"]).read_text()
+    assert "Tuesdays" in after
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+    assert {a.split(":")[0] for a, _ in changed} <= {"updated", "checksum", "Deploy on Fridays"}
+    assert "updated: 2026-02-01T00:00:00.000Z" in after
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_edit_with_invalid_result_keeps_the_note_and_the_draft(cli: Cli, tmp_path):
+    added = cli.ok("add", "Keep me", "--json").json()
+    before = (cli.store / added["path"]).read_bytes()
+    editor = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('type: fact', 'type: [broken'))")
+    result = cli("edit", added["id"], env={"EDITOR": editor})
+    assert result.exit_code == 1 and "unchanged" in result.stderr and ".memctl/edit/" in result.stderr
+    assert (cli.store / added["path"]).read_bytes() == before
+
+
+def test_forget_deletes_and_leaves_a_tombstone(cli: Cli):
+    added = cli.ok("add", "Obsolete", "--json").json()
+    cli.ok("forget", added["id"])
+    assert not (cli.store / added["path"]).exists()
+    tombstone = cli.store / ".tombstones" / f"{added['id']}.md"
+    assert parse_text(tombstone.read_text()).meta["id"] == added["id"]
+    assert cli("show", added["id"]).exit_code == 1
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_hand_dropped_file_is_listed_and_never_rewritten(cli: Cli):
+    folder = cli.store / "demo" / "notes"
+    folder.mkdir(parents=True)
+    hand = folder / "hand.md"
+    content = b"\xef\xbb\xbfMy own note\r\nwith CRLF and no front matter"
+    hand.write_bytes(content)
+    listed = cli.ok("list", "--json").json()
+    assert any(n["path"] == "demo/notes/hand.md" and n["type"] == "fact" and n["importance"] == 5 for n in listed)
+    assert hand.read_bytes() == content
+
+
+def test_broken_file_is_reported_not_fatal(cli: Cli):
+    cli.ok("add", "fine")
+    broken = cli.store / "demo" / "notes" / "broken.md"
+    broken.write_text("---\ntags: [a\n---\nbody\n")
+    listed = cli("list", "--json")
+    assert listed.exit_code == 0
+    assert [n["title"] for n in listed.json()] == ["fine"]
+    assert broken.read_text() == "---\ntags: [a\n---\nbody\n"
+
+
+def test_python_dash_m_works(store_path):
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", "memctl", "--store", str(store_path), "list", "--json"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "[]"
+
+
+def test_end_to_end_add_show_forget_as_a_user_would(store_path):
+    added = run_memctl("add", "Remember: run migrations before deploy", "--type", "rule", "--json", store=store_path)
+    assert added.exit_code == 0, added.stderr
+    note_id = added.json()["id"]
+    shown = run_memctl("show", note_id[:12], store=store_path)
+    assert shown.exit_code == 0 and "migrations" in shown.stdout
+    gone = run_memctl("forget", note_id, store=store_path)
+    assert gone.exit_code == 0
+    again = run_memctl("show", note_id, store=store_path)
+    assert again.exit_code == 1 and again.stderr.startswith("error:")
+
+
+def test_project_from_git_repo_name(tmp_path, store_path):
+    repo = tmp_path / "my-service"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    env = dict(os.environ)
+    env.pop("MEMCTL_PROJECT", None)
+    import subprocess
+
+    from conftest import memctl_executable
+    out = subprocess.run([memctl_executable(), "--store", str(store_path), "add", "x", "--json"],
+                         cwd=repo / ".", capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout and '"my-service/' in out.stdout
