@@ -21,10 +21,20 @@ DEMO := $(BIN)/memctl --store $(DEMO_STORE)
 demo: venv
 	cp -r sample_memory $(DEMO_STORE)
 	$(DEMO) init
-	@echo; echo '$$ memctl list --project blog-backend'
-	@$(DEMO) list --project blog-backend
-	@echo; echo '$$ memctl show <the newest decision>'
-	@$(DEMO) show $$($(DEMO) list --project blog-backend --type decision --limit 1 --json | $(BIN)/python -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+	@echo; echo '$$ memctl list --project blog-backend --limit 8'
+	@$(DEMO) list --project blog-backend --limit 8
+	@echo; echo '$$ memctl search postgres --project blog-backend'
+	@$(DEMO) search postgres --project blog-backend --limit 5
+	@echo; echo '$$ memctl search 连接池 --all-projects'
+	@$(DEMO) search 连接池 --all-projects --limit 5
+	@echo; echo '$$ memctl search postgress   (misspelt: fuzzy fallback)'
+	@$(DEMO) search postgress --project blog-backend --limit 3
+	@echo; echo '$$ memctl recall "deploy" --project blog-backend'
+	@$(DEMO) recall deploy --project blog-backend
+	@echo; echo '$$ memctl health'
+	@$(DEMO) health
+	@echo; echo '$$ memctl archive --dry-run'
+	@MEMCTL_NOW=2026-11-30T12:00:00Z $(DEMO) archive --dry-run
 	@echo "(demo store: $(DEMO_STORE))"
 
 test: venv

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from memctl.errors import MemctlError
 
@@ -17,12 +17,12 @@ def now() -> datetime:
         if parsed is None:
             raise MemctlError(f"MEMCTL_NOW={override!r} is not an ISO 8601 time")
         return parsed
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def format_time(moment: datetime) -> str:
     """UTC ISO 8601 with milliseconds and a Z, the form memctl writes into files."""
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -37,9 +37,9 @@ def parse_time(text: object) -> datetime | None:
     midnight UTC; a datetime without zone is taken as UTC.
     """
     if isinstance(text, datetime):
-        return text if text.tzinfo else text.replace(tzinfo=timezone.utc)
+        return text if text.tzinfo else text.replace(tzinfo=UTC)
     if isinstance(text, date):
-        return datetime(text.year, text.month, text.day, tzinfo=timezone.utc)
+        return datetime(text.year, text.month, text.day, tzinfo=UTC)
     if not isinstance(text, str):
         return None
     value = text.strip()
@@ -53,8 +53,8 @@ def parse_time(text: object) -> datetime | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 _RELATIVE = re.compile(r"^(\d+)\s*([dwmy])$")

@@ -11,7 +11,6 @@ Two promises to users' files live here:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +55,14 @@ def _strict_loader() -> type:
 
         class StrictLoader(base):  # type: ignore[misc, valid-type]
             yaml_implicit_resolvers: dict = {}
+            # Only text, lists and mappings: an explicit tag (!!binary, !!timestamp, !!set,
+            # !!python/...) is refused rather than turned into an object.
+            yaml_constructors = {
+                "tag:yaml.org,2002:str": yaml.SafeLoader.construct_yaml_str,
+                "tag:yaml.org,2002:seq": yaml.SafeLoader.construct_yaml_seq,
+                "tag:yaml.org,2002:map": yaml.SafeLoader.construct_yaml_map,
+                None: yaml.SafeLoader.construct_undefined,
+            }
 
         _LOADER = StrictLoader
     return _LOADER
@@ -218,13 +225,42 @@ def render_scalar(value: Any) -> str:
         and ": " not in text
         and " #" not in text
         and text not in _YAML_SPECIAL_WORDS
-        and "\u2028" not in text
-        and "\u2029" not in text
-        and "\x85" not in text
-        and "\ufeff" not in text
+        and all(_is_yaml_printable(ch) for ch in text)
     ):
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return double_quoted(text)
+
+
+def _is_yaml_printable(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0x20 <= code <= 0x7E or 0xA0 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD
+        or 0x10000 <= code <= 0x10FFFF
+    ) and ch not in "\u2028\u2029\ufeff"
+
+
+def double_quoted(text: str) -> str:
+    """A YAML double-quoted scalar; anything YAML cannot hold raw is escaped."""
+    out = ['"']
+    for ch in text:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif _is_yaml_printable(ch):
+            out.append(ch)
+        elif ord(ch) <= 0xFF:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def render_value(value: Any) -> str:
@@ -236,7 +272,7 @@ def render_value(value: Any) -> str:
 def _render_flow_item(item: Any) -> str:
     rendered = render_scalar(item)
     if rendered == str(item) and any(ch in str(item) for ch in ",[]{}"):
-        return json.dumps(str(item), ensure_ascii=False)
+        return double_quoted(str(item))
     return rendered
 
 

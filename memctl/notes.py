@@ -43,6 +43,24 @@ def validate_importance(importance: int) -> int:
     return importance
 
 
+MAX_TAGS = 100
+MAX_FIELD_CHARS = 200
+
+
+def validate_tags(tags: list[str]) -> list[str]:
+    clean: list[str] = []
+    for tag in tags:
+        tag = tag.strip()
+        if tag and tag not in clean:
+            clean.append(tag)
+    if len(clean) > MAX_TAGS:
+        raise UsageError(f"invalid value for --tags: {len(clean)} tags; a note takes at most {MAX_TAGS}")
+    for tag in clean:
+        if len(tag) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in tag):
+            raise UsageError(f"invalid value for --tags: a tag must be one short line (at most {MAX_FIELD_CHARS} characters)")
+    return clean
+
+
 def clean_text(text: str) -> str:
     if "\x00" in text:
         raise UsageError("the note text contains NUL bytes; notes are text")
@@ -77,7 +95,10 @@ def build_note_text(store: Store, *, note_id: str, text: str, note_type: str, pr
         meta.update({k: v for k, v in extra.items() if v is not None})
     body = parsed.body if parsed.body.endswith("\n") else parsed.body + "\n"
     rendered = render_note(ordered_meta(meta), body)
-    return set_fields(rendered, {"checksum": compute_checksum(rendered)})
+    try:
+        return set_fields(rendered, {"checksum": compute_checksum(rendered)})
+    except ValueError as exc:
+        raise UsageError(f"the note's fields do not fit in a note ({exc})") from None
 
 
 def _template_importance(meta: dict[str, Any]) -> int:
@@ -107,9 +128,12 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
             expires = parse_expiry(expires, moment)
         except ValueError as exc:
             raise UsageError(f"invalid value for --expires: {exc}") from None
-    clean_tags = [t.strip() for t in (tags or []) if t.strip()]
+    clean_tags = validate_tags(tags or [])
     subject = subject.strip() if subject and subject.strip() else None
     predicate = predicate.strip() if predicate and predicate.strip() else None
+    for option, value in (("--subject", subject), ("--predicate", predicate)):
+        if value and (len(value) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in value)):
+            raise UsageError(f"invalid value for {option}: one short line (at most {MAX_FIELD_CHARS} characters)")
 
     if not allow_secret:
         _refuse_secrets(text)
@@ -290,7 +314,9 @@ def forget_note(store: Store, ref: str) -> Note:
     """Delete a note and leave a tombstone, so no sync or import brings it back."""
     note = store.find_note(ref)
     with store.lock("forget"):
-        moment = format_time(now())
+        from memctl.store import monotonic_stamp
+
+        moment = format_time(monotonic_stamp(now(), note.updated))
         tombstone_path = f"{TOMBSTONE_DIR}/{note.id}.md"
         tombstone = render_note(
             {"id": note.id, "deleted": moment, "project": note.project, "path": note.path,

@@ -28,7 +28,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "protect_importance": 9,  # this importance or more is never archived automatically
     },
     "duplicates": {
-        "merge_threshold": 90,  # similarity (0-100) at which `add` merges into an existing note
+        "merge_threshold": 88,  # similarity (0-100) at which `add` merges into an existing note
         "similar_threshold": 70,  # similarity at which a possible contradiction is reported
     },
     "memory": {
@@ -80,7 +80,7 @@ class Settings:
         self._values = values or {}
 
     @classmethod
-    def load(cls, store_root: Path) -> "Settings":
+    def load(cls, store_root: Path) -> Settings:
         path = Path(store_root) / SETTINGS_FILE
         try:
             raw = path.read_bytes()

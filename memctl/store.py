@@ -9,10 +9,10 @@ import stat as stat_module
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from memctl.atomic import atomic_write_text
+from memctl.atomic import atomic_write_text, make_dirs
 from memctl.errors import MemctlError, UsageError
 from memctl.note import Note, note_from_parsed, valid_project_name
 from memctl.noteformat import ParsedFile, compute_checksum, parse_text, set_fields
@@ -139,7 +139,7 @@ class Store:
     # --- opening --------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, root: Path, create_if_missing: bool = False) -> "Store":
+    def open(cls, root: Path, create_if_missing: bool = False) -> Store:
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise MemctlError(f"store path {root} is a file, not a folder; pass --store with a folder")
@@ -152,7 +152,7 @@ class Store:
         return cls(root)
 
     @classmethod
-    def init(cls, root: Path) -> tuple["Store", bool]:
+    def init(cls, root: Path) -> tuple[Store, bool]:
         """Create the store, or complete a partial one. Never overwrites an existing file."""
         from memctl import gitops
         from memctl.settings import default_toml
@@ -162,7 +162,7 @@ class Store:
         if root.exists() and not root.is_dir():
             raise MemctlError(f"{root} is a file, not a folder")
         created_anything = False
-        root.mkdir(parents=True, exist_ok=True)
+        make_dirs(root)
         if not gitops.is_repo(root):
             gitops.init_repo(root)
             created_anything = True
@@ -179,7 +179,12 @@ class Store:
             if not path.exists():
                 atomic_write_text(path, text)
                 created_anything = True
-        (root / STATE_DIR).mkdir(exist_ok=True)
+        make_dirs(root / STATE_DIR)
+        from memctl.sync import install_merge_driver
+
+        # Every machine needs the driver in its own .git/config, so a hand `git pull` never
+        # leaves conflict markers in a note.
+        created_anything = install_merge_driver(root) or created_anything
         store = cls(root)
         if created_anything:
             with store.lock("init"):
@@ -197,7 +202,8 @@ class Store:
     @property
     def state_dir(self) -> Path:
         path = self.root / STATE_DIR
-        path.mkdir(exist_ok=True)
+        if not path.is_dir():
+            make_dirs(path)
         return path
 
     def path(self, relpath: str) -> Path:
@@ -294,7 +300,7 @@ class Store:
             raise MemctlError(f"{relpath}:{parsed.problem.line}: {parsed.problem.message}")
         return note_from_parsed(
             parsed, text=text, relpath=relpath, project=kind[1],
-            file_time=datetime.fromtimestamp(info.st_mtime, timezone.utc),
+            file_time=datetime.fromtimestamp(info.st_mtime, UTC),
             archived=kind[0] == ARCHIVED,
         )
 
@@ -345,12 +351,39 @@ class Store:
         from memctl.locking import store_lock
 
         with store_lock(self.root, what):
+            if any((self.root / STATE_DIR).glob("txn-*")):
+                # A killed import left a journal: finish or undo it before anything else.
+                from memctl.exchange import recover_pending
+
+                recover_pending(self)
             yield
 
     def commit(self, message: str, paths: list[str] | None = None) -> str | None:
         from memctl import gitops
 
-        return gitops.commit_all(self.root, message, paths)
+        commit_id = gitops.commit_all(self.root, message, paths)
+        if paths:
+            self._refresh_index(paths)
+        return commit_id
+
+    def _refresh_index(self, paths: list[str]) -> None:
+        """Read-your-writes: the next search sees this change even while a watcher (which
+        lets commands skip their own walk) has not yet picked it up."""
+        import sqlite3
+
+        from memctl.index import index_path, open_index
+
+        if not index_path(self).exists():
+            return
+
+        try:
+            index = open_index(self)
+            try:
+                index.refresh(paths)
+            finally:
+                index.close()
+        except (sqlite3.Error, MemctlError):
+            pass  # best effort: the next command's freshness check catches up
 
 
 def _single_match(wanted: str, matches: list[Note]) -> Note:
@@ -371,7 +404,7 @@ def stamp(text: str, updates: dict[str, object], moment: datetime, note: Note | 
     from memctl.clock import format_time
 
     changes = dict(updates)
-    changes["updated"] = format_time(moment)
+    changes["updated"] = format_time(monotonic_stamp(moment, note.updated if note else None))
     if note is not None and not note.has_id:
         changes.setdefault("id", note.id)
     try:
@@ -382,3 +415,16 @@ def stamp(text: str, updates: dict[str, object], moment: datetime, note: Note | 
     if len(text.encode("utf-8")) > MAX_NOTE_BYTES * 10:
         raise MemctlError("note is too large to rewrite")
     return text
+
+
+def monotonic_stamp(moment: datetime, previous: str | None) -> datetime:
+    """A new `updated` is never older than the one it replaces (clocks differ between
+    machines; newest-wins merging relies on a change looking newer than what it changed)."""
+    from datetime import timedelta
+
+    from memctl.clock import parse_time
+
+    before = parse_time(previous) if previous else None
+    if before is not None and before >= moment:
+        return before + timedelta(milliseconds=1)
+    return moment

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-from typing import Literal
+from typing import Literal, Optional
 
 import typer
 
 from memctl.cli.app import (
-    JSON_OPTION, LIMIT_OPTION, PROJECT_OPTION, app, current_project, get_store, store_path_option,
+    JSON_OPTION,
+    LIMIT_OPTION,
+    PROJECT_OPTION,
+    app,
+    current_project,
+    get_store,
+    store_path_option,
 )
 from memctl.cli.output import emit_json, info, table
 from memctl.note import NOTE_TYPES, STATUSES
@@ -62,6 +66,7 @@ def add(
     predicate: Optional[str] = typer.Option(None, "--predicate", help="Which property of the subject."),
     expires: Optional[str] = typer.Option(None, "--expires", help="A date (2027-03-01) or a span (30d, 6w, 3m, 1y)."),
     corrects: Optional[str] = typer.Option(None, "--corrects", metavar="ID", help="For a correction: the note it corrects."),
+    source_episode: Optional[str] = typer.Option(None, "--source-episode", metavar="ID", help="The episode this note came from."),
     force: bool = typer.Option(False, "--force", help="Write even if a near-duplicate exists."),
     allow_secret: bool = typer.Option(False, "--allow-secret", help="Write even if the text looks like a secret."),
     json_output: bool = JSON_OPTION,
@@ -72,10 +77,16 @@ def add(
     store = get_store()
     scope = current_project(project, global_scope)
     corrected = store.find_note(corrects).id if corrects else None
+    episode_id = None
+    if source_episode:
+        from memctl.episodes import find_episode
+
+        episode_id = find_episode(store, source_episode).id
     result = add_note(
         store, read_text_argument(text), note_type=note_type.lower(), project=scope,
         importance=importance, tags=_split_tags(tags), subject=subject, predicate=predicate,
         expires=expires, source="cli", force=force, allow_secret=allow_secret, corrects=corrected,
+        source_episode=episode_id,
     )
     if json_output:
         emit_json(result.to_dict())
@@ -93,9 +104,28 @@ def show(
     note_id: str = typer.Argument(..., metavar="ID", help="A note id or an unambiguous prefix."),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Show one note."""
+    """Show one note (or episode)."""
+    from memctl.errors import MemctlError
+
     store = get_store()
-    note = store.find_note(note_id)
+    try:
+        note = store.find_note(note_id)
+    except MemctlError as not_a_note:
+        from memctl.episodes import find_episode
+
+        try:
+            episode = find_episode(store, note_id)
+        except MemctlError:
+            raise not_a_note from None
+        if json_output:
+            emit_json(episode.to_dict())
+        else:
+            info(f"episode {episode.id}  {episode.project}  {episode.outcome}  {episode.path}")
+            from rich.markdown import Markdown
+
+            from memctl.cli.output import console
+            console().print(Markdown(episode.body))
+        return
     data = note.to_dict()
     data.update(_counters(store, note.id))
     if json_output:
@@ -143,23 +173,23 @@ def list_notes(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List notes with filters."""
+    from memctl.cli.output import report_parse_errors
+    from memctl.index import ensure_fresh
     from memctl.listing import list_notes as list_core
 
     store = get_store()
     scope = None if all_projects else current_project(project)
+    index = ensure_fresh(store)
+    report_parse_errors(index)
     notes = list_core(store, project=scope, note_type=note_type, tag=tag,
-                      status=status or "active", since=since, sort=sort, limit=limit)
+                      status=status or "active", since=since, sort=sort, limit=limit, index=index)
     if json_output:
-        emit_json([note.to_dict(with_body=False) for note in notes])
+        emit_json(notes)
         return
-    table(["id", "type", "imp", "project", "updated", "title", "tags"],
-          [[n.id, n.type, n.importance, n.project, n.updated[:10], _cut(n.title, 60), ",".join(n.tags)]
+    table(["id", "type", "imp", "project", "updated", "title"],
+          [[n["id"], n["type"], n["importance"], n["project"], (n.get("updated") or "")[:10], n["title"]]
            for n in notes])
     info(f"{len(notes)} note{'s' if len(notes) != 1 else ''}")
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @app.command()

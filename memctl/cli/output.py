@@ -42,13 +42,35 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
+# Columns that keep their full width (ids must stay copyable); the others share what is left
+# and are cut with an ellipsis.
+_RIGID = {"id", "type", "imp", "importance", "updated", "created", "status", "#", "commit",
+          "time", "notes", "action", "outcome", "score", "project", "kind", "count", ""}
+
+
+def report_parse_errors(index: Any) -> None:
+    """Files that do not parse, named with path and line on stderr by the command meeting them."""
+    for problem in index.parse_errors():
+        warn(f"{problem.path}:{problem.line}: {problem.message} (its last good version is used)")
+
+
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
+    from rich import box
+    from rich.cells import cell_len
     from rich.table import Table
 
-    grid = Table(title=title, show_lines=False, header_style="bold")
-    for column in columns:
-        # Ids must stay copyable: never wrap them.
-        grid.add_column(column, overflow="fold", no_wrap=column == "id")
-    for row in rows:
-        grid.add_row(*["" if cell is None else str(cell) for cell in row])
+    cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    widths = [max([cell_len(column)] + [cell_len(row[index]) for row in cells])
+              for index, column in enumerate(columns)]
+    fixed = sum(width + 2 for width, column in zip(widths, columns, strict=True) if column in _RIGID)
+    elastic = [c for c in columns if c not in _RIGID]
+    room = max(12, (console().width - fixed - 1) // max(1, len(elastic)) - 2)
+    grid = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column, width in zip(columns, widths, strict=True):
+        if column not in _RIGID:
+            grid.add_column(column, no_wrap=True, overflow="ellipsis", max_width=room)
+        else:
+            grid.add_column(column, no_wrap=True, min_width=width)
+    for row in cells:
+        grid.add_row(*row)
     console().print(grid)

@@ -1,0 +1,218 @@
+"""Benchmarks of the index and search (issue 3), on stores made by bench/gen_corpus.py.
+
+Prints each figure with the command that produced it:
+1. cold `memctl reindex` (no index file) at each size, wall time, CPU time and peak RSS;
+2. the freshness check (`Index.refresh()`, what every read command runs first) with nothing
+   changed and with one file changed;
+3. `memctl search` end to end as a subprocess (start-up, freshness check, query, output);
+4. the ranked query alone (`memctl.search.search` on an open, fresh index) p50/p95;
+5. `rg` (or `grep -r`) over the same files for the same words, side by side.
+
+    .venv/bin/python bench/bench_search.py [--sizes 1000,10000,100000] [--out bench/out]
+
+The load average is printed with each block: on a shared machine, CPU time is the fairer
+figure when it is far below the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+MEMCTL = str(Path(sys.executable).parent / "memctl")
+QUERIES = ["数据库", "连接池", "缓存", "登录超时", "postgresql", "connection pool", "deploy*",
+           "timeout", "Redis 缓存", "kubernetes"]
+E2E_QUERIES = ["数据库 连接池", "postgresql timeout", "缓存"]
+GREP_WORDS = ["数据库", "连接池", "PostgreSQL", "timeout"]
+
+_CHILD_RUN = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+wall = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, code)
+"""
+
+_REFRESH = """
+import statistics, sys, time
+from memctl.index import open_index
+root = sys.argv[1]
+index = open_index(root)
+index.refresh()
+walls, cpus = [], []
+for _ in range(9):
+    wall, cpu = time.perf_counter(), time.process_time()
+    stats = index.refresh()
+    walls.append((time.perf_counter() - wall) * 1000)
+    cpus.append((time.process_time() - cpu) * 1000)
+    assert not stats.changed, stats
+print(statistics.median(walls), statistics.median(cpus))
+"""
+
+_ONE_CHANGED = """
+import glob, statistics, sys, time
+from memctl.index import open_index
+root = sys.argv[1]
+index = open_index(root)
+index.refresh()
+files = sorted(glob.glob(root + "/infra/notes/*/*.md"))[:9]
+walls = []
+for number, path in enumerate(files):
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"\\nedited {number}\\n")
+    wall = time.perf_counter()
+    stats = index.refresh()
+    walls.append((time.perf_counter() - wall) * 1000)
+    assert stats.files_changed == 1, stats
+print(statistics.median(walls))
+"""
+
+_RANKED = """
+import statistics, sys, time
+from memctl.index import ensure_fresh
+from memctl.search import search
+from memctl.store import Store
+store = Store(sys.argv[1])
+queries = sys.argv[2].split("|")
+index = ensure_fresh(store)
+times = []
+for _ in range(10):
+    for query in queries:
+        start = time.perf_counter()
+        search(store, query, project="blog-backend", limit=20, index=index)
+        times.append((time.perf_counter() - start) * 1000)
+times.sort()
+print(statistics.median(times), times[int(0.95 * (len(times) - 1))], len(times))
+"""
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def show(figure: str, command: str) -> None:
+    print(f"  {figure}\n      $ {command}", flush=True)
+
+
+def corpus(out: Path, size: int) -> Path:
+    root = out / f"corpus-{size}"
+    if not (root / "memctl.toml").exists():
+        command = [PYTHON, str(HERE / "gen_corpus.py"), str(root), str(size)]
+        start = time.perf_counter()
+        subprocess.run(command, check=True)
+        show(f"generated {size} notes in {time.perf_counter() - start:.1f} s", " ".join(command))
+    return root
+
+
+def drop_index(root: Path) -> None:
+    for path in (root / ".memctl").glob("index.sqlite*"):
+        path.unlink()
+
+
+def cold_reindex(root: Path, size: int) -> None:
+    drop_index(root)
+    command = [MEMCTL, "--store", str(root), "reindex"]
+    output = subprocess.run([PYTHON, "-c", _CHILD_RUN, *command], check=True,
+                            capture_output=True, text=True).stdout.split()
+    wall, cpu, rss_kb, code = float(output[0]), float(output[1]), int(output[2]), output[3]
+    assert code == "0", f"reindex failed with {code}"
+    show(f"cold reindex, {size} notes: {wall:.2f} s wall, {cpu:.2f} s CPU (all processes), "
+         f"peak RSS {rss_kb / 1024:.0f} MB  [{load()}]", " ".join(command))
+
+
+def freshness(root: Path, size: int) -> None:
+    command = [PYTHON, "-c", _REFRESH, str(root)]
+    wall, cpu = map(float, subprocess.run(command, check=True, capture_output=True,
+                                          text=True).stdout.split())
+    show(f"freshness check, nothing changed, {size} notes: median {wall:.1f} ms wall, "
+         f"{cpu:.1f} ms CPU  [{load()}]", "python -c <Index.refresh() x9> " + str(root))
+    command = [PYTHON, "-c", _ONE_CHANGED, str(root)]
+    wall = float(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    show(f"freshness check, one file changed, {size} notes: median {wall:.1f} ms  [{load()}]",
+         "python -c <append to one note; Index.refresh()> x9 " + str(root))
+
+
+def end_to_end(root: Path, size: int, runs: int = 15) -> None:
+    subprocess.run([MEMCTL, "--store", str(root), "search", "warm", "--json"],
+                   capture_output=True, check=True)
+    times = []
+    for number in range(runs):
+        query = E2E_QUERIES[number % len(E2E_QUERIES)]
+        start = time.perf_counter()
+        subprocess.run([MEMCTL, "--store", str(root), "search", query, "--json"],
+                       capture_output=True, check=True,
+                       env={**os.environ, "MEMCTL_PROJECT": "blog-backend"})
+        times.append((time.perf_counter() - start) * 1000)
+    bare = []
+    for _ in range(5):
+        start = time.perf_counter()
+        subprocess.run([MEMCTL, "--version"], capture_output=True, check=True)
+        bare.append((time.perf_counter() - start) * 1000)
+    show(f"memctl search end to end, {size} notes: median {statistics.median(times):.0f} ms "
+         f"over {runs} runs (`memctl --version` alone: {statistics.median(bare):.0f} ms)  "
+         f"[{load()}]",
+         f"MEMCTL_PROJECT=blog-backend {MEMCTL} --store {root} search '<query>' --json")
+
+
+def ranked(root: Path, size: int) -> None:
+    command = [PYTHON, "-c", _RANKED, str(root), "|".join(QUERIES)]
+    median, p95, count = subprocess.run(command, check=True, capture_output=True,
+                                        text=True).stdout.split()
+    show(f"ranked query alone (bm25 × importance × recency, top 20 with snippets), {size} "
+         f"notes: p50 {float(median):.1f} ms, p95 {float(p95):.1f} ms over {count} queries "
+         f"[{load()}]", f"python -c <search(store, q, index=fresh index)> for {QUERIES}")
+
+
+def grep_side_by_side(root: Path, size: int) -> None:
+    tool = shutil.which("rg")
+    for word in GREP_WORDS:
+        if tool:
+            command = [tool, "-l", "-F", "-i", word, str(root)]
+        else:
+            command = ["grep", "-r", "-l", "-F", "-i", "--include=*.md", word, str(root)]
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            found = subprocess.run(command, capture_output=True, text=True).stdout.count("\n")
+            times.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        subprocess.run([MEMCTL, "--store", str(root), "search", word, "--json", "--all-projects",
+                        "--limit", "20"], capture_output=True, check=True)
+        ours = (time.perf_counter() - start) * 1000
+        show(f"{Path(command[0]).name} '{word}', {size} notes: median "
+             f"{statistics.median(times):.0f} ms, {found} files (unranked); memctl search "
+             f"--all-projects: {ours:.0f} ms, ranked top 20", " ".join(command))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    print(f"# bench_search on {os.cpu_count()} cores, python {sys.version.split()[0]}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    for size in sizes:
+        print(f"\n## {size} notes", flush=True)
+        root = corpus(args.out, size)
+        cold_reindex(root, size)
+        freshness(root, size)
+        if size <= 10_000:
+            end_to_end(root, size)
+        if size >= 10_000:
+            ranked(root, size)
+            grep_side_by_side(root, size)
+
+
+if __name__ == "__main__":
+    main()

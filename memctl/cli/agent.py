@@ -1,0 +1,451 @@
+"""Agent-facing commands: `project` (L2 MEMORY.md), `scratch` (working memory), `episode`,
+`recall` and `mcp`."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+import typer
+
+from memctl.cli.app import (
+    JSON_OPTION,
+    LIMIT_OPTION,
+    PROJECT_OPTION,
+    app,
+    current_project,
+    get_store,
+)
+from memctl.cli.output import emit_json, info, table, warn
+
+Outcome = Literal["completed", "partial", "in_progress", "failed"]
+
+project_app = typer.Typer(
+    help="The L2 project memory MEMORY.md: constraints, decisions, progress, lessons.",
+    no_args_is_help=True,
+)
+scratch_app = typer.Typer(
+    help="Working memory SCRATCHPAD.md: focus, open questions, next steps, done, notes.",
+    no_args_is_help=True,
+)
+episode_app = typer.Typer(
+    help="Episodes: what happened in one task (goal, steps, outcome, linked notes).",
+    no_args_is_help=True,
+)
+app.add_typer(project_app, name="project")
+app.add_typer(scratch_app, name="scratch")
+app.add_typer(episode_app, name="episode")
+
+GLOBAL_OPTION = typer.Option(False, "--global", "-g", help="The global scope instead of a project.")
+ALLOW_SECRET_OPTION = typer.Option(
+    False, "--allow-secret", help="Write even if the text looks like a secret."
+)
+
+
+def _text_argument(text: str) -> str:
+    from memctl.notes import read_text_argument
+
+    return read_text_argument(text)
+
+
+def _write(text: str) -> None:
+    import sys
+
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+# --- project ---------------------------------------------------------------------------------
+
+
+@project_app.command("show")
+def project_show(
+    project: Optional[str] = PROJECT_OPTION,
+    global_scope: bool = GLOBAL_OPTION,
+    section: Optional[str] = typer.Option(
+        None,
+        "--section",
+        "-s",
+        help="Only this section (constraints, decisions, progress, lessons).",
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Print MEMORY.md (or one section of it)."""
+    from memctl import project_memory, sections
+
+    store = get_store()
+    scope = current_project(project, global_scope)
+    view = project_memory.show(store, scope)
+    if section is not None:
+        key = sections.section_key(section)
+        body = project_memory.section_text(store, scope, key)
+        if json_output:
+            emit_json({"project": scope, "path": view.path, "section": key, "text": body})
+        elif body is None:
+            info(f"{view.path} has no {key} section")
+        else:
+            _write(body.strip("\n"))
+        return
+    if json_output:
+        emit_json(view.to_dict())
+    elif view.text is None:
+        info(
+            f"no {view.path} yet; `memctl project add SECTION TEXT` or `memctl project edit` "
+            "creates it"
+        )
+    else:
+        _write(view.text)
+    if view.warning() and not json_output:
+        warn(view.warning())
+
+
+@project_app.command("edit")
+def project_edit(
+    project: Optional[str] = PROJECT_OPTION,
+    global_scope: bool = GLOBAL_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Open MEMORY.md in $EDITOR (created from the template if missing)."""
+    from memctl import project_memory
+
+    store = get_store()
+    view = project_memory.edit(store, current_project(project, global_scope))
+    if json_output:
+        emit_json(view.to_dict())
+    else:
+        info(f"{'saved' if view.changed else 'unchanged'}: {view.path}")
+    if view.warning():
+        warn(view.warning())
+
+
+@project_app.command("add")
+def project_add(
+    section: str = typer.Argument(
+        ...,
+        metavar="SECTION",
+        help="constraints, decisions, progress or lessons (技术约束, 关键决策, 当前进度, 教训).",
+    ),
+    text: str = typer.Argument(..., metavar="TEXT", help="The item, or - to read it from stdin."),
+    project: Optional[str] = PROJECT_OPTION,
+    global_scope: bool = GLOBAL_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Append a dated item (`- [11-30] …`) to a section of MEMORY.md."""
+    from memctl import project_memory
+
+    store = get_store()
+    view = project_memory.add_item(
+        store,
+        current_project(project, global_scope),
+        section,
+        _text_argument(text),
+        allow_secret=allow_secret,
+    )
+    if json_output:
+        emit_json(view.to_dict())
+    else:
+        info(f"added to {view.section}: {view.item}  ({view.path})")
+    if view.warning():
+        warn(view.warning())
+
+
+@project_app.command("replace")
+def project_replace(
+    source: str = typer.Argument(
+        "-", metavar="FILE", help="The new MEMORY.md (default: - for stdin)."
+    ),
+    project: Optional[str] = PROJECT_OPTION,
+    global_scope: bool = GLOBAL_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Replace MEMORY.md whole, e.g. with a distilled version at a milestone."""
+    from pathlib import Path
+
+    from memctl import project_memory
+    from memctl.errors import MemctlError, UsageError
+
+    if source == "-":
+        text = _text_argument("-")
+    else:
+        try:
+            text = Path(source).read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"invalid value for FILE: {source} does not exist") from None
+        except UnicodeDecodeError:
+            raise MemctlError(f"{source} is not UTF-8 text") from None
+        except OSError as exc:
+            raise MemctlError(f"cannot read {source}: {exc.strerror}") from None
+    store = get_store()
+    view = project_memory.replace(
+        store, current_project(project, global_scope), text, allow_secret=allow_secret
+    )
+    if json_output:
+        emit_json(view.to_dict())
+    else:
+        info(f"{'replaced' if view.changed else 'unchanged'}: {view.path} ({view.size} bytes)")
+    if view.warning():
+        warn(view.warning())
+
+
+# --- scratch ---------------------------------------------------------------------------------
+
+
+def _scratch_update(
+    action: str, text: str, project: Optional[str], json_output: bool, allow_secret: bool
+) -> None:
+    from memctl import scratchpad
+
+    store = get_store()
+    view = scratchpad.update(
+        store, current_project(project), action, _text_argument(text), allow_secret=allow_secret
+    )
+    if json_output:
+        emit_json(view.to_dict())
+    else:
+        info(f"{view.message}  ({view.path})")
+
+
+@scratch_app.command("show")
+def scratch_show(project: Optional[str] = PROJECT_OPTION, json_output: bool = JSON_OPTION) -> None:
+    """Print SCRATCHPAD.md."""
+    from memctl import scratchpad
+
+    view = scratchpad.show(get_store(), current_project(project))
+    if json_output:
+        emit_json(view.to_dict())
+    elif view.text is None:
+        info(f"no {view.path} yet; `memctl scratch focus TEXT` starts one")
+    else:
+        _write(view.text)
+
+
+@scratch_app.command("focus")
+def scratch_focus(
+    text: str = typer.Argument(..., metavar="TEXT", help="What you are working on now."),
+    project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Set the current focus (replaces the previous one)."""
+    _scratch_update("focus", text, project, json_output, allow_secret)
+
+
+@scratch_app.command("question")
+def scratch_question(
+    text: str = typer.Argument(..., metavar="TEXT", help="An open question."),
+    project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Add an open question."""
+    _scratch_update("question", text, project, json_output, allow_secret)
+
+
+@scratch_app.command("next")
+def scratch_next(
+    text: str = typer.Argument(..., metavar="TEXT", help="A next step."),
+    project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Add a numbered next step."""
+    _scratch_update("next", text, project, json_output, allow_secret)
+
+
+@scratch_app.command("done")
+def scratch_done(
+    step: str = typer.Argument(
+        ..., metavar="N|TEXT", help="The next step's number, or words of it (or new text)."
+    ),
+    project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Move a next step to Done, with the time."""
+    _scratch_update("done", step, project, json_output, allow_secret)
+
+
+@scratch_app.command("note")
+def scratch_note(
+    text: str = typer.Argument(..., metavar="TEXT", help="An observation or result."),
+    project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Add a timed note (an observation, a result)."""
+    _scratch_update("note", text, project, json_output, allow_secret)
+
+
+@scratch_app.command("clear")
+def scratch_clear(
+    archive: bool = typer.Option(
+        False, "--archive", help="First keep the finished state as an episode."
+    ),
+    outcome: Optional[Outcome] = typer.Option(
+        None, "--outcome", help="With --archive (required there): how the task ended."
+    ),
+    goal: Optional[str] = typer.Option(
+        None, "--goal", help="With --archive: the goal (default: the focus)."
+    ),
+    summary: Optional[str] = typer.Option(None, "--summary", help="With --archive: a summary."),
+    project: Optional[str] = PROJECT_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Empty the scratchpad (its old text stays in git history)."""
+    from memctl import scratchpad
+
+    view = scratchpad.clear(
+        get_store(),
+        current_project(project),
+        archive=archive,
+        outcome=outcome,
+        goal=goal,
+        summary=summary,
+    )
+    if json_output:
+        emit_json(view.to_dict())
+    else:
+        info(f"{view.message}  ({view.path})")
+
+
+# --- episode ---------------------------------------------------------------------------------
+
+
+@episode_app.command("add")
+def episode_add(
+    goal: str = typer.Option(..., "--goal", help="What the task set out to do."),
+    outcome: Outcome = typer.Option(..., "--outcome", help="How it ended (no default: say it)."),
+    step: Optional[list[str]] = typer.Option(
+        None, "--step", help="'action => result'; repeat for each step, in order."
+    ),
+    summary: Optional[str] = typer.Option(None, "--summary", help="What to remember about it."),
+    link: Optional[list[str]] = typer.Option(
+        None, "--link", metavar="ID", help="A note this task produced or used; repeatable."
+    ),
+    tags: Optional[str] = typer.Option(None, "--tags", help="Comma-separated tags."),
+    project: Optional[str] = PROJECT_OPTION,
+    global_scope: bool = GLOBAL_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Record an episode."""
+    from memctl import episodes
+
+    store = get_store()
+    episode = episodes.add_episode(
+        store,
+        current_project(project, global_scope),
+        allow_secret=allow_secret,
+        goal=goal,
+        outcome=outcome,
+        steps=step or [],
+        summary=summary,
+        links=link or [],
+        tags=[t.strip() for t in (tags or "").split(",") if t.strip()],
+        source="cli",
+    )
+    if json_output:
+        emit_json(episode.to_dict())
+    else:
+        info(f"added episode {episode.id}  {episode.path}")
+
+
+@episode_app.command("list")
+def episode_list(
+    project: Optional[str] = PROJECT_OPTION,
+    all_projects: bool = typer.Option(False, "--all-projects", "-a", help="Every project."),
+    outcome: Optional[Outcome] = typer.Option(None, "--outcome", help="Only this outcome."),
+    limit: Optional[int] = LIMIT_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """List episodes, newest first."""
+    from memctl import episodes
+
+    store = get_store()
+    projects = None if all_projects else [current_project(project)]
+    found, problems = episodes.list_episodes(store, projects, outcome=outcome, limit=limit)
+    for problem in problems:
+        warn(problem)
+    if json_output:
+        emit_json([e.to_dict(with_body=False) for e in found])
+        return
+    if not found:
+        info("no episodes")
+        return
+    table(
+        ["id", "created", "project", "outcome", "steps", "goal"],
+        [
+            [e.id, e.created[:16].replace("T", " "), e.project, e.outcome, len(e.steps), e.goal]
+            for e in found
+        ],
+    )
+
+
+@episode_app.command("show")
+def episode_show(
+    episode_id: str = typer.Argument(
+        ..., metavar="ID", help="An episode id or unambiguous prefix."
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Show one episode."""
+    from memctl import episodes
+
+    episode = episodes.find_episode(get_store(), episode_id)
+    if json_output:
+        emit_json(episode.to_dict())
+        return
+    info(f"{episode.id}  {episode.project}  {episode.outcome}  {episode.created}  {episode.path}")
+    _write(episode.body.strip("\n"))
+
+
+# --- recall and mcp --------------------------------------------------------------------------
+
+
+@app.command()
+def recall(
+    query: Optional[str] = typer.Argument(
+        None, metavar="QUERY", help="What the session is about."
+    ),
+    project: Optional[str] = PROJECT_OPTION,
+    limit: Optional[int] = typer.Option(
+        None, "--limit", "-n", min=0, help="At most N notes (default: setting recall.max_notes, 8)."
+    ),
+    note_chars: Optional[int] = typer.Option(
+        None, "--note-chars", min=10, help="Cut each note to N characters (default 100)."
+    ),
+    max_chars: Optional[int] = typer.Option(
+        None,
+        "--max-chars",
+        min=200,
+        help="Cap for the whole block (default: setting recall.total_chars).",
+    ),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Print the budgeted memory block for an agent: MEMORY.md, scratchpad, the best notes."""
+    from memctl.recall import recall as build
+
+    result = build(
+        get_store(),
+        current_project(project),
+        query,
+        max_notes=limit,
+        note_chars=note_chars,
+        total_chars=max_chars,
+    )
+    for warning in result.warnings:
+        warn(warning)
+    if json_output:
+        emit_json(result.to_dict())
+    else:
+        _write(result.markdown)
+
+
+@app.command()
+def mcp(project: Optional[str] = PROJECT_OPTION) -> None:
+    """Serve memctl to MCP clients over stdio (needs the optional `mcp` extra of memctl)."""
+    from memctl.mcp_server import serve
+
+    store = get_store()
+    serve(store, current_project(project))

@@ -1,0 +1,220 @@
+"""Moving memory between machines: export, import, sync, log, conflicts, and git's merge
+driver entry point (merge-file)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+import typer
+
+from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, get_store
+from memctl.cli.output import emit_json, info, table
+
+ImporterChoice = Literal["auto", "bundle", "markdown", "agents", "cline", "mem0"]
+PROGRESS_FROM = 200  # files; smaller exports finish before a bar is worth drawing
+
+
+@app.command()
+def export(
+    target: str = typer.Argument(..., metavar="FILE.zip", help="The zip file to write."),
+    project: Optional[str] = PROJECT_OPTION,
+    all_projects: bool = typer.Option(False, "--all", help="The whole store (the default)."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Write the store (or one project) to a zip for `memctl import` on another machine."""
+    from pathlib import Path
+
+    from memctl.exchange import export_store
+
+    if project and all_projects:
+        raise typer.BadParameter("--project and --all exclude each other", param_hint="--all")
+    store = get_store()
+    with _progress("exporting") as update:
+        result = export_store(store, Path(target).expanduser(), project=project, progress=update)
+    if json_output:
+        emit_json(result.to_dict())
+    else:
+        scope = f"project {project}" if project else "the whole store"
+        info(f"exported {scope}: {result.files} files, {result.bytes / 1024:.1f} KB -> {result.path}")
+
+
+class _progress:
+    """A rich progress bar on stderr once there is enough to show; silent otherwise."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar = None
+        self.task = None
+
+    def __enter__(self):
+        def update(done: int, total: int) -> None:
+            if total < PROGRESS_FROM:
+                return
+            if self.bar is None:
+                from rich.progress import Progress
+
+                from memctl.cli.output import err_console
+
+                self.bar = Progress(console=err_console(), transient=True)
+                self.bar.start()
+                self.task = self.bar.add_task(self.label, total=total)
+            self.bar.update(self.task, completed=done)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@app.command("import")
+def import_command(
+    source: str = typer.Argument(..., metavar="FILE.zip|DIR|STORE",
+                                 help="A memctl zip, a folder, another store, or a file to import."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show exactly what would change; change nothing."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid",
+                                      help="Import the valid entries and list the invalid ones as rejected."),
+    importer: ImporterChoice = typer.Option("auto", "--from",
+                                            help="Read SOURCE as this format (default: detect)."),
+    project: Optional[str] = PROJECT_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Merge memory from another machine or tool: newest version wins, nothing is lost."""
+    from pathlib import Path
+
+    from memctl.cli.app import current_project
+    from memctl.exchange import import_into
+
+    store = get_store()
+    kind = None if importer == "auto" else importer
+    report = import_into(store, Path(source), dry_run=dry_run, skip_invalid=skip_invalid,
+                         importer=kind, project=current_project(project))
+    if json_output:
+        emit_json(report.to_dict())
+        return
+    changes = report.changes()
+    shown = changes if dry_run else changes[:20]
+    for action, path in shown:
+        info(f"{'would ' if dry_run else ''}{action} {path}")
+    if len(changes) > len(shown):
+        info(f"… and {len(changes) - len(shown)} more files")
+    counts = ", ".join(f"{len(v)} {k}" for k, v in report.to_dict().items() if v) or "nothing to do"
+    for item in report.rejected:
+        info(f"rejected {item['path']}: {item['reason']}")
+    if report.conflicts:
+        info(f"{len(report.conflicts)} conflict copies kept; see `memctl conflicts`")
+    info(f"{'dry run: ' if dry_run else ''}{counts}")
+
+
+@app.command()
+def sync(
+    remote: Optional[str] = typer.Option(None, "--remote", metavar="URL",
+                                         help="Set the store's git remote (only when it has none)."),
+    no_push: bool = typer.Option(False, "--no-push", help="Commit, fetch and merge, but do not push."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Commit local changes, fetch, merge (newest wins, losers kept), push. Never forces."""
+    from memctl import sync as syncing
+
+    report = syncing.sync(get_store(), remote=remote, push=not no_push)
+    if json_output:
+        emit_json(report.to_dict())
+        return
+    if report.committed:
+        info("committed local changes")
+    if report.merged:
+        info(f"merged {len(report.pulled)} change(s) from {report.remote}")
+    else:
+        info("nothing new on the remote")
+    if report.conflicts:
+        info(f"{len(report.conflicts)} conflict copies kept; see `memctl conflicts`")
+    info(f"pushed to {report.remote} ({report.branch})" if report.pushed else "not pushed")
+
+
+@app.command()
+def log(
+    note_id: str = typer.Argument(..., metavar="ID", help="The note (an unambiguous id prefix is enough)."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """A note's history in git, newest first, through renames, archiving and deletion."""
+    from memctl.sync import note_log
+
+    rows = note_log(get_store(), note_id)
+    if json_output:
+        emit_json(rows)
+        return
+    table(["commit", "time", "message"], [[r["commit"][:10], r["time"], r["message"]] for r in rows])
+
+
+conflicts_app = typer.Typer(help="List and resolve conflict copies (versions that lost a merge).",
+                            invoke_without_command=True, no_args_is_help=False)
+app.add_typer(conflicts_app, name="conflicts")
+
+
+@conflicts_app.callback()
+def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
+    """List conflict copies (with no subcommand)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from memctl.conflicts import list_conflicts
+
+    copies = list_conflicts(get_store())
+    if json_output:
+        emit_json([c.to_dict() for c in copies])
+        return
+    if not copies:
+        info("no conflict copies")
+        return
+    table(["#", "copy", "id", "current version", "updated", "title"],
+          [[c.number, c.path, c.note_id or "", c.current or "(deleted)", c.updated or "", c.title]
+           for c in copies])
+    info("resolve with `memctl conflicts keep N` (use the copy) or `memctl conflicts drop N`")
+
+
+@conflicts_app.command("show")
+def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
+    """Print a conflict copy."""
+    import sys
+
+    from memctl.conflicts import find_copy
+
+    store = get_store()
+    copy = find_copy(store, ref)
+    sys.stdout.write((store.root / copy.path).read_text(encoding="utf-8", errors="replace"))
+
+
+@conflicts_app.command("keep")
+def conflicts_keep(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
+                   json_output: bool = JSON_OPTION) -> None:
+    """Make the conflict copy the current version (and delete the copy)."""
+    _resolve(ref, "keep", json_output)
+
+
+@conflicts_app.command("drop")
+def conflicts_drop(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
+                   json_output: bool = JSON_OPTION) -> None:
+    """Delete the conflict copy; the current version stays."""
+    _resolve(ref, "drop", json_output)
+
+
+def _resolve(ref: str, action: str, json_output: bool) -> None:
+    from memctl.conflicts import resolve
+
+    copy = resolve(get_store(), ref, action)
+    if json_output:
+        emit_json({"action": action, **copy.to_dict()})
+    else:
+        info(f"{'kept' if action == 'keep' else 'dropped'} {copy.path}")
+
+
+@app.command("merge-file", hidden=True)
+def merge_file(
+    base: str = typer.Argument(...), ours: str = typer.Argument(...),
+    theirs: str = typer.Argument(...), path: str = typer.Argument(...),
+) -> None:
+    """git's merge driver (%O %A %B %P): resolves a note like `memctl sync` does."""
+    from pathlib import Path
+
+    from memctl.sync import merge_file as run
+
+    raise typer.Exit(run(Path(base), Path(ours), Path(theirs), path))

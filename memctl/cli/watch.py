@@ -1,0 +1,119 @@
+"""`memctl watch`: keep the index in step with the files while it runs (SPEC §6)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import typer
+
+from memctl.cli.app import JSON_OPTION, app, get_store
+
+
+def _line(data: dict[str, Any]) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+@app.command("watch")
+def watch(
+    status: bool = typer.Option(False, "--status", help="Say whether a watcher runs for the store, and exit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No line per batch (warnings and errors still show)."),
+    json_out: bool = JSON_OPTION,
+    commit: bool = typer.Option(False, "--commit", help="Commit hand edits to git, at most one commit every few seconds."),
+) -> None:
+    """Keep the index in step with the files: hand edits, editor saves, git checkouts, unzips.
+
+    Runs in the foreground until Ctrl-C or SIGTERM. Prints a line on stderr when ready, then
+    `+added ~updated -removed in N ms` per batch. With --json: one JSON line per event on stdout
+    ({"event": "ready"}, then {"event": "batch", ...})."""
+    store = get_store()
+    if status:
+        _status(store, json_out)
+        return
+    import signal
+
+    from memctl.watcher import BatchReport, Watcher
+
+    def on_batch(report: BatchReport) -> None:
+        if json_out:
+            _line(report.as_json())
+        elif not quiet:
+            problems = f" ({len(report.errors)} not parsed)" if report.errors else ""
+            _say(f"+{report.added} ~{report.updated} -{report.removed} "
+                 f"in {report.elapsed_ms:.0f} ms{problems}")
+        for error in report.errors:
+            _say(f"warning: {error}")
+
+    def on_message(text: str) -> None:
+        if json_out:
+            _line({"event": "message", "message": text})
+        if not quiet or text.startswith("warning:"):
+            _say(f"memctl watch: {text}")
+
+    def on_commit(sha: str, files: int) -> None:
+        if json_out:
+            _line({"event": "commit", "commit": sha, "files": files})
+        elif not quiet:
+            _say(f"committed {files} file{'s' if files != 1 else ''} ({sha[:10]})")
+
+    def on_ready() -> None:
+        _say(f"memctl watch: watching {store.root} (Ctrl-C to stop)")
+        if json_out:
+            _line({"event": "ready"})
+
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # SIGTERM stops the watcher the way Ctrl-C does: at once, even in the middle of a pass
+    # (the index is derived; an interrupted transaction rolls back).
+    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGHUP, terminate)
+    watcher = Watcher(store.root, commit=commit, on_batch=on_batch, on_message=on_message,
+                      on_commit=on_commit)
+    try:
+        watcher.run(on_ready=on_ready)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut close() short
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if not quiet:
+            _say("memctl watch: stopped")
+
+
+def _status(store: Any, json_out: bool) -> None:
+    from memctl.cli.output import emit_json
+    from memctl.watchstate import read_status
+
+    found = read_status(store)
+    if json_out:
+        emit_json({
+            "store": str(store.root),
+            "running": found is not None and found.running,
+            "live": found is not None and found.live,
+            "pid": found.pid if found else None,
+            "state": found.state if found else None,
+            "heartbeat_age_s": round(found.age, 1) if found else None,
+            "started": found.started if found else None,
+        })
+        return
+    if found is None:
+        typer.echo(f"no watcher runs for {store.root}")
+    elif found.live:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(found.started))
+        typer.echo(f"a watcher runs for {store.root}: pid {found.pid}, since {since}, "
+                   f"last heartbeat {found.age:.0f} s ago")
+    elif found.running and found.state == "starting":
+        typer.echo(f"a watcher is starting for {store.root} (pid {found.pid}); it does its "
+                   f"first full pass")
+    else:
+        typer.echo(f"no live watcher for {store.root}: the last one (pid {found.pid}) has not "
+                   f"beaten for {found.age:.0f} s (stopped, hung or gone); commands check the "
+                   f"files themselves")

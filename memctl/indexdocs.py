@@ -1,0 +1,477 @@
+"""From the files to the index's rows: finding the files, reading and parsing them, and
+writing the rows in batches. `memctl.index` decides what to (re)index and when.
+
+A note or an episode is one unit; a MEMORY.md is one unit per section, so a hit points at the
+section (`blog/MEMORY.md#decisions`, with its line); a SCRATCHPAD.md is one unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import stat as stat_module
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memctl.clock import parse_time
+from memctl.note import Note, note_from_parsed, title_of
+from memctl.noteformat import (
+    BOM,
+    ParsedFile,
+    detect_newline,
+    parse_text,
+)
+
+# Files beyond this are reported instead of indexed (a pasted dump is not a memory).
+MAX_INDEXED_BYTES = 10 * 1024 * 1024
+# Bump when what is extracted from a file changes: the index is rebuilt on a mismatch.
+EXTRACT_VERSION = 1
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
+# L2 sections rank a little above a default note: they are the project's distilled memory.
+MEMORY_IMPORTANCE = 6
+SCRATCHPAD_IMPORTANCE = 5
+
+
+@dataclass
+class Doc:
+    id: str
+    kind: str  # note | episode | memory | scratchpad
+    project: str
+    type: str
+    importance: int
+    status: str
+    title: str
+    body: str
+    updated: str
+    updated_ts: float
+    line: int = 1
+    section: str | None = None
+    tags: list[str] = field(default_factory=list)
+    subject: str | None = None
+    predicate: str | None = None
+    created: str | None = None
+    expires: str | None = None
+    expires_ts: float | None = None
+    pinned: bool = False
+    superseded_by: str | None = None
+    corrects: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _searchable(text: str) -> str:
+    """The text without HTML comments (template guidance is not memory)."""
+    return _COMMENT.sub(" ", text) if "<!--" in text else text
+
+
+def _has_content(text: str) -> bool:
+    """Something besides headings and comments (an empty template section is not a hit)."""
+    return bool(_HEADING_LINE.sub("", _searchable(text)).strip())
+
+
+# --- a fast path for the front matter memctl itself writes ---------------------------------
+# YAML costs ~200 µs a file, most of the time of a cold reindex. Front matter made only of
+# `key: plain value` and `key: [plain, list]` lines is read here with two regular
+# expressions; anything else (quotes, comments, nesting, odd characters or line breaks,
+# duplicate keys) goes to the strict YAML loader. A property test checks that both give the
+# same result wherever the fast path answers.
+_BAD = "\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+_FIRST = f"[^\\s\\-?:,\\[\\]{{}}#&*!|>'\"%@`{_BAD}]"
+_PLAIN = f"{_FIRST}(?:[^{_BAD}:#]|:(?=[^\\s{_BAD}])|(?<=[^\\s])#)*"
+_ITEM = f"{_FIRST}[^{_BAD},\\[\\]{{}}#:]*"
+_LIST = f"\\[ *(?:{_ITEM}(?: *, *{_ITEM})*)? *\\]"
+_LINE_RE = f"([A-Za-z_][A-Za-z0-9_-]*):(?: +(?:({_LIST})|({_PLAIN})))? *\\r?\\n"
+_LINE = re.compile(_LINE_RE)
+_BLOCK = re.compile(f"(?:{_LINE_RE}| *\\r?\\n)*")
+_CLOSER = re.compile(r"\n(?:---|\.\.\.)([^\n]*)(\n|$)")
+_OPENER = re.compile(r"---[ \t]*\r?\n")
+_ODD_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\r(?!\n)")
+
+
+def fast_parse(text: str) -> ParsedFile | None:
+    """The same result as `noteformat.parse_text` for simple front matter, else None."""
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    opener = _OPENER.match(text)
+    if opener is None:
+        return None
+    for closer in _CLOSER.finditer(text, opener.end() - 1):
+        if closer.group(1).strip() == "":
+            break
+    else:
+        return None
+    yaml_text = text[opener.end():closer.start() + 1]
+    if len(yaml_text) > 8192 or _ODD_BREAKS.search(text, 0, closer.end()) \
+            or not _BLOCK.fullmatch(yaml_text):
+        return None
+    meta: dict[str, Any] = {}
+    for key, listed, plain in _LINE.findall(yaml_text):
+        if key in meta:
+            return None
+        if listed:
+            inner = listed[1:-1].strip(" ")
+            meta[key] = [item.strip(" ") for item in inner.split(",")] if inner else []
+        else:
+            meta[key] = plain.rstrip(" ")
+    return ParsedFile(meta=meta, body=text[closer.end():], has_front_matter=True,
+                      newline=detect_newline(text), bom=bom, open_line=0,
+                      close_line=text.count("\n", 0, closer.start() + 1))
+
+
+def _timestamp(text: str | None, fallback: float) -> float:
+    moment = parse_time(text) if text else None
+    return moment.timestamp() if moment is not None else fallback
+
+
+def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int,
+                  *, max_bytes: int) -> list[Doc] | tuple[int, str]:
+    """The units of one file, or (line, message) when it cannot be read as memory."""
+    if len(data) > max_bytes:
+        return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[:exc.start].count(b"\n") + 1, "not UTF-8 text"
+    if "\x00" in text:
+        return 1, "binary content (NUL bytes), not Markdown"
+    if not text.strip() and kind in ("note", "archived", "episode"):
+        # Editors truncate before writing: an empty note is a save in progress (or a mistake),
+        # never a reason to drop what the note said.
+        return 1, "the file is empty"
+    parsed = fast_parse(text) or parse_text(text)
+    if parsed.problem is not None:
+        return parsed.problem.line, parsed.problem.message
+    file_time = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    body_line = (parsed.close_line or 0) + 2 if parsed.has_front_matter else 1
+    if kind in ("note", "archived", "episode"):
+        note = note_from_parsed(parsed, text=text, relpath=path, project=project,
+                                file_time=file_time, archived=kind == "archived")
+        return [_note_doc(note, kind, body_line, file_time.timestamp())]
+    meta = parsed.meta
+    updated = str(meta.get("updated") or "") or file_time.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    updated_ts = _timestamp(updated, file_time.timestamp())
+    if kind == "scratchpad":
+        if not _has_content(parsed.body):
+            return []
+        title = title_of(meta, parsed.body) or f"{project} scratchpad"
+        return [Doc(id=path, kind=kind, project=project, type=kind,
+                    importance=SCRATCHPAD_IMPORTANCE, status="active", title=title,
+                    body=_searchable(parsed.body), updated=updated, updated_ts=updated_ts, line=body_line,
+                    meta=_plain_meta(path, kind, project, title, None, updated))]
+    return _memory_docs(path, project, parsed.body, body_line, updated, updated_ts)
+
+
+def _note_doc(note: Note, kind: str, body_line: int, fallback_ts: float) -> Doc:
+    meta = note.to_dict(with_body=False)
+    doc_kind = "episode" if kind == "episode" else "note"
+    doc_type = note.type
+    if doc_kind == "episode":
+        doc_type = "episode"
+        meta["type"] = "episode"
+        meta["kind"] = "episode"
+    return Doc(
+        id=note.id, kind=doc_kind, project=note.project, type=doc_type,
+        importance=note.importance, status=note.status, title=note.title,
+        body=_searchable(note.body),
+        updated=note.updated, updated_ts=_timestamp(note.updated, fallback_ts), line=body_line,
+        tags=list(note.tags), subject=note.subject, predicate=note.predicate,
+        created=note.created, expires=note.expires,
+        expires_ts=_timestamp(note.expires, 0.0) if note.expires else None,
+        pinned=note.pinned, superseded_by=note.superseded_by, corrects=note.corrects, meta=meta,
+    )
+
+
+def _plain_meta(path: str, kind: str, project: str, title: str, section: str | None,
+                updated: str) -> dict[str, Any]:
+    return {"id": path if section is None else f"{path}#{section}", "type": kind, "kind": kind,
+            "project": project, "title": title, "section": section, "updated": updated,
+            "status": "active", "path": path}
+
+
+def _memory_docs(path: str, project: str, body: str, body_line: int, updated: str,
+                 updated_ts: float) -> list[Doc]:
+    from memctl.sections import parse_headings
+    from memctl.store import slugify
+
+    headings = parse_headings(body)
+    chunks: list[tuple[str | None, int, int]] = []  # (heading title, start, end)
+    first = headings[0].start if headings else len(body)
+    if body[:first].strip():
+        chunks.append((None, 0, first))
+    for position, heading in enumerate(headings):
+        end = headings[position + 1].start if position + 1 < len(headings) else len(body)
+        chunks.append((heading.title, heading.start, end))
+    docs: list[Doc] = []
+    used: set[str] = set()
+    for number, (heading, start, end) in enumerate(chunks, 1):
+        text = body[start:end]
+        if not _has_content(text):
+            continue
+        anchor = slugify(heading or "") or f"part-{number}"
+        while anchor in used:
+            anchor += "-2"
+        used.add(anchor)
+        title = heading or title_of({}, text) or f"{project} MEMORY.md"
+        section = heading or ""
+        docs.append(Doc(
+            id=f"{path}#{anchor}", kind="memory", project=project, type="memory",
+            importance=MEMORY_IMPORTANCE, status="active", title=title, body=_searchable(text),
+            updated=updated, updated_ts=updated_ts, section=section,
+            line=body_line + body.count("\n", 0, start),
+            meta=_plain_meta(path, "memory", project, title, anchor, updated),
+        ))
+    return docs
+
+
+# --- from a path to rows ready for the database (runs in worker processes too) -------------
+
+
+@dataclass
+class Prepared:
+    path: str
+    kind: str
+    outcome: str  # "gone" (not a regular file now), "same" (hash unchanged), "error", "docs"
+    mtime_ns: int = 0
+    size: int = 0
+    digest: str = ""
+    error_line: int = 0
+    error: str = ""
+    # One tuple per doc: the `docs` columns (without rowid), then fts title, tags and body,
+    # then the lowercased tags.
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str | None:
+    """The bytes and the stat taken after reading them (a write racing us shows up as a
+    different mtime next time, so it is never missed). None if it is gone or not a regular
+    file; the reason as text if it is there but cannot be read (permissions)."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return None
+        return f"cannot read the file: {exc.strerror or exc}"
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks), os.fstat(fd)
+    except OSError as exc:
+        return f"cannot read the file: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def scope_token(project: str) -> str:
+    """The one token of the `scope` column: `p` and the project name in hex (any name is a
+    single alphanumeric token, and no two names share one)."""
+    return "p" + project.encode("utf-8").hex()
+
+
+def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
+    from memctl.tokenize import to_index
+
+    tag_text = " ".join([*doc.tags, doc.subject or "", doc.predicate or ""]).strip()
+    return (
+        doc.id, path, doc.kind, doc.project, doc.type, doc.importance, doc.status, doc.title,
+        doc.section, doc.line, json.dumps(doc.tags, ensure_ascii=False), doc.subject,
+        doc.predicate, doc.created, doc.updated, doc.updated_ts, doc.expires, doc.expires_ts,
+        int(doc.pinned), doc.superseded_by, doc.corrects,
+        json.dumps(doc.meta, ensure_ascii=False, default=str),
+        to_index(doc.title), to_index(tag_text), to_index(doc.body), scope_token(doc.project),
+        sorted({tag.lower() for tag in doc.tags}),
+    )
+
+
+def prepare_file(root: str, path: str, kind: str, project: str, old_hash: str | None,
+                 max_bytes: int) -> Prepared:
+    read = read_file(os.path.join(root, path), max_bytes)
+    if read is None:
+        return Prepared(path, kind, "gone")
+    if isinstance(read, str):
+        # No stat and no hash are recorded: the next pass tries again (a chmod back changes
+        # neither mtime nor size), and the last good entry stays until then.
+        return Prepared(path, kind, "error", -1, -1, "", 1, read)
+    data, info = read
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    prepared = Prepared(path, kind, "same", info.st_mtime_ns, info.st_size, digest)
+    if digest == old_hash:
+        return prepared
+    result = docs_for_file(path, kind, project, data, info.st_mtime_ns, max_bytes=max_bytes)
+    if isinstance(result, tuple):
+        prepared.outcome = "error"
+        prepared.error_line, prepared.error = result
+        return prepared
+    prepared.outcome = "docs"
+    prepared.rows = [doc_row(path, doc) for doc in result]
+    return prepared
+
+
+def prepare_many(root: str, items: list[tuple[str, str, str, str | None]],
+                 max_bytes: int) -> list[Prepared]:
+    """`prepare_file` for (path, kind, project, old hash) items: one task of a worker."""
+    return [prepare_file(root, path, kind, project, old_hash, max_bytes)
+            for path, kind, project, old_hash in items]
+
+
+# --- finding the files ------------------------------------------------------------------------
+
+_MD_SUFFIXES = (".md", ".MD", ".Md", ".mD")
+
+
+def scan_keys(root: str, folders: list[tuple[str, str]] | None = None) -> set[str]:
+    """`path\tmtime_ns\tsize` for every file the index covers (the freshness check's input).
+
+    Mirrors `store.classify` for indexed kinds without classifying each file: top-level
+    folders with a project name, no dot folders or dot files, `*.md`. Each folder is opened
+    once and its entries are stat'ed relative to it (cheaper than full paths). Strings, not
+    tuples, so comparing with the index is a set difference done in C.
+    """
+    from memctl.note import valid_project_name
+
+    keys: set[str] = set()
+    add = keys.add
+    if folders is None:
+        folders = []
+        try:
+            with os.scandir(root) as top:
+                for entry in top:
+                    try:
+                        if entry.is_dir(follow_symlinks=False) and valid_project_name(entry.name):
+                            folders.append((entry.name + "/", entry.path))
+                    except OSError:
+                        continue
+        except OSError:
+            return keys
+    s_isreg, s_isdir = stat_module.S_ISREG, stat_module.S_ISDIR
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    while folders:
+        here, folder = folders.pop()
+        try:
+            fd = os.open(folder, flags)
+        except OSError:
+            continue
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name[0] == ".":
+                        continue
+                    try:
+                        if name.endswith(_MD_SUFFIXES):
+                            info = entry.stat(follow_symlinks=False)
+                            if s_isreg(info.st_mode):
+                                add(f"{here}{name}\t{info.st_mtime_ns}\t{info.st_size}")
+                            elif s_isdir(info.st_mode):
+                                folders.append((f"{here}{name}/", f"{folder}/{name}"))
+                        elif entry.is_dir(follow_symlinks=False):
+                            folders.append((f"{here}{name}/", f"{folder}/{name}"))
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return keys
+
+
+def split_key(key: str) -> tuple[str, tuple[int, int]]:
+    path, mtime, size = key.rsplit("\t", 2)
+    return path, (int(mtime), int(size))
+
+
+def walk_stats(root: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every file the index covers, by store-relative path."""
+    return dict(split_key(key) for key in scan_keys(str(root)))
+
+
+# --- writing rows ------------------------------------------------------------------------------
+
+
+class Writer:
+    """Batches inserts (executemany with rowids assigned here): far fewer round trips."""
+
+    BATCH = 500
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.next_rowid = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM docs"
+                                       ).fetchone()[0]
+        self.docs: list[tuple[Any, ...]] = []
+        self.fts: list[tuple[Any, ...]] = []
+        self.tags: list[tuple[str, int]] = []
+        self.files: list[tuple[Any, ...]] = []
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        rowid = self.next_rowid
+        self.next_rowid += 1
+        self.docs.append((rowid, *row[:22]))
+        self.fts.append((rowid, *row[22:26]))
+        self.tags.extend((tag, rowid) for tag in row[26])
+        if len(self.docs) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        conn = self.conn
+        if self.docs:
+            conn.executemany(
+                "INSERT INTO docs(rowid, id, path, kind, project, type, importance, status,"
+                " title, section, line, tags, subject, predicate, created, updated, updated_ts,"
+                " expires, expires_ts, pinned, superseded_by, corrects, meta) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.docs)
+            conn.executemany("INSERT INTO fts(rowid, title, tags, body, scope)"
+                             " VALUES (?, ?, ?, ?, ?)", self.fts)
+            conn.executemany("INSERT OR IGNORE INTO doc_tags(tag, doc) VALUES (?, ?)",
+                             self.tags)
+        if self.files:
+            conn.executemany(
+                "INSERT OR REPLACE INTO files(path, mtime_ns, size, hash, kind, error,"
+                " error_line) VALUES (?, ?, ?, ?, ?, NULL, NULL)", self.files)
+        self.docs, self.fts, self.tags, self.files = [], [], [], []
+
+
+# Below this many files to parse, worker processes cost more than they save.
+PARALLEL_MIN = 1500
+_CHUNK = 200
+
+
+def prepare_all(root: str, items: list[tuple[str, str, str, str | None]]
+                 ) -> Iterator[Prepared]:
+    """Prepared files in order; big batches are parsed by worker processes (2 cores: the
+    workers parse while the calling process writes to SQLite)."""
+    import threading
+
+    try:
+        workers = int(os.environ.get("MEMCTL_INDEX_WORKERS") or min(4, os.cpu_count() or 1))
+    except ValueError:
+        workers = 1
+    # fork is only safe without other threads (a watcher has some): then stay sequential.
+    if len(items) < PARALLEL_MIN or workers < 2 or threading.active_count() > 1 \
+            or not hasattr(os, "fork"):
+        for path, kind, project, old_hash in items:
+            yield prepare_file(root, path, kind, project, old_hash, MAX_INDEXED_BYTES)
+        return
+    import multiprocessing
+    from functools import partial
+
+    chunks = [items[start:start + _CHUNK] for start in range(0, len(items), _CHUNK)]
+    task = partial(prepare_many, root, max_bytes=MAX_INDEXED_BYTES)
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for batch in pool.imap(task, chunks):
+            yield from batch

@@ -1,0 +1,306 @@
+"""Near-duplicate and contradiction heuristics for note texts (pure, no I/O).
+
+Rules a person can predict (SPEC §5): a note is a *duplicate* of another when their normalised
+texts score at or above the duplicate threshold **and** nothing suggests they disagree; two
+notes are *similar* (a contradiction candidate) when they score at or above the similar
+threshold **and** one of them negates what the other says, a number differs, a known antonym
+was swapped, or a word was replaced by an unrelated one ("MySQL" -> "PostgreSQL").
+
+Merging is the costly mistake (the new text is not written), so any sign of disagreement
+blocks a merge; a false "similar" only adds a line to the health report.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+DEFAULT_DUPLICATE_THRESHOLD = 88.0
+DEFAULT_SIMILAR_THRESHOLD = 70.0
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+# Punctuation (ASCII and full-width, which NFKC mostly folds) becomes a space; apostrophes
+# are kept so that "don't" stays one negating word.
+_NON_WORD = re.compile(rf"[^\w\s'{_CJK}]")
+_BOUNDARY = re.compile(rf"(?<=[{_CJK}])(?=[^{_CJK}\s])|(?<=[^{_CJK}\s])(?=[{_CJK}])")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_CONTRACTION = re.compile(r"\b(won|can|shan|\w+)'t\b|\bcannot\b")
+_IRREGULAR = {"won": "will", "can": "can", "shan": "shall"}
+
+_EN_NEGATIONS = frozenset(
+    {
+        "not", "no", "never", "none", "nothing", "nor", "cannot", "without", "avoid",
+        "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont", "cant",
+        "shouldnt", "mustnt", "neednt", "couldnt", "wouldnt", "hasnt", "havent",
+    }
+)
+# Longest first, so that 千万不要 counts once and not also as 不要 and 不.
+_ZH_NEGATIONS = ("千万不要", "不要", "不用", "不能", "不必", "无需", "无须", "禁止", "没有",
+                 "不", "没", "别", "勿", "未")
+_ANTONYMS = (
+    ("always", "never"), ("enable", "disable"), ("enabled", "disabled"), ("true", "false"),
+    ("on", "off"), ("yes", "no"), ("allow", "deny"), ("allowed", "forbidden"),
+    ("include", "exclude"), ("before", "after"), ("first", "last"), ("increase", "decrease"),
+    ("more", "less"), ("sync", "async"), ("public", "private"),
+    ("开启", "关闭"), ("启用", "禁用"), ("允许", "禁止"), ("之前", "之后"), ("增加", "减少"),
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How two texts relate: score 0..100 and the verdict under the given thresholds."""
+
+    score: float
+    duplicate: bool
+    similar: bool
+    reasons: tuple[str, ...]  # why they may disagree: number, negation, antonym, value
+
+
+def normalize(text: str) -> str:
+    """Fold case, width, contractions and punctuation; Markdown links are reduced to their text.
+
+    CJK runs and Latin words are separated by one space, so "数据库使用PostgreSQL 16" and
+    "数据库使用 PostgreSQL 16。" normalise to the same string, and "don't" to "do not".
+    """
+    text = unicodedata.normalize("NFKC", text)
+    text = _MD_LINK.sub(r"\1", text)
+    text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
+    text = _CONTRACTION.sub(_expand_contraction, text)
+    text = _NON_WORD.sub(" ", text.replace("_", " "))
+    text = _BOUNDARY.sub(" ", text)
+    return " ".join(part.strip("'") for part in text.split() if part.strip("'"))
+
+
+def _expand_contraction(match: re.Match[str]) -> str:
+    stem = match.group(1)
+    if stem is None:
+        return "can not"
+    if stem in _IRREGULAR:
+        return f"{_IRREGULAR[stem]} not"
+    return f"{stem[:-1]} not" if stem.endswith("n") else f"{stem} not"
+
+
+def tokens(text: str) -> list[str]:
+    """Words of a normalised text, each CJK character its own token (no dictionary needed)."""
+    out: list[str] = []
+    for word in text.split():
+        if _CJK_CHAR.match(word):
+            out.extend(word)
+        else:
+            out.append(word)
+    return out
+
+
+def score(a: str, b: str) -> float:
+    """Similarity 0..100 of two texts (normalised here; word order barely matters)."""
+    return _score_normalized(normalize(a), normalize(b))
+
+
+def _score_normalized(na: str, nb: str) -> float:
+    from rapidfuzz import fuzz
+
+    if not na or not nb:
+        return 100.0 if na == nb else 0.0
+    # Characters, sorted words, and the token sequence: the last keeps "使用 Redis 做缓存" and
+    # "使用 Memcached 做缓存" close although most of their characters differ.
+    return max(
+        fuzz.ratio(na, nb), fuzz.token_sort_ratio(na, nb), fuzz.ratio(tokens(na), tokens(nb))
+    )
+
+
+class _Views:
+    """Three precomputed views of normalised texts, each compared with plain `fuzz.ratio`:
+    the characters, the words sorted (what `token_sort_ratio` compares), and the token
+    sequence with every distinct token coded as one character (a token-level ratio in C)."""
+
+    def __init__(self, norms: Sequence[str], codebook: dict[str, str] | None = None) -> None:
+        self.codebook = codebook if codebook is not None else {}
+        self.chars = list(norms)
+        self.sorted = [" ".join(sorted(n.split())) for n in norms]
+        self.coded = [self.code(n) for n in norms]
+
+    def code(self, norm: str) -> str:
+        out = []
+        for token in tokens(norm):
+            char = self.codebook.get(token)
+            if char is None:
+                # Planes 15-16 are private use: no clash with real text. Past 131,068 distinct
+                # tokens codes repeat, which can only make a score a little too high.
+                n = len(self.codebook) % 131068
+                char = chr(0xF0000 + n) if n < 65534 else chr(0x100000 + n - 65534)
+                self.codebook[token] = char
+            out.append(char)
+        return "".join(out)
+
+    def best(self, i_or_query: int | str, start: int, threshold: float) -> dict[int, float]:
+        """Index (from `start`) -> best score of each text scoring at least `threshold`."""
+        from rapidfuzz import fuzz, process
+
+        if isinstance(i_or_query, int):
+            i = i_or_query
+            queries = (self.chars[i], self.sorted[i], self.coded[i])
+        else:
+            q = i_or_query
+            queries = (q, " ".join(sorted(q.split())), self.code(q))
+        best: dict[int, float] = {}
+        # One C call per view rather than a Python loop per pair: this runs on every `add`.
+        for query, view in zip(queries, (self.chars, self.sorted, self.coded), strict=True):
+            choices = view[start:] if start else view
+            for _, value, idx in process.extract(
+                query, choices, scorer=fuzz.ratio, processor=None, score_cutoff=threshold,
+                limit=None,
+            ):
+                best[idx + start] = max(best.get(idx + start, 0.0), value)
+        return best
+
+
+def _negations(norm: str) -> int:
+    count = 0
+    for word in norm.split():
+        if _CJK_CHAR.match(word):
+            rest = word
+            for marker in _ZH_NEGATIONS:
+                count += rest.count(marker)
+                rest = rest.replace(marker, " ")
+        elif word.replace("'", "") in _EN_NEGATIONS or word.endswith("n't"):
+            count += 1
+    return count
+
+
+def _contains(norm: str, word: str) -> bool:
+    if _CJK_CHAR.match(word):
+        return word in norm.replace(" ", "")
+    return word in norm.split()
+
+
+def _antonym_swapped(na: str, nb: str) -> bool:
+    for left, right in _ANTONYMS:
+        a_left, a_right = _contains(na, left), _contains(na, right)
+        b_left, b_right = _contains(nb, left), _contains(nb, right)
+        if (a_left and not a_right and b_right and not b_left) or (
+            a_right and not a_left and b_left and not b_right
+        ):
+            return True
+    return False
+
+
+def _inflection_of(old: list[str], new: list[str]) -> bool:
+    """True when a replaced run of words is a re-wording of the same words (push/pushing)."""
+    if any(_CJK_CHAR.match(t) for t in old + new):
+        return False  # single characters carry meaning; no stemming without a dictionary
+    olds = {t[:4] for t in old if len(t) >= 3}
+    news = {t[:4] for t in new if len(t) >= 3}
+    return bool(olds & news)
+
+
+def _value_changed(na: str, nb: str) -> bool:
+    ta, tb = tokens(na), tokens(nb)
+    matcher = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "replace" and not _inflection_of(ta[i1:i2], tb[j1:j2]):
+            return True
+    return False
+
+
+def contradiction_reasons(a: str, b: str) -> tuple[str, ...]:
+    """Signs that two (already similar) texts disagree; empty when none."""
+    return _reasons(normalize(a), normalize(b))
+
+
+def _reasons(na: str, nb: str) -> tuple[str, ...]:
+    reasons: list[str] = []
+    if Counter(_NUMBER.findall(na)) != Counter(_NUMBER.findall(nb)):
+        reasons.append("number")
+    if _negations(na) != _negations(nb):
+        reasons.append("negation")
+    if _antonym_swapped(na, nb):
+        reasons.append("antonym")
+    if _value_changed(na, nb):
+        reasons.append("value")
+    return tuple(reasons)
+
+
+def compare(
+    a: str,
+    b: str,
+    *,
+    duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+    similar_threshold: float = DEFAULT_SIMILAR_THRESHOLD,
+) -> Comparison:
+    """Compare two texts: duplicate (merge), similar (contradiction candidate), or neither."""
+    na, nb = normalize(a), normalize(b)
+    value = _score_normalized(na, nb)
+    if value < similar_threshold:
+        return Comparison(value, False, False, ())
+    reasons = _reasons(na, nb)
+    duplicate = value >= duplicate_threshold and not reasons
+    return Comparison(value, duplicate, bool(reasons), reasons)
+
+
+def candidates(
+    text: str, others: Iterable[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD
+) -> list[tuple[str, float]]:
+    """Keys of `others` ((key, text) pairs) scoring at least `threshold`, best first."""
+    keys: list[str] = []
+    texts: list[str] = []
+    for key, other in others:
+        keys.append(key)
+        texts.append(normalize(other))
+    query = normalize(text)
+    if not query:
+        return []
+    best = _Views(texts).best(query, 0, threshold)
+    ranked = sorted(best.items(), key=lambda item: (-item[1], keys[item[0]]))
+    return [(keys[idx], value) for idx, value in ranked]
+
+
+def similar_pairs(
+    items: Sequence[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD
+) -> list[tuple[str, str, float]]:
+    """All pairs (key_a, key_b, score) among `items` scoring at least `threshold`.
+
+    Quadratic at worst, but exact and in C: a ratio of r% needs the shorter text to be at
+    least r/(200-r) of the longer one, so each view only compares a text with the texts of
+    a similar length (characters for the first two views, tokens for the third). The health
+    report calls this per project (with the global notes), which keeps the groups small.
+    """
+    from bisect import bisect_right
+
+    from rapidfuzz import fuzz, process
+
+    keys = [key for key, _ in items]
+    views = _Views([normalize(text) for _, text in items])
+    bound = threshold / (200.0 - threshold) if threshold > 0 else 0.0
+    best: dict[tuple[int, int], float] = {}
+    passes = (
+        ([len(t) for t in views.chars], (views.chars, views.sorted)),
+        ([len(t) for t in views.coded], (views.coded,)),
+    )
+    for lengths, texts_of_view in passes:
+        order = sorted(range(len(keys)), key=lambda k: lengths[k])
+        ordered_lengths = [lengths[k] for k in order]
+        for view in texts_of_view:
+            ordered = [view[k] for k in order]
+            for pos, k in enumerate(order):
+                if not lengths[k]:
+                    continue
+                limit = lengths[k] / bound if bound else float("inf")
+                end = bisect_right(ordered_lengths, limit, lo=pos + 1)
+                if end <= pos + 1:
+                    continue
+                for _, value, idx in process.extract(
+                    ordered[pos], ordered[pos + 1:end], scorer=fuzz.ratio, processor=None,
+                    score_cutoff=threshold, limit=None,
+                ):
+                    other = order[pos + 1 + idx]
+                    pair = (min(k, other), max(k, other))
+                    best[pair] = max(best.get(pair, 0.0), value)
+    pairs = [(keys[i], keys[j], value) for (i, j), value in best.items()]
+    pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
+    return pairs

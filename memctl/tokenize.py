@@ -1,0 +1,91 @@
+"""Text as the full-text index sees it: English words stemmed, every CJK character a word.
+
+SQLite's `unicode61` tokenizer keeps a run of Chinese as one token, so `数据库` inside a
+sentence is never found. Putting a separator around each CJK character makes every
+character its own token; a query word then becomes a phrase of characters, which finds any
+substring (two-character words included) with no dictionary (RESEARCH.md).
+
+The separator is U+001F (a control character, a separator for `unicode61`) rather than a
+space, so the transform can be undone exactly: original text never keeps a U+001F (it is
+replaced by a space first), and removing every U+001F gives the original back. That lets
+snippets be cut from the indexed text and shown as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+# Bump whenever the transform or FTS_TOKENIZE changes: the index is rebuilt on a mismatch.
+TOKENIZER_VERSION = 1
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+SEP = "\x1f"
+
+# Han (with extensions and compatibility blocks), kana, bopomofo and hangul. CJK punctuation
+# (U+3000-303F, full-width forms) is left out: unicode61 already treats it as a separator.
+_CJK_CLASS = (
+    "\u1100-\u11ff"  # hangul jamo
+    "\u2e80-\u2fdf"  # CJK radicals, Kangxi radicals
+    "\u3040-\u309f"  # hiragana
+    "\u30a0-\u30ff"  # katakana
+    "\u3100-\u312f"  # bopomofo
+    "\u3130-\u318f"  # hangul compatibility jamo
+    "\u31a0-\u31bf"  # bopomofo extended
+    "\u31f0-\u31ff"  # katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\ua960-\ua97f"  # hangul jamo extended A
+    "\uac00-\ud7ff"  # hangul syllables, jamo extended B
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width katakana
+    "\U00020000-\U0003134f"  # CJK extensions B-G, compatibility supplement
+)
+
+
+@functools.cache
+def _cjk_run() -> re.Pattern[str]:
+    # Compiled on first use (a few ms): an English-only search never pays for it.
+    return re.compile(f"[{_CJK_CLASS}]+")
+
+
+# Characters that must never reach the index or a query as themselves: our separator and
+# other C0 controls (NUL ends an FTS5 query string early) except tab and newlines.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def has_cjk(text: str) -> bool:
+    return not text.isascii() and _cjk_run().search(text) is not None
+
+
+def clean(text: str) -> str:
+    """Replace control characters (and any stray separator) with spaces."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _CONTROL.sub(" ", text)
+
+
+def to_index(text: str) -> str:
+    """The form of `text` that goes into the FTS table and into query phrases."""
+    text = clean(text)
+    if text.isascii():
+        return text
+    # One call per run of CJK (not per character): joining in C is what keeps indexing fast.
+    return _cjk_run().sub(_split_run, text)
+
+
+def _split_run(match: re.Match[str]) -> str:
+    return SEP + SEP.join(match.group()) + SEP
+
+
+def from_index(text: str) -> str:
+    """Undo `to_index` (exactly, for text that had no control characters)."""
+    return text.replace(SEP, "")
+
+
+def has_token_chars(text: str) -> bool:
+    """Whether `unicode61` would find at least one token in `text`.
+
+    unicode61 keeps letters, numbers and private-use characters (categories L*, N*, Co);
+    Python's `isalnum` covers L* and N*. A phrase with no token is useless to FTS5.
+    """
+    return any(ch.isalnum() or "\ue000" <= ch <= "\uf8ff" for ch in text)

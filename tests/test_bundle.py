@@ -1,0 +1,170 @@
+"""Hostile and broken bundles are refused whole, with every problem named, and the store's
+files and git HEAD stay exactly as they were. Export is deterministic."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import git, tree_snapshot
+
+from memctl.bundle import MANIFEST_NAME, BundleError, Limits, read_bundle
+
+NOTE = "---\nid: 01jdz4k2m8x7b3qv\ntype: fact\nproject: demo\ncreated: 2026-11-30T09:00:00.000Z\n" \
+       "updated: 2026-11-30T09:00:00.000Z\n---\nA good note.\n"
+GOOD = ("demo/notes/fact/good-01jdz4k2m8x7b3qv.md", NOTE.encode())
+
+
+def make_zip(path: Path, entries: list[tuple[str, bytes] | zipfile.ZipInfo | tuple], compress=True) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED) as archive:
+        for item in entries:
+            if isinstance(item, tuple) and isinstance(item[0], zipfile.ZipInfo):
+                archive.writestr(item[0], item[1])
+            else:
+                archive.writestr(item[0], item[1])
+    return path
+
+
+def with_mode(name: str, mode: int, data: bytes = b"x") -> tuple[zipfile.ZipInfo, bytes]:
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = mode << 16
+    return info, data
+
+
+def assert_refused(cli, store_path, archive, *expected: str):
+    before_tree, before_head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    result = cli("import", str(archive))
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("error:")
+    for text in expected:
+        assert text in result.stderr, result.stderr
+    assert result.stdout == ""
+    assert tree_snapshot(store_path) == before_tree
+    assert git(store_path, "rev-parse", "HEAD") == before_head
+    assert not list((store_path / ".memctl").glob("txn-*"))
+    return result
+
+
+HOSTILE = {
+    "escape": ([GOOD, ("../evil.md", b"x")], ["../evil.md", "escapes the store"]),
+    "deep-escape": ([GOOD, ("demo/notes/../../../evil.md", b"x")], ["escapes the store"]),
+    "absolute": ([GOOD, ("/tmp/evil.md", b"x")], ["/tmp/evil.md", "absolute path"]),
+    "windows": ([GOOD, ("demo\\..\\..\\evil.md", b"x")], ["backslash"]),
+    "git-hook": ([GOOD, (".git/hooks/post-commit", b"#!/bin/sh\nrm -rf ~\n")], [".git/"]),
+    "symlink": ([GOOD, with_mode("demo/notes/fact/link.md", stat.S_IFLNK | 0o777, b"/etc/passwd")],
+                ["symbolic link"]),
+    "fifo": ([GOOD, with_mode("demo/notes/fact/pipe.md", stat.S_IFIFO | 0o644)], ["not a regular file"]),
+    "not-utf8": ([GOOD, ("demo/notes/fact/latin1.md", "caf\xe9 au lait\n".encode("latin-1"))],
+                 ["not text"]),
+    "binary": ([GOOD, ("demo/notes/fact/blob.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00")], ["not text"]),
+    "python-tag": ([GOOD, ("demo/notes/fact/evil.md",
+                           b"---\nid: !!python/object/apply:os.system ['touch /tmp/pwned']\n---\nx\n")],
+                   ["unsafe YAML tag", "python/object"]),
+    "custom-tag": ([GOOD, ("demo/notes/fact/tag.md", b"---\nid: !secret abc\n---\nx\n")],
+                   ["unsafe YAML tag"]),
+    "bomb": ([GOOD, ("demo/notes/fact/bomb.md", b"\0" * (4 * 1024 * 1024))], ["zip bomb"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_archive_is_refused_and_the_store_is_untouched(cli, store_path, tmp_path, case):
+    cli.ok("add", "something already here")
+    entries, expected = HOSTILE[case]
+    archive = make_zip(tmp_path / f"{case}.zip", entries)
+    assert_refused(cli, store_path, archive, *expected)
+    assert not (tmp_path / "evil.md").exists() and not Path("/tmp/pwned").exists()
+
+
+def test_every_problem_is_listed_in_one_refusal(cli, store_path, tmp_path):
+    archive = make_zip(tmp_path / "many.zip", [
+        GOOD, ("../a.md", b"x"), ("/b.md", b"x"), ("demo/notes/fact/c.md", b"\xff\xfe"),
+    ])
+    result = assert_refused(cli, store_path, archive, "../a.md", "/b.md", "demo/notes/fact/c.md")
+    assert "good-01jdz4k2m8x7b3qv" not in result.stderr
+
+
+def test_unknown_manifest_version_and_tampering_are_refused(cli, store_path, tmp_path):
+    cli.ok("add", "a note to export")
+    exported = tmp_path / "export.zip"
+    cli.ok("export", str(exported))
+    with zipfile.ZipFile(exported) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(files[MANIFEST_NAME])
+    future = dict(files, **{MANIFEST_NAME: json.dumps(dict(manifest, version=99)).encode()})
+    assert_refused(cli, store_path, make_zip(tmp_path / "future.zip", list(future.items())),
+                   "unknown bundle format version 99")
+    note_path = next(n for n in files if n.startswith("demo/notes/"))
+    tampered = dict(files, **{note_path: files[note_path] + b"tampered\n"})
+    assert_refused(cli, store_path, make_zip(tmp_path / "tampered.zip", list(tampered.items())),
+                   "sha256")
+    foreign = dict(files, **{MANIFEST_NAME: b'{"format": "something-else"}'})
+    assert_refused(cli, store_path, make_zip(tmp_path / "foreign.zip", list(foreign.items())),
+                   "unknown bundle format")
+
+
+def test_size_and_count_limits_never_trust_the_headers(tmp_path):
+    many = make_zip(tmp_path / "many.zip", [(f"demo/notes/fact/n{i}.md", b"x\n") for i in range(20)])
+    with pytest.raises(BundleError, match="too many entries"):
+        read_bundle(many, Limits(max_entries=10))
+    big = make_zip(tmp_path / "big.zip", [("demo/notes/fact/big.md", os.urandom(300_000).hex().encode())])
+    with pytest.raises(BundleError, match="size limit"):
+        read_bundle(big, Limits(max_entry_bytes=100_000))
+    total = make_zip(tmp_path / "total.zip", [(f"demo/notes/fact/n{i}.md", b"y" * 60_000) for i in range(5)],
+                     compress=False)
+    with pytest.raises(BundleError, match="size limit"):
+        read_bundle(total, Limits(max_total_bytes=200_000))
+    # a header that under-states the size: the reader stops at the real data, never trusts it
+    liar = tmp_path / "liar.zip"
+    make_zip(liar, [("demo/notes/fact/liar.md", b"z" * 50_000)])
+    data = bytearray(liar.read_bytes())
+    central = data.rfind(b"PK\x01\x02")
+    data[central + 24:central + 28] = (10).to_bytes(4, "little")  # uncompressed size: 10 bytes
+    liar.write_bytes(bytes(data))
+    with pytest.raises(BundleError):
+        read_bundle(liar)
+
+
+def test_invalid_front_matter_refuses_unless_skip_invalid(cli, store_path, tmp_path):
+    broken = ("demo/notes/fact/broken.md", b"---\nid: [unclosed\n---\nbody\n")
+    archive = make_zip(tmp_path / "mixed.zip", [GOOD, broken])
+    assert_refused(cli, store_path, archive, "broken.md", "--skip-invalid")
+    result = cli.ok("import", str(archive), "--skip-invalid", "--json")
+    report = result.json()
+    assert report["added"] == ["01jdz4k2m8x7b3qv"]
+    assert [r["path"] for r in report["rejected"]] == ["demo/notes/fact/broken.md"]
+    assert report["rejected"][0]["reason"]
+    assert not (store_path / "demo/notes/fact/broken.md").exists()
+
+
+def test_a_folder_with_a_link_is_refused(cli, store_path, tmp_path):
+    folder = tmp_path / "incoming"
+    (folder / "demo" / "notes" / "fact").mkdir(parents=True)
+    (folder / GOOD[0]).write_bytes(GOOD[1])
+    os.symlink("/etc/passwd", folder / "demo/notes/fact/passwd.md")
+    assert_refused(cli, store_path, folder, "symbolic link")
+
+
+def test_export_is_deterministic(cli, store_path, tmp_path):
+    cli.ok("add", "first note for the zip")
+    cli.ok("add", "second note, 中文也可以", "--type", "decision")
+    cli.ok("project", "add", "constraints", "no ORM")
+    one, two = tmp_path / "one.zip", tmp_path / "two.zip"
+    cli.ok("export", str(one))
+    cli.ok("list")  # reading changes nothing
+    cli.ok("export", str(two))
+    assert one.read_bytes() == two.read_bytes()
+    with zipfile.ZipFile(one) as archive:
+        names = archive.namelist()
+        assert names[0] == MANIFEST_NAME and names[1:] == sorted(names[1:])
+        for info in archive.infolist():
+            assert info.date_time == (1980, 1, 1, 0, 0, 0)
+            assert info.external_attr >> 16 == stat.S_IFREG | 0o644
+        manifest = json.loads(archive.read(MANIFEST_NAME))
+    assert manifest["format"] == "memctl-bundle" and manifest["version"] == 1
+    assert manifest["machine"] and manifest["time"]
+    assert set(manifest["entries"]) == set(names[1:])

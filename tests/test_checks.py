@@ -1,0 +1,222 @@
+"""The write-time decision of `add`: merge, supersede, report similar, or just create."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from conftest import Cli, git
+
+from memctl.checks import CREATED, MERGED, decide
+from memctl.note import Note
+from memctl.noteformat import parse_text
+
+T0 = "2026-11-01T10:00:00.000Z"
+
+
+def note(
+    note_id: str, body: str, *, project: str = "blog", note_type: str = "fact",
+    subject: str | None = None, predicate: str | None = None, status: str = "active",
+    expires: str | None = None,
+) -> Note:
+    return Note(
+        id=note_id, type=note_type, project=project, importance=5, tags=[], created=T0,
+        updated=T0, status=status, body=body + "\n", path=f"{project}/notes/{note_id}.md",
+        subject=subject, predicate=predicate, expires=expires,
+    )
+
+
+EXISTING = [
+    note("pg", "The blog backend uses PostgreSQL 16; no ORM."),
+    note("port", "use port 5432"),
+    note("tabs", "以后都用中文回复用户的问题", project="global"),
+    note("db", "Database: MySQL 8", subject="blog", predicate="database"),
+    note("old", "The blog backend uses PostgreSQL 16, no ORM", status="superseded"),
+]
+
+
+def test_a_near_duplicate_is_merged_into_the_existing_note() -> None:
+    got = decide("the blog backend uses PostgreSQL 16, no ORM", note_type="fact",
+                 project="blog", existing=EXISTING)
+    assert got.action == MERGED
+    assert got.merged_into == "pg"  # never the superseded copy
+    assert got.supersedes == [] and got.similar == []
+
+
+def test_a_chinese_duplicate_of_a_global_note_is_merged_into_it() -> None:
+    got = decide("以后都用中文回复用户问题", note_type="preference", project="blog",
+                 existing=EXISTING)
+    assert (got.action, got.merged_into) == (MERGED, "tabs")
+
+
+def test_force_writes_anyway_and_reports_the_duplicate_as_similar() -> None:
+    got = decide("The blog backend uses PostgreSQL 16; no ORM!", note_type="fact",
+                 project="blog", existing=EXISTING, force=True)
+    assert got.action == CREATED
+    assert got.similar == ["pg"]
+
+
+def test_a_changed_number_is_similar_not_merged() -> None:
+    got = decide("use port 5433", note_type="fact", project="blog", existing=EXISTING)
+    assert got.action == CREATED
+    assert got.similar == ["port"]
+    assert "number" in got.details["port"][1]
+
+
+def test_same_subject_and_predicate_supersedes_in_the_same_scope() -> None:
+    got = decide("The blog now runs on PostgreSQL", note_type="decision", project="blog",
+                 subject="Blog", predicate="DATABASE", existing=EXISTING)
+    assert got.action == CREATED
+    assert got.supersedes == ["db"]
+    other = decide("Use CockroachDB", note_type="decision", project="shop",
+                   subject="blog", predicate="database", existing=EXISTING)
+    assert other.supersedes == []  # another project's note is not retired
+
+
+def test_a_correction_never_merges_into_what_it_corrects_and_supersedes_named_notes() -> None:
+    got = decide("use port 5432", note_type="correction", project="blog",
+                 existing=EXISTING, corrects=["port"])
+    assert got.action == CREATED
+    assert got.supersedes == ["port"]
+    assert got.similar == []
+
+
+def test_a_duplicate_about_another_subject_is_not_merged() -> None:
+    got = decide("Database: MySQL 8", note_type="fact", project="blog",
+                 subject="shop", predicate="database", existing=EXISTING)
+    assert got.action == CREATED
+
+
+def test_expired_and_unrelated_notes_are_ignored() -> None:
+    moment = datetime(2026, 11, 30, tzinfo=UTC)
+    expired = [note("exp", "use port 5432", expires="2026-11-15")]
+    got = decide("use port 5432", note_type="fact", project="blog", existing=expired,
+                 moment=moment)
+    assert (got.action, got.similar) == (CREATED, [])
+    got = decide("Deploys need an approval", note_type="fact", project="blog",
+                 existing=EXISTING)
+    assert (got.action, got.supersedes, got.similar) == (CREATED, [], [])
+
+
+def test_the_project_note_wins_over_a_global_duplicate() -> None:
+    pool = [note("g", "Run ruff before pushing", project="global"),
+            note("p", "Run ruff before pushing!", project="blog")]
+    got = decide("run ruff before pushing", note_type="fact", project="blog", existing=pool)
+    assert got.merged_into == "p"
+
+
+# --- through the CLI: what a user sees --------------------------------------------------------
+
+def _notes_on_disk(store: Path) -> list[str]:
+    return sorted(p.relative_to(store).as_posix() for p in store.glob("*/notes/**/*.md"))
+
+
+def _meta(store: Path, relpath: str) -> dict:
+    return parse_text((store / relpath).read_text(encoding="utf-8")).meta
+
+
+def test_cli_english_duplicate_is_merged_and_refreshed(cli: Cli) -> None:
+    first = cli.ok("add", "The blog backend uses PostgreSQL 16; no ORM.", "--json",
+                   env={"MEMCTL_NOW": "2026-11-01T00:00:00Z"}).json()
+    commits = git(cli.store, "rev-list", "--count", "HEAD")
+    again = cli.ok("add", "the blog backend uses PostgreSQL 16, no ORM", "--importance", "8",
+                   "--tags", "db", "--json", env={"MEMCTL_NOW": "2026-11-30T00:00:00Z"}).json()
+    assert again["action"] == "merged"
+    assert (again["id"], again["path"]) == (first["id"], first["path"])
+    assert again["superseded"] == [] and again["similar"] == []
+    assert _notes_on_disk(cli.store) == [first["path"]]  # no second copy
+    meta = _meta(cli.store, first["path"])
+    assert meta["updated"].startswith("2026-11-30") and meta["created"].startswith("2026-11-01")
+    assert meta["importance"] == "8" and meta["tags"] == ["db"]
+    assert int(git(cli.store, "rev-list", "--count", "HEAD")) == int(commits) + 1
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_cli_chinese_duplicate_is_merged_but_never_lowers_importance(cli: Cli) -> None:
+    first = cli.ok("add", "记住：以后都用中文回复用户的问题", "--json").json()
+    before = _meta(cli.store, first["path"])["importance"]
+    again = cli.ok("add", "记住，以后都用中文回复用户问题", "--importance", "2", "--json").json()
+    assert again["action"] == "merged" and again["id"] == first["id"]
+    assert _meta(cli.store, first["path"])["importance"] == before
+
+
+def test_cli_similar_port_numbers_are_both_kept_and_reported(cli: Cli) -> None:
+    first = cli.ok("add", "use port 5432", "--json").json()
+    second = cli.ok("add", "use port 5433", "--json").json()
+    assert second["action"] == "created" and second["id"] != first["id"]
+    assert second["similar"] == [first["id"]]
+    assert len(_notes_on_disk(cli.store)) == 2
+
+
+def test_cli_force_writes_a_duplicate(cli: Cli) -> None:
+    first = cli.ok("add", "Deploys need an approval from ops", "--json").json()
+    forced = cli.ok("add", "Deploys need an approval from ops!", "--force", "--json").json()
+    assert forced["action"] == "created" and forced["similar"] == [first["id"]]
+    assert len(_notes_on_disk(cli.store)) == 2
+
+
+def _search_ids(cli: Cli, query: str, *extra: str) -> list[str]:
+    return [hit["id"] for hit in cli.ok("search", query, "--json", *extra).json()]
+
+
+def test_cli_supersession_by_subject_predicate_hides_the_old_note(cli: Cli) -> None:
+    old = cli.ok("add", "The blog database is MySQL 8", "--subject", "blog", "--predicate",
+                 "database", "--json").json()
+    new = cli.ok("add", "We moved the blog database to PostgreSQL", "--subject", "Blog",
+                 "--predicate", "database", "--json").json()
+    assert new["superseded"] == [old["id"]]
+    meta = _meta(cli.store, old["path"])
+    assert meta["status"] == "superseded" and meta["superseded_by"] == new["id"]
+    assert (cli.store / old["path"]).exists()  # kept on disk …
+    assert old["id"] in git(cli.store, "log", "--format=%s")  # … and in history
+    assert old["id"] not in _search_ids(cli, "database")
+    assert new["id"] in _search_ids(cli, "database")
+    assert old["id"] in _search_ids(cli, "database", "--include-stale")
+
+
+def test_cli_supersede_by_hand(cli: Cli) -> None:
+    old = cli.ok("add", "Releases happen on Fridays", "--json").json()
+    new = cli.ok("add", "Releases moved to Tuesdays after the outage", "--json").json()
+    result = cli.ok("supersede", old["id"][:10], new["id"], "--json").json()
+    assert result == {"id": old["id"], "path": old["path"], "status": "superseded",
+                      "superseded_by": new["id"]}
+    assert old["id"] not in _search_ids(cli, "releases")
+    assert old["id"] in _search_ids(cli, "releases", "--include-stale")
+    assert git(cli.store, "status", "--porcelain") == ""
+    same = cli("supersede", new["id"], new["id"])
+    assert same.exit_code == 1 and same.stderr.startswith("error:")
+    unknown = cli("supersede", "zzzzzzzz", new["id"])
+    assert unknown.exit_code == 1
+
+
+def test_cli_correction_names_what_it_corrects(cli: Cli) -> None:
+    wrong = cli.ok("add", "The staging DB listens on port 5432", "--json").json()
+    fix = cli.ok("add", "The staging DB listens on port 6432 (pgbouncer), not 5432",
+                 "--type", "correction", "--corrects", wrong["id"][:8], "--json").json()
+    assert fix["superseded"] == [wrong["id"]]
+    assert _meta(cli.store, fix["path"])["corrects"] == wrong["id"]
+    assert _meta(cli.store, fix["path"])["importance"] == "8"  # corrections start high
+    assert _meta(cli.store, wrong["path"])["superseded_by"] == fix["id"]
+
+
+def test_cli_refuses_secrets_unless_allowed(cli: Cli) -> None:
+    head = git(cli.store, "rev-parse", "HEAD")
+    refused = cli("add", "CI uses AKIAIOSFODNN7EXAMPLE for uploads", "--json")
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("error:") and "AKIA****" in refused.stderr
+    assert "AKIAIOSFODNN7EXAMPLE" not in refused.stderr and refused.stdout == ""
+    assert _notes_on_disk(cli.store) == [] and git(cli.store, "rev-parse", "HEAD") == head
+    allowed = cli.ok("add", "CI uses AKIAIOSFODNN7EXAMPLE for uploads", "--allow-secret",
+                     "--json").json()
+    assert allowed["action"] == "created"
+
+
+def test_cli_importance_markers_apply_when_none_is_given(cli: Cli) -> None:
+    plain = cli.ok("add", "The API listens on 8080", "--json").json()
+    marked = cli.ok("add", "Remember: never push straight to main", "--json").json()
+    chinese = cli.ok("add", "千万不要在周五下午部署", "--json").json()
+    given = cli.ok("add", "Always squash merge", "--importance", "3", "--json").json()
+    assert _meta(cli.store, plain["path"])["importance"] == "5"
+    assert _meta(cli.store, marked["path"])["importance"] == "8"
+    assert _meta(cli.store, chinese["path"])["importance"] == "7"
+    assert _meta(cli.store, given["path"])["importance"] == "3"  # the user's value wins

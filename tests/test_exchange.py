@@ -1,0 +1,273 @@
+"""export/import between stores: round trips, every newest-wins case, dry runs, and a kill -9
+in the middle of an import."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import Cli, git, memctl_executable, tree_snapshot
+
+from memctl.counters import record_access
+from memctl.store import Store
+
+T1, T2, T3, T4 = ("2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z",
+                  "2026-11-30T11:00:00.000Z", "2026-11-30T12:00:00.000Z")
+
+
+@pytest.fixture
+def machines(tmp_path):
+    stores = []
+    for name in ("laptop", "desktop"):
+        root = tmp_path / name
+        Store.init(root)
+        stores.append(Cli(root))
+    return stores
+
+
+EDITOR = """import os, sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+head, sep, _ = text.partition("\\n---\\n")
+open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
+"""
+
+
+def edit(cli: Cli, note_id: str, body: str, now: str) -> None:
+    script = cli.store.parent / "editor.py"
+    script.write_text(EDITOR)
+    cli.ok("edit", note_id, env={"EDITOR": f"{sys.executable} {script}", "NEW_BODY": body,
+                                 "MEMCTL_NOW": now})
+
+
+def add(cli: Cli, text: str, now: str = T1, *extra: str) -> str:
+    return cli.ok("add", text, "--json", *extra, env={"MEMCTL_NOW": now}).json()["id"]
+
+
+def body_of(cli: Cli, note_id: str) -> str:
+    return cli.ok("show", note_id, "--json").json()["body"].strip()
+
+
+def transfer(src: Cli, dst: Cli, *options: str) -> dict:
+    archive = src.store.parent / f"from-{src.store.name}.zip"
+    src.ok("export", str(archive))
+    return dst.ok("import", str(archive), "--json", *options).json()
+
+
+def memory_files(root: Path) -> dict[str, bytes]:
+    return {p: d for p, d in tree_snapshot(root).items()
+            if not p.startswith((".counters/", ".gitattributes")) and not p.endswith(".gitkeep")}
+
+
+def test_round_trip_keeps_every_file_byte_for_byte(machines, tmp_path):
+    laptop, desktop = machines
+    keep = add(laptop, "PostgreSQL 16 is the database", T1, "--tags", "db,postgres")
+    gone = add(laptop, "This note will be forgotten", T1)
+    add(laptop, "Prefer small pull requests", T1, "--type", "preference", "--global")
+    laptop.ok("project", "add", "constraints", "no ORM", env={"MEMCTL_NOW": T1})
+    laptop.ok("scratch", "focus", "round trips", env={"MEMCTL_NOW": T1})
+    laptop.ok("forget", gone, env={"MEMCTL_NOW": T2})
+    record_access(laptop.store, [keep, keep])  # as recall and search do
+    (laptop.store / "demo/notes/fact/hand-dropped.md").write_text("Dropped in by hand, no front matter.\n")
+    report = transfer(laptop, desktop)
+    assert keep in report["added"] and gone in report["deleted"]
+    assert memory_files(desktop.store) == memory_files(laptop.store)
+    assert desktop.ok("show", keep, "--json").json()["access_count"] == \
+        laptop.ok("show", keep, "--json").json()["access_count"] >= 1
+    assert "round trips" in desktop.ok("scratch", "show").stdout
+    head = git(laptop.store, "rev-parse", "HEAD")
+    back = transfer(desktop, laptop)
+    assert back["added"] == back["updated"] == back["deleted"] == back["conflicts"] == []
+    assert keep in back["unchanged"]
+    assert git(laptop.store, "rev-parse", "HEAD") == head, "a no-op import makes no commit"
+
+
+def test_import_of_another_store_and_of_a_folder(machines, tmp_path):
+    laptop, desktop = machines
+    note = add(laptop, "Imported straight from the other store", T1)
+    assert desktop.ok("import", str(laptop.store), "--json").json()["added"] == [note]
+    folder = tmp_path / "unzipped"
+    laptop.ok("export", str(tmp_path / "x.zip"))
+    zipfile.ZipFile(tmp_path / "x.zip").extractall(folder)
+    assert desktop.ok("import", str(folder), "--json").json()["unchanged"] == [note]
+
+
+def test_newer_remote_and_newer_local(machines):
+    laptop, desktop = machines
+    note = add(laptop, "The cache TTL is 60 seconds", T1)
+    transfer(laptop, desktop)
+    edit(desktop, note, "The cache TTL is 300 seconds", T2)
+    report = transfer(desktop, laptop)
+    assert report["updated"] == [note] and report["conflicts"] == []
+    assert body_of(laptop, note) == "The cache TTL is 300 seconds"
+    report = transfer(laptop, desktop)  # the older side has nothing newer to give
+    assert report["unchanged"] == [note]
+    edit(laptop, note, "The cache TTL is 600 seconds", T3)
+    edit(desktop, note, "The cache TTL is 120 seconds", T4)  # newer, made concurrently
+    report = transfer(desktop, laptop)
+    assert body_of(laptop, note) == "The cache TTL is 120 seconds"
+    assert report["conflicts"] == [note]
+    copies = laptop.ok("conflicts", "--json").json()
+    assert len(copies) == 1 and copies[0]["id"] == note
+    assert "600 seconds" in (laptop.store / copies[0]["path"]).read_text()
+    transfer(laptop, desktop)
+    assert body_of(desktop, note) == "The cache TTL is 120 seconds"
+    assert memory_files(desktop.store) == memory_files(laptop.store), "both machines converge"
+
+
+def test_hand_edit_beats_an_earlier_stamped_edit(machines):
+    laptop, desktop = machines
+    note = add(laptop, "Deploys happen on Tuesdays", T1)
+    transfer(laptop, desktop)
+    edit(desktop, note, "Deploys happen on Wednesdays", T2)
+    path = laptop.store / laptop.ok("show", note, "--json").json()["path"]
+    path.write_text(path.read_text().replace("Tuesdays", "Thursdays, edited by hand"))
+    later = 1796043600  # 2026-12-01, after the desktop's stamped edit
+    os.utime(path, (later, later))
+    report = transfer(desktop, laptop)
+    assert body_of(laptop, note) == "Deploys happen on Thursdays, edited by hand"
+    assert report["conflicts"] == [note]
+    transfer(laptop, desktop)
+    assert body_of(desktop, note) == "Deploys happen on Thursdays, edited by hand"
+
+
+def test_equal_stamps_resolve_the_same_on_both_machines(machines):
+    laptop, desktop = machines
+    note = add(laptop, "Logging goes to stdout", T1)
+    transfer(laptop, desktop)
+    edit(laptop, note, "Logging goes to journald", T2)
+    edit(desktop, note, "Logging goes to a file", T2)
+    one = laptop.store.parent / "one.zip"
+    two = desktop.store.parent / "two.zip"
+    laptop.ok("export", str(one))
+    desktop.ok("export", str(two))
+    laptop.ok("import", str(two))
+    desktop.ok("import", str(one))
+    assert body_of(laptop, note) == body_of(desktop, note)
+    assert len(laptop.ok("conflicts", "--json").json()) == 1
+    assert memory_files(desktop.store) == memory_files(laptop.store)
+
+
+def test_deletion_beats_an_older_copy_and_loses_to_a_later_edit(machines):
+    laptop, desktop = machines
+    doomed = add(laptop, "An outdated fact about the build", T1)
+    revived = add(laptop, "A fact someone will still edit", T1)
+    transfer(laptop, desktop)
+    stale = desktop.store.parent / "stale.zip"
+    desktop.ok("export", str(stale))  # made before the deletions
+    laptop.ok("forget", doomed, env={"MEMCTL_NOW": T2})
+    laptop.ok("forget", revived, env={"MEMCTL_NOW": T2})
+    edit(desktop, revived, "Edited after the deletion, so it comes back", T3)
+    report = laptop.ok("import", str(stale), "--json").json()
+    assert doomed not in report["added"] and revived not in report["added"]
+    assert laptop("show", doomed).exit_code == 1, "an older copy must not resurrect a deleted note"
+    report = transfer(desktop, laptop)
+    assert report["added"] == [revived]
+    assert body_of(laptop, revived) == "Edited after the deletion, so it comes back"
+    assert not (laptop.store / f".tombstones/{revived}.md").exists()
+    report = transfer(laptop, desktop)
+    assert report["deleted"] == [doomed]
+    assert desktop("show", doomed).exit_code == 1
+    assert memory_files(desktop.store) == memory_files(laptop.store)
+
+
+def test_memory_md_merges_as_a_whole_file(machines):
+    laptop, desktop = machines
+    laptop.ok("project", "add", "decisions", "use Kysely", env={"MEMCTL_NOW": T1})
+    transfer(laptop, desktop)
+    desktop.ok("project", "add", "progress", "schema migrated", env={"MEMCTL_NOW": T2})
+    report = transfer(desktop, laptop)
+    assert report["updated"] == ["demo/MEMORY.md"]
+    assert "schema migrated" in (laptop.store / "demo/MEMORY.md").read_text()
+
+
+def test_dry_run_prints_exactly_what_would_change(machines):
+    laptop, desktop = machines
+    note = add(laptop, "A note for the dry run", T1)
+    archive = laptop.store.parent / "dry.zip"
+    laptop.ok("export", str(archive))
+    before, head = tree_snapshot(desktop.store), git(desktop.store, "rev-parse", "HEAD")
+    result = desktop.ok("import", str(archive), "--dry-run")
+    path = laptop.ok("show", note, "--json").json()["path"]
+    assert f"would write {path}" in result.stderr
+    assert tree_snapshot(desktop.store) == before and git(desktop.store, "rev-parse", "HEAD") == head
+    planned = desktop.ok("import", str(archive), "--dry-run", "--json").json()
+    done = desktop.ok("import", str(archive), "--json").json()
+    assert planned == done
+
+
+def _spawn_import(store: Path, archive: Path, crash_at: str) -> int:
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_CRASH_AT=crash_at)
+    return subprocess.run([memctl_executable(), "import", str(archive)], env=env,
+                          capture_output=True, timeout=60).returncode
+
+
+@pytest.mark.parametrize("crash_at", [
+    "import-op-2",
+    pytest.param("import-journal", marks=pytest.mark.slow),
+    pytest.param("import-op-0", marks=pytest.mark.slow),
+    pytest.param("import-applied", marks=pytest.mark.slow),
+])
+def test_kill_9_during_import_leaves_the_store_as_it_was(machines, crash_at):
+    laptop, desktop = machines
+    for number in range(4):
+        add(laptop, f"Imported note number {number}", T1)
+    shared = add(desktop, "A note both stores change", T1)
+    edit(desktop, shared, "Changed on the desktop", T1)
+    archive = laptop.store.parent / "big.zip"
+    laptop.ok("export", str(archive))
+    before, head = tree_snapshot(desktop.store), git(desktop.store, "rev-parse", "HEAD")
+    assert _spawn_import(desktop.store, archive, crash_at) == -9
+    from memctl.exchange import recover_pending
+
+    store = Store.open(desktop.store)
+    with store.lock("test"):
+        assert recover_pending(store)
+    assert tree_snapshot(desktop.store) == before
+    assert git(desktop.store, "rev-parse", "HEAD") == head
+    assert git(desktop.store, "status", "--porcelain") == ""
+    assert len(desktop.ok("import", str(archive), "--json").json()["added"]) == 4
+
+
+def test_kill_9_after_the_commit_keeps_the_import(machines):
+    laptop, desktop = machines
+    note = add(laptop, "Committed before the kill", T1)
+    archive = laptop.store.parent / "late.zip"
+    laptop.ok("export", str(archive))
+    assert _spawn_import(desktop.store, archive, "import-committed") == -9
+    assert list((desktop.store / ".memctl").glob("txn-*"))
+    # the next command cleans up and sees the import
+    assert desktop.ok("import", str(archive), "--json").json()["unchanged"] == [note]
+    assert not list((desktop.store / ".memctl").glob("txn-*"))
+    assert git(desktop.store, "status", "--porcelain") == ""
+
+
+def test_conflict_copies_can_be_kept_or_dropped_and_stay_resolved(machines):
+    laptop, desktop = machines
+    note = add(laptop, "Builds run on GitHub Actions", T1)
+    transfer(laptop, desktop)
+    edit(laptop, note, "Builds run on Buildkite", T2)
+    edit(desktop, note, "Builds run on Jenkins", T3)
+    transfer(desktop, laptop)
+    transfer(laptop, desktop)
+    assert len(desktop.ok("conflicts", "--json").json()) == 1
+    laptop.ok("conflicts", "drop", "1")
+    assert laptop.ok("conflicts", "--json").json() == []
+    transfer(desktop, laptop)
+    assert laptop.ok("conflicts", "--json").json() == [], "a dropped copy came back"
+    transfer(laptop, desktop)
+    assert desktop.ok("conflicts", "--json").json() == [], "the drop did not travel"
+
+    edit(laptop, note, "Builds run on a self-hosted runner", T4)
+    edit(desktop, note, "Builds run on CircleCI", "2026-11-30T13:00:00.000Z")
+    transfer(desktop, laptop)
+    assert body_of(laptop, note) == "Builds run on CircleCI"
+    kept = laptop.ok("conflicts", "keep", note, "--json").json()
+    assert kept["id"] == note and laptop.ok("conflicts", "--json").json() == []
+    assert body_of(laptop, note) == "Builds run on a self-hosted runner"
+    transfer(laptop, desktop)
+    assert body_of(desktop, note) == "Builds run on a self-hosted runner"

@@ -1,0 +1,187 @@
+"""The health report: what a person or a CI job learns about a store, and --strict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Cli, git, run_memctl, tree_snapshot
+
+KEY = "AKIAIOSFODNN7EXAMPLE"
+NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
+
+
+def _hand_commit(store: Path, relpath: str, text: str) -> None:
+    path = store / relpath
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", f"hand edit {relpath}")
+
+
+@pytest.fixture
+def troubled(cli: Cli) -> Cli:
+    """A store with one of each problem health looks for."""
+    cli.ok("add", "use port 5432 for the dev database", env=NOW)
+    cli.ok("add", "use port 5433 for the dev database", env=NOW)
+    cli.ok("add", "Deploys need approval from ops", env=NOW)
+    cli.ok("add", "Deploys need approval from ops!", "--force", env=NOW)
+    cli.ok("add", "Launch banner is shown", "--expires", "2026-11-01",
+           env={"MEMCTL_NOW": "2026-10-01T00:00:00Z"})
+    _hand_commit(cli.store, "demo/notes/fact/aws.md",
+                 f"---\ntype: fact\n---\nThe uploader uses {KEY} as its key id.\n")
+    _hand_commit(cli.store, "demo/notes/fact/broken.md",
+                 "---\ntype: fact\ntags: [unclosed\n---\nBroken front matter\n")
+    _hand_commit(cli.store, "demo/MEMORY.md", "# demo\n\n## Decisions\n\n" + "- x\n" * 3000)
+    return cli
+
+
+def test_health_json_reports_every_kind_of_problem(troubled: Cli) -> None:
+    result = troubled("health", "--json", env=NOW)
+    assert result.exit_code == 0, result.stderr  # without --strict, problems are not errors
+    report = result.json()
+    assert report["ok"] is False
+    kinds = {p["kind"] for p in report["problems"]}
+    assert {"contradictions", "near_duplicates", "expired", "parse_errors", "secrets",
+            "memory_over_budget"} <= kinds
+    pair = report["contradictions"][0]
+    assert {pair["a"]["title"], pair["b"]["title"]} == {
+        "use port 5432 for the dev database", "use port 5433 for the dev database"}
+    assert "number" in pair["reasons"]
+    assert len(report["near_duplicates"]) == 1
+    assert report["expired"][0]["title"] == "Launch banner is shown"
+    broken = report["parse_errors"][0]
+    assert broken["path"] == "demo/notes/fact/broken.md" and broken["line"] >= 2
+    assert "does not parse" in broken["message"]
+    secret = report["secrets"][0]
+    assert (secret["path"], secret["line"], secret["kind"]) == (
+        "demo/notes/fact/aws.md", 4, "aws-access-key")
+    assert secret["masked"] == "AKIA****"
+    assert KEY not in result.stdout  # masked everywhere in the output
+    assert report["memory_over_budget"][0]["path"] == "demo/MEMORY.md"
+    totals = report["totals"]
+    assert totals["by_type"]["fact"] == totals["notes"] == 6
+    assert totals["by_project"] == {"demo": 6}
+
+
+def test_health_terminal_and_markdown_mask_the_secret(troubled: Cli, tmp_path: Path) -> None:
+    shown = troubled("health", env=NOW)
+    assert shown.exit_code == 0
+    assert KEY not in shown.stdout + shown.stderr and "AKIA****" in shown.stdout
+    assert "█" in shown.stdout  # the bar chart of types
+    assert "demo/notes/fact/broken.md:" in shown.stdout
+    report_file = tmp_path / "report.md"
+    written = troubled("health", "--markdown", str(report_file), env=NOW)
+    assert written.exit_code == 0
+    text = report_file.read_text()
+    assert text.startswith("# memctl health report — 2026-11-30")
+    assert KEY not in text and "AKIA****" in text
+    assert "## Possible contradictions" in text and "use port 5433" in text
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    troubled.ok("health", "--markdown", str(folder), env=NOW)
+    assert (folder / "health-2026-11.md").exists()
+
+
+def test_strict_fails_on_problems_and_passes_on_a_clean_store(troubled: Cli, tmp_path) -> None:
+    failed = troubled("health", "--strict", "--json", env=NOW)
+    assert failed.exit_code == 1
+    assert failed.stderr.startswith("error:") and "secrets" in failed.stderr
+    assert json.loads(failed.stdout)["ok"] is False  # the report is still printed
+    clean = Cli(tmp_path / "clean")
+    clean.ok("init", str(clean.store))
+    clean.ok("add", "The API listens on port 8080", env=NOW)
+    passed = clean("health", "--strict", env=NOW)
+    assert passed.exit_code == 0, passed.stdout + passed.stderr
+    assert "no problems found" in passed.stdout
+
+
+def test_health_changes_nothing(troubled: Cli) -> None:
+    before, head = tree_snapshot(troubled.store), git(troubled.store, "rev-parse", "HEAD")
+    troubled.ok("health", "--json", env=NOW)
+    assert tree_snapshot(troubled.store) == before
+    assert git(troubled.store, "rev-parse", "HEAD") == head
+
+
+def test_recall_counters_feed_top_recalled_and_unrecalled(cli: Cli) -> None:
+    from memctl.counters import record_access
+    from memctl.store import Store
+
+    old = cli.ok("add", "Legacy cron host is cron-01", "--json",
+                 env={"MEMCTL_NOW": "2026-06-01T00:00:00Z"}).json()
+    busy = cli.ok("add", "The main API is written in Go", "--json", env=NOW).json()
+    for day in ("2026-11-20T00:00:00Z", "2026-11-25T00:00:00Z", "2026-11-29T00:00:00Z"):
+        record_access(Store(cli.store), [busy["id"]], when=day)
+    report = cli.ok("health", "--json", env=NOW).json()
+    assert [(e["id"], e["recalls_30d"]) for e in report["top_recalled"]] == [(busy["id"], 3)]
+    assert [e["id"] for e in report["unrecalled"]] == [old["id"]]
+    assert report["unrecalled"][0]["days"] == 182
+
+
+def test_git_state_uncommitted_and_unpushed(cli: Cli, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(cli.store, "remote", "add", "origin", str(remote))
+    branch = git(cli.store, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(cli.store, "push", "-q", "-u", "origin", branch)
+    assert cli.ok("health", "--json").json()["git"]["unpushed"] == 0
+    cli.ok("add", "A note not pushed yet")
+    (cli.store / "demo" / "draft.md").write_text("typed but not committed\n")
+    report = cli.ok("health", "--json").json()
+    assert report["git"]["unpushed"] == 1 and report["git"]["remote"] == "origin"
+    assert any("draft.md" in line for line in report["git"]["uncommitted"])
+    assert {"uncommitted", "unpushed"} <= {p["kind"] for p in report["problems"]}
+
+
+def test_index_drift_is_caught_up_and_reported(cli: Cli) -> None:
+    added = cli.ok("add", "Logs go to Loki", "--json").json()
+    cli.ok("health", "--json")
+    (cli.store / added["path"]).write_text(
+        (cli.store / added["path"]).read_text().replace("Loki", "Grafana Loki"))
+    index = cli.ok("health", "--json").json()["index"]
+    assert index["changed_since_last_update"] == 1  # a hand edit since the last command …
+    assert index["drifted"] == 0  # … that health (like every command) took in
+    assert index["indexed_docs"] == 1
+
+
+def test_health_on_the_sample_store(sample_store: Path) -> None:
+    result = run_memctl("health", "--json", store=sample_store, env=NOW)
+    assert result.exit_code == 0, result.stderr
+    report = result.json()
+    assert report["totals"]["notes"] > 0
+    assert report["parse_errors"] == [] or all(e["line"] >= 1 for e in report["parse_errors"])
+    assert report["secrets"] == []
+    assert report["index"]["drifted"] == 0
+    shown = run_memctl("health", store=sample_store, env=NOW)
+    assert shown.exit_code == 0 and "by type" in shown.stdout
+
+
+def test_health_says_whether_a_watcher_runs(tmp_path):
+    """The report names a live `memctl watch` (started for real) and says so when none runs."""
+    import json as _json
+    import subprocess
+    import time
+
+    from conftest import memctl_executable, run_memctl
+    from memctl.store import Store
+
+    root = tmp_path / "watched"
+    Store.init(root)
+    before = run_memctl("health", "--json", store=root)
+    assert before.json()["watcher"] == {"running": False, "live": False, "pid": None}
+    proc = subprocess.Popen([memctl_executable(), "--store", str(root), "watch", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert _json.loads(line)["event"] == "ready"
+        deadline = time.monotonic() + 20
+        while True:
+            report = run_memctl("health", "--json", store=root).json()
+            if report["watcher"]["live"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert report["watcher"] == {"running": True, "live": True, "pid": proc.pid}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -1,0 +1,119 @@
+"""Importers for other tools' memory: each note has `source: import`, keeps the original text,
+and importing the same source again updates instead of duplicating."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from conftest import git, tree_snapshot
+
+CLAUDE_MD = """# Project guide
+
+This repository is the blog backend.
+
+## Conventions
+- Always use Kysely for queries; never an ORM.
+- Tabs, not spaces.
+
+## Commands
+```bash
+make test   # ## not a heading inside code
+```
+
+## Pitfalls
+The staging database resets every night.
+"""
+
+
+def notes(cli, project="demo"):
+    return cli.ok("list", "--json", "--project", project).json()
+
+
+def test_claude_md_sections_become_notes(cli, tmp_path):
+    source = tmp_path / "CLAUDE.md"
+    source.write_text(CLAUDE_MD)
+    report = cli.ok("import", str(source), "--json").json()
+    assert len(report["added"]) == 4
+    found = {n["type"]: n for n in notes(cli)}
+    assert set(found) == {"fact", "rule", "skill", "error"}
+    rule = cli.ok("show", found["rule"]["id"], "--json").json()
+    assert rule["source"] == "import"
+    assert rule["body"] == "## Conventions\n- Always use Kysely for queries; never an ORM.\n- Tabs, not spaces.\n"
+    assert "make test   # ## not a heading" in cli.ok("show", found["skill"]["id"], "--json").json()["body"]
+    again = cli.ok("import", str(source), "--json").json()
+    assert again["added"] == [] and sorted(again["unchanged"]) == sorted(report["added"])
+    source.write_text(CLAUDE_MD.replace("Tabs, not spaces.", "Spaces, four of them."))
+    os.utime(source, (1796043600, 1796043600))
+    changed = cli.ok("import", str(source), "--json").json()
+    assert changed["updated"] == [found["rule"]["id"]] and changed["added"] == []
+
+
+def test_markdown_folder_with_and_without_front_matter(cli, tmp_path):
+    vault = tmp_path / "vault"
+    (vault / "Tech").mkdir(parents=True)
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian" / "app.json").write_text("{}")
+    (vault / "plain.md").write_text("Just a thought with no front matter.\n")
+    (vault / "Tech" / "postgres.md").write_text(
+        "---\ntags: [db]\ntype: decision\ncreated: 2025-03-12\naliases: [pg]\n---\n# Postgres\n\nWe use 16.\n")
+    (vault / "image.png").write_bytes(b"\x89PNG\r\n\x00")
+    report = cli.ok("import", str(vault), "--json").json()
+    assert len(report["added"]) == 2
+    by_type = {n["type"]: n for n in notes(cli)}
+    decision = cli.ok("show", by_type["decision"]["id"], "--json").json()
+    assert decision["body"] == "# Postgres\n\nWe use 16.\n"
+    assert set(decision["tags"]) == {"db", "tech"} and decision["created"] == "2025-03-12"
+    assert decision["source"] == "import" and decision["aliases"] == ["pg"]
+    plain = cli.ok("show", by_type["fact"]["id"], "--json").json()
+    assert plain["body"] == "Just a thought with no front matter.\n" and plain["title"] == "plain"
+
+
+def test_cline_memory_bank(cli, tmp_path):
+    bank = tmp_path / "repo" / "memory-bank"
+    bank.mkdir(parents=True)
+    (bank / "projectbrief.md").write_text("# Project brief\n\nA CLI for memory.\n")
+    (bank / "systemPatterns.md").write_text("Files are the truth; the index is derived.\n")
+    (bank / "progress.md").write_text("")
+    report = cli.ok("import", str(tmp_path / "repo"), "--json").json()
+    assert len(report["added"]) == 2
+    shown = [cli.ok("show", n["id"], "--json").json() for n in notes(cli)]
+    bodies = {s["type"]: s["body"] for s in shown}
+    assert bodies["fact"] == "# Project brief\n\nA CLI for memory.\n"
+    assert "Files are the truth" in bodies["decision"]
+    assert all("cline" in s["tags"] for s in shown)
+
+
+def test_mem0_json_export(cli, tmp_path):
+    source = tmp_path / "mem0.json"
+    source.write_text(json.dumps({"results": [
+        {"id": "5b1f", "memory": "Prefers dark mode", "categories": ["preferences"],
+         "created_at": "2025-06-01T10:00:00-07:00", "updated_at": "2025-06-02T10:00:00-07:00",
+         "user_id": "alice"},
+        {"id": "77aa", "memory": "Works in Berlin", "created_at": "2025-06-03T10:00:00Z"},
+        {"id": "bad", "memory": ""},
+    ]}))
+    refused = cli("import", str(source))
+    assert refused.exit_code == 1 and "no memory text" in refused.stderr
+    report = cli.ok("import", str(source), "--skip-invalid", "--json").json()
+    assert len(report["added"]) == 2 and report["rejected"][0]["path"] == "mem0.json[2]"
+    texts = {cli.ok("show", n["id"], "--json").json()["body"].strip(): n for n in notes(cli)}
+    dark = cli.ok("show", texts["Prefers dark mode"]["id"], "--json").json()
+    assert dark["updated"] == "2025-06-02T10:00:00-07:00" and "preferences" in dark["tags"]
+    assert dark["mem0_id"] == "5b1f" and dark["source"] == "import"
+
+
+@pytest.mark.parametrize("kind", ["link", "binary"])
+def test_importers_refuse_hazards_untouched(cli, store_path, tmp_path, kind):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "fine.md").write_text("fine\n")
+    if kind == "link":
+        os.symlink("/etc/passwd", vault / "passwd.md")
+    else:
+        (vault / "blob.md").write_bytes(b"\x00\x01binary")
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    result = cli("import", str(vault))
+    assert result.exit_code == 1 and result.stderr.startswith("error:")
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head

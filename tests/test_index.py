@@ -1,0 +1,349 @@
+"""The derived index: always in step with the files, never writing them, rebuilt at will."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from conftest import tree_snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memctl import counters
+from memctl.errors import MemctlError
+from memctl.index import ensure_fresh, index_path, open_index
+from memctl.indexdocs import fast_parse
+from memctl.noteformat import parse_text
+from memctl.search import search
+
+
+def write(root: Path, rel: str, body: str, **meta: object) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if meta:
+        lines = ["---"]
+        for key, value in meta.items():
+            if isinstance(value, list):
+                value = "[" + ", ".join(value) + "]"
+            lines.append(f"{key}: {value}")
+        lines.append("---")
+        text = "\n".join(lines) + "\n" + body + "\n"
+    else:
+        text = body + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def ids(hits: list) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+def find(root: Path, query: str, **kwargs: object) -> list[str]:
+    kwargs.setdefault("project", "blog")
+    return ids(search(root, query, **kwargs))
+
+
+@pytest.fixture
+def root(store_path: Path) -> Path:
+    write(store_path, "blog/notes/decision/pg-aaaaaaaaaaaaaaaa.md",
+          "The blog backend uses PostgreSQL 16 through Kysely.",
+          id="aaaaaaaaaaaaaaaa", type="decision", project="blog", importance=8,
+          tags=["database", "postgres"], updated="2026-11-30T09:00:00.000Z")
+    write(store_path, "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md",
+          "分布式缓存层用 Redis，连接池大小为 20。",
+          id="bbbbbbbbbbbbbbbb", type="fact", project="blog", tags=["cache"])
+    return store_path
+
+
+def test_hand_edits_are_seen_by_the_next_read(root: Path) -> None:
+    assert find(root, "kysely") == ["aaaaaaaaaaaaaaaa"]
+    path = root / "blog/notes/decision/pg-aaaaaaaaaaaaaaaa.md"
+    path.write_text(path.read_text().replace("Kysely", "Drizzle"))
+    assert find(root, "kysely") == []
+    assert find(root, "drizzle") == ["aaaaaaaaaaaaaaaa"]
+
+
+def test_a_hand_dropped_file_without_front_matter_is_a_note(root: Path) -> None:
+    write(root, "blog/ideas.md", "# Ideas\nTry pgbouncer for pooling.")
+    hits = search(root, "pgbouncer", project="blog")
+    assert len(hits) == 1 and hits[0].path == "blog/ideas.md"
+    assert (hits[0].type, hits[0].importance, hits[0].title) == ("fact", 5, "Ideas")
+
+
+def test_deleted_notes_leave_no_phantom_rows(root: Path) -> None:
+    assert find(root, "redis") == ["bbbbbbbbbbbbbbbb"]
+    (root / "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md").unlink()
+    assert find(root, "redis") == []
+    index = ensure_fresh(root)
+    assert [row["id"] for row in index.list_notes()] == ["aaaaaaaaaaaaaaaa"]
+    with pytest.raises(MemctlError, match="no note"):
+        index.get("bbbbbbbbbbbbbbbb")
+    rows = index.conn.execute("SELECT count(*) FROM fts").fetchone()[0]
+    assert rows == index.count()
+
+
+def test_a_move_keeps_the_id_and_changes_the_path(root: Path) -> None:
+    ensure_fresh(root)
+    old = root / "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"
+    new = root / "blog/notes/moved/elsewhere.md"
+    new.parent.mkdir(parents=True)
+    old.rename(new)
+    index = ensure_fresh(root)
+    assert index.last_refresh is not None
+    assert index.last_refresh.updated == ["bbbbbbbbbbbbbbbb"]
+    assert index.last_refresh.removed == []
+    assert index.get("bbbb")["path"] == "blog/notes/moved/elsewhere.md"
+    assert [hit.path for hit in search(root, "redis", project="blog")] == [
+        "blog/notes/moved/elsewhere.md"]
+
+
+def test_whole_folders_appear_and_vanish(root: Path, tmp_path: Path) -> None:
+    write(tmp_path / "src", "shop/notes/a.md", "checkout uses stripe")
+    write(tmp_path / "src", "shop/notes/deep/er/b.md", "refunds go through stripe too")
+    assert find(root, "stripe", all_projects=True) == []
+    shutil.copytree(tmp_path / "src/shop", root / "shop")
+    assert len(find(root, "stripe", all_projects=True)) == 2
+    shutil.rmtree(root / "shop")
+    assert find(root, "stripe", all_projects=True) == []
+
+
+def test_a_file_that_stops_parsing_keeps_its_last_good_entry(root: Path) -> None:
+    path = root / "blog/notes/decision/pg-aaaaaaaaaaaaaaaa.md"
+    good = path.read_text()
+    assert find(root, "kysely") == ["aaaaaaaaaaaaaaaa"]
+    path.write_text(good.replace("tags: [database, postgres]", "tags: [database, postgres")
+                    .replace("Kysely", "Drizzle"))
+    index = ensure_fresh(root)
+    assert index.last_refresh is not None and index.last_refresh.errors
+    assert [str(e) for e in index.parse_errors()] == [
+        f"blog/notes/decision/pg-aaaaaaaaaaaaaaaa.md:{index.parse_errors()[0].line}: "
+        + index.parse_errors()[0].message]
+    assert find(root, "kysely") == ["aaaaaaaaaaaaaaaa"]  # the last good version
+    assert ensure_fresh(root).parse_errors()  # still reported on the next read
+    path.write_text(good.replace("Kysely", "Drizzle"))
+    assert ensure_fresh(root).parse_errors() == []
+    assert find(root, "drizzle") == ["aaaaaaaaaaaaaaaa"]
+
+
+def test_indexing_never_changes_a_file(root: Path) -> None:
+    write(root, "blog/raw.md", "no front matter, no final newline")
+    (root / "blog/crlf.md").write_bytes(b"---\r\ntype: rule\r\ntags: [a]\r\n---\r\nCRLF body")
+    (root / "blog/broken.md").write_text("---\ntags: [x\n---\nbody\n")
+    before = tree_snapshot(root)
+    times = {p: p.stat().st_mtime_ns for p in root.rglob("*.md")}
+    open_index(root).rebuild()
+    ensure_fresh(root)
+    search(root, "body", project="blog")
+    assert tree_snapshot(root) == before
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*.md")} == times
+
+
+def test_refresh_of_named_paths(root: Path) -> None:
+    index = ensure_fresh(root)
+    write(root, "blog/new.md", "brand new pgvector note")
+    (root / "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md").unlink()
+    stats = index.refresh(["blog/new.md", "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"])
+    assert len(stats.added) == 1 and stats.removed == ["bbbbbbbbbbbbbbbb"]
+    write(root, "blog/sub/x/one.md", "inside a new folder")
+    stats = index.refresh(["blog/sub"])
+    assert len(stats.added) == 1
+    shutil.rmtree(root / "blog/sub")
+    stats = index.refresh(["blog/sub"])
+    assert len(stats.removed) == 1
+    write(root, "blog/abs.md", "named by an absolute path")
+    assert len(index.refresh([str(root / "blog/abs.md")]).added) == 1
+    write(root, "blog/dot.md", "the store itself named: a full walk")
+    assert len(index.refresh(["."]).added) == 1
+    # Debris and paths outside the store are ignored.
+    assert not index.refresh(["blog/.new.md.swp", "../etc/passwd", ".git/config"]).changed
+
+
+def test_memory_sections_are_hits_pointing_at_the_section(root: Path) -> None:
+    (root / "blog/MEMORY.md").write_text(
+        "# blog memory\n\n## Constraints\n<!-- guidance -->\n- Python 3.11 only\n\n"
+        "## Decisions\n- [11-30] Use Kysely, not Prisma\n\n## Lessons\n<!-- empty -->\n")
+    hits = search(root, "prisma", project="blog")
+    assert [(h.id, h.kind, h.section, h.line) for h in hits] == [
+        ("blog/MEMORY.md#decisions", "memory", "Decisions", 7)]
+    assert search(root, "guidance", project="blog") == []  # template comments are not memory
+    assert not any(h.id.endswith("#lessons") for h in search(root, "lessons", project="blog"))
+
+
+def test_scratchpads_and_episodes_are_indexed(root: Path) -> None:
+    (root / "blog/SCRATCHPAD.md").write_text("# Scratchpad\n\n## Focus\nfix the flaky login test\n")
+    write(root, "blog/episodes/2026-11/2026-11-30-login-cccccccccccccccc.md",
+          "# Fix login\n## Steps\n- bisect the flaky test → found a race\n",
+          id="cccccccccccccccc", type="episode", project="blog")
+    kinds = {h.kind: h.id for h in search(root, "flaky", project="blog")}
+    assert kinds == {"scratchpad": "blog/SCRATCHPAD.md", "episode": "cccccccccccccccc"}
+
+
+def test_deleted_index_is_rebuilt(root: Path) -> None:
+    assert find(root, "redis") == ["bbbbbbbbbbbbbbbb"]
+    for path in index_path(root).parent.glob("index.sqlite*"):
+        path.unlink()
+    assert find(root, "redis") == ["bbbbbbbbbbbbbbbb"]
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not a database at all" * 100,
+                                     b"SQLite format 3\x00" + b"\xff" * 5000])
+def test_corrupt_index_is_rebuilt(root: Path, garbage: bytes) -> None:
+    ensure_fresh(root).close()
+    for path in index_path(root).parent.glob("index.sqlite-*"):
+        path.unlink()
+    index_path(root).write_bytes(garbage)
+    assert find(root, "redis") == ["bbbbbbbbbbbbbbbb"]
+
+
+def test_tokenizer_version_change_rebuilds(root: Path) -> None:
+    index = ensure_fresh(root)
+    index.conn.execute("UPDATE meta SET value = '0' WHERE key = 'tokenizer'")
+    index.close()
+    index = ensure_fresh(root)
+    assert index.conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()[0] != "0"
+    assert index.last_refresh is not None and len(index.last_refresh.added) == 2
+
+
+def test_get_by_prefix_and_its_errors(root: Path) -> None:
+    index = ensure_fresh(root)
+    assert index.get("AAAA")["id"] == "aaaaaaaaaaaaaaaa"
+    write(root, "blog/x.md", "x", id="aaaaaaaaaaaaaaab")
+    index = ensure_fresh(root)
+    with pytest.raises(MemctlError, match="ambiguous.*aaaaaaaaaaaaaaaa.*aaaaaaaaaaaaaaab"):
+        index.get("aaaa")
+    shutil.copy(root / "blog/x.md", root / "blog/copy.md")
+    index = ensure_fresh(root)
+    with pytest.raises(MemctlError, match="more than one file"):
+        index.get("aaaaaaaaaaaaaaab")
+
+
+def test_list_notes_filters(root: Path) -> None:
+    write(root, "global/notes/tabs.md", "prefer tabs", type="preference", tags=["style"])
+    write(root, "blog/notes/old.md", "old", status="superseded")
+    write(root, "blog/notes/gone.md", "expired", expires="2020-01-01")
+    write(root, "blog/archive/fact/arch.md", "archived one")
+    index = ensure_fresh(root)
+
+    def listed(**kwargs: object) -> set[str]:
+        return {row["path"].rsplit("/", 1)[-1] for row in index.list_notes(**kwargs)}
+
+    assert listed(projects=["blog", "global"]) == {
+        "pg-aaaaaaaaaaaaaaaa.md", "cache-bbbbbbbbbbbbbbbb.md", "tabs.md"}
+    assert listed(projects=["blog"], include_stale=True) == {
+        "pg-aaaaaaaaaaaaaaaa.md", "cache-bbbbbbbbbbbbbbbb.md", "old.md", "gone.md", "arch.md"}
+    assert listed(status="archived") == {"arch.md"}
+    assert listed(types=["preference"]) == {"tabs.md"}
+    assert listed(tags=["POSTGRES"]) == {"pg-aaaaaaaaaaaaaaaa.md"}
+    assert listed(since="2026-11-30") <= listed()
+    row = index.list_notes(types=["decision"])[0]
+    assert row["tags"] == ["database", "postgres"] and row["importance"] == 8 and "body" not in row
+
+
+def test_an_unchanged_store_is_not_rewritten(root: Path) -> None:
+    index = ensure_fresh(root)
+    os.utime(root / "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md")  # touched, same content
+    time.sleep(0.01)
+    stats = index.refresh()
+    assert (stats.added, stats.updated, stats.removed, stats.files_changed) == ([], [], [], 0)
+    assert not index.refresh().changed
+
+
+def test_concurrent_readers_and_a_writer(root: Path) -> None:
+    first, second = open_index(root), open_index(root)
+    first.refresh()
+    write(root, "blog/n.md", "concurrency works")
+    second.refresh()
+    assert len(first.list_notes()) == len(second.list_notes()) == 3
+
+
+# --- access counters ------------------------------------------------------------------------
+
+
+def test_counters_count_and_survive_reindex_and_index_deletion(root: Path) -> None:
+    counters.record_access(root, ["aaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaa"], "2026-11-01T00:00:00Z")
+    counters.record_access(root, ["aaaaaaaaaaaaaaaa"], "2026-11-02T00:00:00Z")
+    open_index(root).rebuild()
+    for path in index_path(root).parent.glob("index.sqlite*"):
+        path.unlink()
+    ensure_fresh(root)
+    assert counters.get_counters(root, ["aaaaaaaaaaaaaaaa", "zzzz"]) == {
+        "aaaaaaaaaaaaaaaa": (2, "2026-11-02T00:00:00.000Z"), "zzzz": (0, None)}
+
+
+def test_counters_of_machines_add_up_and_merging_twice_changes_nothing(root: Path) -> None:
+    counters.record_access(root, ["aaaaaaaaaaaaaaaa"], "2026-11-01T00:00:00Z")
+    other = {"machine": "laptop", "notes": {
+        "aaaaaaaaaaaaaaaa": {"count": 3, "last": "2026-11-20T00:00:00.000Z"},
+        "bbbbbbbbbbbbbbbb": {"count": 1, "last": None}, "junk": {"count": -1}}}
+    assert counters.import_machine(root, other) == 2
+    assert counters.import_machine(root, other) == 0
+    assert counters.get_counters(root, ["aaaaaaaaaaaaaaaa"]) == {
+        "aaaaaaaaaaaaaaaa": (4, "2026-11-20T00:00:00.000Z")}
+    mine = counters.export_machine(root)
+    assert mine["machine"] == counters.machine_id(root) != "laptop"
+    assert mine["notes"] == {"aaaaaaaaaaaaaaaa": {"count": 1, "last": "2026-11-01T00:00:00.000Z"}}
+    # An older copy of this machine's own rows never lowers its counts.
+    counters.import_machine(root, {"machine": mine["machine"], "notes": {
+        "aaaaaaaaaaaaaaaa": {"count": 0, "last": "2020-01-01T00:00:00Z"}}})
+    assert counters.export_machine(root)["notes"] == mine["notes"]
+    assert set(counters.machines(root)) == {mine["machine"], "laptop"}
+    assert counters.top_accessed(root, "2026-10-01")[0] == ("aaaaaaaaaaaaaaaa", 1)
+
+
+def test_machine_id_is_stable(root: Path) -> None:
+    first = counters.machine_id(root)
+    assert counters.machine_id(root) == first and len(first) == 16
+
+
+# --- the front matter fast path ----------------------------------------------------------------
+
+_VALUE = st.lists(st.sampled_from(
+    ["a", " ", "x y", ":", ": ", "#", " #", "[", "]", ",", ", ", "-", "'", '"', "中文", "~",
+     "{", "}", "&", "*", "!", "|", ">", "é", "0123", "12:30", "no", "\t", "\u00a0", "%", "@",
+     "`", "?", "\\", "\x85", "\u2028", "\u200b", "\U0001F600", "\r"]), max_size=8).map("".join)
+_LINE = st.tuples(st.sampled_from(["id", "tags", "a-b", "_x", "K", "9k", "a b", "id"]),
+                  st.sampled_from([": ", ":", ":  ", " : "]), _VALUE,
+                  st.sampled_from(["\n", "\r\n", " \n", "\r"]))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_LINE, max_size=6), st.sampled_from(["---", "...", "--- ", "---\u3000", "- --"]),
+       st.sampled_from(["\n", "\r\n", ""]), st.booleans())
+def test_fast_front_matter_reading_agrees_with_the_yaml_loader(
+        lines: list, closer: str, eol: str, bom: bool) -> None:
+    text = ("\ufeff" if bom else "") + "---\n" + "".join(
+        key + sep + value + end for key, sep, value, end in lines) + closer + eol + "body\n"
+    fast = fast_parse(text)
+    if fast is not None:
+        assert fast == parse_text(text)
+
+
+def test_fast_path_answers_for_what_memctl_writes() -> None:
+    text = ("---\nid: 01jdz4k2m8x7b3qv\ntype: decision\nproject: blog-backend\nimportance: 8\n"
+            "tags: [database, postgres]\ncreated: 2026-11-30T09:12:44.120Z\n"
+            "expires: 2027-03-01\nstatus: active\n---\nbody\n")
+    assert fast_parse(text) == parse_text(text)
+
+
+def test_busy_index_is_a_clear_error(root: Path) -> None:
+    ensure_fresh(root).close()
+    blocker = sqlite3.connect(index_path(root), timeout=0)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        import memctl.index as module
+
+        old = module.BUSY_TIMEOUT_MS
+        module.BUSY_TIMEOUT_MS = 50
+        try:
+            write(root, "blog/late.md", "written while locked")
+            with pytest.raises(MemctlError, match="busy"):
+                ensure_fresh(root)
+        finally:
+            module.BUSY_TIMEOUT_MS = old
+    finally:
+        blocker.rollback()
+        blocker.close()

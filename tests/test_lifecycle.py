@@ -1,0 +1,248 @@
+"""Forgetting: the TTL sweep (`archive`), its dry run, expiry, protection, and `restore`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from conftest import Cli, git, run_memctl, tree_snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.lifecycle import TtlRules, plan_sweep
+from memctl.note import Note
+from memctl.noteformat import parse_text
+
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+RULES = TtlRules()  # the defaults of memctl.toml
+
+
+def note(note_id: str, *, updated: str, importance: int = 5, pinned: bool = False,
+         expires: str | None = None, status: str = "active", meta: dict | None = None) -> Note:
+    return Note(id=note_id, type="fact", project="blog", importance=importance, tags=[],
+                created=updated, updated=updated, status=status, body=f"{note_id}\n",
+                path=f"blog/notes/fact/{note_id}.md", pinned=pinned, expires=expires,
+                meta=meta or {})
+
+
+# --- the plan (pure) ----------------------------------------------------------------------------
+
+
+def test_plan_archives_idle_and_expired_and_demotes_idle_low_importance() -> None:
+    notes = [
+        note("fresh", updated="2026-11-01T00:00:00Z", importance=2),
+        note("idle100", updated="2026-08-20T00:00:00Z", importance=3),
+        note("idle100hi", updated="2026-08-20T00:00:00Z", importance=7),
+        note("idle200", updated="2026-05-01T00:00:00Z", importance=7),
+        note("expired", updated="2026-11-29T00:00:00Z", expires="2026-11-15"),
+        note("retired", updated="2025-01-01T00:00:00Z", status="superseded"),
+    ]
+    plan = plan_sweep(notes, {}, NOW, RULES)
+    assert [i.id for i in plan.archive] == ["expired", "idle200"]
+    assert plan.archive[1].target == "blog/archive/fact/idle200.md"
+    assert [(i.id, i.new_importance) for i in plan.demote] == [("idle100", 2)]
+    assert plan.kept == []
+
+
+def test_a_recent_recall_keeps_a_note_alive() -> None:
+    old = note("old", updated="2025-01-01T00:00:00Z", importance=3)
+    plan = plan_sweep([old], {"old": "2026-11-20T00:00:00Z"}, NOW, RULES)
+    assert plan.empty
+
+
+def test_pinned_and_top_importance_notes_are_kept_and_listed() -> None:
+    notes = [
+        note("pinned", updated="2025-01-01T00:00:00Z", pinned=True),
+        note("ten", updated="2025-01-01T00:00:00Z", importance=10, expires="2026-01-01"),
+        note("nine", updated="2025-01-01T00:00:00Z", importance=9),
+    ]
+    plan = plan_sweep(notes, {}, NOW, RULES)
+    assert plan.empty
+    assert sorted(i.id for i in plan.kept) == ["nine", "pinned", "ten"]
+    assert "pinned" in next(i.reason for i in plan.kept if i.id == "pinned")
+
+
+def test_demotion_happens_once_until_the_note_is_used_again() -> None:
+    demoted = note("d", updated="2026-08-01T00:00:00Z", importance=3,
+                   meta={"demoted": "2026-11-01T00:00:00.000Z"})
+    assert plan_sweep([demoted], {}, NOW, RULES).demote == []
+    recalled = plan_sweep([demoted], {"d": "2026-08-15T00:00:00Z"}, NOW, RULES)
+    assert recalled.demote == []  # recalled before the demotion: still no second one
+    later = note("d", updated="2026-08-01T00:00:00Z", importance=3,
+                 meta={"demoted": "2026-05-01T00:00:00.000Z"})
+    assert [i.id for i in plan_sweep([later], {}, NOW, RULES).demote] == ["d"]
+
+
+def test_settings_change_the_rules() -> None:
+    idle = note("n", updated="2026-10-01T00:00:00Z", importance=6)
+    rules = TtlRules(demote_after_days=30, demote_below_importance=7, archive_after_days=365)
+    plan = plan_sweep([idle], {}, NOW, rules)
+    assert [i.id for i in plan.demote] == ["n"] and plan.archive == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    importance=st.integers(1, 10), pinned=st.booleans(), age=st.integers(0, 2000),
+    expired=st.booleans(), recalled=st.one_of(st.none(), st.integers(0, 2000)),
+)
+def test_protected_notes_are_never_touched_and_nothing_is_both_archived_and_demoted(
+    importance: int, pinned: bool, age: int, expired: bool, recalled: int | None,
+) -> None:
+    updated = (NOW - timedelta(days=age)).isoformat()
+    n = note("x", updated=updated, importance=importance, pinned=pinned,
+             expires="2026-01-01" if expired else None)
+    last = {} if recalled is None else {"x": (NOW - timedelta(days=recalled)).isoformat()}
+    plan = plan_sweep([n], last, NOW, RULES)
+    if pinned or importance >= RULES.protect_importance:
+        assert plan.empty
+    assert len(plan.archive) + len(plan.demote) <= 1
+    for item in plan.demote:
+        assert 1 <= item.new_importance == item.importance - 1
+
+
+# --- through the CLI ------------------------------------------------------------------------------
+
+OLD = {"MEMCTL_NOW": "2026-01-10T09:00:00Z"}
+SWEEP = {"MEMCTL_NOW": "2026-11-30T09:00:00Z"}
+
+
+def _meta(store: Path, relpath: str) -> dict:
+    return parse_text((store / relpath).read_text(encoding="utf-8")).meta
+
+
+def _make_aged_store(cli: Cli) -> dict[str, dict]:
+    notes = {
+        "old": cli.ok("add", "The legacy importer runs nightly", "--json", env=OLD).json(),
+        "pinned": cli.ok("add", "Ops on-call rota lives in PagerDuty", "--json", env=OLD).json(),
+        "ten": cli.ok("add", "Production database is eu-west-1", "--importance", "10", "--json",
+                      env=OLD).json(),
+        "expiring": cli.ok("add", "Feature freeze until the launch", "--expires", "2026-11-15",
+                           "--json", env={"MEMCTL_NOW": "2026-11-01T00:00:00Z"}).json(),
+        "low": cli.ok("add", "Maybe look at htmx some day", "--importance", "3", "--json",
+                      env={"MEMCTL_NOW": "2026-08-01T00:00:00Z"}).json(),
+        "fresh": cli.ok("add", "Caching layer is Redis 7", "--json", env=SWEEP).json(),
+    }
+    # Pinning is a hand edit: a person adds `pinned: true` and commits.
+    path = cli.store / notes["pinned"]["path"]
+    path.write_text(path.read_text().replace("status: active", "pinned: true\nstatus: active"))
+    git(cli.store, "commit", "-qam", "pin the rota note")
+    return notes
+
+
+def test_dry_run_changes_nothing(cli: Cli) -> None:
+    notes = _make_aged_store(cli)
+    before, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    plan = cli.ok("archive", "--dry-run", "--json", env=SWEEP).json()
+    assert sorted(plan["archived"]) == sorted([notes["old"]["id"], notes["expiring"]["id"]])
+    assert plan["demoted"] == [notes["low"]["id"]] and plan["dry_run"] is True
+    assert tree_snapshot(cli.store) == before
+    assert git(cli.store, "rev-parse", "HEAD") == head
+    assert git(cli.store, "status", "--porcelain") == ""
+    human = cli.ok("archive", "--dry-run", env=SWEEP)
+    assert "nothing changed" in human.stderr and notes["old"]["id"] in human.stdout
+    assert tree_snapshot(cli.store) == before
+
+
+def test_sweep_archives_demotes_protects_and_commits_once(cli: Cli) -> None:
+    notes = _make_aged_store(cli)
+    commits = int(git(cli.store, "rev-list", "--count", "HEAD"))
+    done = cli.ok("archive", "--json", env=SWEEP).json()
+    assert sorted(done["archived"]) == sorted([notes["old"]["id"], notes["expiring"]["id"]])
+    assert done["demoted"] == [notes["low"]["id"]] and done["dry_run"] is False
+    assert int(git(cli.store, "rev-list", "--count", "HEAD")) == commits + 1
+    assert git(cli.store, "status", "--porcelain") == ""
+
+    old = notes["old"]
+    moved = old["path"].replace("/notes/", "/archive/")
+    assert not (cli.store / old["path"]).exists() and (cli.store / moved).exists()
+    meta = _meta(cli.store, moved)
+    assert (meta["id"], meta["status"]) == (old["id"], "archived")
+    history = git(cli.store, "log", "--follow", "--format=%s", "--", moved)
+    assert "archive sweep" in history and f"add fact {old['id']}" in history
+    assert _meta(cli.store, notes["low"]["path"])["importance"] == "2"
+    for kept in ("pinned", "ten", "fresh"):
+        assert _meta(cli.store, notes[kept]["path"])["status"] == "active"
+    # Out of everyday search, still there on request.
+    hits = [h["id"] for h in cli.ok("search", "legacy importer", "--json", env=SWEEP).json()]
+    assert old["id"] not in hits
+    stale = cli.ok("search", "legacy importer", "--include-stale", "--json", env=SWEEP).json()
+    assert old["id"] in [h["id"] for h in stale]
+    # A second sweep at the same time has nothing left to do and makes no commit.
+    again = cli.ok("archive", "--json", env=SWEEP).json()
+    assert again["archived"] == [] and again["demoted"] == []
+    assert int(git(cli.store, "rev-list", "--count", "HEAD")) == commits + 1
+
+
+def test_archive_and_restore_round_trip(cli: Cli) -> None:
+    notes = _make_aged_store(cli)
+    original = (cli.store / notes["old"]["path"]).read_text()
+    cli.ok("archive", env=SWEEP)
+    restored = cli.ok("restore", notes["old"]["id"][:9], "--json", env=SWEEP).json()
+    assert restored["path"] == notes["old"]["path"] and restored["status"] == "active"
+    assert restored["from"] == notes["old"]["path"].replace("/notes/", "/archive/")
+    text = (cli.store / notes["old"]["path"]).read_text()
+    assert parse_text(text).body == parse_text(original).body
+    meta = parse_text(text).meta
+    assert meta["status"] == "active" and "archived_from" not in meta
+    assert meta["updated"].startswith("2026-11-30")  # the clock restarts
+    assert not list(cli.store.glob("*/archive/**/*legacy*"))
+    hits = cli.ok("search", "legacy importer", "--json", env=SWEEP).json()
+    assert notes["old"]["id"] in [h["id"] for h in hits]
+    assert git(cli.store, "status", "--porcelain") == ""
+    # The expired one comes back without its past expiry, or it would vanish again.
+    expired = cli.ok("restore", notes["expiring"]["id"], "--json", env=SWEEP).json()
+    assert "expires" not in _meta(cli.store, expired["path"])
+    # Restoring an active note is an error that names the note.
+    again = cli("restore", notes["old"]["id"], env=SWEEP)
+    assert again.exit_code == 1 and notes["old"]["id"] in again.stderr
+
+
+def test_restore_brings_back_a_superseded_note(cli: Cli) -> None:
+    old = cli.ok("add", "The queue is RabbitMQ", "--json").json()
+    new = cli.ok("add", "We replaced RabbitMQ with NATS", "--json").json()
+    cli.ok("supersede", old["id"], new["id"])
+    back = cli.ok("restore", old["id"], "--json").json()
+    assert back["path"] == old["path"]
+    meta = _meta(cli.store, old["path"])
+    assert meta["status"] == "active" and "superseded_by" not in meta
+
+
+def test_installed_memctl_archives_and_restores_end_to_end(store_path: Path) -> None:
+    env = {"MEMCTL_NOW": "2026-01-01T00:00:00Z"}
+    added = run_memctl("add", "Old build server is jenkins-01", "--json", store=store_path,
+                       env=env)
+    assert added.exit_code == 0, added.stderr
+    note_id = added.json()["id"]
+    later = {"MEMCTL_NOW": "2026-11-30T00:00:00Z"}
+    dry = run_memctl("archive", "--dry-run", "--json", store=store_path, env=later)
+    assert dry.exit_code == 0 and dry.json()["archived"] == [note_id]
+    done = run_memctl("archive", "--json", store=store_path, env=later)
+    assert done.exit_code == 0 and done.json()["archived"] == [note_id]
+    shown = run_memctl("show", note_id, "--json", store=store_path, env=later).json()
+    assert shown["status"] == "archived" and "/archive/" in shown["path"]
+    back = run_memctl("restore", note_id, "--json", store=store_path, env=later)
+    assert back.exit_code == 0, back.stderr
+    assert run_memctl("show", note_id, "--json", store=store_path).json()["status"] == "active"
+
+
+def test_a_hand_dropped_note_keeps_its_id_and_goes_back_where_it_was(cli: Cli) -> None:
+    import os
+
+    folder = cli.store / "demo"
+    folder.mkdir(exist_ok=True)
+    dropped = folder / "wiki-notes.md"
+    dropped.write_text("Old wiki lives at wiki.internal\n")
+    old = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
+    os.utime(dropped, (old, old))
+    git(cli.store, "add", "-A")
+    git(cli.store, "commit", "-qm", "hand-written note")
+    listed = cli.ok("list", "--json", env=SWEEP).json()
+    note_id = next(n["id"] for n in listed if n["path"] == "demo/wiki-notes.md")
+    done = cli.ok("archive", "--json", env=SWEEP).json()
+    assert done["archived"] == [note_id]
+    archived = cli.store / "demo/archive/fact/wiki-notes.md"
+    meta = parse_text(archived.read_text()).meta
+    assert (meta["id"], meta["archived_from"]) == (note_id, "demo/wiki-notes.md")
+    assert archived.read_text().endswith("Old wiki lives at wiki.internal\n")
+    back = cli.ok("restore", note_id, "--json", env=SWEEP).json()
+    assert back["path"] == "demo/wiki-notes.md" and not archived.exists()

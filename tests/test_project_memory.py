@@ -1,0 +1,150 @@
+"""`memctl project`: the L2 MEMORY.md, shown, added to a section at a time, replaced whole."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from conftest import git, run_memctl
+
+NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z", "TZ": "UTC"}
+
+
+def commits(store) -> int:
+    return int(git(store, "rev-list", "--count", "HEAD").strip())
+
+
+def test_add_creates_the_file_from_the_template_and_commits_once(cli, store_path):
+    before = commits(store_path)
+    result = cli.ok("project", "add", "decisions", "Use PostgreSQL 16; no ORM", "--json", env=NOW)
+    data = result.json()
+    assert data["path"] == "demo/MEMORY.md"
+    assert data["section"] == "decisions"
+    assert data["item"].endswith("] Use PostgreSQL 16; no ORM")
+    text = (store_path / "demo" / "MEMORY.md").read_text()
+    for heading in ("## Constraints", "## Decisions", "## Progress", "## Lessons"):
+        assert heading in text
+    decisions = text.split("## Decisions", 1)[1].split("## Progress", 1)[0]
+    assert "- [11-30] Use PostgreSQL 16; no ORM" in decisions
+    assert commits(store_path) == before + 1
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_add_keeps_a_hand_written_file_byte_for_byte(cli, store_path):
+    original = (
+        "# My project\r\n\r\n## 技术约束\r\n- 只支持 Python 3.11   \r\n\r\n"
+        "## 关键决策\r\n<!-- 为什么 -->\r\n- [10-01] 用 PostgreSQL\r\n\r\n## 自由笔记\r\n随便写写"
+    )
+    path = store_path / "demo" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(original.encode("utf-8"))
+    cli.ok("project", "add", "关键决策", "不用 ORM", env=NOW)
+    cli.ok("project", "add", "lessons", "先写测试", env=NOW)
+    data = path.read_bytes().decode("utf-8")
+    expected = (
+        original.replace(
+            "- [10-01] 用 PostgreSQL\r\n", "- [10-01] 用 PostgreSQL\r\n- [11-30] 不用 ORM\r\n"
+        )
+        + "\r\n\r\n## 教训\r\n- [11-30] 先写测试\r\n"
+    )
+    assert data == expected
+
+
+def test_show_prints_the_file_and_one_section(cli):
+    cli.ok("project", "add", "progress", "v1 shipped", env=NOW)
+    shown = cli.ok("project", "show").stdout
+    assert "## Progress" in shown and "- [11-30] v1 shipped" in shown
+    section = cli.ok("project", "show", "--section", "当前进度").stdout
+    assert section.strip().endswith("- [11-30] v1 shipped")
+    assert "Constraints" not in section
+    data = cli.ok("project", "show", "--json").json()
+    assert data["exists"] is True and data["over_budget"] is False
+    assert data["text"] == shown
+
+
+def test_show_of_a_missing_file_says_how_to_create_it(cli):
+    result = cli.ok("project", "show", "--json")
+    assert result.json()["text"] is None
+    result = cli.ok("project", "show")
+    assert result.stdout == ""
+    assert "memctl project add" in result.stderr
+
+
+def test_replace_takes_the_whole_file_from_stdin_exactly(cli, store_path):
+    cli.ok("project", "add", "lessons", "old lesson", env=NOW)
+    new = "# Distilled\n\n## Decisions\n- pg 16, no ORM\n\n## Lessons\n- test first"  # no final \n
+    result = cli.ok("project", "replace", "--json", input=new)
+    assert result.json()["changed"] is True
+    assert (store_path / "demo" / "MEMORY.md").read_bytes() == new.encode()
+    assert git(store_path, "status", "--porcelain") == ""
+    assert "rewrite MEMORY.md" in git(store_path, "log", "-1", "--format=%s")
+
+
+def test_replace_refuses_an_empty_file(cli, store_path):
+    cli.ok("project", "add", "lessons", "keep me", env=NOW)
+    result = cli("project", "replace", input="  \n")
+    assert result.exit_code == 2
+    assert "keep me" in (store_path / "demo" / "MEMORY.md").read_text()
+
+
+def test_over_budget_file_is_flagged(cli, store_path):
+    path = store_path / "demo" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "# Big\n\n## Progress\n" + "".join(f"- item {i} " + "x" * 80 + "\n" for i in range(100))
+    )
+    result = cli.ok("project", "add", "progress", "one more", env=NOW)
+    assert "warning:" in result.stderr and "distil" in result.stderr
+    assert cli.ok("project", "show", "--json").json()["over_budget"] is True
+
+
+def test_bad_section_and_bad_project_are_usage_errors(cli, store_path):
+    result = cli("project", "add", "banana", "x")
+    assert result.exit_code == 2
+    assert "banana" in result.stderr
+    result = cli("project", "add", "lessons", "x", "--project", "../evil")
+    assert result.exit_code == 2
+    assert "--project" in result.stderr
+    assert not (store_path.parent / "evil").exists()
+
+
+def test_global_scope_has_its_own_memory_file(cli, store_path):
+    cli.ok("project", "add", "constraints", "answer in English", "--global", env=NOW)
+    assert "answer in English" in (store_path / "global" / "MEMORY.md").read_text()
+
+
+def test_edit_opens_the_editor_and_commits_the_change(cli, store_path, tmp_path):
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf -- "- [11-30] edited by hand\\n" >> "$1"\n')
+    editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
+    before = commits(store_path)
+    result = cli.ok("project", "edit", "--json", env={"EDITOR": str(editor)})
+    assert result.json()["changed"] is True
+    assert "edited by hand" in (store_path / "demo" / "MEMORY.md").read_text()
+    assert git(store_path, "status", "--porcelain") == ""
+    assert commits(store_path) == before + 2  # created from the template, then the edit
+
+
+def test_installed_command_reads_stdin_for_add(store_path):
+    env = dict(NOW)
+    result = run_memctl(
+        "project", "add", "constraints", "-", store=store_path, input="Node 20 LTS only\n", env=env
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "- [11-30] Node 20 LTS only" in (store_path / "demo" / "MEMORY.md").read_text()
+    assert os.environ.get("MEMCTL_STORE") is None
+
+
+def test_secrets_are_refused_unless_allowed(cli, store_path):
+    secret = "staging db is postgres://app:s3cr3tpw@db:5432/blog"
+    result = cli("project", "add", "constraints", secret)
+    assert result.exit_code == 1
+    assert "secret" in result.stderr and "s3cr3tpw" not in result.stderr
+    assert not (store_path / "demo" / "MEMORY.md").exists()
+    for args in (("scratch", "note", secret), ("episode", "add", "--goal", secret,
+                                               "--outcome", "failed")):
+        result = cli(*args)
+        assert result.exit_code == 1 and "secret" in result.stderr
+    assert not (store_path / "demo" / "SCRATCHPAD.md").exists()
+    cli.ok("project", "add", "constraints", secret, "--allow-secret")
+    assert "s3cr3tpw" in (store_path / "demo" / "MEMORY.md").read_text()

@@ -1,0 +1,160 @@
+"""The query translator: what users type becomes a safe FTS5 MATCH, never a syntax error."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memctl.errors import UsageError
+from memctl.query import parse
+from memctl.tokenize import FTS_TOKENIZE, to_index
+
+DOCS = [
+    "The blog backend uses PostgreSQL 16; no ORM, queries go through Kysely.",
+    "我们的数据库连接池配置在这里，分布式缓存层也很重要",
+    "Always run the c++ build with -O2 (release) before benchmarking.",
+    "e-mail notifications use the NEAR real-time queue AND a retry policy",
+    "PostgreSQL连接池 settings: max 20 connections",
+]
+
+
+@pytest.fixture(scope="module")
+def fts() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(body, tokenize='{FTS_TOKENIZE}')")
+    for doc in DOCS:
+        conn.execute("INSERT INTO f(body) VALUES (?)", (to_index(doc),))
+    return conn
+
+
+def hits(conn: sqlite3.Connection, text: str) -> set[int]:
+    query = parse(text)
+    if query.match is not None:
+        rows = conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (query.match,)).fetchall()
+        return {row[0] - 1 for row in rows}
+    if query.exclude is not None:
+        rows = conn.execute(
+            "SELECT rowid FROM f WHERE rowid NOT IN (SELECT rowid FROM f WHERE f MATCH ?)",
+            (query.exclude,),
+        ).fetchall()
+        return {row[0] - 1 for row in rows}
+    return set()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql", {0, 4}),
+        ("PostgreSQL kysely", {0}),
+        ("postgres*", {0, 4}),
+        ("query", {0}),  # stem: queries
+        ("数据库", {1}),
+        ("缓存", {1}),  # a two-character word inside a longer run
+        ("连接池", {1, 4}),
+        ("PostgreSQL连接池", {4}),
+        ('"real-time queue"', {3}),
+        ("kysely OR 缓存", {0, 1}),
+        ("连接池 -postgresql", {1}),
+        ("连接池 NOT postgresql", {1}),
+        ("-postgresql", {1, 2, 3}),
+        ("e-mail", {3}),
+        ("c++", {2}),
+    ],
+)
+def test_queries_find_what_a_user_expects(fts: sqlite3.Connection, text: str, expected: set) -> None:
+    assert hits(fts, text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"unbalanced quote', 'say "hi', "foo)", "(foo", "((a OR b)", "AND", "NOT", "OR",
+        "a AND", "NEAR(a b, 3)", "a NEAR b", "c++", "-", "--", "*", "**", "a*b*", '"" *',
+        "🚀 deploy", "🚀", "x\x00y", "col:value", "title:x", "{a b}", "^a", "a + b",
+        "'single'", "a\\b", "\u200b", "中文\"引号", "x" * 10_000, ("word " * 2_000),
+        "数据" * 3_000, "- - -", "tag:", "type:", ":", "a:b:c",
+    ],
+)
+def test_hostile_queries_never_raise(fts: sqlite3.Connection, text: str) -> None:
+    hits(fts, text)
+
+
+def test_operators_typed_as_words_are_words(fts: sqlite3.Connection) -> None:
+    assert hits(fts, "NEAR") == {3}
+    assert hits(fts, "AND") == {3}  # alone it is a word, not an operator
+
+
+def test_filters_are_pulled_out() -> None:
+    query = parse("tag:Database type:decision -tag:old -type:fact postgres")
+    assert query.tags == ("database",)
+    assert query.types == ("decision",)
+    assert query.exclude_tags == ("old",)
+    assert query.exclude_types == ("fact",)
+    assert query.match == '"postgres"'
+    assert query.words == ("postgres",)
+
+
+def test_filter_only_query_has_no_match() -> None:
+    query = parse("tag:db")
+    assert query.match is None and query.exclude is None and query.tags == ("db",)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_empty_query_is_bad_usage(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse(text)
+
+
+def test_unknown_type_is_bad_usage_naming_it() -> None:
+    with pytest.raises(UsageError, match="banana"):
+        parse("type:banana postgres")
+
+
+def test_or_binds_tighter_than_and() -> None:
+    assert parse("db postgres OR mysql").match == '"db" AND ("postgres" OR "mysql")'
+
+
+def test_long_queries_are_cut_and_say_so() -> None:
+    query = parse("word " * 2_000)
+    assert query.truncated
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(min_size=1, max_size=80).filter(lambda s: s.strip()))
+def test_any_text_gives_a_valid_match(text: str) -> None:
+    conn = _shared()
+    try:
+        query = parse(text)
+    except UsageError:
+        return  # an unknown type:x is a clear message, not a crash
+    for match in (query.match, query.exclude):
+        if match is not None:
+            conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (match,)).fetchall()
+
+
+_SYNTAX = st.sampled_from(
+    ['"', "-", "*", "(", ")", "OR", "AND", "NOT", "NEAR", ":", "^", "+", "tag:", "type:", " ",
+     "数据", "c++", "\x00", "🚀", "a", "fact", "'"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SYNTAX, min_size=1, max_size=12).map("".join).filter(lambda s: s.strip()))
+def test_syntax_soup_gives_a_valid_match(text: str) -> None:
+    test_any_text_gives_a_valid_match.hypothesis.inner_test(text)  # type: ignore[attr-defined]
+
+
+_CONN: sqlite3.Connection | None = None
+
+
+def _shared() -> sqlite3.Connection:
+    global _CONN
+    if _CONN is None:
+        _CONN = sqlite3.connect(":memory:")
+        _CONN.execute(f"CREATE VIRTUAL TABLE f USING fts5(body, tokenize='{FTS_TOKENIZE}')")
+        for doc in DOCS:
+            _CONN.execute("INSERT INTO f(body) VALUES (?)", (to_index(doc),))
+    return _CONN

@@ -1,0 +1,209 @@
+"""`memctl recall`: the budgeted block an agent reads at the start of a session."""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import UTC, datetime
+
+from conftest import run_memctl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.recall import Budget, Candidate, assemble, cut_text
+
+NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
+
+
+def add(cli, text, *args):
+    return cli.ok("add", text, "--json", *args).json()["id"]
+
+
+def recall_json(cli, *args):
+    return cli.ok("recall", "--json", *args).json()
+
+
+def test_block_has_memory_scratchpad_and_notes_with_ids(cli):
+    cli.ok("project", "add", "decisions", "PostgreSQL 16, no ORM")
+    cli.ok("scratch", "focus", "Wire recall into the SessionStart hook")
+    note = add(cli, "Deploys go through GitHub Actions, never by hand", "--type", "rule")
+    block = cli.ok("recall").stdout
+    assert "PostgreSQL 16, no ORM" in block
+    assert "Wire recall into the SessionStart hook" in block
+    assert f"`{note}` (rule) Deploys go through GitHub Actions" in block
+    assert "<!--" not in block  # template comments cost context and say nothing
+    data = recall_json(cli)
+    assert set(data) >= {"project", "memory_md", "scratchpad", "notes", "truncated"}
+    assert data["project"] == "demo"
+    assert "PostgreSQL 16, no ORM" in data["memory_md"]
+    assert "Wire recall" in data["scratchpad"]
+    assert data["notes"][0]["id"] == note and data["notes"][0]["type"] == "rule"
+
+
+def test_nothing_yet_gives_nulls_and_a_hint(cli):
+    data = recall_json(cli)
+    assert data["memory_md"] is None and data["scratchpad"] is None and data["notes"] == []
+    assert "memctl add" in cli.ok("recall").stdout
+
+
+def test_count_and_per_note_budget(cli):
+    for i in range(12):
+        add(cli, f"Fact number {i} about the build: " + "lorem ipsum dolor sit amet " * 8)
+    data = recall_json(cli)
+    assert len(data["notes"]) == 8 and data["truncated"] is True and data["omitted"] == 4
+    for note in data["notes"]:
+        assert len(note["text"]) <= 100 and note["text"].endswith("…")
+        assert note["text"][:-1].rstrip().split()[-1] in ("lorem", "ipsum", "dolor", "sit", "amet")
+    data = recall_json(cli, "--limit", "3", "--note-chars", "40")
+    assert len(data["notes"]) == 3
+    assert all(len(n["text"]) <= 40 for n in data["notes"])
+
+
+def test_settings_in_memctl_toml_set_the_defaults(cli, store_path):
+    toml = store_path / "memctl.toml"
+    toml.write_text(toml.read_text().replace("max_notes = 8", "max_notes = 2"))
+    for i in range(4):
+        add(cli, f"Setting fact {i}")
+    assert len(recall_json(cli)["notes"]) == 2
+
+
+def test_total_cap_cuts_the_block(cli, store_path):
+    path = store_path / "demo" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("# Demo\n\n## Progress\n" + "".join(f"- step {i} done\n" for i in range(300)))
+    for i in range(8):
+        add(cli, f"Cap fact {i}: the cache is warmed at start")
+    block = cli.ok("recall", "--max-chars", "1500").stdout
+    assert len(block) <= 1500
+    assert "memctl project show" in block  # says where the rest is
+    data = recall_json(cli, "--max-chars", "1500")
+    assert data["truncated"] is True and data["memory_md_cut"] is True
+    assert len(data["notes"]) >= 3  # notes are compact: kept ahead of the long file
+    # Without the cap everything is there and nothing says it was cut.
+    full = recall_json(cli, "--max-chars", "100000")
+    assert full["memory_md"] == path.read_text() and full["memory_md_cut"] is False
+
+
+def test_global_notes_in_other_projects_out(cli):
+    mine = add(cli, "The demo service listens on port 8080")
+    global_note = add(
+        cli, "The user prefers answers in English", "--global", "--type", "preference"
+    )
+    other = add(cli, "The other service listens on port 9090", "--project", "other")
+    ids = {n["id"] for n in recall_json(cli)["notes"]}
+    assert {mine, global_note} <= ids and other not in ids
+    assert other in {n["id"] for n in recall_json(cli, "--project", "other")["notes"]}
+
+
+def test_stale_notes_are_never_recalled(cli, store_path):
+    old = add(cli, "The API is served on port 8000", "--subject", "api", "--predicate", "port")
+    new = add(cli, "The API is served on port 8443", "--subject", "api", "--predicate", "port")
+    expired = add(cli, "Freeze all deploys this week", "--expires", "2026-11-01")
+    archived_file = store_path / "demo" / "archive" / "fact" / "old-news.md"
+    archived_file.parent.mkdir(parents=True)
+    archived_file.write_text(
+        "---\nid: 01archivedxxxxxx\nstatus: archived\n---\nOld news about port 7000\n"
+    )
+    ids = {n["id"] for n in recall_json(cli)["notes"]}
+    assert new in ids
+    assert not ids & {old, expired, "01archivedxxxxxx"}
+    ids = {n["id"] for n in recall_json(cli, "port")["notes"]}
+    assert new in ids and not ids & {old, expired, "01archivedxxxxxx"}
+
+
+def test_corrections_then_rules_first_and_the_query_steers(cli):
+    facts = [
+        add(cli, f"Unrelated fact {i} about the office", "--importance", "9") for i in range(6)
+    ]
+    redis = add(cli, "The cache layer is Redis 7 in cluster mode")
+    rule = add(cli, "Never commit directly to main", "--type", "rule")
+    correction = add(
+        cli, "Correction: the staging host is stg-2, not stg-1", "--type", "correction"
+    )
+    notes = recall_json(cli, "--limit", "3")["notes"]
+    assert [n["id"] for n in notes[:2]] == [correction, rule]
+    assert redis not in {n["id"] for n in notes}
+    steered = recall_json(cli, "redis cache", "--limit", "3")["notes"]
+    assert redis in {n["id"] for n in steered}
+    assert steered[0]["id"] == redis and steered[0]["reason"] == "query"
+    assert set(facts) & {n["id"] for n in recall_json(cli)["notes"]}
+
+
+def test_recall_counts_accesses(cli):
+    note = add(cli, "The build uses Bazel 7")
+    assert cli.ok("show", note, "--json").json()["access_count"] == 0
+    cli.ok("recall", env=NOW)
+    recall_json(cli, "bazel")
+    shown = cli.ok("show", note, "--json").json()
+    assert shown["access_count"] == 2
+    assert shown["last_accessed"].startswith("2026-11-30")
+
+
+def test_big_memory_md_is_flagged(cli, store_path):
+    path = store_path / "demo" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("# Big\n\n## Lessons\n" + "- a lesson that goes on and on\n" * 400)
+    result = cli.ok("recall")
+    assert "warning:" in result.stderr and "distil" in result.stderr
+    assert recall_json(cli)["warnings"]
+
+
+def test_installed_command_prints_markdown(store_path):
+    run_memctl("add", "Logs are shipped to Loki", store=store_path)
+    result = run_memctl("recall", "loki", store=store_path)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("# Memory for project `demo`")
+    assert "Logs are shipped to Loki" in result.stdout
+
+
+def test_bad_budget_flags_are_usage_errors(cli):
+    assert cli("recall", "--limit", "-1").exit_code == 2
+    assert cli("recall", "--max-chars", "5").exit_code == 2
+
+
+# --- pure: cutting and assembling -------------------------------------------------------------
+
+
+def test_cut_on_word_and_character_boundaries():
+    assert cut_text("short", 100) == ("short", False)
+    text, cut = cut_text("alpha beta gamma delta", 15)
+    assert cut and text == "alpha beta…"
+    text, cut = cut_text("数据库连接池的大小设置为二十个连接以降低延迟", 10)
+    assert cut and text == "数据库连接池的大小…"
+    text, _ = cut_text("https://example.com/" + "a" * 200, 30)
+    assert len(text) == 30  # one huge word is cut inside rather than dropped
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.integers(min_value=2, max_value=120))
+def test_cut_text_never_exceeds_the_limit_or_invents_text(text, limit):
+    result, was_cut = cut_text(text, limit)
+    assert len(result) <= limit
+    if not was_cut:
+        assert result == text
+    else:
+        assert result.endswith("…")
+        assert text.startswith(result[:-1])
+        kept = result[:-1]
+        if kept and len(kept) < len(text):
+            # Never separate a character from the combining mark that follows it.
+            assert not unicodedata.combining(text[len(kept)]) or not kept
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.text(max_size=3000),
+    st.text(max_size=3000),
+    st.lists(st.text(min_size=1, max_size=300), max_size=12),
+    st.integers(min_value=200, max_value=4000),
+)
+def test_assembled_block_respects_every_budget(memory, scratch, texts, cap):
+    moment = datetime(2026, 11, 30, tzinfo=UTC)
+    chosen = [
+        (Candidate(f"id{i}", "fact", "p", 5, moment, text), "important")
+        for i, text in enumerate(texts)
+    ]
+    budget = Budget(max_notes=8, note_chars=100, total_chars=cap)
+    result = assemble("p", memory or None, scratch or None, chosen[:8], budget)
+    assert len(result.markdown) <= cap
+    assert len(result.notes) <= 8
+    assert all(len(note.text) <= 100 for note in result.notes)

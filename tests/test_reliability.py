@@ -1,0 +1,751 @@
+"""Reliability: fuzzed readers, hostile input, broken state, concurrent writers, secrets and
+file modes. What each test proves is in its docstring; docs/reliability.md sums them up.
+The long versions live in bench/fuzz.py, bench/crash_loop.py and under `-m slow`."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import memctl_executable, run_memctl, tree_snapshot  # noqa: E402
+from test_crash import git, make_store, notes_on_disk, sentence, whole_files  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import crash_loop  # noqa: E402
+import fuzz  # noqa: E402
+from crash_loop import collect, running_watcher, start_worker  # noqa: E402
+
+FTS = fuzz.fts_connection()
+
+FUZZ = settings(max_examples=600, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+
+# --- fuzz: a few thousand cases here; bench/fuzz.py runs 100,000 of each --------------------------
+
+
+@FUZZ
+@given(fuzz.front_matter_texts())
+def test_the_front_matter_reader_never_raises_nor_builds_objects(text: str) -> None:
+    assert fuzz.check_front_matter(text) is None
+
+
+@settings(FUZZ, max_examples=400)
+@given(fuzz.front_matter_texts(), st.sampled_from(fuzz.FIELDS), fuzz.field_values())
+def test_changing_a_field_never_loses_the_body_or_other_fields(text: str, key: str, value) -> None:
+    """The surgical edit behind edit/archive/supersede: the new value reads back, the body and
+    every other field stay as they were, the file still parses, or the edit is refused."""
+    assert fuzz.check_field_edit(text, key, value) is None
+
+
+@FUZZ
+@given(fuzz.queries())
+def test_every_query_gives_a_valid_match_or_a_usage_error(raw: str) -> None:
+    """No string reaches FTS5 as syntax: the MATCH it builds always runs."""
+    assert fuzz.check_query(FTS, raw) is None
+
+
+@settings(FUZZ, max_examples=150)
+@given(fuzz.queries())
+def test_search_of_a_real_store_never_crashes(searchable_store: Path, raw: str) -> None:
+    from memctl.errors import UsageError
+    from memctl.search import search
+    from memctl.store import Store
+
+    try:
+        hits = search(Store.open(searchable_store), raw, all_projects=True, limit=5)
+    except UsageError:
+        return
+    assert all(hit.id for hit in hits)
+
+
+@pytest.fixture(scope="module")
+def searchable_store(tmp_path_factory) -> Path:
+    return make_store(tmp_path_factory.mktemp("search") / "store", 30)
+
+
+@FUZZ
+@given(fuzz.entry_names())
+def test_no_accepted_entry_name_escapes_the_store(name: str) -> None:
+    assert fuzz.check_entry_name(name) is None
+
+
+@settings(FUZZ, max_examples=300)
+@given(fuzz.bundle_dicts())
+def test_the_validator_accepts_only_safe_entries(raw: dict[str, bytes]) -> None:
+    assert fuzz.check_validate(raw) is None
+
+
+@pytest.mark.parametrize("name", [".conflicts/p/../../../etc/evil.md", ".conflicts/p/../../x.md",
+                                  "alpha/../../x.md", "/etc/x.md", "alpha\\..\\..\\x.md"])
+def test_the_validator_refuses_every_escaping_name_whatever_its_source(name: str) -> None:
+    """`validate` also checks what importers of other tools' formats hand it, not only zips."""
+    from memctl.bundle import validate
+    from memctl.errors import MemctlError
+
+    try:
+        bundle = validate("crafted", {name: b"---\nid: 01jdz4k2m8x7b3qv\n---\nhello\n"})
+    except MemctlError:
+        return
+    assert not bundle.files, f"accepted {list(bundle.files)}"
+
+
+@settings(FUZZ, max_examples=150)
+@given(fuzz.zip_specs())
+def test_reading_any_zip_raises_only_the_documented_error(tmp_path: Path, spec) -> None:
+    """Hostile archives (escaping names, links, devices, truncated or corrupt bytes)."""
+    assert fuzz.check_zip(tmp_path, fuzz.make_zip(spec)) is None
+
+
+# --- hostile input: bounded time and memory, a clear error at a limit ----------------------------
+
+MEASURE = ("import resource, subprocess, sys, time\n"
+           "started = time.monotonic()\n"
+           "done = subprocess.run(sys.argv[1:], stdin=sys.stdin)\n"
+           "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+           "sys.stderr.write(f'\\nMEASURED {time.monotonic() - started:.3f} {peak}\\n')\n"
+           "sys.exit(done.returncode)\n")
+
+
+def measured(*args: str, store: Path, input: str | None = None, timeout: float = 120,
+             project: str = "alpha") -> tuple[int, str, str, float, int]:
+    """Run the installed memctl; returns exit code, stdout, stderr, seconds and peak RSS (MB)."""
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT=project)
+    done = subprocess.run([sys.executable, "-c", MEASURE, memctl_executable(), *args],
+                          input=input, capture_output=True, text=True, env=env, timeout=timeout)
+    stderr, _, figures = done.stderr.rpartition("\nMEASURED ")
+    seconds, peak_kb = figures.split()
+    return done.returncode, done.stdout, stderr, float(seconds), int(peak_kb) // 1024
+
+
+def no_traceback(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr[-2000:]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return make_store(tmp_path / "store", 12)
+
+
+def test_a_10_mb_note_is_refused_clearly_and_nothing_is_written(store: Path) -> None:
+    before = tree_snapshot(store)
+    code, _out, err, seconds, peak = measured("add", "-", store=store,
+                                              input="big " * (10 * 1024 * 1024 // 4))
+    assert code in (1, 2) and err.startswith("error:") and "KB" in err, err[-500:]
+    assert seconds < 20 and peak < 400, (seconds, peak)
+    assert tree_snapshot(store) == before
+
+
+def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
+    """A 10 MB note, a 100k-line body, 10k tags, 100k-deep YAML nesting and a billion-laughs
+    bomb, dropped into the store by hand: commands stay fast and small, name each file that
+    hits a limit, and still answer for everything else."""
+    folder = store / "alpha" / "notes" / "fact"
+    lines = "\n".join(f"line {n} of a very long body" for n in range(100_000))
+    (folder / "hundred-k-lines.md").write_text(f"---\nid: 0000000000000line\n---\n{lines}\nzebracorn\n")
+    (folder / "ten-mb.md").write_text("---\nid: 00000000000000big\n---\n" + "x" * (10 * 1024 * 1024 + 10))
+    tags = ", ".join(f"tag{n}" for n in range(10_000))
+    (folder / "ten-k-tags.md").write_text(f"---\nid: 000000000000tags\ntags: [{tags}]\n---\nmany tags\n")
+    (folder / "nested.md").write_text("---\nid: 000000000000nest\nx: " + "[" * 100_000 + "]" * 100_000
+                                      + "\n---\nnested\n")
+    laughs = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, 10):
+        prev = chr(ord("a") + level - 1)
+        laughs.append(f"{chr(ord('a') + level)}: &{chr(ord('a') + level)} [" + ", ".join(
+            [f"*{prev}"] * 9) + "]")
+    (folder / "laughs.md").write_text("---\n" + "\n".join(laughs) + "\n---\nbomb\n")
+    for args in (["search", "zebracorn", "--all-projects", "--json"],
+                 ["list", "--all-projects", "--json"], ["reindex", "--json"]):
+        code, out, err, seconds, peak = measured(*args, store=store)
+        no_traceback(err)
+        assert code == 0, err[-1000:]
+        assert seconds < 30 and peak < 500, (args, seconds, peak)
+        if args[0] == "search":
+            assert [hit["id"] for hit in json.loads(out)] == ["0000000000000line"]
+            for name in ("ten-mb.md", "ten-k-tags.md", "nested.md", "laughs.md"):
+                assert name in err, f"{name} is not named on stderr:\n{err[-2000:]}"
+    ids = {note["id"] for note in json.loads(run_memctl("list", "--all-projects", "--json",
+                                                        store=store).stdout)}
+    assert set(notes_on_disk(store)) - {"00000000000000big"} <= ids  # over the index's limit
+
+
+def test_deep_nesting_and_alias_bombs_fail_fast_in_the_reader() -> None:
+    from memctl.noteformat import parse_text
+
+    bombs = {
+        "nested lists": "---\nx: " + "[" * 200_000 + "]" * 200_000 + "\n---\n",
+        "nested maps": "---\n" + "".join(" " * n + f"k{n}:\n" for n in range(3000)) + "---\n",
+        "flow maps": "---\nx: " + "{a: " * 50_000 + "b" + "}" * 50_000 + "\n---\n",
+        "aliases": "---\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n---\n",
+        "huge scalar": "---\nx: " + "y" * (5 * 1024 * 1024) + "\n---\n",
+    }
+    for name, text in bombs.items():
+        started = time.perf_counter()
+        parsed = parse_text(text)
+        assert time.perf_counter() - started < 5, name
+        assert parsed.problem is not None, name
+
+
+def test_a_huge_or_hostile_query_is_answered_quickly(store: Path) -> None:
+    for query in ("word " * 200_000, '"' * 50_000, "(" * 50_000, "a* " * 10_000, "数据库" * 30_000):
+        query = query.encode()[:100_000].decode(errors="ignore")  # the kernel's argv limit
+        code, out, err, seconds, peak = measured("search", query, "--json", store=store)
+        no_traceback(err)
+        assert code in (0, 2), err[-500:]
+        assert seconds < 20 and peak < 400, (query[:10], seconds, peak)
+
+
+def test_ten_thousand_tags_or_control_characters_give_a_clear_answer(store: Path) -> None:
+    """Values memctl itself writes into front matter: either they read back exactly, or the
+    command refuses them with `error:`; never a traceback, never an unreadable note."""
+    tags = ",".join(f"tag{n}" for n in range(10_000))
+    cases = [["--tags", tags], ["--tags", "a\x7fb"], ["--subject", "x\x85y", "--predicate", "p"],
+             ["--tags", "line\u2028break"]]
+    for extra in cases:
+        before = tree_snapshot(store)
+        code, out, err, seconds, _peak = measured("add", f"note with {extra[0]} {len(extra[1])}",
+                                                  *extra, "--json", store=store)
+        no_traceback(err)
+        assert seconds < 20
+        if code == 0:
+            note = json.loads(run_memctl("show", json.loads(out)["id"], "--json", store=store).stdout)
+            option, value = extra[0].lstrip("-"), extra[1]
+            got = note["tags"] if option == "tags" else note[option]
+            assert got == (value.split(",") if option == "tags" else value), extra[1][:40]
+            assert not whole_files(store)
+        else:
+            assert code in (1, 2) and err.startswith("error:"), err[-500:]
+            assert tree_snapshot(store) == before
+
+
+# --- broken state: a clear message, nothing lost, and the way back --------------------------------
+
+
+def _all_listed(store: Path) -> set[str]:
+    result = run_memctl("list", "--all-projects", "--status", "any", "--json", store=store)
+    no_traceback(result.stderr)
+    assert result.exit_code == 0, result.stderr
+    return {note["id"] for note in result.json()}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "newer-schema", "empty", "wal-garbage",
+                                    "state-dir-deleted", "index-is-a-folder", "counters-garbage"])
+def test_damaged_local_state_heals_on_the_next_command(store: Path, damage: str) -> None:
+    assert _all_listed(store) == set(notes_on_disk(store))  # the index exists now
+    index = store / ".memctl" / "index.sqlite"
+    if damage == "truncated":
+        data = index.read_bytes()
+        index.write_bytes(data[: len(data) // 3])
+    elif damage == "garbage":
+        index.write_bytes(os.urandom(64 * 1024))
+    elif damage == "newer-schema":
+        with sqlite3.connect(index) as conn:
+            conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema'")
+            conn.execute("CREATE TABLE from_the_future(x)")
+    elif damage == "empty":
+        index.write_bytes(b"")
+    elif damage == "wal-garbage":
+        (store / ".memctl" / "index.sqlite-wal").write_bytes(os.urandom(8192))
+    elif damage == "state-dir-deleted":
+        shutil.rmtree(store / ".memctl")
+    elif damage == "counters-garbage":  # this machine's recall counters: local, derived-ish
+        assert run_memctl("search", "alpha*", "--all-projects", store=store).exit_code == 0
+        (store / ".memctl" / "counters.sqlite").write_bytes(os.urandom(16 * 1024))
+    elif damage == "index-is-a-folder":
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{index}{suffix}").unlink(missing_ok=True)
+        index.mkdir()
+    before = tree_snapshot(store)
+    if damage == "index-is-a-folder":
+        result = run_memctl("list", "--all-projects", "--json", store=store)
+        no_traceback(result.stderr)
+        assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+        assert "index.sqlite" in result.stderr
+        index.rmdir()
+    assert _all_listed(store) == set(notes_on_disk(store))
+    hits = run_memctl("search", "alpha* OR bravo* OR cobalt* OR delta*", "--all-projects", "--json",
+                      store=store)
+    no_traceback(hits.stderr)
+    assert hits.exit_code == 0 and hits.json(), hits.stderr
+    shown = run_memctl("show", hits.json()[0]["id"], "--json", store=store)
+    assert shown.exit_code == 0, shown.stderr
+    added = run_memctl("add", "after the damage " + sentence(random.Random(damage)), store=store)
+    assert added.exit_code == 0, added.stderr
+    assert {k: v for k, v in tree_snapshot(store).items() if k in before} == before
+
+
+def test_a_missing_git_repository_is_named_and_init_brings_it_back(store: Path) -> None:
+    """And memctl never commits into a repository that encloses the store."""
+    subprocess.run(["git", "init", "-q", str(store.parent)], check=True)
+    git(store.parent, "commit", "-q", "--allow-empty", "-m", "the enclosing repo")
+    outer_head = git(store.parent, "rev-parse", "HEAD").stdout
+    shutil.rmtree(store / ".git")
+    before = tree_snapshot(store)
+    result = run_memctl("add", "written while .git is gone", store=store)
+    no_traceback(result.stderr)
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+    assert "memctl init" in result.stderr
+    assert git(store.parent, "rev-parse", "HEAD").stdout == outer_head
+    assert git(store.parent, "status", "--porcelain").returncode == 0
+    assert {k: v for k, v in tree_snapshot(store).items() if k in before} == before
+    assert run_memctl("init", str(store)).exit_code == 0
+    assert not git(store, "status", "--porcelain").stdout.strip()
+    tracked = set(git(store, "ls-files", "-z").stdout.split("\0"))
+    assert all(paths[0] in tracked for paths in notes_on_disk(store).values())
+
+
+def test_a_store_in_the_middle_of_a_merge_refuses_to_commit_and_loses_nothing(store: Path) -> None:
+    """A person's `git merge` (or a sync) stopped half way: memctl will not commit through it,
+    says what to do, keeps the new note on disk, and works again once the merge is over."""
+    some = sorted(notes_on_disk(store).values())[0][0]
+    original = (store / some).read_text()
+    branch = git(store, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+    git(store, "checkout", "-q", "-b", "other")
+    (store / some).write_text(original.replace("\nimportance:", "\nimportance: 9\nold_importance:"))
+    git(store, "commit", "-q", "-am", "other side")
+    git(store, "checkout", "-q", branch)
+    git(store, "commit", "-q", "--allow-empty", "-m", "this side")
+    git(store, "merge", "--no-commit", "--no-ff", "other")
+    assert (store / ".git" / "MERGE_HEAD").exists()
+    before = tree_snapshot(store)
+    result = run_memctl("add", "written mid-merge " + sentence(random.Random(1)), "--json",
+                        store=store)
+    no_traceback(result.stderr)
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+    assert "merge" in result.stderr and "on disk" in result.stderr
+    assert {k: v for k, v in tree_snapshot(store).items() if k in before} == before
+    assert len(tree_snapshot(store)) == len(before) + 1  # the new note, on disk
+    listed = run_memctl("search", "alpha* OR bravo* OR cobalt*", "--all-projects", store=store)
+    assert listed.exit_code == 0, listed.stderr
+    git(store, "merge", "--abort")
+    again = run_memctl("add", "after the merge " + sentence(random.Random(2)), "--json", store=store)
+    assert again.exit_code == 0, again.stderr
+    assert not (store / ".git" / "index.lock").exists()
+    assert not whole_files(store)
+
+
+def test_archiving_a_note_never_committed_works(store: Path) -> None:
+    """A hand-dropped note that was never committed, moved by `archive`: the commit must not
+    trip over the old path git never knew."""
+    folder = store / "alpha" / "dropped"
+    folder.mkdir()
+    (folder / "old.md").write_text("---\nid: 00000000000hand1\ncreated: 2024-01-01T00:00:00Z\n"
+                                   "updated: 2024-01-01T00:00:00Z\n"
+                                   "---\nan old note dropped by hand\n")
+    result = run_memctl("archive", "--json", store=store)
+    assert result.exit_code == 0, result.stderr
+    assert "00000000000hand1" in result.json()["archived"]
+    assert git(store, "status", "--porcelain").stdout == ""
+
+
+def without_file_permission_override() -> list[str]:
+    """A prefix that runs a command as root minus CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so file
+    modes apply to it as to any user (the tests run as root, which ignores modes)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("permission tests need util-linux's setpriv when run as root")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def run_limited(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="alpha")
+    return subprocess.run([*without_file_permission_override(), memctl_executable(), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_an_unreadable_note_is_named_and_never_lost(store: Path) -> None:
+    assert _all_listed(store)
+    note_id, (path,) = sorted(notes_on_disk(store).items())[0]
+    target = store / path
+    original = target.read_bytes()
+    target.chmod(0)
+    try:
+        listed = run_limited("list", "--all-projects", "--json", store=store)
+        no_traceback(listed.stderr)
+        assert listed.returncode == 0, listed.stderr
+        assert len(json.loads(listed.stdout)) == len(notes_on_disk(store)) - 1
+        assert path in listed.stderr and "permission" in listed.stderr.lower(), listed.stderr
+        shown = run_limited("show", note_id, store=store)
+        assert shown.returncode == 1 and shown.stderr.startswith("error:"), shown.stderr
+        assert "permission" in shown.stderr.lower()
+        added = run_limited("add", "still writable " + sentence(random.Random(3)), store=store)
+        assert added.returncode == 0, added.stderr
+    finally:
+        target.chmod(0o644)
+    assert target.read_bytes() == original
+    assert note_id in _all_listed(store)
+
+
+def test_a_folder_memctl_cannot_write_gives_a_clear_error(store: Path) -> None:
+    folder = store / "alpha" / "notes" / "fact"
+    before = tree_snapshot(store)
+    folder.chmod(0o555)
+    try:
+        result = run_limited("add", "cannot land " + sentence(random.Random(4)), "--type", "fact",
+                             store=store)
+    finally:
+        folder.chmod(0o755)
+    no_traceback(result.stderr)
+    assert result.returncode == 1 and result.stderr.startswith("error: cannot write"), result.stderr
+    assert "ermission" in result.stderr
+    assert tree_snapshot(store) == before
+    assert not list(folder.glob(".*.tmp"))
+
+
+@contextmanager
+def small_filesystem(size: str = "3m"):
+    """A real full disk: a tmpfs of `size` (root only); None when it cannot be mounted."""
+    folder = Path(tempfile.mkdtemp(prefix="memctl-full-"))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True).returncode == 0
+    try:
+        yield folder if mounted else None
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fill(folder: Path, leave: int) -> Path:
+    """Fill the filesystem, then free `leave` bytes."""
+    filler = folder / "filler.bin"
+    with open(filler, "wb") as handle:
+        chunk = b"\0" * 65536
+        try:
+            while True:
+                handle.write(chunk)
+                handle.flush()
+        except OSError:
+            pass
+    with open(filler, "ab"):
+        pass
+    size = filler.stat().st_size
+    os.truncate(filler, max(0, size - leave))
+    return filler
+
+
+def test_a_full_disk_gives_a_clear_error_and_loses_nothing() -> None:
+    """A real ENOSPC at every stage of `add`, `reindex` and `list`: a one-line `error:` (exit 1)
+    or success, never a traceback; no file is half-written; once space is back, all works."""
+    with small_filesystem() as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root); see the RLIMIT_FSIZE variant below")
+        root = make_store(folder / "store", 10)
+        rng = random.Random(9)
+        outcomes: dict[str, int] = {}
+        for leave in (0, 512, 2048, 6144, 16384, 40000, 90000):
+            before = tree_snapshot(root)
+            filler = fill(folder, leave)
+            for args in (["add", sentence(rng, 40), "--force"], ["reindex"],
+                         ["list", "--all-projects", "--json"]):
+                result = run_memctl(*args, store=root)
+                no_traceback(result.stderr)
+                assert result.exit_code in (0, 1), result.stderr
+                if result.exit_code == 1:
+                    assert result.stderr.startswith("error:") and result.stderr.count("\n") <= 3
+                outcomes[f"{args[0]}:{result.exit_code}"] = outcomes.get(f"{args[0]}:{result.exit_code}", 0) + 1
+            assert not whole_files(root)
+            assert {k: v for k, v in tree_snapshot(root).items() if k in before} == before
+            filler.unlink()
+        assert outcomes.get("add:1"), f"the disk was never full enough to matter: {outcomes}"
+        again = run_memctl("add", "space is back " + sentence(rng), store=root)
+        assert again.exit_code == 0, again.stderr
+        assert _all_listed(root) == set(notes_on_disk(root))
+        assert git(root, "fsck", "--no-progress", check=False).returncode == 0
+        assert not (root / ".git" / "index.lock").exists()
+
+
+def test_a_write_error_from_the_kernel_is_reported_not_raised(store: Path) -> None:
+    """The same promise with a file-size limit (RLIMIT_FSIZE: writes past it fail with EFBIG),
+    which needs no mount: the note is bigger than the limit, the index (built) is not."""
+    import signal
+
+    assert _all_listed(store)
+    allowed = max(256 * 1024, 2 * (store / ".memctl" / "index.sqlite").stat().st_size)
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (allowed, allowed))
+
+    before = tree_snapshot(store)
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="alpha")
+    text = "\n".join(sentence(random.Random(n), 12) for n in range(allowed // 60))
+    assert allowed < len(text.encode()) < 1024 * 1024
+    done = subprocess.run([memctl_executable(), "add", "-"], input=text, capture_output=True,
+                          text=True, env=env, preexec_fn=limit, timeout=60)
+    no_traceback(done.stderr)
+    assert done.returncode == 1 and done.stderr.startswith("error: cannot write"), done.stderr
+    assert tree_snapshot(store) == before
+
+
+# --- concurrency: several writers, a reader, the watcher and a person, all at once -------------
+
+def test_four_writers_a_reader_and_the_watcher_lose_nothing(tmp_path: Path) -> None:
+    """4 processes × 100 adds (the CLI's own code, in long-lived processes) while `memctl
+    watch` runs and a reader lists and searches: exactly 400 notes on disk, in the index
+    (live and rebuilt), in git, one commit each, git clean, no lock or temp file left."""
+    from memctl.store import Store
+
+    store = tmp_path / "store"
+    Store.init(store)
+    figures = crash_loop.four_writers_and_a_watcher(store, writers=4, adds=100, console=False)
+    print(json.dumps(figures))
+
+
+@pytest.mark.slow
+def test_four_shells_running_memctl_add_a_hundred_times_each(tmp_path: Path) -> None:
+    from memctl.store import Store
+
+    store = tmp_path / "store"
+    Store.init(store)
+    print(json.dumps(crash_loop.four_writers_and_a_watcher(store, writers=4, adds=100, console=True)))
+
+
+def test_commands_refreshing_the_index_at_once_never_duplicate_a_note(tmp_path: Path) -> None:
+    """No watcher: every read command brings the index up to date itself, so several at once
+    race to index the same new files. Each file must still be one entry."""
+    from memctl.store import Store
+
+    store = tmp_path / "store"
+    Store.init(store)
+    folder = store / "alpha" / "notes"
+    folder.mkdir(parents=True)
+    readers = [start_worker(store, "read", 60, f"r{n}", n) for n in range(3)]
+    for number in range(150):
+        (folder / f"n{number}.md").write_text(f"---\nid: {number:016d}\n---\nrace note {number}\n")
+        time.sleep(0.01)
+    for reader in readers:
+        assert not [r for r in collect(reader) if r["code"] != 0]
+    listed = [n["id"] for n in json.loads(run_memctl("list", "--all-projects", "--json",
+                                                     store=store).stdout)]
+    assert len(listed) == len(set(listed)) == 150, f"{len(listed)} entries for 150 notes"
+    shown = run_memctl("show", f"{7:016d}", "--json", store=store)
+    assert shown.exit_code == 0, shown.stderr
+
+
+EDITOR = "import sys; p = sys.argv[1]; open(p, 'a').write('\\nedited by the editor: ' + p[-19:-3] + '\\n')"
+
+
+def test_adds_edits_forgets_and_hand_edits_at_once(tmp_path: Path) -> None:
+    """Writers of every kind at the same time, on different notes, while the watcher runs:
+    every change lands, in the files, the index and git; nothing else moves."""
+    store = make_store(tmp_path / "store", 40)
+    seed = sorted(notes_on_disk(store))
+    to_edit, to_forget = seed[:12], seed[12:24]
+    editor = tmp_path / "editor.py"
+    editor.write_text(EDITOR)
+    hand = store / "alpha" / "handmade"
+    hand.mkdir()
+    with running_watcher(store):
+        procs = [start_worker(store, "add", 25, f"w{n}", n) for n in range(2)]
+        procs.append(start_worker(store, "edit", len(to_edit), "editor", 0, *to_edit,
+                                  env={"EDITOR": f"{sys.executable} {editor}"}))
+        procs.append(start_worker(store, "forget", len(to_forget), "forgetter", 0, *to_forget))
+        for number in range(20):  # a person writing and re-saving their own notes meanwhile
+            path = hand / f"by-hand-{number}.md"
+            path.write_text(f"# Hand note {number}\n\nwritten by hand handmark{number}\n")
+            if number % 2:
+                time.sleep(0.05)
+                path.write_text(path.read_text() + f"\nsecond save handmark{number}b\n")
+        results = [collect(proc) for proc in procs]
+        failed = [r for batch in results for r in batch if r["code"] != 0]
+        assert not failed, failed[:3]
+        crash_loop.watched_index_complete(store, 40 + 50 - len(to_forget) + 20)
+    on_disk = notes_on_disk(store)
+    added = [json.loads(r["out"])["id"] for r in results[0] + results[1]]
+    assert set(added) <= set(on_disk) and len(set(added)) == 50
+    assert not set(to_forget) & set(on_disk)
+    assert all((store / ".tombstones" / f"{i}.md").is_file() for i in to_forget)
+    for note_id in to_edit:
+        text = (store / on_disk[note_id][0]).read_text()
+        assert f"edited by the editor: {note_id}" in text
+    assert not [p for p in whole_files(store) if "/handmade/" not in p]
+    for number in range(20):
+        word = f"handmark{number}" + ("b" if number % 2 else "")
+        hits = run_memctl("search", word, "--all-projects", "--json", store=store)
+        assert hits.exit_code == 0 and len(hits.json()) == 1, (word, hits.stderr)
+    status = git(store, "status", "--porcelain", "--untracked-files=all").stdout.splitlines()
+    assert all("/handmade/" in line for line in status), status  # only the person's own files
+    assert not (store / ".git" / "index.lock").exists()
+
+
+def test_a_held_lock_times_out_with_a_message_naming_the_holder(store: Path) -> None:
+    from memctl.locking import store_lock
+
+    before = tree_snapshot(store)
+    with store_lock(store, "archive"):
+        started = time.monotonic()
+        result = run_memctl("add", "blocked " + sentence(random.Random(6)), store=store,
+                            env={"MEMCTL_LOCK_TIMEOUT": "1"})
+        waited = time.monotonic() - started
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("error: the store is locked by memctl archive (pid "), result.stderr
+    assert str(os.getpid()) in result.stderr and waited < 15
+    assert tree_snapshot(store) == before
+
+
+def test_an_index_lock_left_by_a_killed_memctl_never_blocks_the_next_command(store: Path) -> None:
+    """kill -9 of memctl and its git child mid-commit leaves `.git/index.lock` (or HEAD.lock, a
+    ref's lock) and the dead holder's lock.info; the next command clears them at once instead
+    of failing (for 30 s, or for ever for the ref locks)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store / ".memctl" / "lock.info").write_text(json.dumps(
+        {"pid": dead.pid, "command": "add", "since": time.time() - 2}))
+    branch = git(store, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+    debris = [store / ".git" / "index.lock", store / ".git" / "HEAD.lock",
+              store / ".git" / "refs" / "heads" / f"{branch}.lock"]
+    for path in debris:
+        path.write_bytes(b"half written by a killed git")
+    started = time.monotonic()
+    result = run_memctl("add", "after the crash " + sentence(random.Random(7)), store=store)
+    assert result.exit_code == 0, result.stderr
+    assert time.monotonic() - started < 10
+    assert not [path for path in debris if path.exists()]
+    assert git(store, "status", "--porcelain").stdout == ""
+
+
+def test_a_persons_running_git_is_waited_for_then_named(store: Path) -> None:
+    """A fresh index.lock with no crashed memctl behind it belongs to someone's git: memctl
+    waits a few seconds for it, then says what is going on; nothing is lost."""
+    lock = store / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    released = threading.Timer(1.0, lock.unlink)
+    released.start()
+    first = run_memctl("add", "waits for git " + sentence(random.Random(8)), store=store)
+    released.join()
+    assert first.exit_code == 0, first.stderr
+    lock.write_bytes(b"")
+    second = run_memctl("add", "git never lets go " + sentence(random.Random(9)), "--json",
+                        store=store)
+    lock.unlink()
+    assert second.exit_code == 1 and second.stderr.startswith("error: git's lock file"), second.stderr
+    assert "index.lock" in second.stderr
+    retry = run_memctl("add", "git let go " + sentence(random.Random(10)), store=store)
+    assert retry.exit_code == 0, retry.stderr
+
+
+# --- secrets never echoed; files never world-writable --------------------------------------------
+
+
+def _secrets() -> dict[str, str]:
+    """kind -> (text containing a secret); the secret part is what must never be printed."""
+    rng = random.Random(42)
+    alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    mixed = alnum + alnum.lower()
+    return {
+        "".join(rng.choice(alnum) for _ in range(16)): "AKIA{}",
+        "".join(rng.choice(mixed) for _ in range(36)): "ghp_{}",
+        "".join(rng.choice(mixed) for _ in range(40)): "sk-proj-{}",
+        "Zq8" + "".join(rng.choice(mixed) for _ in range(13)): "postgres://app:{}@db.internal/app",
+        "".join(rng.choice(mixed) for _ in range(60)):
+            "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----",
+    }
+
+
+def test_a_refused_secret_is_never_echoed_nor_written(store: Path) -> None:
+    before = tree_snapshot(store)
+    for secret, shape in _secrets().items():
+        text = "the deploy key is " + shape.format(secret) + " keep it safe"
+        for args in (["add", text], ["add", "-", "--json"]):
+            result = run_memctl(*args, store=store, input=text if "-" in args else None)
+            assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+            assert secret not in result.stderr + result.stdout
+            assert secret[4:20] not in result.stderr + result.stdout
+    assert tree_snapshot(store) == before
+    assert not any(s in git(store, "log", "-p", "--all").stdout for s in _secrets())
+
+
+def test_secrets_in_hand_written_notes_stay_out_of_every_message_and_report(store: Path,
+                                                                            tmp_path: Path) -> None:
+    """Secrets in a note body and in front matter that does not parse: warnings, errors, the
+    health report (all three formats) and the watcher's log show at most a masked form."""
+    folder = store / "alpha" / "notes" / "fact"
+    secrets = list(_secrets())
+    shapes = list(_secrets().values())
+    body = "\n".join(shape.format(secret) for secret, shape in zip(secrets, shapes, strict=True))
+    (folder / "leaky.md").write_text(f"---\nid: 0000000000leaky1\n---\nCredentials:\n{body}\n")
+    (folder / "broken-leaky.md").write_text(
+        f"---\nid: 0000000000leaky2\npassword: \"{secrets[3]}\ntoken: [{shapes[1].format(secrets[1])}\n"
+        f"---\n{body}\n")
+    with running_watcher(store) as watcher:
+        (folder / "watched-leaky.md").write_text(f"---\nid: [{shapes[2].format(secrets[2])}\n---\nx\n")
+        time.sleep(1.5)
+    watch_log = (watcher.stderr.read() if watcher.stderr else "")
+    report = tmp_path / "health.md"
+    outputs = [watch_log]
+    for args in (["search", "credentials", "--all-projects"], ["list", "--all-projects"],
+                 ["reindex"], ["health"], ["health", "--json"], ["health", "--markdown", str(report)],
+                 ["show", "0000000000leaky2"], ["forget", "0000000000leaky2"]):
+        result = run_memctl(*args, store=store)
+        no_traceback(result.stderr)
+        outputs.append(result.stderr)
+        if args[0] == "health":
+            outputs.append(result.stdout)
+    outputs.append(report.read_text())
+    health = run_memctl("health", "--json", store=store).stdout
+    assert "leaky.md" in health  # the report does list the secrets it found
+    everything = "\n".join(outputs)
+    for secret in secrets:
+        assert secret not in everything, f"a secret was printed: {secret[:4]}…"
+        assert secret[6:22] not in everything
+
+
+UMASK_COMMANDS = (["init"], ["add", "first note about umasks"], ["add", "second note on modes",
+                  "--project", "beta"], ["reindex"], ["search", "umasks"], ["project", "add",
+                  "decisions", "keep modes"], ["scratch", "focus", "modes"])
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002, 0o000], ids=lambda u: f"umask-{u:03o}")
+def test_files_follow_the_umask_and_are_never_world_writable(tmp_path: Path, umask: int) -> None:
+    root = tmp_path / "store"
+    tmp_path.chmod(0o755)
+    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
+    commands = [*UMASK_COMMANDS, ["export", str(tmp_path / "bundle.zip")],
+                ["health", "--markdown", str(tmp_path / "report.md")]]
+    for args in commands:
+        done = subprocess.run([memctl_executable(), *args], env=env, capture_output=True,
+                              text=True, umask=umask, timeout=60)
+        assert done.returncode == 0, (args, done.stderr)
+    created = [root, *root.rglob("*"), tmp_path / "bundle.zip", tmp_path / "report.md"]
+    writable = [f"{oct(p.stat().st_mode & 0o777)} {p.relative_to(tmp_path)}" for p in created
+                if p.stat().st_mode & 0o002 and not p.is_symlink()]
+    assert not writable, f"world-writable with umask {umask:03o}: {writable[:10]}"
+    for path in created:
+        mode = path.stat().st_mode & 0o777
+        assert not mode & umask & ~0o002 & ~(0o444 if ".git" in path.parts else 0), \
+            f"{path.relative_to(tmp_path)} is {oct(mode)} despite umask {umask:03o}"
+    for note in (root / "alpha" / "notes").rglob("*.md"):
+        assert note.stat().st_mode & 0o777 == 0o666 & ~umask & ~0o002
+
+
+def test_a_watcher_killed_with_kill_9_never_leaves_reads_stale(store: Path) -> None:
+    """Commands trust a live watcher to keep the index fresh; a dead one must stop counting."""
+    import signal
+
+    with running_watcher(store) as watcher:
+        watcher.send_signal(signal.SIGKILL)
+        watcher.wait()
+    (store / "alpha" / "after-the-watcher.md").write_text("dropped after the watcher died\n")
+    started = time.monotonic()
+    hits = run_memctl("search", "watcher died", "--all-projects", "--json", store=store)
+    assert hits.exit_code == 0 and [h["path"] for h in hits.json()] == ["alpha/after-the-watcher.md"]
+    assert time.monotonic() - started < 10

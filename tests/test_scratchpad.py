@@ -1,0 +1,193 @@
+"""`memctl scratch`: working memory that moves with the task and stays pleasant to edit."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from conftest import git
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl import scratchpad
+from memctl.errors import MemctlError, UsageError
+
+NOW = {"MEMCTL_NOW": "2026-11-30T12:34:00Z"}
+WHEN = datetime(2026, 11, 30, 12, 34, tzinfo=UTC)
+
+
+def test_a_task_end_to_end(cli, store_path):
+    cli.ok("scratch", "focus", "Make recall respect the budget", env=NOW)
+    cli.ok("scratch", "question", "Should episodes be recalled?", env=NOW)
+    for step in ("write the budget tests", "cut notes on word boundaries", "wire the CLI"):
+        cli.ok("scratch", "next", step, env=NOW)
+    cli.ok("scratch", "done", "2", env=NOW)
+    cli.ok("scratch", "note", "FTS5 trigram is too slow here", env=NOW)
+    data = cli.ok("scratch", "show", "--json").json()
+    assert data["focus"] == "Make recall respect the budget"
+    assert data["questions"] == ["Should episodes be recalled?"]
+    assert data["next"] == ["write the budget tests", "wire the CLI"]
+    assert data["done"] == ["cut notes on word boundaries"]
+    assert data["notes"] == ["FTS5 trigram is too slow here"]
+
+    text = (store_path / "demo" / "SCRATCHPAD.md").read_text()
+    stamp = scratchpad.time_stamp(WHEN)
+    # Numbered steps renumbered after one moved; done and notes carry the time.
+    assert "1. write the budget tests\n2. wire the CLI\n" in text
+    assert f"- [x] [{stamp}] cut notes on word boundaries" in text
+    assert f"- [{stamp}] FTS5 trigram is too slow here" in text
+    assert cli.ok("scratch", "show").stdout == text
+    assert git(store_path, "status", "--porcelain") == ""
+    assert "scratch demo: note:" in git(store_path, "log", "-1", "--format=%s")
+
+
+def test_done_by_words_and_focus_replaces(cli):
+    cli.ok("scratch", "focus", "first")
+    cli.ok("scratch", "focus", "second")
+    cli.ok("scratch", "next", "Write docs/agents.md")
+    cli.ok("scratch", "next", "Register the MCP server")
+    cli.ok("scratch", "done", "mcp server")
+    data = cli.ok("scratch", "show", "--json").json()
+    assert data["focus"] == "second"
+    assert data["next"] == ["Write docs/agents.md"]
+    assert data["done"] == ["Register the MCP server"]
+
+
+def test_done_errors(cli):
+    cli.ok("scratch", "next", "write tests for recall")
+    cli.ok("scratch", "next", "write tests for mcp")
+    result = cli("scratch", "done", "7")
+    assert result.exit_code == 2 and "no next step 7" in result.stderr
+    result = cli("scratch", "done", "write tests")
+    assert result.exit_code == 1 and "several" in result.stderr
+    # Work that was never planned is still recorded as done.
+    cli.ok("scratch", "done", "fixed a flaky test")
+    assert cli.ok("scratch", "show", "--json").json()["done"] == ["fixed a flaky test"]
+
+
+def test_hand_edits_survive_every_command(cli, store_path):
+    hand = (
+        "# 草稿\r\n\r\nMy own preamble, kept.\r\n\r\n## 当前焦点\r\n旧的焦点\r\n\r\n"
+        "## 下一步\r\n- [ ] 看日志\r\n  (continuation)\r\n- [ ] 修复\r\n\r\n"
+        "## Random section\r\nkeep\r\n"
+    )
+    path = store_path / "demo" / "SCRATCHPAD.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(hand.encode())
+    cli.ok("scratch", "focus", "新的焦点", env=NOW)
+    cli.ok("scratch", "done", "1", env=NOW)
+    cli.ok("scratch", "next", "写测试", env=NOW)
+    text = path.read_bytes().decode()
+    stamp = scratchpad.time_stamp(WHEN)
+    assert text.startswith(
+        "# 草稿\r\n\r\nMy own preamble, kept.\r\n\r\n## 当前焦点\r\n新的焦点\r\n\r\n"
+    )
+    assert "## 下一步\r\n- [ ] 修复\r\n- [ ] 写测试\r\n\r\n## Random section\r\nkeep\r\n" in text
+    # The missing Done section is added in the file's language.
+    assert text.endswith(f"keep\r\n\r\n## 已完成\r\n- [x] [{stamp}] 看日志\r\n  (continuation)\r\n")
+    data = cli.ok("scratch", "show", "--json").json()
+    assert data["focus"] == "新的焦点"
+    assert data["next"] == ["修复", "写测试"]
+
+
+def test_clear_empties_and_can_archive_an_episode(cli, store_path):
+    cli.ok("scratch", "focus", "Ship the MCP server")
+    cli.ok("scratch", "next", "list tools")
+    cli.ok("scratch", "done", "1")
+    cli.ok("scratch", "note", "stdio client works")
+    cli.ok("scratch", "question", "streamable http later?")
+    result = cli("scratch", "clear", "--archive")
+    assert result.exit_code == 2 and "--outcome" in result.stderr  # no default outcome
+    data = cli.ok("scratch", "clear", "--archive", "--outcome", "completed", "--json").json()
+    episode = data["episode"]
+    assert episode["goal"] == "Ship the MCP server"
+    assert episode["outcome"] == "completed"
+    assert [s["action"] for s in episode["steps"]] == ["list tools"]
+    body = (store_path / episode["path"]).read_text()
+    assert "stdio client works" in body and "streamable http later?" in body
+    after = cli.ok("scratch", "show", "--json").json()
+    assert after["focus"] == "" and after["done"] == [] and after["exists"] is True
+    log = git(store_path, "log", "-1", "--name-only", "--format=%s")
+    assert "SCRATCHPAD.md" in log and episode["path"] in log  # one commit for both
+    cli.ok("scratch", "clear")
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_clear_options_only_with_archive(cli):
+    cli.ok("scratch", "focus", "x")
+    assert cli("scratch", "clear", "--outcome", "failed").exit_code == 2
+
+
+# --- the pure model --------------------------------------------------------------------------
+
+
+def test_model_functions_on_an_empty_text():
+    text = scratchpad.add_next("", "one")
+    text = scratchpad.add_next(text, "two")
+    assert text == "## Next steps\n1. one\n2. two\n"
+    text, step, listed = scratchpad.mark_done(text, "1", WHEN)
+    assert (step, listed) == ("one", True)
+    assert text.startswith("## Next steps\n1. two\n")
+    with pytest.raises(UsageError):
+        scratchpad.set_focus(text, "   ")
+    with pytest.raises(UsageError):
+        scratchpad.mark_done(text, "0", WHEN)
+
+
+def test_renumbering_handles_two_digit_numbers():
+    text = "".join(scratchpad.add_next("", "s0") for _ in range(1))
+    for i in range(1, 12):
+        text = scratchpad.add_next(text, f"s{i}")
+    text, step, _ = scratchpad.mark_done(text, "1", WHEN)
+    assert step == "s0"
+    assert [i.text for i in scratchpad.items(text, "next")] == [f"s{i}" for i in range(1, 12)]
+    assert "10. s10\n11. s11\n" in text
+
+
+def test_ambiguous_words_name_the_candidates():
+    text = scratchpad.add_next(scratchpad.add_next("", "fix login"), "fix logout")
+    with pytest.raises(MemctlError, match="1. fix login; 2. fix logout"):
+        scratchpad.find_step(text, "fix")
+
+
+# --- property: moving a step loses nothing ----------------------------------------------------
+
+_NUMBER = re.compile(r"^(\s*)\d+([.)])")
+_scratch_line = st.one_of(
+    st.sampled_from([
+        "## Next steps", "## 下一步", "## Done", "## Notes", "## Focus", "# Title", "1. alpha",
+        "2. beta", "- gamma", "- [ ] delta", "  continued", "", "```", "text", "10. ten",
+    ]),
+    st.text(alphabet="ab 数-.[]x", max_size=12),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_scratch_line, max_size=16), st.integers(min_value=1, max_value=6),
+       st.sampled_from(["\n", "\r\n"]))
+def test_done_moves_a_step_and_keeps_every_other_line(lines, number, eol):
+    text = eol.join(lines) + eol
+    steps = scratchpad.items(text, "next")
+    if number > len(steps):
+        return
+    step = steps[number - 1]
+    moved = text[step.start:step.end].splitlines()
+    result, _step_text, listed = scratchpad.mark_done(text, str(number), WHEN)
+    assert listed
+
+    def normal(value: str) -> list[str]:
+        return sorted(_NUMBER.sub(r"\1#\2", line) for line in value.splitlines() if line.strip())
+
+    kept = normal(text)
+    for line in normal("\n".join(moved)):
+        kept.remove(line)
+    remaining = normal(result)
+    for line in kept:
+        assert line in remaining, f"lost {line!r}"
+        remaining.remove(line)
+    # What is left over is the step, now in Done with its time.
+    assert any("[x]" in line for line in remaining)
+    first = moved[0].split(maxsplit=1)[1] if len(moved[0].split(maxsplit=1)) > 1 else ""
+    first = re.sub(r"^\[[ xX]\]\s*", "", first).strip()
+    assert first in result[result.index("[x]"):] or not first

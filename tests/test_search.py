@@ -1,0 +1,319 @@
+"""Ranked bilingual search, as a user of `memctl search` sees it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import Cli, run_memctl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memctl.search import search
+
+
+def write(root: Path, rel: str, body: str, **meta: object) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = ""
+    if meta:
+        lines = ["---"]
+        for key, value in meta.items():
+            if isinstance(value, list):
+                value = "[" + ", ".join(value) + "]"
+            lines.append(f"{key}: {value}")
+        head = "\n".join(lines) + "\n---\n"
+    path.write_text(head + body + "\n", encoding="utf-8")
+    return path
+
+
+def note(root: Path, note_id: str, body: str, project: str = "demo", **meta: object) -> Path:
+    meta.setdefault("type", "fact")
+    meta.setdefault("updated", "2026-11-29T00:00:00.000Z")
+    return write(root, f"{project}/notes/{meta['type']}/{note_id}.md", body, id=note_id,
+                 project=project, **meta)
+
+
+def hit_ids(cli: Cli, *args: str, env: dict[str, str] | None = None) -> list[str]:
+    return [hit["id"] for hit in cli.ok("search", *args, "--json", env=env).json()]
+
+
+NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
+
+
+@pytest.fixture
+def store(store_path: Path) -> Path:
+    note(store_path, "pg00000000000001",
+         "The blog backend uses PostgreSQL 16; no ORM, queries go through Kysely.",
+         type="decision", importance=8, tags=["database", "postgres"])
+    note(store_path, "zh00000000000001", "我们的数据库连接池配置在这里，分布式缓存层也很重要。",
+         tags=["数据库"])
+    note(store_path, "mx00000000000001", "PostgreSQL连接池 设置为 20，登录超时设为 30s。")
+    note(store_path, "en00000000000001", "Running the migrations before deploying avoids downtime.",
+         type="rule")
+    note(store_path, "gl00000000000001", "Prefer tabs over spaces in every project.",
+         project="global", type="preference")
+    note(store_path, "ot00000000000001", "The other project also uses PostgreSQL and Kysely.",
+         project="other")
+    return store_path
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("数据库", {"zh00000000000001"}),
+    ("连接池", {"zh00000000000001", "mx00000000000001"}),
+    ("缓存", {"zh00000000000001"}),  # two characters inside 分布式缓存层
+    ("登录超时", {"mx00000000000001"}),
+    ("池配", {"zh00000000000001"}),  # any substring, no dictionary
+    ("postgresql", {"pg00000000000001", "mx00000000000001"}),
+    ("migration", {"en00000000000001"}),  # stem: migrations
+    ("deploy", {"en00000000000001"}),  # stem: deploying
+    ("run", {"en00000000000001"}),  # stem: running
+    ("kyse*", {"pg00000000000001"}),  # prefix
+    ("tab*", {"gl00000000000001"}),  # the global scope is searched too
+    ('"no ORM"', {"pg00000000000001"}),
+    ("kysely OR 缓存", {"pg00000000000001", "zh00000000000001"}),
+    ("连接池 -postgresql", {"zh00000000000001"}),
+    ("tag:postgres", {"pg00000000000001"}),
+    ("type:rule", {"en00000000000001"}),
+    ("tag:数据库 缓存", {"zh00000000000001"}),
+])
+def test_bilingual_queries(cli: Cli, store: Path, query: str, expected: set) -> None:
+    assert set(hit_ids(cli, query)) == expected
+
+
+@pytest.mark.parametrize("query", [
+    '"unbalanced', "c++", "foo-bar", "e-mail", "(postgres", "postgres)", "((a OR b", "AND",
+    "OR", "NOT", "NEAR", "a AND", "NEAR(a b)", "*", "-", "--", "postgres*)", "🚀", "🚀 deploy",
+    "title:x", "col:x", "^start", "a:b:c", "'single'", "x\\y", "中文\"引号", "x" * 10_000,
+    "word " * 2_000, "数据" * 2_000, "tag:", "type:", '""', '"" *', "\u200b",
+])
+def test_hostile_queries_give_results_or_nothing_never_a_crash(cli: Cli, store: Path,
+                                                               query: str) -> None:
+    result = cli("search", "--json", "--", query)
+    assert result.exit_code == 0, result.stderr
+    assert isinstance(result.json(), list)
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_usage_exits_2_with_a_message(cli: Cli, store: Path) -> None:
+    for args, word in ((["search", ""], "empty"), (["search", "   "], "empty"),
+                       (["search", "x", "--type", "banana"], "--type"),
+                       (["search", "type:banana"], "banana"),
+                       (["search", "x", "--limit", "0"], "--limit"),
+                       (["search", "x", "--since", "yesterday-ish"], "--since")):
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.stdout, result.stderr)
+        assert word in result.stderr
+
+
+def test_json_hits_have_the_documented_fields(cli: Cli, store: Path) -> None:
+    hits = cli.ok("search", "postgresql", "--json").json()
+    assert hits and hits[0]["id"] == "pg00000000000001"
+    for hit in hits:
+        assert {"id", "path", "project", "type", "importance", "status", "score",
+                "snippet"} <= set(hit)
+        assert not hit["path"].startswith("/") and "\\" not in hit["path"]
+    assert hits[0]["score"] >= hits[-1]["score"]
+    assert "**PostgreSQL**" in hits[0]["snippet"]
+
+
+def test_snippets_are_cut_from_the_original_text(cli: Cli, store: Path) -> None:
+    [hit] = cli.ok("search", "缓存", "--json").json()
+    assert "**缓存**" in hit["snippet"]
+    assert hit["snippet"].replace("**", "") in "我们的数据库连接池配置在这里，分布式缓存层也很重要。"
+
+
+def test_scope_is_the_project_plus_global_by_default(cli: Cli, store: Path) -> None:
+    assert set(hit_ids(cli, "kysely")) == {"pg00000000000001"}
+    assert set(hit_ids(cli, "kysely", "--all-projects")) == {"pg00000000000001",
+                                                              "ot00000000000001"}
+    assert set(hit_ids(cli, "kysely", "--project", "other")) == {"ot00000000000001"}
+    assert set(hit_ids(cli, "tabs", "--project", "other")) == {"gl00000000000001"}
+
+
+def test_stale_notes_only_on_request(cli: Cli, store: Path) -> None:
+    note(store, "old0000000000001", "Deploy with capistrano.", status="superseded",
+         superseded_by="new0000000000001")
+    note(store, "exp0000000000001", "Deploy freeze until the audit.", expires="2026-11-01")
+    write(store, "demo/archive/fact/arc.md", "Deploy from the old jenkins box.")
+    note(store, "new0000000000001", "Deploy with kamal.")
+    assert set(hit_ids(cli, "deploy", env=NOW)) == {"new0000000000001", "en00000000000001"}
+    stale = cli.ok("search", "deploy", "--include-stale", "--json", env=NOW).json()
+    assert {h["id"] for h in stale} >= {"old0000000000001", "exp0000000000001",
+                                        "new0000000000001"}
+    assert {h["status"] for h in stale if h["path"].startswith("demo/archive/")} == {"archived"}
+
+
+def test_filters(cli: Cli, store: Path) -> None:
+    note(store, "rl00000000000001", "Postgres backups run nightly.", type="rule",
+         tags=["ops"], updated="2026-01-01T00:00:00Z")
+    assert hit_ids(cli, "postgres*", "--type", "rule") == ["rl00000000000001"]
+    assert hit_ids(cli, "postgres*", "--tag", "OPS") == ["rl00000000000001"]
+    assert "rl00000000000001" not in hit_ids(cli, "postgres*", "--since", "2026-06-01")
+    assert len(hit_ids(cli, "postgres*", "--limit", "1")) == 1
+
+
+def test_importance_and_recency_rank(cli: Cli, store: Path) -> None:
+    body = "Rotate the signing keys every quarter."
+    note(store, "lo00000000000001", body, importance=2)
+    note(store, "hi00000000000001", body, importance=9)
+    note(store, "ol00000000000001", body, importance=9, updated="2026-06-01T00:00:00Z")
+    assert hit_ids(cli, "signing keys", env=NOW) == [
+        "hi00000000000001", "ol00000000000001", "lo00000000000001"]
+    explained = cli.ok("search", "signing", "--explain", "--json", env=NOW).json()
+    factors = {h["id"]: h["explain"] for h in explained}
+    assert factors["hi00000000000001"]["importance_factor"] == 1.4
+    assert factors["ol00000000000001"]["recency_factor"] < factors["hi00000000000001"][
+        "recency_factor"]
+    assert all(h["explain"]["bm25"] > 0 for h in explained)
+
+
+def test_a_correction_ranks_ahead_of_what_it_corrects(cli: Cli, store: Path) -> None:
+    note(store, "wr00000000000001", "The staging database port is 5432, port 5432, port.",
+         importance=9)
+    note(store, "co00000000000001", "Wrong: staging uses 6432 (pgbouncer).",
+         type="correction", corrects="wr00000000000001", importance=3)
+    hits = cli.ok("search", "port", "--json", "--explain").json()
+    order = [h["id"] for h in hits]
+    assert order.index("co00000000000001") < order.index("wr00000000000001")
+    assert hits[0]["explain"]["placed_ahead_of"] == ["wr00000000000001"]
+
+
+def test_fuzzy_fallback_when_nothing_matches(cli: Cli, store: Path) -> None:
+    result = cli.ok("search", "postgress", "--json")
+    hits = result.json()
+    assert hits and hits[0]["id"] == "pg00000000000001" and hits[0]["fuzzy"] is True
+    assert hit_ids(cli, "qqqqzzzz") == []
+    human = cli.ok("search", "kysley")
+    assert "close" in human.stderr and "pg00000000000001" in human.stdout
+
+
+def test_search_records_access_counters(cli: Cli, store: Path) -> None:
+    cli.ok("search", "kysely", env=NOW)
+    cli.ok("search", "kysely", "--json", env=NOW)
+    shown = cli.ok("show", "pg00000000000001", "--json").json()
+    assert shown["access_count"] == 2 and shown["last_accessed"].startswith("2026-11-30T12:00")
+
+
+def test_human_output_and_no_matches(cli: Cli, store: Path) -> None:
+    result = cli.ok("search", "kysely", "--explain")
+    assert "pg00000000000001" in result.stdout and "bm25" in result.stdout
+    nothing = cli.ok("search", "zzzzqqqq")
+    assert nothing.stdout == "" and "no matches" in nothing.stderr
+
+
+def test_unparsable_file_is_named_on_stderr(cli: Cli, store: Path) -> None:
+    (store / "demo/notes/bad.md").write_text("---\ntags: [x\n---\nbody\n")
+    result = cli.ok("search", "kysely")
+    assert re.search(r"warning: demo/notes/bad\.md:\d+: ", result.stderr)
+
+
+def test_reindex_rebuilds_with_a_summary(cli: Cli, store: Path) -> None:
+    report = cli.ok("reindex", "--json").json()
+    assert report["note"] == 6 and report["errors"] == []
+    (store / "demo/notes/bad.md").write_text("---\ntags: [x\n---\nbody\n")
+    result = cli.ok("reindex")
+    assert "indexed 6 notes" in result.stderr and "demo/notes/bad.md" in result.stderr
+    assert hit_ids(cli, "kysely") == ["pg00000000000001"]
+
+
+def test_installed_memctl_end_to_end(store: Path) -> None:
+    result = run_memctl("search", "连接池", "--json", store=store, project="demo")
+    assert result.exit_code == 0, result.stderr
+    assert {h["id"] for h in result.json()} == {"zh00000000000001", "mx00000000000001"}
+    (store / "demo/notes/fact/zh00000000000001.md").unlink()
+    again = run_memctl("search", "连接池", "--json", store=store, project="demo")
+    assert [h["id"] for h in again.json()] == ["mx00000000000001"]
+    bad = run_memctl("search", "", store=store, project="demo")
+    assert bad.exit_code == 2 and bad.stderr.startswith("error:")
+    rebuilt = run_memctl("reindex", store=store, project="demo")
+    assert rebuilt.exit_code == 0 and rebuilt.stdout == ""
+
+
+# --- property: search agrees with a brute-force scan of the files --------------------------
+
+WORDS = ["alpha", "bravo", "delta", "kilo", "lima", "tango", "zulu", "oscar"]
+HANZI = list("数据库连接池缓存")
+PROJECTS = ["demo", "global", "other"]
+# What FTS5 sees: lowercase words and single CJK characters (the words above are their own
+# Porter stems); a query matches a run of consecutive tokens, whatever separates them.
+_TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
+
+
+def _body(draw_words: list[str]) -> str:
+    return " ".join(draw_words)
+
+
+note_st = st.tuples(
+    st.sampled_from(PROJECTS),
+    st.lists(st.sampled_from(WORDS + HANZI + ["".join(HANZI[:3]), "alpha数据"]), min_size=1,
+             max_size=6),
+    st.lists(st.sampled_from(WORDS), max_size=2),
+)
+edit_st = st.tuples(st.sampled_from(["edit", "delete", "move", "add"]), st.integers(0, 20), note_st)
+
+
+def _matches(text: str, tags: list[str], query: str) -> bool:
+    tokens, wanted = _TOKEN.findall(text.lower()), _TOKEN.findall(query)
+    size = len(wanted)
+    found = any(tokens[i:i + size] == wanted for i in range(len(tokens) - size + 1))
+    return found or query in tags
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(note_st, min_size=1, max_size=6), st.lists(edit_st, max_size=6))
+def test_search_equals_a_brute_force_scan(tmp_path_factory: pytest.TempPathFactory,
+                                          notes: list, edits: list) -> None:
+    root = tmp_path_factory.mktemp("prop")
+    (root / "memctl.toml").write_text("")
+    live: dict[str, tuple[Path, str, str, list[str]]] = {}
+    counter = 0
+
+    def put(spec: tuple, path: Path | None = None, note_id: str | None = None) -> None:
+        nonlocal counter
+        project, words, tags = spec
+        counter += 1
+        note_id = note_id or f"n{counter:015d}"
+        if path is None or not path.parent.name:
+            path = root / project / "notes" / f"{note_id}.md"
+        project = path.relative_to(root).parts[0]
+        text = _body(words)
+        write(root, path.relative_to(root).as_posix(), text, id=note_id, project=project,
+              tags=tags)
+        live[note_id] = (path, project, text, tags)
+
+    for spec in notes:
+        put(spec)
+    check(root, live)
+    for action, pick, spec in edits:
+        keys = sorted(live)
+        if action == "add" or not keys:
+            put(spec)
+        else:
+            note_id = keys[pick % len(keys)]
+            path, project, _, _ = live[note_id]
+            if action == "edit":
+                put((project, spec[1], spec[2]), path, note_id)
+            elif action == "delete":
+                path.unlink()
+                del live[note_id]
+            else:
+                target = root / spec[0] / "moved" / f"{note_id}.md"
+                if target.exists():
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(path, target)
+                put((spec[0], live[note_id][2].split(), live[note_id][3]), target, note_id)
+        check(root, live)
+
+
+def check(root: Path, live: dict) -> None:
+    for query in WORDS[:4] + ["数据", "缓存", "连接池"]:
+        expected = {note_id for note_id, (_, project, text, tags) in live.items()
+                    if project in ("demo", "global") and _matches(text, tags, query)}
+        hits = [h for h in search(root, query, project="demo", limit=100) if not h.fuzzy]
+        assert {h.id for h in hits} == expected, query
+        assert len(hits) == len(expected)  # no duplicates, no phantoms

@@ -1,0 +1,140 @@
+"""Near-duplicates and contradiction candidates: what `add` merges, and what it only reports."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.similarity import candidates, compare, normalize, score, similar_pairs
+
+DUPLICATES = [
+    ("The blog backend uses PostgreSQL 16; no ORM.",
+     "the blog backend uses PostgreSQL 16, no ORM"),
+    ("User prefers tabs over spaces in Python code",
+     "The user prefers tabs over spaces in python code."),
+    ("The API server listens on port 8080 in dev", "In dev the API server listens on port 8080"),
+    ("Don't commit directly to main", "Do not commit directly to main"),
+    ("Always run the tests with pytest -q before pushing.",
+     "Always run tests with pytest -q before you push."),
+    ("数据库使用 PostgreSQL 16，不用 ORM。", "数据库使用PostgreSQL 16, 不用ORM"),
+    ("以后都用中文回复用户的问题", "以后都用中文回复用户问题"),
+    ("记住：提交前先运行测试", "记住，提交之前先运行测试"),
+    ("我们的项目使用 pnpm 管理依赖", "项目使用 pnpm 管理依赖"),
+]
+
+# Similar wording, different meaning: never merged, reported as possible contradictions.
+CONTRADICTIONS = [
+    ("use port 5432", "use port 5433", "number"),
+    ("The blog backend uses MySQL", "The blog backend uses PostgreSQL", "value"),
+    ("Always use tabs for indentation", "Never use tabs for indentation", "negation"),
+    ("Caching is enabled in production", "Caching is disabled in production", "antonym"),
+    ("When deploying to production, always run database migrations first",
+     "When deploying to production, always run database migrations last", "antonym"),
+    ("数据库连接池大小设为 20", "数据库连接池大小设为 50", "number"),
+    ("部署前需要运行集成测试", "部署前不需要运行集成测试", "negation"),
+    ("使用 Redis 做缓存", "使用 Memcached 做缓存", "value"),
+    ("数据库用 MySQL", "数据库改用 PostgreSQL", "value"),
+]
+
+UNRELATED = [
+    ("Use port 5432 for the database", "Redis cache runs on the default port"),
+    ("The user likes dark mode in the editor", "Builds run on GitHub Actions with Ubuntu"),
+    ("使用 Redis 做缓存", "使用 Kafka 做消息队列"),
+    ("前端使用 React 18", "后端使用 Go 1.22"),
+    ("Use port 5432", "Use port 5432 for the dev database and 5433 for the test database"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), DUPLICATES)
+def test_near_duplicates_merge_in_english_and_chinese(a: str, b: str) -> None:
+    verdict = compare(a, b)
+    assert verdict.duplicate, verdict
+    assert compare(b, a).duplicate
+
+
+@pytest.mark.parametrize(("a", "b", "reason"), CONTRADICTIONS)
+def test_similar_but_different_is_reported_not_merged(a: str, b: str, reason: str) -> None:
+    verdict = compare(a, b)
+    assert not verdict.duplicate
+    assert verdict.similar
+    assert reason in verdict.reasons
+
+
+@pytest.mark.parametrize(("a", "b"), UNRELATED)
+def test_unrelated_notes_are_neither(a: str, b: str) -> None:
+    verdict = compare(a, b)
+    assert not verdict.duplicate and not verdict.similar
+
+
+def test_port_5432_and_5433_are_similar_not_merged() -> None:
+    verdict = compare("use port 5432", "use port 5433")
+    assert verdict.score >= 90  # nearly the same characters …
+    assert not verdict.duplicate  # … but a different value
+    assert verdict.similar
+
+
+def test_normalisation_folds_width_case_punctuation_and_spacing() -> None:
+    assert normalize("ＰｏｓｔｇｒｅＳＱＬ１６！") == normalize("postgresql16")
+    assert normalize("数据库使用PostgreSQL 16") == normalize("数据库使用 PostgreSQL 16。")
+    assert normalize("See [the docs](https://example.com/x) **now**") == "see the docs now"
+    assert normalize("can’t") == normalize("cannot") == "can not"
+
+
+def test_thresholds_are_respected() -> None:
+    a, b = "use port 5432", "use port 5433"
+    assert not compare(a, b, similar_threshold=99).similar
+    strict = compare("Deploy on Fridays", "deploy on fridays!", duplicate_threshold=100)
+    assert strict.duplicate
+
+
+def test_candidates_rank_best_first() -> None:
+    others = [
+        ("a", "Redis cache runs on the default port"),
+        ("b", "the blog backend uses postgresql 16"),
+        ("c", "The blog backend uses PostgreSQL 15"),
+    ]
+    found = candidates("The blog backend uses PostgreSQL 16", others, threshold=70)
+    assert [key for key, _ in found] == ["b", "c"]
+    assert found[0][1] == 100
+
+
+def test_similar_pairs_finds_each_pair_once() -> None:
+    items = [("1", "use port 5432"), ("2", "Deploys need approval"), ("3", "use port 5433")]
+    pairs = similar_pairs(items, threshold=70)
+    assert [(a, b) for a, b, _ in pairs] == [("1", "3")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80), st.text(max_size=80))
+def test_score_is_symmetric_bounded_and_total(a: str, b: str) -> None:
+    value = score(a, b)
+    assert 0 <= value <= 100
+    assert value == pytest.approx(score(b, a))
+    compare(a, b)  # never raises, whatever the text
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(min_size=1, max_size=80))
+def test_a_text_is_a_duplicate_of_itself(text: str) -> None:
+    verdict = compare(text, text)
+    assert verdict.score == 100
+    assert verdict.duplicate
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(
+    ["use port 5432", "use port 5433", "Use port 5432 for the dev db", "使用 Redis 做缓存",
+     "使用 Memcached 做缓存", "deploy on fridays", "never deploy on fridays", "a", "",
+     "The blog backend uses PostgreSQL 16", "blog backend uses postgresql 16!"]),
+    max_size=12))
+def test_similar_pairs_finds_exactly_what_comparing_every_pair_finds(texts: list[str]) -> None:
+    items = [(str(i), text) for i, text in enumerate(texts)]
+    brute = {
+        (str(i), str(j))
+        for i in range(len(texts)) for j in range(i + 1, len(texts))
+        if normalize(texts[i]) and normalize(texts[j]) and score(texts[i], texts[j]) >= 70
+    }
+    found = {(min(a, b, key=int), max(a, b, key=int)) for a, b, _ in similar_pairs(items,
+                                                                                    threshold=70)}
+    assert found == brute

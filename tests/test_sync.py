@@ -1,0 +1,344 @@
+"""`memctl sync` through a real bare git remote: first sync, three machines converging with
+no markers and nothing lost, a rejected push retried, git's own pull through the merge
+driver, `memctl log`, and failures that leave no half-merge."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Cli, git, tree_snapshot
+
+from memctl.counters import record_access
+
+T = ["2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z", "2026-11-30T11:00:00.000Z",
+     "2026-11-30T12:00:00.000Z", "2026-11-30T13:00:00.000Z", "2026-11-30T14:00:00.000Z"]
+EDITOR = """import os, sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+head, sep, _ = text.partition("\\n---\\n")
+open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
+"""
+
+
+@pytest.fixture
+def remote(tmp_path) -> str:
+    path = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
+    return str(path)
+
+
+def machine(tmp_path: Path, name: str, remote: str | None = None) -> Cli:
+    root = tmp_path / name
+    cli = Cli(root)
+    if remote:
+        cli.ok("init", str(root), "--clone", remote)
+    else:
+        cli.ok("init", str(root))
+    return cli
+
+
+def edit(cli: Cli, note_id: str, body: str, now: str) -> None:
+    script = cli.store.parent / "editor.py"
+    script.write_text(EDITOR)
+    cli.ok("edit", note_id, env={"EDITOR": f"{sys.executable} {script}", "NEW_BODY": body,
+                                 "MEMCTL_NOW": now})
+
+
+def add(cli: Cli, text: str, now: str) -> str:
+    return cli.ok("add", text, "--json", "--force", env={"MEMCTL_NOW": now}).json()["id"]
+
+
+def body_of(cli: Cli, note_id: str) -> str:
+    return cli.ok("show", note_id, "--json").json()["body"].strip()
+
+
+def memory_files(root: Path) -> dict[str, bytes]:
+    return {p: d for p, d in tree_snapshot(root).items() if not p.startswith(".counters/")}
+
+
+def no_markers(root: Path) -> None:
+    for path, data in tree_snapshot(root).items():
+        assert b"<<<<<<<" not in data and b">>>>>>>" not in data, f"conflict markers in {path}"
+
+
+def test_first_sync_to_an_empty_remote_then_clone(tmp_path, remote):
+    laptop = machine(tmp_path, "laptop")
+    note = add(laptop, "Sync works from the first try", T[0])
+    record_access(laptop.store, [note])  # as `recall` does
+    report = laptop.ok("sync", "--remote", remote, "--json").json()
+    assert report["pushed"] is True
+    desktop = machine(tmp_path, "desktop", remote)
+    assert body_of(desktop, note) == "Sync works from the first try"
+    assert desktop.ok("show", note, "--json").json()["access_count"] == 1, "counters travel"
+    record_access(desktop.store, [note])
+    assert desktop.ok("sync", "--json").json()["pushed"] is True
+    laptop.ok("sync")
+    counts = {cli.ok("show", note, "--json").json()["access_count"] for cli in (laptop, desktop)}
+    assert counts == {2}, "each access counted once on every machine"
+    assert laptop("sync", "--remote", str(tmp_path / "elsewhere.git")).exit_code == 1
+
+
+def test_clone_of_an_empty_remote_starts_a_store(tmp_path, remote):
+    first = machine(tmp_path, "first", remote)
+    assert (first.store / "memctl.toml").is_file()
+    note = add(first, "Started from an empty remote", T[0])
+    first.ok("sync")
+    second = machine(tmp_path, "second", remote)
+    assert body_of(second, note) == "Started from an empty remote"
+
+
+def test_sync_without_a_remote_is_an_error(tmp_path):
+    lonely = machine(tmp_path, "lonely")
+    result = lonely("sync")
+    assert result.exit_code == 1 and "--remote" in result.stderr
+
+
+def test_three_machines_converge_without_markers_or_losses(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    shared = add(a, "The API rate limit is 100 requests per minute", T[0])
+    doomed = add(a, "A note that machine b will forget", T[0])
+    a.ok("project", "add", "decisions", "REST, not GraphQL", env={"MEMCTL_NOW": T[0]})
+    a.ok("sync", "--remote", remote)
+    b, c = machine(tmp_path, "b", remote), machine(tmp_path, "c", remote)
+
+    edit(a, shared, "The API rate limit is 200 requests per minute", T[1])
+    edit(b, shared, "The API rate limit is 500 requests per minute", T[3])  # the newest
+    edit(c, shared, "The API rate limit is 50 requests per minute", T[2])
+    a.ok("project", "add", "progress", "auth done (a)", env={"MEMCTL_NOW": T[1]})
+    b.ok("project", "add", "progress", "billing done (b)", env={"MEMCTL_NOW": T[4]})
+    c.ok("project", "add", "lessons", "cache warmups matter (c)", env={"MEMCTL_NOW": T[2]})
+    b.ok("forget", doomed, env={"MEMCTL_NOW": T[2]})
+    own = {name: add(cli, f"Only machine {name} wrote this", T[1]) for name, cli in zip("abc", (a, b, c), strict=True)}
+    edit(c, doomed, "Machine c edited this before the deletion", T[1])
+
+    for cli in (a, b, c, a, b, c):
+        cli.ok("sync")
+    trees = [memory_files(cli.store) for cli in (a, b, c)]
+    assert trees[0] == trees[1] == trees[2], "the machines did not converge"
+    for cli in (a, b, c):
+        no_markers(cli.store)
+        assert body_of(cli, shared) == "The API rate limit is 500 requests per minute"
+        assert cli("show", doomed).exit_code == 1, "a deletion newer than an edit wins"
+        for note_id in own.values():
+            assert cli("show", note_id).exit_code == 0
+    kept = b"".join(d for p, d in trees[0].items() if p.startswith(".conflicts/"))
+    for lost in (b"200 requests", b"50 requests", b"Machine c edited this"):
+        assert lost in kept, f"{lost!r} was lost instead of kept as a conflict copy"
+    # MEMORY.md carries no time stamp: git's commit times order its versions; one wins whole,
+    # the others are kept as conflict copies
+    memory = trees[0]["demo/MEMORY.md"]
+    for item in (b"auth done (a)", b"billing done (b)", b"cache warmups matter (c)"):
+        assert item in memory + kept, f"{item!r} was lost"
+    assert sum(item in memory for item in (b"(a)", b"(b)", b"(c)")) == 1
+    assert len(a.ok("conflicts", "--json").json()) >= 5
+    history = git(a.store, "log", "--format=%H", "origin/master" if _branch(a) == "master" else "HEAD")
+    assert history, "the remote history is intact"
+
+
+def _branch(cli: Cli) -> str:
+    return git(cli.store, "symbolic-ref", "--short", "HEAD").strip()
+
+
+def test_a_rejected_push_is_retried_after_merging_again(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    add(a, "Base note", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    theirs = add(b, "Pushed by b while a was syncing", T[1])
+    b.ok("sync", "--no-push")
+    mine = add(a, "Written on a", T[2])
+    branch = _branch(a)
+    hook = a.store / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"""#!/bin/sh
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
+if [ ! -f "{tmp_path}/raced" ]; then
+  touch "{tmp_path}/raced"
+  git -C "{b.store}" push -q origin HEAD:refs/heads/{branch}
+fi
+exit 0
+""")
+    hook.chmod(0o755)
+    old_head = git(a.store, "rev-parse", "HEAD").strip()
+    report = a.ok("sync", "--json").json()
+    assert report["pushed"] and report["attempts"] == 2
+    assert body_of(a, theirs) == "Pushed by b while a was syncing"
+    remote_head = git(Path(remote), "rev-parse", branch).strip()
+    assert git(a.store, "rev-parse", "HEAD").strip() == remote_head
+    subprocess.run(["git", "-C", remote, "merge-base", "--is-ancestor", old_head, remote_head], check=True)
+    b.ok("sync")
+    assert body_of(b, mine) == "Written on a"
+
+
+def test_git_pull_by_hand_uses_the_merge_driver(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    note = add(a, "The default branch is main", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    edit(a, note, "The default branch is trunk", T[2])
+    a.ok("sync")
+    edit(b, note, "The default branch is develop", T[1])
+    pulled = subprocess.run(["git", "-C", str(b.store), "pull", "-q", "--no-rebase", "--no-edit",
+                             "origin", _branch(b)], capture_output=True, text=True,
+                            env=dict(os.environ, GIT_MERGE_AUTOEDIT="no"))
+    assert pulled.returncode == 0, pulled.stderr
+    no_markers(b.store)
+    assert body_of(b, note) == "The default branch is trunk"
+    copies = list((b.store / ".conflicts").rglob("*.md"))
+    assert copies and "develop" in copies[0].read_text()
+
+
+def test_sync_stamps_and_commits_a_hand_edit(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    note = add(a, "Hand edits travel too", T[0])
+    path = a.store / a.ok("show", note, "--json").json()["path"]
+    path.write_text(path.read_text().replace("travel too", "travel too, edited in vim"))
+    a.ok("sync", "--remote", remote)
+    assert git(a.store, "status", "--porcelain") == ""
+    shown = a.ok("show", note, "--json").json()
+    assert shown["updated"] > T[0]
+    b = machine(tmp_path, "b", remote)
+    assert body_of(b, note) == "Hand edits travel too, edited in vim"
+
+
+def test_a_failing_remote_leaves_no_half_merge(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    add(a, "Safe and sound", T[0])
+    a.ok("sync", "--remote", remote)
+    os.rename(remote, remote + ".gone")
+    add(a, "Written while offline", T[1])
+    result = a("sync")
+    assert result.exit_code == 1 and result.stderr.startswith("error:")
+    assert not (a.store / ".git" / "MERGE_HEAD").exists()
+    assert git(a.store, "status", "--porcelain") == ""
+
+
+def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):
+    a = machine(tmp_path, "a")
+    note = add(a, "A note with a long life", T[0])
+    edit(a, note, "A note with a long life, edited", T[1])
+    a.ok("archive", env={"MEMCTL_NOW": "2027-12-01T00:00:00.000Z"})
+    assert "/archive/" in a.ok("show", note, "--json").json()["path"]
+    a.ok("forget", note, env={"MEMCTL_NOW": "2027-12-02T00:00:00.000Z"})
+    rows = a.ok("log", note, "--json").json()
+    messages = [r["message"] for r in rows]
+    assert messages[0].startswith("forget") and messages[-1].startswith("add")
+    assert any(m.startswith("edit") for m in messages) and len(rows) >= 4
+    assert all(set(r) == {"commit", "time", "message"} for r in rows)
+    assert [r["time"] for r in rows] == sorted((r["time"] for r in rows), reverse=True)
+    assert a("log", "0000000000000000").exit_code == 1
+
+
+# --- the state machine on real stores (slow: every step is a real command) --------------------
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule  # noqa: E402
+
+
+class RealStores(RuleBasedStateMachine):
+    """Random adds, edits and forgets on two real stores, moved by `sync` through a bare
+    remote and by zip export/import in random orders: they converge, nothing deleted comes
+    back older than its deletion, and the newest text of every note survives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import tempfile
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="memctl-sm-"))
+        self.remote = str(self.tmp / "remote.git")
+        subprocess.run(["git", "init", "-q", "--bare", self.remote], check=True)
+        self.clock = 0
+        self.newest: dict[str, tuple[int, str | None]] = {}  # id -> (time, text or None if deleted)
+
+    def _now(self) -> str:
+        self.clock += 1
+        return f"2026-11-30T10:{self.clock // 60:02d}:{self.clock % 60:02d}.000Z"
+
+    @initialize()
+    def start(self):
+        self.machines = [machine(self.tmp, "m0")]
+        self.machines[0].ok("sync", "--remote", self.remote)
+        self.machines.append(machine(self.tmp, "m1", self.remote))
+
+    @rule(m=st.integers(0, 1))
+    def add_note(self, m):
+        text = f"Fact number {self.clock} written on m{m}"
+        note_id = add(self.machines[m], text, self._now())
+        self.newest[note_id] = (self.clock, text)
+
+    def _live(self, m: int) -> list[str]:
+        return sorted(n["id"] for n in self.machines[m].ok("list", "--json").json())
+
+    @rule(m=st.integers(0, 1), pick=st.integers(0, 99))
+    def edit_note(self, m, pick):
+        live = self._live(m)
+        if live:
+            note_id = live[pick % len(live)]
+            text = f"Edit {self.clock} of {note_id[-4:]} on m{m}"
+            edit(self.machines[m], note_id, text, self._now())
+            self.newest[note_id] = max(self.newest[note_id], (self.clock, text))
+
+    @rule(m=st.integers(0, 1), pick=st.integers(0, 99))
+    def hand_edit(self, m, pick):
+        from memctl.clock import parse_time
+
+        live = self._live(m)
+        if live:
+            note_id = live[pick % len(live)]
+            cli = self.machines[m]
+            path = cli.store / cli.ok("show", note_id, "--json").json()["path"]
+            text = f"Hand edit {self.clock} of {note_id[-4:]} on m{m}"
+            head, sep, _ = path.read_text().partition("\n---\n")
+            path.write_text(head + sep + text + "\n")
+            moment = parse_time(self._now()).timestamp()
+            os.utime(path, (moment, moment))
+            self.newest[note_id] = max(self.newest[note_id], (self.clock, text))
+
+    @rule(m=st.integers(0, 1), pick=st.integers(0, 99))
+    def forget_note(self, m, pick):
+        live = self._live(m)
+        if live:
+            note_id = live[pick % len(live)]
+            self.machines[m].ok("forget", note_id, env={"MEMCTL_NOW": self._now()})
+            self.newest[note_id] = max(self.newest[note_id], (self.clock, None))
+
+    @rule(m=st.integers(0, 1))
+    def sync(self, m):
+        self.machines[m].ok("sync")
+
+    @rule(src=st.integers(0, 1))
+    def carry_zip(self, src):
+        archive = self.tmp / "carry.zip"
+        self.machines[src].ok("export", str(archive))
+        self.machines[1 - src].ok("import", str(archive))
+
+    def teardown(self):
+        if getattr(self, "machines", None):
+            for cli in self.machines * 2:
+                cli.ok("sync")
+            first, second = (memory_files(cli.store) for cli in self.machines)
+            assert first == second, "the stores did not converge"
+            for cli in self.machines:
+                no_markers(cli.store)
+                live = set(self._live(self.machines.index(cli)))
+                for note_id, (_when, text) in self.newest.items():
+                    if text is None:
+                        assert note_id not in live, f"{note_id} came back after its deletion"
+                    else:
+                        assert body_of(cli, note_id) == text, f"{note_id} lost its newest text"
+        import shutil
+
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_real_stores_state_machine():
+    from hypothesis.stateful import run_state_machine_as_test
+
+    run_state_machine_as_test(RealStores, settings=settings(
+        max_examples=int(os.environ.get("MEMCTL_SM_EXAMPLES", "8")), stateful_step_count=12, deadline=None,
+        suppress_health_check=list(HealthCheck)))

@@ -1,0 +1,466 @@
+"""`memctl watch`: the coalescer's promises (pure), then the real watcher as a subprocess on
+real files: editor saves, deletes, moves, a branch checkout, an unzip of unchanged files,
+shutdown, one watcher per store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git, memctl_executable, run_memctl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.watchevents import Coalescer, interpret, relative
+from memctl.watchstate import WatcherRunning, WatchLock, read_status, watcher_is_live
+
+# --- the coalescer (pure) ------------------------------------------------------------------
+
+
+def test_a_burst_becomes_one_batch_after_the_quiet_window() -> None:
+    c = Coalescer(quiet=0.05, max_delay=1.0)
+    for i in range(100):
+        c.add_path(f"p/notes/n{i % 7}.md", now=i * 0.001)
+    assert c.take(0.1 - 0.05) is None  # 0.05 s after the first event, 0.001 s after the last
+    batch = c.take(0.099 + 0.05)
+    assert batch is not None and batch.paths == {f"p/notes/n{i}.md" for i in range(7)}
+    assert batch.events == 100
+    assert c.take(10.0) is None  # nothing left
+
+
+def test_a_never_ending_storm_is_still_applied_at_the_upper_bound() -> None:
+    c = Coalescer(quiet=0.05, max_delay=1.0)
+    now = 0.0
+    taken = []
+    while now < 3.0:
+        c.add_path("p/a.md", now)
+        batch = c.take(now)
+        if batch:
+            taken.append(now)
+        now += 0.01
+    assert len(taken) >= 2 and taken[0] <= 1.0 + 1e-9
+
+
+def test_git_holding_its_index_lock_keeps_the_batch_back_up_to_a_bound() -> None:
+    c = Coalescer(quiet=0.05, max_delay=1.0, hold_max=3.0)
+    c.add_path("p/a.md", 0.0)
+    assert c.take(0.5, hold=True) is None
+    assert c.take(2.9, hold=True) is None
+    assert c.take(3.0, hold=True) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 0.3), st.integers(0, 20), st.booleans()), max_size=60))
+def test_no_change_is_ever_lost_or_applied_early(steps: list[tuple[float, int, bool]]) -> None:
+    """Every path handed in comes out in a batch; no batch leaves before its quiet window
+    (or upper bound) has passed."""
+    c = Coalescer(quiet=0.05, max_delay=1.0)
+    now, seen, out = 0.0, set(), set()
+    first = last = None
+    for gap, n, try_take in steps:
+        now += gap
+        if try_take:
+            batch = c.take(now)
+            if batch is not None:
+                assert first is not None and last is not None
+                assert now >= min(last + 0.05, first + 1.0)
+                out |= batch.paths
+                first = last = None
+        path = f"p/n{n}.md"
+        c.add_path(path, now)
+        seen.add(path)
+        first = now if first is None else first
+        last = now
+    final = c.take(now + 2.0)
+    if final is not None:
+        out |= final.paths
+    assert out == seen
+
+
+def _feed(event: str, is_dir: bool, src: str | None, dest: str | None = None) -> Coalescer:
+    from memctl.watcher import Watcher
+
+    c = Coalescer()
+    interpret(event, is_dir, src, dest, Watcher.is_memory, Watcher.is_watched_top, c, 0.0)
+    return c
+
+
+def test_reads_and_editor_debris_start_no_batch() -> None:
+    assert _feed("opened", False, "p/a.md").take(5.0) is None
+    assert _feed("closed_no_write", False, "p/a.md").take(5.0) is None
+    assert _feed("created", False, "p/notes/.a.md.swp").take(5.0) is None
+    assert _feed("deleted", False, "p/notes/a.md~").take(5.0) is None
+    assert _feed("closed", False, "memctl.toml").take(5.0) is None
+
+
+def test_saves_and_moves_name_the_memory_paths() -> None:
+    batch = _feed("moved", False, "p/notes/.a.md.tmp", "p/notes/a.md").take(5.0)
+    assert batch is not None and batch.paths == {"p/notes/a.md"}
+    batch = _feed("moved", False, "p/notes/a.md", "p/notes/a.md~").take(5.0)  # vim's backup
+    assert batch is not None and batch.paths == {"p/notes/a.md"}
+
+
+def test_folders_that_appear_vanish_or_leave_the_tree() -> None:
+    batch = _feed("created", True, "newproj").take(5.0)
+    assert batch is not None and batch.new_tops == {"newproj"} and not batch.full
+    batch = _feed("deleted", True, "p/notes/fact").take(5.0)  # moved out: no per-file events
+    assert batch is not None and batch.paths == {"p/notes/fact"}  # refresh walks the folder
+    batch = _feed("moved", True, "p", "q").take(5.0)  # a project renamed
+    assert batch is not None and batch.gone_tops == {"p"} and batch.new_tops == {"q"}
+    batch = _feed("moved", False, None, "q/notes/a.md").take(0.1)  # half a move: wait for the rest
+    assert batch is None
+    assert _feed("created", True, ".git").take(5.0) is None
+    assert _feed("created", True, ".memctl").take(5.0) is None
+
+
+def test_relative_paths() -> None:
+    assert relative("/s/store", "/s/store/p/a.md") == "p/a.md"
+    assert relative("/s/store", "/s/store") is None
+    assert relative("/s/store", "/s/store2/p/a.md") is None
+
+
+# --- heartbeat and lock (other processes' view) -----------------------------------------------
+
+
+def test_one_lock_per_store_and_no_heartbeat_means_no_watcher(tmp_path: Path) -> None:
+    assert not watcher_is_live(tmp_path) and read_status(tmp_path) is None
+    with WatchLock(tmp_path):
+        with pytest.raises(WatcherRunning, match="already runs"):
+            WatchLock(tmp_path).acquire()
+    WatchLock(tmp_path).acquire()  # free again
+
+
+def test_a_stale_or_dead_heartbeat_is_not_live(tmp_path: Path) -> None:
+    state = tmp_path / ".memctl"
+    state.mkdir()
+    import socket
+
+    beat = {"pid": os.getpid(), "host": socket.gethostname(), "state": "ready",
+            "started": time.time(), "heartbeat": time.time()}
+    (state / "watch.json").write_text(json.dumps(beat))
+    assert watcher_is_live(tmp_path)
+    (state / "watch.json").write_text(json.dumps({**beat, "heartbeat": time.time() - 60}))
+    assert not watcher_is_live(tmp_path)
+    (state / "watch.json").write_text(json.dumps({**beat, "state": "starting"}))
+    assert not watcher_is_live(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (state / "watch.json").write_text(json.dumps({**beat, "pid": dead.pid}))
+    assert not watcher_is_live(tmp_path)
+    (state / "watch.json").write_text("{half a fi")
+    assert not watcher_is_live(tmp_path)
+
+
+# --- the real watcher, a subprocess on real files ----------------------------------------------
+
+DEADLINE = 15.0  # generous: the suite may share two cores with others
+
+
+def note_text(note_id: str, body: str, note_type: str = "fact") -> str:
+    return (f"---\nid: {note_id}\ntype: {note_type}\nimportance: 5\n"
+            f"created: 2026-11-01T10:00:00.000Z\nupdated: 2026-11-01T10:00:00.000Z\n---\n{body}\n")
+
+
+def nid(i: int) -> str:
+    return f"01testnote{i:06d}"
+
+
+class WatchProcess:
+    """`memctl watch --json` as a subprocess; its JSON lines are collected as they come."""
+
+    def __init__(self, store: Path, *extra: str) -> None:
+        env = {**os.environ, "MEMCTL_STORE": str(store)}
+        self.proc = subprocess.Popen([memctl_executable(), "watch", "--json", *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env)
+        self.lines: list[dict] = []
+        self.stderr: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            self.lines.append(json.loads(line))
+
+    def _read_err(self) -> None:
+        for line in self.proc.stderr:  # type: ignore[union-attr]
+            self.stderr.append(line)
+
+    def wait_for(self, predicate, what: str, timeout: float = DEADLINE):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what}; lines={self.lines[-5:]} "
+                             f"stderr={''.join(self.stderr)[-2000:]}")
+
+    def ready(self) -> WatchProcess:
+        self.wait_for(lambda: any(e.get("event") == "ready" for e in self.lines), "ready")
+        return self
+
+    def batches(self, since: int = 0) -> list[dict]:
+        return [e for e in self.lines[since:] if e.get("event") == "batch"]
+
+    def mark(self) -> int:
+        return len(self.lines)
+
+    def settle(self, since: int, predicate, what: str) -> dict:
+        """Wait until the batches since `since` satisfy `predicate(totals)`; return the totals."""
+        def totals() -> dict | None:
+            found = self.batches(since)
+            total = {k: sum(b[k] for b in found) for k in ("added", "updated", "removed",
+                                                            "unchanged")}
+            total["batches"] = len(found)
+            return total if found and predicate(total) else None
+        return self.wait_for(totals, what)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def notes_store(store_path: Path) -> Path:
+    """A store with 20 committed notes in project `demo`."""
+    folder = store_path / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    for i in range(20):
+        (folder / f"n{i}.md").write_text(note_text(nid(i), f"original body {i} zebra{i}q"))
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "twenty notes")
+    return store_path
+
+
+@pytest.fixture
+def watcher(notes_store: Path):
+    proc = WatchProcess(notes_store).ready()
+    yield proc
+    proc.stop()
+
+
+def search_ids(store: Path, query: str) -> list[str]:
+    result = run_memctl("search", query, "--all-projects", "--json", store=store, project=None)
+    assert result.exit_code == 0, result.stderr
+    return [hit["id"] for hit in json.loads(result.stdout)]
+
+
+def test_saves_of_every_kind_reach_the_index(watcher: WatchProcess, notes_store: Path) -> None:
+    folder = notes_store / "demo" / "notes" / "fact"
+    written: dict[str, str] = {}
+
+    def save(name: str, text: str, how: str) -> None:
+        path = folder / name
+        if how == "in place":
+            with open(path, "w") as handle:
+                handle.write(text)
+        elif how == "rename":
+            tmp = folder / f".{name}.tmp123"
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        elif how == "vim":  # backupcopy=no: the note is renamed away, written anew, backup gone
+            os.rename(path, folder / f"{name}~")
+            path.write_text(text)
+            os.unlink(folder / f"{name}~")
+        written[name] = text
+
+    for i, how in enumerate(("in place", "rename", "vim")):
+        mark = watcher.mark()
+        save(f"n{i}.md", note_text(nid(i), f"saved {how} quokka{i}"), how)
+        totals = watcher.settle(mark, lambda t: t["updated"] >= 1, f"the {how} save")
+        assert totals["added"] == 0 and totals["removed"] == 0  # never vanished, same id
+    assert set(search_ids(notes_store, "quokka0 OR quokka1 OR quokka2")) == {nid(0), nid(1),
+                                                                          nid(2)}
+    assert nid(1) not in search_ids(notes_store, "zebra1q")  # the old text is gone
+    for name, text in written.items():  # the watcher never touched a byte
+        assert (folder / name).read_text() == text
+
+
+def test_real_vim_save(watcher: WatchProcess, notes_store: Path) -> None:
+    import shutil
+
+    if shutil.which("vim") is None:
+        pytest.skip("vim is not installed")
+    path = notes_store / "demo" / "notes" / "fact" / "n5.md"
+    mark = watcher.mark()
+    subprocess.run(["vim", "-Es", "-u", "NONE", "-i", "NONE", "-c",
+                    "set nobackup writebackup backupcopy=no", "-c", "%s/zebra5q/wombat5/",
+                    "-c", "wq", str(path)], check=True, timeout=20, stdin=subprocess.DEVNULL)
+    totals = watcher.settle(mark, lambda t: t["updated"] >= 1, "vim's save")
+    assert totals["removed"] == 0 and totals["added"] == 0
+    assert "wombat5" in path.read_text()
+
+
+def test_a_file_emptied_mid_save_keeps_its_last_entry(watcher: WatchProcess,
+                                                     notes_store: Path) -> None:
+    path = notes_store / "demo" / "notes" / "fact" / "n3.md"
+    mark = watcher.mark()
+    path.write_text("")  # VS Code truncates first; the rest comes later
+    watcher.wait_for(lambda: watcher.batches(mark), "a batch for the emptied file")
+    assert sum(b["removed"] for b in watcher.batches(mark)) == 0
+    assert search_ids(notes_store, "zebra3q")[:1] == [nid(3)]
+    mark = watcher.mark()
+    path.write_text(note_text(nid(3), "finished saving platypus"))
+    watcher.settle(mark, lambda t: t["updated"] >= 1, "the finished save")
+    assert search_ids(notes_store, "platypus") == [nid(3)]
+
+
+def test_delete_and_move_between_folders(watcher: WatchProcess, notes_store: Path) -> None:
+    folder = notes_store / "demo" / "notes"
+    mark = watcher.mark()
+    (folder / "fact" / "n7.md").unlink()
+    watcher.settle(mark, lambda t: t["removed"] >= 1, "the delete")
+    mark = watcher.mark()
+    (folder / "decision").mkdir()
+    os.rename(folder / "fact" / "n8.md", folder / "decision" / "n8.md")
+    totals = watcher.settle(mark, lambda t: t["updated"] >= 1, "the move")
+    assert totals["removed"] == 0 and totals["added"] == 0  # same id, new place
+    mark = watcher.mark()
+    (notes_store / "other").mkdir()  # a new project folder is watched as it appears ...
+    watcher.settle(mark, lambda t: True, "the new project folder")
+    mark = watcher.mark()
+    os.rename(folder / "fact" / "n9.md", notes_store / "other" / "n9.md")  # ... and a move there
+    totals = watcher.settle(mark, lambda t: t["updated"] >= 1, "the move to another project")
+    assert totals["removed"] == 0 and totals["added"] == 0
+    mark = watcher.mark()
+    outside = notes_store.parent / "elsewhere"  # a project folder arriving whole (cp -r, unzip)
+    (outside / "notes").mkdir(parents=True)
+    (outside / "notes" / "x.md").write_text(note_text(nid(900), "arrived whole"))
+    os.rename(outside, notes_store / "third")
+    watcher.settle(mark, lambda t: t["added"] >= 1, "the project folder moved in")
+    shown = run_memctl("show", nid(8), "--json", store=notes_store)
+    assert json.loads(shown.stdout)["path"] == "demo/notes/decision/n8.md"
+    assert nid(7) not in search_ids(notes_store, "zebra7q")
+    shown = run_memctl("show", nid(9), "--json", store=notes_store)
+    assert json.loads(shown.stdout)["path"] == "other/n9.md"
+
+
+def test_a_branch_checkout_is_one_pass_and_an_unzip_of_the_same_files_reindexes_nothing(
+        notes_store: Path, tmp_path: Path) -> None:
+    folder = notes_store / "demo" / "notes" / "fact"
+    git(notes_store, "checkout", "-qb", "other")
+    for i in range(200):
+        (folder / f"n{i}.md").write_text(note_text(nid(i), f"branch body {i} narwhal"))
+    git(notes_store, "add", "-A")
+    git(notes_store, "commit", "-qm", "200 notes on a branch")
+    git(notes_store, "checkout", "-q", "main" if "main" in git(notes_store, "branch") else "master")
+    proc = WatchProcess(notes_store).ready()
+    try:
+        mark = proc.mark()
+        git(notes_store, "checkout", "-q", "other")
+        totals = proc.settle(mark, lambda t: t["added"] + t["updated"] >= 200, "the checkout")
+        assert totals["batches"] == 1 and totals["added"] == 180 and totals["updated"] == 20
+        assert totals["removed"] == 0
+        assert len(search_ids(notes_store, "narwhal")) >= 20
+
+        archive = tmp_path / "backup.zip"
+        subprocess.run(["zip", "-qr", str(archive), "demo"], cwd=notes_store, check=True)
+        before = {p: p.read_bytes() for p in folder.iterdir()}
+        mark = proc.mark()
+        subprocess.run(["unzip", "-qo", str(archive)], cwd=notes_store, check=True)
+        totals = proc.settle(mark, lambda t: t["unchanged"] >= 200, "the unzip")
+        assert (totals["added"], totals["updated"], totals["removed"]) == (0, 0, 0)
+        assert {p: p.read_bytes() for p in folder.iterdir()} == before
+    finally:
+        proc.stop()
+
+
+def test_shutdown_on_sigterm_and_one_watcher_per_store(watcher: WatchProcess,
+                                                      notes_store: Path) -> None:
+    status = run_memctl("watch", "--status", "--json", store=notes_store)
+    assert json.loads(status.stdout)["live"] is True
+    second = run_memctl("watch", store=notes_store, timeout=30)
+    assert second.exit_code == 1 and "already runs" in second.stderr
+    started = time.monotonic()
+    watcher.proc.send_signal(signal.SIGTERM)
+    watcher.proc.wait(5)
+    assert time.monotonic() - started < 1.0
+    assert watcher.proc.returncode == 0
+    assert not watcher_is_live(notes_store)
+    status = run_memctl("watch", "--status", "--json", store=notes_store)
+    assert json.loads(status.stdout)["running"] is False
+
+
+def test_people_get_one_line_per_batch_and_commits_wait_for_git(notes_store: Path) -> None:
+    """Without --json: a ready line, then `+a ~u -r in N ms`. With --commit: hand edits are
+    committed, but never while git holds its index lock."""
+    import re
+
+    env = {**os.environ, "MEMCTL_STORE": str(notes_store)}
+    proc = subprocess.Popen([memctl_executable(), "watch", "--commit"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert "watching" in proc.stderr.readline()  # type: ignore[union-attr]
+        head = git(notes_store, "rev-parse", "HEAD")
+        lock = notes_store / ".git" / "index.lock"
+        lock.write_text("")  # a person's git is mid-operation
+        path = notes_store / "demo" / "notes" / "fact" / "n4.md"
+        path.write_text(note_text(nid(4), "committed by the watcher"))
+        line = proc.stderr.readline()  # type: ignore[union-attr]
+        assert re.fullmatch(r"\+0 ~1 -0 in \d+ ms\n", line), line
+        time.sleep(1.5)
+        assert git(notes_store, "rev-parse", "HEAD") == head
+        lock.unlink()
+        deadline = time.monotonic() + DEADLINE
+        while git(notes_store, "rev-parse", "HEAD") == head and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert git(notes_store, "log", "-1", "--format=%s").startswith("memctl watch:")
+        assert git(notes_store, "status", "--porcelain") == ""
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(5)
+    assert proc.returncode == 0
+
+
+def test_the_store_folder_replaced(watcher: WatchProcess, notes_store: Path) -> None:
+    import shutil
+
+    old = notes_store.with_name("store.old")
+    first = read_status(notes_store)
+    assert first is not None
+    os.rename(notes_store, old)
+    shutil.copytree(old, notes_store, symlinks=True)  # its .memctl/ too, heartbeat and all
+    watcher.wait_for(lambda: any(e.get("event") == "message" and "replaced" in e["message"]
+                                 for e in watcher.lines), "the watcher to notice")
+
+    def restarted() -> bool:
+        status = read_status(notes_store)
+        return status is not None and status.live and status.started != first.started
+    watcher.wait_for(restarted, "the heartbeat of the watcher on the new folder")
+    mark = watcher.mark()
+    (notes_store / "demo" / "notes" / "fact" / "n6.md").write_text(note_text(nid(6), "axolotl"))
+    watcher.settle(mark, lambda t: t["updated"] >= 1, "an edit in the new folder")
+    assert search_ids(notes_store, "axolotl")[:1] == [nid(6)]
+
+
+def test_a_clear_error_when_the_inotify_watch_limit_is_reached(notes_store: Path) -> None:
+    for i in range(30):
+        (notes_store / "demo" / "notes" / f"type{i}").mkdir()
+    # A user namespace has its own inotify limit: lower it there, not for the whole machine.
+    probe = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
+                            "echo 10 > /proc/sys/user/max_inotify_watches"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("cannot lower the inotify limit in a user namespace here")
+    result = subprocess.run(
+        ["unshare", "-U", "-r", "sh", "-c",
+         'echo 10 > /proc/sys/user/max_inotify_watches && exec "$0" watch', memctl_executable()],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "MEMCTL_STORE": str(notes_store)})
+    assert result.returncode == 1
+    assert "fs.inotify.max_user_watches" in result.stderr and "sysctl" in result.stderr
+    assert not watcher_is_live(notes_store)
