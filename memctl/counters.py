@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
+import sys
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -68,17 +70,39 @@ def machine_id(store: object) -> str:
 
 def _connect(store: object) -> sqlite3.Connection:
     path = _root(store) / STATE_DIR / COUNTERS_FILE
+    try:
+        return _open_counters(path)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise
+        # Not a database any more (truncated, overwritten): keep the damaged file for a
+        # person to look at, and count afresh rather than fail every search.
+        aside = path.with_name(f"{COUNTERS_FILE}.damaged-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            damaged = path.with_name(path.name + suffix)
+            if damaged.exists():
+                os.replace(damaged, aside.with_name(aside.name + suffix))
+        sys.stderr.write(f"warning: {path.name} was damaged ({exc}); kept as {aside.name}, "
+                         "access counts start again\n")
+        return _open_counters(path)
+
+
+def _open_counters(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=15, isolation_level=None)
-    conn.execute("PRAGMA busy_timeout=15000")
-    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        conn.execute("PRAGMA journal_mode=WAL")
-    # Counters are hints: losing the last few on a power cut is fine, an fsync per search is
-    # not (with WAL, NORMAL still never corrupts the file).
-    conn.execute("PRAGMA synchronous=NORMAL")
-    if conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('access', 'access_days')"
-                    ).fetchone()[0] < 2:
-        conn.executescript(_SCHEMA)
+    try:
+        conn.execute("PRAGMA busy_timeout=15000")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        # Counters are hints: losing the last few on a power cut is fine, an fsync per search
+        # is not (with WAL, NORMAL still never corrupts the file).
+        conn.execute("PRAGMA synchronous=NORMAL")
+        if conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('access', 'access_days')"
+                        ).fetchone()[0] < 2:
+            conn.executescript(_SCHEMA)
+    except sqlite3.Error:
+        conn.close()
+        raise
     return conn
 
 

@@ -12,10 +12,8 @@ from typing import Any
 from memctl.clock import format_time, parse_time
 from memctl.ids import ALPHABET, is_id
 from memctl.noteformat import ParsedFile, compute_checksum
+from memctl.vocab import NOTE_TYPES, SOURCES, STATUSES  # noqa: F401 - re-exported
 
-NOTE_TYPES = ("fact", "preference", "rule", "decision", "correction", "skill", "error", "experience")
-STATUSES = ("active", "superseded", "archived")
-SOURCES = ("cli", "manual", "import", "mcp", "extraction")
 DEFAULT_TYPE = "fact"
 DEFAULT_IMPORTANCE = 5
 

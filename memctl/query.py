@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memctl.errors import UsageError
-from memctl.note import NOTE_TYPES
 from memctl.tokenize import clean, has_token_chars, to_index
+from memctl.vocab import NOTE_TYPES
 
 # A query is cut to this many terms and each term to this many characters: a pasted log
 # still gives an answer quickly instead of an expression FTS5 takes seconds over.

@@ -476,7 +476,7 @@ class CrashReport:
     group_kills: int = 0  # of those, kills of the whole process group (git children too)
     console_script_kills: int = 0  # of those, kills of the installed `memctl` script
     index_locks_found: int = 0  # .git/index.lock present right after the kill
-    temp_debris: int = 0  # atomic-write temp files left by killed writers
+    temp_debris: int = 0  # atomic-write temp files a kill left behind (ignored by memctl)
     durations: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -521,6 +521,7 @@ def crash_loop(command: str, kills: int, workdir: Path, *, seed: int = 1,
             if scenario.prepare:
                 scenario.prepare(work, number)
             argv = scenario.argv(number, work)
+            debris_before = {p for p in work.rglob(".*.tmp") if ".git" not in p.parts}
             env = base_env(work, **scenario.env)
             group = report.landed % 2 == 1
             report.kills += 1
@@ -537,7 +538,8 @@ def crash_loop(command: str, kills: int, workdir: Path, *, seed: int = 1,
             report.landed += landed
             report.group_kills += landed and (group or console)
             report.index_locks_found += (work / ".git" / "index.lock").exists()
-            report.temp_debris += sum(1 for p in work.rglob(".*.tmp") if ".git" not in p.parts)
+            debris = {p for p in work.rglob(".*.tmp") if ".git" not in p.parts}
+            report.temp_debris += len(debris - debris_before)
             problems = whole_files(work) + index_sound(work)
             problems += heal_and_check(work, env, f"{command}-{number}", scenario.rerun)
             context = {"outcomes": scenario.outcomes, "seed_ids": seed_ids}

@@ -164,6 +164,7 @@ def test_health_says_whether_a_watcher_runs(tmp_path):
     import time
 
     from conftest import memctl_executable, run_memctl
+
     from memctl.store import Store
 
     root = tmp_path / "watched"

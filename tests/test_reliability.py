@@ -381,8 +381,10 @@ def test_an_unreadable_note_is_named_and_never_lost(store: Path) -> None:
         listed = run_limited("list", "--all-projects", "--json", store=store)
         no_traceback(listed.stderr)
         assert listed.returncode == 0, listed.stderr
-        assert len(json.loads(listed.stdout)) == len(notes_on_disk(store)) - 1
-        assert path in listed.stderr and "permission" in listed.stderr.lower(), listed.stderr
+        # Listed with its last good version (never lost), and the problem named.
+        assert len(json.loads(listed.stdout)) == len(notes_on_disk(store))
+        # chmod leaves mtime and size alone, so the index rightly still holds the unchanged
+        # content; reading the file itself is what fails, and that is named.
         shown = run_limited("show", note_id, store=store)
         assert shown.returncode == 1 and shown.stderr.startswith("error:"), shown.stderr
         assert "permission" in shown.stderr.lower()
@@ -507,7 +509,7 @@ def test_four_writers_a_reader_and_the_watcher_lose_nothing(tmp_path: Path) -> N
     store = tmp_path / "store"
     Store.init(store)
     figures = crash_loop.four_writers_and_a_watcher(store, writers=4, adds=100, console=False)
-    print(json.dumps(figures))
+    assert not figures["problems"], json.dumps(figures, indent=1, ensure_ascii=False)
 
 
 @pytest.mark.slow
@@ -516,7 +518,8 @@ def test_four_shells_running_memctl_add_a_hundred_times_each(tmp_path: Path) -> 
 
     store = tmp_path / "store"
     Store.init(store)
-    print(json.dumps(crash_loop.four_writers_and_a_watcher(store, writers=4, adds=100, console=True)))
+    figures = crash_loop.four_writers_and_a_watcher(store, writers=4, adds=100, console=True)
+    assert not figures["problems"], json.dumps(figures, indent=1, ensure_ascii=False)
 
 
 def test_commands_refreshing_the_index_at_once_never_duplicate_a_note(tmp_path: Path) -> None:
@@ -568,7 +571,8 @@ def test_adds_edits_forgets_and_hand_edits_at_once(tmp_path: Path) -> None:
         results = [collect(proc) for proc in procs]
         failed = [r for batch in results for r in batch if r["code"] != 0]
         assert not failed, failed[:3]
-        crash_loop.watched_index_complete(store, 40 + 50 - len(to_forget) + 20)
+        lag = crash_loop.watched_index_complete(store, 40 + 50 - len(to_forget) + 20)
+        assert lag is None, lag
     on_disk = notes_on_disk(store)
     added = [json.loads(r["out"])["id"] for r in results[0] + results[1]]
     assert set(added) <= set(on_disk) and len(set(added)) == 50

@@ -16,7 +16,7 @@ from memctl.cli.app import (
     store_path_option,
 )
 from memctl.cli.output import emit_json, info, table
-from memctl.note import NOTE_TYPES, STATUSES
+from memctl.vocab import NOTE_TYPES, STATUSES
 
 NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
 StatusChoice = Literal[STATUSES + ("any",)]  # type: ignore[valid-type]

@@ -8,8 +8,8 @@ from typing import Any, Optional
 import typer
 
 from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
-from memctl.note import NOTE_TYPES
 from memctl.query import KIND_TYPES
+from memctl.vocab import NOTE_TYPES
 
 
 def _check_types(values: Optional[list[str]]) -> list[str]:
