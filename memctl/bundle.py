@@ -236,6 +236,12 @@ def validate(source: str, raw: dict[str, bytes], problems: list[Problem] | None 
             bundle.removed[str(key)] = frozenset(h for h in info["history"] if isinstance(h, str))
     entries = (manifest or {}).get("entries", {}) if manifest else {}
     for path in sorted(raw):
+        # Names are checked here too, not only when a zip is read: importers of other tools'
+        # formats hand their own names to this function.
+        reason = path_problem(path)
+        if reason:
+            problems.append(Problem(path, reason))
+            continue
         if path_kind(path) is None:
             bundle.ignored.append(path)
             continue

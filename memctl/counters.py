@@ -248,7 +248,8 @@ def import_machine(store: object, data: Mapping[str, Any], machine: str | None =
                 changed += 1
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
     finally:
         conn.close()

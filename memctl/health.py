@@ -130,6 +130,21 @@ def _pairs(notes: list[Note], moment: datetime, dup: float, similar: float
     return sorted(duplicates, key=order), sorted(contradictions, key=order)
 
 
+def _differs(root: Any, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:
+    """An mtime of 0 means the file was too new to trust its stamp when indexed: compare the
+    content instead."""
+    from pathlib import Path
+
+    from memctl.indexdocs import content_digest
+
+    if indexed[0] != 0:
+        return tuple(indexed[:2]) != tuple(on_disk)
+    try:
+        return content_digest((Path(root) / path).read_bytes()) != indexed[2]
+    except OSError:
+        return True
+
+
 def _index_drift(store: Any) -> dict[str, Any]:
     """Compare what the index knows with the files, before and after bringing it up to date.
 
@@ -143,7 +158,7 @@ def _index_drift(store: Any) -> dict[str, Any]:
         return {
             "missing": sorted(p for p in on_disk if p not in indexed),
             "stale": sorted(p for p, st in on_disk.items()
-                            if p in indexed and tuple(indexed[p][:2]) != tuple(st)),
+                            if p in indexed and _differs(store.root, p, indexed[p], st)),
             "orphaned": sorted(p for p in indexed if p not in on_disk),
         }
 

@@ -98,6 +98,10 @@ class ParseError:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+# Files modified less than this long before they were read are re-checked next time.
+RACY_NS = 2_000_000_000
+
+
 def _root_of(store: object) -> Path:
     # A Store has `.root`; a path is the root itself (and a Path's own `.root` is "/").
     if isinstance(store, (str, os.PathLike)):
@@ -268,7 +272,8 @@ class Index:
                                       wanted.items())
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
 
     # --- keeping in step with the files ---------------------------------------------------
@@ -367,27 +372,29 @@ class Index:
     def _apply(self, candidates: list[str], removed: list[str], stats: RefreshStats,
                progress: Callable[[int, int], None] | None, clear: bool = False) -> None:
         conn = self.conn
-        if clear:
-            hashes: dict[str, str] = {}
-        elif len(candidates) > 200:
-            hashes = dict(conn.execute("SELECT path, hash FROM files"))
-        else:  # a few files: do not read the whole table (100k rows) for them
-            hashes = {}
-            for path in candidates:
-                row = conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()
-                if row is not None:
-                    hashes[path] = row[0]
-        items = []
-        for path in candidates:
-            kind = _kind_of(path)
-            if kind is not None:
-                items.append((path, kind[0], kind[1], hashes.get(path)))
-            elif path in hashes:
-                removed.append(path)
         gone_ids: dict[str, str] = {}
         new_ids: list[str] = []
+        # What the index holds is read inside the write transaction: another process may
+        # have indexed the same files since our walk, and we must replace, never add twice.
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if clear:
+                hashes: dict[str, str] = {}
+            elif len(candidates) > 200:
+                hashes = dict(conn.execute("SELECT path, hash FROM files"))
+            else:  # a few files: do not read the whole table (100k rows) for them
+                hashes = {}
+                for path in candidates:
+                    row = conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()
+                    if row is not None:
+                        hashes[path] = row[0]
+            items = []
+            for path in candidates:
+                kind = _kind_of(path)
+                if kind is not None:
+                    items.append((path, kind[0], kind[1], hashes.get(path)))
+                elif path in hashes:
+                    removed.append(path)
             if clear:
                 for table in ("files", "docs", "doc_tags"):
                     conn.execute(f"DELETE FROM {table}")
@@ -408,7 +415,8 @@ class Index:
             writer.flush()
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         gone = set(gone_ids)
         for doc_id in new_ids:
@@ -418,6 +426,11 @@ class Index:
     def _store(self, prepared: Prepared, known: bool, writer: Writer, stats: RefreshStats,
                gone_ids: dict[str, str], new_ids: list[str]) -> None:
         conn, path = self.conn, prepared.path
+        if time.time_ns() - prepared.mtime_ns < RACY_NS:
+            # Racily clean (as git calls it): a write in the same clock tick as our read would
+            # keep this mtime and maybe this size. Recording no mtime makes the next refresh
+            # hash the file again, until it is old enough to trust its stamp.
+            prepared.mtime_ns = 0
         if prepared.outcome == "gone":  # vanished (or became a folder or a link) meanwhile
             if known:
                 gone_ids.update((doc_id, path) for doc_id in self._delete_docs(path))
@@ -516,6 +529,17 @@ class Index:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [json.loads(row[0]) for row in self.conn.execute(sql, params)]
+
+    def active_notes_with_bodies(self, projects: Iterable[str]) -> list[tuple[dict[str, Any], str]]:
+        """(fields, body) of the active notes of these projects, for the write-time checks."""
+        from memctl.tokenize import from_index
+
+        names = list(projects)
+        marks = ", ".join("?" * len(names))
+        rows = self.conn.execute(
+            f"SELECT d.meta, f.body FROM docs d JOIN fts f ON f.rowid = d.rowid"
+            f" WHERE d.kind = 'note' AND d.status = 'active' AND d.project IN ({marks})", names)
+        return [(json.loads(meta), from_index(body or "")) for meta, body in rows]
 
     def parse_errors(self) -> list[ParseError]:
         """Files that do not parse now (each keeps its last good entry, if it had one)."""

@@ -232,6 +232,11 @@ def _memory_docs(path: str, project: str, body: str, body_line: int, updated: st
 # --- from a path to rows ready for the database (runs in worker processes too) -------------
 
 
+def content_digest(data: bytes) -> str:
+    """The hash the index keeps of a file's bytes."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 @dataclass
 class Prepared:
     path: str
@@ -308,7 +313,7 @@ def prepare_file(root: str, path: str, kind: str, project: str, old_hash: str | 
         # neither mtime nor size), and the last good entry stays until then.
         return Prepared(path, kind, "error", -1, -1, "", 1, read)
     data, info = read
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    digest = content_digest(data)
     prepared = Prepared(path, kind, "same", info.st_mtime_ns, info.st_size, digest)
     if digest == old_hash:
         return prepared

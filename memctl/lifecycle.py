@@ -262,13 +262,19 @@ def _free_path(store: Any, wanted: str, note_id: str) -> str:
 
 
 def _move(store: Any, note: Note, target: str, text: str) -> list[str]:
-    """Write the note at `target`, then remove the old file (a crash leaves a copy, not a loss)."""
-    store.write_text(target, text)
+    """Move the note to `target` with one rename, then write its new fields there.
+
+    Each step is atomic, so a crash leaves exactly one copy: at the old place, or at the new
+    one (where its folder already says what it is), never two notes with one id."""
+    import os
+
+    from memctl.atomic import fsync_dir, make_dirs
+
     if target != note.path:
-        try:
-            store.path(note.path).unlink()
-        except FileNotFoundError:
-            pass
+        make_dirs(store.path(target).parent)
+        os.rename(store.path(note.path), store.path(target))
+        fsync_dir(store.path(target).parent)
+    store.write_text(target, text)
     return [note.path, target]
 
 

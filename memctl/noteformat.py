@@ -157,7 +157,23 @@ def load_yaml_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, An
         if not isinstance(key, str):
             return {}, ParseProblem(first_line, f"front matter key {key!r} is not text")
         meta[key] = value
+    duplicate = _duplicate_key(yaml_text)
+    if duplicate is not None:
+        # YAML keeps the last value silently; a person editing the first would be ignored.
+        return {}, ParseProblem(first_line + duplicate[1], f"field {duplicate[0]!r} appears twice")
     return meta, None
+
+
+def _duplicate_key(yaml_text: str) -> tuple[str, int] | None:
+    seen: set[str] = set()
+    for number, line in enumerate(yaml_text.splitlines()):
+        match = _KEY_LINE.match(line)
+        if match:
+            key = match.group(1)
+            if key in seen:
+                return key, number
+            seen.add(key)
+    return None
 
 
 def _yaml_problem(exc: Exception, first_line: int) -> ParseProblem:
@@ -320,7 +336,29 @@ def set_fields(text: str, updates: dict[str, Any]) -> str:
     head = lines[1:parsed.close_line]
     for key, value in updates.items():
         head = _set_one(head, key, value, newline)
-    return prefix + lines[0] + "".join(head) + "".join(lines[parsed.close_line:])
+    result = prefix + lines[0] + "".join(head) + "".join(lines[parsed.close_line:])
+    _check_edit(result, parsed.meta, updates)
+    return result
+
+
+def _check_edit(result: str, before: dict[str, Any], updates: dict[str, Any]) -> None:
+    """A line-level edit of YAML a person wrote could meet a shape it does not foresee; the
+    result must read back as exactly the intended fields, or the file is not changed."""
+    after = parse_text(result)
+    expected = {k: v for k, v in before.items() if k not in updates}
+    expected.update({k: _as_read(v) for k, v in updates.items() if v is not None})
+    if after.problem is not None or after.meta != expected:
+        raise ValueError("memctl cannot change the fields of this file safely (its front matter "
+                         "has a shape line edits do not handle); edit the file by hand")
+
+
+def _as_read(value: Any) -> Any:
+    """How the strict loader reads back a value memctl rendered."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return [_as_read(item) for item in value]
+    return str(value) if isinstance(value, int) else value
 
 
 def _field_extent(head: list[str], key: str) -> tuple[int, int] | None:
@@ -351,7 +389,14 @@ def _set_one(head: list[str], key: str, value: Any, newline: str) -> list[str]:
         stamp_at = _field_extent(head, CHECKSUM_KEY)
         if stamp_at is not None and key != CHECKSUM_KEY:
             return head[:stamp_at[0]] + [rendered + newline] + head[stamp_at[0]:]
-        return head + [rendered + newline]
+        # Before trailing blank lines. A line holding only tabs is blank to YAML until a
+        # field stands next to it, then an error: such lines are the one thing dropped.
+        if any("\t" in line and not line.strip() for line in head):
+            head = [line for line in head if line.strip() or "\t" not in line]
+        end = len(head)
+        while end > 0 and not head[end - 1].strip():
+            end -= 1
+        return head[:end] + [rendered + newline] + head[end:]
     start, end = extent
     old_first = _strip_eol(head[start])
     eol = head[start][len(old_first):] or newline

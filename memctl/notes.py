@@ -220,22 +220,27 @@ def _merge_into(store: Store, target: Note, importance: int, tags: list[str], mo
 
 
 def _active_notes(store: Store, project: str) -> list[Note]:
-    """Active notes of the project and global, the scope of the write-time checks."""
-    try:
-        from memctl.index import ensure_fresh
-    except ImportError:
-        scopes = {project, GLOBAL}
-        return [n for n in store.iter_notes(include_archived=False)
-                if n.project in scopes and n.status == "active"]
+    """Active notes of the project and global, the scope of the write-time checks.
+
+    Read from the index (fields and body), not from every file: an add stays fast as the
+    store grows. The files it then changes are read afresh."""
+    from memctl.index import ensure_fresh
+    from memctl.note import derive_id
+
     index = ensure_fresh(store)
-    rows = index.list_notes(projects=[project, GLOBAL], status="active")
     notes = []
-    for row in rows:
-        try:
-            notes.append(store.read_note(row["path"]))
-        except MemctlError:
-            continue
+    for meta, body in index.active_notes_with_bodies([project, GLOBAL]):
+        fields = {key: meta.get(key) for key in _NOTE_FIELDS}
+        fields["tags"] = list(meta.get("tags") or [])
+        fields["pinned"] = bool(meta.get("pinned"))
+        fields["title"] = meta.get("title") or ""
+        notes.append(Note(**fields, body=body, has_id=meta["id"] != derive_id(meta["path"])))
     return notes
+
+
+_NOTE_FIELDS = ("id", "type", "project", "importance", "created", "updated", "status", "path",
+                "subject", "predicate", "expires", "superseded_by", "corrects", "source",
+                "source_episode")
 
 
 def _mark_superseded(store: Store, old: Note, new_id_value: str, moment: Any) -> str:

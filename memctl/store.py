@@ -90,6 +90,8 @@ def classify(relpath: str) -> tuple[str, str] | None:
     """What a store-relative path (with `/`) is: (kind, project), or None if not memory."""
     parts = relpath.split("/")
     name = parts[-1]
+    if any(part in ("", ".", "..") for part in parts):
+        return None  # never a path that could leave the store
     if not name.lower().endswith(".md") or name.startswith(".") or name.endswith(_DEBRIS_SUFFIXES):
         return None
     top = parts[0]

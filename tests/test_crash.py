@@ -487,7 +487,8 @@ class CrashReport:
                 "index_locks_found_after_kill": self.index_locks_found,
                 "temp_files_left": self.temp_debris,
                 "clean_run_ms": round(1000 * min(self.durations), 1) if self.durations else None,
-                "failures": len(self.failures)}
+                "failures": len(self.failures),
+                "runs_with_failures": len({f.split(" ", 1)[0] for f in self.failures})}
 
 
 def crash_loop(command: str, kills: int, workdir: Path, *, seed: int = 1,

@@ -347,3 +347,22 @@ def test_busy_index_is_a_clear_error(root: Path) -> None:
     finally:
         blocker.rollback()
         blocker.close()
+
+
+def test_a_rewrite_in_the_same_clock_tick_with_the_same_size_is_not_missed(root: Path) -> None:
+    """Racy stamps: file systems keep mtimes at clock-tick resolution, so a second write right
+    after the index read the first may leave mtime and size as they were."""
+    path = root / "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"
+    ensure_fresh(root).close()
+    stamp = path.stat().st_mtime_ns
+    original = path.read_text(encoding="utf-8")
+    changed = original.replace("Redis", "Valky")  # same length in bytes
+    assert len(changed.encode()) == len(original.encode())
+    path.write_text(changed, encoding="utf-8")
+    os.utime(path, ns=(stamp, stamp))  # the same tick: mtime and size both unchanged
+    index = ensure_fresh(root)
+    try:
+        assert find(root, "Valky") == ["bbbbbbbbbbbbbbbb"]
+        assert find(root, "Redis") == []
+    finally:
+        index.close()

@@ -54,6 +54,17 @@ def test_changing_a_field_never_loses_the_body_or_other_fields(text: str, key: s
     assert fuzz.check_field_edit(text, key, value) is None
 
 
+@pytest.mark.parametrize("text", [
+    "---\nid: 01jdz4k2m8x7b3qv\nstatus: active\ntype: fact\nstatus: active\n---\nbody\n",
+    "---\n\t\n---\nbody\n",
+], ids=["field-written-twice", "tab-only-line"])
+def test_an_edit_counts_and_keeps_the_file_readable_or_is_refused(text: str) -> None:
+    """Found by bench/fuzz.py: YAML keeps the last of duplicate keys while the edit changed
+    the first (an archived note would still read `active`); a line holding only a tab is
+    fine in empty front matter but breaks it once a field follows."""
+    assert fuzz.check_field_edit(text, "status", "archived") is None
+
+
 @FUZZ
 @given(fuzz.queries())
 def test_every_query_gives_a_valid_match_or_a_usage_error(raw: str) -> None:
