@@ -135,8 +135,9 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         if value and (len(value) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in value)):
             raise UsageError(f"invalid value for {option}: one short line (at most {MAX_FIELD_CHARS} characters)")
 
-    if not allow_secret:
-        _refuse_secrets(text)
+    from memctl.secrets import refuse_secrets
+
+    refuse_secrets(text, allow_secret)
     if importance is None:
         importance = _inferred_importance(store, text, note_type)
     corrected = [corrects] if corrects else []
@@ -183,18 +184,6 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         store.commit(message, changed)
     return AddResult(note_id, relpath, "created", superseded, list(decision.similar))
 
-
-def _refuse_secrets(text: str) -> None:
-    """The store travels through git remotes: a key written once lives in every clone."""
-    from memctl.secrets import scan
-
-    findings = scan(text)
-    if findings:
-        shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in findings[:3])
-        raise MemctlError(
-            f"the text looks like it contains a secret: {shown}; the store is synced through "
-            "git, so it was not written. Remove the secret, or pass --allow-secret if it is not one"
-        )
 
 
 def _inferred_importance(store: Store, text: str, note_type: str) -> int:

@@ -64,19 +64,9 @@ class MemoryView:
 
 
 def check_secrets(text: str, allow: bool = False) -> None:
-    """Refuse text that looks like a credential: the store is pushed to git remotes."""
-    if allow:
-        return
-    from memctl.secrets import scan
+    from memctl.secrets import refuse_secrets
 
-    findings = scan(text)
-    if findings:
-        shown = ", ".join(f"{f.kind} ({f.masked})" for f in findings[:3])
-        raise MemctlError(
-            f"the text looks like it contains a secret: {shown}; the store is synced through "
-            "git, so it was not written. Remove the secret, or pass --allow-secret if it is "
-            "not one"
-        )
+    refuse_secrets(text, allow)
 
 
 def memory_relpath(project: str) -> str:

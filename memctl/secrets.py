@@ -110,3 +110,20 @@ def mask_secrets(text: str) -> str:
 
 def looks_secret(text: str) -> bool:
     return bool(scan(text))
+
+
+def refuse_secrets(text: str, allow: bool = False) -> None:
+    """Every write path's guard: the store travels through git remotes, so a key written once
+    lives in every clone. The error shows only the masked form."""
+    if allow:
+        return
+    findings = scan(text)
+    if findings:
+        from memctl.errors import MemctlError
+
+        shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in findings[:3])
+        raise MemctlError(
+            f"the text looks like it contains a secret: {shown}; the store is synced through "
+            "git, so it was not written. Remove the secret, or pass --allow-secret if it is "
+            "not one"
+        )
