@@ -11,32 +11,37 @@ from memctl.errors import MemctlError
 
 SETTINGS_FILE = "memctl.toml"
 
-DEFAULTS: dict[str, dict[str, Any]] = {
+# section -> key -> (default, what it does). `memctl init` writes these as memctl.toml.
+SETTINGS: dict[str, dict[str, tuple[Any, str]]] = {
     "search": {
-        "recency_half_life_days": 90,  # a note's recency weight halves every N days
-        "default_limit": 20,
+        "recency_half_life_days": (90, "a note's recency weight halves every N days"),
+        "default_limit": (20, "hits shown when --limit is not given"),
     },
     "recall": {
-        "max_notes": 8,  # notes in a recall block
-        "note_chars": 100,  # each note cut to this many characters
-        "total_chars": 6000,  # cap for the whole block (L2 + scratchpad + notes)
+        "max_notes": (8, "notes in a recall block"),
+        "note_chars": (100, "each note cut to this many characters"),
+        "total_chars": (6000, "cap for the whole block (L2 + scratchpad + notes)"),
     },
     "ttl": {
-        "demote_after_days": 90,  # not recalled for this long and below the threshold: demoted
-        "demote_below_importance": 5,
-        "archive_after_days": 180,  # not recalled for this long: archived
-        "protect_importance": 9,  # this importance or more is never archived automatically
+        "demote_after_days": (90, "not recalled for this long and below the threshold: demoted"),
+        "demote_below_importance": (5, "the threshold for demotion"),
+        "archive_after_days": (180, "not recalled for this long: archived"),
+        "protect_importance": (9, "this importance or more is never archived automatically"),
     },
     "duplicates": {
-        "merge_threshold": 88,  # similarity (0-100) at which `add` merges into an existing note
-        "similar_threshold": 70,  # similarity at which a possible contradiction is reported
+        "merge_threshold": (88, "similarity (0-100) at which `add` merges into an existing note"),
+        "similar_threshold": (70, "similarity at which a possible contradiction is reported"),
     },
     "memory": {
-        "max_bytes": 8192,  # MEMORY.md over this is flagged for distilling
+        "max_bytes": (8192, "MEMORY.md over this is flagged for distilling"),
     },
 }
+DEFAULTS: dict[str, dict[str, Any]] = {
+    section: {key: value for key, (value, _help) in values.items()}
+    for section, values in SETTINGS.items()
+}
 
-_COMMENTS = {
+_SECTION_TITLES = {
     "search": "Ranked search",
     "recall": "The budgeted block `memctl recall` prints for an agent",
     "ttl": "Forgetting: `memctl archive` (days count from the last recall, else the last update)",
@@ -47,22 +52,12 @@ _COMMENTS = {
 
 def default_toml() -> str:
     """The text `memctl init` writes: every default, with a comment saying what it does."""
-    import inspect
-
-    source = inspect.getsource(__import__(__name__, fromlist=["DEFAULTS"]))
-    comments: dict[str, str] = {}
-    for line in source.splitlines():
-        stripped = line.strip()
-        if stripped.startswith('"') and "#" in stripped and ":" in stripped:
-            key = stripped.split('"')[1]
-            comments[key] = stripped.split("#", 1)[1].strip()
     out = ["# memctl settings. The values shown are the defaults; delete a line to go back to it.", ""]
-    for section, values in DEFAULTS.items():
-        out.append(f"# {_COMMENTS.get(section, section)}")
+    for section, values in SETTINGS.items():
+        out.append(f"# {_SECTION_TITLES[section]}")
         out.append(f"[{section}]")
-        for key, value in values.items():
-            comment = f"  # {comments[key]}" if key in comments else ""
-            out.append(f"{key} = {_toml_value(value)}{comment}")
+        for key, (value, help_text) in values.items():
+            out.append(f"{key} = {_toml_value(value)}  # {help_text}")
         out.append("")
     return "\n".join(out)
 
