@@ -253,9 +253,11 @@ class Prepared:
 
 
 def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str | None:
-    """The bytes and the stat taken after reading them (a write racing us shows up as a
-    different mtime next time, so it is never missed). None if it is gone or not a regular
-    file; the reason as text if it is there but cannot be read (permissions)."""
+    """The bytes and a stat that can only match the file again if the bytes are what it
+    holds: when a writer raced the read (the stat before and after differ, or the bytes are
+    not the file's size), the stat from before is returned, so the next pass reads it again.
+    None if it is gone or not a regular file; the reason as text if it is there but cannot be
+    read (permissions)."""
     import errno
 
     try:
@@ -265,7 +267,8 @@ def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str |
             return None
         return f"cannot read the file: {exc.strerror or exc}"
     try:
-        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+        before = os.fstat(fd)
+        if not stat_module.S_ISREG(before.st_mode):
             return None
         chunks = []
         remaining = max_bytes + 1
@@ -275,11 +278,29 @@ def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str |
                 break
             chunks.append(chunk)
             remaining -= len(chunk)
-        return b"".join(chunks), os.fstat(fd)
+        data = b"".join(chunks)
+        after = os.fstat(fd)
+        raced = (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size)
+        if raced or (len(data) != after.st_size and len(data) <= max_bytes):
+            return data, _stale_stat(before)
+        return data, after
     except OSError as exc:
         return f"cannot read the file: {exc.strerror or exc}"
     finally:
         os.close(fd)
+
+
+class _RacedStat:
+    """Stands in for a stat when a write raced the read: size -1 matches no file, so the next
+    pass reads it again; the mtime stays real (hand-made notes take their times from it)."""
+
+    def __init__(self, info: os.stat_result) -> None:
+        self.st_mtime_ns = info.st_mtime_ns
+        self.st_size = -1
+
+
+def _stale_stat(info: os.stat_result) -> Any:
+    return _RacedStat(info)
 
 
 def scope_token(project: str) -> str:
