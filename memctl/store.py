@@ -300,6 +300,10 @@ class Store:
         text, parsed, info = self.parse_file(relpath)
         if parsed.problem is not None:
             raise MemctlError(f"{relpath}:{parsed.problem.line}: {parsed.problem.message}")
+        if not text.strip():
+            # As the index sees it: an empty file is a save in progress (or a git checkout
+            # cut short), not a note; the index keeps the last good version.
+            raise MemctlError(f"{relpath}:1: the file is empty")
         return note_from_parsed(
             parsed, text=text, relpath=relpath, project=kind[1],
             file_time=datetime.fromtimestamp(info.st_mtime, UTC),

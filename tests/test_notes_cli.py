@@ -233,3 +233,17 @@ def test_show_accepts_an_episode_id_and_notes_point_back_to_episodes(sample_stor
     assert cli.ok("show", added["id"], "--json").json()["source_episode"] == episode["id"]
     missing = cli("add", "x", "--source-episode", "zzzz")
     assert missing.exit_code == 1 and "no episode" in missing.stderr
+
+
+def test_an_empty_note_file_is_reported_not_listed_as_a_note(cli: Cli):
+    """A save or a git checkout cut short leaves an empty file: not a note, and never lost
+    from the index if it had a good version (the index keeps that)."""
+    kept = cli.ok("add", "Keep this text", "--json").json()
+    (cli.store / kept["path"]).write_text("")
+    empty = cli.store / "demo" / "notes" / "empty.md"
+    empty.write_text("")
+    listed = cli.ok("list", "--json")
+    assert [n["id"] for n in listed.json()] == [kept["id"]]
+    assert "demo/notes/empty.md:1: the file is empty" in listed.stderr
+    shown = cli("show", kept["id"])
+    assert shown.exit_code == 1 and "the file is empty" in shown.stderr
