@@ -247,3 +247,11 @@ def test_an_empty_note_file_is_reported_not_listed_as_a_note(cli: Cli):
     assert "demo/notes/empty.md:1: the file is empty" in listed.stderr
     shown = cli("show", kept["id"])
     assert shown.exit_code == 1 and "the file is empty" in shown.stderr
+
+
+def test_a_missing_git_program_is_a_clear_error(tmp_path):
+    empty_path = tmp_path / "no-git-here"
+    empty_path.mkdir()
+    result = run_memctl("init", str(tmp_path / "store"), project=None, env={"PATH": str(empty_path)})
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: git is not installed"), result.stderr
