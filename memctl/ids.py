@@ -38,7 +38,3 @@ def new_id(millis: int | None = None) -> str:
 
 def is_id(text: str) -> bool:
     return bool(ID_PATTERN.match(text))
-
-
-def looks_like_prefix(text: str) -> bool:
-    return bool(text) and all(ch in ALPHABET for ch in text.lower())

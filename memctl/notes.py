@@ -6,7 +6,6 @@ import os
 import shlex
 import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memctl.clock import format_time, now, parse_expiry
@@ -342,7 +341,3 @@ def read_text_argument(text: str) -> str:
         except UnicodeDecodeError:
             raise UsageError("stdin is not UTF-8 text") from None
     return text
-
-
-def note_path(store: Store, note: Note) -> Path:
-    return store.root / note.path

@@ -320,29 +320,12 @@ class Store:
                     continue
 
     def find_note(self, id_or_prefix: str) -> Note:
-        """The note with this id or unambiguous id prefix."""
+        """The note with this id or unambiguous id prefix (looked up in the fresh index)."""
+        from memctl.index import ensure_fresh
+
         wanted = id_or_prefix.strip().lower()
         if not wanted:
             raise UsageError("an id is required")
-        resolved = self._find_via_index(wanted)
-        if resolved is not None:
-            return resolved
-        exact: list[Note] = []
-        prefixed: list[Note] = []
-        for note in self.iter_notes():
-            if note.id.lower() == wanted:
-                exact.append(note)
-            elif note.id.lower().startswith(wanted):
-                prefixed.append(note)
-        matches = exact or prefixed
-        return _single_match(id_or_prefix, matches)
-
-    def _find_via_index(self, wanted: str) -> Note | None:
-        """Use the index when it exists (fast); None means fall back to scanning."""
-        try:
-            from memctl.index import ensure_fresh
-        except ImportError:
-            return None
         index = ensure_fresh(self)
         row = index.get(wanted)  # raises MemctlError for unknown or ambiguous ids
         return self.read_note(row["path"])
@@ -390,16 +373,6 @@ class Store:
                 index.close()
         except (sqlite3.Error, MemctlError):
             pass  # best effort: the next command's freshness check catches up
-
-
-def _single_match(wanted: str, matches: list[Note]) -> Note:
-    if not matches:
-        raise MemctlError(f"no note with id {wanted!r}; `memctl list` or `memctl search` shows ids")
-    ids = sorted({note.id for note in matches})
-    if len(ids) > 1:
-        shown = ", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")
-        raise MemctlError(f"id prefix {wanted!r} is ambiguous: {shown}; type more characters")
-    return matches[0]
 
 
 def stamp(text: str, updates: dict[str, object], moment: datetime, note: Note | None = None) -> str:
