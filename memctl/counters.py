@@ -11,14 +11,17 @@ exactly once, however often the same rows are exchanged.
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 import sys
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 STATE_DIR = ".memctl"
 COUNTERS_FILE = "counters.sqlite"
@@ -52,6 +55,8 @@ def machine_id(store: object) -> str:
     except FileNotFoundError:
         pass
     path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    import secrets
+
     value = secrets.token_hex(8)
     tmp = path.with_name(f".{MACHINE_FILE}.{os.getpid()}.tmp")
     # Never world-writable, whatever the umask.

@@ -20,24 +20,25 @@ import sqlite3
 import stat as stat_module
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memctl.errors import MemctlError
-from memctl.indexdocs import (
-    EXTRACT_VERSION,
-    Prepared,
-    Writer,
-    prepare_all,
-    scan_keys,
-    split_key,
-)
-from memctl.indexdocs import MAX_INDEXED_BYTES as MAX_INDEXED_BYTES  # re-exported
-from memctl.indexdocs import walk_stats as walk_stats  # re-exported (health uses it)
+from memctl.filescan import folder_digest, folder_of, scan, scan_keys, split_key
+from memctl.filescan import walk_stats as walk_stats  # re-exported (health uses it)
 from memctl.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION
 
-SCHEMA_VERSION = 4
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from memctl.indexdocs import Prepared, Writer
+
+# memctl.indexdocs (reading and parsing files into rows) is imported only when some file
+# changed: a freshness check that finds nothing to do never loads it.
+
+SCHEMA_VERSION = 5
+# Bump when what memctl.indexdocs extracts from a file changes: the index is rebuilt then.
+EXTRACT_VERSION = 1
 STATE_DIR = ".memctl"
 INDEX_FILE = "index.sqlite"
 BUSY_TIMEOUT_MS = 15_000
@@ -49,6 +50,7 @@ CREATE TABLE IF NOT EXISTS files(
     path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     hash TEXT NOT NULL, kind TEXT NOT NULL, error TEXT, error_line INTEGER
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS folders(path TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS docs(
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL COLLATE NOCASE, path TEXT NOT NULL,
     kind TEXT NOT NULL, project TEXT NOT NULL, type TEXT NOT NULL, importance INTEGER NOT NULL,
@@ -65,37 +67,67 @@ CREATE TABLE IF NOT EXISTS doc_tags(tag TEXT NOT NULL, doc INTEGER NOT NULL,
     PRIMARY KEY(tag, doc)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS doc_tags_doc ON doc_tags(doc);
 """
-# `scope` holds one token naming the project (see indexdocs.scope_token): filtering by
+# `scope` holds one token naming the project (see tokenize.scope_token): filtering by
 # project inside the MATCH lets FTS5 intersect posting lists instead of SQL joining every hit.
 _FTS_SCHEMA = (f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, tags, body, scope,"
                f" tokenize='{FTS_TOKENIZE}')")
 _SCHEMA += _FTS_SCHEMA + ";"
-_TABLES = ("meta", "files", "docs", "doc_tags", "fts")
+_TABLES = ("meta", "files", "folders", "docs", "doc_tags", "fts")
 
 
-@dataclass
 class RefreshStats:
-    added: list[str] = field(default_factory=list)  # ids of new docs
-    updated: list[str] = field(default_factory=list)  # ids whose file changed (or moved)
-    removed: list[str] = field(default_factory=list)  # ids that are gone
-    unchanged: int = 0
-    errors: list[tuple[str, int, str]] = field(default_factory=list)  # (path, line, message)
-    elapsed_ms: float = 0.0
-    files_changed: int = 0
+    """What one pass changed. (Plain classes here and in the rest of the search path:
+    `dataclasses` costs every `memctl search` ~8 ms of start-up; see memctl.query.)"""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []  # ids of new docs
+        self.updated: list[str] = []  # ids whose file changed (or moved)
+        self.removed: list[str] = []  # ids that are gone
+        self.unchanged = 0
+        self.errors: list[tuple[str, int, str]] = []  # (path, line, message)
+        self.elapsed_ms = 0.0
+        self.files_changed = 0
 
     @property
     def changed(self) -> bool:
         return bool(self.added or self.updated or self.removed or self.files_changed)
 
+    def __repr__(self) -> str:
+        return f"RefreshStats({self.__dict__!r})"
 
-@dataclass(frozen=True)
+
 class ParseError:
-    path: str
-    line: int
-    message: str
+    __slots__ = ("path", "line", "message")
+
+    def __init__(self, path: str, line: int, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ParseError) and \
+            (self.path, self.line, self.message) == (other.path, other.line, other.message)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.line, self.message))
+
+    def __repr__(self) -> str:
+        return f"ParseError({self.path!r}, {self.line!r}, {self.message!r})"
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
+
+
+# Beyond this many changed folders (a checkout, a first run), one query reads every stamp.
+_FOLDER_BY_FOLDER_MAX = 40
+# The files directly in one folder: paths between `folder` and `folder` with its `/` turned
+# into `0` (the next character), without a further `/`.
+_IN_FOLDER_SQL = ("SELECT path, mtime_ns, size FROM files WHERE path > ? AND path < ?"
+                  " AND instr(substr(path, ?), '/') = 0")
+
+
+def _in_folder(folder: str) -> tuple[str, str, int]:
+    return folder, folder[:-1] + "0", len(folder) + 1
 
 
 # Files modified less than this long before they were read are re-checked next time.
@@ -287,14 +319,13 @@ class Index:
         if paths is not None:
             paths = self._relative(paths)
         if paths is None:
-            known = self._known_keys()
-            current = scan_keys(str(self.root))
+            known, current, total = self._differing_keys()
             changed = current - known
             gone = known - current
             candidates = [key.rsplit("\t", 2)[0] for key in changed]
             # A changed file is in both sets (new stamp, old stamp): not removed.
             removed = sorted({key.rsplit("\t", 2)[0] for key in gone} - set(candidates))
-            stats.unchanged = len(current) - len(changed)
+            stats.unchanged = total - len(changed)
         else:
             found, known_stats, removed = self._stat_paths(paths)
             candidates = [path for path, st in found.items() if known_stats.get(path) != st]
@@ -321,6 +352,49 @@ class Index:
                 continue
             result.append(rel)
         return result
+
+    def _differing_keys(self) -> tuple[set[str], set[str], int]:
+        """(indexed keys, keys on disk) of the folders whose digest differs from the one the
+        index stored, and the number of files on disk (see memctl.filescan)."""
+        on_disk = scan(str(self.root))
+        stored = dict(self.conn.execute("SELECT path, digest FROM folders"))
+        differing = [folder for folder, keys in on_disk.items()
+                     if stored.get(folder) != folder_digest(keys)]
+        differing.extend(folder for folder in stored if folder not in on_disk)
+        total = sum(map(len, on_disk.values()))
+        known: set[str] = set()
+        current: set[str] = set()
+        if len(differing) > _FOLDER_BY_FOLDER_MAX:
+            known = self._known_keys()
+            for keys in on_disk.values():
+                current.update(keys)
+            return known, current, total
+        for folder in differing:
+            known.update(f"{path}\t{mtime}\t{size}" for path, mtime, size in
+                         self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)))
+            current.update(on_disk.get(folder, ()))
+        return known, current, total
+
+    def _store_folder_digests(self, touched: Iterable[str] | None) -> None:
+        """Record the digest of what is indexed in each touched folder (None: all of them),
+        inside the transaction that changed them."""
+        conn = self.conn
+        if touched is None:
+            conn.execute("DELETE FROM folders")
+            by_folder: dict[str, list[str]] = {}
+            for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM files"):
+                by_folder.setdefault(folder_of(path), []).append(f"{path}\t{mtime}\t{size}")
+            conn.executemany("INSERT INTO folders(path, digest) VALUES (?, ?)",
+                             [(folder, folder_digest(keys)) for folder, keys in by_folder.items()])
+            return
+        for folder in set(touched):
+            keys = [f"{path}\t{mtime}\t{size}" for path, mtime, size in
+                    conn.execute(_IN_FOLDER_SQL, _in_folder(folder))]
+            if keys:
+                conn.execute("INSERT OR REPLACE INTO folders(path, digest) VALUES (?, ?)",
+                             (folder, folder_digest(keys)))
+            else:
+                conn.execute("DELETE FROM folders WHERE path = ?", (folder,))
 
     def _known_keys(self) -> set[str]:
         # One string for the whole table: splitting it is done in C, unlike 10k row tuples.
@@ -371,6 +445,8 @@ class Index:
 
     def _apply(self, candidates: list[str], removed: list[str], stats: RefreshStats,
                progress: Callable[[int, int], None] | None, clear: bool = False) -> None:
+        from memctl.indexdocs import Writer, prepare_all
+
         conn = self.conn
         gone_ids: dict[str, str] = {}
         new_ids: list[str] = []
@@ -413,6 +489,8 @@ class Index:
                 self._store(prepared, prepared.path in hashes, writer, stats, gone_ids,
                             new_ids)
             writer.flush()
+            self._store_folder_digests(None if clear else
+                                       map(folder_of, [*candidates, *removed]))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

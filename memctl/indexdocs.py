@@ -7,7 +7,7 @@ section (`blog/MEMORY.md#decisions`, with its line); a SCRATCHPAD.md is one unit
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import os
 import re
@@ -16,21 +16,17 @@ import stat as stat_module
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memctl.clock import parse_time
-from memctl.note import Note, note_from_parsed, title_of
-from memctl.noteformat import (
-    BOM,
-    ParsedFile,
-    detect_newline,
-    parse_text,
-)
+if TYPE_CHECKING:
+    from memctl.note import Note
+    from memctl.noteformat import ParsedFile
+
+# The note model and the parsers are imported on first use: a freshness check that finds
+# nothing changed (every search) needs neither.
 
 # Files beyond this are reported instead of indexed (a pasted dump is not a memory).
 MAX_INDEXED_BYTES = 10 * 1024 * 1024
-# Bump when what is extracted from a file changes: the index is rebuilt on a mismatch.
-EXTRACT_VERSION = 1
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
 # L2 sections rank a little above a default note: they are the project's distilled memory.
@@ -86,8 +82,13 @@ _PLAIN = f"{_FIRST}(?:[^{_BAD}:#]|:(?=[^\\s{_BAD}])|(?<=[^\\s])#)*"
 _ITEM = f"{_FIRST}[^{_BAD},\\[\\]{{}}#:]*"
 _LIST = f"\\[ *(?:{_ITEM}(?: *, *{_ITEM})*)? *\\]"
 _LINE_RE = f"([A-Za-z_][A-Za-z0-9_-]*):(?: +(?:({_LIST})|({_PLAIN})))? *\\r?\\n"
-_LINE = re.compile(_LINE_RE)
-_BLOCK = re.compile(f"(?:{_LINE_RE}| *\\r?\\n)*")
+
+
+@functools.cache
+def _fast_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(one line, the whole block): compiled on first use (~4 ms), not at every start-up."""
+    return re.compile(_LINE_RE), re.compile(f"(?:{_LINE_RE}| *\\r?\\n)*")
+
 _CLOSER = re.compile(r"\n(?:---|\.\.\.)([^\n]*)(\n|$)")
 _OPENER = re.compile(r"---[ \t]*\r?\n")
 _ODD_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\r(?!\n)")
@@ -95,6 +96,8 @@ _ODD_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\r(?!\n)")
 
 def fast_parse(text: str) -> ParsedFile | None:
     """The same result as `noteformat.parse_text` for simple front matter, else None."""
+    from memctl.noteformat import BOM, ParsedFile, detect_newline
+
     bom = text.startswith(BOM)
     if bom:
         text = text[1:]
@@ -107,11 +110,12 @@ def fast_parse(text: str) -> ParsedFile | None:
     else:
         return None
     yaml_text = text[opener.end():closer.start() + 1]
+    line_re, block_re = _fast_patterns()
     if len(yaml_text) > 8192 or _ODD_BREAKS.search(text, 0, closer.end()) \
-            or not _BLOCK.fullmatch(yaml_text):
+            or not block_re.fullmatch(yaml_text):
         return None
     meta: dict[str, Any] = {}
-    for key, listed, plain in _LINE.findall(yaml_text):
+    for key, listed, plain in line_re.findall(yaml_text):
         if key in meta:
             return None
         if listed:
@@ -125,6 +129,8 @@ def fast_parse(text: str) -> ParsedFile | None:
 
 
 def _timestamp(text: str | None, fallback: float) -> float:
+    from memctl.clock import parse_time
+
     moment = parse_time(text) if text else None
     return moment.timestamp() if moment is not None else fallback
 
@@ -132,6 +138,9 @@ def _timestamp(text: str | None, fallback: float) -> float:
 def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int,
                   *, max_bytes: int) -> list[Doc] | tuple[int, str]:
     """The units of one file, or (line, message) when it cannot be read as memory."""
+    from memctl.note import note_from_parsed, title_of
+    from memctl.noteformat import parse_text
+
     if len(data) > max_bytes:
         return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
     try:
@@ -196,6 +205,7 @@ def _plain_meta(path: str, kind: str, project: str, title: str, section: str | N
 
 def _memory_docs(path: str, project: str, body: str, body_line: int, updated: str,
                  updated_ts: float) -> list[Doc]:
+    from memctl.note import title_of
     from memctl.sections import parse_headings
     from memctl.store import slugify
 
@@ -234,6 +244,8 @@ def _memory_docs(path: str, project: str, body: str, body_line: int, updated: st
 
 def content_digest(data: bytes) -> str:
     """The hash the index keeps of a file's bytes."""
+    import hashlib
+
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -303,14 +315,8 @@ def _stale_stat(info: os.stat_result) -> Any:
     return _RacedStat(info)
 
 
-def scope_token(project: str) -> str:
-    """The one token of the `scope` column: `p` and the project name in hex (any name is a
-    single alphanumeric token, and no two names share one)."""
-    return "p" + project.encode("utf-8").hex()
-
-
 def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
-    from memctl.tokenize import to_index
+    from memctl.tokenize import scope_token, to_index
 
     tag_text = " ".join([*doc.tags, doc.subject or "", doc.predicate or ""]).strip()
     return (
@@ -353,77 +359,6 @@ def prepare_many(root: str, items: list[tuple[str, str, str, str | None]],
     """`prepare_file` for (path, kind, project, old hash) items: one task of a worker."""
     return [prepare_file(root, path, kind, project, old_hash, max_bytes)
             for path, kind, project, old_hash in items]
-
-
-# --- finding the files ------------------------------------------------------------------------
-
-_MD_SUFFIXES = (".md", ".MD", ".Md", ".mD")
-
-
-def scan_keys(root: str, folders: list[tuple[str, str]] | None = None) -> set[str]:
-    """`path\tmtime_ns\tsize` for every file the index covers (the freshness check's input).
-
-    Mirrors `store.classify` for indexed kinds without classifying each file: top-level
-    folders with a project name, no dot folders or dot files, `*.md`. Each folder is opened
-    once and its entries are stat'ed relative to it (cheaper than full paths). Strings, not
-    tuples, so comparing with the index is a set difference done in C.
-    """
-    from memctl.note import valid_project_name
-
-    keys: set[str] = set()
-    add = keys.add
-    if folders is None:
-        folders = []
-        try:
-            with os.scandir(root) as top:
-                for entry in top:
-                    try:
-                        if entry.is_dir(follow_symlinks=False) and valid_project_name(entry.name):
-                            folders.append((entry.name + "/", entry.path))
-                    except OSError:
-                        continue
-        except OSError:
-            return keys
-    s_isreg, s_isdir = stat_module.S_ISREG, stat_module.S_ISDIR
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-    while folders:
-        here, folder = folders.pop()
-        try:
-            fd = os.open(folder, flags)
-        except OSError:
-            continue
-        try:
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name[0] == ".":
-                        continue
-                    try:
-                        if name.endswith(_MD_SUFFIXES):
-                            info = entry.stat(follow_symlinks=False)
-                            if s_isreg(info.st_mode):
-                                add(f"{here}{name}\t{info.st_mtime_ns}\t{info.st_size}")
-                            elif s_isdir(info.st_mode):
-                                folders.append((f"{here}{name}/", f"{folder}/{name}"))
-                        elif entry.is_dir(follow_symlinks=False):
-                            folders.append((f"{here}{name}/", f"{folder}/{name}"))
-                    except OSError:
-                        continue
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    return keys
-
-
-def split_key(key: str) -> tuple[str, tuple[int, int]]:
-    path, mtime, size = key.rsplit("\t", 2)
-    return path, (int(mtime), int(size))
-
-
-def walk_stats(root: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of every file the index covers, by store-relative path."""
-    return dict(split_key(key) for key in scan_keys(str(root)))
 
 
 # --- writing rows ------------------------------------------------------------------------------

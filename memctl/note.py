@@ -4,7 +4,6 @@ person typed is interpreted. Pure: the store does the reading and writing."""
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -12,7 +11,13 @@ from typing import Any
 from memctl.clock import format_time, parse_time
 from memctl.ids import ALPHABET, is_id
 from memctl.noteformat import ParsedFile, compute_checksum
-from memctl.vocab import NOTE_TYPES, SOURCES, STATUSES  # noqa: F401 - re-exported
+from memctl.vocab import (  # noqa: F401 - re-exported
+    NOTE_TYPES,
+    PROJECT_NAME,
+    SOURCES,
+    STATUSES,
+    valid_project_name,
+)
 
 DEFAULT_TYPE = "fact"
 DEFAULT_IMPORTANCE = 5
@@ -23,13 +28,8 @@ FIELD_ORDER = (
     "updated", "expires", "pinned", "status", "superseded_by", "corrects", "source",
     "source_episode", "checksum",
 )
-PROJECT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _TRUE = {"true", "yes", "on", "1", "y"}
 _FALSE = {"false", "no", "off", "0", "n", ""}
-
-
-def valid_project_name(name: str) -> bool:
-    return bool(PROJECT_NAME.match(name)) and name not in {".", ".."} and len(name) <= 100
 
 
 def derive_id(relpath: str) -> str:

@@ -10,6 +10,7 @@ Two promises to users' files live here:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -224,7 +225,14 @@ def content_hash(text: str) -> str:
 
 # --- rendering values -----------------------------------------------------------------------
 
-_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_\u0080-\uffff][A-Za-z0-9_ .:/+@()\u0080-\uffff-]*$")
+# Compiling this class of 65k characters costs ~8 ms: done on first use, not at start-up.
+_PLAIN_SAFE_PATTERN = r"^[A-Za-z0-9_\u0080-\uffff][A-Za-z0-9_ .:/+@()\u0080-\uffff-]*$"
+
+
+@functools.cache
+def _plain_safe() -> re.Pattern[str]:
+    return re.compile(_PLAIN_SAFE_PATTERN)
+
 _YAML_SPECIAL_WORDS = {"~", "null", "Null", "NULL"}
 
 
@@ -236,7 +244,7 @@ def render_scalar(value: Any) -> str:
         return str(value)
     text = str(value)
     if (
-        _PLAIN_SAFE.match(text)
+        _plain_safe().match(text)
         and not text.endswith((" ", ":"))
         and ": " not in text
         and " #" not in text

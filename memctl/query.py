@@ -16,8 +16,6 @@ give results (or none), never an FTS5 syntax error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from memctl.errors import UsageError
 from memctl.tokenize import clean, has_token_chars, to_index
 from memctl.vocab import NOTE_TYPES
@@ -31,30 +29,49 @@ MAX_TERM_CHARS = 200
 KIND_TYPES = ("memory", "scratchpad", "episode")
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses: `dataclasses` imports `inspect` and builds each class with
+# exec, ~1 ms a class and ~8 ms for the module, paid by every `memctl search` at start-up.
+
+
 class Term:
-    text: str
-    phrase: bool = False  # typed in quotes
-    prefix: bool = False
-    negated: bool = False
+    __slots__ = ("text", "phrase", "prefix", "negated")
+
+    def __init__(self, text: str, phrase: bool = False, prefix: bool = False,
+                 negated: bool = False) -> None:
+        self.text = text
+        self.phrase = phrase  # typed in quotes
+        self.prefix = prefix
+        self.negated = negated
+
+    def _key(self) -> tuple[str, bool, bool, bool]:
+        return (self.text, self.phrase, self.prefix, self.negated)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Term) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "Term(text={!r}, phrase={!r}, prefix={!r}, negated={!r})".format(*self._key())
 
 
-@dataclass
 class Query:
     """A parsed query. `match` is None when there is nothing to look for in the text."""
 
-    raw: str
-    match: str | None = None
-    # Only used when `match` is None: rows matching it are left out (`-word` alone).
-    exclude: str | None = None
-    tags: tuple[str, ...] = ()
-    exclude_tags: tuple[str, ...] = ()
-    types: tuple[str, ...] = ()
-    exclude_types: tuple[str, ...] = ()
-    # The words the user looked for, for the fuzzy fallback and for highlighting.
-    words: tuple[str, ...] = ()
-    truncated: bool = False
-    terms: list[Term] = field(default_factory=list)
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self.match: str | None = None
+        # Only used when `match` is None: rows matching it are left out (`-word` alone).
+        self.exclude: str | None = None
+        self.tags: tuple[str, ...] = ()
+        self.exclude_tags: tuple[str, ...] = ()
+        self.types: tuple[str, ...] = ()
+        self.exclude_types: tuple[str, ...] = ()
+        # The words the user looked for, for the fuzzy fallback and for highlighting.
+        self.words: tuple[str, ...] = ()
+        self.truncated = False
+        self.terms: list[Term] = []
 
     @property
     def has_filters(self) -> bool:
@@ -64,13 +81,18 @@ class Query:
     def searches_text(self) -> bool:
         return self.match is not None or self.exclude is not None
 
+    def __repr__(self) -> str:
+        return f"Query({self.__dict__!r})"
 
-@dataclass
+
 class _Item:
-    text: str
-    quoted: bool
-    prefix: bool
-    negated: bool
+    __slots__ = ("text", "quoted", "prefix", "negated")
+
+    def __init__(self, text: str, quoted: bool, prefix: bool, negated: bool) -> None:
+        self.text = text
+        self.quoted = quoted
+        self.prefix = prefix
+        self.negated = negated
 
 
 def _lex(raw: str) -> list[_Item]:

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from memctl.errors import UsageError
 from memctl.query import Query, parse
 from memctl.tokenize import from_index
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 GLOBAL = "global"
 WEIGHTS = (4.0, 2.0, 1.0, 0.0)  # title, tags, body, scope
@@ -34,28 +37,40 @@ ALL_KINDS = ("note", "episode", "memory", "scratchpad")
 _SPACES = re.compile(r"\s+")
 
 
-@dataclass(eq=False)  # hits are compared by identity (reordering must be cheap)
 class Hit:
-    id: str
-    path: str
-    project: str
-    type: str
-    kind: str
-    importance: int
-    status: str
-    score: float
-    title: str
-    snippet_marked: str  # the match between OPEN and CLOSE marks
-    section: str | None = None
-    line: int = 1
-    tags: list[str] = field(default_factory=list)
-    updated: str | None = None
-    fuzzy: bool = False
-    explain: dict[str, Any] | None = None
-    rowid: int = 0
-    subject: str | None = None
-    predicate: str | None = None
-    corrects: str | None = None
+    """One search result. A plain class (see memctl.query on dataclasses and start-up);
+    hits are compared by identity, so reordering them stays cheap."""
+
+    def __init__(self, *, id: str, path: str, project: str, type: str, kind: str,
+                 importance: int, status: str, score: float, title: str,
+                 snippet_marked: str, section: str | None = None, line: int = 1,
+                 tags: list[str] | None = None, updated: str | None = None,
+                 fuzzy: bool = False, explain: dict[str, Any] | None = None, rowid: int = 0,
+                 subject: str | None = None, predicate: str | None = None,
+                 corrects: str | None = None) -> None:
+        self.id = id
+        self.path = path
+        self.project = project
+        self.type = type
+        self.kind = kind
+        self.importance = importance
+        self.status = status
+        self.score = score
+        self.title = title
+        self.snippet_marked = snippet_marked  # the match between OPEN and CLOSE marks
+        self.section = section
+        self.line = line
+        self.tags = tags if tags is not None else []
+        self.updated = updated
+        self.fuzzy = fuzzy
+        self.explain = explain
+        self.rowid = rowid
+        self.subject = subject
+        self.predicate = predicate
+        self.corrects = corrects
+
+    def __repr__(self) -> str:
+        return f"Hit(id={self.id!r}, score={self.score!r}, title={self.title!r})"
 
     @property
     def snippet(self) -> str:
@@ -175,7 +190,7 @@ def search(store: object, query: str | Query, *, project: str | None = None,
     half_life = _half_life_days(store) * 86400.0
     ctx = _Ctx(index.conn, where, params, now_ts, half_life, limit, explain)
     if scope is not None:
-        from memctl.indexdocs import scope_token
+        from memctl.tokenize import scope_token
 
         ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
     hits = ctx.run(parsed.match, parsed.exclude)

@@ -3,11 +3,14 @@ empty or partial file works, and `memctl init` writes this same text for people 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any
 
 from memctl.errors import MemctlError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 SETTINGS_FILE = "memctl.toml"
 
@@ -70,6 +73,10 @@ def _toml_value(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _only_comments(raw: bytes) -> bool:
+    return all(not line.strip() or line.lstrip().startswith(b"#") for line in raw.splitlines())
+
+
 class Settings:
     def __init__(self, values: dict[str, dict[str, Any]] | None = None) -> None:
         self._values = values or {}
@@ -83,6 +90,12 @@ class Settings:
             return cls({})
         except OSError as exc:
             raise MemctlError(f"cannot read {SETTINGS_FILE}: {exc.strerror}") from exc
+        if raw == default_toml().encode("utf-8") or _only_comments(raw):
+            # The file `memctl init` wrote, untouched (or nothing but comments): its values
+            # are the defaults, and skipping the TOML parser saves every command ~6 ms.
+            return cls({})
+        import tomllib
+
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -8,15 +8,20 @@ import re
 import stat as stat_module
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memctl.atomic import atomic_write_text, make_dirs
 from memctl.errors import MemctlError, UsageError
-from memctl.note import Note, note_from_parsed, valid_project_name
-from memctl.noteformat import ParsedFile, compute_checksum, parse_text, set_fields
 from memctl.settings import SETTINGS_FILE, Settings
+from memctl.vocab import valid_project_name
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from memctl.note import Note
+    from memctl.noteformat import ParsedFile
+
+# The note model, the parser and the atomic writer are imported where they are used: a
+# search with a fresh index needs none of them, and start-up time is part of every command.
 
 GLOBAL = "global"
 DEFAULT_PROJECT = "default"
@@ -118,13 +123,18 @@ def classify(relpath: str) -> tuple[str, str] | None:
     return NOTE, top
 
 
-@dataclass
 class MemoryFile:
-    relpath: str
-    kind: str
-    project: str
-    mtime_ns: int
-    size: int
+    __slots__ = ("relpath", "kind", "project", "mtime_ns", "size")
+
+    def __init__(self, relpath: str, kind: str, project: str, mtime_ns: int, size: int) -> None:
+        self.relpath = relpath
+        self.kind = kind
+        self.project = project
+        self.mtime_ns = mtime_ns
+        self.size = size
+
+    def __repr__(self) -> str:
+        return f"MemoryFile({self.relpath!r}, {self.kind!r}, {self.project!r})"
 
 
 def slugify(text: str, limit: int = 48) -> str:
@@ -157,6 +167,7 @@ class Store:
     def init(cls, root: Path) -> tuple[Store, bool]:
         """Create the store, or complete a partial one. Never overwrites an existing file."""
         from memctl import gitops
+        from memctl.atomic import atomic_write_text, make_dirs
         from memctl.settings import default_toml
         from memctl.templates import STORE_TEMPLATE_DIR, packaged_templates
 
@@ -203,6 +214,7 @@ class Store:
 
     @property
     def state_dir(self) -> Path:
+        from memctl.atomic import make_dirs
         path = self.root / STATE_DIR
         if not path.is_dir():
             make_dirs(path)
@@ -290,10 +302,12 @@ class Store:
         return text, info
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:
+        from memctl.noteformat import parse_text
         text, info = self.read_text(relpath)
         return text, parse_text(text), info
 
     def read_note(self, relpath: str) -> Note:
+        from memctl.note import note_from_parsed
         kind = classify(relpath)
         if kind is None or kind[0] not in (NOTE, ARCHIVED):
             raise MemctlError(f"{relpath} is not a note")
@@ -333,6 +347,7 @@ class Store:
     # --- writing --------------------------------------------------------------------------
 
     def write_text(self, relpath: str, text: str) -> None:
+        from memctl.atomic import atomic_write_text
         atomic_write_text(self.root / relpath, text)
 
     @contextmanager
@@ -381,6 +396,7 @@ def stamp(text: str, updates: dict[str, object], moment: datetime, note: Note | 
     A hand-made file without an `id` gets its derived id written down, so the id it was known
     by survives the change."""
     from memctl.clock import format_time
+    from memctl.noteformat import compute_checksum, set_fields
 
     changes = dict(updates)
     changes["updated"] = format_time(monotonic_stamp(moment, note.updated if note else None))

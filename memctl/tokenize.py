@@ -89,3 +89,9 @@ def has_token_chars(text: str) -> bool:
     Python's `isalnum` covers L* and N*. A phrase with no token is useless to FTS5.
     """
     return any(ch.isalnum() or "\ue000" <= ch <= "\uf8ff" for ch in text)
+
+
+def scope_token(project: str) -> str:
+    """The one token of the index's `scope` column: `p` and the project name in hex (any
+    name is a single alphanumeric token, and no two names share one)."""
+    return "p" + project.encode("utf-8").hex()

@@ -1,5 +1,14 @@
-"""The words of the note format, with no imports: the CLI needs them at start-up."""
+"""The words of the note format and project names, with no heavy imports: the CLI needs
+them at start-up."""
+
+import re
 
 NOTE_TYPES = ("fact", "preference", "rule", "decision", "correction", "skill", "error", "experience")
 STATUSES = ("active", "superseded", "archived")
 SOURCES = ("cli", "manual", "import", "mcp", "extraction")
+
+PROJECT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def valid_project_name(name: str) -> bool:
+    return bool(PROJECT_NAME.match(name)) and name not in {".", ".."} and len(name) <= 100

@@ -159,7 +159,7 @@ class Watcher:
 
     @staticmethod
     def is_watched_top(name: str) -> bool:
-        from memctl.note import valid_project_name
+        from memctl.vocab import valid_project_name
 
         return valid_project_name(name)  # never .git, .memctl, .tombstones, ...
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memctl.errors import MemctlError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 STATE_DIR = ".memctl"
 HEARTBEAT_FILE = "watch.json"
@@ -37,18 +39,19 @@ class WatcherRunning(MemctlError):
     """Another watcher holds this store."""
 
 
-@dataclass(frozen=True)
 class WatchStatus:
-    """The heartbeat as read by another process."""
+    """The heartbeat as read by another process (a plain class: see memctl.index)."""
 
-    pid: int
-    host: str
-    state: str  # "starting" while the first full pass runs, then "ready"
-    started: float  # epoch seconds
-    heartbeat: float  # epoch seconds of the last beat
-    running: bool  # its process exists on this machine and is not stopped
-    live: bool  # it keeps the index fresh right now (see watcher_is_live)
-    extra: dict[str, Any]
+    def __init__(self, *, pid: int, host: str, state: str, started: float, heartbeat: float,
+                 running: bool, live: bool, extra: dict[str, Any]) -> None:
+        self.pid = pid
+        self.host = host
+        self.state = state  # "starting" while the first full pass runs, then "ready"
+        self.started = started  # epoch seconds
+        self.heartbeat = heartbeat  # epoch seconds of the last beat
+        self.running = running  # its process exists on this machine and is not stopped
+        self.live = live  # it keeps the index fresh right now (see watcher_is_live)
+        self.extra = extra
 
     @property
     def age(self) -> float:
@@ -94,6 +97,12 @@ def _process_state(pid: int) -> str | None:
     return "alive"
 
 
+def _hostname() -> str:
+    import socket  # ~3 ms to import: only when a heartbeat is there to check
+
+    return socket.gethostname()
+
+
 def read_status(store: object, *, now: float | None = None) -> WatchStatus | None:
     """The heartbeat of this store's watcher, or None when no heartbeat is there."""
     try:
@@ -104,7 +113,7 @@ def read_status(store: object, *, now: float | None = None) -> WatchStatus | Non
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # none, half written or not ours: no watcher
     now = time.time() if now is None else now
-    running = host == socket.gethostname() and _process_state(pid) == "alive"
+    running = host == _hostname() and _process_state(pid) == "alive"
     # A beat from the future (the clock stepped back) counts as fresh only within the window.
     live = running and state == "ready" and abs(now - heartbeat) <= STALE_AFTER
     extra = {k: v for k, v in data.items()
@@ -133,7 +142,7 @@ class Heartbeat:
             self.state = state
         self.extra.update(extra)
         data = {
-            "pid": os.getpid(), "host": socket.gethostname(), "state": self.state,
+            "pid": os.getpid(), "host": _hostname(), "state": self.state,
             "started": self.started, "heartbeat": time.time(), **self.extra,
         }
         # Never `parents=True`: if the store folder was moved away, recreating its path here

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 from conftest import git, tree_snapshot
@@ -45,7 +46,8 @@ def test_claude_md_sections_become_notes(cli, tmp_path):
     again = cli.ok("import", str(source), "--json").json()
     assert again["added"] == [] and sorted(again["unchanged"]) == sorted(report["added"])
     source.write_text(CLAUDE_MD.replace("Tabs, not spaces.", "Spaces, four of them."))
-    os.utime(source, (1796043600, 1796043600))
+    later = time.time() + 3600  # after the first import's stamps, whenever the test runs
+    os.utime(source, (later, later))
     changed = cli.ok("import", str(source), "--json").json()
     assert changed["updated"] == [found["rule"]["id"]] and changed["added"] == []
 

@@ -366,3 +366,63 @@ def test_a_rewrite_in_the_same_clock_tick_with_the_same_size_is_not_missed(root:
         assert find(root, "Redis") == []
     finally:
         index.close()
+
+
+def test_a_rename_within_a_folder_keeping_stamp_and_size_is_seen(root: Path) -> None:
+    """The check compares a digest per folder: a same-size, same-mtime rename must change it."""
+    ensure_fresh(root).close()
+    old = root / "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"
+    stamp = old.stat().st_mtime_ns
+    new = old.with_name("renamed.md")
+    old.rename(new)
+    os.utime(new, ns=(stamp, stamp))
+    index = ensure_fresh(root)
+    try:
+        assert index.get("bbbb")["path"] == "blog/notes/fact/renamed.md"
+        assert [row[0] for row in index.conn.execute("SELECT path FROM files ORDER BY path")] == [
+            "blog/notes/decision/pg-aaaaaaaaaaaaaaaa.md", "blog/notes/fact/renamed.md"]
+    finally:
+        index.close()
+
+
+def test_a_check_with_nothing_changed_reads_no_stamps(root: Path) -> None:
+    """After any refresh, the index's digest of each folder is the walk's: nothing differs."""
+    index = ensure_fresh(root)
+    old = time.time() - 60  # older than the racy window, so stamps are recorded as they are
+    for path in root.glob("blog/**/*.md"):
+        os.utime(path, (old, old))
+    write(root, "blog/notes/fact/new.md", "a new fact")
+    os.utime(root / "blog/notes/fact/new.md", (old, old))
+    assert index.refresh().added
+    try:
+        known, current, total = index._differing_keys()
+        assert (known, current, total) == (set(), set(), 3)
+        (root / "blog/notes/fact/new.md").unlink()
+        known, current, _ = index._differing_keys()
+        assert {key.split("\t")[0] for key in known} == {
+            "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md", "blog/notes/fact/new.md"}
+        assert {key.split("\t")[0] for key in current} == {
+            "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"}
+    finally:
+        index.close()
+
+
+@pytest.mark.parametrize("folders", [3, 60])  # folder by folder, and all at once (> 40)
+def test_edits_in_many_folders_at_once_are_all_seen(store_path: Path, folders: int) -> None:
+    for number in range(folders):
+        write(store_path, f"p{number}/notes/fact/n.md", f"alpha{number} original")
+    index = ensure_fresh(store_path)
+    try:
+        for number in range(folders):
+            write(store_path, f"p{number}/notes/fact/n.md", f"alpha{number} edited text")
+        stats = index.refresh()
+        assert stats.files_changed == folders
+        for number in (0, folders - 1):
+            assert len(search(store_path, f"alpha{number} edited", all_projects=True,
+                              index=index)) == 1
+        shutil.rmtree(store_path / "p1")
+        assert len(index.refresh().removed) == 1
+        assert index.conn.execute("SELECT count(*) FROM folders WHERE path LIKE 'p1/%'"
+                                  ).fetchone()[0] == 0
+    finally:
+        index.close()

@@ -1,6 +1,30 @@
 """The memctl command line: a thin layer over the core that turns errors into one-line
-messages. Command groups live in one module each and register on `app`."""
+messages. Command groups live in one module each and register on the typer `app`;
+`memctl search` is answered by a fast path that skips typer (see `memctl.cli.fast`)."""
 
-from memctl.cli.app import app, main
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from memctl.cli.fast import run_fast
+
+    code = run_fast(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    from memctl.cli.app import main as typer_main
+
+    typer_main()
+
+
+def __getattr__(name: str) -> object:
+    # `from memctl.cli import app` still works, without importing typer for the fast path.
+    if name == "app":
+        from memctl.cli.app import app
+
+        return app
+    raise AttributeError(name)
+
 
 __all__ = ["app", "main"]

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
 from typing import Any, Optional
 
 import typer
 from typer.core import TyperGroup
 
+from memctl.cli.context import (  # noqa: F401 - re-exported for the command modules
+    choose_store,
+    current_project,
+    get_store,
+    print_error,
+    store_path_option,
+)
 from memctl.errors import MemctlError, UsageError
 
 # Command modules, imported at start-up to register their commands. Each keeps its heavy
@@ -28,21 +34,16 @@ class MemctlGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except UsageError as exc:
-            _print_error(str(exc))
+            print_error(str(exc))
             raise typer.Exit(2) from None
         except MemctlError as exc:
-            _print_error(str(exc))
+            print_error(str(exc))
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
-            _print_error("interrupted")
+            print_error("interrupted")
             raise typer.Exit(130) from None
         except BrokenPipeError:
             raise typer.Exit(0) from None
-
-
-def _print_error(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
-    sys.stderr.flush()
 
 
 app = typer.Typer(
@@ -53,9 +54,6 @@ app = typer.Typer(
     help="Long-term memory for AI coding agents, kept as Markdown files in git.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-_state: dict[str, Any] = {"store_option": None}
-
 
 def _version(value: bool) -> None:
     if value:
@@ -74,38 +72,12 @@ def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
 ) -> None:
-    _state["store_option"] = store
-    _state["store"] = None
-
-
-def get_store():  # -> memctl.store.Store
-    """The store chosen by --store / MEMCTL_STORE / the default (created on first use)."""
-    if _state.get("store") is None:
-        from memctl.store import Store, resolve_store_path
-
-        path, is_default = resolve_store_path(_state.get("store_option"))
-        _state["store"] = Store.open(path, create_if_missing=is_default)
-    return _state["store"]
-
-
-def store_path_option():  # -> pathlib.Path for commands such as init
-    from memctl.store import resolve_store_path
-
-    return resolve_store_path(_state.get("store_option"))[0]
-
-
-def current_project(option: Optional[str], global_scope: bool = False) -> str:
-    from memctl.store import GLOBAL, resolve_project
-
-    if global_scope:
-        return GLOBAL
-    store = get_store()
-    return resolve_project(option, store.root)
+    choose_store(store)
 
 
 def project_callback(value: Optional[str]) -> Optional[str]:
     """Validates --project at parse time so a bad name is bad usage (exit 2)."""
-    from memctl.note import valid_project_name
+    from memctl.vocab import valid_project_name
 
     if value is not None and not valid_project_name(value):
         raise typer.BadParameter(f"{value!r} is not a project name (letters, digits, '-', '_', '.'; not starting with '.')")

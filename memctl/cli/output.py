@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 _console = None
 _err_console = None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
+from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, get_store
 from memctl.query import KIND_TYPES
 from memctl.vocab import NOTE_TYPES
 
@@ -47,94 +47,11 @@ def search(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Ranked full-text search in English and Chinese."""
-    from memctl.counters import record_access
-    from memctl.index import ensure_fresh
-    from memctl.query import parse
-    from memctl.search import search as run_search
+    from memctl.cli.searching import run_search
 
-    parsed = parse(query)  # bad syntax is bad usage before any work is done
-    store = get_store()
-    scope = None if all_projects else current_project(project)
-    if limit is None:
-        limit = int(store.settings.get("search.default_limit"))
-    index = ensure_fresh(store)
-    from memctl.cli.output import report_parse_errors
-
-    report_parse_errors(index)
-    hits = run_search(store, parsed, project=scope, all_projects=all_projects,
-                      types=types or (), tags=tags or (), since=since,
-                      limit=limit, include_stale=include_stale, explain=explain, index=index)
-    if parsed.truncated:
-        _warn("the query was long: only its first words were used")
-    record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
-    if json_output:
-        from memctl.cli.output import emit_json
-
-        emit_json([hit.to_dict() for hit in hits])
-        return
-    if not hits:
-        sys.stderr.write("no matches\n")
-        return
-    if hits[0].fuzzy:
-        sys.stderr.write("no exact matches; showing close ones\n")
-    _print_table(hits, explain)
-
-
-def _marked(text: str) -> Any:
-    from rich.text import Text
-
-    from memctl.search import CLOSE, OPEN
-
-    out = Text()
-    bold = False
-    start = 0
-    for position, ch in enumerate(text):
-        if ch in (OPEN, CLOSE):
-            out.append(text[start:position], style="bold yellow" if bold else None)
-            bold = ch == OPEN
-            start = position + 1
-    out.append(text[start:], style="bold yellow" if bold else None)
-    return out
-
-
-def _print_table(hits: list[Any], explain: bool) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from memctl.cli.output import console
-    from memctl.search import CLOSE, OPEN
-
-    grid = Table(show_lines=True, header_style="bold")
-    grid.add_column("#", justify="right")
-    grid.add_column("id", overflow="fold", no_wrap=True)
-    grid.add_column("type")
-    grid.add_column("project")
-    grid.add_column("match", ratio=1)
-    for number, hit in enumerate(hits, 1):
-        plain = hit.snippet_marked.replace(OPEN, "").replace(CLOSE, "")
-        cell = Text()
-        title = " ".join(hit.title.split())
-        if title and not plain.startswith(title[:40]):
-            # A note's title is usually its first line, already in the snippet.
-            cell.append(title[:100] + ("…" if len(title) > 100 else "") + "\n", style="bold")
-        cell.append_text(_marked(hit.snippet_marked))
-        where = hit.path + (f":{hit.line}" if hit.kind == "memory" else "")
-        cell.append(f"\n{where}", style="dim")
-        if hit.status != "active":
-            cell.append(f"  [{hit.status}]", style="red")
-        if explain and hit.explain:
-            e = hit.explain
-            bm25 = "filter" if e.get("bm25") is None else f"bm25 {e['bm25']:.3f}"
-            line = (f"\n{bm25} × importance {e['importance_factor']} × recency "
-                    f"{e['recency_factor']} (age {e['age_days']} d) × type {e['type_factor']}"
-                    f" = {hit.score:.4f}")
-            if e.get("placed_ahead_of"):
-                line += f"; placed ahead of {', '.join(e['placed_ahead_of'])}, which it corrects"
-            if e.get("fuzzy"):
-                line += "; fuzzy: " + ", ".join(f"{k} → {'/'.join(v)}" for k, v in e["fuzzy"].items())
-            cell.append(line, style="cyan")
-        grid.add_row(str(number), hit.id, hit.type, hit.project, cell)
-    console().print(grid)
+    run_search(query, project=project, all_projects=all_projects, types=types or [],
+               tags=tags or [], since=since, limit=limit, include_stale=include_stale,
+               explain=explain, json_output=json_output)
 
 
 @app.command()
