@@ -45,6 +45,13 @@ def parse_time(text: object) -> datetime | None:
     value = text.strip()
     if not value:
         return None
+    try:
+        # Python 3.11 reads `Z` and a space separator itself: the common case in one C call.
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        pass
+    else:
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
     if value.endswith(("Z", "z")):
         value = value[:-1] + "+00:00"
     value = value.replace(" ", "T", 1) if re.match(r"\d{4}-\d\d-\d\d \d", value) else value

@@ -173,14 +173,15 @@ def note_from_parsed(
     project: str,
     file_time: datetime | None = None,
     archived: bool = False,
+    check_stamp: bool = True,
 ) -> Note:
     """Interpret a parsed file as a note, filling defaults for what is missing.
 
     Values that cannot be understood fall back to the default and leave a warning; the file
-    is never changed by reading it."""
+    is never changed by reading it. The index, which never needs `stamped`, passes
+    `check_stamp=False` and skips hashing the text."""
     meta = parsed.meta
     warnings: list[str] = []
-    fallback_time = format_time(file_time) if file_time else ""
 
     raw_id = _text(meta.get("id"))
     has_id = bool(raw_id)
@@ -218,7 +219,7 @@ def note_from_parsed(
         warnings.append(f"pinned {meta.get('pinned')!r} is not true/false, read as false")
         pinned = False
 
-    created = _text(meta.get("created")) or fallback_time
+    created = _text(meta.get("created")) or (format_time(file_time) if file_time else "")
     updated = _text(meta.get("updated")) or created
     for name, value in (("created", created), ("updated", updated)):
         if value and parse_time(value) is None:
@@ -246,7 +247,7 @@ def note_from_parsed(
         source_episode=_text(meta.get("source_episode")),
         title=title_of(meta, parsed.body),
         has_id=has_id,
-        stamped=bool(stamp) and stamp == compute_checksum(text),
+        stamped=check_stamp and bool(stamp) and stamp == compute_checksum(text),
         meta=dict(meta),
         warnings=warnings,
     )

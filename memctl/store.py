@@ -91,13 +91,22 @@ def resolve_project(option: str | None, store_root: Path | None = None, cwd: Pat
     return DEFAULT_PROJECT
 
 
+def is_memory_name(name: str) -> bool:
+    """A file name memory can have: `*.md`, not hidden, not an editor's or a merge's debris."""
+    return name.lower().endswith(".md") and not name.startswith(".") \
+        and not name.endswith(_DEBRIS_SUFFIXES) and name not in ("", ".", "..")
+
+
 def classify(relpath: str) -> tuple[str, str] | None:
-    """What a store-relative path (with `/`) is: (kind, project), or None if not memory."""
+    """What a store-relative path (with `/`) is: (kind, project), or None if not memory.
+
+    Two folders deep or more, the answer depends on the folders alone once the name passes
+    `is_memory_name` (the index relies on that to classify a folder once)."""
     parts = relpath.split("/")
     name = parts[-1]
     if any(part in ("", ".", "..") for part in parts):
         return None  # never a path that could leave the store
-    if not name.lower().endswith(".md") or name.startswith(".") or name.endswith(_DEBRIS_SUFFIXES):
+    if not is_memory_name(name):
         return None
     top = parts[0]
     if top == TOMBSTONE_DIR:

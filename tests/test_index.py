@@ -426,3 +426,17 @@ def test_edits_in_many_folders_at_once_are_all_seen(store_path: Path, folders: i
                                   ).fetchone()[0] == 0
     finally:
         index.close()
+
+
+_SEGMENTS = st.sampled_from(["blog", "global", ".tombstones", ".conflicts", ".hidden", "", ".",
+                             "..", "notes", "episodes", "archive", "fact", "2026-11", "a b",
+                             "-x", "MEMORY.md", "SCRATCHPAD.md", "x.md", "x.MD", ".x.md",
+                             "x.md.swp", "x.md~", "x.txt", "数据库.md"])
+
+
+@given(st.lists(_SEGMENTS, min_size=1, max_size=5))
+def test_classifying_once_per_folder_agrees_with_classifying_each_file(parts: list[str]) -> None:
+    from memctl.index import _indexed_kind, _kind_of
+
+    path = "/".join(parts)
+    assert _kind_of(path) == _indexed_kind(path)

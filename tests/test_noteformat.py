@@ -158,3 +158,40 @@ def test_surgical_update_changes_only_the_named_fields(meta, body, updates, newl
 def test_any_text_parses_or_reports_never_raises(text):
     parsed = parse_text(text)
     assert parsed.problem is None or parsed.problem.line >= 1
+
+
+def _reference_parse_time(text: str):
+    """parse_time as first written: normalise `Z` and a space, then fromisoformat."""
+    import re
+    from datetime import UTC, datetime
+
+    value = text.strip()
+    if not value:
+        return None
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    value = value.replace(" ", "T", 1) if re.match(r"\d{4}-\d\d-\d\d \d", value) else value
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+@given(st.datetimes(), st.sampled_from(["T", " "]), st.sampled_from(["", "Z", "z", "+02:00",
+       "-05:30", "+00:00"]), st.sampled_from(["seconds", "milliseconds", "minutes", "auto"]),
+       st.booleans())
+def test_times_read_the_same_on_the_fast_path(moment, separator, zone, spec, date_only):
+    from memctl.clock import parse_time
+
+    text = moment.date().isoformat() if date_only else \
+        moment.isoformat(sep=separator, timespec=spec) + zone
+    assert parse_time(text) == _reference_parse_time(text)
+    assert parse_time(f"  {text} ") == _reference_parse_time(text)
+
+
+@given(st.text(alphabet="0123456789-:T Zz+.W ", max_size=32) | st.text(max_size=12))
+def test_any_text_reads_as_the_same_time_or_as_none(text):
+    from memctl.clock import parse_time
+
+    assert parse_time(text) == _reference_parse_time(text)

@@ -1,0 +1,89 @@
+"""Parsing in worker processes: the same results as one process, in the same order, and
+nothing lost when a worker dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from memctl.indexdocs import MAX_INDEXED_BYTES, prepare_file
+from memctl.indexworkers import CHUNK, prepare_all
+
+FILES = 3 * CHUNK + 17  # chunks for both workers, and a short last one
+
+
+def _items(root: Path) -> list[tuple[str, str, str, str | None]]:
+    items = []
+    for number in range(FILES):
+        rel = f"blog/notes/fact/n{number:04d}.md"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if number % 97 == 5:
+            path.write_bytes(b"---\nid: [unclosed\n---\nbroken front matter\n")  # an error
+        elif number % 89 == 3:
+            pass  # listed but not there (deleted since the walk): "gone"
+        else:
+            path.write_text(f"---\nid: n{number:04d}\ntype: fact\ntags: [t{number % 7}]\n---\n"
+                            f"第{number}条：连接池大小为 {number}。\n", encoding="utf-8")
+        items.append((rel, "note", "blog", "same-hash" if number == 11 else None))
+    return items
+
+
+def _as_tuples(prepared: list) -> list[tuple]:
+    return [(p.path, p.kind, p.outcome, p.mtime_ns, p.size, p.digest, p.error_line, p.error,
+             [list(row) for row in p.rows]) for p in prepared]
+
+
+@pytest.fixture
+def items(tmp_path: Path) -> list[tuple[str, str, str, str | None]]:
+    return _items(tmp_path)
+
+
+def test_workers_give_what_one_process_gives(tmp_path: Path, items: list,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "2")
+    sequential = [prepare_file(str(tmp_path), *item, MAX_INDEXED_BYTES) for item in items]
+    parallel = list(prepare_all(str(tmp_path), items, parallel_min=1))
+    assert _as_tuples(parallel) == _as_tuples(sequential)
+    outcomes = {p.outcome for p in parallel}
+    assert outcomes == {"docs", "error", "gone"}
+    assert not _children(), "every worker was waited for"
+
+
+def test_a_worker_killed_midway_costs_nothing_but_time(tmp_path: Path, items: list,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "2")
+    results = prepare_all(str(tmp_path), items, parallel_min=1)
+    first = next(results)  # the workers are running now
+    workers = _children()
+    assert len(workers) == 2
+    os.kill(workers[1], signal.SIGKILL)
+    rest = list(results)
+    expected = [prepare_file(str(tmp_path), *item, MAX_INDEXED_BYTES) for item in items]
+    assert _as_tuples([first, *rest]) == _as_tuples(expected)
+    assert not _children()
+
+
+def test_stopping_early_leaves_no_worker_behind(tmp_path: Path, items: list,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "2")
+    results = prepare_all(str(tmp_path), items, parallel_min=1)
+    next(results)
+    assert _children()
+    results.close()  # what happens when the caller fails while writing
+    assert not _children()
+
+
+def _children() -> list[int]:
+    """Live (not yet reaped) child processes of this process."""
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            text = Path(f"/proc/self/task/{task}/children").read_text()
+        except OSError:
+            continue
+        found.extend(int(pid) for pid in text.split())
+    return sorted(found)
