@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # memctl.indexdocs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Bump when what memctl.indexdocs extracts from a file changes: the index is rebuilt then.
 EXTRACT_VERSION = 1
 STATE_DIR = ".memctl"
@@ -73,6 +73,9 @@ _INDEXES = {
     "docs_corrects": "CREATE INDEX IF NOT EXISTS docs_corrects ON docs(corrects)"
                      " WHERE corrects IS NOT NULL",
     "doc_tags_doc": "CREATE INDEX IF NOT EXISTS doc_tags_doc ON doc_tags(doc)",
+    # Every read command lists the files that do not parse: a few rows out of 100k.
+    "files_errors": "CREATE INDEX IF NOT EXISTS files_errors ON files(path)"
+                    " WHERE error IS NOT NULL",
 }
 _SCHEMA += ";\n".join(_INDEXES.values()) + ";\n"
 # `scope` holds one token naming the project (see tokenize.scope_token): filtering by
