@@ -1,0 +1,237 @@
+"""Reliability against hostile input: fuzzed readers (front matter, field edits, the query
+translator, bundle names and zips) and inputs at the limits (giant notes, alias bombs, huge
+queries), each with bounded time and memory and a clear error. docs/reliability.md sums them
+up; the long versions live in bench/fuzz.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import memctl_executable, run_memctl, tree_snapshot  # noqa: E402
+from test_crash import make_store, notes_on_disk, whole_files  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import fuzz  # noqa: E402
+
+FTS = fuzz.fts_connection()
+
+FUZZ = settings(max_examples=600, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+
+# --- fuzz: a few thousand cases here; bench/fuzz.py runs 100,000 of each --------------------------
+
+
+@FUZZ
+@given(fuzz.front_matter_texts())
+def test_the_front_matter_reader_never_raises_nor_builds_objects(text: str) -> None:
+    assert fuzz.check_front_matter(text) is None
+
+
+@settings(FUZZ, max_examples=400)
+@given(fuzz.front_matter_texts(), st.sampled_from(fuzz.FIELDS), fuzz.field_values())
+def test_changing_a_field_never_loses_the_body_or_other_fields(text: str, key: str, value) -> None:
+    """The surgical edit behind edit/archive/supersede: the new value reads back, the body and
+    every other field stay as they were, the file still parses, or the edit is refused."""
+    assert fuzz.check_field_edit(text, key, value) is None
+
+
+@pytest.mark.parametrize("text", [
+    "---\nid: 01jdz4k2m8x7b3qv\nstatus: active\ntype: fact\nstatus: active\n---\nbody\n",
+    "---\n\t\n---\nbody\n",
+], ids=["field-written-twice", "tab-only-line"])
+def test_an_edit_counts_and_keeps_the_file_readable_or_is_refused(text: str) -> None:
+    """Found by bench/fuzz.py: YAML keeps the last of duplicate keys while the edit changed
+    the first (an archived note would still read `active`); a line holding only a tab is
+    fine in empty front matter but breaks it once a field follows."""
+    assert fuzz.check_field_edit(text, "status", "archived") is None
+
+
+@FUZZ
+@given(fuzz.queries())
+def test_every_query_gives_a_valid_match_or_a_usage_error(raw: str) -> None:
+    """No string reaches FTS5 as syntax: the MATCH it builds always runs."""
+    assert fuzz.check_query(FTS, raw) is None
+
+
+@settings(FUZZ, max_examples=150)
+@given(fuzz.queries())
+def test_search_of_a_real_store_never_crashes(searchable_store: Path, raw: str) -> None:
+    from memctl.errors import UsageError
+    from memctl.search import search
+    from memctl.store import Store
+
+    try:
+        hits = search(Store.open(searchable_store), raw, all_projects=True, limit=5)
+    except UsageError:
+        return
+    assert all(hit.id for hit in hits)
+
+
+@pytest.fixture(scope="module")
+def searchable_store(tmp_path_factory) -> Path:
+    return make_store(tmp_path_factory.mktemp("search") / "store", 30)
+
+
+@FUZZ
+@given(fuzz.entry_names())
+def test_no_accepted_entry_name_escapes_the_store(name: str) -> None:
+    assert fuzz.check_entry_name(name) is None
+
+
+@settings(FUZZ, max_examples=300)
+@given(fuzz.bundle_dicts())
+def test_the_validator_accepts_only_safe_entries(raw: dict[str, bytes]) -> None:
+    assert fuzz.check_validate(raw) is None
+
+
+@pytest.mark.parametrize("name", [".conflicts/p/../../../etc/evil.md", ".conflicts/p/../../x.md",
+                                  "alpha/../../x.md", "/etc/x.md", "alpha\\..\\..\\x.md"])
+def test_the_validator_refuses_every_escaping_name_whatever_its_source(name: str) -> None:
+    """`validate` also checks what importers of other tools' formats hand it, not only zips."""
+    from memctl.bundle import validate
+    from memctl.errors import MemctlError
+
+    try:
+        bundle = validate("crafted", {name: b"---\nid: 01jdz4k2m8x7b3qv\n---\nhello\n"})
+    except MemctlError:
+        return
+    assert not bundle.files, f"accepted {list(bundle.files)}"
+
+
+@settings(FUZZ, max_examples=150)
+@given(fuzz.zip_specs())
+def test_reading_any_zip_raises_only_the_documented_error(tmp_path: Path, spec) -> None:
+    """Hostile archives (escaping names, links, devices, truncated or corrupt bytes)."""
+    assert fuzz.check_zip(tmp_path, fuzz.make_zip(spec)) is None
+
+
+# --- hostile input: bounded time and memory, a clear error at a limit ----------------------------
+
+MEASURE = ("import resource, subprocess, sys, time\n"
+           "started = time.monotonic()\n"
+           "done = subprocess.run(sys.argv[1:], stdin=sys.stdin)\n"
+           "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+           "sys.stderr.write(f'\\nMEASURED {time.monotonic() - started:.3f} {peak}\\n')\n"
+           "sys.exit(done.returncode)\n")
+
+
+def measured(*args: str, store: Path, input: str | None = None, timeout: float = 120,
+             project: str = "alpha") -> tuple[int, str, str, float, int]:
+    """Run the installed memctl; returns exit code, stdout, stderr, seconds and peak RSS (MB)."""
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT=project)
+    done = subprocess.run([sys.executable, "-c", MEASURE, memctl_executable(), *args],
+                          input=input, capture_output=True, text=True, env=env, timeout=timeout)
+    stderr, _, figures = done.stderr.rpartition("\nMEASURED ")
+    seconds, peak_kb = figures.split()
+    return done.returncode, done.stdout, stderr, float(seconds), int(peak_kb) // 1024
+
+
+def no_traceback(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr[-2000:]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return make_store(tmp_path / "store", 12)
+
+
+def test_a_10_mb_note_is_refused_clearly_and_nothing_is_written(store: Path) -> None:
+    before = tree_snapshot(store)
+    code, _out, err, seconds, peak = measured("add", "-", store=store,
+                                              input="big " * (10 * 1024 * 1024 // 4))
+    assert code in (1, 2) and err.startswith("error:") and "KB" in err, err[-500:]
+    assert seconds < 20 and peak < 400, (seconds, peak)
+    assert tree_snapshot(store) == before
+
+
+def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
+    """A 10 MB note, a 100k-line body, 10k tags, 100k-deep YAML nesting and a billion-laughs
+    bomb, dropped into the store by hand: commands stay fast and small, name each file that
+    hits a limit, and still answer for everything else."""
+    folder = store / "alpha" / "notes" / "fact"
+    lines = "\n".join(f"line {n} of a very long body" for n in range(100_000))
+    (folder / "hundred-k-lines.md").write_text(f"---\nid: 0000000000000line\n---\n{lines}\nzebracorn\n")
+    (folder / "ten-mb.md").write_text("---\nid: 00000000000000big\n---\n" + "x" * (10 * 1024 * 1024 + 10))
+    tags = ", ".join(f"tag{n}" for n in range(10_000))
+    (folder / "ten-k-tags.md").write_text(f"---\nid: 000000000000tags\ntags: [{tags}]\n---\nmany tags\n")
+    (folder / "nested.md").write_text("---\nid: 000000000000nest\nx: " + "[" * 100_000 + "]" * 100_000
+                                      + "\n---\nnested\n")
+    laughs = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, 10):
+        prev = chr(ord("a") + level - 1)
+        laughs.append(f"{chr(ord('a') + level)}: &{chr(ord('a') + level)} [" + ", ".join(
+            [f"*{prev}"] * 9) + "]")
+    (folder / "laughs.md").write_text("---\n" + "\n".join(laughs) + "\n---\nbomb\n")
+    for args in (["search", "zebracorn", "--all-projects", "--json"],
+                 ["list", "--all-projects", "--json"], ["reindex", "--json"]):
+        code, out, err, seconds, peak = measured(*args, store=store)
+        no_traceback(err)
+        assert code == 0, err[-1000:]
+        assert seconds < 30 and peak < 500, (args, seconds, peak)
+        if args[0] == "search":
+            assert [hit["id"] for hit in json.loads(out)] == ["0000000000000line"]
+            for name in ("ten-mb.md", "ten-k-tags.md", "nested.md", "laughs.md"):
+                assert name in err, f"{name} is not named on stderr:\n{err[-2000:]}"
+    ids = {note["id"] for note in json.loads(run_memctl("list", "--all-projects", "--json",
+                                                        store=store).stdout)}
+    assert set(notes_on_disk(store)) - {"00000000000000big"} <= ids  # over the index's limit
+
+
+def test_deep_nesting_and_alias_bombs_fail_fast_in_the_reader() -> None:
+    from memctl.noteformat import parse_text
+
+    bombs = {
+        "nested lists": "---\nx: " + "[" * 200_000 + "]" * 200_000 + "\n---\n",
+        "nested maps": "---\n" + "".join(" " * n + f"k{n}:\n" for n in range(3000)) + "---\n",
+        "flow maps": "---\nx: " + "{a: " * 50_000 + "b" + "}" * 50_000 + "\n---\n",
+        "aliases": "---\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n---\n",
+        "huge scalar": "---\nx: " + "y" * (5 * 1024 * 1024) + "\n---\n",
+    }
+    for name, text in bombs.items():
+        started = time.perf_counter()
+        parsed = parse_text(text)
+        assert time.perf_counter() - started < 5, name
+        assert parsed.problem is not None, name
+
+
+def test_a_huge_or_hostile_query_is_answered_quickly(store: Path) -> None:
+    for query in ("word " * 200_000, '"' * 50_000, "(" * 50_000, "a* " * 10_000, "数据库" * 30_000):
+        query = query.encode()[:100_000].decode(errors="ignore")  # the kernel's argv limit
+        code, out, err, seconds, peak = measured("search", query, "--json", store=store)
+        no_traceback(err)
+        assert code in (0, 2), err[-500:]
+        assert seconds < 20 and peak < 400, (query[:10], seconds, peak)
+
+
+def test_ten_thousand_tags_or_control_characters_give_a_clear_answer(store: Path) -> None:
+    """Values memctl itself writes into front matter: either they read back exactly, or the
+    command refuses them with `error:`; never a traceback, never an unreadable note."""
+    tags = ",".join(f"tag{n}" for n in range(10_000))
+    cases = [["--tags", tags], ["--tags", "a\x7fb"], ["--subject", "x\x85y", "--predicate", "p"],
+             ["--tags", "line\u2028break"]]
+    for extra in cases:
+        before = tree_snapshot(store)
+        code, out, err, seconds, _peak = measured("add", f"note with {extra[0]} {len(extra[1])}",
+                                                  *extra, "--json", store=store)
+        no_traceback(err)
+        assert seconds < 20
+        if code == 0:
+            note = json.loads(run_memctl("show", json.loads(out)["id"], "--json", store=store).stdout)
+            option, value = extra[0].lstrip("-"), extra[1]
+            got = note["tags"] if option == "tags" else note[option]
+            assert got == (value.split(",") if option == "tags" else value), extra[1][:40]
+            assert not whole_files(store)
+        else:
+            assert code in (1, 2) and err.startswith("error:"), err[-500:]
+            assert tree_snapshot(store) == before
