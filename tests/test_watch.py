@@ -424,7 +424,12 @@ def test_people_get_one_line_per_batch_and_commits_wait_for_git(notes_store: Pat
         assert git(notes_store, "status", "--porcelain") == ""
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(5)
+        try:
+            proc.wait(DEADLINE)  # a commit under way finishes first
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("the watcher did not stop on Ctrl-C; its stderr: "
+                                 + proc.communicate()[1][-2000:]) from None
     assert proc.returncode == 0
 
 
