@@ -237,10 +237,11 @@ class _Ctx:
 
     def run(self, match: str | None, exclude: str | None = None) -> list[Hit]:
         importance, recency, kind = self.factors_sql()
+        scoped = match
         if match is not None:
             rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
-            scoped = match if self.scope_match is None else \
-                f"({match}) AND scope : ({self.scope_match})"
+            if self.scope_match is not None:
+                scoped = f"({match}) AND scope : ({self.scope_match})"
             sql = (f"SELECT {_COLUMNS}, {rank}, {importance}, {recency}, {kind}"
                    f" FROM fts JOIN docs d ON d.rowid = fts.rowid"
                    f" WHERE fts MATCH ? AND {self.where}"
@@ -256,7 +257,10 @@ class _Ctx:
             sql += f" ORDER BY {importance} * {recency} * {kind} DESC, d.id LIMIT ?"
             params.append(self.limit)
         hits = [self._hit(row) for row in self.conn.execute(sql, params)]
-        snippets = self.snippets([hit.rowid for hit in hits], match)
+        # The scoped MATCH for the snippets too: FTS5 then streams only this scope's matches
+        # (a prefix such as `deploy*` matches thousands of notes store-wide). Scope tokens
+        # live in their own column, so they are never highlighted.
+        snippets = self.snippets([hit.rowid for hit in hits], scoped)
         for hit in hits:
             hit.snippet_marked = snippets.get(hit.rowid, "")
         return hits
