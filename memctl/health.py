@@ -97,11 +97,13 @@ def _read_all(store: Any) -> tuple[list[Note], list[dict[str, Any]], list[dict[s
     return notes, errors, secrets, sizes
 
 
-def _pairs(notes: list[Note], moment: datetime, dup: float, similar: float
+def _pairs(root: Any, notes: list[Note], moment: datetime, dup: float, similar: float
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Near-duplicates and contradiction candidates among live notes, per project + global."""
+    """Near-duplicates and contradiction candidates among live notes, per project + global
+    (the similar pairs of unchanged notes come from the last report: memctl.paircache)."""
+    from memctl import paircache
     from memctl.checks import live
-    from memctl.similarity import compare, similar_pairs
+    from memctl.similarity import compare
     from memctl.store import GLOBAL
 
     pool = live(notes, moment)
@@ -113,10 +115,13 @@ def _pairs(notes: list[Note], moment: datetime, dup: float, similar: float
     seen: set[tuple[str, str]] = set()
     duplicates: list[dict[str, Any]] = []
     contradictions: list[dict[str, Any]] = []
+    cached = paircache.load(root, similar)
+    kept: dict[str, object] = {}
     for project in sorted(scopes):
         group = scopes[project] if project == GLOBAL else scopes[project] + global_notes
         items = [(note.id, note.body) for note in group]
-        for a, b, _score in similar_pairs(items, threshold=similar):
+        pairs, kept[project] = paircache.group_pairs(items, cached.get(project), similar)
+        for a, b, _score in pairs:
             key = (min(a, b), max(a, b))
             if key in seen or a == b:
                 continue
@@ -129,6 +134,7 @@ def _pairs(notes: list[Note], moment: datetime, dup: float, similar: float
                 duplicates.append(entry)
             elif verdict.similar:
                 contradictions.append(entry)
+    paircache.save(root, similar, kept)
     order = lambda e: (-e["score"], e["a"]["id"], e["b"]["id"])  # noqa: E731
     return sorted(duplicates, key=order), sorted(contradictions, key=order)
 
@@ -267,7 +273,7 @@ def build_report(store: Any, moment: datetime | None = None) -> dict[str, Any]:
     ]
 
     duplicates, contradictions = _pairs(
-        notes, moment, settings.get("duplicates.merge_threshold"),
+        store.root, notes, moment, settings.get("duplicates.merge_threshold"),
         settings.get("duplicates.similar_threshold"))
 
     limit = settings.get("memory.max_bytes")

@@ -304,3 +304,25 @@ def similar_pairs(
     pairs = [(keys[i], keys[j], value) for (i, j), value in best.items()]
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
     return pairs
+
+
+def pairs_involving(
+    items: Sequence[tuple[str, str]], keys: set[str], *,
+    threshold: float = DEFAULT_SIMILAR_THRESHOLD,
+) -> list[tuple[str, str, float]]:
+    """The pairs of `similar_pairs(items)` that involve one of `keys`: each of those texts is
+    compared with every other text (linear per key, for the health report's cache)."""
+    all_keys = [key for key, _ in items]
+    norms = [normalize(text) for _, text in items]
+    views = _Views(norms)
+    best: dict[tuple[int, int], float] = {}
+    for i, key in enumerate(all_keys):
+        if key not in keys or not norms[i]:
+            continue  # as in similar_pairs, a text with nothing to compare has no pairs
+        for j, value in views.best(i, 0, threshold).items():
+            if j != i and norms[j]:
+                pair = (min(i, j), max(i, j))
+                best[pair] = max(best.get(pair, 0.0), value)
+    pairs = [(all_keys[i], all_keys[j], value) for (i, j), value in best.items()]
+    pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
+    return pairs

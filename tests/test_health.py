@@ -186,3 +186,37 @@ def test_health_says_whether_a_watcher_runs(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def _pair_titles(report: dict, section: str) -> set[frozenset[str]]:
+    return {frozenset((pair["a"]["title"], pair["b"]["title"])) for pair in report[section]}
+
+
+def test_pairs_kept_from_the_last_report_follow_every_edit(troubled: Cli) -> None:
+    """The second report reuses the pairs of unchanged notes (.memctl/health-pairs.json) and
+    still sees a new duplicate, an edit that ends a pair, and a damaged or deleted cache."""
+    cache = troubled.store / ".memctl" / "health-pairs.json"
+    first = troubled("health", "--json", env=NOW).json()
+    assert cache.exists()
+    again = troubled("health", "--json", env=NOW).json()
+    for section in ("near_duplicates", "contradictions"):
+        assert _pair_titles(again, section) == _pair_titles(first, section)
+    (troubled.store / "demo/notes/fact/by-hand.md").write_text(
+        "---\ntype: fact\n---\nDeploys need approval from the ops\n")
+    five = [n for n in troubled.ok("list", "--json").json()
+            if n["title"] == "use port 5433 for the dev database"][0]
+    path = troubled.store / five["path"]
+    path.write_text(path.read_text().replace("use port 5433 for the dev database",
+                                             "Logs go to journald"))
+    after = troubled("health", "--json", env=NOW).json()
+    titles = {title for pair in after["near_duplicates"] + after["contradictions"]
+              for title in (pair["a"]["title"], pair["b"]["title"])}
+    assert "Deploys need approval from the ops" in titles
+    assert "use port 5433 for the dev database" not in titles
+    cache.write_text("{not json")
+    damaged = troubled("health", "--json", env=NOW).json()
+    cache.unlink()
+    fresh = troubled("health", "--json", env=NOW).json()
+    for section in ("near_duplicates", "contradictions"):
+        assert _pair_titles(damaged, section) == _pair_titles(after, section) \
+            == _pair_titles(fresh, section)
