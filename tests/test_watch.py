@@ -403,8 +403,11 @@ def test_people_get_one_line_per_batch_and_commits_wait_for_git(notes_store: Pat
     import re
 
     env = {**os.environ, "MEMCTL_STORE": str(notes_store)}
+    # Ctrl-C as a terminal sends it: when the suite itself runs as a shell's background job,
+    # SIGINT arrives here ignored (POSIX), and an ignored signal stays ignored across exec.
     proc = subprocess.Popen([memctl_executable(), "watch", "--commit"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert "watching" in proc.stderr.readline()  # type: ignore[union-attr]
         head = git(notes_store, "rev-parse", "HEAD")
