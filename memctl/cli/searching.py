@@ -7,6 +7,12 @@ import sys
 
 from memctl.cli.context import current_project, get_store
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from memctl.search import Hit
+
 
 def run_search(query: str, *, project: str | None = None, all_projects: bool = False,
                types: list[str], tags: list[str], since: str | None = None,
@@ -45,7 +51,7 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
     _print_table(hits, explain)
 
 
-def _marked(text: str) -> object:
+def _marked(text: str) -> Text:
     from rich.text import Text
 
     from memctl.search import CLOSE, OPEN
@@ -62,7 +68,7 @@ def _marked(text: str) -> object:
     return out
 
 
-def _print_table(hits: list[object], explain: bool) -> None:
+def _print_table(hits: list[Hit], explain: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
