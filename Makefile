@@ -15,8 +15,9 @@ $(BIN)/memctl: pyproject.toml
 
 venv: $(BIN)/memctl
 
-# The demo works on a copy: sample_memory/ stays as it is in the repository.
-DEMO_STORE ?= $(shell mktemp -d)/store
+# The demo works on a copy: sample_memory/ stays as it is in the repository. The temporary
+# folder is made once, on first use (a plain `?=` would run mktemp at every reference).
+DEMO_STORE ?= $(eval DEMO_STORE := $$(shell mktemp -d)/store)$(DEMO_STORE)
 DEMO := $(BIN)/memctl --store $(DEMO_STORE)
 demo: venv
 	cp -r sample_memory $(DEMO_STORE)

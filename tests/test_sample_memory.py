@@ -181,3 +181,26 @@ def test_episode_format_and_checksum(listed: list[dict]) -> None:
     ids = {note["id"] for note in listed}
     assert meta["links"] and set(meta["links"]) <= ids
     assert parsed.body.startswith(f"# {meta['goal']}\n")
+
+
+@pytest.mark.skipif(shutil.which("make") is None
+                    or not (SAMPLE.parent / ".venv" / "bin" / "memctl").exists(),
+                    reason="the README's `make demo` needs make and the project's .venv")
+def test_the_readme_demo_runs_on_one_copy_of_the_sample_store() -> None:
+    """`make demo` as the README gives it: every step on the same fresh copy, with notes,
+    hits in English and Chinese, a fuzzy match and a health report to show."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("MEMCTL_", "MAKE", "MFLAGS"))}
+    done = subprocess.run(["make", "--no-print-directory", "demo"], cwd=SAMPLE.parent, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    copied = out.split("cp -r sample_memory ", 1)[1].split("\n", 1)[0].strip()
+    shown = out.rsplit("(demo store: ", 1)[1].split(")", 1)[0]
+    try:
+        assert copied == shown, "every step works on the store the sample was copied to"
+        assert "\n0 notes" not in out and "PostgreSQL" in out
+        assert "no matches" not in out
+        assert f"memctl health  {shown}" in out
+    finally:
+        shutil.rmtree(Path(shown).parent, ignore_errors=True)
