@@ -649,7 +649,9 @@ class Index:
             raise UsageError(f"invalid sort {order!r}; choose from {', '.join(orders)}")
         sql = f"SELECT d.meta FROM docs d WHERE {where} ORDER BY {orders[order]}"
         if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+            from memctl.vocab import MAX_LIMIT
+
+            sql += f" LIMIT {min(int(limit), MAX_LIMIT)}"
         return [json.loads(row[0]) for row in self.conn.execute(sql, params)]
 
     def active_notes_with_bodies(self, projects: Iterable[str]) -> list[tuple[dict[str, Any], str]]:

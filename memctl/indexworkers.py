@@ -48,29 +48,26 @@ def prepare_all(root: str, items: list[Item], *, parallel_min: int = PARALLEL_MI
             yield prepare_file(root, *item, MAX_INDEXED_BYTES)
         return
     chunks = [items[start:start + CHUNK] for start in range(0, len(items), CHUNK)]
-    children: list[tuple[int, BinaryIO]] = []
-    failed: set[int] = set()
+    children: dict[int, tuple[int, BinaryIO]] = {}  # worker number -> (pid, its pipe)
     try:
         for number in range(workers):
-            read_fd, write_fd = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the worker: never returns
-                os.close(read_fd)
-                _work(root, chunks[number::workers], write_fd)
-            os.close(write_fd)
-            children.append((pid, os.fdopen(read_fd, "rb", buffering=1 << 20)))
+            started = _start(root, chunks[number::workers])
+            if started is not None:  # None: no process or pipe to be had, chunks done here
+                children[number] = started
+        failed: set[int] = set()  # workers that stopped sending: their chunks are done here
         for position, chunk in enumerate(chunks):
-            worker = position % workers
-            batch = None if worker in failed else _receive(children[worker][1])
+            number = position % workers
+            worker = None if number in failed else children.get(number)
+            batch = None if worker is None else _receive(worker[1])
             if batch is None:
-                failed.add(worker)
+                failed.add(number)
                 for item in chunk:
                     yield prepare_file(root, *item, MAX_INDEXED_BYTES)
             else:
                 for packed in batch:
                     yield Prepared(*packed)
     finally:
-        for pid, stream in children:
+        for pid, stream in children.values():
             stream.close()
             try:
                 os.kill(pid, signal.SIGKILL)  # done already, or no longer wanted
@@ -79,10 +76,39 @@ def prepare_all(root: str, items: list[Item], *, parallel_min: int = PARALLEL_MI
             os.waitpid(pid, 0)
 
 
+def _start(root: str, chunks: list[list[Item]]) -> tuple[int, BinaryIO] | None:
+    """Fork one worker for these chunks: (its pid, the pipe it answers on), or None when the
+    system refuses a process or a pipe (limits reached)."""
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:
+        return None
+    # Ctrl-C is held back across the fork, so it can never reach the new process while it
+    # still runs the caller's code; the caller gets it as soon as the mask is restored.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pid = os.fork()
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the worker: never returns
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it; the caller cleans up
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            os.close(read_fd)
+            _work(root, chunks, write_fd)
+        finally:
+            os._exit(1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    os.close(write_fd)
+    return pid, os.fdopen(read_fd, "rb", buffering=1 << 20)
+
+
 def _work(root: str, chunks: list[list[Item]], write_fd: int) -> None:
     status = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the caller cleans up
         with os.fdopen(write_fd, "wb", buffering=1 << 20) as out:
             for chunk in chunks:
                 data = marshal.dumps([_pack(prepare_file(root, *item, MAX_INDEXED_BYTES))

@@ -21,6 +21,7 @@ from datetime import datetime
 from memctl.errors import UsageError
 from memctl.query import Query, parse
 from memctl.tokenize import from_index
+from memctl.vocab import MAX_LIMIT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -172,6 +173,7 @@ def search(store: object, query: str | Query, *, project: str | None = None,
     parsed = query if isinstance(query, Query) else parse(query)
     if limit < 1:
         raise UsageError(f"invalid value for --limit: {limit} (must be at least 1)")
+    limit = min(limit, MAX_LIMIT)  # a library caller's huge number must not overflow SQLite
     if index is None:
         from memctl.index import ensure_fresh
 

@@ -7,6 +7,9 @@ NOTE_TYPES = ("fact", "preference", "rule", "decision", "correction", "skill", "
 STATUSES = ("active", "superseded", "archived")
 SOURCES = ("cli", "manual", "import", "mcp", "extraction")
 
+# The largest N an `--limit N` takes: beyond any store, and within SQLite's integers.
+MAX_LIMIT = 1_000_000
+
 PROJECT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 

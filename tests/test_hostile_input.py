@@ -214,6 +214,14 @@ def test_a_huge_or_hostile_query_is_answered_quickly(store: Path) -> None:
         assert seconds < 20 and peak < 400, (query[:10], seconds, peak)
 
 
+@pytest.mark.parametrize("command", [["search", "deploy"], ["list"], ["recall", "deploy"]])
+def test_a_limit_too_large_for_sqlite_is_bad_usage(store: Path, command: list[str]) -> None:
+    result = run_memctl(*command, "--limit", "9" * 25, store=store, project="alpha")
+    no_traceback(result.stderr)
+    assert result.exit_code == 2 and "--limit" in result.stderr
+    assert run_memctl(*command, "--limit", "1000000", store=store, project="alpha").exit_code == 0
+
+
 def test_ten_thousand_tags_or_control_characters_give_a_clear_answer(store: Path) -> None:
     """Values memctl itself writes into front matter: either they read back exactly, or the
     command refuses them with `error:`; never a traceback, never an unreadable note."""

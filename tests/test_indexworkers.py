@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,29 @@ def _children() -> list[int]:
             continue
         found.extend(int(pid) for pid in text.split())
     return sorted(found)
+
+
+def test_no_pipe_to_be_had_means_parsing_here(tmp_path: Path, items: list) -> None:
+    """A process at its limit of open files (pipe() fails with EMFILE) parses every chunk
+    itself: the same results, no traceback, no worker."""
+    probe = (
+        "import os, resource, sys\n"
+        "from memctl.indexdocs import MAX_INDEXED_BYTES, prepare_file\n"
+        "from memctl.indexworkers import prepare_all\n"
+        "root, items = sys.argv[1], [tuple(line.split('|')) for line in sys.stdin.read().split()]\n"
+        "items = [(p, k, pr, None) for p, k, pr, _ in items]\n"
+        "expected = [prepare_file(root, *i, MAX_INDEXED_BYTES).digest for i in items]\n"
+        "free = os.open(os.devnull, os.O_RDONLY); os.close(free)  # the lowest free number\n"
+        "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (free + 1, hard))  # one file at a time\n"
+        "try:\n    os.pipe()\nexcept OSError:\n    pass\nelse:\n    sys.exit('pipe() still works')\n"
+        "got = [p.digest for p in prepare_all(root, items, parallel_min=1)]\n"
+        "assert got == expected, 'results differ'\n"
+        "print(len(got), sum(1 for d in got if d))\n"
+    )
+    lines = "\n".join(f"{path}|{kind}|{project}|-" for path, kind, project, _ in items)
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], input=lines, text=True,
+                          capture_output=True, env={**os.environ, "MEMCTL_INDEX_WORKERS": "2"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    total, read = map(int, done.stdout.split())
+    assert total == len(items) and read > total // 2

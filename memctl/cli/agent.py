@@ -16,6 +16,7 @@ from memctl.cli.app import (
     get_store,
 )
 from memctl.cli.output import emit_json, info, table, warn
+from memctl.vocab import MAX_LIMIT
 
 Outcome = Literal["completed", "partial", "in_progress", "failed"]
 
@@ -410,7 +411,7 @@ def recall(
     ),
     project: Optional[str] = PROJECT_OPTION,
     limit: Optional[int] = typer.Option(
-        None, "--limit", "-n", min=0, help="At most N notes (default: setting recall.max_notes, 8)."
+        None, "--limit", "-n", min=0, max=MAX_LIMIT, help="At most N notes (default: setting recall.max_notes, 8)."
     ),
     note_chars: Optional[int] = typer.Option(
         None, "--note-chars", min=10, help="Cut each note to N characters (default 100)."

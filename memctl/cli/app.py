@@ -18,6 +18,7 @@ from memctl.cli.context import (  # noqa: F401 - re-exported for the command mod
     store_path_option,
 )
 from memctl.errors import MemctlError, UsageError
+from memctl.vocab import MAX_LIMIT
 
 # Command modules, imported at start-up to register their commands. Each keeps its heavy
 # imports inside the command functions so `memctl search` starts fast.
@@ -88,7 +89,7 @@ def project_callback(value: Optional[str]) -> Optional[str]:
 JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 PROJECT_OPTION = typer.Option(None, "--project", "-p", callback=project_callback,
                               help="Project (default: $MEMCTL_PROJECT, else the git repo you are in, else 'default').")
-LIMIT_OPTION = typer.Option(None, "--limit", "-n", min=1, help="At most N results.")
+LIMIT_OPTION = typer.Option(None, "--limit", "-n", min=1, max=MAX_LIMIT, help="At most N results.")
 
 
 def _register_commands() -> None:

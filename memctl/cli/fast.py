@@ -40,7 +40,9 @@ def _convert(key: str, value: str) -> object:
         chosen = value.strip().lower()
         return chosen if chosen in NOTE_TYPES + KIND_TYPES else None
     if key == "limit":
-        return int(value) if _DIGITS.fullmatch(value) and int(value) >= 1 else None
+        from memctl.vocab import MAX_LIMIT
+
+        return int(value) if _DIGITS.fullmatch(value) and 1 <= int(value) <= MAX_LIMIT else None
     return value
 
 

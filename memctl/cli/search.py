@@ -9,7 +9,7 @@ import typer
 
 from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, get_store
 from memctl.query import KIND_TYPES
-from memctl.vocab import NOTE_TYPES
+from memctl.vocab import MAX_LIMIT, NOTE_TYPES
 
 
 def _check_types(values: Optional[list[str]]) -> list[str]:
@@ -39,7 +39,7 @@ def search(
         help=f"Only this type (repeatable): {', '.join(NOTE_TYPES + KIND_TYPES)}."),
     tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only with this tag (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="Updated since a date or a span (7d)."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1,
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, max=MAX_LIMIT,
                                         help="At most N hits (default: the search.default_limit setting, 20)."),
     include_stale: bool = typer.Option(False, "--include-stale",
                                        help="Also superseded, archived and expired notes."),
