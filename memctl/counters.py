@@ -18,12 +18,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
+from memctl.store import state_path
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
 
-STATE_DIR = ".memctl"
 COUNTERS_FILE = "counters.sqlite"
 MACHINE_FILE = "machine-id"
 FORMAT = 1
@@ -38,16 +39,9 @@ CREATE TABLE IF NOT EXISTS access_days(
 """
 
 
-def _root(store: object) -> Path:
-    # A Store has `.root`; a path is the root itself (and a Path's own `.root` is "/").
-    if isinstance(store, (str, os.PathLike)):
-        return Path(store)
-    return Path(store.root)  # type: ignore[attr-defined]
-
-
 def machine_id(store: object) -> str:
     """This machine's id for this store, made once (random) and kept in `.memctl/`."""
-    path = _root(store) / STATE_DIR / MACHINE_FILE
+    path = state_path(store, MACHINE_FILE)
     try:
         value = path.read_text(encoding="utf-8").strip()
         if value:
@@ -74,7 +68,7 @@ def machine_id(store: object) -> str:
 
 
 def _connect(store: object) -> sqlite3.Connection:
-    path = _root(store) / STATE_DIR / COUNTERS_FILE
+    path = state_path(store, COUNTERS_FILE)
     try:
         return _open_counters(path)
     except sqlite3.DatabaseError as exc:

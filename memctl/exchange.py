@@ -369,9 +369,10 @@ def recover_pending(store: Any) -> list[str]:
     """Finish what a killed import left: roll back unless its commit was made. Call with the
     store lock held. Returns a message per transaction it cleaned up."""
     from memctl import gitops
+    from memctl.store import state_path
 
     root = Path(store.root)
-    state = root / ".memctl"
+    state = state_path(root)
     messages: list[str] = []
     if not state.is_dir():
         return messages

@@ -26,6 +26,7 @@ from pathlib import Path
 from memctl.errors import MemctlError
 from memctl.filescan import folder_digest, folder_of, scan, scan_keys, split_key
 from memctl.filescan import walk_stats as walk_stats  # re-exported (health uses it)
+from memctl.store import root_of, state_path
 from memctl.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 6
 # Bump when what memctl.indexdocs extracts from a file changes: the index is rebuilt then.
 EXTRACT_VERSION = 1
-STATE_DIR = ".memctl"
 INDEX_FILE = "index.sqlite"
 BUSY_TIMEOUT_MS = 15_000
 REBUILD_CACHE_KB = 65_536
@@ -145,15 +145,8 @@ def _in_folder(folder: str) -> tuple[str, str, int]:
 RACY_NS = 2_000_000_000
 
 
-def _root_of(store: object) -> Path:
-    # A Store has `.root`; a path is the root itself (and a Path's own `.root` is "/").
-    if isinstance(store, (str, os.PathLike)):
-        return Path(store)
-    return Path(store.root)  # type: ignore[attr-defined]
-
-
 def index_path(store: object) -> Path:
-    return _root_of(store) / STATE_DIR / INDEX_FILE
+    return state_path(store, INDEX_FILE)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -199,8 +192,8 @@ def _remove_index_files(path: Path) -> None:
 def open_index(store: object) -> Index:
     """Open the index, creating it or rebuilding it when it is missing, corrupt or of another
     schema or tokenizer version. The caller still has to `refresh()` (see `ensure_fresh`)."""
-    root = _root_of(store)
-    path = root / STATE_DIR / INDEX_FILE
+    root = root_of(store)
+    path = state_path(root, INDEX_FILE)
     path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
     for attempt in range(2):
         conn = None

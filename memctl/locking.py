@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.errors import MemctlError
+from memctl.store import state_path
 
 DEFAULT_TIMEOUT = 30.0
 # Created with the umask's bits but never world-writable (as every file memctl makes).
@@ -38,7 +39,7 @@ def crashed_holder(store_root: Path) -> dict[str, Any] | None:
     """What the lock.info of a holder that died holding the lock said (`pid`, `command`,
     `since`), plus `found` (when it was discovered); None when no crash awaits clearing."""
     try:
-        info = json.loads((Path(store_root) / ".memctl" / CRASHED_FILE).read_text("utf-8"))
+        info = json.loads(state_path(store_root, CRASHED_FILE).read_text("utf-8"))
     except (OSError, ValueError):
         return None
     return info if isinstance(info, dict) else None
@@ -47,7 +48,7 @@ def crashed_holder(store_root: Path) -> dict[str, Any] | None:
 def clear_crashed(store_root: Path) -> None:
     """The crashed holder's debris has been dealt with (called by the lock holder)."""
     try:
-        (Path(store_root) / ".memctl" / CRASHED_FILE).unlink()
+        state_path(store_root, CRASHED_FILE).unlink()
     except OSError:
         pass
 
@@ -56,7 +57,7 @@ def clear_crashed(store_root: Path) -> None:
 def store_lock(store_root: Path, what: str = "", timeout: float | None = None) -> Iterator[None]:
     if timeout is None:
         timeout = _timeout_setting()
-    state_dir = Path(store_root) / ".memctl"
+    state_dir = state_path(store_root)
     _make_state_dir(state_dir)
     lock_path = state_dir / "lock"
     info_path = state_dir / "lock.info"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 FORMAT = 1  # bump when memctl.similarity scores texts differently
 FILE = "health-pairs.json"
@@ -76,8 +75,10 @@ def _digest(text: str) -> str:
 
 def load(root: str | os.PathLike[str], threshold: float) -> dict[str, object]:
     """The cached groups, if the file is there, readable and made with these settings."""
+    from memctl.store import state_path
+
     try:
-        data = json.loads((Path(root) / ".memctl" / FILE).read_text(encoding="utf-8"))
+        data = json.loads(state_path(root, FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != FORMAT \
@@ -90,10 +91,11 @@ def save(root: str | os.PathLike[str], threshold: float, groups: dict[str, objec
     """Best effort: a report is never refused because its cache cannot be written."""
     from memctl.atomic import atomic_write_text
     from memctl.errors import MemctlError
+    from memctl.store import state_path
 
     text = json.dumps({"format": FORMAT, "threshold": threshold, "groups": groups},
                       ensure_ascii=False, separators=(",", ":"))
     try:
-        atomic_write_text(Path(root) / ".memctl" / FILE, text)
+        atomic_write_text(state_path(root, FILE), text)
     except (OSError, MemctlError):
         pass

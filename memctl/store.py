@@ -42,6 +42,19 @@ NOTE, ARCHIVED, MEMORY, SCRATCHPAD, EPISODE, TOMBSTONE, CONFLICT = (
 _DEBRIS_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".orig")
 
 
+def root_of(store: object) -> Path:
+    """A store's folder, from a `Store` (anything with `.root`) or a path (whose own `.root`
+    would be "/")."""
+    if isinstance(store, (str, os.PathLike)):
+        return Path(store)
+    return Path(store.root)  # type: ignore[attr-defined]
+
+
+def state_path(store: object, name: str = "") -> Path:
+    """The store's machine-local `.memctl/` folder (never committed), or a file in it."""
+    return root_of(store) / STATE_DIR / name
+
+
 def default_store_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "memctl"

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 from memctl.errors import MemctlError
+from memctl.store import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
 
-STATE_DIR = ".memctl"
 HEARTBEAT_FILE = "watch.json"
 LOCK_FILE = "watch.lock"
 
@@ -58,19 +58,12 @@ class WatchStatus:
         return max(0.0, time.time() - self.heartbeat)
 
 
-def _root(store: object) -> Path:
-    """Accept a `Store` (anything with `.root`) or a path (whose own `.root` is "/")."""
-    if isinstance(store, (str, os.PathLike)):
-        return Path(store)
-    return Path(store.root)  # type: ignore[attr-defined]
-
-
 def heartbeat_path(store: object) -> Path:
-    return _root(store) / STATE_DIR / HEARTBEAT_FILE
+    return state_path(store, HEARTBEAT_FILE)
 
 
 def lock_path(store: object) -> Path:
-    return _root(store) / STATE_DIR / LOCK_FILE
+    return state_path(store, LOCK_FILE)
 
 
 def _process_state(pid: int) -> str | None:

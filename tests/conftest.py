@@ -75,6 +75,23 @@ class Cli:
         return result
 
 
+def write_memory_file(root: Path, rel: str, body: str, **meta: object) -> Path:
+    """A file as a person would drop it into a store: front matter from `meta` (lists in
+    flow style), then the body."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = ""
+    if meta:
+        lines = ["---"]
+        for key, value in meta.items():
+            if isinstance(value, list):
+                value = "[" + ", ".join(value) + "]"
+            lines.append(f"{key}: {value}")
+        head = "\n".join(lines) + "\n---\n"
+    path.write_text(head + body + "\n", encoding="utf-8")
+    return path
+
+
 def run_memctl(*args: str, store: Path | None = None, project: str | None = "demo",
                input: str | None = None, env: dict[str, str] | None = None,
                timeout: float = 60) -> Result:

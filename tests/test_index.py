@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import tree_snapshot
+from conftest import write_memory_file as write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,23 +20,6 @@ from memctl.index import ensure_fresh, index_path, open_index
 from memctl.indexdocs import fast_parse
 from memctl.noteformat import parse_text
 from memctl.search import search
-
-
-def write(root: Path, rel: str, body: str, **meta: object) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if meta:
-        lines = ["---"]
-        for key, value in meta.items():
-            if isinstance(value, list):
-                value = "[" + ", ".join(value) + "]"
-            lines.append(f"{key}: {value}")
-        lines.append("---")
-        text = "\n".join(lines) + "\n" + body + "\n"
-    else:
-        text = body + "\n"
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def ids(hits: list) -> list[str]:

@@ -8,25 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import Cli, run_memctl
+from conftest import write_memory_file as write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctl.search import search
-
-
-def write(root: Path, rel: str, body: str, **meta: object) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    head = ""
-    if meta:
-        lines = ["---"]
-        for key, value in meta.items():
-            if isinstance(value, list):
-                value = "[" + ", ".join(value) + "]"
-            lines.append(f"{key}: {value}")
-        head = "\n".join(lines) + "\n---\n"
-    path.write_text(head + body + "\n", encoding="utf-8")
-    return path
 
 
 def note(root: Path, note_id: str, body: str, project: str = "demo", **meta: object) -> Path:
