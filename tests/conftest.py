@@ -29,11 +29,24 @@ def memctl_executable() -> str:
     return found
 
 
+# The clock every test runs at unless it says otherwise: `MEMCTL_NOW` is set for the whole
+# suite, so no test depends on the day it runs. CI runs the suite a second time with
+# MEMCTL_TEST_NOW years ahead (see .ci/run), so a test that quietly relies on the calendar
+# fails there. A test that needs the real clock is marked `@pytest.mark.real_clock`.
+PINNED_NOW = os.environ.get("MEMCTL_TEST_NOW", "2026-11-30T12:00:00Z")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "real_clock: the test runs with the machine's real clock")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path):
+def _isolated_env(monkeypatch, tmp_path, request):
     """No test sees the user's store, project, editor or clock."""
     for name in ("MEMCTL_STORE", "MEMCTL_PROJECT", "MEMCTL_NOW", "EDITOR", "VISUAL"):
         monkeypatch.delenv(name, raising=False)
+    if request.node.get_closest_marker("real_clock") is None:
+        monkeypatch.setenv("MEMCTL_NOW", PINNED_NOW)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "memctl-test")
