@@ -6,7 +6,7 @@ Prints each figure with the command that produced it:
 2. the freshness check (`Index.refresh()`, what every read command runs first) with nothing
    changed and with one file changed;
 3. `memctl search` end to end as a subprocess (start-up, freshness check, query, output);
-4. the ranked query alone (`memctl.search.search` on an open, fresh index) p50/p95;
+4. the ranked query alone (`memctl.index.search.search` on an open, fresh index) p50/p95;
 5. `rg` (or `grep -r`) over the same files for the same words, side by side.
 
     .venv/bin/python bench/bench_search.py [--sizes 1000,10000,100000] [--out bench/out]
@@ -47,7 +47,7 @@ print(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, code)
 
 _REFRESH = """
 import statistics, sys, time
-from memctl.index import open_index
+from memctl.index.db import open_index
 root = sys.argv[1]
 index = open_index(root)
 index.refresh()
@@ -63,7 +63,7 @@ print(statistics.median(walls), statistics.median(cpus))
 
 _ONE_CHANGED = """
 import glob, statistics, sys, time
-from memctl.index import open_index
+from memctl.index.db import open_index
 root = sys.argv[1]
 index = open_index(root)
 index.refresh()
@@ -81,8 +81,8 @@ print(statistics.median(walls))
 
 _RANKED = """
 import statistics, sys, time
-from memctl.index import ensure_fresh
-from memctl.search import search
+from memctl.index.db import ensure_fresh
+from memctl.index.search import search
 from memctl.store import Store
 store = Store(sys.argv[1])
 queries = sys.argv[2].split("|")

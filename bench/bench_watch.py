@@ -5,7 +5,7 @@
    temp-file-and-rename, vim's rename-to-backup dance (target p95 ≤ 300 ms). "Visible" is
    polled every 2 ms with the FTS query `memctl search` runs, on the index it reads (so the
    figure leaves out the CLI's own start-up, the same with a watcher or without), then
-   confirmed once with `memctl.search.search`; the time the watcher printed its batch line is
+   confirmed once with `memctl.index.search.search`; the time the watcher printed its batch line is
    given too;
 3. `git checkout` of a branch that changes --checkout notes, until the index is consistent
    (target ≤ 2 s); consistency is then confirmed by a separate full refresh finding nothing.
@@ -138,9 +138,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "out" / "watch")
     args = parser.parse_args()
 
-    from memctl.index import open_index
-    from memctl.query import parse
-    from memctl.search import search
+    from memctl.index.db import open_index
+    from memctl.core.query import parse
+    from memctl.index.search import search
     from memctl.store import Store
 
     started = time.perf_counter()

@@ -135,8 +135,8 @@ def plain_data(value: object, depth: int = 0) -> bool:
 
 
 def check_front_matter(text: str) -> str | None:
-    from memctl.indexdocs import docs_for_file
-    from memctl.noteformat import parse_text
+    from memctl.index.docs import docs_for_file
+    from memctl.core.noteformat import parse_text
 
     parsed = parse_text(text)
     if not isinstance(parsed.meta, dict):
@@ -157,7 +157,7 @@ def check_front_matter(text: str) -> str | None:
 
 
 def check_field_edit(text: str, key: str, value: Any) -> str | None:
-    from memctl.noteformat import parse_text, set_fields
+    from memctl.core.noteformat import parse_text, set_fields
 
     before = parse_text(text)
     try:
@@ -179,7 +179,7 @@ def check_field_edit(text: str, key: str, value: Any) -> str | None:
 
 
 def fts_connection() -> sqlite3.Connection:
-    from memctl.tokenize import FTS_TOKENIZE, to_index
+    from memctl.core.tokenize import FTS_TOKENIZE, to_index
 
     conn = sqlite3.connect(":memory:")
     conn.execute(f"CREATE VIRTUAL TABLE fts USING fts5(title, tags, body, tokenize='{FTS_TOKENIZE}')")
@@ -189,8 +189,8 @@ def fts_connection() -> sqlite3.Connection:
 
 
 def check_query(conn: sqlite3.Connection, raw: str) -> str | None:
-    from memctl.errors import UsageError
-    from memctl.query import parse
+    from memctl.core.errors import UsageError
+    from memctl.core.query import parse
 
     try:
         query = parse(raw)
@@ -212,7 +212,7 @@ def inside_store(name: str) -> bool:
 
 
 def check_entry_name(name: str) -> str | None:
-    from memctl.bundle import path_kind, path_problem
+    from memctl.exchange.bundle import path_kind, path_problem
 
     if path_problem(name) is None and path_kind(name) is not None and not inside_store(name):
         return "an accepted name that escapes the store"
@@ -220,9 +220,9 @@ def check_entry_name(name: str) -> str | None:
 
 
 def check_validate(raw: dict[str, bytes]) -> str | None:
-    from memctl.bundle import unsafe_yaml_tags, validate
-    from memctl.errors import MemctlError
-    from memctl.noteformat import parse_text
+    from memctl.exchange.bundle import unsafe_yaml_tags, validate
+    from memctl.core.errors import MemctlError
+    from memctl.core.noteformat import parse_text
 
     try:
         bundle = validate("fuzz", dict(raw))
@@ -263,8 +263,8 @@ def make_zip(spec: tuple[list[tuple[str, bytes, int, bool]], int, bytes]) -> byt
 
 
 def check_zip(folder: Path, data: bytes) -> str | None:
-    from memctl.bundle import read_bundle
-    from memctl.errors import MemctlError
+    from memctl.exchange.bundle import read_bundle
+    from memctl.core.errors import MemctlError
 
     target = folder / "fuzz.zip"
     target.write_bytes(data)
@@ -342,10 +342,10 @@ def run_atheris(name: str, runs: int, out: Path) -> None:
     import atheris
 
     with atheris.instrument_imports():
-        import memctl.bundle  # noqa: F401
-        import memctl.indexdocs  # noqa: F401
-        import memctl.noteformat  # noqa: F401
-        import memctl.query  # noqa: F401
+        import memctl.exchange.bundle  # noqa: F401
+        import memctl.index.docs  # noqa: F401
+        import memctl.core.noteformat  # noqa: F401
+        import memctl.core.query  # noqa: F401
     folder = Path(tempfile.mkdtemp())
     check = targets(folder)[name][1]
     tally = Tally(f"{name} (atheris)")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal, Optional
 
-from memctl.errors import MemctlError
+from memctl.core.errors import MemctlError
 
 INSTALL_HINT = "pip install 'memctl[mcp]'"
 
@@ -66,7 +66,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
     from pydantic import Field
 
     from memctl import __version__
-    from memctl.note import NOTE_TYPES
+    from memctl.core.note import NOTE_TYPES
     from memctl.store import GLOBAL, check_project_name
 
     NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
@@ -158,7 +158,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             bool, Field(description="Write even when a near-duplicate exists (rarely right).")
         ] = False,
     ) -> str:
-        from memctl.notes import add_note
+        from memctl.memory.notes import add_note
 
         with guarded():
             corrected = store.find_note(corrects).id if corrects else None
@@ -195,7 +195,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             Optional[int], Field(description="At most this many notes (default 8).", ge=0, le=50)
         ] = None,
     ) -> str:
-        from memctl.recall import recall as build
+        from memctl.memory.recall import recall as build
 
         with guarded():
             return build(store, resolve(project), query, max_notes=max_notes).markdown
@@ -216,8 +216,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             bool, Field(description="Also superseded, expired and archived notes.")
         ] = False,
     ) -> str:
-        from memctl.errors import UsageError
-        from memctl.search import search as run_search
+        from memctl.core.errors import UsageError
+        from memctl.index.search import search as run_search
 
         with guarded():
             if not query.strip():
@@ -237,8 +237,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
     def show(
         id: Annotated[str, Field(description="A note or episode id, or its first characters.")],
     ) -> str:
-        from memctl import episodes
-
+        from memctl.memory import episodes
         with guarded():
             try:
                 return as_json(store.find_note(id).to_dict())
@@ -256,7 +255,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
     def forget(
         id: Annotated[str, Field(description="The note's id (or an unambiguous prefix).")],
     ) -> str:
-        from memctl.notes import forget_note
+        from memctl.memory.notes import forget_note
 
         with guarded():
             note = forget_note(store, id)
@@ -286,8 +285,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             Optional[Outcome], Field(description="With clear and archive: how the task ended.")
         ] = None,
     ) -> str:
-        from memctl import scratchpad
-        from memctl.errors import UsageError
+        from memctl.memory import scratchpad
+        from memctl.core.errors import UsageError
 
         with guarded():
             name = resolve(project)
@@ -321,8 +320,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         tags: Annotated[Optional[list[str]], Field(description="A few tags.")] = None,
         project: ProjectArg = None,
     ) -> str:
-        from memctl import episodes
-
+        from memctl.memory import episodes
         with guarded():
             episode = episodes.add_episode(
                 store,
@@ -354,8 +352,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         ] = None,
         project: ProjectArg = None,
     ) -> str:
-        from memctl import project_memory as l2
-        from memctl.errors import UsageError
+        from memctl.memory import project_memory as l2
+        from memctl.core.errors import UsageError
 
         with guarded():
             name = resolve(project)

@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memctl.errors import MemctlError, UsageError
-from memctl.settings import SETTINGS_FILE, Settings
-from memctl.vocab import valid_project_name
+from memctl.core.errors import MemctlError, UsageError
+from memctl.disk.settings import SETTINGS_FILE, Settings
+from memctl.core.vocab import valid_project_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
-    from memctl.note import Note
-    from memctl.noteformat import ParsedFile
+    from memctl.core.note import Note
+    from memctl.core.noteformat import ParsedFile
 
 # The note model, the parser and the atomic writer are imported where they are used: a
 # search with a fresh index needs none of them, and start-up time is part of every command.
@@ -188,10 +188,10 @@ class Store:
     @classmethod
     def init(cls, root: Path) -> tuple[Store, bool]:
         """Create the store, or complete a partial one. Never overwrites an existing file."""
-        from memctl import gitops
-        from memctl.atomic import atomic_write_text, make_dirs
-        from memctl.settings import default_toml
-        from memctl.templates import STORE_TEMPLATE_DIR, packaged_templates
+        from memctl.disk import gitops
+        from memctl.disk.atomic import atomic_write_text, make_dirs
+        from memctl.disk.settings import default_toml
+        from memctl.disk.templates import STORE_TEMPLATE_DIR, packaged_templates
 
         root = Path(root)
         if root.exists() and not root.is_dir():
@@ -215,7 +215,7 @@ class Store:
                 atomic_write_text(path, text)
                 created_anything = True
         make_dirs(root / STATE_DIR)
-        from memctl.sync import install_merge_driver
+        from memctl.exchange.sync import install_merge_driver
 
         # Every machine needs the driver in its own .git/config, so a hand `git pull` never
         # leaves conflict markers in a note.
@@ -236,7 +236,7 @@ class Store:
 
     @property
     def state_dir(self) -> Path:
-        from memctl.atomic import make_dirs
+        from memctl.disk.atomic import make_dirs
         path = self.root / STATE_DIR
         if not path.is_dir():
             make_dirs(path)
@@ -324,12 +324,12 @@ class Store:
         return text, info
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:
-        from memctl.noteformat import parse_text
+        from memctl.core.noteformat import parse_text
         text, info = self.read_text(relpath)
         return text, parse_text(text), info
 
     def read_note(self, relpath: str) -> Note:
-        from memctl.note import note_from_parsed
+        from memctl.core.note import note_from_parsed
         kind = classify(relpath)
         if kind is None or kind[0] not in (NOTE, ARCHIVED):
             raise MemctlError(f"{relpath} is not a note")
@@ -357,7 +357,7 @@ class Store:
 
     def find_note(self, id_or_prefix: str) -> Note:
         """The note with this id or unambiguous id prefix (looked up in the fresh index)."""
-        from memctl.index import ensure_fresh
+        from memctl.index.db import ensure_fresh
 
         wanted = id_or_prefix.strip().lower()
         if not wanted:
@@ -369,24 +369,23 @@ class Store:
     # --- writing --------------------------------------------------------------------------
 
     def write_text(self, relpath: str, text: str) -> None:
-        from memctl.atomic import atomic_write_text
+        from memctl.disk.atomic import atomic_write_text
         atomic_write_text(self.root / relpath, text)
 
     @contextmanager
     def lock(self, what: str = "") -> Iterator[None]:
-        from memctl.locking import store_lock
+        from memctl.disk.locking import store_lock
 
         with store_lock(self.root, what):
             if any((self.root / STATE_DIR).glob("txn-*")):
                 # A killed import left a journal: finish or undo it before anything else.
-                from memctl.exchange import recover_pending
+                from memctl.exchange.transfer import recover_pending
 
                 recover_pending(self)
             yield
 
     def commit(self, message: str, paths: list[str] | None = None) -> str | None:
-        from memctl import gitops
-
+        from memctl.disk import gitops
         commit_id = gitops.commit_all(self.root, message, paths)
         if paths:
             self._refresh_index(paths)
@@ -397,7 +396,7 @@ class Store:
         lets commands skip their own walk) has not yet picked it up."""
         import sqlite3
 
-        from memctl.index import index_path, open_index
+        from memctl.index.db import index_path, open_index
 
         if not index_path(self).exists():
             return
@@ -417,8 +416,8 @@ def stamp(text: str, updates: dict[str, object], moment: datetime, note: Note | 
 
     A hand-made file without an `id` gets its derived id written down, so the id it was known
     by survives the change."""
-    from memctl.clock import format_time
-    from memctl.noteformat import compute_checksum, set_fields
+    from memctl.core.clock import format_time
+    from memctl.core.noteformat import compute_checksum, set_fields
 
     changes = dict(updates)
     changes["updated"] = format_time(monotonic_stamp(moment, note.updated if note else None))
@@ -439,7 +438,7 @@ def monotonic_stamp(moment: datetime, previous: str | None) -> datetime:
     machines; newest-wins merging relies on a change looking newer than what it changed)."""
     from datetime import timedelta
 
-    from memctl.clock import parse_time
+    from memctl.core.clock import parse_time
 
     before = parse_time(previous) if previous else None
     if before is not None and before >= moment:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import git, tree_snapshot
 
-from memctl.bundle import MANIFEST_NAME, BundleError, Limits, read_bundle
+from memctl.exchange.bundle import MANIFEST_NAME, BundleError, Limits, read_bundle
 
 NOTE = "---\nid: 01jdz4k2m8x7b3qv\ntype: fact\nproject: demo\ncreated: 2026-11-30T09:00:00.000Z\n" \
        "updated: 2026-11-30T09:00:00.000Z\n---\nA good note.\n"

@@ -164,9 +164,9 @@ def base_env(store: Path, project: str = "alpha", **extra: str) -> dict[str, str
 def write_notes(root: Path, count: int, rng: random.Random, *, projects=("alpha", "beta"),
                 created: str = "2025-01-10T08:00:00.000Z") -> list[str]:
     """`count` notes written the way `add` writes them, then one commit. Returns their ids."""
-    from memctl.ids import new_id
-    from memctl.locking import store_lock
-    from memctl.notes import build_note_text
+    from memctl.core.ids import new_id
+    from memctl.disk.locking import store_lock
+    from memctl.memory.notes import build_note_text
     from memctl.store import Store
 
     store = Store.open(root)
@@ -190,7 +190,7 @@ def write_notes(root: Path, count: int, rng: random.Random, *, projects=("alpha"
 def edit_note_file(path: Path, line: str, when: str) -> None:
     """An edit as memctl makes it (text appended, `updated` and checksum stamped), so the
     whole-file check can tell it from a torn write."""
-    from memctl.clock import parse_time
+    from memctl.core.clock import parse_time
     from memctl.store import stamp
 
     text = path.read_text(encoding="utf-8") + f"\n{line}\n"
@@ -225,7 +225,7 @@ def copy_store(source: Path, target: Path) -> Path:
 def whole_files(root: Path) -> list[str]:
     """Every memory file parses, and memctl's checksum stamp (when present) matches, so no
     file is half-written. Returns the problems found."""
-    from memctl.noteformat import compute_checksum, parse_text
+    from memctl.core.noteformat import compute_checksum, parse_text
     from memctl.store import Store
 
     problems = []
@@ -270,7 +270,7 @@ def index_sound(root: Path) -> list[str]:
 
 def notes_on_disk(root: Path) -> dict[str, list[str]]:
     """id -> paths of the notes (active and archived) that parse, read from the files."""
-    from memctl.errors import MemctlError
+    from memctl.core.errors import MemctlError
     from memctl.store import Store
 
     store = Store(root)

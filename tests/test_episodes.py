@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import git, run_memctl
 
-from memctl.episodes import Step, parse_episode, parse_step, render_episode, validate_outcome
-from memctl.errors import UsageError
+from memctl.memory.episodes import Step, parse_episode, parse_step, render_episode, validate_outcome
+from memctl.core.errors import UsageError
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
 
@@ -72,7 +72,7 @@ def test_unknown_link_is_an_error_and_writes_nothing(cli, store_path):
 
 
 def test_episodes_are_searchable_and_notes_point_back(cli, store_path):
-    from memctl.notes import add_note
+    from memctl.memory.notes import add_note
     from memctl.store import Store
 
     episode = cli.ok(

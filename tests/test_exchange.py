@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli, git, memctl_executable, tree_snapshot
 
-from memctl.counters import record_access
+from memctl.disk.counters import record_access
 from memctl.store import Store
 
 T1, T2, T3, T4 = ("2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z",
@@ -222,7 +222,7 @@ def test_kill_9_during_import_leaves_the_store_as_it_was(machines, crash_at):
     laptop.ok("export", str(archive))
     before, head = tree_snapshot(desktop.store), git(desktop.store, "rev-parse", "HEAD")
     assert _spawn_import(desktop.store, archive, crash_at) == -9
-    from memctl.exchange import recover_pending
+    from memctl.exchange.transfer import recover_pending
 
     store = Store.open(desktop.store)
     assert list((desktop.store / ".memctl").glob("txn-*")), "the killed import left its journal"

@@ -105,7 +105,7 @@ def test_health_changes_nothing(troubled: Cli) -> None:
 
 
 def test_recall_counters_feed_top_recalled_and_unrecalled(cli: Cli) -> None:
-    from memctl.counters import record_access
+    from memctl.disk.counters import record_access
     from memctl.store import Store
 
     old = cli.ok("add", "Legacy cron host is cron-01", "--json",

@@ -67,8 +67,8 @@ def test_every_query_gives_a_valid_match_or_a_usage_error(raw: str) -> None:
 @settings(FUZZ, max_examples=150)
 @given(fuzz.queries())
 def test_search_of_a_real_store_never_crashes(searchable_store: Path, raw: str) -> None:
-    from memctl.errors import UsageError
-    from memctl.search import search
+    from memctl.core.errors import UsageError
+    from memctl.index.search import search
     from memctl.store import Store
 
     try:
@@ -99,8 +99,8 @@ def test_the_validator_accepts_only_safe_entries(raw: dict[str, bytes]) -> None:
                                   "alpha/../../x.md", "/etc/x.md", "alpha\\..\\..\\x.md"])
 def test_the_validator_refuses_every_escaping_name_whatever_its_source(name: str) -> None:
     """`validate` also checks what importers of other tools' formats hand it, not only zips."""
-    from memctl.bundle import validate
-    from memctl.errors import MemctlError
+    from memctl.exchange.bundle import validate
+    from memctl.core.errors import MemctlError
 
     try:
         bundle = validate("crafted", {name: b"---\nid: 01jdz4k2m8x7b3qv\n---\nhello\n"})
@@ -189,7 +189,7 @@ def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
 
 
 def test_deep_nesting_and_alias_bombs_fail_fast_in_the_reader() -> None:
-    from memctl.noteformat import parse_text
+    from memctl.core.noteformat import parse_text
 
     bombs = {
         "nested lists": "---\nx: " + "[" * 200_000 + "]" * 200_000 + "\n---\n",

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.importance import explain_importance, infer_importance
-from memctl.note import NOTE_TYPES
+from memctl.core.importance import explain_importance, infer_importance
+from memctl.core.note import NOTE_TYPES
 
 
 @pytest.mark.parametrize(

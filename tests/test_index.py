@@ -14,12 +14,12 @@ from conftest import write_memory_file as write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl import counters
-from memctl.errors import MemctlError
-from memctl.index import ensure_fresh, index_path, open_index
-from memctl.indexdocs import fast_parse
-from memctl.noteformat import parse_text
-from memctl.search import search
+from memctl.disk import counters
+from memctl.core.errors import MemctlError
+from memctl.index.db import ensure_fresh, index_path, open_index
+from memctl.index.docs import fast_parse
+from memctl.core.noteformat import parse_text
+from memctl.index.search import search
 
 
 def ids(hits: list) -> list[str]:
@@ -318,7 +318,7 @@ def test_busy_index_is_a_clear_error(root: Path) -> None:
     blocker = sqlite3.connect(index_path(root), timeout=0)
     blocker.execute("BEGIN EXCLUSIVE")
     try:
-        import memctl.index as module
+        import memctl.index.db as module
 
         old = module.BUSY_TIMEOUT_MS
         module.BUSY_TIMEOUT_MS = 50
@@ -420,7 +420,7 @@ _SEGMENTS = st.sampled_from(["blog", "global", ".tombstones", ".conflicts", ".hi
 
 @given(st.lists(_SEGMENTS, min_size=1, max_size=5))
 def test_classifying_once_per_folder_agrees_with_classifying_each_file(parts: list[str]) -> None:
-    from memctl.index import _indexed_kind, _kind_of
+    from memctl.index.db import _indexed_kind, _kind_of
 
     path = "/".join(parts)
     assert _kind_of(path) == _indexed_kind(path)

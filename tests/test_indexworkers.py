@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memctl.indexdocs import MAX_INDEXED_BYTES, prepare_file
-from memctl.indexworkers import CHUNK, prepare_all
+from memctl.index.docs import MAX_INDEXED_BYTES, prepare_file
+from memctl.index.workers import CHUNK, prepare_all
 
 FILES = 3 * CHUNK + 17  # chunks for both workers, and a short last one
 
@@ -96,8 +96,8 @@ def test_no_pipe_to_be_had_means_parsing_here(tmp_path: Path, items: list) -> No
     itself: the same results, no traceback, no worker."""
     probe = (
         "import os, resource, sys\n"
-        "from memctl.indexdocs import MAX_INDEXED_BYTES, prepare_file\n"
-        "from memctl.indexworkers import prepare_all\n"
+        "from memctl.index.docs import MAX_INDEXED_BYTES, prepare_file\n"
+        "from memctl.index.workers import prepare_all\n"
         "root, items = sys.argv[1], [tuple(line.split('|')) for line in sys.stdin.read().split()]\n"
         "items = [(p, k, pr, None) for p, k, pr, _ in items]\n"
         "expected = [prepare_file(root, *i, MAX_INDEXED_BYTES).digest for i in items]\n"

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from memctl.merge import (
+from memctl.core.merge import (
     COUNTERS,
     TOMBSTONE,
     Entry,
@@ -198,7 +198,7 @@ def live(entries: dict[str, Entry]) -> dict[str, Entry]:
 
 
 def content_of(entry: Entry) -> bytes:
-    from memctl.merge import _without_stamp
+    from memctl.core.merge import _without_stamp
 
     return _without_stamp(entry.data)
 

@@ -7,8 +7,8 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl.note import note_from_parsed
-from memctl.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.core.note import note_from_parsed
+from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
 
 
 def note(text: str, relpath: str = "p/notes/x.md"):
@@ -162,7 +162,7 @@ def test_any_text_parses_or_reports_never_raises(text):
 
 def _reference_parse_time(text: str):
     """parse_time without its fast path: normalise `Z` and a space, then fromisoformat."""
-    from memctl.clock import parse_time_spelled_out
+    from memctl.core.clock import parse_time_spelled_out
 
     return parse_time_spelled_out(text) if text.strip() else None
 
@@ -171,7 +171,7 @@ def _reference_parse_time(text: str):
        "-05:30", "+00:00"]), st.sampled_from(["seconds", "milliseconds", "minutes", "auto"]),
        st.booleans())
 def test_times_read_the_same_on_the_fast_path(moment, separator, zone, spec, date_only):
-    from memctl.clock import parse_time
+    from memctl.core.clock import parse_time
 
     text = moment.date().isoformat() if date_only else \
         moment.isoformat(sep=separator, timespec=spec) + zone
@@ -181,6 +181,6 @@ def test_times_read_the_same_on_the_fast_path(moment, separator, zone, spec, dat
 
 @given(st.text(alphabet="0123456789-:T Zz+.W ", max_size=32) | st.text(max_size=12))
 def test_any_text_reads_as_the_same_time_or_as_none(text):
-    from memctl.clock import parse_time
+    from memctl.core.clock import parse_time
 
     assert parse_time(text) == _reference_parse_time(text)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli, git, run_memctl, tree_snapshot
 
-from memctl.ids import is_id
-from memctl.noteformat import parse_text
+from memctl.core.ids import is_id
+from memctl.core.noteformat import parse_text
 
 
 def test_init_creates_a_git_store_and_is_idempotent(tmp_path):

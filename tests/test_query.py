@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl.errors import UsageError
-from memctl.query import parse
-from memctl.tokenize import FTS_TOKENIZE, to_index
+from memctl.core.errors import UsageError
+from memctl.core.query import parse
+from memctl.core.tokenize import FTS_TOKENIZE, to_index
 
 DOCS = [
     "The blog backend uses PostgreSQL 16; no ORM, queries go through Kysely.",

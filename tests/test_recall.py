@@ -9,7 +9,7 @@ from conftest import run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.recall import Budget, Candidate, assemble, cut_text
+from memctl.memory.recall import Budget, Candidate, assemble, cut_text
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
 

@@ -397,7 +397,7 @@ def test_adds_edits_forgets_and_hand_edits_at_once(tmp_path: Path) -> None:
 
 
 def test_a_held_lock_times_out_with_a_message_naming_the_holder(store: Path) -> None:
-    from memctl.locking import store_lock
+    from memctl.disk.locking import store_lock
 
     before = tree_snapshot(store)
     with store_lock(store, "archive"):

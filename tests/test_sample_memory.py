@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memctl.note import NOTE_TYPES
-from memctl.noteformat import compute_checksum, parse_text
+from memctl.core.note import NOTE_TYPES
+from memctl.core.noteformat import compute_checksum, parse_text
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_memory"
 NOW = "2026-11-30T12:00:00Z"

@@ -12,7 +12,7 @@ from conftest import write_memory_file as write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl.search import search
+from memctl.index.search import search
 
 
 def note(root: Path, note_id: str, body: str, project: str = "demo", **meta: object) -> Path:

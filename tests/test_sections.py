@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl import sections
-from memctl.errors import UsageError
+from memctl.core import sections
+from memctl.core.errors import UsageError
 
 WHEN = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 STAMP = sections.day_stamp(WHEN)

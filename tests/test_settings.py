@@ -7,8 +7,8 @@ import tomllib
 import pytest
 from conftest import REPO, Cli
 
-from memctl.errors import MemctlError
-from memctl.settings import DEFAULTS, Settings, default_toml
+from memctl.core.errors import MemctlError
+from memctl.disk.settings import DEFAULTS, Settings, default_toml
 
 
 def test_init_writes_every_default_and_the_docs_show_the_same_text(store_path):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.similarity import candidates, compare, normalize, score, similar_pairs
+from memctl.core.similarity import candidates, compare, normalize, score, similar_pairs
 
 DUPLICATES = [
     ("The blog backend uses PostgreSQL 16; no ORM.",
@@ -157,7 +157,7 @@ def test_pairs_kept_between_reports_equal_comparing_everything_again(
     import json
     import random
 
-    from memctl.paircache import group_pairs
+    from memctl.memory.paircache import group_pairs
 
     items = [(f"n{i}", text) for i, text in enumerate(texts)]
     _, entry = group_pairs(items, None, 70)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli, git, tree_snapshot
 
-from memctl.counters import record_access
+from memctl.disk.counters import record_access
 
 T = ["2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z", "2026-11-30T11:00:00.000Z",
      "2026-11-30T12:00:00.000Z", "2026-11-30T13:00:00.000Z", "2026-11-30T14:00:00.000Z"]
@@ -284,7 +284,7 @@ class RealStores(RuleBasedStateMachine):
 
     @rule(m=st.integers(0, 1), pick=st.integers(0, 99))
     def hand_edit(self, m, pick):
-        from memctl.clock import parse_time
+        from memctl.core.clock import parse_time
 
         live = self._live(m)
         if live:

@@ -7,7 +7,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.tokenize import FTS_TOKENIZE, SEP, clean, from_index, has_cjk, to_index
+from memctl.core.tokenize import FTS_TOKENIZE, SEP, clean, from_index, has_cjk, to_index
 
 
 def tokens(text: str) -> list[str]:

@@ -18,8 +18,8 @@ from conftest import git, memctl_executable, run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.watchevents import Coalescer, interpret, relative
-from memctl.watchstate import WatcherRunning, WatchLock, read_status, watcher_is_live
+from memctl.watch.events import Coalescer, interpret, relative
+from memctl.disk.watchstate import WatcherRunning, WatchLock, read_status, watcher_is_live
 
 # --- the coalescer (pure) ------------------------------------------------------------------
 
@@ -85,7 +85,7 @@ def test_no_change_is_ever_lost_or_applied_early(steps: list[tuple[float, int, b
 
 
 def _feed(event: str, is_dir: bool, src: str | None, dest: str | None = None) -> Coalescer:
-    from memctl.watcher import Watcher
+    from memctl.watch.watcher import Watcher
 
     c = Coalescer()
     interpret(event, is_dir, src, dest, Watcher.is_memory, Watcher.is_watched_top, c, 0.0)

@@ -16,7 +16,7 @@ from memctl.cli.app import (
     get_store,
 )
 from memctl.cli.output import emit_json, info, table, warn
-from memctl.vocab import MAX_LIMIT
+from memctl.core.vocab import MAX_LIMIT
 
 Outcome = Literal["completed", "partial", "in_progress", "failed"]
 
@@ -43,7 +43,7 @@ ALLOW_SECRET_OPTION = typer.Option(
 
 
 def _text_argument(text: str) -> str:
-    from memctl.notes import read_text_argument
+    from memctl.memory.notes import read_text_argument
 
     return read_text_argument(text)
 
@@ -71,7 +71,8 @@ def project_show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Print MEMORY.md (or one section of it)."""
-    from memctl import project_memory, sections
+    from memctl.core import sections
+    from memctl.memory import project_memory
 
     store = get_store()
     scope = current_project(project, global_scope)
@@ -106,8 +107,7 @@ def project_edit(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Open MEMORY.md in $EDITOR (created from the template if missing)."""
-    from memctl import project_memory
-
+    from memctl.memory import project_memory
     store = get_store()
     view = project_memory.edit(store, current_project(project, global_scope))
     if json_output:
@@ -132,8 +132,7 @@ def project_add(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Append a dated item (`- [11-30] …`) to a section of MEMORY.md."""
-    from memctl import project_memory
-
+    from memctl.memory import project_memory
     store = get_store()
     view = project_memory.add_item(
         store,
@@ -163,8 +162,8 @@ def project_replace(
     """Replace MEMORY.md whole, e.g. with a distilled version at a milestone."""
     from pathlib import Path
 
-    from memctl import project_memory
-    from memctl.errors import MemctlError, UsageError
+    from memctl.memory import project_memory
+    from memctl.core.errors import MemctlError, UsageError
 
     if source == "-":
         text = _text_argument("-")
@@ -195,8 +194,7 @@ def project_replace(
 def _scratch_update(
     action: str, text: str, project: Optional[str], json_output: bool, allow_secret: bool
 ) -> None:
-    from memctl import scratchpad
-
+    from memctl.memory import scratchpad
     store = get_store()
     view = scratchpad.update(
         store, current_project(project), action, _text_argument(text), allow_secret=allow_secret
@@ -210,8 +208,7 @@ def _scratch_update(
 @scratch_app.command("show")
 def scratch_show(project: Optional[str] = PROJECT_OPTION, json_output: bool = JSON_OPTION) -> None:
     """Print SCRATCHPAD.md."""
-    from memctl import scratchpad
-
+    from memctl.memory import scratchpad
     view = scratchpad.show(get_store(), current_project(project))
     if json_output:
         emit_json(view.to_dict())
@@ -294,8 +291,7 @@ def scratch_clear(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Empty the scratchpad (its old text stays in git history)."""
-    from memctl import scratchpad
-
+    from memctl.memory import scratchpad
     view = scratchpad.clear(
         get_store(),
         current_project(project),
@@ -331,8 +327,7 @@ def episode_add(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Record an episode."""
-    from memctl import episodes
-
+    from memctl.memory import episodes
     store = get_store()
     episode = episodes.add_episode(
         store,
@@ -361,8 +356,7 @@ def episode_list(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List episodes, newest first."""
-    from memctl import episodes
-
+    from memctl.memory import episodes
     store = get_store()
     projects = None if all_projects else [current_project(project)]
     found, problems = episodes.list_episodes(store, projects, outcome=outcome, limit=limit)
@@ -391,8 +385,7 @@ def episode_show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show one episode."""
-    from memctl import episodes
-
+    from memctl.memory import episodes
     episode = episodes.find_episode(get_store(), episode_id)
     if json_output:
         emit_json(episode.to_dict())
@@ -425,7 +418,7 @@ def recall(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Print the budgeted memory block for an agent: MEMORY.md, scratchpad, the best notes."""
-    from memctl.recall import recall as build
+    from memctl.memory.recall import recall as build
 
     result = build(
         get_store(),

@@ -17,8 +17,8 @@ from memctl.cli.context import (  # noqa: F401 - re-exported for the command mod
     print_error,
     store_path_option,
 )
-from memctl.errors import MemctlError, UsageError
-from memctl.vocab import MAX_LIMIT
+from memctl.core.errors import MemctlError, UsageError
+from memctl.core.vocab import MAX_LIMIT
 
 # Command modules, imported at start-up to register their commands. Each keeps its heavy
 # imports inside the command functions so `memctl search` starts fast.
@@ -78,7 +78,7 @@ def _main(
 
 def project_callback(value: Optional[str]) -> Optional[str]:
     """Validates --project at parse time so a bad name is bad usage (exit 2)."""
-    from memctl.vocab import valid_project_name
+    from memctl.core.vocab import valid_project_name
 
     if value is not None and not valid_project_name(value):
         raise typer.BadParameter(f"{value!r} is not a project name (letters, digits, '-', '_', '.'; not starting with '.')")

@@ -30,17 +30,17 @@ _DIGITS = re.compile(r"[0-9]+")
 def _convert(key: str, value: str) -> object:
     """The value as the typer command would pass it, or None where typer must decide."""
     if key == "project":
-        from memctl.vocab import valid_project_name
+        from memctl.core.vocab import valid_project_name
 
         return value if valid_project_name(value) else None
     if key == "types":
-        from memctl.query import KIND_TYPES
-        from memctl.vocab import NOTE_TYPES
+        from memctl.core.query import KIND_TYPES
+        from memctl.core.vocab import NOTE_TYPES
 
         chosen = value.strip().lower()
         return chosen if chosen in NOTE_TYPES + KIND_TYPES else None
     if key == "limit":
-        from memctl.vocab import MAX_LIMIT
+        from memctl.core.vocab import MAX_LIMIT
 
         return int(value) if _DIGITS.fullmatch(value) and 1 <= int(value) <= MAX_LIMIT else None
     return value
@@ -115,7 +115,7 @@ def run_fast(argv: list[str]) -> int | None:
         return None
     from memctl.cli.context import choose_store, print_error
     from memctl.cli.searching import run_search
-    from memctl.errors import MemctlError, UsageError
+    from memctl.core.errors import MemctlError, UsageError
 
     store_option, kwargs = parsed
     choose_store(store_option)

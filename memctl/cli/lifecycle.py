@@ -17,7 +17,7 @@ def supersede(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Mark OLD as replaced by NEW (it leaves default search; it stays on disk and in git)."""
-    from memctl.notes import supersede_note
+    from memctl.memory.notes import supersede_note
 
     old_note, new_note = supersede_note(get_store(), old, new)
     if json_output:
@@ -33,7 +33,7 @@ def archive(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """TTL sweep: demote idle low-importance notes, archive idle and expired ones."""
-    from memctl.lifecycle import run_sweep
+    from memctl.memory.lifecycle import run_sweep
 
     plan = run_sweep(get_store(), dry_run=dry_run)
     if json_output:
@@ -61,7 +61,7 @@ def restore(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Bring an archived (or superseded) note back to active."""
-    from memctl.lifecycle import restore_note
+    from memctl.memory.lifecycle import restore_note
 
     note, old_path = restore_note(get_store(), note_id)
     if json_output:
@@ -80,7 +80,7 @@ def health(
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any problem is found."),
 ) -> None:
     """The health report: totals, recall, contradictions, duplicates, secrets, drift, git."""
-    from memctl.health import build_report
+    from memctl.memory.health import build_report
 
     report = build_report(get_store())
     if markdown:
@@ -100,9 +100,9 @@ def health(
 def _write_markdown(report: dict[str, Any], target: str) -> None:
     from pathlib import Path
 
-    from memctl.atomic import atomic_write_text
-    from memctl.errors import MemctlError
-    from memctl.health import report_month, to_markdown
+    from memctl.disk.atomic import atomic_write_text
+    from memctl.core.errors import MemctlError
+    from memctl.memory.health import report_month, to_markdown
 
     path = Path(target).expanduser()
     if path.is_dir():
@@ -118,7 +118,7 @@ def _render(report: dict[str, Any]) -> None:
     from rich.markup import escape
 
     from memctl.cli.output import console
-    from memctl.health import bar
+    from memctl.memory.health import bar
 
     out = console()
     totals = report["totals"]

@@ -16,7 +16,7 @@ from memctl.cli.app import (
     store_path_option,
 )
 from memctl.cli.output import emit_json, info, table
-from memctl.vocab import NOTE_TYPES, STATUSES
+from memctl.core.vocab import NOTE_TYPES, STATUSES
 
 NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
 StatusChoice = Literal[STATUSES + ("any",)]  # type: ignore[valid-type]
@@ -37,7 +37,7 @@ def init(
     root = Path(path).expanduser().absolute() if path else store_path_option()
     if clone:
         try:
-            from memctl.sync import clone_store
+            from memctl.exchange.sync import clone_store
         except ImportError:
             raise typer.BadParameter("--clone is not available in this build") from None
         store = clone_store(clone, root)
@@ -72,14 +72,14 @@ def add(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Write one note (checks for duplicates and conflicts first)."""
-    from memctl.notes import add_note, read_text_argument
+    from memctl.memory.notes import add_note, read_text_argument
 
     store = get_store()
     scope = current_project(project, global_scope)
     corrected = store.find_note(corrects).id if corrects else None
     episode_id = None
     if source_episode:
-        from memctl.episodes import find_episode
+        from memctl.memory.episodes import find_episode
 
         episode_id = find_episode(store, source_episode).id
     result = add_note(
@@ -105,13 +105,13 @@ def show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show one note (or episode)."""
-    from memctl.errors import MemctlError
+    from memctl.core.errors import MemctlError
 
     store = get_store()
     try:
         note = store.find_note(note_id)
     except MemctlError as not_a_note:
-        from memctl.episodes import find_episode
+        from memctl.memory.episodes import find_episode
 
         try:
             episode = find_episode(store, note_id)
@@ -151,7 +151,7 @@ def show(
 
 def _counters(store, note_id: str) -> dict:
     try:
-        from memctl.counters import get_counters
+        from memctl.disk.counters import get_counters
     except ImportError:
         return {"access_count": 0, "last_accessed": None}
     count, last = get_counters(store, [note_id]).get(note_id, (0, None))
@@ -174,8 +174,8 @@ def list_notes(
 ) -> None:
     """List notes with filters."""
     from memctl.cli.output import report_parse_errors
-    from memctl.index import ensure_fresh
-    from memctl.listing import list_notes as list_core
+    from memctl.index.db import ensure_fresh
+    from memctl.memory.listing import list_notes as list_core
 
     store = get_store()
     scope = None if all_projects else current_project(project)
@@ -198,7 +198,7 @@ def edit(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Open a note in $EDITOR; validated on save, `updated` stamped."""
-    from memctl.notes import edit_note
+    from memctl.memory.notes import edit_note
 
     note, changed = edit_note(get_store(), note_id)
     if json_output:
@@ -213,7 +213,7 @@ def forget(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Delete a note, leaving a tombstone so no sync brings it back."""
-    from memctl.notes import forget_note
+    from memctl.memory.notes import forget_note
 
     note = forget_note(get_store(), note_id)
     if json_output:

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, get_store
-from memctl.query import KIND_TYPES
-from memctl.vocab import MAX_LIMIT, NOTE_TYPES
+from memctl.core.query import KIND_TYPES
+from memctl.core.vocab import MAX_LIMIT, NOTE_TYPES
 
 
 def _check_types(values: Optional[list[str]]) -> list[str]:
@@ -57,7 +57,7 @@ def search(
 @app.command()
 def reindex(json_output: bool = JSON_OPTION) -> None:
     """Rebuild the search index from the files (with a progress bar on stderr)."""
-    from memctl.index import open_index
+    from memctl.index.db import open_index
 
     store = get_store()
     index = open_index(store)

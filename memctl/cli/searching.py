@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from memctl.search import Hit
+    from memctl.index.search import Hit
 
 
 def run_search(query: str, *, project: str | None = None, all_projects: bool = False,
@@ -20,10 +20,10 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
                json_output: bool = False) -> None:
     """Search and print: JSON on stdout, or a table for people; messages on stderr."""
     from memctl.cli.output import report_parse_errors, warn
-    from memctl.counters import record_access
-    from memctl.index import ensure_fresh
-    from memctl.query import parse
-    from memctl.search import search
+    from memctl.disk.counters import record_access
+    from memctl.index.db import ensure_fresh
+    from memctl.core.query import parse
+    from memctl.index.search import search
 
     parsed = parse(query)  # bad syntax is bad usage before any work is done
     store = get_store()
@@ -54,7 +54,7 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
 def _marked(text: str) -> Text:
     from rich.text import Text
 
-    from memctl.search import CLOSE, OPEN
+    from memctl.index.search import CLOSE, OPEN
 
     out = Text()
     bold = False
@@ -73,7 +73,7 @@ def _print_table(hits: list[Hit], explain: bool) -> None:
     from rich.text import Text
 
     from memctl.cli.output import console
-    from memctl.search import CLOSE, OPEN
+    from memctl.index.search import CLOSE, OPEN
 
     grid = Table(show_lines=True, header_style="bold")
     grid.add_column("#", justify="right")

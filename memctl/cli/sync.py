@@ -24,7 +24,7 @@ def export(
     """Write the store (or one project) to a zip for `memctl import` on another machine."""
     from pathlib import Path
 
-    from memctl.exchange import export_store
+    from memctl.exchange.transfer import export_store
 
     if project and all_projects:
         raise typer.BadParameter("--project and --all exclude each other", param_hint="--all")
@@ -83,7 +83,7 @@ def import_command(
     from pathlib import Path
 
     from memctl.cli.app import current_project
-    from memctl.exchange import import_into
+    from memctl.exchange.transfer import import_into
 
     store = get_store()
     kind = None if importer == "auto" else importer
@@ -114,8 +114,7 @@ def sync(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Commit local changes, fetch, merge (newest wins, losers kept), push. Never forces."""
-    from memctl import sync as syncing
-
+    from memctl.exchange import sync as syncing
     report = syncing.sync(get_store(), remote=remote, push=not no_push)
     if json_output:
         emit_json(report.to_dict())
@@ -137,7 +136,7 @@ def log(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """A note's history in git, newest first, through renames, archiving and deletion."""
-    from memctl.sync import note_log
+    from memctl.exchange.sync import note_log
 
     rows = note_log(get_store(), note_id)
     if json_output:
@@ -156,7 +155,7 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
     """List conflict copies (with no subcommand)."""
     if ctx.invoked_subcommand is not None:
         return
-    from memctl.conflicts import list_conflicts
+    from memctl.exchange.conflicts import list_conflicts
 
     copies = list_conflicts(get_store())
     if json_output:
@@ -176,7 +175,7 @@ def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
     """Print a conflict copy."""
     import sys
 
-    from memctl.conflicts import find_copy
+    from memctl.exchange.conflicts import find_copy
 
     store = get_store()
     copy = find_copy(store, ref)
@@ -198,7 +197,7 @@ def conflicts_drop(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
 
 
 def _resolve(ref: str, action: str, json_output: bool) -> None:
-    from memctl.conflicts import resolve
+    from memctl.exchange.conflicts import resolve
 
     copy = resolve(get_store(), ref, action)
     if json_output:
@@ -215,6 +214,6 @@ def merge_file(
     """git's merge driver (%O %A %B %P): resolves a note like `memctl sync` does."""
     from pathlib import Path
 
-    from memctl.sync import merge_file as run
+    from memctl.exchange.sync import merge_file as run
 
     raise typer.Exit(run(Path(base), Path(ours), Path(theirs), path))

@@ -41,7 +41,7 @@ def watch(
         return
     import signal
 
-    from memctl.watcher import BatchReport, Watcher
+    from memctl.watch.watcher import BatchReport, Watcher
 
     def on_batch(report: BatchReport) -> None:
         if json_out:
@@ -90,7 +90,7 @@ def watch(
 
 def _status(store: Any, json_out: bool) -> None:
     from memctl.cli.output import emit_json
-    from memctl.watchstate import read_status
+    from memctl.disk.watchstate import read_status
 
     found = read_status(store)
     if json_out:

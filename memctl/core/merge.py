@@ -1,0 +1,390 @@
+"""The merge core shared by `import` and `sync`: which version of a note (or whole file) wins.
+
+Pure: versions are plain data (`Entry`), nothing here reads or writes the store. The I/O
+layers (memctl.exchange.transfer, memctl.exchange.sync) build entries from files or git objects, call
+`merge_snapshots`, and write what comes back.
+
+The rules (docs/sync.md explains them for users):
+- Notes and episodes are matched by id, every other file by its path.
+- If one side is known to descend from the other (the other's version is in its history,
+  or is the git merge base), the descendant is taken and no conflict copy is needed: the
+  old version stays in git history.
+- Otherwise both sides changed since they last agreed: the newer `updated` wins, compared
+  as UTC instants; at equal times a hand edit (stamp missing or not matching) beats the
+  stamped version it edited, a tombstone beats both, and the content's hash settles the
+  rest, so every machine picks the same winner. The losing version is returned as a
+  conflict copy unless it is a tombstone or differs from the winner only in its stamp.
+- A side that does not have a key either never had it (the other side's version is taken)
+  or deleted it (the other side's version is in its history: it stays deleted).
+- Access counter files merge by taking, per note, the larger count and the later time.
+- The same id with two different `created` times is two notes that happen to share an id:
+  both are kept, and the later-created one gets a new id derived from (id, created), so
+  every machine renames it the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from memctl.core.clock import parse_time
+
+TOMBSTONE = "tombstone"
+CONFLICT = "conflict"
+COUNTERS = "counters"
+CONFLICT_DIR = ".conflicts"
+COUNTERS_DIR = ".counters"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NEVER = -(1 << 62)
+_STAMP_LINE = re.compile(rb"^(?:updated|checksum)[ \t]*:.*(?:\r?\n|$)", re.MULTILINE)
+_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def git_oid(data: bytes) -> str:
+    """git's blob id of these bytes: the same hash git history records for a file."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def instant(text: str | None) -> int | None:
+    """A time stamp as microseconds since 1970 UTC (None when it is not a time)."""
+    if not text:
+        return None
+    moment = parse_time(text)
+    if moment is None:
+        return None
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One version of one note or file.
+
+    key: `id:<id>` for notes, episodes and their tombstones, `path:<relpath>` for the rest.
+    updated: the version's time (for a tombstone, when it was deleted), ISO 8601.
+    stamped: False for a hand edit (the `checksum` stamp is missing or does not match).
+    """
+
+    key: str
+    path: str
+    data: bytes
+    kind: str = "note"
+    updated: str | None = None
+    created: str | None = None
+    stamped: bool = True
+    oid: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.oid:
+            object.__setattr__(self, "oid", git_oid(self.data))
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.kind == TOMBSTONE
+
+    @property
+    def note_id(self) -> str | None:
+        return self.key[3:] if self.key.startswith("id:") else None
+
+    def order(self) -> tuple[int, int, str]:
+        """The total order that picks the newest version, identical on every machine."""
+        moment = instant(self.updated)
+        rank = 2 if self.is_tombstone else (0 if self.stamped else 1)
+        return (_NEVER if moment is None else moment, rank, self.oid)
+
+    def with_data(self, data: bytes, path: str | None = None, key: str | None = None) -> Entry:
+        return Entry(
+            key=key or self.key, path=path or self.path, data=data, kind=self.kind,
+            updated=self.updated, created=self.created, stamped=self.stamped,
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one key became: `taken` is "ours", "theirs" or "merged" (counters)."""
+
+    result: Entry | None
+    taken: str
+    copy: Entry | None = None
+    diverged: bool = False
+
+
+@dataclass
+class MergeResult:
+    entries: dict[str, Entry]
+    outcomes: dict[str, Outcome]
+    conflicts: list[Entry] = field(default_factory=list)
+    # id of the note that had to give way in an id collision -> its new id
+    renamed: dict[str, str] = field(default_factory=dict)
+
+
+Seen = Mapping[str, frozenset[str]]
+
+
+def newer(a: Entry, b: Entry) -> Entry:
+    return a if a.order() >= b.order() else b
+
+
+def same_content(a: Entry, b: Entry) -> bool:
+    """True when two versions differ at most in their `updated`/`checksum` stamp."""
+    if a.oid == b.oid:
+        return True
+    return _without_stamp(a.data) == _without_stamp(b.data)
+
+
+def _without_stamp(data: bytes) -> bytes:
+    end = _front_matter_end(data)
+    return _STAMP_LINE.sub(b"", data[:end]).replace(b"\r\n", b"\n") + data[end:].replace(b"\r\n", b"\n")
+
+
+def _front_matter_end(data: bytes) -> int:
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    offset = len(data) - len(body)
+    lines = body.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != b"---":
+        return 0
+    position = offset + len(lines[0])
+    for line in lines[1:]:
+        position += len(line)
+        if line.rstrip() in (b"---", b"..."):
+            return position
+    return 0
+
+
+def conflict_path(path: str, oid: str) -> str:
+    """Where the losing version of `path` is kept: `.conflicts/<path>` with the version's
+    hash before the extension, so each losing version has its own stable name."""
+    folder, _, name = path.rpartition("/")
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or not stem:
+        stem, suffix = name, ""
+    tagged = f"{stem}.{oid[:12]}" + (f".{suffix}" if suffix else "")
+    return "/".join(part for part in (CONFLICT_DIR, folder, tagged) if part)
+
+
+def conflict_copy(loser: Entry) -> Entry:
+    path = conflict_path(loser.path, loser.oid)
+    return Entry(key=f"path:{path}", path=path, data=loser.data, kind=CONFLICT,
+                 updated=loser.updated, created=loser.created, stamped=loser.stamped)
+
+
+def merge_key(ours: Entry | None, theirs: Entry | None,
+              seen_ours: frozenset[str] = frozenset(),
+              seen_theirs: frozenset[str] = frozenset()) -> Outcome:
+    """Merge one key. `seen_*` are the versions (git blob ids) each side had before its
+    current one: its history, or just the merge base."""
+    if theirs is None:
+        if ours is not None and ours.oid in seen_theirs:
+            return Outcome(None, "theirs")  # they deleted what we still have unchanged
+        return Outcome(ours, "ours")
+    if ours is None:
+        if theirs.oid in seen_ours:
+            return Outcome(None, "ours")
+        return Outcome(theirs, "theirs")
+    if ours.oid == theirs.oid:
+        return Outcome(ours, "ours")
+    if ours.kind == COUNTERS and theirs.kind == COUNTERS:
+        merged = merge_counters(ours.data, theirs.data)
+        if merged == ours.data:
+            return Outcome(ours, "ours")
+        if merged == theirs.data:
+            return Outcome(theirs, "theirs")
+        return Outcome(ours.with_data(merged), "merged")
+    theirs_is_old = theirs.oid in seen_ours
+    ours_is_old = ours.oid in seen_theirs
+    if theirs_is_old and not ours_is_old:
+        return Outcome(ours, "ours")
+    if ours_is_old and not theirs_is_old:
+        return Outcome(theirs, "theirs")
+    winner = newer(ours, theirs)
+    loser = theirs if winner is ours else ours
+    copy = None
+    if not loser.is_tombstone and loser.kind != CONFLICT and not same_content(loser, winner):
+        copy = conflict_copy(loser)
+    return Outcome(winner, "ours" if winner is ours else "theirs", copy, diverged=True)
+
+
+def merge_snapshots(ours: Mapping[str, Entry], theirs: Mapping[str, Entry],
+                    seen_ours: Seen | None = None, seen_theirs: Seen | None = None) -> MergeResult:
+    """Merge two whole sets of entries (key -> entry). Symmetric: swapping the sides gives
+    the same entries (only the `taken` labels swap)."""
+    seen_ours = seen_ours or {}
+    seen_theirs = seen_theirs or {}
+    mine, other = dict(ours), dict(theirs)
+    renamed = _split_collisions(mine, other)
+    empty: frozenset[str] = frozenset()
+    outcomes: dict[str, Outcome] = {}
+    entries: dict[str, Entry] = {}
+    conflicts: list[Entry] = []
+    for key in sorted(set(mine) | set(other)):
+        outcome = merge_key(mine.get(key), other.get(key),
+                            seen_ours.get(key, empty), seen_theirs.get(key, empty))
+        outcomes[key] = outcome
+        if outcome.result is not None:
+            entries[key] = outcome.result
+    for key in sorted(outcomes):
+        copy = outcomes[key].copy
+        if copy is not None and copy.key not in entries:
+            # A copy deleted on one side (resolved) is not brought back by the same conflict.
+            if copy.oid in seen_ours.get(copy.key, empty) | seen_theirs.get(copy.key, empty):
+                continue
+            entries[copy.key] = copy
+            conflicts.append(copy)
+    _separate_paths(entries)
+    return MergeResult(entries=entries, outcomes=outcomes, conflicts=conflicts, renamed=renamed)
+
+
+def seen_from_base(base: Mapping[str, Entry]) -> dict[str, frozenset[str]]:
+    """For a three-way merge: each side has moved past the base version of every key."""
+    return {key: frozenset({entry.oid}) for key, entry in base.items()}
+
+
+def seen_from_history(pairs: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:
+    """(key, blob id) pairs from a history walk -> key -> every version it had."""
+    grouped: dict[str, set[str]] = {}
+    for key, oid in pairs:
+        grouped.setdefault(key, set()).add(oid)
+    return {key: frozenset(oids) for key, oids in grouped.items()}
+
+
+# --- id collisions ---------------------------------------------------------------------------
+
+
+def collision_id(note_id: str, created: str) -> str:
+    """The new id of a note that lost an id collision: derived from (id, created) only, so
+    every machine gives the same note the same new id, whatever its content by then."""
+    moment = instant(created)
+    digest = hashlib.sha256(f"{note_id}|{moment if moment is not None else created}".encode()).digest()
+    number = int.from_bytes(digest[:8], "big")
+    tail = "".join(_ID_ALPHABET[(number >> (5 * i)) & 31] for i in range(6))
+    if len(note_id) == 16 and all(ch in _ID_ALPHABET for ch in note_id):
+        return note_id[:10] + tail  # keep the time part so ids still sort by creation
+    return f"{note_id}-{tail}"
+
+
+def retag(entry: Entry, new_id: str) -> Entry:
+    """The same note under a new id: the `id` field and the file name change, nothing else
+    (a checksum stamp is renewed so the renamed note does not look hand-edited)."""
+    from memctl.core.noteformat import compute_checksum, parse_text, set_fields
+
+    old_id = entry.note_id or ""
+    text = entry.data.decode("utf-8")
+    try:
+        text = set_fields(text, {"id": new_id})
+        if "checksum" in parse_text(text).meta and entry.stamped:
+            text = set_fields(text, {"checksum": compute_checksum(text)})
+    except ValueError:
+        pass  # unreadable front matter: the file name alone carries the new id
+    folder, _, name = entry.path.rpartition("/")
+    stem = name[:-3] if name.endswith(".md") else name
+    if old_id and stem.endswith(old_id):
+        stem = stem[: len(stem) - len(old_id)] + new_id
+    else:
+        stem = f"{stem}-{new_id}"
+    path = f"{folder}/{stem}.md" if folder else f"{stem}.md"
+    return Entry(key=f"id:{new_id}", path=path, data=text.encode("utf-8"), kind=entry.kind,
+                 updated=entry.updated, created=entry.created, stamped=entry.stamped)
+
+
+def _created_differs(a: Entry, b: Entry) -> bool:
+    if a.is_tombstone or b.is_tombstone or a.oid == b.oid:
+        return False
+    first, second = instant(a.created), instant(b.created)
+    return first is not None and second is not None and first != second
+
+
+def _split_collisions(mine: dict[str, Entry], other: dict[str, Entry]) -> dict[str, str]:
+    renamed: dict[str, str] = {}
+    for key in sorted(set(mine) & set(other)):
+        a, b = mine[key], other[key]
+        if not key.startswith("id:") or not _created_differs(a, b):
+            continue
+        keep_ours = (instant(a.created), a.oid) <= (instant(b.created), b.oid)
+        keeper, mover = (a, b) if keep_ours else (b, a)
+        side = other if keep_ours else mine
+        assert mover.created is not None
+        new_id = collision_id(key[3:], mover.created)
+        moved = retag(mover, new_id)
+        existing = side.get(moved.key)
+        side[moved.key] = moved if existing is None else newer(existing, moved)
+        side[key] = keeper
+        renamed[key[3:]] = new_id
+    return renamed
+
+
+def _separate_paths(entries: dict[str, Entry]) -> None:
+    """Two different keys must not land on one path: path-keyed files keep their path
+    (it is their identity), then the smallest key; the others get a hash-tagged name."""
+    by_path: dict[str, list[str]] = {}
+    for key, entry in entries.items():
+        by_path.setdefault(entry.path, []).append(key)
+    for path, keys in sorted(by_path.items()):
+        if len(keys) < 2:
+            continue
+        keys.sort(key=lambda k: (not k.startswith("path:"), k))
+        taken = set(entries[k].path for k in entries)
+        for key in keys[1:]:
+            entry = entries[key]
+            folder, _, name = path.rpartition("/")
+            stem, _, suffix = name.rpartition(".")
+            candidate = f"{stem}.{entry.oid[:8]}.{suffix}" if stem else f"{name}.{entry.oid[:8]}"
+            moved_path = f"{folder}/{candidate}" if folder else candidate
+            while moved_path in taken:
+                moved_path = moved_path + "_"
+            taken.add(moved_path)
+            entries[key] = entry.with_data(entry.data, path=moved_path)
+
+
+# --- access counters ---------------------------------------------------------------------------
+
+
+def merge_counters(a: bytes, b: bytes) -> bytes:
+    """Per-machine counter files: counts only grow on their own machine, so the larger count
+    and the later time are the newest; taking them never counts an access twice."""
+    first, second = _load_counters(a), _load_counters(b)
+    if first is None or second is None:
+        if first is None and second is None:
+            return max(a, b)
+        return b if first is None else a
+    notes: dict[str, dict[str, object]] = {}
+    for source in (first, second):
+        for note_id, value in source.get("notes", {}).items():
+            if not isinstance(value, dict):
+                continue
+            current = notes.setdefault(note_id, {"count": 0, "last": None})
+            count = value.get("count")
+            if isinstance(count, int) and count > int(current["count"] or 0):  # type: ignore[arg-type]
+                current["count"] = count
+            current["last"] = _later(current.get("last"), value.get("last"))  # type: ignore[arg-type]
+    merged: dict[str, object] = {}
+    for key in sorted(set(first) | set(second)):
+        values = [side[key] for side in (first, second) if key in side]
+        merged[key] = max(values, key=lambda v: json.dumps(v, sort_keys=True))
+    merged["notes"] = notes
+    return dump_counters(merged)
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    if not a:
+        return b if isinstance(b, str) else None
+    if not b or not isinstance(b, str):
+        return a
+    first, second = instant(a), instant(b)
+    return a if (first or _NEVER, a) >= (second or _NEVER, b) else b
+
+
+def _load_counters(data: bytes) -> dict[str, object] | None:
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("notes", {}), dict):
+        return None
+    return value
+
+
+def dump_counters(value: Mapping[str, object]) -> bytes:
+    return (json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")

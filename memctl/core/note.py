@@ -1,0 +1,264 @@
+"""The note model: what each front matter field means, its default, and how a value that a
+person typed is interpreted. Pure: the store does the reading and writing."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memctl.core.clock import format_time, parse_time
+from memctl.core.ids import ALPHABET, is_id
+from memctl.core.noteformat import ParsedFile, compute_checksum
+from memctl.core.vocab import (  # noqa: F401 - re-exported
+    NOTE_TYPES,
+    PROJECT_NAME,
+    SOURCES,
+    STATUSES,
+    valid_project_name,
+)
+
+DEFAULT_TYPE = "fact"
+DEFAULT_IMPORTANCE = 5
+
+# The order memctl writes fields in a new note; a person's own order is never changed.
+FIELD_ORDER = (
+    "id", "type", "project", "importance", "tags", "subject", "predicate", "created",
+    "updated", "expires", "pinned", "status", "superseded_by", "corrects", "source",
+    "source_episode", "checksum",
+)
+_TRUE = {"true", "yes", "on", "1", "y"}
+_FALSE = {"false", "no", "off", "0", "n", ""}
+
+
+def derive_id(relpath: str) -> str:
+    """A stable id for a file that has none: a hand-dropped note keeps it while it stays put.
+
+    Giving the file an `id:` field makes it permanent across moves."""
+    digest = hashlib.sha256(relpath.encode("utf-8")).digest()
+    number = int.from_bytes(digest[:10], "big")
+    chars = []
+    for _ in range(16):
+        chars.append(ALPHABET[number & 31])
+        number >>= 5
+    return "".join(chars)
+
+
+def parse_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    return None
+
+
+def parse_tags(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = [str(item) for item in value if item is not None and not isinstance(item, (list, dict))]
+    else:
+        items = str(value).split(",")
+    tags = []
+    for item in items:
+        tag = item.strip().lstrip("#").strip()
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (list, dict)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def title_of(meta: dict[str, Any], body: str) -> str:
+    """The title: a `title:` field, else the first non-empty line of the body without `#`s."""
+    explicit = _text(meta.get("title"))
+    if explicit:
+        return explicit[:200]
+    for line in body.splitlines():
+        stripped = line.strip().lstrip("#").strip()
+        if stripped:
+            return stripped[:200]
+    return ""
+
+
+@dataclass
+class Note:
+    id: str
+    type: str
+    project: str
+    importance: int
+    tags: list[str]
+    created: str
+    updated: str
+    status: str
+    body: str
+    path: str = ""
+    subject: str | None = None
+    predicate: str | None = None
+    expires: str | None = None
+    pinned: bool = False
+    superseded_by: str | None = None
+    corrects: str | None = None
+    source: str | None = None
+    source_episode: str | None = None
+    title: str = ""
+    has_id: bool = True
+    # True when the `checksum` stamp matches the text: memctl wrote it and nobody edited it since.
+    stamped: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def updated_at(self) -> datetime | None:
+        return parse_time(self.updated)
+
+    @property
+    def created_at(self) -> datetime | None:
+        return parse_time(self.created)
+
+    def is_expired(self, moment: datetime) -> bool:
+        if not self.expires:
+            return False
+        expiry = parse_time(self.expires)
+        return expiry is not None and expiry <= moment
+
+    def is_stale(self, moment: datetime) -> bool:
+        return self.status != "active" or self.is_expired(moment)
+
+    def to_dict(self, with_body: bool = True) -> dict[str, Any]:
+        """Front matter fields (as memctl understands them) plus path and, optionally, body."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type,
+            "project": self.project,
+            "importance": self.importance,
+            "tags": list(self.tags),
+            "subject": self.subject,
+            "predicate": self.predicate,
+            "created": self.created,
+            "updated": self.updated,
+            "expires": self.expires,
+            "pinned": self.pinned,
+            "status": self.status,
+            "superseded_by": self.superseded_by,
+            "corrects": self.corrects,
+            "source": self.source,
+            "source_episode": self.source_episode,
+            "title": self.title,
+            "path": self.path,
+        }
+        # Fields a person added that memctl does not know are shown as they were written.
+        for key, value in self.meta.items():
+            if key not in data and key != "checksum":
+                data[key] = value
+        if with_body:
+            data["body"] = self.body
+        return data
+
+
+def note_from_parsed(
+    parsed: ParsedFile,
+    *,
+    text: str,
+    relpath: str,
+    project: str,
+    file_time: datetime | None = None,
+    archived: bool = False,
+    check_stamp: bool = True,
+) -> Note:
+    """Interpret a parsed file as a note, filling defaults for what is missing.
+
+    Values that cannot be understood fall back to the default and leave a warning; the file
+    is never changed by reading it. The index, which never needs `stamped`, passes
+    `check_stamp=False` and skips hashing the text."""
+    meta = parsed.meta
+    warnings: list[str] = []
+
+    raw_id = _text(meta.get("id"))
+    has_id = bool(raw_id)
+    note_id = raw_id.lower() if raw_id else derive_id(relpath)
+    if raw_id and not is_id(note_id):
+        # Hand-made ids such as "pg-choice" are accepted as they are: they are still unique keys.
+        note_id = raw_id
+
+    note_type = (_text(meta.get("type")) or DEFAULT_TYPE).lower()
+    if note_type not in NOTE_TYPES:
+        warnings.append(f"unknown type {meta.get('type')!r}, read as {DEFAULT_TYPE!r}")
+        note_type = DEFAULT_TYPE
+
+    importance = DEFAULT_IMPORTANCE
+    raw_importance = meta.get("importance")
+    if raw_importance is not None and str(raw_importance).strip() != "":
+        try:
+            importance = int(str(raw_importance).strip())
+        except ValueError:
+            warnings.append(f"importance {raw_importance!r} is not a number 1-10, read as {DEFAULT_IMPORTANCE}")
+        else:
+            if not 1 <= importance <= 10:
+                warnings.append(f"importance {importance} is outside 1-10, read as {min(10, max(1, importance))}")
+                importance = min(10, max(1, importance))
+
+    status = (_text(meta.get("status")) or "active").lower()
+    if status not in STATUSES:
+        warnings.append(f"unknown status {meta.get('status')!r}, read as 'active'")
+        status = "active"
+    if archived:
+        status = "archived"
+
+    pinned = parse_bool(meta.get("pinned", False))
+    if pinned is None:
+        warnings.append(f"pinned {meta.get('pinned')!r} is not true/false, read as false")
+        pinned = False
+
+    created = _text(meta.get("created")) or (format_time(file_time) if file_time else "")
+    updated = _text(meta.get("updated")) or created
+    for name, value in (("created", created), ("updated", updated)):
+        if value and parse_time(value) is None:
+            warnings.append(f"{name} {value!r} is not a date or time")
+
+    stamp = _text(meta.get("checksum"))
+    return Note(
+        id=note_id,
+        type=note_type,
+        project=_text(meta.get("project")) or project,
+        importance=importance,
+        tags=parse_tags(meta.get("tags")),
+        created=created,
+        updated=updated,
+        status=status,
+        body=parsed.body,
+        path=relpath,
+        subject=_text(meta.get("subject")),
+        predicate=_text(meta.get("predicate")),
+        expires=_text(meta.get("expires")),
+        pinned=pinned,
+        superseded_by=_text(meta.get("superseded_by")),
+        corrects=_text(meta.get("corrects")),
+        source=_text(meta.get("source")),
+        source_episode=_text(meta.get("source_episode")),
+        title=title_of(meta, parsed.body),
+        has_id=has_id,
+        stamped=check_stamp and bool(stamp) and stamp == compute_checksum(text),
+        meta=dict(meta),
+        warnings=warnings,
+    )
+
+
+def ordered_meta(values: dict[str, Any]) -> dict[str, Any]:
+    """Fields in memctl's order for a new file; unknown keys keep their order at the end."""
+    ordered = {key: values[key] for key in FIELD_ORDER if key in values and values[key] is not None}
+    for key, value in values.items():
+        if key not in ordered and value is not None:
+            ordered[key] = value
+    if "checksum" in ordered:
+        ordered["checksum"] = ordered.pop("checksum")
+    return ordered

@@ -1,0 +1,241 @@
+"""The query language in front of FTS5, and its translation into a safe MATCH string.
+
+What a user may type:
+- plain words, all required (`postgres pool`); English words match their stems
+  (`databases` finds `database`);
+- `"a phrase"`; `word*` or `"a phr"*` for a prefix;
+- `a OR b` (OR binds tighter than the implicit AND: `db postgres OR mysql` needs `db`);
+- `-word`, `-"a phrase"` (or `NOT word`) to exclude;
+- `tag:x` and `type:x` (and `-tag:x`, `-type:x`) filter instead of searching text;
+- Chinese, Japanese and Korean runs are matched as substrings (`缓存` inside `分布式缓存层`).
+
+Everything else is data, never syntax: every term reaches FTS5 as a double-quoted string,
+so quotes, hyphens, `c++`, parentheses, `AND`/`NEAR` typed as words, emoji or pasted logs
+give results (or none), never an FTS5 syntax error.
+"""
+
+from __future__ import annotations
+
+from memctl.core.errors import UsageError
+from memctl.core.tokenize import clean, has_token_chars, to_index
+from memctl.core.vocab import NOTE_TYPES
+
+# A query is cut to this many terms and each term to this many characters: a pasted log
+# still gives an answer quickly instead of an expression FTS5 takes seconds over.
+MAX_TERMS = 32
+MAX_TERM_CHARS = 200
+
+# Kinds of indexed text that `type:` also accepts (L2 sections, scratchpads, episodes).
+KIND_TYPES = ("memory", "scratchpad", "episode")
+
+
+# Plain classes, not dataclasses: `dataclasses` imports `inspect` and builds each class with
+# exec, ~1 ms a class and ~8 ms for the module, paid by every `memctl search` at start-up.
+
+
+class Term:
+    __slots__ = ("text", "phrase", "prefix", "negated")
+
+    def __init__(self, text: str, phrase: bool = False, prefix: bool = False,
+                 negated: bool = False) -> None:
+        self.text = text
+        self.phrase = phrase  # typed in quotes
+        self.prefix = prefix
+        self.negated = negated
+
+    def _key(self) -> tuple[str, bool, bool, bool]:
+        return (self.text, self.phrase, self.prefix, self.negated)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Term) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "Term(text={!r}, phrase={!r}, prefix={!r}, negated={!r})".format(*self._key())
+
+
+class Query:
+    """A parsed query. `match` is None when there is nothing to look for in the text."""
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self.match: str | None = None
+        # Only used when `match` is None: rows matching it are left out (`-word` alone).
+        self.exclude: str | None = None
+        self.tags: tuple[str, ...] = ()
+        self.exclude_tags: tuple[str, ...] = ()
+        self.types: tuple[str, ...] = ()
+        self.exclude_types: tuple[str, ...] = ()
+        # The words the user looked for, for the fuzzy fallback and for highlighting.
+        self.words: tuple[str, ...] = ()
+        self.truncated = False
+        self.terms: list[Term] = []
+
+    @property
+    def has_filters(self) -> bool:
+        return bool(self.tags or self.exclude_tags or self.types or self.exclude_types)
+
+    @property
+    def searches_text(self) -> bool:
+        return self.match is not None or self.exclude is not None
+
+    def __repr__(self) -> str:
+        return f"Query({self.__dict__!r})"
+
+
+class _Item:
+    __slots__ = ("text", "quoted", "prefix", "negated")
+
+    def __init__(self, text: str, quoted: bool, prefix: bool, negated: bool) -> None:
+        self.text = text
+        self.quoted = quoted
+        self.prefix = prefix
+        self.negated = negated
+
+
+def _lex(raw: str) -> list[_Item]:
+    """Split into items: a `"quoted phrase"` or a whitespace-free word, with `-` and `*`."""
+    items: list[_Item] = []
+    pos, size = 0, len(raw)
+    while pos < size:
+        ch = raw[pos]
+        if ch.isspace():
+            pos += 1
+            continue
+        negated = False
+        if ch == "-" and pos + 1 < size and not raw[pos + 1].isspace():
+            negated = True
+            pos += 1
+            ch = raw[pos]
+        if ch == '"':
+            end = raw.find('"', pos + 1)
+            # An unbalanced quote means "the rest is a phrase".
+            text = raw[pos + 1:] if end < 0 else raw[pos + 1:end]
+            pos = size if end < 0 else end + 1
+            prefix = False
+            while pos < size and raw[pos] == "*":
+                prefix = True
+                pos += 1
+            items.append(_Item(text, True, prefix, negated))
+            continue
+        end = pos
+        while end < size and not raw[end].isspace():
+            end += 1
+        word = raw[pos:end]
+        pos = end
+        prefix = len(word) > 1 and word.endswith("*")
+        if prefix:
+            word = word.rstrip("*")
+        items.append(_Item(word, False, prefix, negated))
+    return items
+
+
+def _is_op(item: _Item, name: str) -> bool:
+    return not item.quoted and not item.negated and not item.prefix and item.text == name
+
+
+def _filter_value(value: str) -> str:
+    return value.strip().lstrip("#").strip().lower()
+
+
+def parse(raw: str) -> Query:
+    """Parse a user's query. Raises UsageError for an empty query or an unknown `type:`."""
+    if raw is None or not raw.strip():
+        raise UsageError("the search query is empty; give some words to look for")
+    text = clean(raw)
+    items = _lex(text)
+    query = Query(raw=raw)
+    tags: list[str] = []
+    exclude_tags: list[str] = []
+    types: list[str] = []
+    exclude_types: list[str] = []
+
+    # Pass 1: filters and operators. Each term either starts a new AND group or (after OR)
+    # joins the previous group.
+    terms: list[Term] = []
+    or_next: list[bool] = []  # parallel to terms: True when it joins the previous group
+    pending_or = False
+    pending_not = False
+    for index, item in enumerate(items):
+        nxt = items[index + 1] if index + 1 < len(items) else None
+        has_prev = bool(terms) and not terms[-1].negated
+        if _is_op(item, "OR") and has_prev and nxt is not None and not nxt.negated \
+                and not _is_op(nxt, "OR"):
+            pending_or = True
+            continue
+        if _is_op(item, "AND") and terms and nxt is not None:
+            continue
+        if _is_op(item, "NOT") and nxt is not None and not nxt.negated:
+            pending_not = True
+            continue
+        negated = item.negated or pending_not
+        pending_not = False
+        if not item.quoted and ":" in item.text:
+            key, _, value = item.text.partition(":")
+            value = _filter_value(value)
+            if key.lower() == "tag" and value:
+                (exclude_tags if negated else tags).append(value)
+                pending_or = False
+                continue
+            if key.lower() == "type" and value:
+                if value not in NOTE_TYPES + KIND_TYPES:
+                    raise UsageError(
+                        f"unknown type {value!r} in the query (type:{value}); "
+                        f"types are {', '.join(NOTE_TYPES + KIND_TYPES)}"
+                    )
+                (exclude_types if negated else types).append(value)
+                pending_or = False
+                continue
+        body = item.text[:MAX_TERM_CHARS]
+        if len(item.text) > MAX_TERM_CHARS:
+            query.truncated = True
+        if not has_token_chars(body):
+            pending_or = False
+            continue
+        joins = pending_or and not negated and bool(terms) and not terms[-1].negated
+        pending_or = False
+        terms.append(Term(body, phrase=item.quoted, prefix=item.prefix, negated=negated))
+        or_next.append(joins)
+
+    if len(terms) > MAX_TERMS:
+        terms, or_next = terms[:MAX_TERMS], or_next[:MAX_TERMS]
+        query.truncated = True
+
+    groups: list[list[Term]] = []
+    negatives: list[Term] = []
+    for term, joins in zip(terms, or_next, strict=True):
+        if term.negated:
+            negatives.append(term)
+        elif joins and groups:
+            groups[-1].append(term)
+        else:
+            groups.append([term])
+
+    positive = " AND ".join(_group(group) for group in groups)
+    negative = " OR ".join(_phrase(term) for term in negatives)
+    if positive and negative:
+        query.match = f"({positive}) NOT ({negative})"
+    elif positive:
+        query.match = positive
+    elif negative:
+        query.exclude = negative
+    query.tags = tuple(dict.fromkeys(tags))
+    query.exclude_tags = tuple(dict.fromkeys(exclude_tags))
+    query.types = tuple(dict.fromkeys(types))
+    query.exclude_types = tuple(dict.fromkeys(exclude_types))
+    query.words = tuple(t.text for t in terms if not t.negated)
+    query.terms = terms
+    return query
+
+
+def _phrase(term: Term) -> str:
+    quoted = '"' + to_index(term.text).replace('"', '""') + '"'
+    return quoted + " *" if term.prefix else quoted
+
+
+def _group(group: list[Term]) -> str:
+    if len(group) == 1:
+        return _phrase(group[0])
+    return "(" + " OR ".join(_phrase(term) for term in group) + ")"

@@ -1,0 +1,328 @@
+"""Pure: find and edit the sections of a Markdown file without touching any other byte.
+
+MEMORY.md and SCRATCHPAD.md are files people edit by hand, so every edit here is a splice:
+the result is the original text with something inserted or one span replaced, line endings
+and all. Only ATX headings (`## Title`) delimit sections; headings inside fenced code blocks
+do not count. A section runs from its heading to the next heading of the same or a higher
+level; its *own* part stops at its first sub-heading, and that is where new items go.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memctl.core.errors import UsageError
+
+# The L2 sections. Keys are what commands and JSON use; the first alias of each language is
+# the heading memctl writes when it has to create the section.
+L2_ALIASES: Mapping[str, Sequence[str]] = {
+    "constraints": (
+        "Constraints",
+        "技术约束",
+        "constraint",
+        "technical constraints",
+        "tech constraints",
+        "约束",
+    ),
+    "decisions": ("Decisions", "关键决策", "decision", "key decisions", "决策"),
+    "progress": ("Progress", "当前进度", "current progress", "status", "进度"),
+    "lessons": ("Lessons", "教训", "lesson", "lessons learned", "经验教训", "经验"),
+}
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_NUMBERING = re.compile(r"^(?:\d+[.)、]|[一二三四五六七八九十]+[、.])\s*")
+_SPLIT_TITLE = re.compile(r"[/|()（）｜]")
+_COMMENT_LINE = re.compile(r"^\s*<!--.*-->\s*$")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class Heading:
+    start: int
+    end: int  # after the heading line's ending
+    level: int
+    title: str
+    has_eol: bool
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str | None
+    title: str
+    level: int
+    start: int  # the heading line
+    body_start: int  # after the heading line
+    own_end: int  # before the first sub-heading (or == end)
+    end: int  # before the next heading of the same or a higher level, or len(text)
+    heading_has_eol: bool
+
+
+def split_lines(text: str) -> list[tuple[int, int, str, str]]:
+    """(start, end, content, eol) for each line; only `\\n` ends a line, `\\r\\n` is kept whole."""
+    lines = []
+    pos = 0
+    length = len(text)
+    while pos < length:
+        nl = text.find("\n", pos)
+        if nl == -1:
+            lines.append((pos, length, text[pos:], ""))
+            break
+        content_end = nl - 1 if nl > pos and text[nl - 1] == "\r" else nl
+        lines.append((pos, nl + 1, text[pos:content_end], text[content_end : nl + 1]))
+        pos = nl + 1
+    return lines
+
+
+def dominant_eol(text: str) -> str:
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
+
+
+def parse_headings(text: str) -> list[Heading]:
+    return _scan(text)[0]
+
+
+def _scan(text: str) -> tuple[list[Heading], str | None]:
+    """The headings, and the fence still open at the end of the text (if one is)."""
+    headings = []
+    fence: str | None = None
+    for start, end, content, eol in split_lines(text):
+        fence_match = _FENCE.match(content)
+        if fence is not None:
+            if (
+                fence_match
+                and fence_match.group(1)[0] == fence[0]
+                and len(fence_match.group(1)) >= len(fence)
+                and not content.strip().lstrip(fence[0])
+            ):
+                fence = None
+            continue
+        if fence_match:
+            fence = fence_match.group(1)
+            continue
+        match = _HEADING.match(content)
+        if match:
+            headings.append(
+                Heading(start, end, len(match.group(1)), (match.group(2) or "").strip(), bool(eol))
+            )
+    return headings, fence
+
+
+def _normalize(title: str) -> str:
+    value = unicodedata.normalize("NFKC", title).strip().lower()
+    value = value.strip("*_` \t").rstrip(":：").strip()
+    value = _NUMBERING.sub("", value)
+    return " ".join(value.split())
+
+
+def _alias_index(aliases: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    index = {}
+    for key, names in aliases.items():
+        index[_normalize(key)] = key
+        for name in names:
+            index[_normalize(name)] = key
+    return index
+
+
+def title_key(title: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES) -> str | None:
+    """Which known section a heading title names, if any (`技术约束 (Constraints)` included)."""
+    index = _alias_index(aliases)
+    normal = _normalize(title)
+    if normal in index:
+        return index[normal]
+    for part in _SPLIT_TITLE.split(normal):
+        part = part.strip()
+        if part in index:
+            return index[part]
+    return None
+
+
+def section_key(name: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES) -> str:
+    """Turn what a user typed (`Decisions`, `decision`, `关键决策`) into a section key."""
+    key = title_key(name, aliases)
+    if key is None:
+        known = ", ".join(
+            f"{key} ({'/'.join(n for n in names if _CJK.search(n))})"
+            for key, names in aliases.items()
+        )
+        raise UsageError(f"unknown section {name!r}; use one of: {known}")
+    return key
+
+
+def parse_sections(text: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES) -> list[Section]:
+    headings = parse_headings(text)
+    result = []
+    for i, heading in enumerate(headings):
+        end = len(text)
+        for later in headings[i + 1 :]:
+            if later.level <= heading.level:
+                end = later.start
+                break
+        own_end = headings[i + 1].start if i + 1 < len(headings) else len(text)
+        own_end = min(own_end, end)
+        result.append(
+            Section(
+                key=title_key(heading.title, aliases),
+                title=heading.title,
+                level=heading.level,
+                start=heading.start,
+                body_start=heading.end,
+                own_end=own_end,
+                end=end,
+                heading_has_eol=heading.has_eol,
+            )
+        )
+    return result
+
+
+def find_section(
+    text: str, key: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES
+) -> Section | None:
+    """The first section whose heading names `key`."""
+    for section in parse_sections(text, aliases):
+        if section.key == key:
+            return section
+    return None
+
+
+def section_body(
+    text: str, key: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES
+) -> str | None:
+    """The text under a section's heading (sub-sections included), or None when absent."""
+    section = find_section(text, key, aliases)
+    return None if section is None else text[section.body_start : section.end]
+
+
+def _new_section_title(
+    text: str, key: str, aliases: Mapping[str, Sequence[str]]
+) -> tuple[str, int]:
+    """Title and level for a section memctl must add: in the language and level the file uses."""
+    names = aliases[key]
+    english = next((n for n in names if not _CJK.search(n)), key)
+    chinese = next((n for n in names if _CJK.search(n)), english)
+    known = [s for s in parse_sections(text, aliases) if s.key is not None]
+    if known:
+        use_chinese = sum(bool(_CJK.search(s.title)) for s in known) * 2 > len(known)
+        return (chinese if use_chinese else english), known[0].level
+    return english, 2
+
+
+def insert_lines(
+    text: str,
+    key: str,
+    lines: Sequence[str],
+    aliases: Mapping[str, Sequence[str]] = L2_ALIASES,
+    *,
+    at_top: bool = False,
+) -> str:
+    """Insert whole lines at the end of a section's own part (or at its top), adding the
+    section at the end of the file when it is missing. Every original byte stays, in order.
+    """
+    if not lines:
+        return text
+    section = find_section(text, key, aliases)
+    if section is None:
+        return _append_section(text, key, lines, aliases)
+    position, eol, needs_leading_eol = _insertion_point(text, section, at_top=at_top)
+    block = eol.join(lines)
+    if needs_leading_eol:
+        # Inserting after a last line that has no ending: keep the file's no-final-newline style.
+        return text[:position] + eol + block + text[position:]
+    return text[:position] + block + eol + text[position:]
+
+
+def _insertion_point(text: str, section: Section, *, at_top: bool) -> tuple[int, str, bool]:
+    own = split_lines(text[section.body_start : section.own_end])
+    fallback_eol = dominant_eol(text)
+    if at_top or not any(content.strip() for _, _, content, _ in own):
+        if not section.heading_has_eol:
+            return section.body_start, fallback_eol, True
+        heading_line = split_lines(text[section.start : section.body_start])[0]
+        return section.body_start, heading_line[3] or fallback_eol, False
+    last = max(i for i, (_, _, content, _) in enumerate(own) if content.strip())
+    _, end, _, eol = own[last]
+    if not eol:
+        return section.body_start + end, fallback_eol, True
+    return section.body_start + end, eol, False
+
+
+def _append_section(
+    text: str, key: str, lines: Sequence[str], aliases: Mapping[str, Sequence[str]]
+) -> str:
+    eol = dominant_eol(text)
+    title, level = _new_section_title(text, key, aliases)
+    addition = ""
+    if text and not text.endswith("\n"):
+        addition += eol
+    open_fence = _scan(text)[1]
+    if open_fence is not None:
+        # The file ends inside a code block: close it, or the new section would be code.
+        addition += open_fence + eol + eol
+    elif text.strip() and not text.endswith(("\n\n", "\r\n\r\n")):
+        addition += eol
+    addition += "#" * level + " " + title + eol + eol.join(lines) + eol
+    return text + addition
+
+
+def replace_own_body(
+    text: str,
+    key: str,
+    lines: Sequence[str],
+    aliases: Mapping[str, Sequence[str]] = L2_ALIASES,
+) -> str:
+    """Replace the content lines of a section's own part, keeping the blank lines that
+    separate it from what follows and every byte outside it."""
+    section = find_section(text, key, aliases)
+    if section is None:
+        return _append_section(text, key, lines, aliases) if lines else text
+    own = split_lines(text[section.body_start : section.own_end])
+    eol = dominant_eol(text)
+    if not section.heading_has_eol:
+        return text + (eol + eol.join(lines) if lines else "")
+    heading_eol = split_lines(text[section.start : section.body_start])[0][3]
+    eol = heading_eol or eol
+    content_idx = [i for i, (_, _, content, _) in enumerate(own) if content.strip()]
+    # A guiding comment at the top of a section (as in the templates) is kept.
+    while content_idx and _COMMENT_LINE.match(own[content_idx[0]][2]):
+        content_idx.pop(0)
+    if not content_idx:
+        return insert_lines(text, key, lines, aliases)
+    start = section.body_start + own[content_idx[0]][0]
+    _, last_end, _, last_eol = own[content_idx[-1]]
+    end = section.body_start + last_end
+    block = eol.join(lines)
+    if lines:
+        block += last_eol
+    return text[:start] + block + text[end:]
+
+
+def format_item(text: str, stamp: str | None = None, marker: str = "-") -> list[str]:
+    """A list item, continuation lines indented under it; empty lines inside are dropped."""
+    parts = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    if not parts:
+        raise UsageError("the text is empty")
+    head = f"{marker} [{stamp}] {parts[0]}" if stamp else f"{marker} {parts[0]}"
+    indent = " " * (len(marker) + 1)
+    return [head] + [indent + part.strip() for part in parts[1:]]
+
+
+def day_stamp(moment: datetime) -> str:
+    """`11-30`: the short date the design puts in front of L2 items (local time)."""
+    return moment.astimezone().strftime("%m-%d")
+
+
+def append_dated_item(
+    text: str,
+    section: str,
+    item: str,
+    moment: datetime,
+    aliases: Mapping[str, Sequence[str]] = L2_ALIASES,
+) -> str:
+    """Add `- [11-30] item` to a section (a name or key in any language)."""
+    key = section_key(section, aliases)
+    return insert_lines(text, key, format_item(item, day_stamp(moment)), aliases)

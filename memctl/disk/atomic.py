@@ -1,0 +1,146 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of either.
+
+Durability: the data is fsynced before the rename, and the folder (and any folder created
+for it) after, so a power cut right after a write returns keeps the new version."""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+from memctl.core.errors import MemctlError
+
+# Where a failed write leaves the user: the target is untouched and the temp file removed.
+_UNCHANGED = "the file was not changed"
+
+
+class WriteError(MemctlError, OSError):
+    """A write that failed (disk full, read-only filesystem, permissions).
+
+    Also an OSError, so code that already handles OSError keeps working."""
+
+    def __init__(self, message: str, errno_value: int | None = None, filename: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.errno = errno_value
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temp file in the same folder, fsync it, rename over, fsync the folder."""
+    path = Path(path)
+    try:
+        created = make_dirs(path.parent)
+        # Dot-prefixed so the watcher and the store walk ignore it if a crash leaves it behind.
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        _apply_umask_mode(tmp_name, path)
+        os.replace(tmp_name, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp_name)
+        except OSError:
+            pass  # the original error is the one to report
+        if isinstance(exc, OSError) and not isinstance(exc, MemctlError):
+            raise _write_error(path, exc) from None
+        raise
+    fsync_dir(path.parent)
+    for folder in created:
+        fsync_dir(folder.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    # newline="" semantics: the text is written exactly, line endings included.
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def make_dirs(folder: Path) -> list[Path]:
+    """Create `folder` and missing parents with the umask's mode, never world-writable.
+
+    Returns the folders created, outermost first (their parents need an fsync too)."""
+    folder = Path(folder)
+    missing: list[Path] = []
+    current = folder
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    mode = 0o777 & ~_umask()
+    created: list[Path] = []
+    for each in reversed(missing):
+        try:
+            os.mkdir(each, 0o777)
+        except FileExistsError:
+            if not each.is_dir():
+                raise
+            continue  # another process made it meanwhile
+        if mode & 0o002:
+            os.chmod(each, mode & ~0o002)
+        created.append(each)
+    return created
+
+
+def fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux allows (threads are safe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    # Elsewhere reading it means setting it; the window is a few instructions long.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+_umask = current_umask
+
+
+def _apply_umask_mode(tmp_name: str, final: Path) -> None:
+    """mkstemp makes 0600 files; keep an existing file's mode, else honour the umask."""
+    try:
+        mode = os.stat(final).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    os.chmod(tmp_name, mode & ~0o002)  # never world-writable
+
+
+def _write_error(path: Path, exc: OSError) -> WriteError:
+    """A one-line message naming the file and what to do, never a traceback."""
+    reason = exc.strerror or str(exc)
+    hints = {
+        errno.ENOSPC: "free some disk space and run the command again",
+        errno.EDQUOT: "free some space within your disk quota and run the command again",
+        errno.EROFS: "the filesystem is read-only; remount it read-write or move the store",
+        errno.EACCES: "check the permissions of the file and its folder",
+        errno.EPERM: "check the permissions of the file and its folder",
+    }
+    hint = hints.get(exc.errno or 0, "check the disk and the folder, then run the command again")
+    return WriteError(f"cannot write {path}: {reason} ({_UNCHANGED}); {hint}", exc.errno, str(path))

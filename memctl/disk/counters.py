@@ -1,0 +1,255 @@
+"""Access counters: how often and when each note was recalled or shown in search results.
+
+They are not in the note files (recalling a note must not change it) and not in the index
+(which `reindex` throws away): they live in `.memctl/counters.sqlite`. Each row belongs to one
+machine (`.memctl/machine-id`), and a machine only ever increments its own rows. So sync can
+carry each machine's rows as they are (`export_machine` / `import_machine`, which keep the
+larger count and the later time per note), and the total over machines counts every access
+exactly once, however often the same rows are exchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+
+from memctl.store import state_path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+COUNTERS_FILE = "counters.sqlite"
+MACHINE_FILE = "machine-id"
+FORMAT = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS access(
+    machine TEXT NOT NULL, id TEXT NOT NULL, count INTEGER NOT NULL, last TEXT,
+    PRIMARY KEY(machine, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS access_days(
+    machine TEXT NOT NULL, id TEXT NOT NULL, day TEXT NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY(machine, id, day)) WITHOUT ROWID;
+"""
+
+
+def machine_id(store: object) -> str:
+    """This machine's id for this store, made once (random) and kept in `.memctl/`."""
+    path = state_path(store, MACHINE_FILE)
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+        if value:
+            return value
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    import secrets
+
+    value = secrets.token_hex(8)
+    tmp = path.with_name(f".{MACHINE_FILE}.{os.getpid()}.tmp")
+    # Never world-writable, whatever the umask.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(value + "\n")
+    try:
+        # link() fails if another process made the id first: then theirs wins.
+        os.link(tmp, path)
+    except FileExistsError:
+        value = path.read_text(encoding="utf-8").strip() or value
+    finally:
+        tmp.unlink(missing_ok=True)
+    return value
+
+
+def _connect(store: object) -> sqlite3.Connection:
+    path = state_path(store, COUNTERS_FILE)
+    try:
+        return _open_counters(path)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise
+        # Not a database any more (truncated, overwritten): keep the damaged file for a
+        # person to look at, and count afresh rather than fail every search.
+        aside = path.with_name(f"{COUNTERS_FILE}.damaged-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            damaged = path.with_name(path.name + suffix)
+            if damaged.exists():
+                os.replace(damaged, aside.with_name(aside.name + suffix))
+        sys.stderr.write(f"warning: {path.name} was damaged ({exc}); kept as {aside.name}, "
+                         "access counts start again\n")
+        return _open_counters(path)
+
+
+def _open_counters(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=15, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout=15000")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        # Counters are hints: losing the last few on a power cut is fine, an fsync per search
+        # is not (with WAL, NORMAL still never corrupts the file).
+        conn.execute("PRAGMA synchronous=NORMAL")
+        if conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('access', 'access_days')"
+                        ).fetchone()[0] < 2:
+            conn.executescript(_SCHEMA)
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def _iso(when: Any) -> str:
+    from memctl.core.clock import format_time, now, parse_time
+
+    if when is None:
+        return format_time(now())
+    moment = parse_time(when)
+    if moment is None:
+        raise ValueError(f"not a time: {when!r}")
+    return format_time(moment)
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    from memctl.core.clock import parse_time
+
+    if not a or not b:
+        return a or b
+    first, second = parse_time(a), parse_time(b)
+    if first is None or second is None:
+        return a if first is not None else b
+    return a if first >= second else b
+
+
+def record_access(store: object, ids: Iterable[str], when: datetime | str | None = None) -> None:
+    """Count one access of each id (once per id per call) at `when` (default: now)."""
+    unique = list(dict.fromkeys(str(i) for i in ids if i))
+    if not unique:
+        return
+    stamp = _iso(when)
+    machine = machine_id(store)
+    conn = _connect(store)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO access(machine, id, count, last) VALUES (?, ?, 1, ?)"
+            " ON CONFLICT(machine, id) DO UPDATE SET count = count + 1,"
+            " last = CASE WHEN last IS NULL OR excluded.last > last THEN excluded.last"
+            " ELSE last END",
+            [(machine, note_id, stamp) for note_id in unique])
+        conn.executemany(
+            "INSERT INTO access_days(machine, id, day, count) VALUES (?, ?, ?, 1)"
+            " ON CONFLICT(machine, id, day) DO UPDATE SET count = count + 1",
+            [(machine, note_id, stamp[:10]) for note_id in unique])
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def get_counters(store: object, ids: Iterable[str] | None = None
+                 ) -> dict[str, tuple[int, str | None]]:
+    """{id: (count over all machines, last access as ISO text or None)}; every asked id is
+    in the answer (0, None when never accessed). `ids=None` gives every counted note."""
+    conn = _connect(store)
+    try:
+        rows = conn.execute("SELECT id, count, last FROM access").fetchall() if ids is None \
+            else _rows_for(conn, list(dict.fromkeys(ids)))
+    finally:
+        conn.close()
+    result: dict[str, tuple[int, str | None]] = {}
+    if ids is not None:
+        result = {str(note_id): (0, None) for note_id in ids}
+    for note_id, count, last in rows:
+        before, before_last = result.get(note_id, (0, None))
+        result[note_id] = (before + int(count), _later(before_last, last))
+    return result
+
+
+def _rows_for(conn: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int, str | None]]:
+    rows: list[tuple[str, int, str | None]] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows.extend(conn.execute(
+            f"SELECT id, count, last FROM access WHERE id IN ({marks})", chunk))
+    return rows
+
+
+def top_accessed(store: object, since: datetime | str, limit: int = 20
+                 ) -> list[tuple[str, int]]:
+    """The most accessed ids since a day (counted by UTC day), most first: for health."""
+    day = _iso(since)[:10]
+    conn = _connect(store)
+    try:
+        return [(row[0], int(row[1])) for row in conn.execute(
+            "SELECT id, sum(count) AS n FROM access_days WHERE day >= ? GROUP BY id"
+            " ORDER BY n DESC, id LIMIT ?", (day, int(limit)))]
+    finally:
+        conn.close()
+
+
+def export_machine(store: object, machine: str | None = None) -> dict[str, Any]:
+    """One machine's counters (default: this one) in the `.counters/<machine>.json` shape:
+    {"format", "machine", "notes": {id: {"count", "last"}}}."""
+    machine = machine or machine_id(store)
+    conn = _connect(store)
+    try:
+        rows = conn.execute("SELECT id, count, last FROM access WHERE machine = ? ORDER BY id",
+                            (machine,)).fetchall()
+    finally:
+        conn.close()
+    return {"format": FORMAT, "machine": machine,
+            "notes": {note_id: {"count": count, "last": last} for note_id, count, last in rows}}
+
+
+def machines(store: object) -> list[str]:
+    conn = _connect(store)
+    try:
+        return [row[0] for row in conn.execute("SELECT DISTINCT machine FROM access")]
+    finally:
+        conn.close()
+
+
+def import_machine(store: object, data: Mapping[str, Any], machine: str | None = None) -> int:
+    """Merge another copy of one machine's counters (from sync or an export): per note, the
+    larger count and the later time win, so importing the same data twice changes nothing.
+    Returns how many notes changed."""
+    machine = machine or str(data.get("machine") or "")
+    if not machine:
+        raise ValueError("counter data names no machine")
+    notes = data.get("notes") or {}
+    if not isinstance(notes, Mapping):
+        raise ValueError("counter data has no notes mapping")
+    conn = _connect(store)
+    changed = 0
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for note_id, value in notes.items():
+            if not isinstance(value, Mapping):
+                continue
+            count = value.get("count")
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                continue
+            last = value.get("last") if isinstance(value.get("last"), str) else None
+            row = conn.execute("SELECT count, last FROM access WHERE machine = ? AND id = ?",
+                               (machine, str(note_id))).fetchone()
+            new = (max(count, row[0]) if row else count,
+                   _later(row[1] if row else None, last))
+            if row is None or (row[0], row[1]) != new:
+                conn.execute("INSERT OR REPLACE INTO access(machine, id, count, last)"
+                             " VALUES (?, ?, ?, ?)", (machine, str(note_id), *new))
+                changed += 1
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    finally:
+        conn.close()
+    return changed

@@ -1,0 +1,271 @@
+"""git through the git program (fast and predictable; see RESEARCH.md), never GitPython's
+index. Every store change ends in exactly one commit made here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from memctl.core.errors import MemctlError
+
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "memctl",
+    "GIT_AUTHOR_EMAIL": "memctl@localhost",
+    "GIT_COMMITTER_NAME": "memctl",
+    "GIT_COMMITTER_EMAIL": "memctl@localhost",
+}
+
+
+# A `.git/index.lock` this old belongs to a git that died (git holds it for milliseconds).
+STALE_INDEX_LOCK_AGE = 30.0
+# How long a commit waits for another git to let go of the index lock.
+INDEX_LOCK_WAIT = 5.0
+# After a killed memctl: how long its orphaned git child may still need to finish.
+CRASHED_LOCK_WAIT = 1.0
+# How long any git command is retried while another git holds a lock it needs.
+LOCK_RETRY_SECONDS = 5.0
+
+
+class GitError(MemctlError):
+    pass
+
+
+def git_available() -> bool:
+    return shutil.which("git") is not None
+
+
+def run_git(root: Path, *args: str, check: bool = True, input_text: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    if not git_available():
+        raise GitError("git is not installed or not on PATH; install git (memctl keeps its history in git)")
+    full_env = dict(os.environ)
+    full_env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    full_env["LC_ALL"] = "C"
+    # `git status` and friends then never take .git/index.lock for an opportunistic index
+    # refresh, so a reader (health, the watcher) can never make a writer's commit fail.
+    full_env["GIT_OPTIONAL_LOCKS"] = "0"
+    # Never walk up into an enclosing repository when the store's own .git is missing:
+    # memctl would commit notes into someone else's history.
+    ceiling = os.path.dirname(os.path.realpath(root))
+    full_env["GIT_CEILING_DIRECTORIES"] = ceiling
+    if env:
+        full_env.update(env)
+    from memctl.disk.atomic import current_umask
+
+    deadline = time.monotonic() + LOCK_RETRY_SECONDS
+    while True:
+        result = subprocess.run(
+            ["git", "-C", str(root), "-c", "core.quotepath=off", *args],
+            capture_output=True, text=True, input=input_text, env=full_env,
+            encoding="utf-8", errors="replace",
+            umask=current_umask() | 0o002,  # git's files too: never world-writable
+        )
+        # Another git holds a lock (a person's, or one orphaned by a killed memctl and still
+        # finishing): git gave up before changing anything, so the same command can run again.
+        if result.returncode == 0 or not _lock_contention(result.stderr) \
+                or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    if check and result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        message = detail[-1] if detail else f"exit {result.returncode}"
+        raise GitError(f"git {args[0]} failed: {message}")
+    return result
+
+
+# By store: whether git knows the user's identity.
+_identity_known: dict[str, bool] = {}
+
+
+def _lock_contention(stderr: str) -> bool:
+    # "Unable to create '….lock': File exists", or a ref another git moved meanwhile:
+    # "cannot lock ref 'refs/remotes/origin/main': is at … but expected …".
+    return (".lock" in stderr and "File exists" in stderr) or "cannot lock ref" in stderr
+
+
+def _identity_env(root: Path) -> dict[str, str]:
+    """Commit as the user when git knows who they are, else as `memctl`."""
+    env: dict[str, str] = {}
+    key = os.path.realpath(root)
+    if key not in _identity_known:  # asked once per process: it was a git call per commit
+        configured = run_git(root, "config", "--get", "user.email", check=False).stdout.strip()
+        _identity_known[key] = bool(configured)
+    if not _identity_known[key]:
+        env.update({k: v for k, v in _IDENTITY.items() if k not in os.environ})
+    if os.environ.get("MEMCTL_NOW"):
+        # The clock override reaches git too, so histories made in tests are reproducible.
+        from memctl.core.clock import now
+
+        stamp = now().strftime("%Y-%m-%dT%H:%M:%S+0000")
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = stamp
+    return env
+
+
+def is_repo(root: Path) -> bool:
+    return (Path(root) / ".git").exists()
+
+
+def init_repo(root: Path) -> None:
+    run_git(root, "init", "-q")
+
+
+def operation_in_progress(root: Path) -> str | None:
+    """A merge, rebase, cherry-pick or another git's index lock: never commit through those."""
+    git_dir = Path(root) / ".git"
+    for marker, what in (
+        ("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"),
+    ):
+        if (git_dir / marker).exists():
+            return what
+    return None
+
+
+def git_lock_files(root: Path) -> list[Path]:
+    """Lock files git leaves when killed mid-command: the index, HEAD and the refs."""
+    git_dir = Path(root) / ".git"
+    found = [git_dir / name for name in _TOP_LOCKS if (git_dir / name).exists()]
+    refs = git_dir / "refs"
+    if refs.is_dir():
+        found.extend(sorted(refs.rglob("*.lock")))
+    return found
+
+
+_TOP_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "packed-refs.lock", "config.lock")
+
+
+def clear_stale_index_lock(root: Path, max_age_seconds: float = STALE_INDEX_LOCK_AGE) -> bool:
+    """Remove git lock files (`.git/index.lock`, `HEAD.lock`, ref locks) older than
+    `max_age_seconds`: git holds them for milliseconds, so such a lock belongs to a git that
+    died. Called only while holding the store lock, so no memctl process is committing; a
+    fresh lock may be a person's running git. True when all are gone."""
+    remaining = False
+    for lock in git_lock_files(root):
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if age < max_age_seconds:
+            remaining = True
+            continue
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            pass
+    return not remaining
+
+
+def settle_index_lock(root: Path, wait: float | None = None) -> None:
+    """Make sure no git lock file (index, HEAD, refs) will fail the next git command. The
+    caller holds the store lock.
+
+    A lock that goes away by itself within `wait` seconds was a running git (a person's, or
+    one orphaned by a killed memctl finishing its work). One that stays is removed when it
+    was made while a store-lock holder that then died held the lock (memctl's own debris),
+    or when it is older than STALE_INDEX_LOCK_AGE; otherwise a person's git still runs and
+    we say so."""
+    from memctl.disk.locking import clear_crashed, crashed_holder
+
+    crashed = crashed_holder(root)
+    locks = git_lock_files(root)
+    if not locks:
+        if crashed is not None:
+            clear_crashed(root)
+        return
+    ours = {lock for lock in locks if crashed is not None and _made_during(lock, crashed)}
+    if wait is None:
+        wait = CRASHED_LOCK_WAIT if len(ours) == len(locks) else INDEX_LOCK_WAIT
+    deadline = time.monotonic() + wait
+    while any(lock.exists() for lock in locks) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for lock in ours:
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            pass
+    if crashed is not None:
+        clear_crashed(root)
+    if clear_stale_index_lock(root):
+        return
+    held = ", ".join(str(lock) for lock in git_lock_files(root))
+    raise GitError(
+        f"git's lock file {held} exists: another git command is running in the store. Wait "
+        f"for it to finish and run the command again (if no git is running, delete that "
+        f"file). Your change is on disk"
+    )
+
+
+def _made_during(lock: Path, crashed: dict[str, object]) -> bool:
+    """Was the lock file made while the dead holder held the store lock?"""
+    try:
+        made = lock.stat().st_mtime
+        since = float(crashed.get("since") or 0)  # type: ignore[arg-type]
+        found = float(crashed.get("found") or 0)  # type: ignore[arg-type]
+    except (OSError, TypeError, ValueError):
+        return False
+    return since - 1 <= made <= found + 1
+
+
+def _run_git_write(root: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    """A git command that changes the repository; its error names git's own reason."""
+    result = run_git(root, *args, check=False, env=env)
+    if result.returncode == 0:
+        return
+    lines = (result.stderr or result.stdout).strip().splitlines()
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    message = (fatal or lines or [f"exit {result.returncode}"])[0]
+    raise GitError(f"git {args[0]} failed: {message}")
+
+
+# Paths are file names, never patterns: a hand-made `notes/[draft].md` must not match others.
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
+def _stageable(root: Path, paths: list[str]) -> list[str]:
+    """The paths git can stage: those on disk, and removed ones it tracks. A file that was
+    never committed and is gone now (a hand-dropped note that `archive` moved) would make
+    `git add` fail with "pathspec did not match"."""
+    unique = list(dict.fromkeys(paths))
+    missing = [p for p in unique if not os.path.lexists(Path(root) / p)]
+    if not missing:
+        return unique
+    tracked = run_git(root, "ls-files", "-z", "--", *missing, env=_LITERAL).stdout.split("\0")
+    gone_untracked = set(missing) - set(tracked)
+    return [p for p in unique if p not in gone_untracked]
+
+
+def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str | None:
+    """Stage the given paths (or everything) and commit. Returns the commit id, or None when
+    there was nothing to commit. The caller holds the store lock."""
+    root = Path(root)
+    if not is_repo(root):
+        raise GitError(f"the store {root} has no git repository (.git is missing); run "
+                       f"`memctl init {root}` to make one. Your change is on disk.")
+    busy = operation_in_progress(root)
+    if busy:
+        raise GitError(f"the store's git repository is in the middle of {busy}; finish or abort it "
+                       f"(git -C {root} status), then run the command again. Your change is on disk.")
+    settle_index_lock(root)
+    if paths:
+        wanted = _stageable(root, paths)
+        if wanted:
+            _run_git_write(root, "add", "-A", "--", *wanted, env=_LITERAL)
+    else:
+        _run_git_write(root, "add", "-A")
+    staged = run_git(root, "diff", "--cached", "--quiet", check=False)
+    if staged.returncode == 0:
+        return None
+    _run_git_write(root, "commit", "-q", "--no-verify", "-m", message, env=_identity_env(root))
+    return run_git(root, "rev-parse", "HEAD").stdout.strip()
+
+
+def status_porcelain(root: Path) -> list[str]:
+    return [line for line in run_git(root, "status", "--porcelain").stdout.splitlines() if line]
+
+
+def head(root: Path) -> str | None:
+    result = run_git(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    return result.stdout.strip() or None

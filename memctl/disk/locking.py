@@ -1,0 +1,160 @@
+"""The store lock: one writer at a time around multi-file changes and git commits.
+
+An flock on `.memctl/lock` (released by the kernel when a process dies, so a crash never
+leaves the store locked), plus `lock.info` naming the holder for a clear timeout message.
+
+A holder removes `lock.info` before it lets go, so finding one on taking the lock means the
+last holder was killed while holding it. It is kept as `lock.crashed` (with the time it was
+found) until the next commit has dealt with the debris: gitops then knows a `.git/index.lock`
+made between that holder's start and its discovery is the dead process's, not a person's
+running git."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from memctl.core.errors import MemctlError
+from memctl.store import state_path
+
+DEFAULT_TIMEOUT = 30.0
+# Created with the umask's bits but never world-writable (as every file memctl makes).
+_FILE_MODE = 0o664
+
+CRASHED_FILE = "lock.crashed"
+
+
+class LockTimeout(MemctlError):
+    pass
+
+
+def crashed_holder(store_root: Path) -> dict[str, Any] | None:
+    """What the lock.info of a holder that died holding the lock said (`pid`, `command`,
+    `since`), plus `found` (when it was discovered); None when no crash awaits clearing."""
+    try:
+        info = json.loads(state_path(store_root, CRASHED_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def clear_crashed(store_root: Path) -> None:
+    """The crashed holder's debris has been dealt with (called by the lock holder)."""
+    try:
+        state_path(store_root, CRASHED_FILE).unlink()
+    except OSError:
+        pass
+
+
+@contextmanager
+def store_lock(store_root: Path, what: str = "", timeout: float | None = None) -> Iterator[None]:
+    if timeout is None:
+        timeout = _timeout_setting()
+    state_dir = state_path(store_root)
+    _make_state_dir(state_dir)
+    lock_path = state_dir / "lock"
+    info_path = state_dir / "lock.info"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(
+                        f"the store is locked by {_describe_holder(info_path)} for more than "
+                        f"{timeout:.0f} s; wait for it to finish (or stop it) and try again"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        _note_previous_holder(info_path)
+        _write_info(info_path, {
+            "pid": os.getpid(),
+            "command": what or " ".join(sys.argv[1:3]),
+            "since": time.time(),
+        })
+        try:
+            yield
+        finally:
+            try:
+                info_path.unlink()
+            except OSError:
+                pass
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _timeout_setting() -> float:
+    raw = os.environ.get("MEMCTL_LOCK_TIMEOUT")
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise MemctlError(f"MEMCTL_LOCK_TIMEOUT={raw!r} is not a number of seconds") from None
+    return max(0.0, value)
+
+
+def _make_state_dir(state_dir: Path) -> None:
+    from memctl.disk.atomic import make_dirs
+
+    if not state_dir.parent.is_dir():
+        raise MemctlError(f"the store {state_dir.parent} does not exist (was it moved or deleted?)")
+    try:
+        make_dirs(state_dir)
+    except OSError as exc:
+        raise MemctlError(f"cannot create {state_dir}: {exc.strerror or exc}; check the "
+                          "permissions of the store folder") from None
+
+
+def _note_previous_holder(info_path: Path) -> None:
+    try:
+        text = info_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return
+    except OSError:
+        text = ""
+    try:
+        info = json.loads(text)
+    except ValueError:
+        info = {}  # half-written by a holder killed while writing it: it died all the same
+    if not isinstance(info, dict):
+        info = {}
+    if info.get("pid") == os.getpid():
+        return  # our own, from an earlier acquisition whose cleanup failed
+    info["found"] = time.time()
+    _write_info(info_path.with_name(CRASHED_FILE), info)
+
+
+def _write_info(info_path: Path, info: dict[str, Any]) -> None:
+    """Written whole or not at all, so a waiting process never reads half of it."""
+    tmp = info_path.with_name(f".{info_path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(info))
+        os.replace(tmp, info_path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _describe_holder(info_path: Path) -> str:
+    try:
+        info = json.loads(info_path.read_text())
+        return f"memctl {info.get('command') or ''} (pid {info.get('pid')})".replace("  ", " ")
+    except (OSError, ValueError, AttributeError):
+        return "another memctl process"

@@ -1,0 +1,115 @@
+"""`memctl.toml`: the store's settings. Every setting has a default here, so a store with an
+empty or partial file works, and `memctl init` writes this same text for people to edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memctl.core.errors import MemctlError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+SETTINGS_FILE = "memctl.toml"
+
+# section -> key -> (default, what it does). `memctl init` writes these as memctl.toml.
+SETTINGS: dict[str, dict[str, tuple[Any, str]]] = {
+    "search": {
+        "recency_half_life_days": (90, "a note's recency weight halves every N days"),
+        "default_limit": (20, "hits shown when --limit is not given"),
+    },
+    "recall": {
+        "max_notes": (8, "notes in a recall block"),
+        "note_chars": (100, "each note cut to this many characters"),
+        "total_chars": (6000, "cap for the whole block (L2 + scratchpad + notes)"),
+    },
+    "ttl": {
+        "demote_after_days": (90, "not recalled for this long and below the threshold: demoted"),
+        "demote_below_importance": (5, "the threshold for demotion"),
+        "archive_after_days": (180, "not recalled for this long: archived"),
+        "protect_importance": (9, "this importance or more is never archived automatically"),
+    },
+    "duplicates": {
+        "merge_threshold": (88, "similarity (0-100) at which `add` merges into an existing note"),
+        "similar_threshold": (70, "similarity at which a possible contradiction is reported"),
+    },
+    "memory": {
+        "max_bytes": (8192, "MEMORY.md over this is flagged for distilling"),
+    },
+}
+DEFAULTS: dict[str, dict[str, Any]] = {
+    section: {key: value for key, (value, _help) in values.items()}
+    for section, values in SETTINGS.items()
+}
+
+_SECTION_TITLES = {
+    "search": "Ranked search",
+    "recall": "The budgeted block `memctl recall` prints for an agent",
+    "ttl": "Forgetting: `memctl archive` (days count from the last recall, else the last update)",
+    "duplicates": "Write-time checks in `memctl add`",
+    "memory": "The L2 project file",
+}
+
+
+def default_toml() -> str:
+    """The text `memctl init` writes: every default, with a comment saying what it does."""
+    out = ["# memctl settings. The values shown are the defaults; delete a line to go back to it.", ""]
+    for section, values in SETTINGS.items():
+        out.append(f"# {_SECTION_TITLES[section]}")
+        out.append(f"[{section}]")
+        for key, (value, help_text) in values.items():
+            out.append(f"{key} = {_toml_value(value)}  # {help_text}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _only_comments(raw: bytes) -> bool:
+    return all(not line.strip() or line.lstrip().startswith(b"#") for line in raw.splitlines())
+
+
+class Settings:
+    def __init__(self, values: dict[str, dict[str, Any]] | None = None) -> None:
+        self._values = values or {}
+
+    @classmethod
+    def load(cls, store_root: Path) -> Settings:
+        path = Path(store_root) / SETTINGS_FILE
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return cls({})
+        except OSError as exc:
+            raise MemctlError(f"cannot read {SETTINGS_FILE}: {exc.strerror}") from exc
+        if raw == default_toml().encode("utf-8") or _only_comments(raw):
+            # The file `memctl init` wrote, untouched (or nothing but comments): its values
+            # are the defaults, and skipping the TOML parser saves every command ~6 ms.
+            return cls({})
+        import tomllib
+
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise MemctlError(f"{SETTINGS_FILE} does not parse: {exc}; fix the file or delete it to use the defaults") from exc
+        return cls(data)
+
+    def get(self, dotted: str) -> Any:
+        section, key = dotted.split(".", 1)
+        default = DEFAULTS[section][key]
+        value = self._values.get(section, {}).get(key, default)
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be true or false, not {value!r}")
+        elif isinstance(default, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a number, not {value!r}")
+        return value

@@ -1,0 +1,492 @@
+"""Bundles: the files that travel between machines, as a zip or a folder, with a manifest.
+
+Reading validates everything before the store is touched. Hazards (a path escaping the
+store, an absolute path, a link or other non-regular entry, a file that is not UTF-8 text,
+an unsafe YAML tag, a zip bomb, too many entries, an unknown manifest format, a hash that
+does not match) always refuse the whole bundle; merely invalid entries (front matter that
+does not parse) refuse it unless the caller skips them. Every problem is collected first,
+then reported in one `BundleError`.
+
+Writing is deterministic: the same files give the same zip, byte for byte (sorted entries,
+fixed timestamps and permissions, sorted manifest keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import stat
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memctl.core.errors import MemctlError
+from memctl.core.merge import COUNTERS, COUNTERS_DIR, TOMBSTONE, Entry
+
+MANIFEST_NAME = "memctl-manifest.json"
+FORMAT_NAME = "memctl-bundle"
+FORMAT_VERSION = 1
+SETTINGS = "settings"
+TEMPLATE = "template"
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+_SAFE_TAGS = {"str", "int", "float", "bool", "null", "seq", "map", "timestamp"}
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_entries: int = 100_000
+    max_total_bytes: int = 512 * 1024 * 1024
+    max_entry_bytes: int = 16 * 1024 * 1024
+    # Uncompressed/compressed size above which a large entry is treated as a bomb.
+    max_ratio: int = 200
+    ratio_floor_bytes: int = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    path: str  # store-relative, with `/`
+    data: bytes
+    updated: str | None = None  # the file's time on the machine that made the bundle
+    history: tuple[str, ...] = ()  # git blob ids of its earlier versions there
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    reason: str
+    hazard: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+
+class BundleError(MemctlError):
+    """The bundle was refused; `problems` lists every reason."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        self.problems = problems
+        shown = "\n  ".join(str(p) for p in problems[:50])
+        more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
+        hazardous = any(p.hazard for p in problems)
+        hint = "" if hazardous else "\n(use --skip-invalid to import the valid entries)"
+        super().__init__(f"refusing to import {source}; the store is unchanged:\n  {shown}{more}{hint}")
+
+
+@dataclass
+class Bundle:
+    source: str
+    files: dict[str, BundleFile]
+    manifest: dict[str, Any] | None = None
+    invalid: list[Problem] = field(default_factory=list)  # skipped with skip_invalid
+    ignored: list[str] = field(default_factory=list)  # not memory: never imported
+    # merge key -> blob ids of a file the sender had and removed (see snapshot.Snapshot)
+    removed: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+# --- what a path is ----------------------------------------------------------------------------
+
+
+def path_kind(relpath: str) -> str | None:
+    """The kind of a store file that travels in bundles, or None for anything else."""
+    from memctl.disk.settings import SETTINGS_FILE
+    from memctl.store import classify
+    from memctl.disk.templates import STORE_TEMPLATE_DIR
+
+    parts = relpath.split("/")
+    if relpath == SETTINGS_FILE:
+        return SETTINGS
+    if len(parts) == 2 and parts[0] == COUNTERS_DIR and parts[1].endswith(".json") \
+            and not parts[1].startswith("."):
+        return COUNTERS
+    if len(parts) == 2 and parts[0] == STORE_TEMPLATE_DIR and parts[1].endswith(".md") \
+            and not parts[1].startswith("."):
+        return TEMPLATE
+    found = classify(relpath)
+    return found[0] if found else None
+
+
+def path_problem(name: str) -> str | None:
+    """Why an entry name is hazardous, or None when it is a plain relative path."""
+    if not name or "\x00" in name or any(ord(ch) < 32 for ch in name):
+        return "a name with control characters"
+    if "\\" in name:
+        return "a backslash in the path (could escape the store on Windows)"
+    if name.startswith("/") or _WINDOWS_DRIVE.match(name):
+        return "an absolute path"
+    parts = name.rstrip("/").split("/")
+    if any(part == ".." for part in parts):
+        return "a path that escapes the store (..)"
+    if any(part in ("", ".") for part in parts):
+        return "a malformed path (empty or '.' component)"
+    if parts[0] in (".git", ".memctl"):
+        return f"a path inside {parts[0]}/ (git and memctl's own state are never imported)"
+    return None
+
+
+# --- validation of one file ---------------------------------------------------------------------
+
+
+def unsafe_yaml_tags(front_matter: str) -> list[str]:
+    """Tags other than YAML's standard scalar/collection tags (`!!python/object`, `!foo`)."""
+    import yaml
+
+    bad: list[str] = []
+    try:
+        for token in yaml.scan(front_matter, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(token, yaml.TagToken):
+                handle, suffix = token.value
+                if handle == "!!" and suffix in _SAFE_TAGS:
+                    continue
+                if handle is None and suffix.startswith("tag:yaml.org,2002:") \
+                        and suffix.split(":")[-1] in _SAFE_TAGS:
+                    continue
+                bad.append(f"{handle or ''}{suffix}")
+    except yaml.YAMLError:
+        pass  # the parse step reports it as invalid front matter
+    return bad
+
+
+def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
+    """Problems of one file's content, and its text when it is text."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return [Problem(path, f"not text: invalid UTF-8 at line {line}")], None
+    if "\x00" in text:
+        return [Problem(path, "not text: binary content (NUL bytes)")], None
+    kind = path_kind(path)
+    problems: list[Problem] = []
+    if kind == COUNTERS:
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            return [Problem(path, f"counters are not JSON: {exc}", hazard=False)], text
+        if not isinstance(value, dict):
+            problems.append(Problem(path, "counters are not a JSON object", hazard=False))
+        return problems, text
+    if kind == SETTINGS:
+        import tomllib
+
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            problems.append(Problem(path, f"settings do not parse: {exc}", hazard=False))
+        return problems, text
+    from memctl.core.noteformat import parse_text
+
+    parsed = parse_text(text)
+    if parsed.has_front_matter and parsed.close_line is not None:
+        lines = (text[1:] if parsed.bom else text).splitlines(keepends=True)
+        block = "".join(lines[1:parsed.close_line])
+        tags = unsafe_yaml_tags(block) if "!" in block else []
+        if tags:
+            return [Problem(path, f"unsafe YAML tag {', '.join(sorted(set(tags)))}")], text
+    if parsed.problem is not None and kind != TEMPLATE:
+        problems.append(Problem(path, str(parsed.problem), hazard=False))
+    elif kind == TOMBSTONE and not (parsed.meta.get("id") and parsed.meta.get("deleted")):
+        problems.append(Problem(path, "a tombstone needs `id` and `deleted`", hazard=False))
+    return problems, text
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def read_bundle(source: Path, limits: Limits | None = None) -> Bundle:
+    """Read and validate a zip or a folder. Raises BundleError for any hazard; invalid
+    entries are returned in `invalid` for the caller to refuse or skip."""
+    limits = limits or Limits()
+    source = Path(source)
+    if source.is_dir():
+        raw, problems = read_dir(source, limits)
+    elif source.is_file():
+        if not zipfile.is_zipfile(source):
+            raise MemctlError(f"{source} is neither a zip file nor a folder")
+        raw, problems = _read_zip(source, limits)
+    else:
+        raise MemctlError(f"{source} does not exist")
+    return validate(str(source), raw, problems)
+
+
+def validate(source: str, raw: dict[str, bytes], problems: list[Problem] | None = None,
+             require_manifest: bool = False,
+             extra: dict[str, tuple[str | None, tuple[str, ...]]] | None = None) -> Bundle:
+    """Check raw files (path -> bytes) against the manifest and the content rules."""
+    problems = list(problems or [])
+    manifest = None
+    manifest_data = raw.pop(MANIFEST_NAME, None)
+    if manifest_data is not None:
+        manifest, manifest_problems = _check_manifest(manifest_data, raw)
+        problems.extend(manifest_problems)
+    elif require_manifest:
+        problems.append(Problem(MANIFEST_NAME, f"missing: not a memctl bundle (unknown bundle format; "
+                                               f"expected {MANIFEST_NAME})"))
+    bundle = Bundle(source=source, files={}, manifest=manifest)
+    for key, info in ((manifest or {}).get("removed") or {}).items():
+        if isinstance(info, dict) and isinstance(info.get("history"), list):
+            bundle.removed[str(key)] = frozenset(h for h in info["history"] if isinstance(h, str))
+    entries = (manifest or {}).get("entries", {}) if manifest else {}
+    for path in sorted(raw):
+        # Names are checked here too, not only when a zip is read: importers of other tools'
+        # formats hand their own names to this function.
+        reason = path_problem(path)
+        if reason:
+            problems.append(Problem(path, reason))
+            continue
+        if path_kind(path) is None:
+            bundle.ignored.append(path)
+            continue
+        file_problems, _text = check_file(path, raw[path])
+        hazards = [p for p in file_problems if p.hazard]
+        problems.extend(hazards)
+        if file_problems and not hazards:
+            bundle.invalid.extend(file_problems)
+            continue
+        if hazards:
+            continue
+        info = entries.get(path, {}) if isinstance(entries, dict) else {}
+        updated, history = info.get("updated"), tuple(info.get("history") or ())
+        if extra and path in extra:
+            updated, history = extra[path]
+        bundle.files[path] = BundleFile(path, raw[path], updated if isinstance(updated, str) else None,
+                                        tuple(h for h in history if isinstance(h, str)))
+    if problems:
+        raise BundleError(source, problems + bundle.invalid)
+    return bundle
+
+
+def _check_manifest(data: bytes, raw: dict[str, bytes]
+                    ) -> tuple[dict[str, Any] | None, list[Problem]]:
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, [Problem(MANIFEST_NAME, f"unknown bundle format: the manifest is not JSON ({exc})")]
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        return None, [Problem(MANIFEST_NAME, f"unknown bundle format (expected format {FORMAT_NAME!r})")]
+    version = manifest.get("version")
+    if version != FORMAT_VERSION:
+        return None, [Problem(MANIFEST_NAME, f"unknown bundle format version {version!r}; this memctl "
+                                             f"reads version {FORMAT_VERSION} (upgrade memctl?)")]
+    entries = manifest.get("entries")
+    if not isinstance(entries, dict):
+        return None, [Problem(MANIFEST_NAME, "unknown bundle format: no entries")]
+    problems = []
+    for path, info in sorted(entries.items()):
+        if path not in raw:
+            problems.append(Problem(path, "listed in the manifest but missing from the bundle"))
+        elif not isinstance(info, dict) or info.get("sha256") != hashlib.sha256(raw[path]).hexdigest():
+            problems.append(Problem(path, "content does not match the manifest's sha256 (corrupt bundle)"))
+    for path in sorted(set(raw) - set(entries)):
+        if path_kind(path) is not None:
+            problems.append(Problem(path, "not listed in the manifest"))
+    return manifest, problems
+
+
+def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Problem]]:
+    problems: list[Problem] = []
+    raw: dict[str, bytes] = {}
+    try:
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise MemctlError(f"{source} is not a readable zip file: {exc}") from None
+    with archive:
+        infos = archive.infolist()
+        if len(infos) > limits.max_entries:
+            raise BundleError(str(source), [Problem("", f"too many entries ({len(infos)} > {limits.max_entries})")])
+        total = 0
+        for info in infos:
+            name = info.filename
+            reason = path_problem(name)
+            if reason:
+                problems.append(Problem(name, reason))
+                continue
+            mode = info.external_attr >> 16
+            if info.is_dir():
+                continue
+            if stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: the zip tool recorded no type
+                what = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+                problems.append(Problem(name, what))
+                continue
+            if info.flag_bits & 0x1:
+                problems.append(Problem(name, "encrypted entry"))
+                continue
+            if name in raw:
+                problems.append(Problem(name, "appears twice in the archive"))
+                continue
+            if problems and any("bomb" in p.reason or "over the" in p.reason for p in problems):
+                continue  # stop decompressing anything once the archive is known hostile
+            budget = min(limits.max_entry_bytes, limits.max_total_bytes - total)
+            try:
+                data, reason = _bounded_read(archive, info, budget, limits)
+            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError) as exc:
+                problems.append(Problem(name, f"cannot be read: {exc}"))
+                continue
+            if reason:
+                problems.append(Problem(name, reason))
+                continue
+            assert data is not None
+            total += len(data)
+            raw[name] = data
+    return raw, problems
+
+
+def _bounded_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int,
+                  limits: Limits) -> tuple[bytes | None, str | None]:
+    """Decompress at most `budget` bytes, whatever the header claims; refuse bomb ratios."""
+    ratio_cap = max(limits.ratio_floor_bytes, max(info.compress_size, 1) * limits.max_ratio)
+    buffer = io.BytesIO()
+    with archive.open(info) as handle:
+        while True:
+            chunk = handle.read(64 * 1024)
+            if not chunk:
+                break
+            buffer.write(chunk)
+            size = buffer.tell()
+            if size > ratio_cap:
+                return None, (f"zip bomb: expands more than {limits.max_ratio}x "
+                              f"({info.compress_size} compressed bytes)")
+            if size > budget:
+                if budget < limits.max_entry_bytes:
+                    return None, f"the archive is over the {limits.max_total_bytes // 2**20} MB size limit"
+                return None, f"entry is over the {limits.max_entry_bytes // 2**20} MB size limit"
+    return buffer.getvalue(), None
+
+
+def read_dir(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Problem]]:
+    """A folder laid out like a store. Links and special files are hazards, never followed."""
+    problems: list[Problem] = []
+    raw: dict[str, bytes] = {}
+    total = 0
+    stack = [("", source)]
+    count = 0
+    while stack:
+        prefix, folder = stack.pop()
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            rel = f"{prefix}{entry.name}"
+            if prefix == "" and entry.name in (".git", ".memctl"):
+                continue
+            count += 1
+            if count > limits.max_entries:
+                raise BundleError(str(source), [Problem("", f"too many entries (over {limits.max_entries})")])
+            if entry.is_symlink():
+                problems.append(Problem(rel, "a symbolic link"))
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((rel + "/", Path(entry.path)))
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                problems.append(Problem(rel, "not a regular file"))
+                continue
+            if path_kind(rel) is None and rel != MANIFEST_NAME:
+                raw[rel] = b""  # listed as ignored; never read
+                continue
+            size = entry.stat(follow_symlinks=False).st_size
+            if size > limits.max_entry_bytes:
+                problems.append(Problem(rel, f"entry is over the {limits.max_entry_bytes // 2**20} MB size limit"))
+                continue
+            total += size
+            if total > limits.max_total_bytes:
+                raise BundleError(str(source), [Problem("", f"over the {limits.max_total_bytes // 2**20} MB size limit")])
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(entry.path, flags)
+            with os.fdopen(fd, "rb") as handle:
+                raw[rel] = handle.read(limits.max_entry_bytes + 1)
+    return raw, problems
+
+
+# --- turning files into merge entries ---------------------------------------------------------
+
+
+def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry:
+    """The merge core's view of one file. `fallback_time` is used when the file carries no
+    time of its own (a note without front matter, MEMORY.md, settings)."""
+    from memctl.core.note import note_from_parsed
+    from memctl.core.noteformat import compute_checksum, parse_text
+    from memctl.store import ARCHIVED, EPISODE, NOTE
+
+    kind = path_kind(path) or "file"
+    text = data.decode("utf-8", "replace")
+    if kind in (NOTE, ARCHIVED, EPISODE, TOMBSTONE):
+        parsed = parse_text(text)
+        if parsed.problem is None:
+            meta = parsed.meta
+            if kind == TOMBSTONE:
+                tomb_id = str(meta.get("id") or path.rsplit("/", 1)[-1][:-3]).strip().lower()
+                return Entry(key=f"id:{tomb_id}", path=path, data=data, kind=TOMBSTONE,
+                             updated=_text(meta.get("deleted")))
+            project = path.split("/", 1)[0]
+            note = note_from_parsed(parsed, text=text, relpath=path, project=project)
+            stamp = _text(meta.get("checksum"))
+            stamped = stamp == compute_checksum(text) if stamp else kind == EPISODE
+            return Entry(key=f"id:{note.id}", path=path, data=data, kind="note",
+                         updated=note.updated or fallback_time, created=_text(meta.get("created")),
+                         stamped=stamped)
+    return Entry(key=f"path:{path}", path=path, data=data, kind=kind, updated=fallback_time)
+
+
+def _text(value: object) -> str | None:
+    if value is None or isinstance(value, (list, dict)):
+        return None
+    return str(value).strip() or None
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def manifest_for(files: Iterable[BundleFile], *, machine: str, time: str,
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    entries = {}
+    for item in sorted(files, key=lambda f: f.path):
+        entries[item.path] = {
+            "sha256": hashlib.sha256(item.data).hexdigest(),
+            "size": len(item.data),
+            "updated": item.updated,
+            "history": list(item.history),
+        }
+    manifest: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
+                                "machine": machine, "time": time, "entries": entries}
+    manifest.update(extra or {})
+    return manifest
+
+
+def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any],
+              progress: Callable[[int], None] | None = None) -> None:
+    """Write the bundle via a temp file and an atomic rename; identical input, identical bytes."""
+    from memctl.disk.atomic import fsync_dir, make_dirs
+
+    target = Path(target)
+    make_dirs(target.parent)
+    temp = target.with_name(f".{target.name}.tmp")
+    try:
+        with zipfile.ZipFile(temp, "w") as archive:
+            _add(archive, MANIFEST_NAME,
+                 (json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode())
+            for done, item in enumerate(sorted(files, key=lambda f: f.path), 1):
+                _add(archive, item.path, item.data)
+                if progress:
+                    progress(done)
+        with open(temp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(temp, os.stat(temp).st_mode & 0o775)  # the umask's mode, never world-writable
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    fsync_dir(target.parent)
+
+
+def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.create_system = 3  # unix, so the mode bits below are read as such
+    info.external_attr = (stat.S_IFREG | 0o644) << 16
+    archive.writestr(info, data, compresslevel=6)

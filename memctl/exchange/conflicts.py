@@ -1,0 +1,126 @@
+"""Conflict copies: the versions that lost a merge, kept under `.conflicts/` until a person
+decides. `keep` makes the copy the current version again (stamped now, so it wins the next
+merge everywhere); `drop` deletes the copy. Either is one commit, and git history keeps both."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memctl.core.errors import MemctlError, UsageError
+from memctl.core.merge import CONFLICT_DIR
+
+_TAG = re.compile(r"\.([0-9a-f]{12})(?=(\.[^./]*)?$)")
+
+
+@dataclass
+class ConflictCopy:
+    number: int
+    path: str  # of the copy
+    original: str  # where the losing version lived
+    note_id: str | None
+    current: str | None  # where the winning version lives now (None: deleted)
+    updated: str | None
+    title: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "path": self.path, "original": self.original,
+                "id": self.note_id, "current": self.current, "updated": self.updated,
+                "title": self.title}
+
+
+def original_path(copy_path: str) -> str:
+    inner = copy_path[len(CONFLICT_DIR) + 1:] if copy_path.startswith(CONFLICT_DIR + "/") else copy_path
+    folder, _, name = inner.rpartition("/")
+    name = _TAG.sub("", name, count=1)
+    return f"{folder}/{name}" if folder else name
+
+
+def list_conflicts(store: Any) -> list[ConflictCopy]:
+    from memctl.exchange.bundle import entry_for
+    from memctl.core.note import title_of
+    from memctl.core.noteformat import parse_text
+
+    root = Path(store.root)
+    folder = root / CONFLICT_DIR
+    if not folder.is_dir():
+        return []
+    copies = []
+    paths = sorted(p.relative_to(root).as_posix() for p in folder.rglob("*")
+                   if p.is_file() and not p.is_symlink() and not p.name.startswith("."))
+    for number, path in enumerate(paths, 1):
+        data = (root / path).read_bytes()
+        original = original_path(path)
+        entry = entry_for(original, data)
+        text = data.decode("utf-8", "replace")
+        parsed = parse_text(text)
+        note_id = entry.note_id
+        current = _current_path(store, note_id) if note_id else (original if (root / original).exists() else None)
+        copies.append(ConflictCopy(number, path, original, note_id, current, entry.updated,
+                                   title_of(parsed.meta, parsed.body)[:80]))
+    return copies
+
+
+def _current_path(store: Any, note_id: str) -> str | None:
+    try:
+        note = store.find_note(note_id)
+    except MemctlError:
+        return None
+    return note.path if note.id == note_id else None
+
+
+def find_copy(store: Any, ref: str) -> ConflictCopy:
+    copies = list_conflicts(store)
+    if not copies:
+        raise MemctlError("there are no conflict copies")
+    ref = ref.strip()
+    if ref.isdigit() and 1 <= int(ref) <= len(copies):
+        return copies[int(ref) - 1]
+    matches = [c for c in copies if c.path == ref or c.path == f"{CONFLICT_DIR}/{ref}"]
+    if not matches and ref:
+        matches = [c for c in copies if c.note_id and c.note_id.startswith(ref.lower())]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise MemctlError(f"{ref!r} matches {len(matches)} conflict copies; use the number or path "
+                          "from `memctl conflicts`")
+    raise MemctlError(f"no conflict copy {ref!r}; `memctl conflicts` lists them")
+
+
+def resolve(store: Any, ref: str, action: str) -> ConflictCopy:
+    """`keep` the copy as the current version, or `drop` it."""
+    from memctl.core.clock import now
+    from memctl.exchange.transfer import recover_pending
+    from memctl.store import TOMBSTONE_DIR, stamp
+
+    if action not in ("keep", "drop"):
+        raise UsageError(f"invalid action {action!r} (keep or drop)")
+    copy = find_copy(store, ref)
+    root = Path(store.root)
+    with store.lock(f"conflicts {action}"):
+        recover_pending(store)
+        changed = [copy.path]
+        if action == "keep":
+            data = (root / copy.path).read_bytes()
+            target = copy.current or copy.original
+            if copy.note_id:
+                try:
+                    text = stamp(data.decode("utf-8"), {}, now())
+                except (MemctlError, UnicodeDecodeError):
+                    text = data.decode("utf-8", "replace")
+                data = text.encode("utf-8")
+                tomb = f"{TOMBSTONE_DIR}/{copy.note_id}.md"
+                if (root / tomb).exists():
+                    (root / tomb).unlink()
+                    changed.append(tomb)
+            from memctl.disk.atomic import atomic_write_bytes
+
+            atomic_write_bytes(root / target, data)
+            changed.append(target)
+        (root / copy.path).unlink()
+        what = copy.note_id or copy.original
+        verb = "keep the conflict copy of" if action == "keep" else "drop the conflict copy of"
+        store.commit(f"conflicts: {verb} {what}", changed)
+    return copy

@@ -1,0 +1,258 @@
+"""A store seen by the merge: its files as merge entries, with times and git history.
+
+Shared by export, import and sync. Two facts come from git rather than from the files:
+- `seen`: every version (blob id) each note or file ever had here, so a merge can tell "they
+  have not seen my change" from "they changed it after seeing mine" without a common base;
+- the time of a file that carries no `updated` stamp (MEMORY.md, SCRATCHPAD.md, settings, a
+  note without front matter): when git first recorded that content. File times are never
+  trusted for what is committed (a checkout or an unzip resets them); only a change that is
+  not committed yet is dated by its mtime, because that is the edit's own time.
+
+A hand edit that is not committed yet is stamped (in memory: `updated` from its mtime, a fresh
+`checksum`) before it meets another version, so it travels as an ordinary newer version.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memctl.exchange.bundle import COUNTERS, BundleFile, entry_for, path_kind
+from memctl.core.clock import format_time, parse_time
+from memctl.disk.gitops import run_git
+from memctl.core.ids import ALPHABET
+from memctl.core.merge import TOMBSTONE, Entry, git_oid
+
+HISTORY_LIMIT = 200  # blob ids per file carried in a bundle manifest
+_ID_TAIL = re.compile(rf"(?:^|-)([{ALPHABET}]{{16}})$")
+_NOTE_KINDS = ("note", "archived", "episode")
+
+
+@dataclass
+class History:
+    seen: dict[str, set[str]] = field(default_factory=dict)  # key -> blob ids
+    # (path, blob id) -> the earliest commit time (epoch seconds) that had it
+    first_time: dict[tuple[str, str], int] = field(default_factory=dict)
+    last_path: dict[str, str] = field(default_factory=dict)  # key -> its newest path
+
+
+@dataclass
+class Snapshot:
+    files: dict[str, BundleFile]  # path -> content as it takes part in merges
+    entries: dict[str, Entry]  # key -> entry
+    disk_oid: dict[str, str]  # path -> blob id of the bytes on disk
+    seen: dict[str, frozenset[str]]
+    normalized: list[str] = field(default_factory=list)  # hand edits stamped in memory
+    # keys this store had and no longer has (removed without a tombstone) -> (path, blob ids):
+    # a bundle carries them so the removal reaches the other machine
+    removed: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+
+
+def history_key(path: str) -> str | None:
+    """The merge key a historical path most likely had (the id is in memctl's file names)."""
+    from memctl.core.note import derive_id
+
+    kind = path_kind(path)
+    if kind is None:
+        return None
+    name = path.rsplit("/", 1)[-1]
+    stem = name[:-3] if name.endswith(".md") else name
+    if kind == TOMBSTONE:
+        return f"id:{stem.lower()}"
+    if kind in _NOTE_KINDS:
+        match = _ID_TAIL.search(stem)
+        return f"id:{match.group(1)}" if match else f"id:{derive_id(path)}"
+    return f"path:{path}"
+
+
+def has_commits(root: Path, rev: str = "HEAD") -> bool:
+    return run_git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).returncode == 0
+
+
+def tree_of(root: Path, rev: str = "HEAD") -> dict[str, tuple[str, str]]:
+    """path -> (mode, blob id) of every file in a commit."""
+    if not has_commits(root, rev):
+        return {}
+    out = run_git(root, "ls-tree", "-r", "-z", "--full-tree", rev).stdout
+    tree: dict[str, tuple[str, str]] = {}
+    for record in out.split("\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition("\t")
+        mode, kind, oid = meta.split()
+        if kind == "blob":
+            tree[path] = (mode, oid)
+    return tree
+
+
+def scan_history(root: Path, revs: Iterable[str] = ("HEAD",)) -> History:
+    """One pass over the log: every blob each path had, and when it first appeared."""
+    history = History()
+    wanted = [rev for rev in revs if has_commits(root, rev)]
+    if not wanted:
+        return history
+    out = run_git(root, "log", "-m", "--no-renames", "--raw", "--no-abbrev", "-z",
+                  "--format=%x01%ct", *wanted, "--").stdout
+    null = "0" * 40
+    for chunk in out.split("\x01"):
+        if not chunk:
+            continue
+        tokens = chunk.split("\0")
+        try:
+            when = int(tokens[0].strip())
+        except ValueError:
+            continue
+        index = 1
+        while index + 1 < len(tokens):
+            meta = tokens[index].lstrip("\n")
+            if not meta.startswith(":"):
+                index += 1
+                continue
+            path = tokens[index + 1]
+            index += 2
+            parts = meta.split()
+            if len(parts) < 5:
+                continue
+            key = history_key(path)
+            for oid in (parts[2], parts[3]):
+                if oid == null:
+                    continue
+                if key is not None:
+                    history.seen.setdefault(key, set()).add(oid)
+                    history.last_path.setdefault(key, path)
+            if parts[3] != null:
+                slot = (path, parts[3])
+                if when < history.first_time.get(slot, when + 1):
+                    history.first_time[slot] = when
+    return history
+
+
+def _iso_epoch(seconds: float) -> str:
+    return format_time(datetime.fromtimestamp(seconds, UTC))
+
+
+def read_store_files(root: Path) -> dict[str, tuple[bytes, float]]:
+    """Every file of a store that takes part in merges: path -> (bytes, mtime)."""
+    from memctl.disk.settings import SETTINGS_FILE
+    from memctl.store import Store
+    from memctl.disk.templates import STORE_TEMPLATE_DIR
+
+    found: dict[str, tuple[bytes, float]] = {}
+    paths = [f.relpath for f in Store(root).walk()]
+    for folder in (".counters", STORE_TEMPLATE_DIR):
+        try:
+            paths.extend(f"{folder}/{e.name}" for e in os.scandir(root / folder) if e.is_file(follow_symlinks=False))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    paths.append(SETTINGS_FILE)
+    for path in paths:
+        if path_kind(path) is None:
+            continue
+        full = root / path
+        try:
+            if full.is_symlink() or not full.is_file():
+                continue
+            found[path] = (full.read_bytes(), full.stat().st_mtime)
+        except OSError:
+            continue
+    return found
+
+
+def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
+    """A not-yet-committed hand edit with its `updated` set from the file time (never older
+    than the version it edited) and a fresh checksum; None when it needs no stamp or has no
+    front matter to stamp (memctl adds none to a person's plain file)."""
+    from memctl.core.note import note_from_parsed
+    from memctl.core.noteformat import parse_text
+    from memctl.store import stamp
+
+    if path_kind(path) not in _NOTE_KINDS:
+        return None
+    entry = entry_for(path, data)
+    if entry.stamped or not entry.key.startswith("id:"):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    parsed = parse_text(text)
+    if parsed.problem is not None or not parsed.has_front_matter:
+        return None
+    moment = datetime.fromtimestamp(mtime, UTC).replace(microsecond=0) \
+        + timedelta(milliseconds=int(mtime * 1000) % 1000)
+    previous = parse_time(entry.updated) if entry.updated else None
+    if previous is not None and moment <= previous:
+        moment = previous + timedelta(milliseconds=1)
+    note = note_from_parsed(parsed, text=text, relpath=path, project=path.split("/", 1)[0])
+    try:
+        return stamp(text, {}, moment, note).encode("utf-8")
+    except Exception:  # noqa: BLE001 - an unstampable file takes part as it is
+        return None
+
+
+def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
+             head: str = "HEAD", history: History | None = None) -> Snapshot:
+    """The store at `root` (its working tree, or `raw` files read from it) for merging."""
+    root = Path(root)
+    raw = read_store_files(root) if raw is None else raw
+    committed = tree_of(root, head) if (root / ".git").exists() else {}
+    if history is None:
+        history = scan_history(root, [head]) if (root / ".git").exists() else History()
+    files: dict[str, BundleFile] = {}
+    entries: dict[str, Entry] = {}
+    disk_oid: dict[str, str] = {}
+    normalized: list[str] = []
+    for path in sorted(raw):
+        data, mtime = raw[path]
+        oid = git_oid(data)
+        disk_oid[path] = oid
+        dirty = committed.get(path, ("", ""))[1] != oid
+        if dirty:
+            fallback = _iso_epoch(mtime)
+            stamped = stamp_hand_edit(path, data, mtime)
+            if stamped is not None:
+                data = stamped
+                normalized.append(path)
+        else:
+            first = history.first_time.get((path, oid))
+            fallback = _iso_epoch(first) if first is not None else _iso_epoch(mtime)
+        entry = entry_for(path, data, fallback)
+        if entry.key in entries:  # two files claim one id: keep both, the second by path
+            entry = Entry(key=f"path:{path}", path=path, data=data, kind=entry.kind,
+                          updated=entry.updated, created=entry.created, stamped=entry.stamped)
+        entries[entry.key] = entry
+        files[path] = BundleFile(path, data, fallback)
+    seen: dict[str, set[str]] = {key: set(oids) for key, oids in history.seen.items()}
+    for entry in entries.values():
+        alias = history_key(entry.path)
+        if alias and alias != entry.key:
+            seen.setdefault(entry.key, set()).update(history.seen.get(alias, ()))
+    frozen = {key: frozenset(oids) for key, oids in seen.items()}
+    for entry in entries.values():
+        oids = sorted(frozen.get(entry.key, frozenset()) - {entry.oid})[:HISTORY_LIMIT]
+        item = files[entry.path]
+        files[entry.path] = BundleFile(item.path, item.data, item.updated, tuple(oids))
+    removed = {key: (history.last_path.get(key, key[5:]), tuple(sorted(oids))[:HISTORY_LIMIT])
+               for key, oids in frozen.items() if key not in entries and key in history.last_path}
+    return Snapshot(files=files, entries=entries, disk_oid=disk_oid, seen=frozen,
+                    normalized=normalized, removed=removed)
+
+
+def project_of(item: BundleFile) -> str | None:
+    """The project a file belongs to (for `export --project`); None for store-wide files."""
+    kind = path_kind(item.path)
+    parts = item.path.split("/")
+    if kind == TOMBSTONE:
+        from memctl.core.noteformat import parse_text
+
+        value = parse_text(item.data.decode("utf-8", "replace")).meta.get("project")
+        return str(value) if value else None
+    if kind == COUNTERS or kind in ("settings", "template"):
+        return None
+    if parts[0] == ".conflicts":
+        return parts[1] if len(parts) > 1 else None
+    return parts[0]

@@ -1,0 +1,422 @@
+"""`memctl sync`: commit, fetch, merge with the merge core, push. Never a force-push, never a
+conflict marker, never a half-finished merge.
+
+The merge is not `git merge`. memctl builds the merge commit itself, in git's object store,
+from the merge core's decisions (notes matched by id, newest wins, losers kept as conflict
+copies), and only then moves the working tree to it with a fast-forward. Until that moment
+nothing in the store has changed, so a failure or a kill leaves the store as it was.
+
+For people who run `git pull` by hand, `install_merge_driver` registers `memctl merge-file`
+as git's merge driver for `*.md` and counter files, so git resolves those the same way.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memctl.core.errors import MemctlError
+from memctl.disk.gitops import GitError, _identity_env, run_git
+from memctl.core.merge import Entry, git_oid, merge_key, merge_snapshots, seen_from_base
+from memctl.exchange.snapshot import history_key, scan_history, tree_of
+
+ATTEMPTS = 5
+DRIVER = "memctl"
+ATTRIBUTES = ("*.md merge=memctl", ".counters/*.json merge=memctl")
+# Someone pushed first (or at the same moment): fetch, merge and push again.
+_REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "cannot lock ref", "but expected")
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    branch: str
+    committed: str | None = None  # the commit of local changes, if any
+    merged: str | None = None  # the merge or fast-forward result, if the remote had news
+    pulled: list[str] = field(default_factory=list)  # ids/paths that changed here
+    conflicts: list[str] = field(default_factory=list)  # conflict copies made
+    pushed: bool = False
+    attempts: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
+                "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
+                "pushed": self.pushed, "attempts": self.attempts}
+
+
+# --- the merge driver --------------------------------------------------------------------------
+
+
+def driver_command() -> str:
+    return f"{shlex.quote(sys.executable)} -m memctl merge-file %O %A %B %P"
+
+
+def install_merge_driver(root: Path) -> bool:
+    """Define the driver in `.git/config` (not cloned, so every machine needs this) and name
+    it in `.gitattributes`. Returns True when `.gitattributes` changed (to be committed)."""
+    from memctl.disk.atomic import atomic_write_text
+
+    root = Path(root)
+    run_git(root, "config", f"merge.{DRIVER}.name", "memctl: newest version wins, loser kept")
+    run_git(root, "config", f"merge.{DRIVER}.driver", driver_command())
+    path = root / ".gitattributes"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    lines = text.splitlines()
+    missing = [line for line in ATTRIBUTES if line not in lines]
+    if not missing:
+        return False
+    if text and not text.endswith("\n"):
+        text += "\n"
+    atomic_write_text(path, text + "\n".join(missing) + "\n")
+    return True
+
+
+def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
+    """git's merge driver: write the winner of ours/theirs into `ours`; keep the loser as a
+    conflict copy in the working tree (committed by the next memctl sync). Always resolves."""
+    from memctl.disk.atomic import atomic_write_bytes
+    from memctl.exchange.bundle import entry_for
+
+    data = [Path(p).read_bytes() if Path(p).is_file() else b"" for p in (base, ours, theirs)]
+    mine, other = entry_for(path, data[1]), entry_for(path, data[2])
+    seen = frozenset({git_oid(data[0])}) if data[0] else frozenset()
+    outcome = merge_key(mine, other, seen, seen)
+    result = outcome.result or mine
+    Path(ours).write_bytes(result.data)
+    if outcome.copy is not None:
+        top = run_git(Path.cwd(), "rev-parse", "--show-toplevel", check=False).stdout.strip()
+        if top:
+            target = Path(top) / outcome.copy.path
+            if not target.exists():
+                atomic_write_bytes(target, outcome.copy.data)
+    return 0
+
+
+# --- cloning ------------------------------------------------------------------------------------
+
+
+def clone_store(url: str, path: Path) -> Any:
+    """This machine's copy of a store from its git remote (`memctl init PATH --clone URL`).
+    An empty remote gives a new store whose first sync publishes it."""
+    from memctl.exchange.transfer import absorb_counters
+    from memctl.store import Store
+
+    path = Path(path).expanduser().absolute()
+    if Path(url).expanduser().exists():
+        url = str(Path(url).expanduser().resolve())
+    if path.exists() and any(path.iterdir()):
+        if (path / "memctl.toml").is_file() and _origin(path) == url:
+            install_merge_driver(path)
+            return Store(path)
+        raise MemctlError(f"{path} exists and is not empty; choose a new folder for the clone")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    result = run_git(path.parent, "clone", "-q", "--", url, str(path), check=False)
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise GitError(f"git clone {url} failed: {detail[-1] if detail else result.returncode}")
+    has_content = _has_commits(path)
+    if has_content and not (path / "memctl.toml").is_file():
+        raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
+                          f"the clone is in {path}")
+    store, _created = Store.init(path)
+    if install_merge_driver(path):
+        with store.lock("clone"):
+            store.commit("memctl: merge driver for notes", [".gitattributes"])
+    counters = {}
+    for item in sorted((path / ".counters").glob("*.json")) if (path / ".counters").is_dir() else []:
+        counters[f".counters/{item.name}"] = item.read_bytes()
+    absorb_counters(store, counters)
+    return store
+
+
+def _origin(root: Path) -> str | None:
+    result = run_git(root, "remote", "get-url", "origin", check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def _has_commits(root: Path, rev: str = "HEAD") -> bool:
+    return run_git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).returncode == 0
+
+
+def _branch(root: Path) -> str:
+    result = run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False)
+    name = result.stdout.strip()
+    if not name:
+        raise MemctlError("the store's git repository is not on a branch (detached HEAD); "
+                          "check out a branch, then sync again")
+    return name
+
+
+# --- sync ---------------------------------------------------------------------------------------
+
+
+def sync(store: Any, remote: str | None = None, push: bool = True, attempts: int = ATTEMPTS) -> SyncReport:
+    from memctl.disk import gitops
+    from memctl.exchange.transfer import recover_pending
+
+    root = Path(store.root)
+    if remote and Path(remote).expanduser().exists():
+        remote = str(Path(remote).expanduser().resolve())  # a local path must not depend on the cwd
+    with store.lock("sync"):
+        recover_pending(store)
+        busy = gitops.operation_in_progress(root)
+        if busy:
+            raise MemctlError(f"the store's git repository is in the middle of {busy}; finish or "
+                              f"abort it (git -C {root} status), then sync again")
+        origin = _origin(root)
+        if remote and origin is None:
+            run_git(root, "remote", "add", "origin", remote)
+            origin = remote
+        elif remote and origin != remote:
+            raise MemctlError(f"the store's remote is already {origin}; change it with "
+                              f"`git -C {root} remote set-url origin {remote}`")
+        if origin is None:
+            raise MemctlError("the store has no git remote; run `memctl sync --remote URL` once")
+        branch = _branch(root)
+        report = SyncReport(remote=origin, branch=branch)
+        install_merge_driver(root)
+        report.committed = commit_local_changes(store)
+        for attempt in range(1, attempts + 1):
+            report.attempts = attempt
+            fetched = run_git(root, "fetch", "-q", "origin",
+                              f"+refs/heads/{branch}:refs/remotes/origin/{branch}", check=False)
+            remote_ref = f"refs/remotes/origin/{branch}"
+            if fetched.returncode != 0 and "couldn't find remote ref" not in fetched.stderr:
+                detail = fetched.stderr.strip().splitlines()
+                raise GitError(f"git fetch from {origin} failed: {detail[-1] if detail else ''}")
+            if fetched.returncode == 0 and _has_commits(root, remote_ref):
+                _integrate(store, remote_ref, report)
+            if not push:
+                break
+            pushed = run_git(root, "push", "--porcelain", "origin", f"HEAD:refs/heads/{branch}",
+                             check=False)
+            if pushed.returncode == 0:
+                report.pushed = True
+                run_git(root, "config", f"branch.{branch}.remote", "origin", check=False)
+                run_git(root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}", check=False)
+                break
+            if not any(marker in pushed.stdout + pushed.stderr for marker in _REJECTED):
+                lines = [ln for ln in (pushed.stdout + pushed.stderr).splitlines()
+                         if ln.startswith(("!", "error", "fatal", "remote:"))]
+                raise GitError(f"git push to {origin} failed: {'; '.join(lines) or pushed.returncode}")
+        else:
+            raise MemctlError(f"the remote kept changing during {attempts} attempts (others are "
+                              "pushing); your changes are committed here, run `memctl sync` again")
+    return report
+
+
+def commit_local_changes(store: Any) -> str | None:
+    """Stamp uncommitted hand edits from their file times, write this machine's counters,
+    and commit everything: the local side of the merge is then a commit like the remote's."""
+    from memctl.disk.atomic import atomic_write_bytes
+    from memctl.disk.counters import export_machine, machine_id
+    from memctl.core.merge import dump_counters, merge_counters
+    from memctl.exchange.snapshot import stamp_hand_edit
+
+    root = Path(store.root)
+    status = run_git(root, "status", "--porcelain", "-z", "--untracked-files=all").stdout
+    records = iter(status.split("\0"))
+    for record in records:
+        if len(record) < 4:
+            continue
+        if record[0] in "RC":
+            next(records, None)  # a rename is followed by its old path
+        full = root / record[3:]
+        if not full.is_file() or full.is_symlink():
+            continue
+        try:
+            stamped = stamp_hand_edit(record[3:], full.read_bytes(), full.stat().st_mtime)
+        except OSError:
+            continue
+        if stamped is not None:
+            atomic_write_bytes(full, stamped)
+    counters_path = root / ".counters" / f"{machine_id(store)}.json"
+    fresh = dump_counters(export_machine(store))
+    old = counters_path.read_bytes() if counters_path.is_file() else None
+    new = merge_counters(old, fresh) if old is not None else fresh
+    if new != old and (old is not None or export_machine(store)["notes"]):
+        atomic_write_bytes(counters_path, new)
+    return store.commit("sync: local changes")
+
+
+def _is_ancestor(root: Path, older: str, newer: str) -> bool:
+    return run_git(root, "merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+
+
+def _integrate(store: Any, remote_ref: str, report: SyncReport) -> None:
+    from memctl.exchange.transfer import absorb_counters, refresh_index
+
+    root = Path(store.root)
+    head = run_git(root, "rev-parse", "HEAD").stdout.strip()
+    theirs = run_git(root, "rev-parse", remote_ref).stdout.strip()
+    if head == theirs or _is_ancestor(root, theirs, head):
+        return
+    if _is_ancestor(root, head, theirs):
+        target = theirs
+    else:
+        target = build_merge_commit(root, head, theirs, report)
+    run_git(root, "merge", "--ff-only", "-q", "--no-verify", target)
+    report.merged = target
+    changed = [p for p in run_git(root, "diff", "--name-only", "-z", head, target).stdout.split("\0") if p]
+    if target == theirs:
+        report.pulled.extend(_names(changed))
+    absorb_counters(store, {p: (root / p).read_bytes() for p in changed
+                            if p.startswith(".counters/") and (root / p).is_file()})
+    refresh_index(store, changed)
+
+
+def _names(paths: list[str]) -> list[str]:
+    out = []
+    for path in paths:
+        key = history_key(path)
+        if key is not None and not path.startswith((".counters/", ".conflicts/")):
+            out.append(key[3:] if key.startswith("id:") else key[5:])
+    return sorted(set(out))
+
+
+def read_blobs(root: Path, oids: set[str]) -> dict[str, bytes]:
+    """Blob contents in one `git cat-file --batch` run."""
+    import subprocess
+
+    wanted = sorted(oids)
+    if not wanted:
+        return {}
+    process = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"],
+                             input="\n".join(wanted).encode() + b"\n", capture_output=True, check=True)
+    out, blobs, position = process.stdout, {}, 0
+    for oid in wanted:
+        newline = out.index(b"\n", position)
+        header = out[position:newline].split()
+        position = newline + 1
+        if len(header) < 3 or header[1] != b"blob":
+            continue
+        size = int(header[2])
+        blobs[oid] = out[position:position + size]
+        position += size + 1
+    return blobs
+
+
+def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -> str:
+    """The merge of two commits, made with the merge core, as a commit object (nothing in the
+    working tree changes)."""
+    from datetime import UTC, datetime
+
+    from memctl.exchange.bundle import entry_for
+    from memctl.core.clock import format_time
+
+    base = run_git(root, "merge-base", ours, theirs, check=False).stdout.strip() or None
+    trees = {"ours": tree_of(root, ours), "theirs": tree_of(root, theirs),
+             "base": tree_of(root, base) if base else {}}
+    changed = {p for p in set(trees["ours"]) | set(trees["theirs"])
+               if trees["ours"].get(p) != trees["theirs"].get(p)}
+    history = scan_history(root, [ours, theirs])
+    keys = {history_key(p) or f"path:{p}" for p in changed}
+    relevant = changed | {p for side in trees.values() for p in side if (history_key(p) or f"path:{p}") in keys}
+    blobs = read_blobs(root, {trees[s][p][1] for s in trees for p in relevant if p in trees[s]})
+
+    def side_entries(name: str) -> dict[str, Entry]:
+        entries: dict[str, Entry] = {}
+        for path in sorted(p for p in relevant if p in trees[name]):
+            oid = trees[name][path][1]
+            first = history.first_time.get((path, oid))
+            fallback = format_time(datetime.fromtimestamp(first, UTC)) if first is not None else None
+            entry = entry_for(path, blobs.get(oid, b""), fallback)
+            if entry.key in entries:
+                entry = Entry(key=f"path:{path}", path=path, data=entry.data, kind=entry.kind,
+                              updated=entry.updated, created=entry.created, stamped=entry.stamped)
+            entries[entry.key] = entry
+        return entries
+
+    mine, other, common = side_entries("ours"), side_entries("theirs"), side_entries("base")
+    seen = seen_from_base(common)
+    result = merge_snapshots(mine, other, seen, seen)
+    modes = {(p, oid): mode for s in trees.values() for p, (mode, oid) in s.items()}
+    final = {p: v for p, v in trees["ours"].items() if p not in relevant}
+    new_blobs = []
+    for entry in result.entries.values():
+        mode = modes.get((entry.path, entry.oid)) or next(
+            (m for (p, o), m in modes.items() if o == entry.oid), "100644")
+        final[entry.path] = (mode, entry.oid)
+        if entry.oid not in blobs:
+            new_blobs.append(entry.data)
+    for data in new_blobs:
+        run_git_bytes(root, ["hash-object", "-w", "--stdin"], data)
+    for key, outcome in result.outcomes.items():
+        if outcome.taken == "theirs" and (mine.get(key) is not None or outcome.result is not None):
+            report.pulled.append(key[3:] if key.startswith("id:") else key[5:])
+    report.conflicts.extend(copy.path for copy in result.conflicts)
+    tree = _write_tree(root, final)
+    summary = f"{len(report.pulled)} from the remote" + (
+        f", {len(result.conflicts)} conflict copies" if result.conflicts else "")
+    message = f"sync: merge {theirs[:10]} ({summary})"
+    commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-m", message,
+                     env=_identity_env(root)).stdout.strip()
+    return commit
+
+
+def run_git_bytes(root: Path, args: list[str], data: bytes) -> str:
+    import subprocess
+
+    result = subprocess.run(["git", "-C", str(root), *args], input=data, capture_output=True)
+    if result.returncode != 0:
+        raise GitError(f"git {args[0]} failed: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout.decode().strip()
+
+
+def _write_tree(root: Path, files: dict[str, tuple[str, str]]) -> str:
+    """A tree object from path -> (mode, blob id), through a private index file."""
+    git_dir = Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
+    with tempfile.TemporaryDirectory(dir=git_dir, prefix="memctl-merge-") as folder:
+        env = {"GIT_INDEX_FILE": str(Path(folder) / "index")}
+        listing = "".join(f"{mode} {oid}\t{path}\0" for path, (mode, oid) in sorted(files.items()))
+        run_git(root, "update-index", "-z", "--index-info", input_text=listing, env=env)
+        return run_git(root, "write-tree", env=env).stdout.strip()
+
+
+# --- history of one note -------------------------------------------------------------------------
+
+
+def note_log(store: Any, ref: str) -> list[dict[str, str]]:
+    """Every commit that touched a note, newest first, through renames, archiving, deletion."""
+    from datetime import UTC, datetime
+
+    from memctl.core.clock import format_time
+    from memctl.core.ids import is_id
+
+    root = Path(store.root)
+    wanted = ref.strip().lower()
+    note_id, current = None, None
+    try:
+        note = store.find_note(ref)
+        note_id, current = note.id, note.path
+    except MemctlError:
+        tombs = sorted(p.stem for p in (root / ".tombstones").glob("*.md") if p.stem.startswith(wanted)) \
+            if wanted and (root / ".tombstones").is_dir() else []
+        if len(tombs) == 1:
+            note_id = tombs[0]
+        elif len(tombs) > 1:
+            raise MemctlError(f"id prefix {ref!r} is ambiguous: {', '.join(tombs[:5])}") from None
+        elif is_id(wanted):
+            note_id = wanted
+        else:
+            raise
+    specs = [f":(glob)**/*{note_id}.md", f".tombstones/{note_id}.md"]
+    if current:
+        specs.append(current)
+    out = run_git(root, "log", "--format=%H%x1f%ct%x1f%s%x1e", "--", *specs, check=False).stdout
+    rows = []
+    for record in out.split("\x1e"):
+        record = record.strip("\n")
+        if not record:
+            continue
+        commit, when, message = record.split("\x1f", 2)
+        rows.append({"commit": commit,
+                     "time": format_time(datetime.fromtimestamp(int(when), UTC)),
+                     "message": message})
+    if not rows:
+        raise MemctlError(f"no history for {ref!r}: no commit ever touched that note")
+    return rows

@@ -1,0 +1,424 @@
+"""`memctl export` and `memctl import`: moving memory between machines without git.
+
+Import is all or nothing. Everything is read and validated first (memctl.exchange.bundle); the merge
+decides every file (memctl.core.merge); the new files are staged in `.memctl/txn-*/` next to a
+journal; then each target is replaced with an atomic rename (the old file is kept as a
+backup hard link), and one git commit seals it. A process killed half way leaves the
+journal behind, and the next memctl command that takes the store lock (`recover_pending`)
+puts every backup back, so the store is exactly as it was before the import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memctl.exchange.bundle import COUNTERS, Bundle, BundleError, BundleFile, entry_for, path_kind
+from memctl.core.errors import MemctlError
+from memctl.core.merge import (
+    TOMBSTONE,
+    Entry,
+    MergeResult,
+    dump_counters,
+    merge_counters,
+    merge_snapshots,
+    same_content,
+)
+from memctl.exchange.snapshot import Snapshot, project_of, snapshot
+
+TXN_PREFIX = "txn-"
+# Bookkeeping that import reports do not list (they are written all the same).
+_UNREPORTED = ("conflict", COUNTERS, "settings", "template", "file")
+JOURNAL = "journal.json"
+
+
+def _crash_point(name: str) -> None:
+    """Tests kill the process here (`MEMCTL_CRASH_AT=<name>`) to prove a crash loses nothing."""
+    if os.environ.get("MEMCTL_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --- counters ---------------------------------------------------------------------------------
+
+
+def counter_files(store: Any, existing: dict[str, BundleFile]) -> dict[str, bytes]:
+    """`.counters/<machine>.json` for every machine this store knows, merged with the files
+    already in the store (this machine's rows from counters.sqlite are the freshest)."""
+    from memctl.disk import counters
+    out: dict[str, bytes] = {}
+    for path, item in existing.items():
+        if path.startswith(".counters/"):
+            out[path] = item.data
+    for machine in sorted(set(counters.machines(store)) | {counters.machine_id(store)}):
+        path = f".counters/{machine}.json"
+        data = dump_counters(counters.export_machine(store, machine))
+        out[path] = merge_counters(out[path], data) if path in out else data
+    return out
+
+
+def absorb_counters(store: Any, files: dict[str, bytes]) -> None:
+    """Merge counter files that arrived (import, pull) into this machine's counters.sqlite."""
+    from memctl.disk import counters
+    for path, data in sorted(files.items()):
+        if not path.startswith(".counters/"):
+            continue
+        try:
+            value = json.loads(data.decode("utf-8"))
+            counters.import_machine(store, value, value.get("machine") or path[10:-5])
+        except (ValueError, AttributeError, UnicodeDecodeError):
+            continue  # a broken counter file costs only its counts
+
+
+# --- export -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ExportResult:
+    path: str
+    files: int
+    bytes: int
+    project: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "files": self.files, "bytes": self.bytes, "project": self.project}
+
+
+def export_store(store: Any, target: Path, project: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> ExportResult:
+    """Write the store (or one project) to a zip. Reads only: the store is not changed."""
+    from memctl.exchange.bundle import manifest_for, write_zip
+    from memctl.disk.counters import machine_id
+    from memctl.core.merge import instant
+
+    with store.lock("export"):
+        recover_pending(store)
+        snap = snapshot(store.root)
+        by_path = {f.path: f for f in snap.files.values() if _in_export(f, project)}
+        if project and not any(not p.startswith(".counters/") for p in by_path):
+            raise MemctlError(f"project {project!r} has nothing to export; `memctl list "
+                              "--all-projects` shows the projects")
+        for path, data in counter_files(store, snap.files).items():
+            by_path[path] = BundleFile(path, data, None, ())
+    files = sorted(by_path.values(), key=lambda f: f.path)
+    times = [(instant(f.updated), f.updated) for f in files if f.updated and instant(f.updated) is not None]
+    newest = max(times)[1] if times else "1970-01-01T00:00:00.000Z"
+    removed = {key: {"path": path, "history": list(oids)} for key, (path, oids) in snap.removed.items()
+               if _in_export(BundleFile(path, b""), project)}
+    manifest = manifest_for(files, machine=machine_id(store), time=newest,
+                            extra={"project": project, "removed": removed})
+    target = Path(target)
+    write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
+    return ExportResult(str(target), len(files), target.stat().st_size, project)
+
+
+def _in_export(item: BundleFile, project: str | None) -> bool:
+    if not project:
+        return True
+    owner = project_of(item)
+    return owner == project if owner is not None else item.path.startswith(".counters/")
+
+
+# --- import -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportReport:
+    source: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    rejected: list[dict[str, str]] = field(default_factory=list)
+    writes: dict[str, bytes] = field(default_factory=dict)
+    removes: list[str] = field(default_factory=list)
+    commit: str | None = None
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+                "deleted": self.deleted, "conflicts": self.conflicts, "rejected": self.rejected}
+
+    def changes(self) -> list[tuple[str, str]]:
+        """(action, path) of every file the import writes or removes, sorted by path."""
+        rows = [("write", p) for p in self.writes] + [("remove", p) for p in self.removes]
+        return sorted(rows, key=lambda r: (r[1], r[0]))
+
+
+def load_source(source: Path, *, importer: str | None = None, project: str = "default") -> Bundle:
+    """Read what is to be imported: a memctl zip, a folder, another store, or a foreign
+    format through an importer. Raises BundleError for any hazard."""
+    from memctl.exchange import importers
+    from memctl.exchange.bundle import read_bundle, validate
+
+    source = Path(source).expanduser()
+    if not source.exists():
+        raise MemctlError(f"{source} does not exist")
+    kind = importer or importers.detect(source)
+    if kind and kind not in ("bundle", "store"):
+        raw_files, invalid = importers.run(kind, source, project)
+        raw = {f.path: f.data for f in raw_files}
+        extra = {f.path: (f.updated, f.history) for f in raw_files}
+        bundle = validate(str(source), raw, extra=extra)
+        bundle.invalid.extend(invalid)
+        return bundle
+    if kind == "store":
+        from memctl.exchange.bundle import Limits, read_dir
+
+        raw, problems = read_dir(source, Limits())
+        if problems:
+            raise BundleError(str(source), problems)
+        memory = {p: (d, (source / p).stat().st_mtime) for p, d in raw.items() if path_kind(p)}
+        snap = snapshot(source, raw=memory)
+        extra = {p: (f.updated, f.history) for p, f in snap.files.items()}
+        bundle = validate(str(source), {p: f.data for p, f in snap.files.items()} | {
+            p: d for p, d in raw.items() if p not in snap.files}, extra=extra)
+        bundle.removed = {key: frozenset(oids) for key, (_path, oids) in snap.removed.items()}
+        return bundle
+    return read_bundle(source)
+
+
+def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeResult]:
+    """Merge the bundle into the local snapshot and work out every file to write or remove."""
+    incoming: dict[str, Entry] = {}
+    seen_in: dict[str, frozenset[str]] = {}
+    for path in sorted(bundle.files):
+        item = bundle.files[path]
+        entry = entry_for(path, item.data, item.updated)
+        if entry.kind == COUNTERS:
+            continue  # counts go into counters.sqlite (absorb_counters), not into the files
+        if entry.key in incoming:
+            entry = Entry(key=f"path:{path}", path=path, data=item.data, kind=entry.kind,
+                          updated=entry.updated, created=entry.created, stamped=entry.stamped)
+        incoming[entry.key] = entry
+        seen_in[entry.key] = frozenset(item.history)
+    for key, oids in bundle.removed.items():
+        if key not in incoming:
+            seen_in[key] = oids
+    result = merge_snapshots(local.entries, incoming, local.seen, seen_in)
+    report = ImportReport(source=bundle.source)
+    report.rejected = [p.to_dict() for p in bundle.invalid]
+    for key in sorted(set(result.entries) | set(local.entries)):
+        before, after = local.entries.get(key), result.entries.get(key)
+        same = before is not None and after is not None and before.oid == after.oid \
+            and before.path == after.path
+        if after is not None and not same and local.disk_oid.get(after.path) != after.oid:
+            report.writes[after.path] = after.data
+        if before is not None and (after is None or after.path != before.path):
+            report.removes.append(before.path)
+        if key not in incoming or any(e is not None and e.kind in _UNREPORTED for e in (before, after)):
+            continue
+        name = key[3:] if key.startswith("id:") else key[5:]
+        was_live = before is not None and before.kind != TOMBSTONE
+        is_live = after is not None and after.kind != TOMBSTONE
+        if same:
+            report.unchanged.append(name)
+        elif is_live and not was_live:
+            report.added.append(name)
+        elif was_live and not is_live or before is None:
+            report.deleted.append(name)
+        else:
+            report.updated.append(name)
+    report.removes = sorted(set(report.removes) - set(report.writes))
+    for key, outcome in sorted(result.outcomes.items()):
+        if outcome.copy is not None and outcome.copy.key in result.entries:
+            report.conflicts.append(key[3:] if key.startswith("id:") else key[5:])
+    return report, result
+
+
+def import_into(store: Any, source: Path, *, dry_run: bool = False, skip_invalid: bool = False,
+                importer: str | None = None, project: str = "default") -> ImportReport:
+    from memctl.exchange import importers
+    bundle = load_source(source, importer=importer, project=project)
+    foreign = (importer or importers.detect(Path(source).expanduser())) not in ("bundle", "store", None)
+    if bundle.invalid and not skip_invalid:
+        raise BundleError(bundle.source, bundle.invalid)
+    with store.lock("import"):
+        recover_pending(store)
+        local = snapshot(store.root)
+        if foreign:
+            _adopt_created(bundle, local)
+        report, _result = plan_import(local, bundle)
+        report.dry_run = dry_run
+        if dry_run or not (report.writes or report.removes):
+            return report
+        summary = ", ".join(f"{len(v)} {k}" for k, v in (
+            ("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
+            ("conflicts", report.conflicts)) if v) or "counters"
+        message = f"import {Path(source).name}: {summary}"
+        report.commit = apply_changes(store, report.writes, report.removes, message)
+    absorb_counters(store, {p: f.data for p, f in bundle.files.items() if p.startswith(".counters/")})
+    refresh_index(store, list(report.writes) + report.removes)
+    return report
+
+
+def _adopt_created(bundle: Bundle, local: Snapshot) -> None:
+    """An importer dates a note by its source file, which changes when the file is edited; a
+    note it made before keeps its first `created`, so the next import updates that note
+    instead of being taken for a different note that happens to share the id."""
+    from memctl.core.noteformat import compute_checksum, set_fields
+
+    for path, item in list(bundle.files.items()):
+        entry = entry_for(path, item.data)
+        mine = local.entries.get(entry.key)
+        if mine is None or mine.kind != "note" or not mine.created:
+            continue
+        data = item.data
+        if mine.created != entry.created:
+            text = set_fields(data.decode("utf-8"), {"created": mine.created})
+            data = set_fields(text, {"checksum": compute_checksum(text)}).encode("utf-8")
+        if same_content(mine.with_data(mine.data), entry.with_data(data)) and mine.path == path:
+            data = mine.data  # the source did not change this note: nothing to update
+        bundle.files[path] = BundleFile(path, data, item.updated, item.history)
+
+
+def refresh_index(store: Any, paths: list[str]) -> None:
+    try:
+        from memctl.index.db import open_index
+    except ImportError:
+        return
+    try:
+        index = open_index(store)
+        try:
+            index.refresh(paths or None)
+        finally:
+            index.close()
+    except Exception:  # noqa: BLE001 - the index is derived; the next read rebuilds it
+        pass
+
+
+# --- all-or-nothing apply ---------------------------------------------------------------------
+
+
+def apply_changes(store: Any, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
+    """Replace and remove files as one transaction, then make one commit."""
+    from memctl.disk import gitops
+    from memctl.disk.atomic import fsync_dir
+
+    root = Path(store.root)
+    txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
+    (txn / "new").mkdir(parents=True)
+    (txn / "old").mkdir()
+    ops: list[dict[str, Any]] = []
+    for number, path in enumerate(sorted(set(writes) | set(removes))):
+        op: dict[str, Any] = {"path": path, "new": None, "old": f"old/{number}",
+                              "existed": (root / path).exists()}
+        if path in writes:
+            (txn / "new" / str(number)).write_bytes(writes[path])
+            op["new"] = f"new/{number}"
+            op["sha256"] = hashlib.sha256(writes[path]).hexdigest()
+        ops.append(op)
+    os.sync()  # one flush for every staged file (an fsync each costs seconds on big imports)
+    journal = {"head": gitops.head(root), "message": message, "ops": ops}
+    temp = txn / f".{JOURNAL}.tmp"
+    with open(temp, "w", encoding="utf-8") as handle:
+        json.dump(journal, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, txn / JOURNAL)
+    fsync_dir(txn)
+    _crash_point("import-journal")
+    for number, op in enumerate(ops):
+        target = root / op["path"]
+        if op["existed"]:
+            _keep_backup(target, txn / op["old"], moving=op["new"] is None)
+        if op["new"] is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(txn / op["new"], target)
+        _crash_point(f"import-op-{number}")
+    for folder in {(root / op["path"]).parent for op in ops}:
+        if folder.exists():
+            fsync_dir(folder)
+    _crash_point("import-applied")
+    from memctl.disk.gitops import run_git
+
+    listed = run_git(root, "ls-files", "-z").stdout.split("\0") if removes else []
+    untracked_removed = set(removes) - set(listed)  # `git add` would fail on a path git never knew
+    try:
+        commit = store.commit(message, [op["path"] for op in ops if op["path"] not in untracked_removed])
+    except BaseException:
+        _roll_back(root, txn, journal)
+        raise
+    _crash_point("import-committed")
+    shutil.rmtree(txn, ignore_errors=True)
+    return commit
+
+
+def _keep_backup(target: Path, backup: Path, moving: bool) -> None:
+    if moving:
+        os.replace(target, backup)
+        return
+    try:
+        os.link(target, backup)  # the original stays in place until the new file replaces it
+    except OSError:
+        shutil.copy2(target, backup)
+
+
+def recover_pending(store: Any) -> list[str]:
+    """Finish what a killed import left: roll back unless its commit was made. Call with the
+    store lock held. Returns a message per transaction it cleaned up."""
+    from memctl.disk import gitops
+    from memctl.store import state_path
+
+    root = Path(store.root)
+    state = state_path(root)
+    messages: list[str] = []
+    if not state.is_dir():
+        return messages
+    for txn in sorted(state.glob(f"{TXN_PREFIX}*")):
+        journal_path = txn / JOURNAL
+        if not journal_path.is_file():
+            shutil.rmtree(txn, ignore_errors=True)  # killed while staging: nothing was touched
+            continue
+        try:
+            journal = json.loads(journal_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            shutil.rmtree(txn, ignore_errors=True)
+            continue
+        if gitops.head(root) != journal.get("head"):
+            messages.append(f"completed an interrupted change ({journal.get('message')})")
+        else:
+            lock = root / ".git" / "index.lock"
+            if lock.exists() and lock.stat().st_mtime >= journal_path.stat().st_mtime - 1:
+                lock.unlink(missing_ok=True)  # left by the killed commit of this transaction
+            _roll_back(root, txn, journal)
+            messages.append(f"rolled back an interrupted change ({journal.get('message')})")
+        shutil.rmtree(txn, ignore_errors=True)
+    return messages
+
+
+def _roll_back(root: Path, txn: Path, journal: dict[str, Any]) -> None:
+    from memctl.disk.gitops import run_git
+
+    paths = []
+    for op in reversed(journal.get("ops", [])):
+        target = root / op["path"]
+        backup = txn / op["old"]
+        paths.append(op["path"])
+        if backup.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(backup, target)
+        elif not op.get("existed") and target.exists() and op.get("sha256"):
+            if hashlib.sha256(target.read_bytes()).hexdigest() == op["sha256"]:
+                target.unlink()
+                _remove_empty_parents(root, target.parent)
+    if paths and (root / ".git").exists():
+        run_git(root, "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul",
+                input_text="\0".join(paths), check=False)
+
+
+def _remove_empty_parents(root: Path, folder: Path) -> None:
+    while folder != root and folder.is_dir():
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

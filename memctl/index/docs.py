@@ -1,0 +1,411 @@
+"""From the files to the index's rows: finding the files, reading and parsing them, and
+writing the rows in batches. `memctl.index.db` decides what to (re)index and when.
+
+A note or an episode is one unit; a MEMORY.md is one unit per section, so a hit points at the
+section (`blog/MEMORY.md#decisions`, with its line); a SCRATCHPAD.md is one unit.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sqlite3
+import stat as stat_module
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memctl.core.note import Note
+    from memctl.core.noteformat import ParsedFile
+
+# The note model and the parsers are imported on first use: a freshness check that finds
+# nothing changed (every search) needs neither.
+
+# Files beyond this are reported instead of indexed (a pasted dump is not a memory).
+MAX_INDEXED_BYTES = 10 * 1024 * 1024
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
+# L2 sections rank a little above a default note: they are the project's distilled memory.
+MEMORY_IMPORTANCE = 6
+SCRATCHPAD_IMPORTANCE = 5
+
+
+@dataclass
+class Doc:
+    id: str
+    kind: str  # note | episode | memory | scratchpad
+    project: str
+    type: str
+    importance: int
+    status: str
+    title: str
+    body: str
+    updated: str
+    updated_ts: float
+    line: int = 1
+    section: str | None = None
+    tags: list[str] = field(default_factory=list)
+    subject: str | None = None
+    predicate: str | None = None
+    created: str | None = None
+    expires: str | None = None
+    expires_ts: float | None = None
+    pinned: bool = False
+    superseded_by: str | None = None
+    corrects: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _searchable(text: str) -> str:
+    """The text without HTML comments (template guidance is not memory)."""
+    return _COMMENT.sub(" ", text) if "<!--" in text else text
+
+
+def _has_content(text: str) -> bool:
+    """Something besides headings and comments (an empty template section is not a hit)."""
+    return bool(_HEADING_LINE.sub("", _searchable(text)).strip())
+
+
+# --- a fast path for the front matter memctl itself writes ---------------------------------
+# YAML costs ~200 µs a file, most of the time of a cold reindex. Front matter made only of
+# `key: plain value` and `key: [plain, list]` lines is read here with two regular
+# expressions; anything else (quotes, comments, nesting, odd characters or line breaks,
+# duplicate keys) goes to the strict YAML loader. A property test checks that both give the
+# same result wherever the fast path answers.
+_BAD = "\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+_FIRST = f"[^\\s\\-?:,\\[\\]{{}}#&*!|>'\"%@`{_BAD}]"
+_PLAIN = f"{_FIRST}(?:[^{_BAD}:#]|:(?=[^\\s{_BAD}])|(?<=[^\\s])#)*"
+_ITEM = f"{_FIRST}[^{_BAD},\\[\\]{{}}#:]*"
+_LIST = f"\\[ *(?:{_ITEM}(?: *, *{_ITEM})*)? *\\]"
+_LINE_RE = f"([A-Za-z_][A-Za-z0-9_-]*):(?: +(?:({_LIST})|({_PLAIN})))? *\\r?\\n"
+
+
+@functools.cache
+def _fast_pattern() -> re.Pattern[str]:
+    """The whole block: compiled on first use (~2 ms), not at every start-up."""
+    return re.compile(f"(?:{_LINE_RE}| *\\r?\\n)*")
+
+_CLOSER = re.compile(r"\n(?:---|\.\.\.)([^\n]*)(\n|$)")
+_OPENER = re.compile(r"---[ \t]*\r?\n")
+_ODD_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\r(?!\n)")
+
+
+def fast_parse(text: str) -> ParsedFile | None:
+    """The same result as `noteformat.parse_text` for simple front matter, else None."""
+    from memctl.core.noteformat import BOM, ParsedFile, detect_newline
+
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    opener = _OPENER.match(text)
+    if opener is None:
+        return None
+    for closer in _CLOSER.finditer(text, opener.end() - 1):
+        if closer.group(1).strip() == "":
+            break
+    else:
+        return None
+    yaml_text = text[opener.end():closer.start() + 1]
+    block_re = _fast_pattern()
+    if len(yaml_text) > 8192 or _ODD_BREAKS.search(text, 0, closer.end()) \
+            or not block_re.fullmatch(yaml_text):
+        return None
+    meta: dict[str, Any] = {}
+    # The block matched: every line is blank or `key:`, `key: plain` or `key: [a, b]`, and a
+    # key holds no `:`. So splitting each line at its first `:` reads it (faster than
+    # matching the lines again).
+    for line in yaml_text.split("\n"):
+        key, colon, value = line.partition(":")
+        if not colon:
+            continue  # a blank line (or the empty rest after the last newline)
+        if key in meta:
+            return None
+        value = value.rstrip("\r").strip(" ")
+        if value.startswith("["):
+            inner = value[1:-1].strip(" ")
+            meta[key] = [item.strip(" ") for item in inner.split(",")] if inner else []
+        else:
+            meta[key] = value
+    return ParsedFile(meta=meta, body=text[closer.end():], has_front_matter=True,
+                      newline=detect_newline(text), bom=bom, open_line=0,
+                      close_line=text.count("\n", 0, closer.start() + 1))
+
+
+def _timestamp(text: str | None, fallback: float) -> float:
+    from memctl.core.clock import parse_time
+
+    moment = parse_time(text) if text else None
+    return moment.timestamp() if moment is not None else fallback
+
+
+def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int,
+                  *, max_bytes: int) -> list[Doc] | tuple[int, str]:
+    """The units of one file, or (line, message) when it cannot be read as memory."""
+    from memctl.core.note import note_from_parsed, title_of
+    from memctl.core.noteformat import parse_text
+
+    if len(data) > max_bytes:
+        return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[:exc.start].count(b"\n") + 1, "not UTF-8 text"
+    if "\x00" in text:
+        return 1, "binary content (NUL bytes), not Markdown"
+    if not text.strip() and kind in ("note", "archived", "episode"):
+        # Editors truncate before writing: an empty note is a save in progress (or a mistake),
+        # never a reason to drop what the note said.
+        return 1, "the file is empty"
+    parsed = fast_parse(text) or parse_text(text)
+    if parsed.problem is not None:
+        return parsed.problem.line, parsed.problem.message
+    file_time = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    body_line = (parsed.close_line or 0) + 2 if parsed.has_front_matter else 1
+    if kind in ("note", "archived", "episode"):
+        note = note_from_parsed(parsed, text=text, relpath=path, project=project,
+                                file_time=file_time, archived=kind == "archived",
+                                check_stamp=False)
+        return [_note_doc(note, kind, body_line, file_time.timestamp())]
+    meta = parsed.meta
+    updated = str(meta.get("updated") or "") or file_time.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    updated_ts = _timestamp(updated, file_time.timestamp())
+    if kind == "scratchpad":
+        if not _has_content(parsed.body):
+            return []
+        title = title_of(meta, parsed.body) or f"{project} scratchpad"
+        return [Doc(id=path, kind=kind, project=project, type=kind,
+                    importance=SCRATCHPAD_IMPORTANCE, status="active", title=title,
+                    body=_searchable(parsed.body), updated=updated, updated_ts=updated_ts, line=body_line,
+                    meta=_plain_meta(path, kind, project, title, None, updated))]
+    return _memory_docs(path, project, parsed.body, body_line, updated, updated_ts)
+
+
+def _note_doc(note: Note, kind: str, body_line: int, fallback_ts: float) -> Doc:
+    meta = note.to_dict(with_body=False)
+    doc_kind = "episode" if kind == "episode" else "note"
+    doc_type = note.type
+    if doc_kind == "episode":
+        doc_type = "episode"
+        meta["type"] = "episode"
+        meta["kind"] = "episode"
+    return Doc(
+        id=note.id, kind=doc_kind, project=note.project, type=doc_type,
+        importance=note.importance, status=note.status, title=note.title,
+        body=_searchable(note.body),
+        updated=note.updated, updated_ts=_timestamp(note.updated, fallback_ts), line=body_line,
+        tags=list(note.tags), subject=note.subject, predicate=note.predicate,
+        created=note.created, expires=note.expires,
+        expires_ts=_timestamp(note.expires, 0.0) if note.expires else None,
+        pinned=note.pinned, superseded_by=note.superseded_by, corrects=note.corrects, meta=meta,
+    )
+
+
+def _plain_meta(path: str, kind: str, project: str, title: str, section: str | None,
+                updated: str) -> dict[str, Any]:
+    return {"id": path if section is None else f"{path}#{section}", "type": kind, "kind": kind,
+            "project": project, "title": title, "section": section, "updated": updated,
+            "status": "active", "path": path}
+
+
+def _memory_docs(path: str, project: str, body: str, body_line: int, updated: str,
+                 updated_ts: float) -> list[Doc]:
+    from memctl.core.note import title_of
+    from memctl.core.sections import parse_headings
+    from memctl.store import slugify
+
+    headings = parse_headings(body)
+    chunks: list[tuple[str | None, int, int]] = []  # (heading title, start, end)
+    first = headings[0].start if headings else len(body)
+    if body[:first].strip():
+        chunks.append((None, 0, first))
+    for position, heading in enumerate(headings):
+        end = headings[position + 1].start if position + 1 < len(headings) else len(body)
+        chunks.append((heading.title, heading.start, end))
+    docs: list[Doc] = []
+    used: set[str] = set()
+    for number, (heading, start, end) in enumerate(chunks, 1):
+        text = body[start:end]
+        if not _has_content(text):
+            continue
+        anchor = slugify(heading or "") or f"part-{number}"
+        while anchor in used:
+            anchor += "-2"
+        used.add(anchor)
+        title = heading or title_of({}, text) or f"{project} MEMORY.md"
+        section = heading or ""
+        docs.append(Doc(
+            id=f"{path}#{anchor}", kind="memory", project=project, type="memory",
+            importance=MEMORY_IMPORTANCE, status="active", title=title, body=_searchable(text),
+            updated=updated, updated_ts=updated_ts, section=section,
+            line=body_line + body.count("\n", 0, start),
+            meta=_plain_meta(path, "memory", project, title, anchor, updated),
+        ))
+    return docs
+
+
+# --- from a path to rows ready for the database (runs in worker processes too) -------------
+
+
+def content_digest(data: bytes) -> str:
+    """The hash the index keeps of a file's bytes."""
+    import hashlib
+
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass
+class Prepared:
+    path: str
+    kind: str
+    outcome: str  # "gone" (not a regular file now), "same" (hash unchanged), "error", "docs"
+    mtime_ns: int = 0
+    size: int = 0
+    digest: str = ""
+    error_line: int = 0
+    error: str = ""
+    # One tuple per doc: the `docs` columns (without rowid), then fts title, tags and body,
+    # then the lowercased tags.
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str | None:
+    """The bytes and a stat that can only match the file again if the bytes are what it
+    holds: when a writer raced the read (the stat before and after differ, or the bytes are
+    not the file's size), the stat from before is returned, so the next pass reads it again.
+    None if it is gone or not a regular file; the reason as text if it is there but cannot be
+    read (permissions)."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return None
+        return f"cannot read the file: {exc.strerror or exc}"
+    try:
+        before = os.fstat(fd)
+        if not stat_module.S_ISREG(before.st_mode):
+            return None
+        chunks = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        after = os.fstat(fd)
+        raced = (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size)
+        if raced or (len(data) != after.st_size and len(data) <= max_bytes):
+            return data, _stale_stat(before)
+        return data, after
+    except OSError as exc:
+        return f"cannot read the file: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+class _RacedStat:
+    """Stands in for a stat when a write raced the read: size -1 matches no file, so the next
+    pass reads it again; the mtime stays real (hand-made notes take their times from it)."""
+
+    def __init__(self, info: os.stat_result) -> None:
+        self.st_mtime_ns = info.st_mtime_ns
+        self.st_size = -1
+
+
+def _stale_stat(info: os.stat_result) -> Any:
+    return _RacedStat(info)
+
+
+# json.dumps with keyword arguments builds a new encoder per call: one, made once, is faster.
+_to_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
+    from memctl.core.tokenize import scope_token, to_index
+
+    tag_text = " ".join([*doc.tags, doc.subject or "", doc.predicate or ""]).strip()
+    return (
+        doc.id, path, doc.kind, doc.project, doc.type, doc.importance, doc.status, doc.title,
+        doc.section, doc.line, _to_json(doc.tags), doc.subject,
+        doc.predicate, doc.created, doc.updated, doc.updated_ts, doc.expires, doc.expires_ts,
+        int(doc.pinned), doc.superseded_by, doc.corrects,
+        _to_json(doc.meta),
+        to_index(doc.title), to_index(tag_text), to_index(doc.body), scope_token(doc.project),
+        sorted({tag.lower() for tag in doc.tags}),
+    )
+
+
+def prepare_file(root: str, path: str, kind: str, project: str, old_hash: str | None,
+                 max_bytes: int) -> Prepared:
+    read = read_file(os.path.join(root, path), max_bytes)
+    if read is None:
+        return Prepared(path, kind, "gone")
+    if isinstance(read, str):
+        # No stat and no hash are recorded: the next pass tries again (a chmod back changes
+        # neither mtime nor size), and the last good entry stays until then.
+        return Prepared(path, kind, "error", -1, -1, "", 1, read)
+    data, info = read
+    digest = content_digest(data)
+    prepared = Prepared(path, kind, "same", info.st_mtime_ns, info.st_size, digest)
+    if digest == old_hash:
+        return prepared
+    result = docs_for_file(path, kind, project, data, info.st_mtime_ns, max_bytes=max_bytes)
+    if isinstance(result, tuple):
+        prepared.outcome = "error"
+        prepared.error_line, prepared.error = result
+        return prepared
+    prepared.outcome = "docs"
+    prepared.rows = [doc_row(path, doc) for doc in result]
+    return prepared
+
+
+# --- writing rows ------------------------------------------------------------------------------
+
+
+class Writer:
+    """Batches inserts (executemany with rowids assigned here): far fewer round trips."""
+
+    BATCH = 500
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.next_rowid = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM docs"
+                                       ).fetchone()[0]
+        self.docs: list[tuple[Any, ...]] = []
+        self.fts: list[tuple[Any, ...]] = []
+        self.tags: list[tuple[str, int]] = []
+        self.files: list[tuple[Any, ...]] = []
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        rowid = self.next_rowid
+        self.next_rowid += 1
+        self.docs.append((rowid, *row[:22]))
+        self.fts.append((rowid, *row[22:26]))
+        self.tags.extend((tag, rowid) for tag in row[26])
+        if len(self.docs) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        conn = self.conn
+        if self.docs:
+            conn.executemany(
+                "INSERT INTO docs(rowid, id, path, kind, project, type, importance, status,"
+                " title, section, line, tags, subject, predicate, created, updated, updated_ts,"
+                " expires, expires_ts, pinned, superseded_by, corrects, meta) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.docs)
+            conn.executemany("INSERT INTO fts(rowid, title, tags, body, scope)"
+                             " VALUES (?, ?, ?, ?, ?)", self.fts)
+            conn.executemany("INSERT OR IGNORE INTO doc_tags(tag, doc) VALUES (?, ?)",
+                             self.tags)
+        if self.files:
+            conn.executemany(
+                "INSERT OR REPLACE INTO files(path, mtime_ns, size, hash, kind, error,"
+                " error_line) VALUES (?, ?, ?, ?, ?, NULL, NULL)", self.files)
+        self.docs, self.fts, self.tags, self.files = [], [], [], []

@@ -1,0 +1,360 @@
+"""Ranked search over the index, in one SQL query.
+
+score = -bm25(title ×4, tags ×2, body ×1) × importance factor × recency factor × type factor
+- importance factor: 0.5 + importance / 10 (1 → 0.6, 5 → 1.0, 10 → 1.5);
+- recency factor: 0.4 + 0.6 × 0.5^(age / half-life), age from `updated`, half-life the
+  `search.recency_half_life_days` setting: an old note keeps 40 % of its weight, never 0;
+- type factor: 1.25 for a correction; a correction is also placed ahead of the note it
+  corrects (`corrects: <id>`, or the same subject and predicate), and brought in when that
+  note is a hit and the correction is not.
+Scope: the project plus `global` unless told otherwise; superseded, archived and expired
+entries only with `include_stale`. With no hit, words are matched fuzzily against the words
+of titles, tags and subjects (`postgress` → PostgreSQL) and the search runs again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from memctl.core.errors import UsageError
+from memctl.core.query import Query, parse
+from memctl.core.tokenize import from_index
+from memctl.core.vocab import MAX_LIMIT
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+GLOBAL = "global"
+WEIGHTS = (4.0, 2.0, 1.0, 0.0)  # title, tags, body, scope
+CORRECTION_FACTOR = 1.25
+RECENCY_FLOOR = 0.4
+SNIPPET_TOKENS = 24
+OPEN, CLOSE = "\x02", "\x03"
+ALL_KINDS = ("note", "episode", "memory", "scratchpad")
+_SPACES = re.compile(r"\s+")
+
+
+class Hit:
+    """One search result. A plain class (see memctl.core.query on dataclasses and start-up);
+    hits are compared by identity, so reordering them stays cheap."""
+
+    def __init__(self, *, id: str, path: str, project: str, type: str, kind: str,
+                 importance: int, status: str, score: float, title: str,
+                 snippet_marked: str, section: str | None = None, line: int = 1,
+                 tags: list[str] | None = None, updated: str | None = None,
+                 fuzzy: bool = False, explain: dict[str, Any] | None = None, rowid: int = 0,
+                 subject: str | None = None, predicate: str | None = None,
+                 corrects: str | None = None) -> None:
+        self.id = id
+        self.path = path
+        self.project = project
+        self.type = type
+        self.kind = kind
+        self.importance = importance
+        self.status = status
+        self.score = score
+        self.title = title
+        self.snippet_marked = snippet_marked  # the match between OPEN and CLOSE marks
+        self.section = section
+        self.line = line
+        self.tags = tags if tags is not None else []
+        self.updated = updated
+        self.fuzzy = fuzzy
+        self.explain = explain
+        self.rowid = rowid
+        self.subject = subject
+        self.predicate = predicate
+        self.corrects = corrects
+
+    def __repr__(self) -> str:
+        return f"Hit(id={self.id!r}, score={self.score!r}, title={self.title!r})"
+
+    @property
+    def snippet(self) -> str:
+        """The snippet with the match in Markdown bold."""
+        return self.snippet_marked.replace(OPEN, "**").replace(CLOSE, "**")
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id, "path": self.path, "project": self.project, "type": self.type,
+            "kind": self.kind, "importance": self.importance, "status": self.status,
+            "score": round(self.score, 6), "title": self.title, "snippet": self.snippet,
+            "section": self.section, "line": self.line, "tags": self.tags,
+            "updated": self.updated, "fuzzy": self.fuzzy,
+        }
+        if self.explain is not None:
+            data["explain"] = self.explain
+        return data
+
+
+def _timestamp(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    from memctl.core.clock import parse_since
+
+    try:
+        return parse_since(str(value)).timestamp()
+    except ValueError as exc:
+        raise UsageError(f"invalid value for --since: {exc}") from None
+
+
+def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
+              tags: Sequence[str] = (), status: str | None = None, since: Any = None,
+              include_stale: bool = False, kinds: Sequence[str] | None = None,
+              exclude_tags: Sequence[str] = (), exclude_types: Sequence[str] = (),
+              now_ts: float | None = None) -> tuple[str, list[Any]]:
+    """A WHERE clause over `docs d` for the filters every listing shares."""
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def among(column: str, values: Iterable[Any], negate: bool = False) -> None:
+        values = list(dict.fromkeys(values))
+        marks = ", ".join("?" * len(values))
+        clauses.append(f"{column} {'NOT ' if negate else ''}IN ({marks})")
+        params.extend(values)
+
+    if kinds:
+        among("d.kind", kinds)
+    if projects is not None:
+        among("d.project", projects)
+    if types:
+        among("d.type", [t.lower() for t in types])
+    if exclude_types:
+        among("d.type", [t.lower() for t in exclude_types], negate=True)
+    for tag in tags:
+        clauses.append("d.rowid IN (SELECT doc FROM doc_tags WHERE tag = ?)")
+        params.append(tag.lower())
+    for tag in exclude_tags:
+        clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
+        params.append(tag.lower())
+    if status is not None:
+        clauses.append("d.status = ?")
+        params.append(status)
+    elif not include_stale:
+        clauses.append("d.status = 'active'")
+    if not include_stale and (status is None or status == "active"):
+        if now_ts is None:
+            from memctl.core.clock import now
+
+            now_ts = now().timestamp()
+        clauses.append("(d.expires_ts IS NULL OR d.expires_ts > ?)")
+        params.append(now_ts)
+    since_ts = _timestamp(since)
+    if since_ts is not None:
+        clauses.append("d.updated_ts >= ?")
+        params.append(since_ts)
+    return (" AND ".join(clauses) or "1"), params
+
+
+_COLUMNS = ("d.rowid, d.id, d.path, d.kind, d.project, d.type, d.importance, d.status, d.title,"
+            " d.section, d.line, d.tags, d.updated, d.updated_ts, d.subject, d.predicate,"
+            " d.corrects")
+
+
+def search(store: object, query: str | Query, *, project: str | None = None,
+           all_projects: bool = False, projects: Sequence[str] | None = None,
+           types: Sequence[str] = (), tags: Sequence[str] = (), since: Any = None,
+           limit: int = 20, include_stale: bool = False, explain: bool = False,
+           kinds: Sequence[str] = ALL_KINDS, index: Any = None) -> list[Hit]:
+    """Hits for `query`, best first. `index` skips the freshness check when the caller just
+    did it (`ensure_fresh`)."""
+    import json
+
+    from memctl.core.clock import now
+
+    parsed = query if isinstance(query, Query) else parse(query)
+    if limit < 1:
+        raise UsageError(f"invalid value for --limit: {limit} (must be at least 1)")
+    limit = min(limit, MAX_LIMIT)  # a library caller's huge number must not overflow SQLite
+    if index is None:
+        from memctl.index.db import ensure_fresh
+
+        index = ensure_fresh(store)
+    if not parsed.searches_text and not parsed.has_filters and not tags and not types:
+        return []  # nothing searchable was typed (only punctuation or emoji)
+    if all_projects:
+        scope = None
+    else:
+        scope = list(dict.fromkeys([*(projects or ([project] if project else [])), GLOBAL]))
+    now_ts = now().timestamp()
+    where, params = scope_sql(
+        projects=scope, types=[*types, *parsed.types], tags=[*tags, *parsed.tags],
+        since=since, include_stale=include_stale, kinds=kinds,
+        exclude_tags=parsed.exclude_tags, exclude_types=parsed.exclude_types, now_ts=now_ts)
+    half_life = _half_life_days(store) * 86400.0
+    ctx = _Ctx(index.conn, where, params, now_ts, half_life, limit, explain)
+    if scope is not None:
+        from memctl.core.tokenize import scope_token
+
+        ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
+    hits = ctx.run(parsed.match, parsed.exclude)
+    if not hits and parsed.words:
+        from memctl.index.fuzzy import fuzzy_match
+
+        hits = fuzzy_match(ctx, parsed)
+    hits = _corrections_first(ctx, hits)
+    for hit in hits:
+        if isinstance(hit.tags, str):
+            hit.tags = json.loads(hit.tags)
+    return hits[:limit]
+
+
+def _half_life_days(store: object) -> float:
+    settings = getattr(store, "settings", None)
+    if settings is None:
+        from pathlib import Path
+
+        from memctl.disk.settings import Settings
+
+        settings = Settings.load(Path(store))  # type: ignore[arg-type]
+    value = float(settings.get("search.recency_half_life_days"))
+    return value if value > 0 else 90.0
+
+
+class _Ctx:
+    """One search's connection, scope and ranking parameters (shared with the fuzzy pass)."""
+
+    def __init__(self, conn: Any, where: str, params: list[Any], now_ts: float,
+                 half_life: float, limit: int, explain: bool) -> None:
+        self.conn, self.where, self.params = conn, where, params
+        self.now_ts, self.half_life, self.limit, self.explain = now_ts, half_life, limit, explain
+        # Projects in scope as an FTS5 condition: FTS5 intersects the posting lists, so hits
+        # in other projects never reach the join (the SQL WHERE still checks them).
+        self.scope_match: str | None = None
+
+    def factors_sql(self) -> tuple[str, str, str]:
+        importance = "(0.5 + d.importance / 10.0)"
+        recency = (f"({RECENCY_FLOOR} + {1 - RECENCY_FLOOR} * exp(-0.6931471805599453 * "
+                   f"max(0.0, {self.now_ts!r} - d.updated_ts) / {self.half_life!r}))")
+        kind = f"(CASE d.type WHEN 'correction' THEN {CORRECTION_FACTOR} ELSE 1.0 END)"
+        return importance, recency, kind
+
+    def run(self, match: str | None, exclude: str | None = None) -> list[Hit]:
+        importance, recency, kind = self.factors_sql()
+        scoped = match
+        if match is not None:
+            rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
+            if self.scope_match is not None:
+                scoped = f"({match}) AND scope : ({self.scope_match})"
+            sql = (f"SELECT {_COLUMNS}, {rank}, {importance}, {recency}, {kind}"
+                   f" FROM fts JOIN docs d ON d.rowid = fts.rowid"
+                   f" WHERE fts MATCH ? AND {self.where}"
+                   f" ORDER BY {rank} * {importance} * {recency} * {kind}, d.id LIMIT ?")
+            params = [scoped, *self.params, self.limit]
+        else:
+            sql = (f"SELECT {_COLUMNS}, NULL, {importance}, {recency}, {kind} FROM docs d"
+                   f" WHERE {self.where}")
+            params = list(self.params)
+            if exclude is not None:
+                sql += " AND d.rowid NOT IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
+                params.append(exclude)
+            sql += f" ORDER BY {importance} * {recency} * {kind} DESC, d.id LIMIT ?"
+            params.append(self.limit)
+        hits = [self._hit(row) for row in self.conn.execute(sql, params)]
+        # The scoped MATCH for the snippets too: FTS5 then streams only this scope's matches
+        # (a prefix such as `deploy*` matches thousands of notes store-wide). Scope tokens
+        # live in their own column, so they are never highlighted.
+        snippets = self.snippets([hit.rowid for hit in hits], scoped)
+        for hit in hits:
+            hit.snippet_marked = snippets.get(hit.rowid, "")
+        return hits
+
+    def _hit(self, row: Sequence[Any]) -> Hit:
+        (rowid, doc_id, path, kind, project, doc_type, importance, status, title, section,
+         line, tags, updated, updated_ts, subject, predicate, corrects,
+         bm25, imp_factor, rec_factor, type_factor) = row
+        relevance = 1.0 if bm25 is None else -bm25
+        score = relevance * imp_factor * rec_factor * type_factor
+        hit = Hit(id=doc_id, path=path, project=project, type=doc_type, kind=kind,
+                  importance=importance, status=status, score=score, title=title,
+                  snippet_marked="", section=section or None, line=line, tags=tags,
+                  updated=updated, rowid=rowid, subject=subject, predicate=predicate,
+                  corrects=corrects)
+        if self.explain:
+            hit.explain = {
+                "bm25": None if bm25 is None else round(-bm25, 6),
+                "importance_factor": round(imp_factor, 4),
+                "recency_factor": round(rec_factor, 4),
+                "age_days": round(max(0.0, self.now_ts - updated_ts) / 86400.0, 1),
+                "type_factor": type_factor,
+                "score": round(score, 6),
+            }
+        return hit
+
+    def snippets(self, rowids: list[int], match: str | None) -> dict[int, str]:
+        """Snippets of these rows, highlighted for `match`, from one evaluation of it.
+
+        `+rowid` keeps SQLite from running the MATCH once per row (a prefix query would
+        expand its terms each time); instead the matches are filtered as they stream by."""
+        if not rowids:
+            return {}
+        marks = ", ".join("?" * len(rowids))
+        found: dict[int, str] = {}
+        if match is not None:
+            for rowid, body, title in self.conn.execute(
+                    f"SELECT rowid, snippet(fts, 2, char(2), char(3), '…', {SNIPPET_TOKENS}),"
+                    f" highlight(fts, 0, char(2), char(3)) FROM fts"
+                    f" WHERE fts MATCH ? AND +rowid IN ({marks})", (match, *rowids)):
+                if OPEN not in body and OPEN in title:
+                    body = title  # matched in the title only: show the title highlighted
+                found[rowid] = _tidy(from_index(body))
+        missing = [rowid for rowid in rowids if rowid not in found]
+        if missing:
+            marks = ", ".join("?" * len(missing))
+            for rowid, body in self.conn.execute(
+                    f"SELECT rowid, body FROM fts WHERE rowid IN ({marks})", missing):
+                found[rowid] = _tidy(from_index(body), cut=160)
+        return found
+
+
+def _tidy(text: str, cut: int | None = None) -> str:
+    text = _SPACES.sub(" ", text).strip()
+    if cut is not None and len(text) > cut:
+        text = text[:cut].rstrip() + "…"
+    return text
+
+
+def _corrections_first(ctx: _Ctx, hits: list[Hit]) -> list[Hit]:
+    """Put each correction ahead of the hit it corrects; bring in missing corrections."""
+    if not hits:
+        return hits
+    ids = [hit.id for hit in hits if hit.type != "correction"]
+    present = {hit.id for hit in hits}
+    if ids:
+        marks = ", ".join("?" * len(ids))
+        importance, recency, kind = ctx.factors_sql()
+        # Without statistics the planner would walk the project's rows instead.
+        sql = (f"SELECT {_COLUMNS}, NULL, {importance}, {recency}, {kind} FROM docs d"
+               f" INDEXED BY docs_corrects WHERE d.corrects IS NOT NULL AND d.corrects IN ({marks})"
+               f" AND d.type = 'correction' AND {ctx.where}")
+        for row in ctx.conn.execute(sql, [*ids, *ctx.params]):
+            hit = ctx._hit(row)
+            if hit.id not in present:
+                hit.snippet_marked = ctx.snippets([hit.rowid], None).get(hit.rowid, "")
+                hit.score = 0.0
+                hits.append(hit)
+                present.add(hit.id)
+    order = list(hits)
+    for correction in [h for h in hits if h.type == "correction"]:
+        targets = [h for h in order if h is not correction and h.type != "correction" and (
+            (correction.corrects and h.id == correction.corrects)
+            or (correction.subject and correction.predicate
+                and (h.subject, h.predicate) == (correction.subject, correction.predicate)))]
+        if not targets:
+            continue
+        first = min(order.index(t) for t in targets)
+        if order.index(correction) > first:
+            order.remove(correction)
+            order.insert(first, correction)
+            correction.score = max(correction.score, order[first + 1].score)
+            if correction.explain is not None:
+                correction.explain["placed_ahead_of"] = [t.id for t in targets]
+    return order

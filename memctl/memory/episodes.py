@@ -1,0 +1,405 @@
+"""Episodes: what happened in one task — goal, steps (action => result), outcome, summary,
+and the notes it produced. One Markdown file each, under `<project>/episodes/<yyyy-mm>/`.
+
+The front matter holds what programs need (id, goal, outcome, times, linked note ids); the
+body, from the `episode.md` template, is what people and search read. A note points back to
+the episode it came from with `source_episode: <episode id>`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memctl.core import sections
+from memctl.core.clock import format_time, now, parse_time
+from memctl.core.errors import MemctlError, UsageError
+from memctl.core.ids import new_id
+from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.store import EPISODE, EPISODES_DIR, GLOBAL, Store, check_project_name, classify, slugify
+
+OUTCOMES = ("completed", "partial", "in_progress", "failed")
+TEMPLATE_NAME = "episode.md"
+STEP_SEPARATORS = ("=>", "→", "⇒")
+_EPISODE_SECTIONS = {
+    "steps": ("Steps", "步骤"),
+    "outcome": ("Outcome", "结果"),
+    "summary": ("Summary", "总结", "摘要"),
+    "links": ("Linked notes", "相关笔记", "links"),
+}
+_STEP_LINE = re.compile(r"^\s{0,3}(?:\d{1,9}[.)]|[-*+])\s+(.*)$")
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    result: str = ""
+
+    def render(self) -> str:
+        return f"{self.action} => {self.result}" if self.result else self.action
+
+    def to_dict(self) -> dict[str, str]:
+        return {"action": self.action, "result": self.result}
+
+
+@dataclass
+class Episode:
+    id: str
+    project: str
+    goal: str
+    outcome: str
+    created: str
+    updated: str
+    path: str
+    steps: list[Step] = field(default_factory=list)
+    summary: str = ""
+    links: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    body: str = ""
+
+    def to_dict(self, with_body: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "project": self.project,
+            "goal": self.goal,
+            "outcome": self.outcome,
+            "created": self.created,
+            "updated": self.updated,
+            "steps": [step.to_dict() for step in self.steps],
+            "summary": self.summary,
+            "links": list(self.links),
+            "tags": list(self.tags),
+            "path": self.path,
+        }
+        if with_body:
+            data["body"] = self.body
+        return data
+
+
+# --- pure ------------------------------------------------------------------------------------
+
+
+def validate_outcome(outcome: str | None, option: str = "--outcome") -> str:
+    if outcome is None or not str(outcome).strip():
+        raise UsageError(f"{option} is required: say how the task ended ({', '.join(OUTCOMES)})")
+    value = str(outcome).strip().lower().replace("-", "_").replace(" ", "_")
+    if value not in OUTCOMES:
+        raise UsageError(
+            f"invalid value for {option}: {outcome!r} (choose from {', '.join(OUTCOMES)})"
+        )
+    return value
+
+
+def parse_step(text: str, option: str = "--step") -> Step:
+    """`action => result` (also `→`); a step without a result is just its action."""
+    value = " ".join(str(text).split())
+    for separator in STEP_SEPARATORS:
+        if separator in value:
+            action, result = value.split(separator, 1)
+            action, result = action.strip(), result.strip()
+            break
+    else:
+        action, result = value, ""
+    if not action:
+        raise UsageError(
+            f"invalid value for {option}: {text!r} has no action (use 'action => result')"
+        )
+    return Step(action, result)
+
+
+def _clean(text: str | None) -> str:
+    if text is None:
+        return ""
+    if "\x00" in text:
+        raise UsageError("the text contains NUL bytes")
+    return text.replace("\r\n", "\n").strip()
+
+
+def render_body(
+    template: str,
+    *,
+    goal: str,
+    steps: Sequence[Step],
+    outcome: str,
+    summary: str,
+    links: Sequence[tuple[str, str]],
+    extra_sections: Sequence[tuple[str, Sequence[str]]] = (),
+) -> str:
+    """The episode body from the template; sections left empty are dropped, not left blank."""
+    from memctl.disk.templates import fill
+
+    body = fill(
+        template,
+        goal=" ".join(goal.split()),
+        steps="\n".join(f"{i}. {step.render()}" for i, step in enumerate(steps, 1)),
+        outcome=outcome,
+        summary=summary,
+        links="\n".join(
+            f"- {note_id}" + (f": {title}" if title else "") for note_id, title in links
+        ),
+    )
+    for title, lines in extra_sections:
+        if lines:
+            body = (
+                body.rstrip("\n") + f"\n\n## {title}\n" + "\n".join(f"- {line}" for line in lines)
+            )
+    body = _drop_empty_sections(body)
+    return body.rstrip("\n") + "\n"
+
+
+def _drop_empty_sections(text: str) -> str:
+    for section in reversed(sections.parse_sections(text, _EPISODE_SECTIONS)):
+        if section.level > 1 and not text[section.body_start : section.end].strip():
+            text = text[: section.start] + text[section.end :]
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def render_episode(
+    *,
+    episode_id: str,
+    project: str,
+    goal: str,
+    outcome: str,
+    created: str,
+    steps: Sequence[Step],
+    summary: str,
+    links: Sequence[tuple[str, str]],
+    tags: Sequence[str],
+    source: str,
+    template: str,
+    extra_sections: Sequence[tuple[str, Sequence[str]]] = (),
+) -> str:
+    meta: dict[str, Any] = {
+        "id": episode_id,
+        "kind": "episode",
+        "project": project,
+        "goal": " ".join(goal.split()),
+        "outcome": outcome,
+        "created": created,
+        "updated": created,
+        "links": [note_id for note_id, _ in links] or None,
+        "tags": list(tags) or None,
+        "source": source,
+    }
+    body = render_body(
+        template,
+        goal=goal,
+        steps=steps,
+        outcome=outcome,
+        summary=summary,
+        links=links,
+        extra_sections=extra_sections,
+    )
+    text = render_note(meta, body)
+    # Stamped like notes, so sync can tell a later hand edit from memctl's own version.
+    return set_fields(text, {"checksum": compute_checksum(text)})
+
+
+def parse_episode(text: str, relpath: str, project: str) -> Episode:
+    """Read an episode file, including one a person wrote or edited by hand."""
+    parsed = parse_text(text)
+    if parsed.problem is not None:
+        raise MemctlError(f"{relpath}:{parsed.problem.line}: {parsed.problem.message}")
+    meta = parsed.meta
+    body = parsed.body
+    heading = next((h.title for h in sections.parse_headings(body) if h.level == 1), "")
+    steps_text = sections.section_body(body, "steps", _EPISODE_SECTIONS) or ""
+    steps = []
+    for _, _, content, _ in sections.split_lines(steps_text):
+        match = _STEP_LINE.match(content)
+        if match:
+            steps.append(parse_step(match.group(1)) if match.group(1).strip() else Step(""))
+    summary = (sections.section_body(body, "summary", _EPISODE_SECTIONS) or "").strip()
+    outcome = (
+        _text(meta.get("outcome"))
+        or (sections.section_body(body, "outcome", _EPISODE_SECTIONS) or "").strip().lower()
+    )
+    episode_id = _text(meta.get("id")) or _id_from_name(relpath)
+    return Episode(
+        id=episode_id.lower(),
+        project=_text(meta.get("project")) or project,
+        goal=_text(meta.get("goal")) or heading,
+        outcome=outcome,
+        created=_text(meta.get("created")) or "",
+        updated=_text(meta.get("updated")) or _text(meta.get("created")) or "",
+        path=relpath,
+        steps=[s for s in steps if s.action],
+        summary=summary,
+        links=_list(meta.get("links")),
+        tags=_list(meta.get("tags")),
+        body=body,
+    )
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (list, dict)):
+        return None
+    return str(value).strip() or None
+
+
+def _list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else str(value).split(",")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _id_from_name(relpath: str) -> str:
+    stem = relpath.rsplit("/", 1)[-1][: -len(".md")]
+    return stem.rsplit("-", 1)[-1]
+
+
+# --- store -----------------------------------------------------------------------------------
+
+
+def episode_relpath(project: str, episode_id: str, goal: str, moment: datetime) -> str:
+    local = moment.astimezone()
+    slug = slugify(goal, 40)
+    name = (
+        f"{local:%Y-%m-%d}-{slug}-{episode_id}.md" if slug else f"{local:%Y-%m-%d}-{episode_id}.md"
+    )
+    return f"{project}/{EPISODES_DIR}/{local:%Y-%m}/{name}"
+
+
+def prepare_episode(
+    store: Store,
+    project: str,
+    *,
+    goal: str,
+    outcome: str | None,
+    steps: Sequence[str | Step] = (),
+    summary: str | None = None,
+    links: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    source: str = "cli",
+    moment: datetime | None = None,
+    extra_sections: Sequence[tuple[str, Sequence[str]]] = (),
+    allow_secret: bool = False,
+) -> tuple[str, str, Episode]:
+    """Validate and render a new episode without writing it: (relpath, text, episode).
+
+    Linked ids must name existing notes (a prefix is enough); they are stored in full."""
+    from memctl.disk.templates import load_template
+
+    project = GLOBAL if project == GLOBAL else check_project_name(project)
+    goal = " ".join(_clean(goal).split())
+    if not goal:
+        raise UsageError("--goal is required: what was the task trying to achieve?")
+    outcome = validate_outcome(outcome)
+    parsed_steps = [s if isinstance(s, Step) else parse_step(s) for s in steps]
+    from memctl.memory.project_memory import check_secrets
+
+    check_secrets(
+        "\n".join([goal, summary or "", *(s.render() for s in parsed_steps)]), allow_secret
+    )
+    resolved: list[tuple[str, str]] = []
+    for ref in links:
+        note = store.find_note(ref)
+        if note.id not in [i for i, _ in resolved]:
+            resolved.append((note.id, " ".join(note.title.split())[:80]))
+    moment = moment or now()
+    episode_id = new_id()
+    created = format_time(moment)
+    relpath = episode_relpath(project, episode_id, goal, moment)
+    text = render_episode(
+        episode_id=episode_id,
+        project=project,
+        goal=goal,
+        outcome=outcome,
+        created=created,
+        steps=parsed_steps,
+        summary=_clean(summary),
+        links=resolved,
+        tags=[t.strip() for t in tags if t.strip()],
+        source=source,
+        template=load_template(store.root, TEMPLATE_NAME),
+        extra_sections=extra_sections,
+    )
+    return relpath, text, parse_episode(text, relpath, project)
+
+
+def add_episode(store: Store, project: str, **kwargs: Any) -> Episode:
+    """Write one episode (see `prepare_episode` for the arguments) and commit it."""
+    relpath, text, episode = prepare_episode(store, project, **kwargs)
+    with store.lock("episode add"):
+        store.write_text(relpath, text)
+        store.commit(f"episode {episode.id} ({episode.outcome}): {_short(episode.goal)}", [relpath])
+    return episode
+
+
+def _episode_files(store: Store, projects: Sequence[str] | None) -> list[str]:
+    found = []
+    for memory_file in store.walk():
+        if memory_file.kind != EPISODE:
+            continue
+        if projects is not None and memory_file.project not in projects:
+            continue
+        found.append(memory_file.relpath)
+    return found
+
+
+def _read(store: Store, relpath: str) -> Episode:
+    kind = classify(relpath)
+    text, _info = store.read_text(relpath)
+    return parse_episode(text, relpath, kind[1] if kind else "")
+
+
+def list_episodes(
+    store: Store,
+    projects: Sequence[str] | None,
+    *,
+    outcome: str | None = None,
+    limit: int | None = None,
+) -> tuple[list[Episode], list[str]]:
+    """Episodes newest first, and the problems met (`path:line: message`) for stderr."""
+    wanted = validate_outcome(outcome) if outcome else None
+    episodes: list[Episode] = []
+    problems: list[str] = []
+    for relpath in _episode_files(store, projects):
+        try:
+            episode = _read(store, relpath)
+        except MemctlError as exc:
+            problems.append(str(exc))
+            continue
+        if wanted and episode.outcome != wanted:
+            continue
+        episodes.append(episode)
+    episodes.sort(key=lambda e: (_sort_time(e), e.id), reverse=True)
+    return (episodes[:limit] if limit else episodes), problems
+
+
+def _sort_time(episode: Episode) -> float:
+    moment = parse_time(episode.created)
+    return moment.timestamp() if moment else 0.0
+
+
+def find_episode(store: Store, ref: str) -> Episode:
+    """An episode by id or unambiguous id prefix, in any project."""
+    wanted = ref.strip().lower()
+    if not wanted:
+        raise UsageError("an episode id is required")
+    exact, prefixed = [], []
+    for relpath in _episode_files(store, None):
+        try:
+            episode = _read(store, relpath)
+        except MemctlError:
+            continue
+        if episode.id == wanted:
+            exact.append(episode)
+        elif episode.id.startswith(wanted):
+            prefixed.append(episode)
+    matches = exact or prefixed
+    if not matches:
+        raise MemctlError(f"no episode with id {ref!r}; `memctl episode list` shows ids")
+    ids = sorted({e.id for e in matches})
+    if len(ids) > 1:
+        raise MemctlError(f"episode id prefix {ref!r} is ambiguous: {', '.join(ids[:5])}")
+    return matches[0]
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,439 @@
+"""The health report (SPEC §8) as data, plus its Markdown form. The keys are documented in
+docs/health.md; the CLI draws the terminal tables from the same dictionary.
+
+Reading only: health never changes a memory file and makes no commit (it does bring the
+derived index up to date, like every read command).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memctl.core.clock import format_time, parse_time
+from memctl.core.note import Note
+
+TOP_RECALLED_DAYS = 30
+TOP_RECALLED_LIMIT = 20
+MAX_SCANNED_BYTES = 10 * 1024 * 1024
+
+# Sections that count as problems for `--strict`, with the words the summary uses.
+PROBLEM_SECTIONS = (
+    ("contradictions", "possible contradictions"),
+    ("near_duplicates", "near-duplicates"),
+    ("expired", "expired notes not archived"),
+    ("parse_errors", "files that do not parse"),
+    ("field_warnings", "notes with values memctl cannot read"),
+    ("secrets", "likely secrets"),
+    ("memory_over_budget", "MEMORY.md files over budget"),
+    ("conflicts", "conflict copies to review"),
+)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _brief(note: Note) -> dict[str, Any]:
+    return {"id": note.id, "project": note.project, "type": note.type, "path": note.path,
+            "title": _short(note.title)}
+
+
+def _read_all(store: Any) -> tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]],
+                                   dict[str, int]]:
+    """One pass over every memory file: notes, parse errors, secrets, and file sizes."""
+    from memctl.core.errors import MemctlError
+    from memctl.index.docs import fast_parse
+    from memctl.core.note import note_from_parsed
+    from memctl.core.noteformat import parse_text
+    from memctl.core.secrets import scan
+    from memctl.store import ARCHIVED, NOTE
+
+    notes: list[Note] = []
+    errors: list[dict[str, Any]] = []
+    secrets: list[dict[str, Any]] = []
+    sizes: dict[str, int] = {}
+    for memory_file in store.walk():
+        path = memory_file.relpath
+        sizes[path] = memory_file.size
+        if memory_file.size > MAX_SCANNED_BYTES:
+            errors.append({"path": path, "line": 1, "message": "file is larger than 10 MB"})
+            continue
+        try:
+            text, info = store.read_text(path)
+        except MemctlError as exc:
+            message = str(exc)
+            line = 1
+            head, _, rest = message.partition(": ")
+            if head.startswith(path + ":") and head[len(path) + 1:].isdigit():
+                line, message = int(head[len(path) + 1:]), rest
+            elif message.startswith(path):
+                message = message[len(path):].lstrip(": ")
+            errors.append({"path": path, "line": line, "message": message})
+            continue
+        for finding in scan(text):
+            secrets.append({"path": path, "line": finding.line, "kind": finding.kind,
+                            "masked": finding.masked})
+        if memory_file.kind not in (NOTE, ARCHIVED):
+            parsed = parse_text(text)
+            if parsed.problem is not None and memory_file.kind not in ("tombstone", "conflict"):
+                errors.append({"path": path, "line": parsed.problem.line,
+                               "message": parsed.problem.message})
+            continue
+        # The index's reader for simple front matter (held equal to the YAML loader by a
+        # property test): the YAML loader was half of a health report's time.
+        parsed = fast_parse(text) or parse_text(text)
+        if parsed.problem is not None:
+            errors.append({"path": path, "line": parsed.problem.line,
+                           "message": parsed.problem.message})
+            continue
+        notes.append(note_from_parsed(
+            parsed, text=text, relpath=path, project=memory_file.project,
+            file_time=datetime.fromtimestamp(info.st_mtime, UTC),
+            archived=memory_file.kind == ARCHIVED,
+        ))
+    return notes, errors, secrets, sizes
+
+
+def _pairs(root: Any, notes: list[Note], moment: datetime, dup: float, similar: float
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Near-duplicates and contradiction candidates among live notes, per project + global
+    (the similar pairs of unchanged notes come from the last report: memctl.memory.paircache)."""
+    from memctl.memory import paircache
+    from memctl.memory.checks import live
+    from memctl.core.similarity import compare
+    from memctl.store import GLOBAL
+
+    pool = live(notes, moment)
+    by_id = {note.id: note for note in pool}
+    scopes: dict[str, list[Note]] = {}
+    for note in pool:
+        scopes.setdefault(note.path.split("/", 1)[0], []).append(note)
+    global_notes = scopes.get(GLOBAL, [])
+    seen: set[tuple[str, str]] = set()
+    duplicates: list[dict[str, Any]] = []
+    contradictions: list[dict[str, Any]] = []
+    cached = paircache.load(root, similar)
+    kept: dict[str, object] = {}
+    for project in sorted(scopes):
+        group = scopes[project] if project == GLOBAL else scopes[project] + global_notes
+        items = [(note.id, note.body) for note in group]
+        pairs, kept[project] = paircache.group_pairs(items, cached.get(project), similar)
+        for a, b, _score in pairs:
+            key = (min(a, b), max(a, b))
+            if key in seen or a == b:
+                continue
+            seen.add(key)
+            verdict = compare(by_id[a].body, by_id[b].body, duplicate_threshold=dup,
+                              similar_threshold=similar)
+            entry = {"a": _brief(by_id[key[0]]), "b": _brief(by_id[key[1]]),
+                     "score": round(verdict.score, 1), "reasons": list(verdict.reasons)}
+            if verdict.duplicate:
+                duplicates.append(entry)
+            elif verdict.similar:
+                contradictions.append(entry)
+    paircache.save(root, similar, kept)
+    order = lambda e: (-e["score"], e["a"]["id"], e["b"]["id"])  # noqa: E731
+    return sorted(duplicates, key=order), sorted(contradictions, key=order)
+
+
+def _differs(root: Any, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:
+    """An mtime of 0 means the file was too new to trust its stamp when indexed: compare the
+    content instead."""
+    from pathlib import Path
+
+    from memctl.index.docs import content_digest
+
+    if indexed[0] != 0:
+        return tuple(indexed[:2]) != tuple(on_disk)
+    try:
+        return content_digest((Path(root) / path).read_bytes()) != indexed[2]
+    except OSError:
+        return True
+
+
+def _index_drift(store: Any) -> dict[str, Any]:
+    """Compare what the index knows with the files, before and after bringing it up to date.
+
+    `before` is normal after hand edits (every command catches up first); `after` should be
+    empty: anything left means the index cannot follow the files (a live watcher that missed
+    events, or a file the index cannot take)."""
+    from memctl.index.db import ensure_fresh, open_index, walk_stats
+
+    def drift(indexed: dict[str, tuple[int, int, str]]) -> dict[str, list[str]]:
+        on_disk = walk_stats(store.root)
+        return {
+            "missing": sorted(p for p in on_disk if p not in indexed),
+            "stale": sorted(p for p, st in on_disk.items()
+                            if p in indexed and _differs(store.root, p, indexed[p], st)),
+            "orphaned": sorted(p for p in indexed if p not in on_disk),
+        }
+
+    with open_index(store) as index:
+        before = drift(index.indexed_files())
+    index = ensure_fresh(store)
+    try:
+        after = drift(index.indexed_files())
+        indexed_notes = index.count("note")
+    finally:
+        index.close()
+    return {
+        "changed_since_last_update": sum(len(v) for v in before.values()),
+        "drift": after,
+        "drifted": sum(len(v) for v in after.values()),
+        "indexed_docs": indexed_notes,
+    }
+
+
+def _git_state(store: Any) -> dict[str, Any]:
+    from memctl.disk import gitops
+    state: dict[str, Any] = {"branch": None, "head": None, "uncommitted": [], "remote": None,
+                             "upstream": None, "unpushed": None, "error": None}
+    try:
+        state["head"] = gitops.head(store.root)
+        branch = gitops.run_git(store.root, "rev-parse", "--abbrev-ref", "HEAD", check=False)
+        state["branch"] = branch.stdout.strip() or None
+        state["uncommitted"] = gitops.status_porcelain(store.root)
+        remotes = gitops.run_git(store.root, "remote", check=False).stdout.split()
+        state["remote"] = remotes[0] if remotes else None
+        upstream = gitops.run_git(store.root, "rev-parse", "--abbrev-ref", "@{u}", check=False)
+        if upstream.returncode == 0:
+            state["upstream"] = upstream.stdout.strip()
+            ahead = gitops.run_git(store.root, "rev-list", "--count", "@{u}..HEAD", check=False)
+            state["unpushed"] = int(ahead.stdout.strip() or 0) if ahead.returncode == 0 else None
+        elif state["remote"] and state["head"]:
+            # A remote but no upstream yet: nothing of this branch has been pushed.
+            count = gitops.run_git(store.root, "rev-list", "--count", "HEAD", check=False)
+            state["unpushed"] = int(count.stdout.strip() or 0) if count.returncode == 0 else None
+    except Exception as exc:  # noqa: BLE001 - a broken repo is reported, not fatal
+        state["error"] = str(exc)
+    return state
+
+
+def _watcher_state(store: Any) -> dict[str, Any]:
+    """Whether a `memctl watch` keeps this store's index fresh (not a problem when none runs)."""
+    from memctl.disk.watchstate import read_status
+
+    status = read_status(store)
+    if status is None:
+        return {"running": False, "live": False, "pid": None}
+    return {"running": status.running, "live": status.live, "pid": status.pid if status.running else None}
+
+
+def build_report(store: Any, moment: datetime | None = None) -> dict[str, Any]:
+    """The whole report as one JSON-ready dictionary (see docs/health.md for each key)."""
+    from memctl.core.clock import now
+    from memctl.memory.lifecycle import last_active
+    from memctl.store import CONFLICT, classify
+
+    moment = moment or now()
+    settings = store.settings
+    drift = _index_drift(store)
+    notes, parse_errors, secrets, sizes = _read_all(store)
+    counts = _counters(store, [n.id for n in notes])
+
+    totals = {
+        "notes": len(notes),
+        "by_type": dict(Counter(n.type for n in notes).most_common()),
+        "by_project": dict(sorted(Counter(n.path.split("/", 1)[0] for n in notes).items())),
+        "by_status": dict(Counter(n.status for n in notes).most_common()),
+        "episodes": sum(1 for p in sizes if "/episodes/" in p),
+    }
+
+    by_id = {n.id: n for n in notes}
+    top = []
+    for note_id, recent in _top_accessed(store, moment - timedelta(days=TOP_RECALLED_DAYS)):
+        if note_id in by_id:
+            count, last = counts.get(note_id, (0, None))
+            top.append({**_brief(by_id[note_id]), "recalls_30d": recent,
+                        "access_count": count, "last_accessed": last})
+    top = top[:TOP_RECALLED_LIMIT]
+
+    idle_days = float(settings.get("ttl.demote_after_days"))
+    unrecalled = []
+    for note in notes:
+        if note.status != "active":
+            continue
+        seen = last_active(note, counts.get(note.id, (0, None))[1])
+        if seen is not None and moment - seen >= timedelta(days=idle_days):
+            unrecalled.append({**_brief(note), "last_active": format_time(seen),
+                               "days": int((moment - seen).total_seconds() // 86400),
+                               "access_count": counts.get(note.id, (0, None))[0]})
+    unrecalled.sort(key=lambda e: (-e["days"], e["id"]))
+
+    protect = settings.get("ttl.protect_importance")
+    expired = [
+        {**_brief(n), "expires": n.expires,
+         "kept_because": "pinned" if n.pinned else
+         (f"importance {n.importance}" if n.importance >= protect else None)}
+        for n in notes if n.status == "active" and n.is_expired(moment)
+    ]
+
+    duplicates, contradictions = _pairs(
+        store.root, notes, moment, settings.get("duplicates.merge_threshold"),
+        settings.get("duplicates.similar_threshold"))
+
+    limit = settings.get("memory.max_bytes")
+    over = [{"project": p.split("/", 1)[0], "path": p, "bytes": size, "limit": limit}
+            for p, size in sorted(sizes.items())
+            if p.count("/") == 1 and p.endswith("/MEMORY.md") and size > limit]
+    conflicts = [{"path": p, "project": (classify(p) or ("", ""))[1]}
+                 for p in sorted(sizes) if (classify(p) or ("",))[0] == CONFLICT]
+    warnings = [{**_brief(n), "warnings": list(n.warnings)} for n in notes if n.warnings]
+
+    report: dict[str, Any] = {
+        "generated": format_time(moment),
+        "store": str(store.root),
+        "totals": totals,
+        "top_recalled": top,
+        "unrecalled": unrecalled,
+        "unrecalled_days": idle_days,
+        "contradictions": contradictions,
+        "near_duplicates": duplicates,
+        "expired": expired,
+        "parse_errors": sorted(parse_errors, key=lambda e: (e["path"], e["line"])),
+        "field_warnings": warnings,
+        "secrets": secrets,
+        "memory_over_budget": over,
+        "conflicts": conflicts,
+        "index": drift,
+        "git": _git_state(store),
+        "watcher": _watcher_state(store),
+    }
+    report["problems"] = problems_of(report)
+    report["ok"] = not report["problems"]
+    return report
+
+
+def problems_of(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One entry per kind of problem found (what `--strict` fails on)."""
+    problems = []
+    for key, words in PROBLEM_SECTIONS:
+        if report.get(key):
+            problems.append({"kind": key, "count": len(report[key]),
+                             "message": f"{words}: {len(report[key])}"})
+    drifted = report["index"]["drifted"]
+    if drifted:
+        problems.append({"kind": "index_drift", "count": drifted,
+                         "message": f"files that differ from the index: {drifted}"})
+    git = report["git"]
+    if git["error"]:
+        problems.append({"kind": "git", "count": 1, "message": f"git: {git['error']}"})
+    if git["uncommitted"]:
+        problems.append({"kind": "uncommitted", "count": len(git["uncommitted"]),
+                         "message": f"uncommitted changes in the store: {len(git['uncommitted'])}"})
+    if git["unpushed"]:
+        problems.append({"kind": "unpushed", "count": git["unpushed"],
+                         "message": f"commits not pushed to {git['remote']}: {git['unpushed']}"})
+    return problems
+
+
+def _counters(store: Any, ids: list[str]) -> dict[str, tuple[int, str | None]]:
+    try:
+        from memctl.disk.counters import get_counters
+    except ImportError:
+        return {}
+    return get_counters(store, ids)
+
+
+def _top_accessed(store: Any, since: datetime) -> list[tuple[str, int]]:
+    try:
+        from memctl.disk.counters import top_accessed
+    except ImportError:
+        return []
+    # Ask for more than shown: counted ids may belong to notes deleted since.
+    return top_accessed(store, since, limit=TOP_RECALLED_LIMIT * 3)
+
+
+def report_month(report: dict[str, Any]) -> str:
+    moment = parse_time(report["generated"])
+    return moment.strftime("%Y-%m") if moment else "unknown"
+
+
+# --- the Markdown report ------------------------------------------------------------------
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
+    if not rows:
+        return ["_none_", ""]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def bar(count: int, largest: int, width: int = 20) -> str:
+    """A bar of `width` cells at most, never empty for a non-zero count."""
+    if largest <= 0 or count <= 0:
+        return ""
+    return "█" * max(1, round(width * count / largest))
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    """The report as a dated Markdown document (`memctl health --markdown FILE`)."""
+    day = report["generated"][:10]
+    totals = report["totals"]
+    out = [f"# memctl health report — {day}", "",
+           f"Store `{report['store']}`, generated {report['generated']}.", ""]
+    if report["problems"]:
+        out += ["**Problems:** " + "; ".join(p["message"] for p in report["problems"]) + ".", ""]
+    else:
+        out += ["**No problems found.**", ""]
+    out += [f"## Totals: {totals['notes']} notes, {totals['episodes']} episodes", ""]
+    largest = max(totals["by_type"].values(), default=0)
+    out += _table(["type", "notes", ""],
+                  [[k, v, bar(v, largest)] for k, v in totals["by_type"].items()])
+    out += _table(["project", "notes"], [[k, v] for k, v in totals["by_project"].items()])
+    out += _table(["status", "notes"], [[k, v] for k, v in totals["by_status"].items()])
+    out += [f"## Most recalled in the last {TOP_RECALLED_DAYS} days", ""]
+    out += _table(["id", "project", "recalls", "title"],
+                  [[e["id"], e["project"], e["recalls_30d"], e["title"]]
+                   for e in report["top_recalled"]])
+    out += [f"## Not recalled in {report['unrecalled_days']:g} days "
+            f"({len(report['unrecalled'])})", ""]
+    out += _table(["id", "project", "days", "title"],
+                  [[e["id"], e["project"], e["days"], e["title"]] for e in report["unrecalled"]])
+    for key, heading in (("contradictions", "Possible contradictions"),
+                         ("near_duplicates", "Near-duplicates")):
+        out += [f"## {heading}", ""]
+        out += _table(["a", "b", "score", "why", "texts"],
+                      [[e["a"]["id"], e["b"]["id"], e["score"], ", ".join(e["reasons"]),
+                        f"{e['a']['title']} / {e['b']['title']}"] for e in report[key]])
+    out += ["## Expired, not archived", ""]
+    out += _table(["id", "project", "expires", "kept because", "title"],
+                  [[e["id"], e["project"], e["expires"], e["kept_because"] or "", e["title"]]
+                   for e in report["expired"]])
+    out += ["## Files that do not parse", ""]
+    out += _table(["where", "problem"],
+                  [[f"{e['path']}:{e['line']}", e["message"]] for e in report["parse_errors"]])
+    out += ["## Values memctl cannot read", ""]
+    out += _table(["id", "path", "warnings"],
+                  [[e["id"], e["path"], "; ".join(e["warnings"])]
+                   for e in report["field_warnings"]])
+    out += ["## Likely secrets (masked)", ""]
+    out += _table(["where", "kind", "text"],
+                  [[f"{e['path']}:{e['line']}", e["kind"], f"`{e['masked']}`"]
+                   for e in report["secrets"]])
+    out += ["## MEMORY.md over budget", ""]
+    out += _table(["path", "bytes", "limit"],
+                  [[e["path"], e["bytes"], e["limit"]] for e in report["memory_over_budget"]])
+    out += ["## Conflict copies", ""]
+    out += _table(["path", "project"], [[e["path"], e["project"]] for e in report["conflicts"]])
+    index, git = report["index"], report["git"]
+    out += ["## Index and git", "",
+            f"- index: {index['indexed_docs']} notes indexed; {index['drifted']} files differ "
+            f"from it after the update ({index['changed_since_last_update']} had changed "
+            "since the previous command)",
+            f"- git: branch {git['branch'] or '-'}, {len(git['uncommitted'])} uncommitted "
+            f"changes, remote {git['remote'] or 'none'}"
+            + (f", {git['unpushed']} unpushed commits" if git["unpushed"] is not None else ""),
+            ]
+    if git["error"]:
+        out.append(f"- git error: {git['error']}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,328 @@
+"""Forgetting (SPEC §9): the TTL sweep of `memctl archive`, and `memctl restore`.
+
+The plan is pure (notes, counters and a time in; a list of actions out), so `--dry-run` shows
+exactly what a real sweep does. Rules (settings in `memctl.toml`, section `[ttl]`):
+
+- a note's *last activity* is its last recall (the access counters) or, when it was never
+  recalled or written to since, its `updated` (else `created`) time;
+- **demote**: idle for `demote_after_days` and importance below `demote_below_importance` →
+  importance minus one (never below 1) and a `demoted:` stamp. The stamp keeps a note from
+  being demoted again until it has been recalled or updated since. Demotion does not touch
+  `updated`, so it does not restart the archive clock;
+- **archive**: idle for `archive_after_days`, or past `expires` → moved from
+  `<project>/notes/…` to `<project>/archive/<type>/…` with `status: archived` and `updated`
+  stamped (the archive time); a note that was not at `<project>/notes/<type>/` also gets
+  `archived_from:` (where it was). Id, body and git history (a rename) are kept;
+- pinned notes and notes of importance `protect_importance` or more are never archived or
+  demoted automatically; they are listed as `kept` so a person can decide;
+- only `active` notes are swept (superseded ones are already out of everyday search).
+
+`restore ID` moves an archived note back to where it was (`archived_from`, else
+`<project>/notes/<type>/`) as `active`, or makes a superseded note active again; an `expires`
+already past is removed (else the note would disappear again at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from memctl.core.clock import format_time, parse_time
+from memctl.core.note import Note
+
+ARCHIVE = "archive"
+DEMOTE = "demote"
+
+
+@dataclass(frozen=True)
+class TtlRules:
+    demote_after_days: float = 90
+    demote_below_importance: int = 5
+    archive_after_days: float = 180
+    protect_importance: int = 9
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> TtlRules:
+        return cls(
+            demote_after_days=settings.get("ttl.demote_after_days"),
+            demote_below_importance=settings.get("ttl.demote_below_importance"),
+            archive_after_days=settings.get("ttl.archive_after_days"),
+            protect_importance=settings.get("ttl.protect_importance"),
+        )
+
+
+@dataclass
+class SweepItem:
+    id: str
+    path: str
+    project: str
+    action: str  # archive | demote | keep
+    reason: str
+    importance: int
+    new_importance: int | None = None
+    target: str | None = None  # where an archived note goes
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id, "path": self.path, "project": self.project, "reason": self.reason,
+            "importance": self.importance,
+        }
+        if self.new_importance is not None:
+            data["new_importance"] = self.new_importance
+        if self.target is not None:
+            data["target"] = self.target
+        return data
+
+
+@dataclass
+class SweepPlan:
+    archive: list[SweepItem] = field(default_factory=list)
+    demote: list[SweepItem] = field(default_factory=list)
+    kept: list[SweepItem] = field(default_factory=list)  # protected notes a rule would take
+    commit: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.archive and not self.demote
+
+    def to_dict(self, dry_run: bool) -> dict[str, Any]:
+        return {
+            "archived": [item.id for item in self.archive],
+            "demoted": [item.id for item in self.demote],
+            "dry_run": dry_run,
+            "plan": {
+                "archive": [item.to_dict() for item in self.archive],
+                "demote": [item.to_dict() for item in self.demote],
+                "kept": [item.to_dict() for item in self.kept],
+            },
+            "commit": self.commit,
+        }
+
+
+def last_active(note: Note, last_accessed: Any = None) -> datetime | None:
+    """The later of the last recall and the last write (`updated`, else `created`)."""
+    times = [parse_time(last_accessed) if last_accessed else None,
+             parse_time(note.updated), parse_time(note.created)]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def folder_project(note: Note) -> str:
+    return note.path.split("/", 1)[0]
+
+
+def archive_relpath(note: Note) -> str:
+    name = note.path.rsplit("/", 1)[-1]
+    return f"{folder_project(note)}/archive/{note.type}/{name}"
+
+
+def notes_relpath(note: Note) -> str:
+    name = note.path.rsplit("/", 1)[-1]
+    return f"{folder_project(note)}/notes/{note.type}/{name}"
+
+
+def _days(delta: timedelta) -> int:
+    return int(delta.total_seconds() // 86400)
+
+
+def plan_sweep(
+    notes: Iterable[Note],
+    last_accessed: Mapping[str, Any],
+    moment: datetime,
+    rules: TtlRules,
+) -> SweepPlan:
+    """What a sweep at `moment` does. `last_accessed`: id -> time of the last recall."""
+    plan = SweepPlan()
+    for note in sorted(notes, key=lambda n: (n.path, n.id)):
+        if note.status != "active":
+            continue
+        seen = last_active(note, last_accessed.get(note.id))
+        idle = _days(moment - seen) if seen is not None else None
+        protected = note.pinned or note.importance >= rules.protect_importance
+        why_protected = "pinned" if note.pinned else f"importance {note.importance}"
+
+        reason = None
+        if note.is_expired(moment):
+            reason = f"expired {note.expires}"
+        elif idle is not None and idle >= rules.archive_after_days:
+            reason = f"not recalled for {idle} days"
+        if reason is not None:
+            item = SweepItem(note.id, note.path, note.project, ARCHIVE, reason, note.importance)
+            if protected:
+                item.action = "keep"
+                item.reason = f"{reason}; kept: {why_protected}"
+                plan.kept.append(item)
+            else:
+                item.target = archive_relpath(note)
+                plan.archive.append(item)
+            continue
+
+        if (
+            idle is not None
+            and idle >= rules.demote_after_days
+            and note.importance < rules.demote_below_importance
+            and note.importance > 1
+            and not protected
+            and not _demoted_since(note, seen)
+        ):
+            plan.demote.append(SweepItem(
+                note.id, note.path, note.project, DEMOTE, f"not recalled for {idle} days",
+                note.importance, new_importance=note.importance - 1,
+            ))
+    return plan
+
+
+def _demoted_since(note: Note, seen: datetime | None) -> bool:
+    stamp = parse_time(note.meta.get("demoted")) if note.meta.get("demoted") else None
+    return stamp is not None and seen is not None and stamp >= seen
+
+
+# --- I/O: running a sweep and restoring --------------------------------------------------------
+
+
+def _last_accessed(store: Any, ids: list[str]) -> dict[str, Any]:
+    try:
+        from memctl.disk.counters import get_counters
+    except ImportError:
+        return {}
+    return {note_id: last for note_id, (_count, last) in get_counters(store, ids).items() if last}
+
+
+def _active_notes(store: Any) -> list[Note]:
+    return [note for note in store.iter_notes(include_archived=False) if note.status == "active"]
+
+
+def compute_plan(store: Any, moment: datetime) -> SweepPlan:
+    notes = _active_notes(store)
+    return plan_sweep(notes, _last_accessed(store, [n.id for n in notes]), moment,
+                      TtlRules.from_settings(store.settings))
+
+
+def run_sweep(store: Any, *, dry_run: bool = False) -> SweepPlan:
+    """Plan the sweep and, unless `dry_run`, apply it with one commit."""
+    from memctl.core.clock import now
+
+    if dry_run:
+        return compute_plan(store, now())
+    with store.lock("archive"):
+        moment = now()
+        plan = compute_plan(store, moment)
+        if plan.empty:
+            return plan
+        changed: list[str] = []
+        for item in plan.demote:
+            changed.append(_demote(store, item, moment))
+        for item in plan.archive:
+            changed.extend(_archive(store, item, moment))
+        lines = [f"archive {item.id}: {item.reason}" for item in plan.archive]
+        lines += [f"demote {item.id} to {item.new_importance}: {item.reason}"
+                  for item in plan.demote]
+        title = f"archive sweep: {len(plan.archive)} archived, {len(plan.demote)} demoted"
+        plan.commit = store.commit(title + "\n\n" + "\n".join(lines), changed)
+    return plan
+
+
+def _surgical(text: str, updates: dict[str, Any], note: Note) -> str:
+    """Change fields without stamping `updated`; keep a hand edit recognisable as one."""
+    from memctl.core.errors import MemctlError
+    from memctl.core.noteformat import compute_checksum, set_fields
+
+    changes = dict(updates)
+    if not note.has_id:
+        changes["id"] = note.id
+    try:
+        text = set_fields(text, changes)
+        if note.stamped:
+            text = set_fields(text, {"checksum": compute_checksum(text)})
+    except ValueError as exc:
+        raise MemctlError(f"{note.path}: cannot change a file that does not parse ({exc})") from exc
+    return text
+
+
+def _demote(store: Any, item: SweepItem, moment: datetime) -> str:
+    note = store.read_note(item.path)
+    text, _info = store.read_text(item.path)
+    store.write_text(item.path, _surgical(
+        text, {"importance": item.new_importance, "demoted": format_time(moment)}, note))
+    return item.path
+
+
+def _free_path(store: Any, wanted: str, note_id: str) -> str:
+    if not store.path(wanted).exists():
+        return wanted
+    stem = wanted[:-3] if wanted.endswith(".md") else wanted
+    candidate = f"{stem}-{note_id}.md"
+    number = 2
+    while store.path(candidate).exists():
+        candidate = f"{stem}-{note_id}-{number}.md"
+        number += 1
+    return candidate
+
+
+def _move(store: Any, note: Note, target: str, text: str) -> list[str]:
+    """Move the note to `target` with one rename, then write its new fields there.
+
+    Each step is atomic, so a crash leaves exactly one copy: at the old place, or at the new
+    one (where its folder already says what it is), never two notes with one id."""
+    import os
+
+    from memctl.disk.atomic import fsync_dir, make_dirs
+
+    if target != note.path:
+        make_dirs(store.path(target).parent)
+        os.rename(store.path(note.path), store.path(target))
+        fsync_dir(store.path(target).parent)
+    store.write_text(target, text)
+    return [note.path, target]
+
+
+def _archive(store: Any, item: SweepItem, moment: datetime) -> list[str]:
+    from memctl.store import stamp
+
+    note = store.read_note(item.path)
+    text, _info = store.read_text(item.path)
+    target = _free_path(store, item.target or archive_relpath(note), note.id)
+    # Few changed lines, so git still sees a rename and `git log --follow` keeps the history;
+    # where it came from is only written down when restore could not work it out.
+    changes: dict[str, Any] = {"status": "archived"}
+    if note.path != notes_relpath(note):
+        changes["archived_from"] = note.path
+    updated = stamp(text, changes, moment, note)
+    item.target = target
+    return _move(store, note, target, updated)
+
+
+def restore_note(store: Any, ref: str) -> tuple[Note, str]:
+    """Bring an archived (or superseded) note back to active. Returns it and its old path."""
+    from memctl.core.clock import now
+    from memctl.core.errors import MemctlError
+    from memctl.store import ARCHIVED, NOTE, classify, stamp
+
+    note = store.find_note(ref)
+    if note.status == "active":
+        raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")
+    with store.lock("restore"):
+        moment = now()
+        text, _info = store.read_text(note.path)
+        old_path = note.path
+        updates: dict[str, Any] = {"status": "active", "archived_from": None,
+                                   "superseded_by": None}
+        # A note restored while past its expiry would vanish from search again at once.
+        if note.is_expired(moment):
+            updates["expires"] = None
+        target = note.path
+        if classify(note.path) == (ARCHIVED, folder_project(note)):
+            wanted = str(note.meta.get("archived_from") or "")
+            if not wanted or classify(wanted) != (NOTE, folder_project(note)):
+                wanted = notes_relpath(note)
+            target = _free_path(store, wanted, note.id)
+        changed = _move(store, note, target, stamp(text, updates, moment, note))
+        store.commit(f"restore {note.id}: {_short(note.title)}", changed)
+    return store.read_note(target), old_path
+
+
+def _short(title: str, limit: int = 60) -> str:
+    title = " ".join(title.split())
+    return title if len(title) <= limit else title[: limit - 1] + "…"

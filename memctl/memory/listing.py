@@ -1,0 +1,40 @@
+"""Listing notes with filters, answered by the index (brought up to date first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memctl.core.clock import now, parse_since
+from memctl.core.errors import UsageError
+from memctl.store import GLOBAL, Store
+
+_ORDERS = {"updated": "updated", "created": "created", "importance": "importance"}
+
+
+def list_notes(store: Store, *, project: str | None, note_type: str | None = None,
+               tag: str | None = None, status: str = "active", since: str | None = None,
+               sort: str = "updated", limit: int | None = None, index: Any = None) -> list[dict[str, Any]]:
+    """Notes of `project` + global (every project when project is None), newest first.
+
+    Each is a dict of front matter fields plus `path`, as `list --json` prints them. A file
+    that stopped parsing is listed with its last good version (the index keeps it)."""
+    since_time = None
+    if since:
+        try:
+            since_time = parse_since(since, now())
+        except ValueError as exc:
+            raise UsageError(f"invalid value for --since: {exc}") from None
+    if index is None:
+        from memctl.index.db import ensure_fresh
+
+        index = ensure_fresh(store)
+    rows = index.list_notes(
+        projects=None if project is None else sorted({project, GLOBAL}),
+        types=[note_type] if note_type else [], tags=[tag] if tag else [],
+        status=None if status == "any" else status, include_stale=True, since=since_time,
+        order=_ORDERS.get(sort, "updated"), limit=None if sort in ("type", "project") else limit,
+    )
+    if sort in ("type", "project"):
+        rows.sort(key=lambda row: (str(row.get(sort) or ""), str(row.get("updated") or "")))
+        rows = rows[:limit] if limit else rows
+    return rows

@@ -1,0 +1,101 @@
+"""The health report's near-duplicate pairs, kept between runs in `.memctl/health-pairs.json`.
+
+Comparing every live note with every other note of its project is quadratic (~0.3 s for 800
+notes here, minutes for 5,000). Between two reports most notes do not change, and a pair of
+unchanged texts scores as it did: so a note whose text is unchanged keeps its pairs with the
+other unchanged notes, and only new or edited notes are compared again, each with its whole
+group. When more than a third of a group changed, the group is compared afresh.
+
+The file is derived and local like the index: delete it any time. A test holds the result
+equal to comparing everything again. (One exception, by construction: past 131,068 distinct
+words in one group, memctl.core.similarity's word codes repeat and a score can depend on the
+order of the texts; kept and fresh scores may then differ slightly near the threshold.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+FORMAT = 1  # bump when memctl.core.similarity scores texts differently
+FILE = "health-pairs.json"
+REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
+
+Pair = tuple[str, str, float]
+
+
+def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: float
+                ) -> tuple[list[Pair], dict[str, object]]:
+    """Pure: the similar pairs of one group (key, text), and what to keep of it for next time.
+    `previous` is what this returned last time for the group (anything else is ignored)."""
+    from memctl.core.similarity import pairs_involving, similar_pairs
+
+    digests = {key: _digest(text) for key, text in items}
+    unique = len(digests) == len(items)  # a key twice (a copied note): no shortcut
+    before = _entry(previous)
+    if unique and before is not None:
+        old_items, old_pairs = before
+        unchanged = {key for key, digest in digests.items() if old_items.get(key) == digest}
+        changed = set(digests) - unchanged
+        if len(changed) * REFRESH_SHARE <= len(digests):
+            # Each pair in the order of its two texts now, as similar_pairs gives it (the
+            # notes may have been listed in another order last time).
+            position = {key: number for number, (key, _) in enumerate(items)}
+            kept = [(a, b, score) if position[a] < position[b] else (b, a, score)
+                    for a, b, score in old_pairs if a in unchanged and b in unchanged]
+            fresh = pairs_involving(items, changed, threshold=threshold) if changed else []
+            pairs = sorted(kept + fresh, key=lambda p: (-p[2], p[0], p[1]))
+            return pairs, {"items": digests, "pairs": [list(p) for p in pairs]}
+    pairs = similar_pairs(items, threshold=threshold)
+    entry: dict[str, object] = {"items": digests if unique else {},
+                                "pairs": [list(p) for p in pairs]}
+    return pairs, entry
+
+
+def _entry(value: object) -> tuple[dict[str, str], list[Pair]] | None:
+    """A valid cached entry, or None (a damaged file only costs a full comparison)."""
+    if not isinstance(value, dict):
+        return None
+    items, pairs = value.get("items"), value.get("pairs")
+    if not isinstance(items, dict) or not items or not isinstance(pairs, list):
+        return None
+    try:
+        return ({str(k): str(v) for k, v in items.items()},
+                [(str(a), str(b), float(score)) for a, b, score in pairs])
+    except (TypeError, ValueError):
+        return None
+
+
+def _digest(text: str) -> str:
+    from hashlib import blake2b
+
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def load(root: str | os.PathLike[str], threshold: float) -> dict[str, object]:
+    """The cached groups, if the file is there, readable and made with these settings."""
+    from memctl.store import state_path
+
+    try:
+        data = json.loads(state_path(root, FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT \
+            or data.get("threshold") != threshold or not isinstance(data.get("groups"), dict):
+        return {}
+    return data["groups"]
+
+
+def save(root: str | os.PathLike[str], threshold: float, groups: dict[str, object]) -> None:
+    """Best effort: a report is never refused because its cache cannot be written."""
+    from memctl.disk.atomic import atomic_write_text
+    from memctl.core.errors import MemctlError
+    from memctl.store import state_path
+
+    text = json.dumps({"format": FORMAT, "threshold": threshold, "groups": groups},
+                      ensure_ascii=False, separators=(",", ":"))
+    try:
+        atomic_write_text(state_path(root, FILE), text)
+    except (OSError, MemctlError):
+        pass

@@ -1,0 +1,194 @@
+"""L2 project memory: `<project>/MEMORY.md`, the constraints, decisions, progress and lessons
+an agent reads whole at the start of every session.
+
+Shared by the CLI and the MCP server. Each write takes the store lock, writes atomically and
+makes one commit. A missing file is created from the `MEMORY.md` template on first write.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memctl.core import sections
+from memctl.core.clock import now
+from memctl.core.errors import MemctlError, UsageError
+from memctl.store import GLOBAL, MEMORY_FILE, Store, check_project_name
+
+TEMPLATE_NAME = "MEMORY.md"
+
+
+@dataclass
+class MemoryView:
+    project: str
+    path: str  # relative to the store
+    text: str | None  # None when the file does not exist yet
+    size: int  # bytes (UTF-8)
+    max_bytes: int
+    changed: bool = False
+    section: str | None = None
+    item: str | None = None
+
+    @property
+    def over_budget(self) -> bool:
+        return self.size > self.max_bytes
+
+    def warning(self) -> str | None:
+        if not self.over_budget:
+            return None
+        return (
+            f"{self.path} is {self.size / 1024:.1f} KB, over the {self.max_bytes / 1024:.0f} KB "
+            "budget; distil it (merge old items, move details into notes) with "
+            "`memctl project edit` or `memctl project replace`"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "project": self.project,
+            "path": self.path,
+            "exists": self.text is not None,
+            "text": self.text,
+            "size": self.size,
+            "max_bytes": self.max_bytes,
+            "over_budget": self.over_budget,
+        }
+        if self.section is not None:
+            data["section"] = self.section
+            data["item"] = self.item
+        data["changed"] = self.changed
+        return data
+
+
+def check_secrets(text: str, allow: bool = False) -> None:
+    from memctl.core.secrets import refuse_secrets
+
+    refuse_secrets(text, allow)
+
+
+def memory_relpath(project: str) -> str:
+    return f"{_project(project)}/{MEMORY_FILE}"
+
+
+def _project(project: str) -> str:
+    return GLOBAL if project == GLOBAL else check_project_name(project)
+
+
+def max_bytes(store: Store) -> int:
+    return int(store.settings.get("memory.max_bytes"))
+
+
+def read_memory(store: Store, project: str) -> str | None:
+    relpath = memory_relpath(project)
+    if not (store.root / relpath).exists():
+        return None
+    return store.read_text(relpath)[0]
+
+
+def _view(store: Store, project: str, text: str | None, **extra: Any) -> MemoryView:
+    size = len(text.encode("utf-8")) if text is not None else 0
+    return MemoryView(project, memory_relpath(project), text, size, max_bytes(store), **extra)
+
+
+def show(store: Store, project: str) -> MemoryView:
+    return _view(store, project, read_memory(store, project))
+
+
+def template_text(store: Store, project: str) -> str:
+    from memctl.disk.templates import fill, load_template
+
+    return fill(load_template(store.root, TEMPLATE_NAME), project=project)
+
+
+def section_text(store: Store, project: str, section: str) -> str | None:
+    """The text under one section's heading, or None when the file or section is missing."""
+    key = sections.section_key(section)
+    text = read_memory(store, project)
+    return None if text is None else sections.section_body(text, key)
+
+
+def add_item(
+    store: Store,
+    project: str,
+    section: str,
+    item: str,
+    moment: datetime | None = None,
+    allow_secret: bool = False,
+) -> MemoryView:
+    """Append `- [11-30] item` to a section; the rest of the file stays byte for byte."""
+    key = sections.section_key(section)
+    if "\x00" in item:
+        raise UsageError("the text contains NUL bytes")
+    if not item.strip():
+        raise UsageError("the text is empty")
+    check_secrets(item, allow_secret)
+    moment = moment or now()
+    relpath = memory_relpath(project)
+    with store.lock("project add"):
+        current = read_memory(store, project)
+        base = current if current is not None else template_text(store, project)
+        updated = sections.append_dated_item(base, key, item, moment)
+        store.write_text(relpath, updated)
+        first_line = item.strip().splitlines()[0]
+        store.commit(f"project {project}: add to {key}: {_short(first_line)}", [relpath])
+    line = sections.format_item(item, sections.day_stamp(moment))[0]
+    return _view(store, project, updated, changed=True, section=key, item=line)
+
+
+def replace(store: Store, project: str, text: str, allow_secret: bool = False) -> MemoryView:
+    """Replace the whole file (the milestone rewrite that distils it), exactly as given."""
+    if "\x00" in text:
+        raise UsageError("the new MEMORY.md contains NUL bytes; it must be text")
+    if not text.strip():
+        raise UsageError(
+            "the new MEMORY.md is empty; refusing to wipe the project memory "
+            "(edit it with `memctl project edit` to remove items)"
+        )
+    check_secrets(text, allow_secret)
+    relpath = memory_relpath(project)
+    with store.lock("project replace"):
+        current = read_memory(store, project)
+        if current == text:
+            return _view(store, project, current)
+        store.write_text(relpath, text)
+        store.commit(f"project {project}: rewrite MEMORY.md", [relpath])
+    return _view(store, project, text, changed=True)
+
+
+def ensure_exists(store: Store, project: str) -> tuple[str, bool]:
+    """Create MEMORY.md from the template when missing. Returns (relpath, created)."""
+    relpath = memory_relpath(project)
+    with store.lock("project create"):
+        if (store.root / relpath).exists():
+            return relpath, False
+        store.write_text(relpath, template_text(store, project))
+        store.commit(f"project {project}: create MEMORY.md", [relpath])
+    return relpath, True
+
+
+def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
+    """Open MEMORY.md in $EDITOR (created from the template first) and commit what changed.
+
+    The editor works on the file itself, as people expect of a file they own; the commit
+    records the change."""
+    relpath, _created = ensure_exists(store, project)
+    before = store.read_text(relpath)[0]
+    editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        result = subprocess.run([*shlex.split(editor), str(store.root / relpath)])
+    except FileNotFoundError:
+        raise MemctlError(f"editor {editor!r} not found; set $EDITOR") from None
+    if result.returncode != 0:
+        raise MemctlError(f"editor exited with {result.returncode}")
+    after = store.read_text(relpath)[0]
+    with store.lock("project edit"):
+        store.commit(f"project {project}: edit MEMORY.md", [relpath])
+    return _view(store, project, after, changed=after != before)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

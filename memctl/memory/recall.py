@@ -1,0 +1,553 @@
+"""`memctl recall`: the compact block an agent reads at the start of a session.
+
+L2 `MEMORY.md`, the scratchpad, then the notes that matter now — within a budget, because
+context is the agent's scarcest resource. How the notes are chosen, in order:
+
+1. only live notes of the project and `global` (never superseded, archived or expired);
+2. without a query: corrections, then rules, then the rest by importance and recency;
+3. with a query: the search hits first (corrections, then rules, then the others in search
+   order), then the slots left are filled as in 2, so the query steers without starving;
+4. at most `max_notes`, each cut to `note_chars` on a word (or, in Chinese, character)
+   boundary.
+
+When the whole block would pass `total_chars`, it is cut from the least valuable end:
+notes are dropped lowest-ranked first down to three, then the scratchpad, then MEMORY.md
+are shortened at a line boundary, then the last notes go. `truncated` says anything was cut.
+Every note shown has its access counter bumped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memctl.core.errors import UsageError
+
+ELLIPSIS = "…"
+HALF_LIFE_DAYS = 30.0  # recall's recency: a note a month old counts 3/4 of one from today
+MIN_NOTES_BEFORE_CUTTING_FILES = 3
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\r?\n|$)", re.DOTALL | re.MULTILINE)
+_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
+_TYPE_TIER = {"correction": 0, "rule": 1}
+
+
+@dataclass
+class Budget:
+    max_notes: int = 8
+    note_chars: int = 100
+    total_chars: int = 6000
+
+    def validate(self) -> Budget:
+        for name, value, low in (
+            ("--limit", self.max_notes, 0),
+            ("--note-chars", self.note_chars, 10),
+            ("--max-chars", self.total_chars, 200),
+        ):
+            if value < low:
+                raise UsageError(f"invalid value for {name}: {value} (at least {low})")
+        return self
+
+
+@dataclass
+class Candidate:
+    """A live note that may be recalled, with what ranking needs."""
+
+    id: str
+    type: str
+    project: str
+    importance: int
+    updated: datetime | None
+    text: str  # the whole body, one line
+    path: str = ""
+    title: str = ""
+    search_rank: int | None = None  # 0 = best hit for the query; None = not a hit
+
+
+@dataclass
+class RecalledNote:
+    id: str
+    type: str
+    project: str
+    importance: int
+    text: str
+    cut: bool
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "text": self.text,
+            "project": self.project,
+            "importance": self.importance,
+            "cut": self.cut,
+            "path": self.path,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class RecallResult:
+    project: str
+    query: str | None
+    memory_md: str | None
+    scratchpad: str | None
+    notes: list[RecalledNote]
+    truncated: bool
+    markdown: str
+    budget: Budget
+    memory_path: str = ""
+    scratchpad_path: str = ""
+    omitted: int = 0  # live notes that did not get a slot
+    memory_md_cut: bool = False
+    scratchpad_cut: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "query": self.query,
+            "memory_md": self.memory_md,
+            "scratchpad": self.scratchpad,
+            "notes": [note.to_dict() for note in self.notes],
+            "truncated": self.truncated,
+            "omitted": self.omitted,
+            "memory_md_cut": self.memory_md_cut,
+            "scratchpad_cut": self.scratchpad_cut,
+            "budget": {
+                "max_notes": self.budget.max_notes,
+                "note_chars": self.budget.note_chars,
+                "total_chars": self.budget.total_chars,
+                "used_chars": len(self.markdown),
+            },
+            "warnings": list(self.warnings),
+        }
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def one_line(body: str) -> str:
+    """A note body as one line: heading marks and comments dropped, whitespace collapsed."""
+    text = _COMMENT.sub(" ", body)
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            stripped = stripped.lstrip("#").strip()
+        if stripped:
+            lines.append(stripped)
+    return " ".join(" ".join(lines).split())
+
+
+def _is_joiner(ch: str) -> bool:
+    return (
+        bool(unicodedata.combining(ch))
+        or ch in "\u200d\ufe0e\ufe0f"
+        or ("\U0001f3fb" <= ch <= "\U0001f3ff")
+    )
+
+
+def cut_text(text: str, limit: int) -> tuple[str, bool]:
+    """Cut to at most `limit` characters, ellipsis included, on a word boundary for words and
+    a character boundary for Chinese/Japanese/Korean. Returns (text, was it cut)."""
+    if len(text) <= limit:
+        return text, False
+    room = max(1, limit - len(ELLIPSIS))
+    cut = room
+    # Never split a character from its combining marks or an emoji sequence.
+    while cut > 0 and _is_joiner(text[cut]):
+        cut -= 1
+    head = text[:cut]
+    next_char = text[cut] if cut < len(text) else " "
+    last_char = head[-1:] or " "
+    mid_word = not next_char.isspace() and not last_char.isspace()
+    if mid_word and not (_WIDE.match(last_char) or _WIDE.match(next_char)):
+        space = max(head.rfind(" "), head.rfind("\t"))
+        wide_break = max((i for i, ch in enumerate(head) if _WIDE.match(ch)), default=-1)
+        boundary = max(space, wide_break + 1 if wide_break >= 0 else -1)
+        # A single huge word (a URL, a hash) is cut inside rather than dropped whole.
+        if boundary >= room * 0.5:
+            head = head[:boundary]
+    head = head.rstrip(" \t,;:.-—–、，。；：")
+    return (head or text[:cut]) + ELLIPSIS, True
+
+
+def compact(text: str) -> str:
+    """A file as shown in the block: comments and empty sections dropped (they cost the
+    agent context and say nothing); everything else as written."""
+    from memctl.core.sections import parse_sections
+
+    text = _WHOLE_LINE_COMMENT.sub("", text)
+    text = _COMMENT.sub("", text)
+    for section in reversed(parse_sections(text, {})):
+        has_children = section.own_end < section.end
+        if (
+            section.level > 1
+            and not has_children
+            and not text[section.body_start : section.end].strip()
+        ):
+            text = text[: section.start] + text[section.end :]
+    return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n")
+
+
+def _cut_lines(text: str, allowance: int, marker: str) -> str | None:
+    """The largest prefix of whole lines that fits with `marker` after it, or None."""
+    if allowance <= len(marker) + 20:
+        return None
+    room = allowance - len(marker) - 1
+    kept: list[str] = []
+    used = 0
+    for line in text.splitlines():
+        if used + len(line) + 1 > room:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    while kept and not kept[-1].strip():
+        kept.pop()
+    if not kept:
+        return None
+    return "\n".join(kept) + "\n" + marker
+
+
+# --- choosing --------------------------------------------------------------------------------
+
+
+def base_score(
+    candidate: Candidate, moment: datetime, half_life_days: float = HALF_LIFE_DAYS
+) -> float:
+    """Importance weighted by recency: a note updated today counts double one a month old."""
+    age_days = 3650.0
+    if candidate.updated is not None:
+        age_days = max(0.0, (moment - candidate.updated).total_seconds() / 86400)
+    recency = 0.5 + 0.5 * math.pow(0.5, age_days / half_life_days)
+    return candidate.importance / 10 * recency
+
+
+def choose(
+    candidates: Sequence[Candidate], max_notes: int, moment: datetime
+) -> tuple[list[tuple[Candidate, str]], int]:
+    """Pick and order the notes. Returns [(candidate, reason)] and how many were left out."""
+    by_base = sorted(
+        candidates,
+        key=lambda c: (_TYPE_TIER.get(c.type, 2), -base_score(c, moment), c.id),
+    )
+    hits = sorted(
+        (c for c in candidates if c.search_rank is not None),
+        key=lambda c: (_TYPE_TIER.get(c.type, 2), c.search_rank, c.id),
+    )
+    chosen: list[tuple[Candidate, str]] = []
+    seen: set[str] = set()
+    for candidate in hits:
+        if len(chosen) >= max_notes:
+            break
+        chosen.append((candidate, "query"))
+        seen.add(candidate.id)
+    for candidate in by_base:
+        if len(chosen) >= max_notes:
+            break
+        if candidate.id in seen:
+            continue
+        reason = candidate.type if candidate.type in _TYPE_TIER else "important"
+        chosen.append((candidate, reason))
+        seen.add(candidate.id)
+    return chosen, max(0, len(candidates) - len(chosen))
+
+
+# --- the block -------------------------------------------------------------------------------
+
+
+def _note_line(note: RecalledNote, project: str) -> str:
+    where = "" if note.project == project else f", {note.project}"
+    return f"- `{note.id}` ({note.type}{where}) {note.text}"
+
+
+def render(
+    project: str,
+    memory_md: str | None,
+    scratchpad: str | None,
+    notes: Sequence[RecalledNote],
+    *,
+    memory_path: str,
+    scratchpad_path: str,
+    warnings: Sequence[str] = (),
+    query: str | None = None,
+) -> str:
+    parts = [f"# Memory for project `{project}`" + (f" (query: {query})" if query else "")]
+    for warning in warnings:
+        parts.append(f"> warning: {warning}")
+    if memory_md:
+        parts.append(f"## Project memory ({memory_path})\n\n{memory_md}")
+    if scratchpad:
+        parts.append(f"## Working memory ({scratchpad_path})\n\n{scratchpad}")
+    if notes:
+        lines = [_note_line(note, project) for note in notes]
+        parts.append(
+            "## Relevant notes\n\n"
+            + "\n".join(lines)
+            + "\n\nA cut note ends with …; `memctl show ID` prints it whole."
+        )
+    else:
+        parts.append(
+            "## Relevant notes\n\n(none yet: `memctl add` or the `remember` tool records one)"
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def assemble(
+    project: str,
+    memory_md: str | None,
+    scratchpad: str | None,
+    chosen: Sequence[tuple[Candidate, str]],
+    budget: Budget,
+    *,
+    memory_path: str = "",
+    scratchpad_path: str = "",
+    omitted: int = 0,
+    warnings: Sequence[str] = (),
+    query: str | None = None,
+    scratchpad_has_content: bool = True,
+) -> RecallResult:
+    """Cut notes to their length, then fit the whole block into the total cap."""
+    notes = []
+    any_cut = False
+    for candidate, reason in chosen:
+        text, was_cut = cut_text(candidate.text or candidate.title, budget.note_chars)
+        any_cut = any_cut or was_cut
+        notes.append(
+            RecalledNote(
+                candidate.id,
+                candidate.type,
+                candidate.project,
+                candidate.importance,
+                text,
+                was_cut,
+                candidate.path,
+                reason,
+            )
+        )
+    memory_shown = compact(memory_md) if memory_md else None
+    scratch_shown = compact(scratchpad) if scratchpad and scratchpad_has_content else None
+    state = {"memory_cut": False, "scratch_cut": False}
+
+    def build() -> str:
+        return render(
+            project,
+            memory_shown,
+            scratch_shown,
+            notes,
+            memory_path=memory_path,
+            scratchpad_path=scratchpad_path,
+            warnings=warnings,
+            query=query,
+        )
+
+    block = build()
+    dropped = 0
+    while len(block) > budget.total_chars and len(notes) > MIN_NOTES_BEFORE_CUTTING_FILES:
+        notes.pop()
+        dropped += 1
+        block = build()
+    for which in ("scratch", "memory"):
+        if len(block) <= budget.total_chars:
+            break
+        current = scratch_shown if which == "scratch" else memory_shown
+        if not current:
+            continue
+        excess = len(block) - budget.total_chars
+        command = "memctl scratch show" if which == "scratch" else "memctl project show"
+        marker = f"[… cut to fit the recall budget; `{command}` has it all]"
+        shortened = _cut_lines(current, len(current) - excess, marker) or marker
+        if which == "scratch":
+            scratch_shown, state["scratch_cut"] = shortened, True
+        else:
+            memory_shown, state["memory_cut"] = shortened, True
+        block = build()
+    while len(block) > budget.total_chars and notes:
+        notes.pop()
+        dropped += 1
+        block = build()
+    if len(block) > budget.total_chars:
+        block = cut_text(block, budget.total_chars)[0]
+    truncated = any_cut or dropped > 0 or omitted > 0 or state["memory_cut"] or state["scratch_cut"]
+    return RecallResult(
+        project=project,
+        query=query,
+        # A program gets the files as they are, unless the cap cut them: then what fits.
+        memory_md=memory_shown if state["memory_cut"] else memory_md,
+        scratchpad=scratch_shown if state["scratch_cut"] else scratchpad,
+        notes=notes,
+        truncated=truncated,
+        markdown=block,
+        budget=budget,
+        memory_path=memory_path,
+        scratchpad_path=scratchpad_path,
+        omitted=omitted + dropped,
+        memory_md_cut=state["memory_cut"],
+        scratchpad_cut=state["scratch_cut"],
+        warnings=list(warnings),
+    )
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+def budget_from_settings(
+    store: Any,
+    max_notes: int | None = None,
+    note_chars: int | None = None,
+    total_chars: int | None = None,
+) -> Budget:
+    settings = store.settings
+    return Budget(
+        max_notes=int(settings.get("recall.max_notes") if max_notes is None else max_notes),
+        note_chars=int(settings.get("recall.note_chars") if note_chars is None else note_chars),
+        total_chars=int(settings.get("recall.total_chars") if total_chars is None else total_chars),
+    ).validate()
+
+
+def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
+    from memctl.core.clock import parse_time
+
+    try:
+        importance = int(row.get("importance") or 5)
+    except (TypeError, ValueError):
+        importance = 5
+    return Candidate(
+        id=str(row["id"]),
+        type=str(row.get("type") or "fact"),
+        project=str(row.get("project") or ""),
+        importance=importance,
+        updated=parse_time(row.get("updated")),
+        text="",
+        path=str(row.get("path") or ""),
+        title=str(row.get("title") or ""),
+        search_rank=rank,
+    )
+
+
+def _query_ranks(store: Any, index: Any, project: str, query: str, limit: int) -> dict[str, int]:
+    """Search rank of each live note the query finds (0 = best)."""
+    from memctl.index.search import search
+
+    hits = search(store, query, projects=[project], limit=limit, kinds=("note",), index=index)
+    ranks: dict[str, int] = {}
+    for hit in hits:
+        ranks.setdefault(hit.id, len(ranks))
+    return ranks
+
+
+def _live_rows(
+    index: Any, scopes: list[str], max_notes: int, hit_ids: list[str], moment: datetime
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows `choose` can pick from, without loading every note of a big store: the best
+    corrections, rules and notes by `base_score` (computed the same way in SQL), plus the
+    query's hits. Returns them and the number of live notes in scope."""
+    import json
+
+    from memctl.index.search import scope_sql
+
+    now_ts = moment.timestamp()
+    where, params = scope_sql(projects=scopes, kinds=["note"], now_ts=now_ts)
+    scale = HALF_LIFE_DAYS * 86400 / math.log(2)
+    score = "d.importance * (0.5 + 0.5 * exp(-max(0.0, ? - d.updated_ts) / ?))"
+    conn = index.conn
+    live = conn.execute(f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0]
+    found: dict[str, dict[str, Any]] = {}
+
+    def fetch(extra: str, extra_params: list[Any], limit: int) -> None:
+        sql = (
+            f"SELECT d.meta FROM docs d WHERE {where}{extra} "
+            f"ORDER BY {score} DESC, d.id LIMIT {int(limit)}"
+        )
+        for (meta,) in conn.execute(sql, [*params, *extra_params, now_ts, scale]):
+            row = json.loads(meta)
+            found.setdefault(str(row["id"]), row)
+
+    if max_notes > 0:
+        fetch(" AND d.type = ?", ["correction"], max_notes)
+        fetch(" AND d.type = ?", ["rule"], max_notes)
+        fetch("", [], max_notes * 3)
+    if hit_ids:
+        marks = ", ".join("?" * len(hit_ids))
+        fetch(f" AND d.id IN ({marks})", list(hit_ids), len(hit_ids))
+    return list(found.values()), live
+
+
+def recall(
+    store: Any,
+    project: str,
+    query: str | None = None,
+    *,
+    max_notes: int | None = None,
+    note_chars: int | None = None,
+    total_chars: int | None = None,
+    record_access: bool = True,
+) -> RecallResult:
+    """The recall block for `project` (see the module doc for how notes are chosen)."""
+    from memctl.memory import project_memory, scratchpad
+    from memctl.core.clock import now
+    from memctl.core.errors import MemctlError
+    from memctl.index.db import ensure_fresh
+    from memctl.store import GLOBAL, check_project_name
+
+    if project != GLOBAL:
+        check_project_name(project)
+    query = query.strip() if query and query.strip() else None
+    budget = budget_from_settings(store, max_notes, note_chars, total_chars)
+    moment = now()
+    scopes = [project] if project == GLOBAL else [project, GLOBAL]
+    with ensure_fresh(store) as index:
+        limit = max(50, budget.max_notes * 5)
+        ranks = _query_ranks(store, index, project, query, limit) if query else {}
+        rows, live = _live_rows(index, scopes, budget.max_notes, list(ranks), moment)
+    candidates = [
+        _candidate(row, ranks.get(str(row["id"])))
+        for row in rows
+        if row.get("status", "active") == "active"
+    ]
+    chosen, _ = choose(candidates, budget.max_notes, moment)
+    omitted = max(0, live - len(chosen))
+    readable = []
+    for candidate, reason in chosen:
+        try:
+            note = store.read_note(candidate.path)
+        except MemctlError:
+            continue  # changed under us or unreadable now; the next recall sees it again
+        if note.is_stale(moment):
+            continue
+        candidate.text = one_line(note.body) or note.title
+        readable.append((candidate, reason))
+
+    memory_text = project_memory.read_memory(store, project)
+    scratch_text = scratchpad.read_scratch(store, project)
+    warnings = []
+    view = project_memory.show(store, project) if memory_text is not None else None
+    if view is not None and view.warning():
+        warnings.append(view.warning())
+    result = assemble(
+        project,
+        memory_text,
+        scratch_text,
+        readable,
+        budget,
+        memory_path=project_memory.memory_relpath(project),
+        scratchpad_path=scratchpad.scratch_relpath(project),
+        omitted=omitted,
+        warnings=warnings,
+        query=query,
+        scratchpad_has_content=scratch_text is not None
+        and not scratchpad.parse(scratch_text).is_empty(),
+    )
+    if record_access and result.notes:
+        from memctl.disk.counters import record_access as record
+
+        record(store, [note.id for note in result.notes], moment)
+    return result

@@ -1,0 +1,424 @@
+"""Working memory: `<project>/SCRATCHPAD.md`, the task at hand.
+
+The file is plain Markdown a person edits freely; every command here is a splice into one
+section (see `memctl.core.sections`), so hand edits elsewhere survive byte for byte. Sections are
+found by heading, in English or Chinese; a missing one is added at the end.
+
+    ## Focus            one paragraph, replaced by `scratch focus`
+    ## Open questions   `- question`
+    ## Next steps       `1. step` (numbered, so `scratch done 2` has something to point at)
+    ## Done             `- [x] [11-30 10:12] step`
+    ## Notes            `- [11-30 10:15] observation`
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memctl.core import sections
+from memctl.core.clock import now
+from memctl.core.errors import MemctlError, UsageError
+
+if TYPE_CHECKING:
+    from memctl.store import Store
+
+FILE_NAME = "SCRATCHPAD.md"
+TEMPLATE_NAME = "SCRATCHPAD.md"
+
+ALIASES: Mapping[str, Sequence[str]] = {
+    "focus": ("Focus", "当前焦点", "current focus", "current task", "焦点", "当前任务"),
+    "questions": (
+        "Open questions",
+        "待解决问题",
+        "questions",
+        "question",
+        "open question",
+        "问题",
+        "疑问",
+        "开放问题",
+    ),
+    "next": ("Next steps", "下一步", "next", "next step", "todo", "to do", "待办", "下一步计划"),
+    "done": ("Done", "已完成", "completed", "finished", "完成"),
+    "notes": ("Notes", "笔记", "note", "observations", "results", "记录", "观察", "备注"),
+}
+
+_ITEM = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)(.*)$")
+_CHECKBOX = re.compile(r"^\[[ xX]\][ \t]*")
+_STAMP = re.compile(r"^\[\d\d-\d\d(?: \d\d:\d\d)?\][ \t]*")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One top-level list item of a section: its text and where its lines are in the file."""
+
+    number: int  # 1-based position in the section
+    text: str  # marker, checkbox and stamp removed; continuation lines joined by spaces
+    start: int
+    end: int  # after its last non-blank line (with that line's ending)
+    marker: str
+
+
+@dataclass
+class Scratchpad:
+    focus: str = ""
+    questions: list[str] = field(default_factory=list)
+    next: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.focus or self.questions or self.next or self.done or self.notes)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "focus": self.focus,
+            "questions": list(self.questions),
+            "next": list(self.next),
+            "done": list(self.done),
+            "notes": list(self.notes),
+        }
+
+
+def time_stamp(moment: datetime) -> str:
+    return moment.astimezone().strftime("%m-%d %H:%M")
+
+
+def items(text: str, key: str) -> list[Item]:
+    section = sections.find_section(text, key, ALIASES)
+    if section is None:
+        return []
+    result: list[Item] = []
+    current: dict[str, object] | None = None
+    fence = False
+    for start, end, content, _eol in sections.split_lines(
+        text[section.body_start : section.own_end]
+    ):
+        start += section.body_start
+        end += section.body_start
+        if content.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        match = None if fence else _ITEM.match(content)
+        if match:
+            if current:
+                result.append(_finish(current, len(result) + 1))
+            current = {
+                "start": start,
+                "end": end,
+                "marker": match.group(2),
+                "parts": [match.group(4)],
+            }
+        elif current is not None and content.strip():
+            if content[:1] in " \t" or fence:
+                current["end"] = end
+                current["parts"].append(content.strip())  # type: ignore[union-attr]
+            else:
+                result.append(_finish(current, len(result) + 1))
+                current = None
+    if current:
+        result.append(_finish(current, len(result) + 1))
+    return result
+
+
+def _finish(current: dict[str, object], number: int) -> Item:
+    parts = [p for p in current["parts"] if p]  # type: ignore[union-attr]
+    text = " ".join(parts)
+    text = _CHECKBOX.sub("", text, count=1)
+    text = _STAMP.sub("", text, count=1)
+    return Item(number, text.strip(), current["start"], current["end"], current["marker"])  # type: ignore[arg-type]
+
+
+def _paragraph(text: str, key: str) -> str:
+    section = sections.find_section(text, key, ALIASES)
+    if section is None:
+        return ""
+    lines = []
+    for _, _, content, _ in sections.split_lines(text[section.body_start : section.own_end]):
+        stripped = content.strip()
+        if stripped and not (stripped.startswith("<!--") and stripped.endswith("-->")):
+            lines.append(stripped)
+    return "\n".join(lines)
+
+
+def parse(text: str) -> Scratchpad:
+    return Scratchpad(
+        focus=_paragraph(text, "focus"),
+        questions=[i.text for i in items(text, "questions")],
+        next=[i.text for i in items(text, "next")],
+        done=[i.text for i in items(text, "done")],
+        notes=[i.text for i in items(text, "notes")],
+    )
+
+
+def _one_line(value: str, what: str) -> list[str]:
+    lines = [line.rstrip() for line in value.strip().splitlines() if line.strip()]
+    if not lines:
+        raise UsageError(f"the {what} is empty")
+    return lines
+
+
+def set_focus(text: str, focus: str) -> str:
+    return sections.replace_own_body(text, "focus", _one_line(focus, "focus"), ALIASES)
+
+
+def add_question(text: str, question: str) -> str:
+    _one_line(question, "question")
+    return sections.insert_lines(text, "questions", sections.format_item(question), ALIASES)
+
+
+def add_next(text: str, step: str) -> str:
+    _one_line(step, "step")
+    existing = items(text, "next")
+    marker = f"{len(existing) + 1}."
+    if existing and not existing[-1].marker[0].isdigit():
+        marker = existing[-1].marker
+    elif existing:
+        marker = f"{len(existing) + 1}{existing[-1].marker[-1]}"
+    if existing and _CHECKBOX.match(_item_head(text, existing[-1])):
+        step = "[ ] " + step.strip()  # follow a hand-made checklist's style
+    return sections.insert_lines(text, "next", sections.format_item(step, marker=marker), ALIASES)
+
+
+def _item_head(text: str, item: Item) -> str:
+    """The first line of an item after its list marker."""
+    match = _ITEM.match(text[item.start : item.end].splitlines()[0])
+    return match.group(4) if match else ""
+
+
+def add_note(text: str, note: str, moment: datetime) -> str:
+    _one_line(note, "note")
+    return sections.insert_lines(
+        text, "notes", sections.format_item(note, time_stamp(moment)), ALIASES
+    )
+
+
+def find_step(text: str, ref: str) -> Item | None:
+    """A next step by number (`2`) or by its words (exact, else the one step containing them).
+
+    None when nothing matches; an ambiguous reference is an error naming the candidates."""
+    steps = items(text, "next")
+    ref = ref.strip()
+    if ref.isdigit():
+        number = int(ref)
+        if not 1 <= number <= len(steps):
+            raise UsageError(
+                f"there is no next step {number}; the scratchpad has {len(steps)} "
+                f"(see `memctl scratch show`)"
+            )
+        return steps[number - 1]
+    wanted = " ".join(ref.lower().split())
+    exact = [s for s in steps if " ".join(s.text.lower().split()) == wanted]
+    if exact:
+        return exact[0]
+    partial = [s for s in steps if wanted and wanted in s.text.lower()]
+    if len(partial) > 1:
+        listed = "; ".join(f"{s.number}. {s.text}" for s in partial)
+        raise MemctlError(f"{ref!r} matches several next steps ({listed}); give its number")
+    return partial[0] if partial else None
+
+
+def mark_done(text: str, ref: str, moment: datetime) -> tuple[str, str, bool]:
+    """Move a next step to Done with the time. Returns (new text, the step, was it listed).
+
+    A reference that matches no step is recorded as done anyway: work that was never
+    planned still happened."""
+    step = find_step(text, ref)
+    if step is None:
+        if ref.strip().isdigit():
+            raise UsageError(f"there is no next step {ref.strip()}")
+        done_text = ref.strip()
+        lines = sections.format_item(f"[x] [{time_stamp(moment)}] {done_text}")
+        return sections.insert_lines(text, "done", lines, ALIASES), done_text, False
+    original_lines = text[step.start : step.end]
+    text = text[: step.start] + text[step.end :]
+    text = _renumber(text)
+    continuation = [line.strip() for line in original_lines.splitlines()[1:] if line.strip()]
+    lines = sections.format_item(
+        "\n".join([f"[x] [{time_stamp(moment)}] {_first_line_text(original_lines)}"] + continuation)
+    )
+    return sections.insert_lines(text, "done", lines, ALIASES), step.text, True
+
+
+def _first_line_text(lines: str) -> str:
+    first = lines.splitlines()[0]
+    match = _ITEM.match(first)
+    value = match.group(4) if match else first.strip()
+    return _CHECKBOX.sub("", value, count=1).strip()
+
+
+def _renumber(text: str) -> str:
+    """Number the numbered next steps 1, 2, 3 again; only their digits change."""
+    changed = True
+    while changed:
+        changed = False
+        for expected, step in enumerate(items(text, "next"), start=1):
+            if not step.marker[0].isdigit() or step.marker[:-1] == str(expected):
+                continue
+            line = text[step.start : step.end]
+            digits_start = step.start + len(line) - len(line.lstrip(" "))
+            digits_end = digits_start + len(step.marker) - 1
+            text = text[:digits_start] + str(expected) + text[digits_end:]
+            changed = True  # offsets moved when the number of digits changed: parse again
+            break
+    return text
+
+
+# --- the file in the store -----------------------------------------------------------------
+
+ACTIONS = ("focus", "question", "next", "done", "note")
+
+
+@dataclass
+class ScratchView:
+    project: str
+    path: str
+    text: str | None
+    message: str = ""
+    changed: bool = False
+    episode: dict[str, Any] | None = None
+
+    @property
+    def state(self) -> Scratchpad:
+        return parse(self.text or "")
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "project": self.project,
+            "path": self.path,
+            "exists": self.text is not None,
+            "text": self.text,
+            **self.state.to_dict(),
+            "changed": self.changed,
+        }
+        if self.message:
+            data["message"] = self.message
+        if self.episode is not None:
+            data["episode"] = self.episode
+        return data
+
+
+def scratch_relpath(project: str) -> str:
+    from memctl.store import GLOBAL, SCRATCHPAD_FILE, check_project_name
+
+    name = GLOBAL if project == GLOBAL else check_project_name(project)
+    return f"{name}/{SCRATCHPAD_FILE}"
+
+
+def read_scratch(store: Store, project: str) -> str | None:
+    relpath = scratch_relpath(project)
+    if not (store.root / relpath).exists():
+        return None
+    return store.read_text(relpath)[0]
+
+
+def template_text(store: Store, project: str) -> str:
+    from memctl.disk.templates import fill, load_template
+
+    return fill(load_template(store.root, TEMPLATE_NAME), project=project)
+
+
+def show(store: Store, project: str) -> ScratchView:
+    return ScratchView(project, scratch_relpath(project), read_scratch(store, project))
+
+
+def update(
+    store: Store,
+    project: str,
+    action: str,
+    text: str,
+    moment: datetime | None = None,
+    allow_secret: bool = False,
+) -> ScratchView:
+    """One scratchpad change: focus, question, next, done (number or words), note."""
+    action = action.strip().lower()
+    if action not in ACTIONS:
+        raise UsageError(f"invalid action {action!r} (choose from {', '.join(ACTIONS)})")
+    if "\x00" in text:
+        raise UsageError("the text contains NUL bytes")
+    from memctl.memory.project_memory import check_secrets
+
+    check_secrets(text, allow_secret)
+    moment = moment or now()
+    relpath = scratch_relpath(project)
+    with store.lock(f"scratch {action}"):
+        current = read_scratch(store, project)
+        base = current if current is not None else template_text(store, project)
+        if action == "focus":
+            new, message = set_focus(base, text), f"focus: {_short(text)}"
+        elif action == "question":
+            new, message = add_question(base, text), f"question: {_short(text)}"
+        elif action == "next":
+            new = add_next(base, text)
+            message = f"next step {len(items(new, 'next'))}: {_short(text)}"
+        elif action == "done":
+            new, step, listed = mark_done(base, text, moment)
+            message = f"done: {_short(step)}" + ("" if listed else " (was not a next step)")
+        else:
+            new, message = add_note(base, text, moment), f"note: {_short(text)}"
+        store.write_text(relpath, new)
+        store.commit(f"scratch {project}: {message}", [relpath])
+    return ScratchView(project, relpath, new, message=message, changed=True)
+
+
+def clear(
+    store: Store,
+    project: str,
+    *,
+    archive: bool = False,
+    outcome: str | None = None,
+    goal: str | None = None,
+    summary: str | None = None,
+    moment: datetime | None = None,
+) -> ScratchView:
+    """Empty the scratchpad (back to the template). With `archive`, first keep the finished
+    state as an episode: focus as goal, done items as steps, the rest as sections."""
+    from memctl.memory import episodes
+    moment = moment or now()
+    relpath = scratch_relpath(project)
+    episode_data = None
+    current = read_scratch(store, project)
+    state = parse(current or "")
+    files = [relpath]
+    episode_file = None
+    if archive:
+        if state.is_empty() and not goal:
+            raise MemctlError("the scratchpad is empty; there is nothing to archive as an episode")
+        episode_goal = goal or state.focus.replace("\n", " ") or f"work on {project}"
+        episode_file = episodes.prepare_episode(
+            store,
+            project,
+            goal=episode_goal,
+            outcome=outcome,
+            steps=[episodes.Step(step) for step in state.done],
+            summary=summary,
+            moment=moment,
+            extra_sections=[
+                ("Notes", state.notes),
+                ("Open questions", state.questions),
+                ("Left to do", state.next),
+            ],
+        )
+        files.append(episode_file[0])
+        episode_data = episode_file[2].to_dict(with_body=False)
+    elif outcome or goal or summary:
+        raise UsageError("--outcome, --goal and --summary only go with --archive")
+    with store.lock("scratch clear"):
+        if episode_file is not None:
+            store.write_text(episode_file[0], episode_file[1])
+        new = template_text(store, project)
+        if current is None and episode_file is None:
+            return ScratchView(project, relpath, None, message="the scratchpad is already empty")
+        store.write_text(relpath, new)
+        message = "cleared"
+        if episode_file is not None:
+            message += f"; archived as episode {episode_file[2].id}"
+        store.commit(f"scratch {project}: {message}", files)
+    return ScratchView(project, relpath, new, message=message, changed=True, episode=episode_data)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

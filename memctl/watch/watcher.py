@@ -1,0 +1,492 @@
+"""`memctl watch`: keep the index in step with the files while people and git change them.
+
+Watched: the store root (not recursively: project folders appearing and going) and each project
+folder, recursively; never `.git` nor `.memctl/`. Only events that can change a file are asked
+for, so the indexer's own reads never wake the watcher. A `Coalescer` turns a burst (a save is
+~17 events, a checkout thousands) into one pass of `Index.refresh` over the paths named, which
+re-reads only what changed. A periodic full pass is the safety net for lost events. The watcher
+never writes to a note. See docs/watch.md.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memctl.watch.events import MAX_DELAY, QUIET, Batch, Coalescer, interpret, relative
+
+# The safety net: a full (stat-only for unchanged files) pass this often.
+FULL_CHECK_EVERY = 60.0
+# With --commit, at most one commit this often.
+COMMIT_EVERY = 5.0
+
+SYSCTL_HINT = (
+    "raise it with `sudo sysctl fs.inotify.max_user_watches=524288` (add "
+    "`fs.inotify.max_user_watches=524288` to /etc/sysctl.d/90-inotify.conf to keep it)"
+)
+
+
+def inotify_limit_error(exc: OSError, folders: int) -> str | None:
+    """A clear message for the kernel's inotify limits, or None for another error."""
+    if exc.errno == errno.ENOSPC:
+        return (f"the inotify watch limit (fs.inotify.max_user_watches) is reached: the store "
+                f"needs about {folders} watches (one per folder) besides what other programs "
+                f"use; {SYSCTL_HINT}")
+    if exc.errno == errno.EMFILE:
+        return ("the inotify instance limit (fs.inotify.max_user_instances) is reached: too many "
+                "programs watch files; close some, or raise it with "
+                "`sudo sysctl fs.inotify.max_user_instances=1024`")
+    return None
+
+
+_libc: object = None
+
+
+def _file_id(path: os.PathLike[str]) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def probe_inotify(folder: str) -> OSError | None:
+    """Try to add one more inotify watch (then drop it). watchdog silently skips sub-folders it
+    cannot watch once the limit is reached; if one more watch fails here, some of ours may be
+    missing. Returns the error, or None when a watch could be added (or no probe is possible)."""
+    global _libc
+    import ctypes
+
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        except (OSError, AttributeError):
+            _libc = False
+    if not _libc:
+        return None
+    fd = _libc.inotify_init()  # type: ignore[attr-defined]
+    if fd < 0:
+        return None  # out of inotify instances: says nothing about our own watches
+    try:
+        # IN_DELETE_SELF: any mask does for a probe; the watch goes with the fd.
+        if _libc.inotify_add_watch(fd, os.fsencode(folder), 0x400) < 0:  # type: ignore[attr-defined]
+            err = ctypes.get_errno()
+            if err == errno.ENOSPC:
+                return OSError(err, os.strerror(err))
+        return None
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class BatchReport:
+    """What one pass did, for the log line and `--json`. Counts are index entries (a note is
+    one, a MEMORY.md one per section)."""
+
+    added: int
+    updated: int
+    removed: int
+    unchanged: int  # files looked at that had not changed
+    errors: list[str]  # "path:line: message" of files that do not parse (they keep their entry)
+    elapsed_ms: float
+    paths: int  # files and folders the pass was asked about (0: a full pass)
+    events: int  # file system events behind it (0: a periodic check)
+    full: bool
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def as_json(self) -> dict[str, object]:
+        return {"event": "batch", "added": self.added, "updated": self.updated,
+                "removed": self.removed, "unchanged": self.unchanged, "errors": self.errors,
+                "elapsed_ms": round(self.elapsed_ms, 1), "paths": self.paths,
+                "events": self.events, "full": self.full}
+
+
+class Watcher:
+    """The running watcher of one store. `run()` blocks until `stop()` or a KeyboardInterrupt
+    (the CLI raises one on SIGTERM too), and always cleans up: watches, heartbeat, lock."""
+
+    def __init__(self, root: str | os.PathLike[str], *, commit: bool = False,
+                 on_batch: Callable[[BatchReport], None] | None = None,
+                 on_message: Callable[[str], None] | None = None,
+                 on_commit: Callable[[str, int], None] | None = None,
+                 quiet: float = QUIET, max_delay: float = MAX_DELAY,
+                 full_check_every: float = FULL_CHECK_EVERY,
+                 commit_every: float = COMMIT_EVERY) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self.commit = commit
+        self.on_batch = on_batch or (lambda report: None)
+        self.on_message = on_message or (lambda text: None)
+        self.on_commit = on_commit or (lambda sha, files: None)
+        self.full_check_every = full_check_every
+        self.commit_every = commit_every
+        self._cond = threading.Condition()
+        self._coalescer = Coalescer(quiet, max_delay)
+        self._stopping = False
+        self._observer: Any = None
+        self._handler: Any = None
+        self._log_handler: logging.Handler | None = None
+        self._watches: dict[str, Any] = {}  # "" (the root) or a project folder name → watch
+        self._index: Any = None
+        self._lock: Any = None
+        self._heartbeat: Any = None
+        self._root_id: tuple[int, int] | None = None
+        self._root_gone_said = False
+        self._limit_said = False
+        self._failing = False
+        self._index_id: tuple[int, int] | None = None
+        self._full_every = full_check_every
+        self._dirty = False  # memory files changed since the last commit (with --commit)
+        self._last_commit = 0.0
+
+    @staticmethod
+    def is_memory(relpath: str) -> bool:
+        from memctl.index.db import INDEXED_KINDS
+        from memctl.store import classify
+
+        kind = classify(relpath)
+        return kind is not None and kind[0] in INDEXED_KINDS
+
+    @staticmethod
+    def is_watched_top(name: str) -> bool:
+        from memctl.core.vocab import valid_project_name
+
+        return valid_project_name(name)  # never .git, .memctl, .tombstones, ...
+
+    # --- events (watchdog's threads) --------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        src = relative(self.root, event.src_path) if event.src_path else None
+        dest = relative(self.root, getattr(event, "dest_path", "") or "") or None
+        with self._cond:
+            interpret(event.event_type, event.is_directory, src, dest, self.is_memory,
+                      self.is_watched_top, self._coalescer, time.monotonic())
+            self._cond.notify()
+
+    def _on_overflow(self) -> None:
+        with self._cond:
+            self._coalescer.add_full(time.monotonic())
+            self._cond.notify()
+
+    # --- setting up -------------------------------------------------------------------------
+
+    def _start(self, *, announce: bool = False) -> None:
+        from memctl.core.errors import MemctlError
+        from memctl.disk.watchstate import Heartbeat, WatchLock
+
+        try:
+            info = os.stat(self.root)
+        except OSError:
+            raise MemctlError(f"store {self.root} does not exist") from None
+        self._root_id = (info.st_dev, info.st_ino)
+        self._lock = WatchLock(self.root)
+        self._lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
+        self._heartbeat = Heartbeat(self.root)
+        self._heartbeat.beat("starting")
+        self._open_index()
+        self._start_observer()
+        # The first full pass runs once the watches are in place: a change made during it
+        # arrives as an event and is reconciled right after.
+        self._apply(Batch(full=True), announce=announce)
+        self._heartbeat.beat("ready", watches=len(self._watches))
+
+    def _open_index(self) -> None:
+        from memctl.index.db import open_index
+
+        self._index = open_index(self.root)
+        self._index_id = _file_id(self._index.path)
+
+    def _start_observer(self) -> None:
+        from watchdog.events import FileSystemEventHandler
+
+        try:
+            from watchdog.observers.inotify import InotifyObserver
+
+            # Full events: a move whose other half is outside one watch keeps its empty half,
+            # so a move in from another project can be told from a plain create.
+            observer: Any = InotifyObserver(generate_full_events=True)
+        except ImportError:  # not Linux
+            from watchdog.observers import Observer
+
+            observer = Observer()
+        watcher = self
+
+        class Handler(FileSystemEventHandler):
+            def dispatch(self, event: Any) -> None:
+                watcher._on_event(event)
+
+        class OverflowLog(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if "overflow" in record.getMessage().lower():
+                    watcher._on_overflow()
+
+        # watchdog only logs a kernel queue overflow; hearing it triggers a full pass. Its
+        # other log lines (a race at shutdown) are not for the person at the terminal.
+        logging.getLogger("watchdog").addHandler(logging.NullHandler())
+        self._log_handler = OverflowLog(logging.WARNING)
+        logging.getLogger("watchdog.observers.inotify_c").addHandler(self._log_handler)
+        self._handler = Handler()
+        self._observer = observer
+        observer.start()
+        self._watch("", recursive=False)
+        for name in self._tops_on_disk():
+            self._watch(name, recursive=True)
+        self._check_limit()
+
+    def _watch(self, name: str, *, recursive: bool) -> None:
+        from watchdog import events as ev
+
+        from memctl.core.errors import MemctlError
+
+        # Never opens or read-only closes (the indexer reading), nor attribute changes.
+        wanted = [ev.FileCreatedEvent, ev.FileModifiedEvent, ev.FileClosedEvent,
+                  ev.FileDeletedEvent, ev.FileMovedEvent, ev.DirCreatedEvent,
+                  ev.DirDeletedEvent, ev.DirMovedEvent]
+        path = os.path.join(self.root, name) if name else self.root
+        try:
+            self._watches[name] = self._observer.schedule(
+                self._handler, path, recursive=recursive, event_filter=wanted)
+        except FileNotFoundError:
+            pass  # gone again already; the pass that follows sees that
+        except OSError as exc:
+            message = inotify_limit_error(exc, self._count_folders())
+            if message:
+                raise MemctlError(message) from None
+            raise
+
+    def _unwatch(self, name: str) -> None:
+        watch = self._watches.pop(name, None)
+        if watch is not None:
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, RuntimeError):
+                pass
+
+    def _tops_on_disk(self) -> list[str]:
+        try:
+            return sorted(e.name for e in os.scandir(self.root)
+                          if e.is_dir(follow_symlinks=False) and self.is_watched_top(e.name))
+        except OSError:
+            return []
+
+    def _count_folders(self) -> int:
+        return 1 + sum(1 for name in self._tops_on_disk()
+                       for _ in os.walk(os.path.join(self.root, name)))
+
+    def _check_limit(self, *, fatal: bool = True) -> None:
+        """At start, a reached limit means watches are missing: an error. Later it may be
+        another program's doing and only folders made since are at risk: a warning, and the
+        full pass runs every few seconds until the limit is lifted."""
+        from memctl.core.errors import MemctlError
+
+        error = probe_inotify(self.root)
+        message = inotify_limit_error(error, self._count_folders()) if error else None
+        if message and fatal:
+            raise MemctlError(message)
+        if message and not self._limit_said:
+            self.on_message(f"warning: {message}; new folders may be missed until then")
+        self._limit_said = bool(message)
+        self._full_every = min(self.full_check_every, 5.0) if message else self.full_check_every
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def run(self, on_ready: Callable[[], None] | None = None) -> None:
+        from memctl.disk.watchstate import BEAT_INTERVAL
+
+        try:
+            self._start()
+            if on_ready is not None:
+                on_ready()
+            now = time.monotonic()
+            next_tick, next_beat = now + 0.5, now + BEAT_INTERVAL
+            next_full = now + self._full_every
+            while True:
+                batch, hold = None, False
+                with self._cond:
+                    if self._stopping:
+                        return
+                    due = self._coalescer.due_at()
+                    now = time.monotonic()
+                    wake = next_tick if due is None else min(next_tick, due)
+                    if wake > now:
+                        self._cond.wait(wake - now)
+                        now = time.monotonic()
+                    due = self._coalescer.due_at()
+                    if due is not None and now >= due:
+                        hold = self._git_busy()
+                        batch = self._coalescer.take(now, hold=hold)
+                if batch:
+                    self._apply(batch)
+                elif hold:
+                    time.sleep(0.05)  # git holds its index lock: look again shortly
+                if now < next_tick:
+                    continue
+                next_tick = now + 0.5
+                if self._store_moved():
+                    continue
+                if now >= next_full:
+                    next_full = now + self._full_every
+                    self._apply(Batch(full=True))
+                if now >= next_beat:
+                    next_beat = now + BEAT_INTERVAL
+                    self._beat()
+                if self.commit:
+                    self._maybe_commit(now)
+        finally:
+            self.close()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+
+    def _git_busy(self) -> bool:
+        return os.path.exists(os.path.join(self.root, ".git", "index.lock"))
+
+    def _apply(self, batch: Batch, *, announce: bool = True) -> None:
+        for name in sorted(batch.gone_tops):
+            self._unwatch(name)
+        for name in sorted(batch.new_tops):
+            if name not in self._watches and os.path.isdir(os.path.join(self.root, name)):
+                self._watch(name, recursive=True)
+                self._check_limit(fatal=False)
+        if not batch.paths and not batch.full:
+            return
+        # New folders are named in `paths` too: refresh walks them, which also catches files
+        # written before their watch was in place.
+        try:
+            stats = self._index.refresh(None if batch.full else sorted(batch.paths))
+        except sqlite3.Error as exc:
+            # Busy for long, or broken: say so once, start on a fresh connection (open_index
+            # rebuilds a corrupt index) and try a full pass again shortly.
+            if not self._failing:
+                self.on_message(f"warning: could not update the index ({exc}); retrying")
+            self._failing = True
+            self._index.close()
+            self._open_index()
+            with self._cond:
+                self._coalescer.add_full(time.monotonic(), wait=2.0)
+            return
+        self._failing = False
+        report = BatchReport(
+            added=len(stats.added), updated=len(stats.updated), removed=len(stats.removed),
+            unchanged=stats.unchanged, errors=[f"{p}:{line}: {msg}" for p, line, msg in stats.errors],
+            elapsed_ms=stats.elapsed_ms, paths=0 if batch.full else len(batch.paths),
+            events=batch.events, full=batch.full)
+        if stats.changed:
+            self._dirty = True
+        if announce and (batch.events or report.changed or report.errors):
+            self.on_batch(report)  # a periodic check that found nothing is not worth a line
+
+    # --- periodic work ----------------------------------------------------------------------
+
+    def _beat(self) -> None:
+        try:
+            self._heartbeat.beat()
+        except OSError:
+            pass  # the store is being replaced; _store_moved deals with it
+        self._check_limit(fatal=False)
+
+    def _store_moved(self) -> bool:
+        """The store folder replaced (`mv store store.old; mkdir store`) leaves inotify on the
+        old folder, and a deleted `.memctl/` leaves our lock and index on unlinked files: start
+        over on what is at the path now. True while there is nothing to watch."""
+        try:
+            info = os.stat(self.root)
+        except FileNotFoundError:
+            if not self._root_gone_said:
+                self._root_gone_said = True
+                self.on_message(f"the store folder {self.root} is gone; waiting for it to return")
+            return True
+        same_root = (info.st_dev, info.st_ino) == self._root_id
+        if same_root and self._lock.still_held():
+            if _file_id(self._index.path) != self._index_id:
+                # Another memctl found the index corrupt and made a new one: ours is unlinked.
+                self._index.close()
+                self._open_index()
+                self._apply(Batch(full=True), announce=False)
+            return False
+        self._root_gone_said = False
+        self.on_message("the store folder was replaced; watching the new one" if not same_root
+                        else "`.memctl/` was removed; starting over")
+        self._teardown()
+        self._start(announce=True)
+        return False
+
+    def _maybe_commit(self, now: float) -> None:
+        from memctl.disk import gitops
+        from memctl.disk.locking import LockTimeout, store_lock
+
+        if not self._dirty or now - self._last_commit < self.commit_every:
+            return
+        if self._git_busy() or gitops.operation_in_progress(self.root) is not None:
+            return  # never through a merge, a rebase or another git's index lock
+        try:
+            with store_lock(self.root, "watch --commit", timeout=0.2):
+                self._dirty, self._last_commit = False, now
+                changed = self._uncommitted_memory()
+                if not changed:
+                    return
+                kinds = [kind for kind, _path in changed]
+                message = (f"memctl watch: hand edits ({kinds.count('A')} added, "
+                           f"{kinds.count('M')} changed, {kinds.count('D')} removed)")
+                sha = gitops.commit_all(self.root, message, sorted(p for _k, p in changed))
+        except LockTimeout:
+            return  # a memctl command is busy committing; a later tick tries again
+        except gitops.GitError as exc:
+            self.on_message(f"warning: could not commit: {exc}")
+            return
+        if sha:
+            self.on_commit(sha, len(changed))
+
+    def _uncommitted_memory(self) -> list[tuple[str, str]]:
+        """(A|M|D, path) of the memory files git sees changed (run_git's status never takes
+        git's index lock, so a person's own git command cannot fail on us)."""
+        from memctl.disk import gitops
+        result = gitops.run_git(self.root, "status", "--porcelain", "-z", "--no-renames",
+                                "--untracked-files=all")
+        changed = []
+        for entry in result.stdout.split("\0"):
+            code, path = entry[:2], entry[3:]
+            if len(entry) > 3 and self.is_memory(path):
+                kind = "A" if code == "??" or "A" in code else "D" if "D" in code else "M"
+                changed.append((kind, path))
+        return changed
+
+    # --- shutting down ----------------------------------------------------------------------
+
+    def _teardown(self) -> None:
+        observer, self._observer = self._observer, None
+        self._watches.clear()
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout=1.0)
+        if self._log_handler is not None:
+            logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._log_handler)
+            self._log_handler = None
+        index, self._index = self._index, None
+        if index is not None:
+            index.close()
+        if self._heartbeat is not None:
+            self._heartbeat.clear()
+            self._heartbeat = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def close(self) -> None:
+        try:
+            if self.commit and self._dirty and self._lock is not None:
+                self._maybe_commit(time.monotonic() + self.commit_every)
+        finally:
+            self._teardown()
