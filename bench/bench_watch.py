@@ -138,8 +138,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "out" / "watch")
     args = parser.parse_args()
 
-    from memctl.index.db import open_index
     from memctl.core.query import parse
+    from memctl.index.db import open_index
     from memctl.index.search import search
     from memctl.store import Store
 

@@ -118,7 +118,7 @@ def running_watcher(store: Path, *extra: str):
 
 
 def memory_paths_in_git(store: Path) -> set[str]:
-    from memctl.store import classify
+    from memctl.disk.layout import classify
 
     tracked = git(store, "ls-files", "-z").stdout.split("\0")
     return {p for p in tracked if p and (classify(p) or ("", ""))[0] in ("note", "archived")}

@@ -135,8 +135,8 @@ def plain_data(value: object, depth: int = 0) -> bool:
 
 
 def check_front_matter(text: str) -> str | None:
-    from memctl.index.docs import docs_for_file
     from memctl.core.noteformat import parse_text
+    from memctl.index.docs import docs_for_file
 
     parsed = parse_text(text)
     if not isinstance(parsed.meta, dict):
@@ -220,9 +220,9 @@ def check_entry_name(name: str) -> str | None:
 
 
 def check_validate(raw: dict[str, bytes]) -> str | None:
-    from memctl.exchange.bundle import unsafe_yaml_tags, validate
     from memctl.core.errors import MemctlError
     from memctl.core.noteformat import parse_text
+    from memctl.exchange.bundle import unsafe_yaml_tags, validate
 
     try:
         bundle = validate("fuzz", dict(raw))
@@ -263,8 +263,8 @@ def make_zip(spec: tuple[list[tuple[str, bytes, int, bool]], int, bytes]) -> byt
 
 
 def check_zip(folder: Path, data: bytes) -> str | None:
-    from memctl.exchange.bundle import read_bundle
     from memctl.core.errors import MemctlError
+    from memctl.exchange.bundle import read_bundle
 
     target = folder / "fuzz.zip"
     target.write_bytes(data)
@@ -342,10 +342,10 @@ def run_atheris(name: str, runs: int, out: Path) -> None:
     import atheris
 
     with atheris.instrument_imports():
-        import memctl.exchange.bundle  # noqa: F401
-        import memctl.index.docs  # noqa: F401
         import memctl.core.noteformat  # noqa: F401
         import memctl.core.query  # noqa: F401
+        import memctl.exchange.bundle  # noqa: F401
+        import memctl.index.docs  # noqa: F401
     folder = Path(tempfile.mkdtemp())
     check = targets(folder)[name][1]
     tally = Tally(f"{name} (atheris)")

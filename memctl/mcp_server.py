@@ -67,7 +67,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
 
     from memctl import __version__
     from memctl.core.note import NOTE_TYPES
-    from memctl.store import GLOBAL, check_project_name
+    from memctl.disk.layout import GLOBAL, check_project_name
 
     NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
     Outcome = Literal["completed", "partial", "in_progress", "failed"]
@@ -285,8 +285,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             Optional[Outcome], Field(description="With clear and archive: how the task ended.")
         ] = None,
     ) -> str:
-        from memctl.memory import scratchpad
         from memctl.core.errors import UsageError
+        from memctl.memory import scratchpad
 
         with guarded():
             name = resolve(project)
@@ -352,8 +352,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         ] = None,
         project: ProjectArg = None,
     ) -> str:
-        from memctl.memory import project_memory as l2
         from memctl.core.errors import UsageError
+        from memctl.memory import project_memory as l2
 
         with guarded():
             name = resolve(project)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from conftest import Cli, git
 
-from memctl.memory.checks import CREATED, MERGED, decide
 from memctl.core.note import Note
 from memctl.core.noteformat import parse_text
+from memctl.memory.checks import CREATED, MERGED, decide
 
 T0 = "2026-11-01T10:00:00.000Z"
 

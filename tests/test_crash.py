@@ -191,7 +191,7 @@ def edit_note_file(path: Path, line: str, when: str) -> None:
     """An edit as memctl makes it (text appended, `updated` and checksum stamped), so the
     whole-file check can tell it from a torn write."""
     from memctl.core.clock import parse_time
-    from memctl.store import stamp
+    from memctl.core.note import stamp
 
     text = path.read_text(encoding="utf-8") + f"\n{line}\n"
     moment = parse_time(when)

@@ -222,12 +222,13 @@ def test_kill_9_during_import_leaves_the_store_as_it_was(machines, crash_at):
     laptop.ok("export", str(archive))
     before, head = tree_snapshot(desktop.store), git(desktop.store, "rev-parse", "HEAD")
     assert _spawn_import(desktop.store, archive, crash_at) == -9
-    from memctl.exchange.transfer import recover_pending
+    from memctl.disk.journal import recover_pending
+    from memctl.disk.layout import state_path
 
     store = Store.open(desktop.store)
     assert list((desktop.store / ".memctl").glob("txn-*")), "the killed import left its journal"
     with store.lock("test"):  # the next command to take the lock rolls the import back
-        assert recover_pending(store) == []
+        assert recover_pending(store.root, state_path(store)) == []
     assert not list((desktop.store / ".memctl").glob("txn-*"))
     assert tree_snapshot(desktop.store) == before
     assert git(desktop.store, "rev-parse", "HEAD") == head

@@ -99,8 +99,8 @@ def test_the_validator_accepts_only_safe_entries(raw: dict[str, bytes]) -> None:
                                   "alpha/../../x.md", "/etc/x.md", "alpha\\..\\..\\x.md"])
 def test_the_validator_refuses_every_escaping_name_whatever_its_source(name: str) -> None:
     """`validate` also checks what importers of other tools' formats hand it, not only zips."""
-    from memctl.exchange.bundle import validate
     from memctl.core.errors import MemctlError
+    from memctl.exchange.bundle import validate
 
     try:
         bundle = validate("crafted", {name: b"---\nid: 01jdz4k2m8x7b3qv\n---\nhello\n"})

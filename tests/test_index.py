@@ -14,11 +14,11 @@ from conftest import write_memory_file as write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl.disk import counters
 from memctl.core.errors import MemctlError
+from memctl.core.noteformat import parse_text
+from memctl.disk import counters
 from memctl.index.db import ensure_fresh, index_path, open_index
 from memctl.index.docs import fast_parse
-from memctl.core.noteformat import parse_text
 from memctl.index.search import search
 
 

@@ -9,9 +9,9 @@ from conftest import Cli, git, run_memctl, tree_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.memory.lifecycle import TtlRules, plan_sweep
 from memctl.core.note import Note
 from memctl.core.noteformat import parse_text
+from memctl.memory.lifecycle import TtlRules, plan_sweep
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 RULES = TtlRules()  # the defaults of memctl.toml

@@ -10,8 +10,8 @@ from conftest import git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.memory import scratchpad
 from memctl.core.errors import MemctlError, UsageError
+from memctl.memory import scratchpad
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:34:00Z"}
 WHEN = datetime(2026, 11, 30, 12, 34, tzinfo=UTC)

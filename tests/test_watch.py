@@ -18,8 +18,8 @@ from conftest import git, memctl_executable, run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.watch.events import Coalescer, interpret, relative
 from memctl.disk.watchstate import WatcherRunning, WatchLock, read_status, watcher_is_live
+from memctl.watch.events import Coalescer, interpret, relative
 
 # --- the coalescer (pure) ------------------------------------------------------------------
 

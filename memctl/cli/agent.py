@@ -162,8 +162,8 @@ def project_replace(
     """Replace MEMORY.md whole, e.g. with a distilled version at a milestone."""
     from pathlib import Path
 
-    from memctl.memory import project_memory
     from memctl.core.errors import MemctlError, UsageError
+    from memctl.memory import project_memory
 
     if source == "-":
         text = _text_argument("-")

@@ -17,7 +17,8 @@ def choose_store(option: str | None) -> None:
 def get_store():  # -> memctl.store.Store
     """The store chosen by --store / MEMCTL_STORE / the default (created on first use)."""
     if _state.get("store") is None:
-        from memctl.store import Store, resolve_store_path
+        from memctl.disk.layout import resolve_store_path
+        from memctl.store import Store
 
         path, is_default = resolve_store_path(_state.get("store_option"))
         _state["store"] = Store.open(path, create_if_missing=is_default)
@@ -25,13 +26,13 @@ def get_store():  # -> memctl.store.Store
 
 
 def store_path_option():  # -> pathlib.Path for commands such as init
-    from memctl.store import resolve_store_path
+    from memctl.disk.layout import resolve_store_path
 
     return resolve_store_path(_state.get("store_option"))[0]
 
 
 def current_project(option: str | None, global_scope: bool = False) -> str:
-    from memctl.store import GLOBAL, resolve_project
+    from memctl.disk.layout import GLOBAL, resolve_project
 
     if global_scope:
         return GLOBAL

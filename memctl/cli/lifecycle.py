@@ -100,8 +100,8 @@ def health(
 def _write_markdown(report: dict[str, Any], target: str) -> None:
     from pathlib import Path
 
-    from memctl.disk.atomic import atomic_write_text
     from memctl.core.errors import MemctlError
+    from memctl.disk.atomic import atomic_write_text
     from memctl.memory.health import report_month, to_markdown
 
     path = Path(target).expanduser()

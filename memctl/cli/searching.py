@@ -20,9 +20,9 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
                json_output: bool = False) -> None:
     """Search and print: JSON on stdout, or a table for people; messages on stderr."""
     from memctl.cli.output import report_parse_errors, warn
+    from memctl.core.query import parse
     from memctl.disk.counters import record_access
     from memctl.index.db import ensure_fresh
-    from memctl.core.query import parse
     from memctl.index.search import search
 
     parsed = parse(query)  # bad syntax is bad usage before any work is done

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from memctl.core.clock import format_time, parse_time
+from memctl.core.errors import MemctlError
 from memctl.core.ids import ALPHABET, is_id
-from memctl.core.noteformat import ParsedFile, compute_checksum
+from memctl.core.noteformat import ParsedFile, compute_checksum, set_fields
 from memctl.core.vocab import (  # noqa: F401 - re-exported
+    MAX_NOTE_BYTES,
     NOTE_TYPES,
     PROJECT_NAME,
     SOURCES,
@@ -262,3 +264,31 @@ def ordered_meta(values: dict[str, Any]) -> dict[str, Any]:
     if "checksum" in ordered:
         ordered["checksum"] = ordered.pop("checksum")
     return ordered
+
+
+def stamp(text: str, updates: dict[str, object], moment: datetime, note: Note | None = None) -> str:
+    """Apply field updates, set `updated` and a fresh `checksum`, touching nothing else.
+
+    A hand-made file without an `id` gets its derived id written down, so the id it was known
+    by survives the change."""
+    changes = dict(updates)
+    changes["updated"] = format_time(monotonic_stamp(moment, note.updated if note else None))
+    if note is not None and not note.has_id:
+        changes.setdefault("id", note.id)
+    try:
+        text = set_fields(text, changes)
+        text = set_fields(text, {"checksum": compute_checksum(text)})
+    except ValueError as exc:
+        raise MemctlError(f"cannot change a file whose front matter does not parse ({exc})") from exc
+    if len(text.encode("utf-8")) > MAX_NOTE_BYTES * 10:
+        raise MemctlError("note is too large to rewrite")
+    return text
+
+
+def monotonic_stamp(moment: datetime, previous: str | None) -> datetime:
+    """A new `updated` is never older than the one it replaces (clocks differ between
+    machines; newest-wins merging relies on a change looking newer than what it changed)."""
+    before = parse_time(previous) if previous else None
+    if before is not None and before >= moment:
+        return before + timedelta(milliseconds=1)
+    return moment

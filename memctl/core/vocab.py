@@ -15,3 +15,6 @@ PROJECT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 def valid_project_name(name: str) -> bool:
     return bool(PROJECT_NAME.match(name)) and name not in {".", ".."} and len(name) <= 100
+
+# The largest note text memctl writes (a note is a statement, not a document).
+MAX_NOTE_BYTES = 1024 * 1024

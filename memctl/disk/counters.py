@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
-from memctl.store import state_path
+from memctl.disk.layout import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:

@@ -4,12 +4,15 @@ index. Every store change ends in exactly one commit made here."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
+from memctl.disk.atomic import atomic_write_text
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "memctl",
@@ -269,3 +272,31 @@ def status_porcelain(root: Path) -> list[str]:
 def head(root: Path) -> str | None:
     result = run_git(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
     return result.stdout.strip() or None
+
+
+# --- the merge driver (memctl merge-file; docs/sync.md) ----------------------------------------
+
+DRIVER = "memctl"
+ATTRIBUTES = ("*.md merge=memctl", ".counters/*.json merge=memctl")
+
+
+def driver_command() -> str:
+    return f"{shlex.quote(sys.executable)} -m memctl merge-file %O %A %B %P"
+
+
+def install_merge_driver(root: Path) -> bool:
+    """Define the driver in `.git/config` (not cloned, so every machine needs this) and name
+    it in `.gitattributes`. Returns True when `.gitattributes` changed (to be committed)."""
+    root = Path(root)
+    run_git(root, "config", f"merge.{DRIVER}.name", "memctl: newest version wins, loser kept")
+    run_git(root, "config", f"merge.{DRIVER}.driver", driver_command())
+    path = root / ".gitattributes"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    lines = text.splitlines()
+    missing = [line for line in ATTRIBUTES if line not in lines]
+    if not missing:
+        return False
+    if text and not text.endswith("\n"):
+        text += "\n"
+    atomic_write_text(path, text + "\n".join(missing) + "\n")
+    return True

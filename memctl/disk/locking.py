@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core.errors import MemctlError
-from memctl.store import state_path
+from memctl.disk.layout import state_path
 
 DEFAULT_TIMEOUT = 30.0
 # Created with the umask's bits but never world-writable (as every file memctl makes).

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
-from memctl.store import state_path
+from memctl.disk.layout import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:

@@ -97,8 +97,8 @@ class Bundle:
 
 def path_kind(relpath: str) -> str | None:
     """The kind of a store file that travels in bundles, or None for anything else."""
+    from memctl.disk.layout import classify
     from memctl.disk.settings import SETTINGS_FILE
-    from memctl.store import classify
     from memctl.disk.templates import STORE_TEMPLATE_DIR
 
     parts = relpath.split("/")
@@ -411,7 +411,7 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
     time of its own (a note without front matter, MEMORY.md, settings)."""
     from memctl.core.note import note_from_parsed
     from memctl.core.noteformat import compute_checksum, parse_text
-    from memctl.store import ARCHIVED, EPISODE, NOTE
+    from memctl.disk.layout import ARCHIVED, EPISODE, NOTE
 
     kind = path_kind(path) or "file"
     text = data.decode("utf-8", "replace")

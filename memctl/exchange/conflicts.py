@@ -39,9 +39,9 @@ def original_path(copy_path: str) -> str:
 
 
 def list_conflicts(store: Any) -> list[ConflictCopy]:
-    from memctl.exchange.bundle import entry_for
     from memctl.core.note import title_of
     from memctl.core.noteformat import parse_text
+    from memctl.exchange.bundle import entry_for
 
     root = Path(store.root)
     folder = root / CONFLICT_DIR
@@ -92,15 +92,14 @@ def find_copy(store: Any, ref: str) -> ConflictCopy:
 def resolve(store: Any, ref: str, action: str) -> ConflictCopy:
     """`keep` the copy as the current version, or `drop` it."""
     from memctl.core.clock import now
-    from memctl.exchange.transfer import recover_pending
-    from memctl.store import TOMBSTONE_DIR, stamp
+    from memctl.core.note import stamp
+    from memctl.disk.layout import TOMBSTONE_DIR
 
     if action not in ("keep", "drop"):
         raise UsageError(f"invalid action {action!r} (keep or drop)")
     copy = find_copy(store, ref)
     root = Path(store.root)
     with store.lock(f"conflicts {action}"):
-        recover_pending(store)
         changed = [copy.path]
         if action == "keep":
             data = (root / copy.path).read_bytes()

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memctl.exchange.bundle import COUNTERS, BundleFile, entry_for, path_kind
 from memctl.core.clock import format_time, parse_time
-from memctl.disk.gitops import run_git
 from memctl.core.ids import ALPHABET
 from memctl.core.merge import TOMBSTONE, Entry, git_oid
+from memctl.disk.gitops import run_git
+from memctl.exchange.bundle import COUNTERS, BundleFile, entry_for, path_kind
 
 HISTORY_LIMIT = 200  # blob ids per file carried in a bundle manifest
 _ID_TAIL = re.compile(rf"(?:^|-)([{ALPHABET}]{{16}})$")
@@ -138,8 +138,8 @@ def _iso_epoch(seconds: float) -> str:
 def read_store_files(root: Path) -> dict[str, tuple[bytes, float]]:
     """Every file of a store that takes part in merges: path -> (bytes, mtime)."""
     from memctl.disk.settings import SETTINGS_FILE
-    from memctl.store import Store
     from memctl.disk.templates import STORE_TEMPLATE_DIR
+    from memctl.store import Store
 
     found: dict[str, tuple[bytes, float]] = {}
     paths = [f.relpath for f in Store(root).walk()]
@@ -166,9 +166,8 @@ def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
     """A not-yet-committed hand edit with its `updated` set from the file time (never older
     than the version it edited) and a fresh checksum; None when it needs no stamp or has no
     front matter to stamp (memctl adds none to a person's plain file)."""
-    from memctl.core.note import note_from_parsed
+    from memctl.core.note import note_from_parsed, stamp
     from memctl.core.noteformat import parse_text
-    from memctl.store import stamp
 
     if path_kind(path) not in _NOTE_KINDS:
         return None

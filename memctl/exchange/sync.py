@@ -6,27 +6,24 @@ from the merge core's decisions (notes matched by id, newest wins, losers kept a
 copies), and only then moves the working tree to it with a fast-forward. Until that moment
 nothing in the store has changed, so a failure or a kill leaves the store as it was.
 
-For people who run `git pull` by hand, `install_merge_driver` registers `memctl merge-file`
+For people who run `git pull` by hand, `memctl.disk.gitops.install_merge_driver` registers `memctl merge-file`
 as git's merge driver for `*.md` and counter files, so git resolves those the same way.
 """
 
 from __future__ import annotations
 
-import shlex
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memctl.core.errors import MemctlError
-from memctl.disk.gitops import GitError, _identity_env, run_git
 from memctl.core.merge import Entry, git_oid, merge_key, merge_snapshots, seen_from_base
+from memctl.disk import gitops
+from memctl.disk.gitops import GitError, _identity_env, run_git
 from memctl.exchange.snapshot import history_key, scan_history, tree_of
 
 ATTEMPTS = 5
-DRIVER = "memctl"
-ATTRIBUTES = ("*.md merge=memctl", ".counters/*.json merge=memctl")
 # Someone pushed first (or at the same moment): fetch, merge and push again.
 _REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "cannot lock ref", "but expected")
 
@@ -49,30 +46,6 @@ class SyncReport:
 
 
 # --- the merge driver --------------------------------------------------------------------------
-
-
-def driver_command() -> str:
-    return f"{shlex.quote(sys.executable)} -m memctl merge-file %O %A %B %P"
-
-
-def install_merge_driver(root: Path) -> bool:
-    """Define the driver in `.git/config` (not cloned, so every machine needs this) and name
-    it in `.gitattributes`. Returns True when `.gitattributes` changed (to be committed)."""
-    from memctl.disk.atomic import atomic_write_text
-
-    root = Path(root)
-    run_git(root, "config", f"merge.{DRIVER}.name", "memctl: newest version wins, loser kept")
-    run_git(root, "config", f"merge.{DRIVER}.driver", driver_command())
-    path = root / ".gitattributes"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    lines = text.splitlines()
-    missing = [line for line in ATTRIBUTES if line not in lines]
-    if not missing:
-        return False
-    if text and not text.endswith("\n"):
-        text += "\n"
-    atomic_write_text(path, text + "\n".join(missing) + "\n")
-    return True
 
 
 def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
@@ -110,7 +83,7 @@ def clone_store(url: str, path: Path) -> Any:
         url = str(Path(url).expanduser().resolve())
     if path.exists() and any(path.iterdir()):
         if (path / "memctl.toml").is_file() and _origin(path) == url:
-            install_merge_driver(path)
+            gitops.install_merge_driver(path)
             return Store(path)
         raise MemctlError(f"{path} exists and is not empty; choose a new folder for the clone")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +96,7 @@ def clone_store(url: str, path: Path) -> Any:
         raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
                           f"the clone is in {path}")
     store, _created = Store.init(path)
-    if install_merge_driver(path):
+    if gitops.install_merge_driver(path):
         with store.lock("clone"):
             store.commit("memctl: merge driver for notes", [".gitattributes"])
     counters = {}
@@ -155,14 +128,11 @@ def _branch(root: Path) -> str:
 
 
 def sync(store: Any, remote: str | None = None, push: bool = True, attempts: int = ATTEMPTS) -> SyncReport:
-    from memctl.disk import gitops
-    from memctl.exchange.transfer import recover_pending
 
     root = Path(store.root)
     if remote and Path(remote).expanduser().exists():
         remote = str(Path(remote).expanduser().resolve())  # a local path must not depend on the cwd
     with store.lock("sync"):
-        recover_pending(store)
         busy = gitops.operation_in_progress(root)
         if busy:
             raise MemctlError(f"the store's git repository is in the middle of {busy}; finish or "
@@ -178,7 +148,7 @@ def sync(store: Any, remote: str | None = None, push: bool = True, attempts: int
             raise MemctlError("the store has no git remote; run `memctl sync --remote URL` once")
         branch = _branch(root)
         report = SyncReport(remote=origin, branch=branch)
-        install_merge_driver(root)
+        gitops.install_merge_driver(root)
         report.committed = commit_local_changes(store)
         for attempt in range(1, attempts + 1):
             report.attempts = attempt
@@ -212,9 +182,9 @@ def sync(store: Any, remote: str | None = None, push: bool = True, attempts: int
 def commit_local_changes(store: Any) -> str | None:
     """Stamp uncommitted hand edits from their file times, write this machine's counters,
     and commit everything: the local side of the merge is then a commit like the remote's."""
+    from memctl.core.merge import dump_counters, merge_counters
     from memctl.disk.atomic import atomic_write_bytes
     from memctl.disk.counters import export_machine, machine_id
-    from memctl.core.merge import dump_counters, merge_counters
     from memctl.exchange.snapshot import stamp_hand_edit
 
     root = Path(store.root)
@@ -305,8 +275,8 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     working tree changes)."""
     from datetime import UTC, datetime
 
-    from memctl.exchange.bundle import entry_for
     from memctl.core.clock import format_time
+    from memctl.exchange.bundle import entry_for
 
     base = run_git(root, "merge-base", ours, theirs, check=False).stdout.strip() or None
     trees = {"ours": tree_of(root, ours), "theirs": tree_of(root, theirs),

@@ -15,13 +15,11 @@ import json
 import os
 import secrets
 import shutil
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.exchange.bundle import COUNTERS, Bundle, BundleError, BundleFile, entry_for, path_kind
 from memctl.core.errors import MemctlError
 from memctl.core.merge import (
     TOMBSTONE,
@@ -32,18 +30,12 @@ from memctl.core.merge import (
     merge_snapshots,
     same_content,
 )
+from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
+from memctl.exchange.bundle import COUNTERS, Bundle, BundleError, BundleFile, entry_for, path_kind
 from memctl.exchange.snapshot import Snapshot, project_of, snapshot
 
-TXN_PREFIX = "txn-"
 # Bookkeeping that import reports do not list (they are written all the same).
 _UNREPORTED = ("conflict", COUNTERS, "settings", "template", "file")
-JOURNAL = "journal.json"
-
-
-def _crash_point(name: str) -> None:
-    """Tests kill the process here (`MEMCTL_CRASH_AT=<name>`) to prove a crash loses nothing."""
-    if os.environ.get("MEMCTL_CRASH_AT") == name:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 # --- counters ---------------------------------------------------------------------------------
@@ -94,12 +86,11 @@ class ExportResult:
 def export_store(store: Any, target: Path, project: str | None = None,
                  progress: Callable[[int, int], None] | None = None) -> ExportResult:
     """Write the store (or one project) to a zip. Reads only: the store is not changed."""
-    from memctl.exchange.bundle import manifest_for, write_zip
-    from memctl.disk.counters import machine_id
     from memctl.core.merge import instant
+    from memctl.disk.counters import machine_id
+    from memctl.exchange.bundle import manifest_for, write_zip
 
     with store.lock("export"):
-        recover_pending(store)
         snap = snapshot(store.root)
         by_path = {f.path: f for f in snap.files.values() if _in_export(f, project)}
         if project and not any(not p.startswith(".counters/") for p in by_path):
@@ -242,7 +233,6 @@ def import_into(store: Any, source: Path, *, dry_run: bool = False, skip_invalid
     if bundle.invalid and not skip_invalid:
         raise BundleError(bundle.source, bundle.invalid)
     with store.lock("import"):
-        recover_pending(store)
         local = snapshot(store.root)
         if foreign:
             _adopt_created(bundle, local)
@@ -325,19 +315,19 @@ def apply_changes(store: Any, writes: dict[str, bytes], removes: list[str], mess
         os.fsync(handle.fileno())
     os.replace(temp, txn / JOURNAL)
     fsync_dir(txn)
-    _crash_point("import-journal")
+    crash_point("import-journal")
     for number, op in enumerate(ops):
         target = root / op["path"]
         if op["existed"]:
-            _keep_backup(target, txn / op["old"], moving=op["new"] is None)
+            keep_backup(target, txn / op["old"], moving=op["new"] is None)
         if op["new"] is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(txn / op["new"], target)
-        _crash_point(f"import-op-{number}")
+        crash_point(f"import-op-{number}")
     for folder in {(root / op["path"]).parent for op in ops}:
         if folder.exists():
             fsync_dir(folder)
-    _crash_point("import-applied")
+    crash_point("import-applied")
     from memctl.disk.gitops import run_git
 
     listed = run_git(root, "ls-files", "-z").stdout.split("\0") if removes else []
@@ -345,80 +335,8 @@ def apply_changes(store: Any, writes: dict[str, bytes], removes: list[str], mess
     try:
         commit = store.commit(message, [op["path"] for op in ops if op["path"] not in untracked_removed])
     except BaseException:
-        _roll_back(root, txn, journal)
+        roll_back(root, txn, journal)
         raise
-    _crash_point("import-committed")
+    crash_point("import-committed")
     shutil.rmtree(txn, ignore_errors=True)
     return commit
-
-
-def _keep_backup(target: Path, backup: Path, moving: bool) -> None:
-    if moving:
-        os.replace(target, backup)
-        return
-    try:
-        os.link(target, backup)  # the original stays in place until the new file replaces it
-    except OSError:
-        shutil.copy2(target, backup)
-
-
-def recover_pending(store: Any) -> list[str]:
-    """Finish what a killed import left: roll back unless its commit was made. Call with the
-    store lock held. Returns a message per transaction it cleaned up."""
-    from memctl.disk import gitops
-    from memctl.store import state_path
-
-    root = Path(store.root)
-    state = state_path(root)
-    messages: list[str] = []
-    if not state.is_dir():
-        return messages
-    for txn in sorted(state.glob(f"{TXN_PREFIX}*")):
-        journal_path = txn / JOURNAL
-        if not journal_path.is_file():
-            shutil.rmtree(txn, ignore_errors=True)  # killed while staging: nothing was touched
-            continue
-        try:
-            journal = json.loads(journal_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            shutil.rmtree(txn, ignore_errors=True)
-            continue
-        if gitops.head(root) != journal.get("head"):
-            messages.append(f"completed an interrupted change ({journal.get('message')})")
-        else:
-            lock = root / ".git" / "index.lock"
-            if lock.exists() and lock.stat().st_mtime >= journal_path.stat().st_mtime - 1:
-                lock.unlink(missing_ok=True)  # left by the killed commit of this transaction
-            _roll_back(root, txn, journal)
-            messages.append(f"rolled back an interrupted change ({journal.get('message')})")
-        shutil.rmtree(txn, ignore_errors=True)
-    return messages
-
-
-def _roll_back(root: Path, txn: Path, journal: dict[str, Any]) -> None:
-    from memctl.disk.gitops import run_git
-
-    paths = []
-    for op in reversed(journal.get("ops", [])):
-        target = root / op["path"]
-        backup = txn / op["old"]
-        paths.append(op["path"])
-        if backup.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(backup, target)
-        elif not op.get("existed") and target.exists() and op.get("sha256"):
-            if hashlib.sha256(target.read_bytes()).hexdigest() == op["sha256"]:
-                target.unlink()
-                _remove_empty_parents(root, target.parent)
-    if paths and (root / ".git").exists():
-        run_git(root, "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul",
-                input_text="\0".join(paths), check=False)
-
-
-def _remove_empty_parents(root: Path, folder: Path) -> None:
-    while folder != root and folder.is_dir():
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sqlite3
 import stat as stat_module
@@ -24,10 +25,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
+from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION
 from memctl.disk.filescan import folder_digest, folder_of, scan, scan_keys, split_key
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
-from memctl.store import root_of, state_path
-from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION
+from memctl.disk.layout import root_of, state_path
+from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -253,7 +255,7 @@ def _watcher_keeps_it_fresh(store: object) -> bool:
 def _kind_of(relpath: str) -> tuple[str, str] | None:
     """`store.classify`, for indexed kinds only; files two folders deep or more are
     classified once per folder (100k files: ~1 s less of a rebuild)."""
-    from memctl.store import is_memory_name
+    from memctl.disk.layout import is_memory_name
 
     folder, _, name = relpath.rpartition("/")
     if "/" in folder and is_memory_name(name):
@@ -267,7 +269,7 @@ def _kind_of_folder(folder: str) -> tuple[str, str] | None:
 
 
 def _indexed_kind(relpath: str) -> tuple[str, str] | None:
-    from memctl.store import classify
+    from memctl.disk.layout import classify
 
     kind = classify(relpath)
     if kind is None or kind[0] not in INDEXED_KINDS:
@@ -627,8 +629,6 @@ class Index:
 
         Without `include_stale` (and without an explicit `status`) superseded, archived and
         expired notes are left out; with `status` only that status is shown."""
-        from memctl.index.search import scope_sql
-
         where, params = scope_sql(
             projects=None if projects is None else list(projects), types=list(types),
             tags=list(tags), status=status, since=since, include_stale=include_stale,
@@ -646,6 +646,34 @@ class Index:
 
             sql += f" LIMIT {min(int(limit), MAX_LIMIT)}"
         return [json.loads(row[0]) for row in self.conn.execute(sql, params)]
+
+    def recall_candidates(self, scopes: list[str], max_notes: int, hit_ids: list[str],
+                          now_ts: float, half_life_days: float) -> tuple[list[dict[str, Any]], int]:
+        """The live notes recall may pick from, without loading every note of a big store: the
+        best corrections, rules and notes by recall's base score (importance × a recency
+        half-life, computed here in SQL as `memctl.memory.recall.base_score` does), plus the
+        query's hits. Returns their front matter and the number of live notes in scope."""
+        where, params = scope_sql(projects=scopes, kinds=["note"], now_ts=now_ts)
+        scale = half_life_days * 86400 / math.log(2)
+        score = "d.importance * (0.5 + 0.5 * exp(-max(0.0, ? - d.updated_ts) / ?))"
+        live = self.conn.execute(f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0]
+        found: dict[str, dict[str, Any]] = {}
+
+        def fetch(extra: str, extra_params: list[Any], limit: int) -> None:
+            sql = (f"SELECT d.meta FROM docs d WHERE {where}{extra} "
+                   f"ORDER BY {score} DESC, d.id LIMIT {int(limit)}")
+            for (meta,) in self.conn.execute(sql, [*params, *extra_params, now_ts, scale]):
+                row = json.loads(meta)
+                found.setdefault(str(row["id"]), row)
+
+        if max_notes > 0:
+            fetch(" AND d.type = ?", ["correction"], max_notes)
+            fetch(" AND d.type = ?", ["rule"], max_notes)
+            fetch("", [], max_notes * 3)
+        if hit_ids:
+            marks = ", ".join("?" * len(hit_ids))
+            fetch(f" AND d.id IN ({marks})", list(hit_ids), len(hit_ids))
+        return list(found.values()), live
 
     def active_notes_with_bodies(self, projects: Iterable[str]) -> list[tuple[dict[str, Any], str]]:
         """(fields, body) of the active notes of these projects, for the write-time checks."""

@@ -214,7 +214,7 @@ def _memory_docs(path: str, project: str, body: str, body_line: int, updated: st
                  updated_ts: float) -> list[Doc]:
     from memctl.core.note import title_of
     from memctl.core.sections import parse_headings
-    from memctl.store import slugify
+    from memctl.disk.layout import slugify
 
     headings = parse_headings(body)
     chunks: list[tuple[str | None, int, int]] = []  # (heading title, start, end)

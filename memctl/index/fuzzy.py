@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memctl.core.tokenize import has_cjk
-
-if TYPE_CHECKING:
-    from memctl.core.query import Query
-    from memctl.index.search import Hit, _Ctx
+from memctl.core.tokenize import has_cjk, to_index
 
 MIN_WORD = 4  # shorter words have too many close neighbours to be useful
 SCORE_CUTOFF = 78.0
@@ -50,38 +46,41 @@ def close_words(word: str, vocab: set[str] | list[str]) -> list[tuple[str, float
     return [(candidate, score) for candidate, score, _ in found if candidate != word]
 
 
-def fuzzy_match(ctx: _Ctx, parsed: Query) -> list[Hit]:
-    rows = ctx.conn.execute(
-        f"SELECT d.title, d.tags, d.subject, d.predicate FROM docs d WHERE {ctx.where}",
-        ctx.params)
-    vocab = vocabulary(rows)
+class Expansion:
+    """Each query word OR-ed with its close words, as FTS5 MATCH text."""
+
+    def __init__(self, groups: list[list[str]], used: dict[str, list[str]]) -> None:
+        self.groups = groups  # per query word: the word, then its close words
+        self.used = used  # the words that got close words, for --explain
+
+    def all_of(self) -> str:
+        return " AND ".join(_group_sql(group) for group in self.groups)
+
+    def any_of(self) -> str:
+        return " OR ".join(_group_sql(group) for group in self.groups)
+
+
+def expand(words: list[str], vocab: set[str]) -> Expansion | None:
+    """Close words for each query word, or None when no word has any."""
     if not vocab:
-        return []
+        return None
     groups: list[list[str]] = []
     used: dict[str, list[str]] = {}
-    for word in parsed.words:
+    for word in words:
         cleaned = "".join(ch for ch in word if ch.isalnum())
         close = close_words(cleaned, vocab) if cleaned else []
         if close:
             used[word] = [candidate for candidate, _ in close]
         groups.append([word, *used.get(word, [])])
     if not used:
-        return []
-
-    def quoted(text: str) -> str:
-        from memctl.core.tokenize import to_index
-
-        return '"' + to_index(text).replace('"', '""') + '"'
-
-    def group_sql(group: list[str]) -> str:
-        return "(" + " OR ".join(quoted(w) for w in group if any(c.isalnum() for c in w)) + ")"
-
+        return None
     groups = [g for g in groups if any(any(c.isalnum() for c in w) for w in g)]
-    hits = ctx.run(" AND ".join(group_sql(g) for g in groups))
-    if not hits and len(groups) > 1:
-        hits = ctx.run(" OR ".join(group_sql(g) for g in groups))
-    for hit in hits:
-        hit.fuzzy = True
-        if hit.explain is not None:
-            hit.explain["fuzzy"] = used
-    return hits
+    return Expansion(groups, used)
+
+
+def _quoted(text: str) -> str:
+    return '"' + to_index(text).replace('"', '""') + '"'
+
+
+def _group_sql(group: list[str]) -> str:
+    return "(" + " OR ".join(_quoted(w) for w in group if any(c.isalnum() for c in w)) + ")"

@@ -15,20 +15,21 @@ of titles, tags and subjects (`postgress` → PostgreSQL) and the search runs ag
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 
 from memctl.core.errors import UsageError
 from memctl.core.query import Query, parse
 from memctl.core.tokenize import from_index
 from memctl.core.vocab import MAX_LIMIT
+from memctl.disk.layout import GLOBAL
+from memctl.index import fuzzy
+from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
 
-GLOBAL = "global"
 WEIGHTS = (4.0, 2.0, 1.0, 0.0)  # title, tags, body, scope
 CORRECTION_FACTOR = 1.25
 RECENCY_FLOOR = 0.4
@@ -91,69 +92,6 @@ class Hit:
         return data
 
 
-def _timestamp(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, datetime):
-        return value.timestamp()
-    from memctl.core.clock import parse_since
-
-    try:
-        return parse_since(str(value)).timestamp()
-    except ValueError as exc:
-        raise UsageError(f"invalid value for --since: {exc}") from None
-
-
-def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
-              tags: Sequence[str] = (), status: str | None = None, since: Any = None,
-              include_stale: bool = False, kinds: Sequence[str] | None = None,
-              exclude_tags: Sequence[str] = (), exclude_types: Sequence[str] = (),
-              now_ts: float | None = None) -> tuple[str, list[Any]]:
-    """A WHERE clause over `docs d` for the filters every listing shares."""
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def among(column: str, values: Iterable[Any], negate: bool = False) -> None:
-        values = list(dict.fromkeys(values))
-        marks = ", ".join("?" * len(values))
-        clauses.append(f"{column} {'NOT ' if negate else ''}IN ({marks})")
-        params.extend(values)
-
-    if kinds:
-        among("d.kind", kinds)
-    if projects is not None:
-        among("d.project", projects)
-    if types:
-        among("d.type", [t.lower() for t in types])
-    if exclude_types:
-        among("d.type", [t.lower() for t in exclude_types], negate=True)
-    for tag in tags:
-        clauses.append("d.rowid IN (SELECT doc FROM doc_tags WHERE tag = ?)")
-        params.append(tag.lower())
-    for tag in exclude_tags:
-        clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
-        params.append(tag.lower())
-    if status is not None:
-        clauses.append("d.status = ?")
-        params.append(status)
-    elif not include_stale:
-        clauses.append("d.status = 'active'")
-    if not include_stale and (status is None or status == "active"):
-        if now_ts is None:
-            from memctl.core.clock import now
-
-            now_ts = now().timestamp()
-        clauses.append("(d.expires_ts IS NULL OR d.expires_ts > ?)")
-        params.append(now_ts)
-    since_ts = _timestamp(since)
-    if since_ts is not None:
-        clauses.append("d.updated_ts >= ?")
-        params.append(since_ts)
-    return (" AND ".join(clauses) or "1"), params
-
-
 _COLUMNS = ("d.rowid, d.id, d.path, d.kind, d.project, d.type, d.importance, d.status, d.title,"
             " d.section, d.line, d.tags, d.updated, d.updated_ts, d.subject, d.predicate,"
             " d.corrects")
@@ -190,16 +128,14 @@ def search(store: object, query: str | Query, *, project: str | None = None,
         since=since, include_stale=include_stale, kinds=kinds,
         exclude_tags=parsed.exclude_tags, exclude_types=parsed.exclude_types, now_ts=now_ts)
     half_life = _half_life_days(store) * 86400.0
-    ctx = _Ctx(index.conn, where, params, now_ts, half_life, limit, explain)
+    ctx = RankContext(index.conn, where, params, now_ts, half_life, limit, explain)
     if scope is not None:
         from memctl.core.tokenize import scope_token
 
         ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
     hits = ctx.run(parsed.match, parsed.exclude)
     if not hits and parsed.words:
-        from memctl.index.fuzzy import fuzzy_match
-
-        hits = fuzzy_match(ctx, parsed)
+        hits = _fuzzy_fallback(ctx, parsed)
     hits = _corrections_first(ctx, hits)
     for hit in hits:
         if isinstance(hit.tags, str):
@@ -219,7 +155,7 @@ def _half_life_days(store: object) -> float:
     return value if value > 0 else 90.0
 
 
-class _Ctx:
+class RankContext:
     """One search's connection, scope and ranking parameters (shared with the fuzzy pass)."""
 
     def __init__(self, conn: Any, where: str, params: list[Any], now_ts: float,
@@ -322,7 +258,7 @@ def _tidy(text: str, cut: int | None = None) -> str:
     return text
 
 
-def _corrections_first(ctx: _Ctx, hits: list[Hit]) -> list[Hit]:
+def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
     """Put each correction ahead of the hit it corrects; bring in missing corrections."""
     if not hits:
         return hits
@@ -358,3 +294,21 @@ def _corrections_first(ctx: _Ctx, hits: list[Hit]) -> list[Hit]:
             if correction.explain is not None:
                 correction.explain["placed_ahead_of"] = [t.id for t in targets]
     return order
+
+
+def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:
+    """No exact hit: run again with each word OR its close words (`memctl.index.fuzzy`)."""
+    rows = ctx.conn.execute(
+        f"SELECT d.title, d.tags, d.subject, d.predicate FROM docs d WHERE {ctx.where}",
+        ctx.params)
+    expansion = fuzzy.expand(parsed.words, fuzzy.vocabulary(rows))
+    if expansion is None:
+        return []
+    hits = ctx.run(expansion.all_of())
+    if not hits and len(expansion.groups) > 1:
+        hits = ctx.run(expansion.any_of())
+    for hit in hits:
+        hit.fuzzy = True
+        if hit.explain is not None:
+            hit.explain["fuzzy"] = expansion.used
+    return hits

@@ -19,7 +19,8 @@ from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.ids import new_id
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
-from memctl.store import EPISODE, EPISODES_DIR, GLOBAL, Store, check_project_name, classify, slugify
+from memctl.disk.layout import EPISODE, EPISODES_DIR, GLOBAL, check_project_name, classify, slugify
+from memctl.store import Store
 
 OUTCOMES = ("completed", "partial", "in_progress", "failed")
 TEMPLATE_NAME = "episode.md"

@@ -45,11 +45,11 @@ def _read_all(store: Any) -> tuple[list[Note], list[dict[str, Any]], list[dict[s
                                    dict[str, int]]:
     """One pass over every memory file: notes, parse errors, secrets, and file sizes."""
     from memctl.core.errors import MemctlError
-    from memctl.index.docs import fast_parse
     from memctl.core.note import note_from_parsed
     from memctl.core.noteformat import parse_text
     from memctl.core.secrets import scan
-    from memctl.store import ARCHIVED, NOTE
+    from memctl.disk.layout import ARCHIVED, NOTE
+    from memctl.index.docs import fast_parse
 
     notes: list[Note] = []
     errors: list[dict[str, Any]] = []
@@ -101,10 +101,10 @@ def _pairs(root: Any, notes: list[Note], moment: datetime, dup: float, similar: 
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Near-duplicates and contradiction candidates among live notes, per project + global
     (the similar pairs of unchanged notes come from the last report: memctl.memory.paircache)."""
+    from memctl.core.similarity import compare
+    from memctl.disk.layout import GLOBAL
     from memctl.memory import paircache
     from memctl.memory.checks import live
-    from memctl.core.similarity import compare
-    from memctl.store import GLOBAL
 
     pool = live(notes, moment)
     by_id = {note.id: note for note in pool}
@@ -225,8 +225,8 @@ def _watcher_state(store: Any) -> dict[str, Any]:
 def build_report(store: Any, moment: datetime | None = None) -> dict[str, Any]:
     """The whole report as one JSON-ready dictionary (see docs/health.md for each key)."""
     from memctl.core.clock import now
+    from memctl.disk.layout import CONFLICT, classify
     from memctl.memory.lifecycle import last_active
-    from memctl.store import CONFLICT, classify
 
     moment = moment or now()
     settings = store.settings

@@ -279,7 +279,7 @@ def _move(store: Any, note: Note, target: str, text: str) -> list[str]:
 
 
 def _archive(store: Any, item: SweepItem, moment: datetime) -> list[str]:
-    from memctl.store import stamp
+    from memctl.core.note import stamp
 
     note = store.read_note(item.path)
     text, _info = store.read_text(item.path)
@@ -298,7 +298,8 @@ def restore_note(store: Any, ref: str) -> tuple[Note, str]:
     """Bring an archived (or superseded) note back to active. Returns it and its old path."""
     from memctl.core.clock import now
     from memctl.core.errors import MemctlError
-    from memctl.store import ARCHIVED, NOTE, classify, stamp
+    from memctl.core.note import stamp
+    from memctl.disk.layout import ARCHIVED, NOTE, classify
 
     note = store.find_note(ref)
     if note.status == "active":

@@ -6,7 +6,8 @@ from typing import Any
 
 from memctl.core.clock import now, parse_since
 from memctl.core.errors import UsageError
-from memctl.store import GLOBAL, Store
+from memctl.disk.layout import GLOBAL
+from memctl.store import Store
 
 _ORDERS = {"updated": "updated", "created": "created", "importance": "importance"}
 

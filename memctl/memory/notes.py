@@ -11,9 +11,11 @@ from typing import Any
 from memctl.core.clock import format_time, now, parse_expiry
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.ids import new_id
-from memctl.core.note import NOTE_TYPES, SOURCES, Note, ordered_meta, title_of
+from memctl.core.note import NOTE_TYPES, SOURCES, Note, ordered_meta, stamp, title_of
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
-from memctl.store import GLOBAL, MAX_NOTE_BYTES, TOMBSTONE_DIR, Store, check_project_name, stamp
+from memctl.core.vocab import MAX_NOTE_BYTES
+from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR, check_project_name
+from memctl.store import Store
 
 
 @dataclass
@@ -212,8 +214,8 @@ def _active_notes(store: Store, project: str) -> list[Note]:
 
     Read from the index (fields and body), not from every file: an add stays fast as the
     store grows. The files it then changes are read afresh."""
-    from memctl.index.db import ensure_fresh
     from memctl.core.note import derive_id
+    from memctl.index.db import ensure_fresh
 
     index = ensure_fresh(store)
     notes = []
@@ -307,7 +309,7 @@ def forget_note(store: Store, ref: str) -> Note:
     """Delete a note and leave a tombstone, so no sync or import brings it back."""
     note = store.find_note(ref)
     with store.lock("forget"):
-        from memctl.store import monotonic_stamp
+        from memctl.core.note import monotonic_stamp
 
         moment = format_time(monotonic_stamp(now(), note.updated))
         tombstone_path = f"{TOMBSTONE_DIR}/{note.id}.md"

@@ -75,7 +75,7 @@ def _digest(text: str) -> str:
 
 def load(root: str | os.PathLike[str], threshold: float) -> dict[str, object]:
     """The cached groups, if the file is there, readable and made with these settings."""
-    from memctl.store import state_path
+    from memctl.disk.layout import state_path
 
     try:
         data = json.loads(state_path(root, FILE).read_text(encoding="utf-8"))
@@ -89,9 +89,9 @@ def load(root: str | os.PathLike[str], threshold: float) -> dict[str, object]:
 
 def save(root: str | os.PathLike[str], threshold: float, groups: dict[str, object]) -> None:
     """Best effort: a report is never refused because its cache cannot be written."""
-    from memctl.disk.atomic import atomic_write_text
     from memctl.core.errors import MemctlError
-    from memctl.store import state_path
+    from memctl.disk.atomic import atomic_write_text
+    from memctl.disk.layout import state_path
 
     text = json.dumps({"format": FORMAT, "threshold": threshold, "groups": groups},
                       ensure_ascii=False, separators=(",", ":"))

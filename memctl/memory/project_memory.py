@@ -17,7 +17,8 @@ from typing import Any
 from memctl.core import sections
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError
-from memctl.store import GLOBAL, MEMORY_FILE, Store, check_project_name
+from memctl.disk.layout import GLOBAL, MEMORY_FILE, check_project_name
+from memctl.store import Store
 
 TEMPLATE_NAME = "MEMORY.md"
 

@@ -444,43 +444,6 @@ def _query_ranks(store: Any, index: Any, project: str, query: str, limit: int) -
     return ranks
 
 
-def _live_rows(
-    index: Any, scopes: list[str], max_notes: int, hit_ids: list[str], moment: datetime
-) -> tuple[list[dict[str, Any]], int]:
-    """The rows `choose` can pick from, without loading every note of a big store: the best
-    corrections, rules and notes by `base_score` (computed the same way in SQL), plus the
-    query's hits. Returns them and the number of live notes in scope."""
-    import json
-
-    from memctl.index.search import scope_sql
-
-    now_ts = moment.timestamp()
-    where, params = scope_sql(projects=scopes, kinds=["note"], now_ts=now_ts)
-    scale = HALF_LIFE_DAYS * 86400 / math.log(2)
-    score = "d.importance * (0.5 + 0.5 * exp(-max(0.0, ? - d.updated_ts) / ?))"
-    conn = index.conn
-    live = conn.execute(f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0]
-    found: dict[str, dict[str, Any]] = {}
-
-    def fetch(extra: str, extra_params: list[Any], limit: int) -> None:
-        sql = (
-            f"SELECT d.meta FROM docs d WHERE {where}{extra} "
-            f"ORDER BY {score} DESC, d.id LIMIT {int(limit)}"
-        )
-        for (meta,) in conn.execute(sql, [*params, *extra_params, now_ts, scale]):
-            row = json.loads(meta)
-            found.setdefault(str(row["id"]), row)
-
-    if max_notes > 0:
-        fetch(" AND d.type = ?", ["correction"], max_notes)
-        fetch(" AND d.type = ?", ["rule"], max_notes)
-        fetch("", [], max_notes * 3)
-    if hit_ids:
-        marks = ", ".join("?" * len(hit_ids))
-        fetch(f" AND d.id IN ({marks})", list(hit_ids), len(hit_ids))
-    return list(found.values()), live
-
-
 def recall(
     store: Any,
     project: str,
@@ -492,11 +455,11 @@ def recall(
     record_access: bool = True,
 ) -> RecallResult:
     """The recall block for `project` (see the module doc for how notes are chosen)."""
-    from memctl.memory import project_memory, scratchpad
     from memctl.core.clock import now
     from memctl.core.errors import MemctlError
+    from memctl.disk.layout import GLOBAL, check_project_name
     from memctl.index.db import ensure_fresh
-    from memctl.store import GLOBAL, check_project_name
+    from memctl.memory import project_memory, scratchpad
 
     if project != GLOBAL:
         check_project_name(project)
@@ -507,7 +470,8 @@ def recall(
     with ensure_fresh(store) as index:
         limit = max(50, budget.max_notes * 5)
         ranks = _query_ranks(store, index, project, query, limit) if query else {}
-        rows, live = _live_rows(index, scopes, budget.max_notes, list(ranks), moment)
+        rows, live = index.recall_candidates(scopes, budget.max_notes, list(ranks),
+                                             moment.timestamp(), HALF_LIFE_DAYS)
     candidates = [
         _candidate(row, ranks.get(str(row["id"])))
         for row in rows

@@ -301,7 +301,7 @@ class ScratchView:
 
 
 def scratch_relpath(project: str) -> str:
-    from memctl.store import GLOBAL, SCRATCHPAD_FILE, check_project_name
+    from memctl.disk.layout import GLOBAL, SCRATCHPAD_FILE, check_project_name
 
     name = GLOBAL if project == GLOBAL else check_project_name(project)
     return f"{name}/{SCRATCHPAD_FILE}"

@@ -151,8 +151,8 @@ class Watcher:
 
     @staticmethod
     def is_memory(relpath: str) -> bool:
+        from memctl.disk.layout import classify
         from memctl.index.db import INDEXED_KINDS
-        from memctl.store import classify
 
         kind = classify(relpath)
         return kind is not None and kind[0] in INDEXED_KINDS

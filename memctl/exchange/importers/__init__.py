@@ -167,7 +167,7 @@ def make_note(*, project: str, note_id: str, body: str, note_type: str = "fact",
     """A memctl note file holding `body` as it was, stamped like memctl's own notes."""
     from memctl.core.note import NOTE_TYPES, ordered_meta, title_of
     from memctl.core.noteformat import compute_checksum, render_note, set_fields
-    from memctl.store import NOTES_DIR, slugify
+    from memctl.disk.layout import NOTES_DIR, slugify
 
     note_type = note_type if note_type in NOTE_TYPES else "fact"
     meta: dict[str, Any] = {

@@ -1,0 +1,160 @@
+"""A store's layout: where the store is, its folders and files, which paths are memory
+(`classify`), project names. Names and paths only: reading and writing are
+`memctl.disk.storefiles`. See docs/architecture.md for the layout."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from memctl.core.errors import UsageError
+from memctl.core.vocab import valid_project_name
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    pass
+
+# The note model, the parser (and with it YAML), the atomic writer and the lock are imported
+# where they are used: a search with a fresh index needs none of them, and start-up time is
+# part of every command (tests/test_layers.py pins what `memctl search` loads).
+
+GLOBAL = "global"
+DEFAULT_PROJECT = "default"
+STATE_DIR = ".memctl"
+TOMBSTONE_DIR = ".tombstones"
+CONFLICT_DIR = ".conflicts"
+MEMORY_FILE = "MEMORY.md"
+SCRATCHPAD_FILE = "SCRATCHPAD.md"
+NOTES_DIR = "notes"
+EPISODES_DIR = "episodes"
+ARCHIVE_DIR = "archive"
+
+# Kinds of memory file, as `classify` names them.
+NOTE, ARCHIVED, MEMORY, SCRATCHPAD, EPISODE, TOMBSTONE, CONFLICT = (
+    "note", "archived", "memory", "scratchpad", "episode", "tombstone", "conflict",
+)
+_DEBRIS_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".orig")
+
+
+def root_of(store: object) -> Path:
+    """A store's folder, from a `Store` (anything with `.root`) or a path (whose own `.root`
+    would be "/")."""
+    if isinstance(store, (str, os.PathLike)):
+        return Path(store)
+    return Path(store.root)  # type: ignore[attr-defined]
+
+
+def state_path(store: object, name: str = "") -> Path:
+    """The store's machine-local `.memctl/` folder (never committed), or a file in it."""
+    return root_of(store) / STATE_DIR / name
+
+
+def default_store_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "memctl"
+
+
+def resolve_store_path(option: str | None) -> tuple[Path, bool]:
+    """The store from `--store`, else `MEMCTL_STORE`, else the per-user default.
+
+    Returns the path and whether it is the default (only the default is created on first use;
+    a mistyped explicit path must not silently become a new store)."""
+    chosen = option or os.environ.get("MEMCTL_STORE")
+    if chosen:
+        return Path(chosen).expanduser().absolute(), False
+    return default_store_path(), True
+
+
+def check_project_name(name: str, option: str = "--project") -> str:
+    if not valid_project_name(name):
+        raise UsageError(
+            f"invalid value for {option}: {name!r} is not a project name "
+            "(letters, digits, '-', '_', '.'; not starting with '.')"
+        )
+    return name
+
+
+def resolve_project(option: str | None, store_root: Path | None = None, cwd: Path | None = None) -> str:
+    """`--project`, else `MEMCTL_PROJECT`, else the git repository the shell stands in, else
+    `default`. Inside the store itself, the project folder one stands in."""
+    if option:
+        return check_project_name(option)
+    from_env = os.environ.get("MEMCTL_PROJECT")
+    if from_env:
+        return check_project_name(from_env, "MEMCTL_PROJECT")
+    here = (cwd or Path.cwd()).absolute()
+    if store_root is not None:
+        try:
+            inside = here.relative_to(Path(store_root).absolute())
+        except ValueError:
+            inside = None
+        if inside is not None:
+            first = inside.parts[0] if inside.parts else ""
+            return first if first and valid_project_name(first) else DEFAULT_PROJECT
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            name = re.sub(r"[^A-Za-z0-9_.-]", "-", folder.name).lstrip(".")
+            return name if name and valid_project_name(name) else DEFAULT_PROJECT
+    return DEFAULT_PROJECT
+
+
+def is_memory_name(name: str) -> bool:
+    """A file name memory can have: `*.md`, not hidden, not an editor's or a merge's debris."""
+    return name.lower().endswith(".md") and not name.startswith(".") \
+        and not name.endswith(_DEBRIS_SUFFIXES) and name not in ("", ".", "..")
+
+
+def classify(relpath: str) -> tuple[str, str] | None:
+    """What a store-relative path (with `/`) is: (kind, project), or None if not memory.
+
+    Two folders deep or more, the answer depends on the folders alone once the name passes
+    `is_memory_name` (the index relies on that to classify a folder once)."""
+    parts = relpath.split("/")
+    name = parts[-1]
+    if any(part in ("", ".", "..") for part in parts):
+        return None  # never a path that could leave the store
+    if not is_memory_name(name):
+        return None
+    top = parts[0]
+    if top == TOMBSTONE_DIR:
+        return (TOMBSTONE, "") if len(parts) == 2 else None
+    if top == CONFLICT_DIR:
+        if len(parts) >= 3 and valid_project_name(parts[1]):
+            return CONFLICT, parts[1]
+        return None
+    if len(parts) < 2 or not valid_project_name(top):
+        return None
+    if any(part.startswith(".") for part in parts[1:-1]):
+        return None
+    if len(parts) == 2:
+        if name == MEMORY_FILE:
+            return MEMORY, top
+        if name == SCRATCHPAD_FILE:
+            return SCRATCHPAD, top
+        return NOTE, top
+    if parts[1] == EPISODES_DIR:
+        return EPISODE, top
+    if parts[1] == ARCHIVE_DIR:
+        return ARCHIVED, top
+    return NOTE, top
+
+
+class MemoryFile:
+    __slots__ = ("relpath", "kind", "project", "mtime_ns", "size")
+
+    def __init__(self, relpath: str, kind: str, project: str, mtime_ns: int, size: int) -> None:
+        self.relpath = relpath
+        self.kind = kind
+        self.project = project
+        self.mtime_ns = mtime_ns
+        self.size = size
+
+    def __repr__(self) -> str:
+        return f"MemoryFile({self.relpath!r}, {self.kind!r}, {self.project!r})"
+
+
+def slugify(text: str, limit: int = 48) -> str:
+    words = re.sub(r"[^\w]+", "-", text.lower(), flags=re.UNICODE).strip("-_")
+    slug = re.sub(r"-{2,}", "-", words)[:limit].strip("-_")
+    return slug

@@ -1,0 +1,191 @@
+"""A store's folder and its files: walking, reading, writing, the lock. What the index, the
+watcher and the lower layers need of a store; `memctl.store.Store` builds on it with what needs
+git and the index (creating, opening, finding a note by id, committing)."""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memctl.core.errors import MemctlError
+from memctl.core.vocab import valid_project_name
+from memctl.disk.journal import recover_pending
+from memctl.disk.layout import (
+    ARCHIVED,
+    CONFLICT_DIR,
+    NOTE,
+    NOTES_DIR,
+    STATE_DIR,
+    TOMBSTONE_DIR,
+    MemoryFile,
+    check_project_name,
+    classify,
+    slugify,
+)
+from memctl.disk.settings import Settings
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from memctl.core.note import Note
+    from memctl.core.noteformat import ParsedFile
+
+# The note model, the parser (and with it YAML), the atomic writer and the lock are imported
+# where they are used: a search with a fresh index needs none of them, and start-up time is
+# part of every command (tests/test_layers.py pins what `memctl search` loads).
+
+
+class StoreFiles:
+    """A store's folder and its files: what the index, the watcher and the lower layers need.
+    No git, no index: see `memctl.store.Store` for those."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._settings: Settings | None = None
+
+    # --- settings and layout --------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = Settings.load(self.root)
+        return self._settings
+
+    @property
+    def state_dir(self) -> Path:
+        from memctl.disk.atomic import make_dirs
+        path = self.root / STATE_DIR
+        if not path.is_dir():
+            make_dirs(path)
+        return path
+
+    def path(self, relpath: str) -> Path:
+        return self.root / relpath
+
+    def relpath(self, path: Path) -> str:
+        return Path(path).absolute().relative_to(self.root.absolute()).as_posix()
+
+    def projects(self) -> list[str]:
+        names = []
+        for entry in os.scandir(self.root):
+            if entry.is_dir(follow_symlinks=False) and valid_project_name(entry.name):
+                names.append(entry.name)
+        return sorted(names)
+
+    def project_dir(self, project: str) -> Path:
+        check_project_name(project)
+        return self.root / project
+
+    def new_note_relpath(self, project: str, note_type: str, note_id: str, title: str) -> str:
+        slug = slugify(title)
+        name = f"{slug}-{note_id}.md" if slug else f"{note_id}.md"
+        return f"{project}/{NOTES_DIR}/{note_type}/{name}"
+
+    # --- walking --------------------------------------------------------------------------
+
+    def walk(self) -> Iterator[MemoryFile]:
+        """Every memory file, found with scandir (no parsing): the freshness check's input."""
+        stack = [("", self.root)]
+        while stack:
+            prefix, folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                continue
+            for entry in entries:
+                name = entry.name
+                rel = f"{prefix}{name}"
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if prefix == "":
+                            if name in (TOMBSTONE_DIR, CONFLICT_DIR) or valid_project_name(name):
+                                stack.append((rel + "/", Path(entry.path)))
+                        elif not name.startswith("."):
+                            stack.append((rel + "/", Path(entry.path)))
+                        continue
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                except OSError:
+                    continue
+                kind = classify(rel)
+                if kind is None:
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                yield MemoryFile(rel, kind[0], kind[1], info.st_mtime_ns, info.st_size)
+
+    # --- reading --------------------------------------------------------------------------
+
+    def read_text(self, relpath: str) -> tuple[str, os.stat_result]:
+        path = self.root / relpath
+        try:
+            info = path.stat()
+            if not stat_module.S_ISREG(info.st_mode):
+                raise MemctlError(f"{relpath} is not a regular file")
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise MemctlError(f"{relpath} does not exist") from None
+        except PermissionError:
+            raise MemctlError(f"{relpath}: permission denied; check the file's permissions") from None
+        except IsADirectoryError:
+            raise MemctlError(f"{relpath} is a folder, not a note") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise MemctlError(f"{relpath}:{line}: not UTF-8 text") from None
+        if "\x00" in text:
+            raise MemctlError(f"{relpath}: binary content (NUL bytes), not a Markdown note")
+        return text, info
+
+    def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:
+        from memctl.core.noteformat import parse_text
+        text, info = self.read_text(relpath)
+        return text, parse_text(text), info
+
+    def read_note(self, relpath: str) -> Note:
+        from memctl.core.note import note_from_parsed
+        kind = classify(relpath)
+        if kind is None or kind[0] not in (NOTE, ARCHIVED):
+            raise MemctlError(f"{relpath} is not a note")
+        text, parsed, info = self.parse_file(relpath)
+        if parsed.problem is not None:
+            raise MemctlError(f"{relpath}:{parsed.problem.line}: {parsed.problem.message}")
+        if not text.strip():
+            # As the index sees it: an empty file is a save in progress (or a git checkout
+            # cut short), not a note; the index keeps the last good version.
+            raise MemctlError(f"{relpath}:1: the file is empty")
+        return note_from_parsed(
+            parsed, text=text, relpath=relpath, project=kind[1],
+            file_time=datetime.fromtimestamp(info.st_mtime, UTC),
+            archived=kind[0] == ARCHIVED,
+        )
+
+    def iter_notes(self, include_archived: bool = True) -> Iterator[Note]:
+        """Every note that parses (slow path: reads every file; the index is the fast one)."""
+        for memory_file in self.walk():
+            if memory_file.kind == NOTE or (include_archived and memory_file.kind == ARCHIVED):
+                try:
+                    yield self.read_note(memory_file.relpath)
+                except MemctlError:
+                    continue
+
+    # --- writing --------------------------------------------------------------------------
+
+    def write_text(self, relpath: str, text: str) -> None:
+        from memctl.disk.atomic import atomic_write_text
+        atomic_write_text(self.root / relpath, text)
+
+    @contextmanager
+    def lock(self, what: str = "") -> Iterator[None]:
+        from memctl.disk.locking import store_lock
+
+        with store_lock(self.root, what):
+            # A killed import may have left a journal: finish or undo it before anything else.
+            recover_pending(self.root, self.root / STATE_DIR)
+            yield

@@ -1,0 +1,72 @@
+"""The WHERE clause every listing of the index shares: scope, filters, staleness."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from memctl.core.clock import now, parse_since
+from memctl.core.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _timestamp(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    try:
+        return parse_since(str(value)).timestamp()
+    except ValueError as exc:
+        raise UsageError(f"invalid value for --since: {exc}") from None
+
+
+def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
+              tags: Sequence[str] = (), status: str | None = None, since: Any = None,
+              include_stale: bool = False, kinds: Sequence[str] | None = None,
+              exclude_tags: Sequence[str] = (), exclude_types: Sequence[str] = (),
+              now_ts: float | None = None) -> tuple[str, list[Any]]:
+    """A WHERE clause over `docs d` for the filters every listing shares."""
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def among(column: str, values: Iterable[Any], negate: bool = False) -> None:
+        values = list(dict.fromkeys(values))
+        marks = ", ".join("?" * len(values))
+        clauses.append(f"{column} {'NOT ' if negate else ''}IN ({marks})")
+        params.extend(values)
+
+    if kinds:
+        among("d.kind", kinds)
+    if projects is not None:
+        among("d.project", projects)
+    if types:
+        among("d.type", [t.lower() for t in types])
+    if exclude_types:
+        among("d.type", [t.lower() for t in exclude_types], negate=True)
+    for tag in tags:
+        clauses.append("d.rowid IN (SELECT doc FROM doc_tags WHERE tag = ?)")
+        params.append(tag.lower())
+    for tag in exclude_tags:
+        clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
+        params.append(tag.lower())
+    if status is not None:
+        clauses.append("d.status = ?")
+        params.append(status)
+    elif not include_stale:
+        clauses.append("d.status = 'active'")
+    if not include_stale and (status is None or status == "active"):
+        if now_ts is None:
+            now_ts = now().timestamp()
+        clauses.append("(d.expires_ts IS NULL OR d.expires_ts > ?)")
+        params.append(now_ts)
+    since_ts = _timestamp(since)
+    if since_ts is not None:
+        clauses.append("d.updated_ts >= ?")
+        params.append(since_ts)
+    return (" AND ".join(clauses) or "1"), params
