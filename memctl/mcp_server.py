@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal, Optional
 
-from memctl.core.errors import MemctlError
+from memctl import __version__
+from memctl.core.errors import MemctlError, UsageError
+from memctl.core.note import NOTE_TYPES
+from memctl.disk.layout import GLOBAL, check_project_name
+from memctl.index.search import search as run_search
+from memctl.memory import episodes, scratchpad
+from memctl.memory import project_memory as l2
+from memctl.memory.notes import add_note, forget_note
+from memctl.memory.recall import recall as build
 
 INSTALL_HINT = "pip install 'memctl[mcp]'"
 
@@ -64,10 +72,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
     MCPServer = _require_sdk()
     from mcp.server.mcpserver.exceptions import ToolError
     from pydantic import Field
-
-    from memctl import __version__
-    from memctl.core.note import NOTE_TYPES
-    from memctl.disk.layout import GLOBAL, check_project_name
 
     NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
     Outcome = Literal["completed", "partial", "in_progress", "failed"]
@@ -158,8 +162,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             bool, Field(description="Write even when a near-duplicate exists (rarely right).")
         ] = False,
     ) -> str:
-        from memctl.memory.notes import add_note
-
         with guarded():
             corrected = store.find_note(corrects).id if corrects else None
             result = add_note(
@@ -195,8 +197,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             Optional[int], Field(description="At most this many notes (default 8).", ge=0, le=50)
         ] = None,
     ) -> str:
-        from memctl.memory.recall import recall as build
-
         with guarded():
             return build(store, resolve(project), query, max_notes=max_notes).markdown
 
@@ -216,9 +216,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             bool, Field(description="Also superseded, expired and archived notes.")
         ] = False,
     ) -> str:
-        from memctl.core.errors import UsageError
-        from memctl.index.search import search as run_search
-
         with guarded():
             if not query.strip():
                 raise UsageError("the query is empty; give a few words to look for")
@@ -237,7 +234,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
     def show(
         id: Annotated[str, Field(description="A note or episode id, or its first characters.")],
     ) -> str:
-        from memctl.memory import episodes
         with guarded():
             try:
                 return as_json(store.find_note(id).to_dict())
@@ -255,8 +251,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
     def forget(
         id: Annotated[str, Field(description="The note's id (or an unambiguous prefix).")],
     ) -> str:
-        from memctl.memory.notes import forget_note
-
         with guarded():
             note = forget_note(store, id)
             return as_json({"forgotten": note.id, "title": note.title, "path": note.path})
@@ -285,9 +279,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             Optional[Outcome], Field(description="With clear and archive: how the task ended.")
         ] = None,
     ) -> str:
-        from memctl.core.errors import UsageError
-        from memctl.memory import scratchpad
-
         with guarded():
             name = resolve(project)
             if action == "show":
@@ -320,7 +311,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         tags: Annotated[Optional[list[str]], Field(description="A few tags.")] = None,
         project: ProjectArg = None,
     ) -> str:
-        from memctl.memory import episodes
         with guarded():
             episode = episodes.add_episode(
                 store,
@@ -352,9 +342,6 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         ] = None,
         project: ProjectArg = None,
     ) -> str:
-        from memctl.core.errors import UsageError
-        from memctl.memory import project_memory as l2
-
         with guarded():
             name = resolve(project)
             if action == "show":

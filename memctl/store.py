@@ -7,8 +7,10 @@ from pathlib import Path
 
 from memctl.core.errors import MemctlError, UsageError
 from memctl.disk.layout import GLOBAL, STATE_DIR, TOMBSTONE_DIR
-from memctl.disk.settings import SETTINGS_FILE
+from memctl.disk.settings import SETTINGS_FILE, default_toml
 from memctl.disk.storefiles import StoreFiles
+from memctl.disk.templates import STORE_TEMPLATE_DIR, packaged_templates
+from memctl.index.db import ensure_fresh, index_path, open_index
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -34,10 +36,8 @@ class Store(StoreFiles):
     @classmethod
     def init(cls, root: Path) -> tuple[Store, bool]:
         """Create the store, or complete a partial one. Never overwrites an existing file."""
-        from memctl.disk import gitops
+        from memctl.disk import gitops  # lazy, as in `commit`
         from memctl.disk.atomic import atomic_write_text, make_dirs
-        from memctl.disk.settings import default_toml
-        from memctl.disk.templates import STORE_TEMPLATE_DIR, packaged_templates
 
         root = Path(root)
         if root.exists() and not root.is_dir():
@@ -72,8 +72,6 @@ class Store(StoreFiles):
 
     def find_note(self, id_or_prefix: str) -> Note:
         """The note with this id or unambiguous id prefix (looked up in the fresh index)."""
-        from memctl.index.db import ensure_fresh
-
         wanted = id_or_prefix.strip().lower()
         if not wanted:
             raise UsageError("an id is required")
@@ -82,7 +80,10 @@ class Store(StoreFiles):
         return self.read_note(row["path"])
 
     def commit(self, message: str, paths: list[str] | None = None) -> str | None:
+        # Lazy: git's module (subprocess) and the atomic writer (tempfile) are not needed by
+        # a read, and every `memctl search` opens a Store (tests/test_layers.py).
         from memctl.disk import gitops
+
         commit_id = gitops.commit_all(self.root, message, paths)
         if paths:
             self._refresh_index(paths)
@@ -92,8 +93,6 @@ class Store(StoreFiles):
         """Read-your-writes: the next search sees this change even while a watcher (which
         lets commands skip their own walk) has not yet picked it up."""
         import sqlite3
-
-        from memctl.index.db import index_path, open_index
 
         if not index_path(self).exists():
             return

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import sys
 
+from memctl.cli.fast import run_fast
+
+# Lazy on purpose: importing typer costs ~45 ms, and `memctl search` never needs it
+# (tests/test_layers.py pins the modules a search loads).
+
 
 def main() -> None:
-    from memctl.cli.fast import run_fast
-
     code = run_fast(sys.argv[1:])
     if code is not None:
         sys.exit(code)

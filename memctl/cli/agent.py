@@ -16,7 +16,13 @@ from memctl.cli.app import (
     get_store,
 )
 from memctl.cli.output import emit_json, info, table, warn
+from memctl.core import sections
+from memctl.core.errors import MemctlError, UsageError
 from memctl.core.vocab import MAX_LIMIT
+from memctl.mcp_server import serve
+from memctl.memory import episodes, project_memory, scratchpad
+from memctl.memory.notes import read_text_argument
+from memctl.memory.recall import recall as build
 
 Outcome = Literal["completed", "partial", "in_progress", "failed"]
 
@@ -43,8 +49,6 @@ ALLOW_SECRET_OPTION = typer.Option(
 
 
 def _text_argument(text: str) -> str:
-    from memctl.memory.notes import read_text_argument
-
     return read_text_argument(text)
 
 
@@ -71,9 +75,6 @@ def project_show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Print MEMORY.md (or one section of it)."""
-    from memctl.core import sections
-    from memctl.memory import project_memory
-
     store = get_store()
     scope = current_project(project, global_scope)
     view = project_memory.show(store, scope)
@@ -107,7 +108,6 @@ def project_edit(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Open MEMORY.md in $EDITOR (created from the template if missing)."""
-    from memctl.memory import project_memory
     store = get_store()
     view = project_memory.edit(store, current_project(project, global_scope))
     if json_output:
@@ -132,7 +132,6 @@ def project_add(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Append a dated item (`- [11-30] …`) to a section of MEMORY.md."""
-    from memctl.memory import project_memory
     store = get_store()
     view = project_memory.add_item(
         store,
@@ -161,9 +160,6 @@ def project_replace(
 ) -> None:
     """Replace MEMORY.md whole, e.g. with a distilled version at a milestone."""
     from pathlib import Path
-
-    from memctl.core.errors import MemctlError, UsageError
-    from memctl.memory import project_memory
 
     if source == "-":
         text = _text_argument("-")
@@ -194,7 +190,6 @@ def project_replace(
 def _scratch_update(
     action: str, text: str, project: Optional[str], json_output: bool, allow_secret: bool
 ) -> None:
-    from memctl.memory import scratchpad
     store = get_store()
     view = scratchpad.update(
         store, current_project(project), action, _text_argument(text), allow_secret=allow_secret
@@ -208,7 +203,6 @@ def _scratch_update(
 @scratch_app.command("show")
 def scratch_show(project: Optional[str] = PROJECT_OPTION, json_output: bool = JSON_OPTION) -> None:
     """Print SCRATCHPAD.md."""
-    from memctl.memory import scratchpad
     view = scratchpad.show(get_store(), current_project(project))
     if json_output:
         emit_json(view.to_dict())
@@ -291,7 +285,6 @@ def scratch_clear(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Empty the scratchpad (its old text stays in git history)."""
-    from memctl.memory import scratchpad
     view = scratchpad.clear(
         get_store(),
         current_project(project),
@@ -327,7 +320,6 @@ def episode_add(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Record an episode."""
-    from memctl.memory import episodes
     store = get_store()
     episode = episodes.add_episode(
         store,
@@ -356,7 +348,6 @@ def episode_list(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List episodes, newest first."""
-    from memctl.memory import episodes
     store = get_store()
     projects = None if all_projects else [current_project(project)]
     found, problems = episodes.list_episodes(store, projects, outcome=outcome, limit=limit)
@@ -385,7 +376,6 @@ def episode_show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show one episode."""
-    from memctl.memory import episodes
     episode = episodes.find_episode(get_store(), episode_id)
     if json_output:
         emit_json(episode.to_dict())
@@ -418,8 +408,6 @@ def recall(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Print the budgeted memory block for an agent: MEMORY.md, scratchpad, the best notes."""
-    from memctl.memory.recall import recall as build
-
     result = build(
         get_store(),
         current_project(project),
@@ -439,7 +427,5 @@ def recall(
 @app.command()
 def mcp(project: Optional[str] = PROJECT_OPTION) -> None:
     """Serve memctl to MCP clients over stdio (needs the optional `mcp` extra of memctl)."""
-    from memctl.mcp_server import serve
-
     store = get_store()
     serve(store, current_project(project))

@@ -10,6 +10,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from memctl import __version__
 from memctl.cli.context import (  # noqa: F401 - re-exported for the command modules
     choose_store,
     current_project,
@@ -18,7 +19,7 @@ from memctl.cli.context import (  # noqa: F401 - re-exported for the command mod
     store_path_option,
 )
 from memctl.core.errors import MemctlError, UsageError
-from memctl.core.vocab import MAX_LIMIT
+from memctl.core.vocab import MAX_LIMIT, valid_project_name
 
 # Command modules, imported at start-up to register their commands. Each keeps its heavy
 # imports inside the command functions so `memctl search` starts fast.
@@ -58,8 +59,6 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from memctl import __version__
-
         typer.echo(f"memctl {__version__}")
         raise typer.Exit()
 
@@ -78,8 +77,6 @@ def _main(
 
 def project_callback(value: Optional[str]) -> Optional[str]:
     """Validates --project at parse time so a bad name is bad usage (exit 2)."""
-    from memctl.core.vocab import valid_project_name
-
     if value is not None and not valid_project_name(value):
         raise typer.BadParameter(f"{value!r} is not a project name (letters, digits, '-', '_', '.'; not starting with '.')")
     return value

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import sys
 
+from memctl.disk.layout import GLOBAL, resolve_project, resolve_store_path
+from memctl.store import Store
+
 _state: dict[str, object] = {"store_option": None, "store": None}
 
 
@@ -17,23 +20,17 @@ def choose_store(option: str | None) -> None:
 def get_store():  # -> memctl.store.Store
     """The store chosen by --store / MEMCTL_STORE / the default (created on first use)."""
     if _state.get("store") is None:
-        from memctl.disk.layout import resolve_store_path
-        from memctl.store import Store
-
         path, is_default = resolve_store_path(_state.get("store_option"))
         _state["store"] = Store.open(path, create_if_missing=is_default)
     return _state["store"]
 
 
 def store_path_option():  # -> pathlib.Path for commands such as init
-    from memctl.disk.layout import resolve_store_path
 
     return resolve_store_path(_state.get("store_option"))[0]
 
 
 def current_project(option: str | None, global_scope: bool = False) -> str:
-    from memctl.disk.layout import GLOBAL, resolve_project
-
     if global_scope:
         return GLOBAL
     store = get_store()

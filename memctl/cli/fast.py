@@ -14,6 +14,12 @@ import os
 import re
 import sys
 
+from memctl.cli.context import choose_store, print_error
+from memctl.cli.searching import run_search
+from memctl.core.errors import MemctlError, UsageError
+from memctl.core.query import KIND_TYPES
+from memctl.core.vocab import MAX_LIMIT, NOTE_TYPES, valid_project_name
+
 # option spelling -> run_search keyword
 SEARCH_FLAGS = {
     "--all-projects": "all_projects", "-a": "all_projects",
@@ -30,18 +36,11 @@ _DIGITS = re.compile(r"[0-9]+")
 def _convert(key: str, value: str) -> object:
     """The value as the typer command would pass it, or None where typer must decide."""
     if key == "project":
-        from memctl.core.vocab import valid_project_name
-
         return value if valid_project_name(value) else None
     if key == "types":
-        from memctl.core.query import KIND_TYPES
-        from memctl.core.vocab import NOTE_TYPES
-
         chosen = value.strip().lower()
         return chosen if chosen in NOTE_TYPES + KIND_TYPES else None
     if key == "limit":
-        from memctl.core.vocab import MAX_LIMIT
-
         return int(value) if _DIGITS.fullmatch(value) and 1 <= int(value) <= MAX_LIMIT else None
     return value
 
@@ -113,9 +112,6 @@ def run_fast(argv: list[str]) -> int | None:
     parsed = parse_search(argv)
     if parsed is None:
         return None
-    from memctl.cli.context import choose_store, print_error
-    from memctl.cli.searching import run_search
-    from memctl.core.errors import MemctlError, UsageError
 
     store_option, kwargs = parsed
     choose_store(store_option)

@@ -7,7 +7,12 @@ from typing import Any, Optional
 import typer
 
 from memctl.cli.app import JSON_OPTION, app, get_store
-from memctl.cli.output import emit_json, info, table
+from memctl.cli.output import console, emit_json, info, table
+from memctl.core.errors import MemctlError
+from memctl.disk.atomic import atomic_write_text
+from memctl.memory.health import bar, build_report, report_month, to_markdown
+from memctl.memory.lifecycle import restore_note, run_sweep
+from memctl.memory.notes import supersede_note
 
 
 @app.command()
@@ -17,8 +22,6 @@ def supersede(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Mark OLD as replaced by NEW (it leaves default search; it stays on disk and in git)."""
-    from memctl.memory.notes import supersede_note
-
     old_note, new_note = supersede_note(get_store(), old, new)
     if json_output:
         emit_json({"id": old_note.id, "path": old_note.path, "status": old_note.status,
@@ -33,8 +36,6 @@ def archive(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """TTL sweep: demote idle low-importance notes, archive idle and expired ones."""
-    from memctl.memory.lifecycle import run_sweep
-
     plan = run_sweep(get_store(), dry_run=dry_run)
     if json_output:
         emit_json(plan.to_dict(dry_run))
@@ -61,8 +62,6 @@ def restore(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Bring an archived (or superseded) note back to active."""
-    from memctl.memory.lifecycle import restore_note
-
     note, old_path = restore_note(get_store(), note_id)
     if json_output:
         emit_json({"id": note.id, "path": note.path, "from": old_path, "status": note.status})
@@ -80,8 +79,6 @@ def health(
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any problem is found."),
 ) -> None:
     """The health report: totals, recall, contradictions, duplicates, secrets, drift, git."""
-    from memctl.memory.health import build_report
-
     report = build_report(get_store())
     if markdown:
         _write_markdown(report, markdown)
@@ -100,10 +97,6 @@ def health(
 def _write_markdown(report: dict[str, Any], target: str) -> None:
     from pathlib import Path
 
-    from memctl.core.errors import MemctlError
-    from memctl.disk.atomic import atomic_write_text
-    from memctl.memory.health import report_month, to_markdown
-
     path = Path(target).expanduser()
     if path.is_dir():
         path = path / f"health-{report_month(report)}.md"
@@ -116,9 +109,6 @@ def _write_markdown(report: dict[str, Any], target: str) -> None:
 
 def _render(report: dict[str, Any]) -> None:
     from rich.markup import escape
-
-    from memctl.cli.output import console
-    from memctl.memory.health import bar
 
     out = console()
     totals = report["totals"]
@@ -187,8 +177,6 @@ def _escaped(rows: list[list[Any]]) -> list[list[str]]:
 
 
 def _section(title: str, columns: list[str], rows: list[list[Any]], more: int = 0) -> None:
-    from memctl.cli.output import console
-
     if not rows:
         console().print(f"{title}: none")
         return

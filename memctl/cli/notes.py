@@ -15,8 +15,16 @@ from memctl.cli.app import (
     get_store,
     store_path_option,
 )
-from memctl.cli.output import emit_json, info, table
+from memctl.cli.output import console, emit_json, info, report_parse_errors, table
+from memctl.core.errors import MemctlError
 from memctl.core.vocab import NOTE_TYPES, STATUSES
+from memctl.disk.counters import get_counters
+from memctl.exchange.sync import clone_store
+from memctl.index.db import ensure_fresh
+from memctl.memory.episodes import find_episode
+from memctl.memory.listing import list_notes as list_core
+from memctl.memory.notes import add_note, edit_note, forget_note, read_text_argument
+from memctl.store import Store
 
 NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
 StatusChoice = Literal[STATUSES + ("any",)]  # type: ignore[valid-type]
@@ -32,14 +40,8 @@ def init(
     """Create a store (git init, settings, layout). Safe to run again."""
     from pathlib import Path
 
-    from memctl.store import Store
-
     root = Path(path).expanduser().absolute() if path else store_path_option()
     if clone:
-        try:
-            from memctl.exchange.sync import clone_store
-        except ImportError:
-            raise typer.BadParameter("--clone is not available in this build") from None
         store = clone_store(clone, root)
         created = True
     else:
@@ -72,15 +74,11 @@ def add(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Write one note (checks for duplicates and conflicts first)."""
-    from memctl.memory.notes import add_note, read_text_argument
-
     store = get_store()
     scope = current_project(project, global_scope)
     corrected = store.find_note(corrects).id if corrects else None
     episode_id = None
     if source_episode:
-        from memctl.memory.episodes import find_episode
-
         episode_id = find_episode(store, source_episode).id
     result = add_note(
         store, read_text_argument(text), note_type=note_type.lower(), project=scope,
@@ -105,14 +103,10 @@ def show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show one note (or episode)."""
-    from memctl.core.errors import MemctlError
-
     store = get_store()
     try:
         note = store.find_note(note_id)
     except MemctlError as not_a_note:
-        from memctl.memory.episodes import find_episode
-
         try:
             episode = find_episode(store, note_id)
         except MemctlError:
@@ -123,7 +117,6 @@ def show(
             info(f"episode {episode.id}  {episode.project}  {episode.outcome}  {episode.path}")
             from rich.markdown import Markdown
 
-            from memctl.cli.output import console
             console().print(Markdown(episode.body))
         return
     data = note.to_dict()
@@ -133,8 +126,6 @@ def show(
         return
     from rich.markdown import Markdown
     from rich.panel import Panel
-
-    from memctl.cli.output import console
 
     fields = [f"[bold]{note.id}[/]  {note.type}  importance {note.importance}  {note.status}",
               f"project {note.project}   tags {', '.join(note.tags) or '-'}   path {note.path}",
@@ -150,10 +141,6 @@ def show(
 
 
 def _counters(store, note_id: str) -> dict:
-    try:
-        from memctl.disk.counters import get_counters
-    except ImportError:
-        return {"access_count": 0, "last_accessed": None}
     count, last = get_counters(store, [note_id]).get(note_id, (0, None))
     return {"access_count": count, "last_accessed": last}
 
@@ -173,10 +160,6 @@ def list_notes(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List notes with filters."""
-    from memctl.cli.output import report_parse_errors
-    from memctl.index.db import ensure_fresh
-    from memctl.memory.listing import list_notes as list_core
-
     store = get_store()
     scope = None if all_projects else current_project(project)
     index = ensure_fresh(store)
@@ -198,8 +181,6 @@ def edit(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Open a note in $EDITOR; validated on save, `updated` stamped."""
-    from memctl.memory.notes import edit_note
-
     note, changed = edit_note(get_store(), note_id)
     if json_output:
         emit_json({"id": note.id, "path": note.path, "changed": changed})
@@ -213,8 +194,6 @@ def forget(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Delete a note, leaving a tombstone so no sync brings it back."""
-    from memctl.memory.notes import forget_note
-
     note = forget_note(get_store(), note_id)
     if json_output:
         emit_json({"id": note.id, "path": note.path, "action": "forgotten"})

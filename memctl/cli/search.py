@@ -8,8 +8,11 @@ from typing import Optional
 import typer
 
 from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, get_store
+from memctl.cli.output import emit_json, err_console
+from memctl.cli.searching import run_search
 from memctl.core.query import KIND_TYPES
 from memctl.core.vocab import MAX_LIMIT, NOTE_TYPES
+from memctl.index.db import open_index
 
 
 def _check_types(values: Optional[list[str]]) -> list[str]:
@@ -47,8 +50,6 @@ def search(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Ranked full-text search in English and Chinese."""
-    from memctl.cli.searching import run_search
-
     run_search(query, project=project, all_projects=all_projects, types=types or [],
                tags=tags or [], since=since, limit=limit, include_stale=include_stale,
                explain=explain, json_output=json_output)
@@ -57,14 +58,10 @@ def search(
 @app.command()
 def reindex(json_output: bool = JSON_OPTION) -> None:
     """Rebuild the search index from the files (with a progress bar on stderr)."""
-    from memctl.index.db import open_index
-
     store = get_store()
     index = open_index(store)
     if sys.stderr.isatty():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-        from memctl.cli.output import err_console
 
         with Progress("[progress.description]{task.description}", BarColumn(),
                       MofNCompleteColumn(), TimeElapsedColumn(), console=err_console(),
@@ -81,8 +78,6 @@ def reindex(json_output: bool = JSON_OPTION) -> None:
         _warn(f"{path}:{line}: {message} (not indexed)")
     counts = {kind: index.count(kind) for kind in ("note", "episode", "memory", "scratchpad")}
     if json_output:
-        from memctl.cli.output import emit_json
-
         emit_json({"files": stats.files_changed + stats.unchanged, **counts,
                    "errors": [{"path": p, "line": n, "message": m} for p, n, m in stats.errors],
                    "elapsed_ms": round(stats.elapsed_ms, 1)})

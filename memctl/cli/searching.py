@@ -6,6 +6,11 @@ from __future__ import annotations
 import sys
 
 from memctl.cli.context import current_project, get_store
+from memctl.cli.output import console, emit_json, report_parse_errors, warn
+from memctl.core.query import parse
+from memctl.disk.counters import record_access
+from memctl.index.db import ensure_fresh
+from memctl.index.search import CLOSE, OPEN, search
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -19,12 +24,6 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
                limit: int | None = None, include_stale: bool = False, explain: bool = False,
                json_output: bool = False) -> None:
     """Search and print: JSON on stdout, or a table for people; messages on stderr."""
-    from memctl.cli.output import report_parse_errors, warn
-    from memctl.core.query import parse
-    from memctl.disk.counters import record_access
-    from memctl.index.db import ensure_fresh
-    from memctl.index.search import search
-
     parsed = parse(query)  # bad syntax is bad usage before any work is done
     store = get_store()
     scope = None if all_projects else current_project(project)
@@ -39,8 +38,6 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
         warn("the query was long: only its first words were used")
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
     if json_output:
-        from memctl.cli.output import emit_json
-
         emit_json([hit.to_dict() for hit in hits])
         return
     if not hits:
@@ -53,8 +50,6 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
 
 def _marked(text: str) -> Text:
     from rich.text import Text
-
-    from memctl.index.search import CLOSE, OPEN
 
     out = Text()
     bold = False
@@ -71,9 +66,6 @@ def _marked(text: str) -> Text:
 def _print_table(hits: list[Hit], explain: bool) -> None:
     from rich.table import Table
     from rich.text import Text
-
-    from memctl.cli.output import console
-    from memctl.index.search import CLOSE, OPEN
 
     grid = Table(show_lines=True, header_style="bold")
     grid.add_column("#", justify="right")

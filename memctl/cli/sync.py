@@ -7,8 +7,13 @@ from typing import Literal, Optional
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, get_store
-from memctl.cli.output import emit_json, info, table
+from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
+from memctl.cli.output import emit_json, err_console, info, table
+from memctl.exchange import sync as syncing
+from memctl.exchange.conflicts import find_copy, list_conflicts, resolve
+from memctl.exchange.sync import merge_file as run
+from memctl.exchange.sync import note_log
+from memctl.exchange.transfer import export_store, import_into
 
 ImporterChoice = Literal["auto", "bundle", "markdown", "agents", "cline", "mem0"]
 PROGRESS_FROM = 200  # files; smaller exports finish before a bar is worth drawing
@@ -23,8 +28,6 @@ def export(
 ) -> None:
     """Write the store (or one project) to a zip for `memctl import` on another machine."""
     from pathlib import Path
-
-    from memctl.exchange.transfer import export_store
 
     if project and all_projects:
         raise typer.BadParameter("--project and --all exclude each other", param_hint="--all")
@@ -53,8 +56,6 @@ class _progress:
             if self.bar is None:
                 from rich.progress import Progress
 
-                from memctl.cli.output import err_console
-
                 self.bar = Progress(console=err_console(), transient=True)
                 self.bar.start()
                 self.task = self.bar.add_task(self.label, total=total)
@@ -81,9 +82,6 @@ def import_command(
 ) -> None:
     """Merge memory from another machine or tool: newest version wins, nothing is lost."""
     from pathlib import Path
-
-    from memctl.cli.app import current_project
-    from memctl.exchange.transfer import import_into
 
     store = get_store()
     kind = None if importer == "auto" else importer
@@ -114,7 +112,6 @@ def sync(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Commit local changes, fetch, merge (newest wins, losers kept), push. Never forces."""
-    from memctl.exchange import sync as syncing
     report = syncing.sync(get_store(), remote=remote, push=not no_push)
     if json_output:
         emit_json(report.to_dict())
@@ -136,8 +133,6 @@ def log(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """A note's history in git, newest first, through renames, archiving and deletion."""
-    from memctl.exchange.sync import note_log
-
     rows = note_log(get_store(), note_id)
     if json_output:
         emit_json(rows)
@@ -155,7 +150,6 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
     """List conflict copies (with no subcommand)."""
     if ctx.invoked_subcommand is not None:
         return
-    from memctl.exchange.conflicts import list_conflicts
 
     copies = list_conflicts(get_store())
     if json_output:
@@ -174,8 +168,6 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
 def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
     """Print a conflict copy."""
     import sys
-
-    from memctl.exchange.conflicts import find_copy
 
     store = get_store()
     copy = find_copy(store, ref)
@@ -197,8 +189,6 @@ def conflicts_drop(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
 
 
 def _resolve(ref: str, action: str, json_output: bool) -> None:
-    from memctl.exchange.conflicts import resolve
-
     copy = resolve(get_store(), ref, action)
     if json_output:
         emit_json({"action": action, **copy.to_dict()})
@@ -213,7 +203,5 @@ def merge_file(
 ) -> None:
     """git's merge driver (%O %A %B %P): resolves a note like `memctl sync` does."""
     from pathlib import Path
-
-    from memctl.exchange.sync import merge_file as run
 
     raise typer.Exit(run(Path(base), Path(ours), Path(theirs), path))

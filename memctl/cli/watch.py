@@ -9,6 +9,9 @@ from typing import Any
 import typer
 
 from memctl.cli.app import JSON_OPTION, app, get_store
+from memctl.cli.output import emit_json
+from memctl.disk.watchstate import read_status
+from memctl.watch.watcher import BatchReport, Watcher
 
 
 def _line(data: dict[str, Any]) -> None:
@@ -40,8 +43,6 @@ def watch(
         _status(store, json_out)
         return
     import signal
-
-    from memctl.watch.watcher import BatchReport, Watcher
 
     def on_batch(report: BatchReport) -> None:
         if json_out:
@@ -89,9 +90,6 @@ def watch(
 
 
 def _status(store: Any, json_out: bool) -> None:
-    from memctl.cli.output import emit_json
-    from memctl.disk.watchstate import read_status
-
     found = read_status(store)
     if json_out:
         emit_json({

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from memctl.core.clock import parse_time
+from memctl.core.noteformat import compute_checksum, parse_text, set_fields
 
 TOMBSTONE = "tombstone"
 CONFLICT = "conflict"
@@ -268,8 +269,6 @@ def collision_id(note_id: str, created: str) -> str:
 def retag(entry: Entry, new_id: str) -> Entry:
     """The same note under a new id: the `id` field and the file name change, nothing else
     (a checksum stamp is renewed so the renamed note does not look hand-edited)."""
-    from memctl.core.noteformat import compute_checksum, parse_text, set_fields
-
     old_id = entry.note_id or ""
     text = entry.data.decode("utf-8")
     try:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memctl.core.errors import MemctlError
+
 
 @dataclass(frozen=True)
 class SecretFinding:
@@ -119,8 +121,6 @@ def refuse_secrets(text: str, allow: bool = False) -> None:
         return
     findings = scan(text)
     if findings:
-        from memctl.core.errors import MemctlError
-
         shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in findings[:3])
         raise MemctlError(
             f"the text looks like it contains a secret: {shown}; the store is synced through "

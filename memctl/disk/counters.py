@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
+from memctl.core.clock import format_time, now, parse_time
 from memctl.disk.layout import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -106,8 +107,6 @@ def _open_counters(path: Path) -> sqlite3.Connection:
 
 
 def _iso(when: Any) -> str:
-    from memctl.core.clock import format_time, now, parse_time
-
     if when is None:
         return format_time(now())
     moment = parse_time(when)
@@ -117,8 +116,6 @@ def _iso(when: Any) -> str:
 
 
 def _later(a: str | None, b: str | None) -> str | None:
-    from memctl.core.clock import parse_time
-
     if not a or not b:
         return a or b
     first, second = parse_time(a), parse_time(b)

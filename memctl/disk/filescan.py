@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import stat as stat_module
 
+from memctl.core.vocab import valid_project_name
+
 _MD_SUFFIXES = (".md", ".MD", ".Md", ".mD")
 
 
@@ -25,8 +27,6 @@ def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, l
     folders with a project name, no dot folders or dot files, `*.md`. Each folder is opened
     once and its entries are stat'ed relative to it (cheaper than full paths).
     """
-    from memctl.core.vocab import valid_project_name
-
     found: dict[str, list[str]] = {}
     if folders is None:
         folders = []

@@ -11,8 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+from memctl.core.clock import now
 from memctl.core.errors import MemctlError
-from memctl.disk.atomic import atomic_write_text
+from memctl.disk.atomic import atomic_write_text, current_umask
+from memctl.disk.locking import clear_crashed, crashed_holder
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "memctl",
@@ -56,7 +58,6 @@ def run_git(root: Path, *args: str, check: bool = True, input_text: str | None =
     full_env["GIT_CEILING_DIRECTORIES"] = ceiling
     if env:
         full_env.update(env)
-    from memctl.disk.atomic import current_umask
 
     deadline = time.monotonic() + LOCK_RETRY_SECONDS
     while True:
@@ -100,7 +101,6 @@ def _identity_env(root: Path) -> dict[str, str]:
         env.update({k: v for k, v in _IDENTITY.items() if k not in os.environ})
     if os.environ.get("MEMCTL_NOW"):
         # The clock override reaches git too, so histories made in tests are reproducible.
-        from memctl.core.clock import now
 
         stamp = now().strftime("%Y-%m-%dT%H:%M:%S+0000")
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = stamp
@@ -170,8 +170,6 @@ def settle_index_lock(root: Path, wait: float | None = None) -> None:
     was made while a store-lock holder that then died held the lock (memctl's own debris),
     or when it is older than STALE_INDEX_LOCK_AGE; otherwise a person's git still runs and
     we say so."""
-    from memctl.disk.locking import clear_crashed, crashed_holder
-
     crashed = crashed_holder(root)
     locks = git_lock_files(root)
     if not locks:

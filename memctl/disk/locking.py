@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core.errors import MemctlError
+from memctl.disk.atomic import make_dirs
 from memctl.disk.layout import state_path
 
 DEFAULT_TIMEOUT = 30.0
@@ -107,8 +108,6 @@ def _timeout_setting() -> float:
 
 
 def _make_state_dir(state_dir: Path) -> None:
-    from memctl.disk.atomic import make_dirs
-
     if not state_dir.parent.is_dir():
         raise MemctlError(f"the store {state_dir.parent} does not exist (was it moved or deleted?)")
     try:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from memctl.core.errors import MemctlError
 from memctl.core.vocab import valid_project_name
-from memctl.disk.journal import recover_pending
 from memctl.disk.layout import (
     ARCHIVED,
     CONFLICT_DIR,
@@ -56,9 +55,10 @@ class StoreFiles:
 
     @property
     def state_dir(self) -> Path:
-        from memctl.disk.atomic import make_dirs
         path = self.root / STATE_DIR
         if not path.is_dir():
+            from memctl.disk.atomic import make_dirs  # lazy: search start-up (see above)
+
             make_dirs(path)
         return path
 
@@ -144,12 +144,12 @@ class StoreFiles:
         return text, info
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:
-        from memctl.core.noteformat import parse_text
         text, info = self.read_text(relpath)
+        from memctl.core.noteformat import parse_text  # lazy: YAML, search start-up
+
         return text, parse_text(text), info
 
     def read_note(self, relpath: str) -> Note:
-        from memctl.core.note import note_from_parsed
         kind = classify(relpath)
         if kind is None or kind[0] not in (NOTE, ARCHIVED):
             raise MemctlError(f"{relpath} is not a note")
@@ -160,6 +160,8 @@ class StoreFiles:
             # As the index sees it: an empty file is a save in progress (or a git checkout
             # cut short), not a note; the index keeps the last good version.
             raise MemctlError(f"{relpath}:1: the file is empty")
+        from memctl.core.note import note_from_parsed  # lazy: search start-up
+
         return note_from_parsed(
             parsed, text=text, relpath=relpath, project=kind[1],
             file_time=datetime.fromtimestamp(info.st_mtime, UTC),
@@ -178,11 +180,13 @@ class StoreFiles:
     # --- writing --------------------------------------------------------------------------
 
     def write_text(self, relpath: str, text: str) -> None:
-        from memctl.disk.atomic import atomic_write_text
+        from memctl.disk.atomic import atomic_write_text  # lazy: search start-up
+
         atomic_write_text(self.root / relpath, text)
 
     @contextmanager
     def lock(self, what: str = "") -> Iterator[None]:
+        from memctl.disk.journal import recover_pending  # lazy: search start-up (git)
         from memctl.disk.locking import store_lock
 
         with store_lock(self.root, what):

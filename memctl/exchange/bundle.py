@@ -27,6 +27,12 @@ from typing import Any
 
 from memctl.core.errors import MemctlError
 from memctl.core.merge import COUNTERS, COUNTERS_DIR, TOMBSTONE, Entry
+from memctl.core.note import note_from_parsed
+from memctl.core.noteformat import compute_checksum, parse_text
+from memctl.disk.atomic import fsync_dir, make_dirs
+from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
+from memctl.disk.settings import SETTINGS_FILE
+from memctl.disk.templates import STORE_TEMPLATE_DIR
 
 MANIFEST_NAME = "memctl-manifest.json"
 FORMAT_NAME = "memctl-bundle"
@@ -97,10 +103,6 @@ class Bundle:
 
 def path_kind(relpath: str) -> str | None:
     """The kind of a store file that travels in bundles, or None for anything else."""
-    from memctl.disk.layout import classify
-    from memctl.disk.settings import SETTINGS_FILE
-    from memctl.disk.templates import STORE_TEMPLATE_DIR
-
     parts = relpath.split("/")
     if relpath == SETTINGS_FILE:
         return SETTINGS
@@ -182,7 +184,6 @@ def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
         except tomllib.TOMLDecodeError as exc:
             problems.append(Problem(path, f"settings do not parse: {exc}", hazard=False))
         return problems, text
-    from memctl.core.noteformat import parse_text
 
     parsed = parse_text(text)
     if parsed.has_front_matter and parsed.close_line is not None:
@@ -409,10 +410,6 @@ def read_dir(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Probl
 def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry:
     """The merge core's view of one file. `fallback_time` is used when the file carries no
     time of its own (a note without front matter, MEMORY.md, settings)."""
-    from memctl.core.note import note_from_parsed
-    from memctl.core.noteformat import compute_checksum, parse_text
-    from memctl.disk.layout import ARCHIVED, EPISODE, NOTE
-
     kind = path_kind(path) or "file"
     text = data.decode("utf-8", "replace")
     if kind in (NOTE, ARCHIVED, EPISODE, TOMBSTONE):
@@ -461,8 +458,6 @@ def manifest_for(files: Iterable[BundleFile], *, machine: str, time: str,
 def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any],
               progress: Callable[[int], None] | None = None) -> None:
     """Write the bundle via a temp file and an atomic rename; identical input, identical bytes."""
-    from memctl.disk.atomic import fsync_dir, make_dirs
-
     target = Path(target)
     make_dirs(target.parent)
     temp = target.with_name(f".{target.name}.tmp")

@@ -9,8 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.merge import CONFLICT_DIR
+from memctl.core.note import stamp, title_of
+from memctl.core.noteformat import parse_text
+from memctl.disk.atomic import atomic_write_bytes
+from memctl.disk.layout import TOMBSTONE_DIR
+from memctl.exchange.bundle import entry_for
 
 _TAG = re.compile(r"\.([0-9a-f]{12})(?=(\.[^./]*)?$)")
 
@@ -39,10 +45,6 @@ def original_path(copy_path: str) -> str:
 
 
 def list_conflicts(store: Any) -> list[ConflictCopy]:
-    from memctl.core.note import title_of
-    from memctl.core.noteformat import parse_text
-    from memctl.exchange.bundle import entry_for
-
     root = Path(store.root)
     folder = root / CONFLICT_DIR
     if not folder.is_dir():
@@ -91,10 +93,6 @@ def find_copy(store: Any, ref: str) -> ConflictCopy:
 
 def resolve(store: Any, ref: str, action: str) -> ConflictCopy:
     """`keep` the copy as the current version, or `drop` it."""
-    from memctl.core.clock import now
-    from memctl.core.note import stamp
-    from memctl.disk.layout import TOMBSTONE_DIR
-
     if action not in ("keep", "drop"):
         raise UsageError(f"invalid action {action!r} (keep or drop)")
     copy = find_copy(store, ref)
@@ -114,7 +112,6 @@ def resolve(store: Any, ref: str, action: str) -> ConflictCopy:
                 if (root / tomb).exists():
                     (root / tomb).unlink()
                     changed.append(tomb)
-            from memctl.disk.atomic import atomic_write_bytes
 
             atomic_write_bytes(root / target, data)
             changed.append(target)

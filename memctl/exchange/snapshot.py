@@ -24,8 +24,13 @@ from pathlib import Path
 from memctl.core.clock import format_time, parse_time
 from memctl.core.ids import ALPHABET
 from memctl.core.merge import TOMBSTONE, Entry, git_oid
+from memctl.core.note import derive_id, note_from_parsed, stamp
+from memctl.core.noteformat import parse_text
 from memctl.disk.gitops import run_git
+from memctl.disk.settings import SETTINGS_FILE
+from memctl.disk.templates import STORE_TEMPLATE_DIR
 from memctl.exchange.bundle import COUNTERS, BundleFile, entry_for, path_kind
+from memctl.store import Store
 
 HISTORY_LIMIT = 200  # blob ids per file carried in a bundle manifest
 _ID_TAIL = re.compile(rf"(?:^|-)([{ALPHABET}]{{16}})$")
@@ -54,8 +59,6 @@ class Snapshot:
 
 def history_key(path: str) -> str | None:
     """The merge key a historical path most likely had (the id is in memctl's file names)."""
-    from memctl.core.note import derive_id
-
     kind = path_kind(path)
     if kind is None:
         return None
@@ -137,10 +140,6 @@ def _iso_epoch(seconds: float) -> str:
 
 def read_store_files(root: Path) -> dict[str, tuple[bytes, float]]:
     """Every file of a store that takes part in merges: path -> (bytes, mtime)."""
-    from memctl.disk.settings import SETTINGS_FILE
-    from memctl.disk.templates import STORE_TEMPLATE_DIR
-    from memctl.store import Store
-
     found: dict[str, tuple[bytes, float]] = {}
     paths = [f.relpath for f in Store(root).walk()]
     for folder in (".counters", STORE_TEMPLATE_DIR):
@@ -166,9 +165,6 @@ def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
     """A not-yet-committed hand edit with its `updated` set from the file time (never older
     than the version it edited) and a fresh checksum; None when it needs no stamp or has no
     front matter to stamp (memctl adds none to a person's plain file)."""
-    from memctl.core.note import note_from_parsed, stamp
-    from memctl.core.noteformat import parse_text
-
     if path_kind(path) not in _NOTE_KINDS:
         return None
     entry = entry_for(path, data)
@@ -246,8 +242,6 @@ def project_of(item: BundleFile) -> str | None:
     kind = path_kind(item.path)
     parts = item.path.split("/")
     if kind == TOMBSTONE:
-        from memctl.core.noteformat import parse_text
-
         value = parse_text(item.data.decode("utf-8", "replace")).meta.get("project")
         return str(value) if value else None
     if kind == COUNTERS or kind in ("settings", "template"):

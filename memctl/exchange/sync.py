@@ -17,11 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memctl.core.clock import format_time
 from memctl.core.errors import MemctlError
-from memctl.core.merge import Entry, git_oid, merge_key, merge_snapshots, seen_from_base
+from memctl.core.ids import is_id
+from memctl.core.merge import Entry, dump_counters, git_oid, merge_counters, merge_key, merge_snapshots, seen_from_base
 from memctl.disk import gitops
+from memctl.disk.atomic import atomic_write_bytes
+from memctl.disk.counters import export_machine, machine_id
 from memctl.disk.gitops import GitError, _identity_env, run_git
-from memctl.exchange.snapshot import history_key, scan_history, tree_of
+from memctl.exchange.bundle import entry_for
+from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
+from memctl.exchange.transfer import absorb_counters, refresh_index
+from memctl.store import Store
 
 ATTEMPTS = 5
 # Someone pushed first (or at the same moment): fetch, merge and push again.
@@ -51,9 +58,6 @@ class SyncReport:
 def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
     """git's merge driver: write the winner of ours/theirs into `ours`; keep the loser as a
     conflict copy in the working tree (committed by the next memctl sync). Always resolves."""
-    from memctl.disk.atomic import atomic_write_bytes
-    from memctl.exchange.bundle import entry_for
-
     data = [Path(p).read_bytes() if Path(p).is_file() else b"" for p in (base, ours, theirs)]
     mine, other = entry_for(path, data[1]), entry_for(path, data[2])
     seen = frozenset({git_oid(data[0])}) if data[0] else frozenset()
@@ -75,9 +79,6 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
 def clone_store(url: str, path: Path) -> Any:
     """This machine's copy of a store from its git remote (`memctl init PATH --clone URL`).
     An empty remote gives a new store whose first sync publishes it."""
-    from memctl.exchange.transfer import absorb_counters
-    from memctl.store import Store
-
     path = Path(path).expanduser().absolute()
     if Path(url).expanduser().exists():
         url = str(Path(url).expanduser().resolve())
@@ -182,11 +183,6 @@ def sync(store: Any, remote: str | None = None, push: bool = True, attempts: int
 def commit_local_changes(store: Any) -> str | None:
     """Stamp uncommitted hand edits from their file times, write this machine's counters,
     and commit everything: the local side of the merge is then a commit like the remote's."""
-    from memctl.core.merge import dump_counters, merge_counters
-    from memctl.disk.atomic import atomic_write_bytes
-    from memctl.disk.counters import export_machine, machine_id
-    from memctl.exchange.snapshot import stamp_hand_edit
-
     root = Path(store.root)
     status = run_git(root, "status", "--porcelain", "-z", "--untracked-files=all").stdout
     records = iter(status.split("\0"))
@@ -218,8 +214,6 @@ def _is_ancestor(root: Path, older: str, newer: str) -> bool:
 
 
 def _integrate(store: Any, remote_ref: str, report: SyncReport) -> None:
-    from memctl.exchange.transfer import absorb_counters, refresh_index
-
     root = Path(store.root)
     head = run_git(root, "rev-parse", "HEAD").stdout.strip()
     theirs = run_git(root, "rev-parse", remote_ref).stdout.strip()
@@ -274,9 +268,6 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     """The merge of two commits, made with the merge core, as a commit object (nothing in the
     working tree changes)."""
     from datetime import UTC, datetime
-
-    from memctl.core.clock import format_time
-    from memctl.exchange.bundle import entry_for
 
     base = run_git(root, "merge-base", ours, theirs, check=False).stdout.strip() or None
     trees = {"ours": tree_of(root, ours), "theirs": tree_of(root, theirs),
@@ -353,9 +344,6 @@ def _write_tree(root: Path, files: dict[str, tuple[str, str]]) -> str:
 def note_log(store: Any, ref: str) -> list[dict[str, str]]:
     """Every commit that touched a note, newest first, through renames, archiving, deletion."""
     from datetime import UTC, datetime
-
-    from memctl.core.clock import format_time
-    from memctl.core.ids import is_id
 
     root = Path(store.root)
     wanted = ref.strip().lower()

@@ -26,13 +26,34 @@ from memctl.core.merge import (
     Entry,
     MergeResult,
     dump_counters,
+    instant,
     merge_counters,
     merge_snapshots,
     same_content,
 )
+from memctl.core.noteformat import compute_checksum, set_fields
+from memctl.disk import counters, gitops
+from memctl.disk.atomic import fsync_dir
+from memctl.disk.counters import machine_id
+from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
-from memctl.exchange.bundle import COUNTERS, Bundle, BundleError, BundleFile, entry_for, path_kind
+from memctl.exchange import importers
+from memctl.exchange.bundle import (
+    COUNTERS,
+    Bundle,
+    BundleError,
+    BundleFile,
+    Limits,
+    entry_for,
+    manifest_for,
+    path_kind,
+    read_bundle,
+    read_dir,
+    validate,
+    write_zip,
+)
 from memctl.exchange.snapshot import Snapshot, project_of, snapshot
+from memctl.index.db import open_index
 
 # Bookkeeping that import reports do not list (they are written all the same).
 _UNREPORTED = ("conflict", COUNTERS, "settings", "template", "file")
@@ -44,7 +65,6 @@ _UNREPORTED = ("conflict", COUNTERS, "settings", "template", "file")
 def counter_files(store: Any, existing: dict[str, BundleFile]) -> dict[str, bytes]:
     """`.counters/<machine>.json` for every machine this store knows, merged with the files
     already in the store (this machine's rows from counters.sqlite are the freshest)."""
-    from memctl.disk import counters
     out: dict[str, bytes] = {}
     for path, item in existing.items():
         if path.startswith(".counters/"):
@@ -58,7 +78,6 @@ def counter_files(store: Any, existing: dict[str, BundleFile]) -> dict[str, byte
 
 def absorb_counters(store: Any, files: dict[str, bytes]) -> None:
     """Merge counter files that arrived (import, pull) into this machine's counters.sqlite."""
-    from memctl.disk import counters
     for path, data in sorted(files.items()):
         if not path.startswith(".counters/"):
             continue
@@ -86,10 +105,6 @@ class ExportResult:
 def export_store(store: Any, target: Path, project: str | None = None,
                  progress: Callable[[int, int], None] | None = None) -> ExportResult:
     """Write the store (or one project) to a zip. Reads only: the store is not changed."""
-    from memctl.core.merge import instant
-    from memctl.disk.counters import machine_id
-    from memctl.exchange.bundle import manifest_for, write_zip
-
     with store.lock("export"):
         snap = snapshot(store.root)
         by_path = {f.path: f for f in snap.files.values() if _in_export(f, project)}
@@ -147,9 +162,6 @@ class ImportReport:
 def load_source(source: Path, *, importer: str | None = None, project: str = "default") -> Bundle:
     """Read what is to be imported: a memctl zip, a folder, another store, or a foreign
     format through an importer. Raises BundleError for any hazard."""
-    from memctl.exchange import importers
-    from memctl.exchange.bundle import read_bundle, validate
-
     source = Path(source).expanduser()
     if not source.exists():
         raise MemctlError(f"{source} does not exist")
@@ -162,8 +174,6 @@ def load_source(source: Path, *, importer: str | None = None, project: str = "de
         bundle.invalid.extend(invalid)
         return bundle
     if kind == "store":
-        from memctl.exchange.bundle import Limits, read_dir
-
         raw, problems = read_dir(source, Limits())
         if problems:
             raise BundleError(str(source), problems)
@@ -227,7 +237,6 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
 
 def import_into(store: Any, source: Path, *, dry_run: bool = False, skip_invalid: bool = False,
                 importer: str | None = None, project: str = "default") -> ImportReport:
-    from memctl.exchange import importers
     bundle = load_source(source, importer=importer, project=project)
     foreign = (importer or importers.detect(Path(source).expanduser())) not in ("bundle", "store", None)
     if bundle.invalid and not skip_invalid:
@@ -254,8 +263,6 @@ def _adopt_created(bundle: Bundle, local: Snapshot) -> None:
     """An importer dates a note by its source file, which changes when the file is edited; a
     note it made before keeps its first `created`, so the next import updates that note
     instead of being taken for a different note that happens to share the id."""
-    from memctl.core.noteformat import compute_checksum, set_fields
-
     for path, item in list(bundle.files.items()):
         entry = entry_for(path, item.data)
         mine = local.entries.get(entry.key)
@@ -272,10 +279,6 @@ def _adopt_created(bundle: Bundle, local: Snapshot) -> None:
 
 def refresh_index(store: Any, paths: list[str]) -> None:
     try:
-        from memctl.index.db import open_index
-    except ImportError:
-        return
-    try:
         index = open_index(store)
         try:
             index.refresh(paths or None)
@@ -290,9 +293,6 @@ def refresh_index(store: Any, paths: list[str]) -> None:
 
 def apply_changes(store: Any, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
     """Replace and remove files as one transaction, then make one commit."""
-    from memctl.disk import gitops
-    from memctl.disk.atomic import fsync_dir
-
     root = Path(store.root)
     txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
     (txn / "new").mkdir(parents=True)
@@ -328,7 +328,6 @@ def apply_changes(store: Any, writes: dict[str, bytes], removes: list[str], mess
         if folder.exists():
             fsync_dir(folder)
     crash_point("import-applied")
-    from memctl.disk.gitops import run_git
 
     listed = run_git(root, "ls-files", "-z").stdout.split("\0") if removes else []
     untracked_removed = set(removes) - set(listed)  # `git add` would fail on a path git never knew

@@ -24,11 +24,13 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memctl.core.errors import MemctlError
-from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION
+from memctl.core.errors import MemctlError, UsageError
+from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
+from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.filescan import folder_digest, folder_of, scan, scan_keys, split_key
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
-from memctl.disk.layout import root_of, state_path
+from memctl.disk.layout import classify, is_memory_name, root_of, state_path
+from memctl.disk.watchstate import watcher_is_live
 from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -243,10 +245,6 @@ def _watcher_keeps_it_fresh(store: object) -> bool:
     if os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
         return False
     try:
-        from memctl.disk.watchstate import watcher_is_live
-    except ImportError:
-        return False
-    try:
         return bool(watcher_is_live(store))
     except Exception:  # noqa: BLE001 - a broken heartbeat must never block a read
         return False
@@ -255,8 +253,6 @@ def _watcher_keeps_it_fresh(store: object) -> bool:
 def _kind_of(relpath: str) -> tuple[str, str] | None:
     """`store.classify`, for indexed kinds only; files two folders deep or more are
     classified once per folder (100k files: ~1 s less of a rebuild)."""
-    from memctl.disk.layout import is_memory_name
-
     folder, _, name = relpath.rpartition("/")
     if "/" in folder and is_memory_name(name):
         return _kind_of_folder(folder)
@@ -269,8 +265,6 @@ def _kind_of_folder(folder: str) -> tuple[str, str] | None:
 
 
 def _indexed_kind(relpath: str) -> tuple[str, str] | None:
-    from memctl.disk.layout import classify
-
     kind = classify(relpath)
     if kind is None or kind[0] not in INDEXED_KINDS:
         return None
@@ -478,9 +472,6 @@ class Index:
 
     def _apply(self, candidates: list[str], removed: list[str], stats: RefreshStats,
                progress: Callable[[int, int], None] | None, clear: bool = False) -> None:
-        from memctl.index.docs import Writer
-        from memctl.index.workers import prepare_all
-
         conn = self.conn
         gone_ids: dict[str, str] = {}
         new_ids: list[str] = []
@@ -513,6 +504,11 @@ class Index:
                 # Far faster than deleting every row of an FTS table that keeps its content.
                 conn.execute("DROP TABLE fts")
                 conn.execute(_FTS_SCHEMA)
+            # Lazy: the parser (YAML, the note model) is needed only when a file changed, and
+            # `memctl search` on a fresh index must not pay for it (tests/test_layers.py).
+            from memctl.index.docs import Writer
+            from memctl.index.workers import prepare_all
+
             writer = Writer(conn)
             for path in removed:
                 gone_ids.update((doc_id, path) for doc_id in self._delete_docs(path))
@@ -595,8 +591,6 @@ class Index:
         kind_sql = "d.kind IN (" + ", ".join("?" * len(kind_list)) + ")"
         wanted = id_or_prefix.strip()
         if not wanted:
-            from memctl.core.errors import UsageError
-
             raise UsageError("an id is required")
         rows = self.conn.execute(f"SELECT d.id, d.path, d.meta FROM docs d"
                                  f" WHERE d.id = ? AND {kind_sql}",
@@ -637,13 +631,9 @@ class Index:
                   "importance": "d.importance DESC, d.updated_ts DESC, d.id", "id": "d.id",
                   "path": "d.path"}
         if order not in orders:
-            from memctl.core.errors import UsageError
-
             raise UsageError(f"invalid sort {order!r}; choose from {', '.join(orders)}")
         sql = f"SELECT d.meta FROM docs d WHERE {where} ORDER BY {orders[order]}"
         if limit is not None:
-            from memctl.core.vocab import MAX_LIMIT
-
             sql += f" LIMIT {min(int(limit), MAX_LIMIT)}"
         return [json.loads(row[0]) for row in self.conn.execute(sql, params)]
 
@@ -677,8 +667,6 @@ class Index:
 
     def active_notes_with_bodies(self, projects: Iterable[str]) -> list[tuple[dict[str, Any], str]]:
         """(fields, body) of the active notes of these projects, for the write-time checks."""
-        from memctl.core.tokenize import from_index
-
         names = list(projects)
         marks = ", ".join("?" * len(names))
         rows = self.conn.execute(

@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from memctl.core.clock import parse_time
+from memctl.core.note import note_from_parsed, title_of
+from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_text
+from memctl.core.sections import parse_headings
+from memctl.core.tokenize import scope_token, to_index
+from memctl.disk.layout import slugify
+
 if TYPE_CHECKING:
     from memctl.core.note import Note
     from memctl.core.noteformat import ParsedFile
@@ -95,8 +102,6 @@ _ODD_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\r(?!\n)")
 
 def fast_parse(text: str) -> ParsedFile | None:
     """The same result as `noteformat.parse_text` for simple front matter, else None."""
-    from memctl.core.noteformat import BOM, ParsedFile, detect_newline
-
     bom = text.startswith(BOM)
     if bom:
         text = text[1:]
@@ -135,8 +140,6 @@ def fast_parse(text: str) -> ParsedFile | None:
 
 
 def _timestamp(text: str | None, fallback: float) -> float:
-    from memctl.core.clock import parse_time
-
     moment = parse_time(text) if text else None
     return moment.timestamp() if moment is not None else fallback
 
@@ -144,9 +147,6 @@ def _timestamp(text: str | None, fallback: float) -> float:
 def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int,
                   *, max_bytes: int) -> list[Doc] | tuple[int, str]:
     """The units of one file, or (line, message) when it cannot be read as memory."""
-    from memctl.core.note import note_from_parsed, title_of
-    from memctl.core.noteformat import parse_text
-
     if len(data) > max_bytes:
         return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
     try:
@@ -212,10 +212,6 @@ def _plain_meta(path: str, kind: str, project: str, title: str, section: str | N
 
 def _memory_docs(path: str, project: str, body: str, body_line: int, updated: str,
                  updated_ts: float) -> list[Doc]:
-    from memctl.core.note import title_of
-    from memctl.core.sections import parse_headings
-    from memctl.disk.layout import slugify
-
     headings = parse_headings(body)
     chunks: list[tuple[str | None, int, int]] = []  # (heading title, start, end)
     first = headings[0].start if headings else len(body)
@@ -327,8 +323,6 @@ _to_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
-    from memctl.core.tokenize import scope_token, to_index
-
     tag_text = " ".join([*doc.tags, doc.subject or "", doc.predicate or ""]).strip()
     return (
         doc.id, path, doc.kind, doc.project, doc.type, doc.importance, doc.status, doc.title,

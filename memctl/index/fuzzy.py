@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from memctl.core.tokenize import has_cjk, to_index
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 MIN_WORD = 4  # shorter words have too many close neighbours to be useful
 SCORE_CUTOFF = 78.0

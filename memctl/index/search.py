@@ -17,12 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memctl.core.clock import now
 from memctl.core.errors import UsageError
 from memctl.core.query import Query, parse
-from memctl.core.tokenize import from_index
+from memctl.core.tokenize import from_index, scope_token
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.layout import GLOBAL
+from memctl.disk.settings import Settings
 from memctl.index import fuzzy
+from memctl.index.db import ensure_fresh
 from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -106,15 +109,11 @@ def search(store: object, query: str | Query, *, project: str | None = None,
     did it (`ensure_fresh`)."""
     import json
 
-    from memctl.core.clock import now
-
     parsed = query if isinstance(query, Query) else parse(query)
     if limit < 1:
         raise UsageError(f"invalid value for --limit: {limit} (must be at least 1)")
     limit = min(limit, MAX_LIMIT)  # a library caller's huge number must not overflow SQLite
     if index is None:
-        from memctl.index.db import ensure_fresh
-
         index = ensure_fresh(store)
     if not parsed.searches_text and not parsed.has_filters and not tags and not types:
         return []  # nothing searchable was typed (only punctuation or emoji)
@@ -130,8 +129,6 @@ def search(store: object, query: str | Query, *, project: str | None = None,
     half_life = _half_life_days(store) * 86400.0
     ctx = RankContext(index.conn, where, params, now_ts, half_life, limit, explain)
     if scope is not None:
-        from memctl.core.tokenize import scope_token
-
         ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
     hits = ctx.run(parsed.match, parsed.exclude)
     if not hits and parsed.words:
@@ -147,8 +144,6 @@ def _half_life_days(store: object) -> float:
     settings = getattr(store, "settings", None)
     if settings is None:
         from pathlib import Path
-
-        from memctl.disk.settings import Settings
 
         settings = Settings.load(Path(store))  # type: ignore[arg-type]
     value = float(settings.get("search.recency_half_life_days"))

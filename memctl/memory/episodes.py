@@ -20,6 +20,8 @@ from memctl.core.errors import MemctlError, UsageError
 from memctl.core.ids import new_id
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
 from memctl.disk.layout import EPISODE, EPISODES_DIR, GLOBAL, check_project_name, classify, slugify
+from memctl.disk.templates import fill, load_template
+from memctl.memory.project_memory import check_secrets
 from memctl.store import Store
 
 OUTCOMES = ("completed", "partial", "in_progress", "failed")
@@ -130,8 +132,6 @@ def render_body(
     extra_sections: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> str:
     """The episode body from the template; sections left empty are dropped, not left blank."""
-    from memctl.disk.templates import fill
-
     body = fill(
         template,
         goal=" ".join(goal.split()),
@@ -283,15 +283,12 @@ def prepare_episode(
     """Validate and render a new episode without writing it: (relpath, text, episode).
 
     Linked ids must name existing notes (a prefix is enough); they are stored in full."""
-    from memctl.disk.templates import load_template
-
     project = GLOBAL if project == GLOBAL else check_project_name(project)
     goal = " ".join(_clean(goal).split())
     if not goal:
         raise UsageError("--goal is required: what was the task trying to achieve?")
     outcome = validate_outcome(outcome)
     parsed_steps = [s if isinstance(s, Step) else parse_step(s) for s in steps]
-    from memctl.memory.project_memory import check_secrets
 
     check_secrets(
         "\n".join([goal, summary or "", *(s.render() for s in parsed_steps)]), allow_secret

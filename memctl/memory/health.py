@@ -11,8 +11,21 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memctl.core.clock import format_time, parse_time
-from memctl.core.note import Note
+from memctl.core.clock import format_time, now, parse_time
+from memctl.core.errors import MemctlError
+from memctl.core.note import Note, note_from_parsed
+from memctl.core.noteformat import parse_text
+from memctl.core.secrets import scan
+from memctl.core.similarity import compare
+from memctl.disk import gitops
+from memctl.disk.counters import get_counters, top_accessed
+from memctl.disk.layout import ARCHIVED, CONFLICT, GLOBAL, NOTE, classify
+from memctl.disk.watchstate import read_status
+from memctl.index.db import ensure_fresh, open_index, walk_stats
+from memctl.index.docs import content_digest, fast_parse
+from memctl.memory import paircache
+from memctl.memory.checks import live
+from memctl.memory.lifecycle import last_active
 
 TOP_RECALLED_DAYS = 30
 TOP_RECALLED_LIMIT = 20
@@ -44,13 +57,6 @@ def _brief(note: Note) -> dict[str, Any]:
 def _read_all(store: Any) -> tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]],
                                    dict[str, int]]:
     """One pass over every memory file: notes, parse errors, secrets, and file sizes."""
-    from memctl.core.errors import MemctlError
-    from memctl.core.note import note_from_parsed
-    from memctl.core.noteformat import parse_text
-    from memctl.core.secrets import scan
-    from memctl.disk.layout import ARCHIVED, NOTE
-    from memctl.index.docs import fast_parse
-
     notes: list[Note] = []
     errors: list[dict[str, Any]] = []
     secrets: list[dict[str, Any]] = []
@@ -101,11 +107,6 @@ def _pairs(root: Any, notes: list[Note], moment: datetime, dup: float, similar: 
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Near-duplicates and contradiction candidates among live notes, per project + global
     (the similar pairs of unchanged notes come from the last report: memctl.memory.paircache)."""
-    from memctl.core.similarity import compare
-    from memctl.disk.layout import GLOBAL
-    from memctl.memory import paircache
-    from memctl.memory.checks import live
-
     pool = live(notes, moment)
     by_id = {note.id: note for note in pool}
     scopes: dict[str, list[Note]] = {}
@@ -144,8 +145,6 @@ def _differs(root: Any, path: str, indexed: tuple[int, int, str], on_disk: tuple
     content instead."""
     from pathlib import Path
 
-    from memctl.index.docs import content_digest
-
     if indexed[0] != 0:
         return tuple(indexed[:2]) != tuple(on_disk)
     try:
@@ -160,8 +159,6 @@ def _index_drift(store: Any) -> dict[str, Any]:
     `before` is normal after hand edits (every command catches up first); `after` should be
     empty: anything left means the index cannot follow the files (a live watcher that missed
     events, or a file the index cannot take)."""
-    from memctl.index.db import ensure_fresh, open_index, walk_stats
-
     def drift(indexed: dict[str, tuple[int, int, str]]) -> dict[str, list[str]]:
         on_disk = walk_stats(store.root)
         return {
@@ -188,7 +185,6 @@ def _index_drift(store: Any) -> dict[str, Any]:
 
 
 def _git_state(store: Any) -> dict[str, Any]:
-    from memctl.disk import gitops
     state: dict[str, Any] = {"branch": None, "head": None, "uncommitted": [], "remote": None,
                              "upstream": None, "unpushed": None, "error": None}
     try:
@@ -214,8 +210,6 @@ def _git_state(store: Any) -> dict[str, Any]:
 
 def _watcher_state(store: Any) -> dict[str, Any]:
     """Whether a `memctl watch` keeps this store's index fresh (not a problem when none runs)."""
-    from memctl.disk.watchstate import read_status
-
     status = read_status(store)
     if status is None:
         return {"running": False, "live": False, "pid": None}
@@ -224,10 +218,6 @@ def _watcher_state(store: Any) -> dict[str, Any]:
 
 def build_report(store: Any, moment: datetime | None = None) -> dict[str, Any]:
     """The whole report as one JSON-ready dictionary (see docs/health.md for each key)."""
-    from memctl.core.clock import now
-    from memctl.disk.layout import CONFLICT, classify
-    from memctl.memory.lifecycle import last_active
-
     moment = moment or now()
     settings = store.settings
     drift = _index_drift(store)
@@ -331,18 +321,10 @@ def problems_of(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _counters(store: Any, ids: list[str]) -> dict[str, tuple[int, str | None]]:
-    try:
-        from memctl.disk.counters import get_counters
-    except ImportError:
-        return {}
     return get_counters(store, ids)
 
 
 def _top_accessed(store: Any, since: datetime) -> list[tuple[str, int]]:
-    try:
-        from memctl.disk.counters import top_accessed
-    except ImportError:
-        return []
     # Ask for more than shown: counted ids may belong to notes deleted since.
     return top_accessed(store, since, limit=TOP_RECALLED_LIMIT * 3)
 

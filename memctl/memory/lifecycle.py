@@ -29,8 +29,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from memctl.core.clock import format_time, parse_time
-from memctl.core.note import Note
+from memctl.core.clock import format_time, now, parse_time
+from memctl.core.errors import MemctlError
+from memctl.core.note import Note, stamp
+from memctl.core.noteformat import compute_checksum, set_fields
+from memctl.disk.atomic import fsync_dir, make_dirs
+from memctl.disk.counters import get_counters
+from memctl.disk.layout import ARCHIVED, NOTE, classify
 
 ARCHIVE = "archive"
 DEMOTE = "demote"
@@ -183,10 +188,6 @@ def _demoted_since(note: Note, seen: datetime | None) -> bool:
 
 
 def _last_accessed(store: Any, ids: list[str]) -> dict[str, Any]:
-    try:
-        from memctl.disk.counters import get_counters
-    except ImportError:
-        return {}
     return {note_id: last for note_id, (_count, last) in get_counters(store, ids).items() if last}
 
 
@@ -202,8 +203,6 @@ def compute_plan(store: Any, moment: datetime) -> SweepPlan:
 
 def run_sweep(store: Any, *, dry_run: bool = False) -> SweepPlan:
     """Plan the sweep and, unless `dry_run`, apply it with one commit."""
-    from memctl.core.clock import now
-
     if dry_run:
         return compute_plan(store, now())
     with store.lock("archive"):
@@ -226,9 +225,6 @@ def run_sweep(store: Any, *, dry_run: bool = False) -> SweepPlan:
 
 def _surgical(text: str, updates: dict[str, Any], note: Note) -> str:
     """Change fields without stamping `updated`; keep a hand edit recognisable as one."""
-    from memctl.core.errors import MemctlError
-    from memctl.core.noteformat import compute_checksum, set_fields
-
     changes = dict(updates)
     if not note.has_id:
         changes["id"] = note.id
@@ -268,8 +264,6 @@ def _move(store: Any, note: Note, target: str, text: str) -> list[str]:
     one (where its folder already says what it is), never two notes with one id."""
     import os
 
-    from memctl.disk.atomic import fsync_dir, make_dirs
-
     if target != note.path:
         make_dirs(store.path(target).parent)
         os.rename(store.path(note.path), store.path(target))
@@ -279,8 +273,6 @@ def _move(store: Any, note: Note, target: str, text: str) -> list[str]:
 
 
 def _archive(store: Any, item: SweepItem, moment: datetime) -> list[str]:
-    from memctl.core.note import stamp
-
     note = store.read_note(item.path)
     text, _info = store.read_text(item.path)
     target = _free_path(store, item.target or archive_relpath(note), note.id)
@@ -296,11 +288,6 @@ def _archive(store: Any, item: SweepItem, moment: datetime) -> list[str]:
 
 def restore_note(store: Any, ref: str) -> tuple[Note, str]:
     """Bring an archived (or superseded) note back to active. Returns it and its old path."""
-    from memctl.core.clock import now
-    from memctl.core.errors import MemctlError
-    from memctl.core.note import stamp
-    from memctl.disk.layout import ARCHIVED, NOTE, classify
-
     note = store.find_note(ref)
     if note.status == "active":
         raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")

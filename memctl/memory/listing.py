@@ -7,6 +7,7 @@ from typing import Any
 from memctl.core.clock import now, parse_since
 from memctl.core.errors import UsageError
 from memctl.disk.layout import GLOBAL
+from memctl.index.db import ensure_fresh
 from memctl.store import Store
 
 _ORDERS = {"updated": "updated", "created": "created", "importance": "importance"}
@@ -26,8 +27,6 @@ def list_notes(store: Store, *, project: str | None, note_type: str | None = Non
         except ValueError as exc:
             raise UsageError(f"invalid value for --since: {exc}") from None
     if index is None:
-        from memctl.index.db import ensure_fresh
-
         index = ensure_fresh(store)
     rows = index.list_notes(
         projects=None if project is None else sorted({project, GLOBAL}),

@@ -11,10 +11,25 @@ from typing import Any
 from memctl.core.clock import format_time, now, parse_expiry
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.ids import new_id
-from memctl.core.note import NOTE_TYPES, SOURCES, Note, ordered_meta, stamp, title_of
+from memctl.core.importance import infer_importance
+from memctl.core.note import (
+    NOTE_TYPES,
+    SOURCES,
+    Note,
+    derive_id,
+    monotonic_stamp,
+    note_from_parsed,
+    ordered_meta,
+    stamp,
+    title_of,
+)
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.core.secrets import refuse_secrets
 from memctl.core.vocab import MAX_NOTE_BYTES
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR, check_project_name
+from memctl.disk.templates import fill, load_template
+from memctl.index.db import ensure_fresh
+from memctl.memory.checks import MERGED, decide
 from memctl.store import Store
 
 
@@ -78,8 +93,6 @@ def build_note_text(store: Store, *, note_id: str, text: str, note_type: str, pr
                     predicate: str | None, expires: str | None, source: str,
                     created: str, extra: dict[str, Any] | None = None) -> str:
     """The full text of a new note file, from the type's template."""
-    from memctl.disk.templates import fill, load_template
-
     template = load_template(store.root, f"{note_type}.md")
     parsed = parse_text(fill(template, text=text))
     if parsed.problem is not None:
@@ -136,16 +149,12 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         if value and (len(value) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in value)):
             raise UsageError(f"invalid value for {option}: one short line (at most {MAX_FIELD_CHARS} characters)")
 
-    from memctl.core.secrets import refuse_secrets
-
     refuse_secrets(text, allow_secret)
     if importance is None:
         importance = _inferred_importance(store, text, note_type)
     corrected = [corrects] if corrects else []
 
     with store.lock("add"):
-        from memctl.memory.checks import MERGED, decide
-
         pool = _active_notes(store, project)
         decision = decide(
             text, note_type=note_type, project=project, existing=pool, subject=subject,
@@ -189,9 +198,6 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
 
 def _inferred_importance(store: Store, text: str, note_type: str) -> int:
     """From the markers in the text, starting at the type template's importance."""
-    from memctl.core.importance import infer_importance
-    from memctl.disk.templates import fill, load_template
-
     template = parse_text(fill(load_template(store.root, f"{note_type}.md"), text=""))
     return infer_importance(text, note_type, base=_template_importance(template.meta))
 
@@ -214,9 +220,6 @@ def _active_notes(store: Store, project: str) -> list[Note]:
 
     Read from the index (fields and body), not from every file: an add stays fast as the
     store grows. The files it then changes are read afresh."""
-    from memctl.core.note import derive_id
-    from memctl.index.db import ensure_fresh
-
     index = ensure_fresh(store)
     notes = []
     for meta, body in index.active_notes_with_bodies([project, GLOBAL]):
@@ -290,8 +293,6 @@ def edit_note(store: Store, ref: str, editor: str | None = None) -> tuple[Note, 
 
 
 def _validate_edited(text: str, original: Note) -> str | None:
-    from memctl.core.note import note_from_parsed
-
     parsed = parse_text(text)
     if parsed.problem is not None:
         return f"line {parsed.problem.line}: {parsed.problem.message}"
@@ -309,8 +310,6 @@ def forget_note(store: Store, ref: str) -> Note:
     """Delete a note and leave a tombstone, so no sync or import brings it back."""
     note = store.find_note(ref)
     with store.lock("forget"):
-        from memctl.core.note import monotonic_stamp
-
         moment = format_time(monotonic_stamp(now(), note.updated))
         tombstone_path = f"{TOMBSTONE_DIR}/{note.id}.md"
         tombstone = render_note(

@@ -18,6 +18,11 @@ import json
 import os
 from collections.abc import Sequence
 
+from memctl.core.errors import MemctlError
+from memctl.core.similarity import pairs_involving, similar_pairs
+from memctl.disk.atomic import atomic_write_text
+from memctl.disk.layout import state_path
+
 FORMAT = 1  # bump when memctl.core.similarity scores texts differently
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
@@ -29,8 +34,6 @@ def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: f
                 ) -> tuple[list[Pair], dict[str, object]]:
     """Pure: the similar pairs of one group (key, text), and what to keep of it for next time.
     `previous` is what this returned last time for the group (anything else is ignored)."""
-    from memctl.core.similarity import pairs_involving, similar_pairs
-
     digests = {key: _digest(text) for key, text in items}
     unique = len(digests) == len(items)  # a key twice (a copied note): no shortcut
     before = _entry(previous)
@@ -75,8 +78,6 @@ def _digest(text: str) -> str:
 
 def load(root: str | os.PathLike[str], threshold: float) -> dict[str, object]:
     """The cached groups, if the file is there, readable and made with these settings."""
-    from memctl.disk.layout import state_path
-
     try:
         data = json.loads(state_path(root, FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -89,10 +90,6 @@ def load(root: str | os.PathLike[str], threshold: float) -> dict[str, object]:
 
 def save(root: str | os.PathLike[str], threshold: float, groups: dict[str, object]) -> None:
     """Best effort: a report is never refused because its cache cannot be written."""
-    from memctl.core.errors import MemctlError
-    from memctl.disk.atomic import atomic_write_text
-    from memctl.disk.layout import state_path
-
     text = json.dumps({"format": FORMAT, "threshold": threshold, "groups": groups},
                       ensure_ascii=False, separators=(",", ":"))
     try:

@@ -17,7 +17,9 @@ from typing import Any
 from memctl.core import sections
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError
+from memctl.core.secrets import refuse_secrets
 from memctl.disk.layout import GLOBAL, MEMORY_FILE, check_project_name
+from memctl.disk.templates import fill, load_template
 from memctl.store import Store
 
 TEMPLATE_NAME = "MEMORY.md"
@@ -65,8 +67,6 @@ class MemoryView:
 
 
 def check_secrets(text: str, allow: bool = False) -> None:
-    from memctl.core.secrets import refuse_secrets
-
     refuse_secrets(text, allow)
 
 
@@ -99,8 +99,6 @@ def show(store: Store, project: str) -> MemoryView:
 
 
 def template_text(store: Store, project: str) -> str:
-    from memctl.disk.templates import fill, load_template
-
     return fill(load_template(store.root, TEMPLATE_NAME), project=project)
 
 

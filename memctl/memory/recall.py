@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memctl.core.errors import UsageError
+from memctl.core.clock import now, parse_time
+from memctl.core.errors import MemctlError, UsageError
+from memctl.core.sections import parse_sections
+from memctl.disk.counters import record_access as record
+from memctl.disk.layout import GLOBAL, check_project_name
+from memctl.index.db import ensure_fresh
+from memctl.index.search import search
+from memctl.memory import project_memory, scratchpad
 
 ELLIPSIS = "…"
 HALF_LIFE_DAYS = 30.0  # recall's recency: a note a month old counts 3/4 of one from today
@@ -183,8 +190,6 @@ def cut_text(text: str, limit: int) -> tuple[str, bool]:
 def compact(text: str) -> str:
     """A file as shown in the block: comments and empty sections dropped (they cost the
     agent context and say nothing); everything else as written."""
-    from memctl.core.sections import parse_sections
-
     text = _WHOLE_LINE_COMMENT.sub("", text)
     text = _COMMENT.sub("", text)
     for section in reversed(parse_sections(text, {})):
@@ -414,8 +419,6 @@ def budget_from_settings(
 
 
 def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
-    from memctl.core.clock import parse_time
-
     try:
         importance = int(row.get("importance") or 5)
     except (TypeError, ValueError):
@@ -435,8 +438,6 @@ def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
 
 def _query_ranks(store: Any, index: Any, project: str, query: str, limit: int) -> dict[str, int]:
     """Search rank of each live note the query finds (0 = best)."""
-    from memctl.index.search import search
-
     hits = search(store, query, projects=[project], limit=limit, kinds=("note",), index=index)
     ranks: dict[str, int] = {}
     for hit in hits:
@@ -455,12 +456,6 @@ def recall(
     record_access: bool = True,
 ) -> RecallResult:
     """The recall block for `project` (see the module doc for how notes are chosen)."""
-    from memctl.core.clock import now
-    from memctl.core.errors import MemctlError
-    from memctl.disk.layout import GLOBAL, check_project_name
-    from memctl.index.db import ensure_fresh
-    from memctl.memory import project_memory, scratchpad
-
     if project != GLOBAL:
         check_project_name(project)
     query = query.strip() if query and query.strip() else None
@@ -511,7 +506,5 @@ def recall(
         and not scratchpad.parse(scratch_text).is_empty(),
     )
     if record_access and result.notes:
-        from memctl.disk.counters import record_access as record
-
         record(store, [note.id for note in result.notes], moment)
     return result

@@ -22,6 +22,10 @@ from typing import TYPE_CHECKING, Any
 from memctl.core import sections
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError
+from memctl.disk.layout import GLOBAL, SCRATCHPAD_FILE, check_project_name
+from memctl.disk.templates import fill, load_template
+from memctl.memory import episodes
+from memctl.memory.project_memory import check_secrets
 
 if TYPE_CHECKING:
     from memctl.store import Store
@@ -301,8 +305,6 @@ class ScratchView:
 
 
 def scratch_relpath(project: str) -> str:
-    from memctl.disk.layout import GLOBAL, SCRATCHPAD_FILE, check_project_name
-
     name = GLOBAL if project == GLOBAL else check_project_name(project)
     return f"{name}/{SCRATCHPAD_FILE}"
 
@@ -315,8 +317,6 @@ def read_scratch(store: Store, project: str) -> str | None:
 
 
 def template_text(store: Store, project: str) -> str:
-    from memctl.disk.templates import fill, load_template
-
     return fill(load_template(store.root, TEMPLATE_NAME), project=project)
 
 
@@ -338,7 +338,6 @@ def update(
         raise UsageError(f"invalid action {action!r} (choose from {', '.join(ACTIONS)})")
     if "\x00" in text:
         raise UsageError("the text contains NUL bytes")
-    from memctl.memory.project_memory import check_secrets
 
     check_secrets(text, allow_secret)
     moment = moment or now()
@@ -375,7 +374,6 @@ def clear(
 ) -> ScratchView:
     """Empty the scratchpad (back to the template). With `archive`, first keep the finished
     state as an episode: focus as goal, done items as steps, the rest as sections."""
-    from memctl.memory import episodes
     moment = moment or now()
     relpath = scratch_relpath(project)
     episode_data = None

@@ -20,6 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memctl.core.errors import MemctlError
+from memctl.core.vocab import valid_project_name
+from memctl.disk import gitops
+from memctl.disk.layout import classify
+from memctl.disk.locking import LockTimeout, store_lock
+from memctl.disk.watchstate import BEAT_INTERVAL, Heartbeat, WatchLock
+from memctl.index.db import INDEXED_KINDS, open_index
 from memctl.watch.events import MAX_DELAY, QUIET, Batch, Coalescer, interpret, relative
 
 # The safety net: a full (stat-only for unchanged files) pass this often.
@@ -151,16 +158,11 @@ class Watcher:
 
     @staticmethod
     def is_memory(relpath: str) -> bool:
-        from memctl.disk.layout import classify
-        from memctl.index.db import INDEXED_KINDS
-
         kind = classify(relpath)
         return kind is not None and kind[0] in INDEXED_KINDS
 
     @staticmethod
     def is_watched_top(name: str) -> bool:
-        from memctl.core.vocab import valid_project_name
-
         return valid_project_name(name)  # never .git, .memctl, .tombstones, ...
 
     # --- events (watchdog's threads) --------------------------------------------------------
@@ -181,9 +183,6 @@ class Watcher:
     # --- setting up -------------------------------------------------------------------------
 
     def _start(self, *, announce: bool = False) -> None:
-        from memctl.core.errors import MemctlError
-        from memctl.disk.watchstate import Heartbeat, WatchLock
-
         try:
             info = os.stat(self.root)
         except OSError:
@@ -201,8 +200,6 @@ class Watcher:
         self._heartbeat.beat("ready", watches=len(self._watches))
 
     def _open_index(self) -> None:
-        from memctl.index.db import open_index
-
         self._index = open_index(self.root)
         self._index_id = _file_id(self._index.path)
 
@@ -246,8 +243,6 @@ class Watcher:
     def _watch(self, name: str, *, recursive: bool) -> None:
         from watchdog import events as ev
 
-        from memctl.core.errors import MemctlError
-
         # Never opens or read-only closes (the indexer reading), nor attribute changes.
         wanted = [ev.FileCreatedEvent, ev.FileModifiedEvent, ev.FileClosedEvent,
                   ev.FileDeletedEvent, ev.FileMovedEvent, ev.DirCreatedEvent,
@@ -287,8 +282,6 @@ class Watcher:
         """At start, a reached limit means watches are missing: an error. Later it may be
         another program's doing and only folders made since are at risk: a warning, and the
         full pass runs every few seconds until the limit is lifted."""
-        from memctl.core.errors import MemctlError
-
         error = probe_inotify(self.root)
         message = inotify_limit_error(error, self._count_folders()) if error else None
         if message and fatal:
@@ -301,8 +294,6 @@ class Watcher:
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self, on_ready: Callable[[], None] | None = None) -> None:
-        from memctl.disk.watchstate import BEAT_INTERVAL
-
         try:
             self._start()
             if on_ready is not None:
@@ -424,9 +415,6 @@ class Watcher:
         return False
 
     def _maybe_commit(self, now: float) -> None:
-        from memctl.disk import gitops
-        from memctl.disk.locking import LockTimeout, store_lock
-
         if not self._dirty or now - self._last_commit < self.commit_every:
             return
         if self._git_busy() or gitops.operation_in_progress(self.root) is not None:
@@ -452,7 +440,6 @@ class Watcher:
     def _uncommitted_memory(self) -> list[tuple[str, str]]:
         """(A|M|D, path) of the memory files git sees changed (run_git's status never takes
         git's index lock, so a person's own git command cannot fail on us)."""
-        from memctl.disk import gitops
         result = gitops.run_git(self.root, "status", "--porcelain", "-z", "--no-renames",
                                 "--untracked-files=all")
         changed = []

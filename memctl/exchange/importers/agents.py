@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from memctl.exchange.bundle import BundleFile, Problem
-from memctl.exchange.importers import file_time, make_note, raise_hazards, read_text_file, stable_id
+from memctl.exchange.importers.common import file_time, make_note, raise_hazards, read_text_file, stable_id
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")

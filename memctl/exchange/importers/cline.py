@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memctl.exchange.bundle import BundleFile, Problem
-from memctl.exchange.importers import (
+from memctl.exchange.importers.common import (
     file_time,
     make_note,
     raise_hazards,

@@ -11,8 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memctl.core.clock import parse_time
+from memctl.core.note import NOTE_TYPES, parse_tags, title_of
+from memctl.core.noteformat import parse_text
 from memctl.exchange.bundle import BundleFile, Problem
-from memctl.exchange.importers import (
+from memctl.exchange.importers.common import (
     file_time,
     front_matter_hazard,
     make_note,
@@ -52,10 +55,6 @@ def import_markdown(source: Path, project: str) -> tuple[list[BundleFile], list[
 
 
 def note_from_markdown(text: str, rel: str, project: str, mtime: str) -> BundleFile | Problem:
-    from memctl.core.clock import parse_time
-    from memctl.core.note import NOTE_TYPES, parse_tags, title_of
-    from memctl.core.noteformat import parse_text
-
     parsed = parse_text(text)
     if parsed.problem is not None:
         return Problem(rel, str(parsed.problem), hazard=False)

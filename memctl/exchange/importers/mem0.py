@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memctl.core.clock import parse_time
 from memctl.exchange.bundle import BundleFile, Problem
-from memctl.exchange.importers import file_time, make_note, raise_hazards, read_text_file, stable_id
+from memctl.exchange.importers.common import file_time, make_note, raise_hazards, read_text_file, stable_id
 
 
 def _records(value: Any) -> list[Any] | None:
@@ -23,8 +24,6 @@ def _records(value: Any) -> list[Any] | None:
 
 
 def import_mem0(source: Path, project: str) -> tuple[list[BundleFile], list[Problem]]:
-    from memctl.core.clock import parse_time
-
     text, problem = read_text_file(source, source.name)
     if problem is not None:
         return [], raise_hazards(source, [problem])
