@@ -1,0 +1,239 @@
+"""The architecture, enforced (docs/architecture.md): memctl's packages form layers that import
+only downwards, no module imports another in a circle (imports inside functions count), imports
+of memctl's own modules sit at the top of a file except on the documented lazy paths, and
+`memctl search` loads only the modules it needs."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, memctl_executable
+
+PACKAGE = REPO / "memctl"
+
+# Lowest first. A module may import its own layer and any layer below it, never above.
+# `memory`, `exchange` and `watch` are siblings: one layer, but they never import each other.
+LAYERS: list[tuple[str, ...]] = [
+    ("memctl.core",),
+    ("memctl.disk",),
+    ("memctl.index",),
+    ("memctl.store",),
+    ("memctl.memory", "memctl.exchange", "memctl.watch"),
+    ("memctl.services",),
+    ("memctl.cli", "memctl.mcp_server"),
+]
+# The one import between front ends: `memctl mcp` starts the MCP server.
+ALLOWED_SIBLING_IMPORTS = {("memctl.cli", "memctl.mcp_server")}
+
+# Where an import of memctl's own modules may stay inside a function, and why: each keeps
+# something `memctl search` does not need out of its start-up (measured in docs/architecture.md).
+LAZY_IMPORTS = {
+    "memctl.cli": {"memctl.cli.app"},  # typer
+    "memctl.disk.storefiles": {"memctl.core.note", "memctl.core.noteformat",  # YAML, the model
+                               "memctl.disk.atomic", "memctl.disk.journal",  # tempfile, git
+                               "memctl.disk.locking"},
+    "memctl.store": {"memctl.disk.gitops", "memctl.disk.atomic"},  # subprocess, tempfile
+    "memctl.index.db": {"memctl.index.docs", "memctl.index.workers"},  # the parser
+}
+
+# What `memctl search` loads of memctl: the fast path, the store, the index and its query.
+SEARCH_MODULES = {
+    "memctl", "memctl.cli", "memctl.cli.context", "memctl.cli.fast", "memctl.cli.output",
+    "memctl.cli.searching", "memctl.core", "memctl.core.clock", "memctl.core.errors",
+    "memctl.core.query", "memctl.core.tokenize", "memctl.core.vocab", "memctl.disk",
+    "memctl.disk.counters", "memctl.disk.filescan", "memctl.disk.layout", "memctl.disk.settings",
+    "memctl.disk.storefiles", "memctl.disk.templates", "memctl.disk.watchstate", "memctl.index",
+    "memctl.index.db", "memctl.index.fuzzy", "memctl.index.scope", "memctl.index.search",
+    "memctl.store",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def resolve(name: str) -> str | None:
+    """The memctl module an import names (a `from pkg import name` may name a module or an
+    attribute of the package)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> list[tuple[str, bool]]:
+    """(imported memctl module, whether the import is at the top of the file), for every
+    import in the file, inside functions and `if TYPE_CHECKING:` blocks included."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        for name in names:
+            target = resolve(name) if name.split(".")[0] == "memctl" else None
+            if target and target != module:
+                found.append((target, node.col_offset == 0))
+    return found
+
+
+def layer_of(module: str) -> tuple[int, str] | None:
+    for number, members in enumerate(LAYERS):
+        for member in members:
+            if module == member or module.startswith(member + "."):
+                return number, member
+    return None
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    homeless = [m for m in MODULES if layer_of(m) is None and m not in ("memctl", "memctl.__main__")]
+    assert homeless == [], f"modules outside every layer (add them to LAYERS): {homeless}"
+
+
+def test_no_import_goes_up_a_layer_or_across_siblings() -> None:
+    wrong = []
+    for module in MODULES:
+        here = layer_of(module)
+        if here is None:
+            continue
+        for target, _top in imports_of(module):
+            there = layer_of(target)
+            if there is None:
+                continue  # the package root (`memctl.__version__`)
+            if there[0] > here[0]:
+                wrong.append(f"{module} imports {target} (a higher layer)")
+            elif there[0] == here[0] and there[1] != here[1] \
+                    and (here[1], there[1]) not in ALLOWED_SIBLING_IMPORTS:
+                wrong.append(f"{module} imports {target} (a sibling layer)")
+    assert wrong == []
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert find_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_another_in_a_circle() -> None:
+    graph = {module: {target for target, _top in imports_of(module) if target != "memctl"}
+             for module in MODULES}
+    assert find_cycles(graph) == []
+
+
+def test_imports_of_memctl_modules_are_at_the_top_except_the_lazy_paths() -> None:
+    wrong = []
+    for module in MODULES:
+        allowed = LAZY_IMPORTS.get(module, set())
+        text = MODULES[module].read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        type_only = set()
+        for node in tree.body:  # imports under `if TYPE_CHECKING:` are for annotations only
+            if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+                type_only.update(id(sub) for sub in ast.walk(node))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.col_offset == 0:
+                continue
+            if id(node) in type_only:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                named = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                named = [alias.name for alias in node.names]
+            for name in named:
+                target = resolve(name) if name.split(".")[0] == "memctl" else None
+                if target is not None and target not in allowed:
+                    wrong.append(f"{module}:{node.lineno} imports {target} inside a function")
+    assert wrong == []
+
+
+def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
+    script = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules"
+        " if m == 'memctl' or m.startswith('memctl.')), file=sys.stderr))\n"
+        "sys.argv = ['memctl', 'search', 'postgres', '--json']\n"
+        "from memctl.cli import main\n"
+        "main()\n"
+    )
+    env = {"MEMCTL_STORE": str(sample_store), "MEMCTL_PROJECT": "blog-backend", "PATH": "/usr/bin:/bin"}
+    subprocess.run([memctl_executable(), "search", "postgres"], env=env, capture_output=True, check=True)
+    completed = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    loaded = set(eval(completed.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own output
+    assert loaded == SEARCH_MODULES
+    probe = script.replace("m == 'memctl' or m.startswith('memctl.')",
+                           "m in ('typer', 'yaml', 'rapidfuzz', 'watchdog', 'mcp', 'dataclasses')")
+    completed = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert completed.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_imports_on_its_own(module: str) -> None:
+    """No module relies on another having been imported first (a sign of a hidden circle)."""
+    completed = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
