@@ -2,9 +2,10 @@
 
 Built on the official MCP Python SDK (2.x, `MCPServer`), an optional extra: this module is
 imported only by `memctl mcp`, and a missing SDK is a one-line error saying what to install.
-Every tool calls the same core functions as the CLI, so the same checks apply (duplicates,
-supersession, secrets, names, budgets). Errors a caller can cause come back to the model as
-tool errors with the CLI's message; stdout carries only the protocol.
+Every tool calls the same services as the CLI (`memctl.services`), so the same checks apply
+(duplicates, supersession, secrets, names, budgets, ids that must exist). Errors a caller can
+cause come back to the model as tool errors worded for it (`MCP_WORDING`: tool arguments and
+tool names, never CLI flags); stdout carries only the protocol.
 
 This file deliberately has no `from __future__ import annotations`: the SDK reads the tool
 functions' annotations to build their schemas, and they must be real objects.
@@ -17,14 +18,12 @@ from contextlib import contextmanager
 from typing import Annotated, Any, Literal, Optional
 
 from memctl import __version__
-from memctl.core.errors import MemctlError, UsageError
-from memctl.core.note import NOTE_TYPES
-from memctl.disk.layout import GLOBAL, check_project_name
-from memctl.index.search import search as run_search
-from memctl.memory import episodes, scratchpad
-from memctl.memory import project_memory as l2
-from memctl.memory.notes import add_note, forget_note
-from memctl.memory.recall import recall as build
+from memctl.core import arguments
+from memctl.core.errors import Front, MemctlError
+from memctl.core.vocab import GLOBAL, NOTE_TYPES, OUTCOMES
+from memctl.services import notes, retrieval, working
+from memctl.services import recall as recalling
+from memctl.services.stores import Store
 
 INSTALL_HINT = "pip install 'memctl[mcp]'"
 
@@ -52,6 +51,27 @@ NOTE_TYPE_HELP = (
 )
 
 
+class McpWording(Front):
+    """Errors worded for a model: tool arguments and tools, not CLI options and commands."""
+
+    ARGUMENTS = {"step": "steps", "link": "links", "global": "scope"}
+    TOOLS = {"list": "search", "search": "search", "show": "show", "show ID": "show",
+             "add": "remember", "forget": "forget", "scratch show": "update_scratchpad",
+             "project edit": "project_memory", "project replace": "project_memory"}
+
+    def option(self, name: str) -> str:
+        return f"`{self.ARGUMENTS.get(name, name)}`"
+
+    def command(self, name: str) -> str:
+        tool = self.TOOLS.get(name)
+        if tool is not None:
+            return f"the `{tool}` tool"
+        return f"`memctl {name}` (a command for the user to run)"
+
+
+MCP_WORDING = McpWording()
+
+
 def _require_sdk() -> Any:
     try:
         from mcp.server.mcpserver import MCPServer
@@ -62,19 +82,19 @@ def _require_sdk() -> Any:
     return MCPServer
 
 
-def serve(store: Any, default_project: str) -> None:
+def serve(store: Store, default_project: str) -> None:
     """Run the server on stdin/stdout until the client goes away."""
     server = build_server(store, default_project)
     server.run("stdio")
 
 
-def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one closure per tool
+def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one closure per tool
     MCPServer = _require_sdk()
     from mcp.server.mcpserver.exceptions import ToolError
     from pydantic import Field
 
     NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
-    Outcome = Literal["completed", "partial", "in_progress", "failed"]
+    Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
     ProjectArg = Annotated[
         Optional[str],
         Field(description=f"Project name; default {default_project!r} (the current project)."),
@@ -96,14 +116,14 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             try:
                 yield
             except MemctlError as exc:
-                raise ToolError(str(exc)) from exc
+                raise ToolError(exc.render(MCP_WORDING)) from exc
 
     def resolve(project: Optional[str], global_scope: bool = False) -> str:
         if global_scope:
             return GLOBAL
         if not project:
             return default_project
-        return GLOBAL if project == GLOBAL else check_project_name(project, "project")
+        return arguments.scope_name(project)
 
     def tool(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return server.tool(description=description, structured_output=False)
@@ -126,7 +146,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
             Optional[int],
             Field(
                 description="1-10; leave out to let memctl judge "
-                "(rules and corrections rank higher)."
+                "(rules and corrections rank higher).",
+                ge=1, le=10,
             ),
         ] = None,
         tags: Annotated[Optional[list[str]], Field(description="A few lowercase tags.")] = None,
@@ -161,24 +182,17 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         force: Annotated[
             bool, Field(description="Write even when a near-duplicate exists (rarely right).")
         ] = False,
+        allow_secret: Annotated[
+            bool, Field(description="Write although the text looks like a secret: only when the "
+                                    "user confirmed it is not one.")
+        ] = False,
     ) -> str:
         with guarded():
-            corrected = store.find_note(corrects).id if corrects else None
-            result = add_note(
-                store,
-                text,
-                note_type=type,
-                project=resolve(project, scope == "global"),
-                importance=importance,
-                tags=tags or [],
-                subject=subject,
-                predicate=predicate,
-                expires=expires,
-                source="mcp",
-                force=force,
-                corrects=corrected,
-                source_episode=source_episode,
-            )
+            result = notes.remember(
+                store, text, note_type=type, project=resolve(project, scope == "global"),
+                importance=importance, tags=tags or [], subject=subject, predicate=predicate,
+                expires=expires, corrects=corrects, source_episode=source_episode, force=force,
+                allow_secret=allow_secret, source="mcp")
             return as_json(result.to_dict())
 
     @tool(
@@ -198,7 +212,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         ] = None,
     ) -> str:
         with guarded():
-            return build(store, resolve(project), query, max_notes=max_notes).markdown
+            return recalling.recall(store, resolve(project), query, max_notes=max_notes).markdown
 
     @tool(
         'Ranked full-text search of memory (English and Chinese; words, prefixes, "quoted '
@@ -217,31 +231,18 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         ] = False,
     ) -> str:
         with guarded():
-            if not query.strip():
-                raise UsageError("the query is empty; give a few words to look for")
-            hits = run_search(
-                store,
-                query,
-                project=resolve(project),
-                all_projects=all_projects,
-                types=[type] if type else [],
-                limit=limit,
-                include_stale=include_stale,
-            )
-            return as_json([hit.to_dict() for hit in hits])
+            found = retrieval.search(
+                store, query, project=None if all_projects else resolve(project),
+                all_projects=all_projects, types=[type] if type else [], limit=limit,
+                include_stale=include_stale)
+            return as_json([hit.to_dict() for hit in found.hits])
 
     @tool("One note (or episode) in full, by id or an unambiguous id prefix: its fields and body.")
     def show(
         id: Annotated[str, Field(description="A note or episode id, or its first characters.")],
     ) -> str:
         with guarded():
-            try:
-                return as_json(store.find_note(id).to_dict())
-            except MemctlError as note_error:
-                try:
-                    return as_json(episodes.find_episode(store, id).to_dict())
-                except MemctlError:
-                    raise note_error from None
+            return as_json(notes.show(store, id).to_dict())
 
     @tool(
         "Delete a note that is wrong or no longer wanted (a tombstone keeps sync from bringing "
@@ -252,7 +253,7 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         id: Annotated[str, Field(description="The note's id (or an unambiguous prefix).")],
     ) -> str:
         with guarded():
-            note = forget_note(store, id)
+            note = notes.forget(store, id)
             return as_json({"forgotten": note.id, "title": note.title, "path": note.path})
 
     @tool(
@@ -280,15 +281,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         ] = None,
     ) -> str:
         with guarded():
-            name = resolve(project)
-            if action == "show":
-                view = scratchpad.show(store, name)
-            elif action == "clear":
-                view = scratchpad.clear(store, name, archive=archive, outcome=outcome)
-            else:
-                if not text or not text.strip():
-                    raise UsageError(f"action {action!r} needs text")
-                view = scratchpad.update(store, name, action, text)
+            view = working.scratchpad(store, resolve(project), action, text, archive=archive,
+                                      outcome=outcome)
             data = view.to_dict()
             data.pop("exists", None)
             return as_json(data)
@@ -312,17 +306,9 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         project: ProjectArg = None,
     ) -> str:
         with guarded():
-            episode = episodes.add_episode(
-                store,
-                resolve(project),
-                goal=goal,
-                outcome=outcome,
-                steps=steps or [],
-                summary=summary,
-                links=links or [],
-                tags=tags or [],
-                source="mcp",
-            )
+            episode = working.add_episode(
+                store, resolve(project), goal=goal, outcome=outcome, steps=steps or [],
+                summary=summary, links=links or [], tags=tags or [], source="mcp")
             return as_json(episode.to_dict())
 
     @tool(
@@ -334,8 +320,8 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
     def project_memory(
         action: Annotated[Literal["show", "add", "replace"], Field(description="What to do.")],
         section: Annotated[
-            Optional[str],
-            Field(description="For add: constraints, decisions, progress or lessons."),
+            Optional[Literal["constraints", "decisions", "progress", "lessons"]],
+            Field(description="For add: which section."),
         ] = None,
         text: Annotated[
             Optional[str], Field(description="For add: the item. For replace: the whole file.")
@@ -345,13 +331,11 @@ def build_server(store: Any, default_project: str) -> Any:  # noqa: C901 - one c
         with guarded():
             name = resolve(project)
             if action == "show":
-                view = l2.show(store, name)
+                view = working.project_memory_show(store, name)
             elif action == "add":
-                if not section:
-                    raise UsageError("action 'add' needs a section")
-                view = l2.add_item(store, name, section, text or "")
+                view = working.project_memory_add(store, name, section, text or "")
             else:
-                view = l2.replace(store, name, text or "")
+                view = working.project_memory_replace(store, name, text or "")
             data = view.to_dict()
             warning = view.warning()
             if warning:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import git, run_memctl
 
+from memctl.core.arguments import outcome as validate_outcome
 from memctl.core.errors import UsageError
-from memctl.memory.episodes import Step, parse_episode, parse_step, render_episode, validate_outcome
+from memctl.memory.episodes import Step, parse_episode, parse_step, render_episode
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
 

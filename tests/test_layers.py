@@ -43,13 +43,18 @@ LAZY_IMPORTS = {
 # What `memctl search` loads of memctl: the fast path, the store, the index and its query.
 SEARCH_MODULES = {
     "memctl", "memctl.cli", "memctl.cli.context", "memctl.cli.fast", "memctl.cli.output",
-    "memctl.cli.searching", "memctl.core", "memctl.core.clock", "memctl.core.errors",
+    "memctl.cli.searching", "memctl.core", "memctl.core.arguments", "memctl.core.clock",
+    "memctl.core.errors",
     "memctl.core.query", "memctl.core.tokenize", "memctl.core.vocab", "memctl.disk",
     "memctl.disk.counters", "memctl.disk.filescan", "memctl.disk.layout", "memctl.disk.settings",
     "memctl.disk.storefiles", "memctl.disk.templates", "memctl.disk.watchstate", "memctl.index",
     "memctl.index.db", "memctl.index.fuzzy", "memctl.index.scope", "memctl.index.search",
-    "memctl.store",
+    "memctl.services", "memctl.services.retrieval", "memctl.services.stores", "memctl.store",
 }
+# The front ends reach memory through the services alone (and the pure core: errors, the
+# validators, the vocabulary), so both get the same checks and messages.
+FRONT_ENDS = ("memctl.cli", "memctl.mcp_server")
+FRONT_ENDS_MAY_IMPORT = ("memctl.services", "memctl.core", *FRONT_ENDS)
 
 
 def module_name(path: Path) -> str:
@@ -122,6 +127,18 @@ def test_no_import_goes_up_a_layer_or_across_siblings() -> None:
             elif there[0] == here[0] and there[1] != here[1] \
                     and (here[1], there[1]) not in ALLOWED_SIBLING_IMPORTS:
                 wrong.append(f"{module} imports {target} (a sibling layer)")
+    assert wrong == []
+
+
+def test_the_front_ends_reach_memory_only_through_the_services() -> None:
+    wrong = []
+    for module in MODULES:
+        if not any(module == front or module.startswith(front + ".") for front in FRONT_ENDS):
+            continue
+        for target, _top in imports_of(module):
+            if target != "memctl" and not any(target == allowed or target.startswith(allowed + ".")
+                                               for allowed in FRONT_ENDS_MAY_IMPORT):
+                wrong.append(f"{module} imports {target}")
     assert wrong == []
 
 

@@ -15,14 +15,12 @@ from memctl.cli.app import (
     current_project,
     get_store,
 )
-from memctl.cli.output import emit_json, info, table, warn
-from memctl.core import sections
+from memctl.cli.output import emit_json, info, read_text_argument, table, warn
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.vocab import MAX_LIMIT
 from memctl.mcp_server import serve
-from memctl.memory import episodes, project_memory, scratchpad
-from memctl.memory.notes import read_text_argument
-from memctl.memory.recall import recall as build
+from memctl.services import recall as recalling
+from memctl.services import working
 
 Outcome = Literal["completed", "partial", "in_progress", "failed"]
 
@@ -46,10 +44,6 @@ GLOBAL_OPTION = typer.Option(False, "--global", "-g", help="The global scope ins
 ALLOW_SECRET_OPTION = typer.Option(
     False, "--allow-secret", help="Write even if the text looks like a secret."
 )
-
-
-def _text_argument(text: str) -> str:
-    return read_text_argument(text)
 
 
 def _write(text: str) -> None:
@@ -77,10 +71,9 @@ def project_show(
     """Print MEMORY.md (or one section of it)."""
     store = get_store()
     scope = current_project(project, global_scope)
-    view = project_memory.show(store, scope)
+    view = working.project_memory_show(store, scope)
     if section is not None:
-        key = sections.section_key(section)
-        body = project_memory.section_text(store, scope, key)
+        key, body = working.project_memory_section(store, scope, section)
         if json_output:
             emit_json({"project": scope, "path": view.path, "section": key, "text": body})
         elif body is None:
@@ -109,7 +102,7 @@ def project_edit(
 ) -> None:
     """Open MEMORY.md in $EDITOR (created from the template if missing)."""
     store = get_store()
-    view = project_memory.edit(store, current_project(project, global_scope))
+    view = working.edit_project_memory(store, current_project(project, global_scope))
     if json_output:
         emit_json(view.to_dict())
     else:
@@ -133,11 +126,11 @@ def project_add(
 ) -> None:
     """Append a dated item (`- [11-30] …`) to a section of MEMORY.md."""
     store = get_store()
-    view = project_memory.add_item(
+    view = working.project_memory_add(
         store,
         current_project(project, global_scope),
         section,
-        _text_argument(text),
+        read_text_argument(text),
         allow_secret=allow_secret,
     )
     if json_output:
@@ -162,7 +155,7 @@ def project_replace(
     from pathlib import Path
 
     if source == "-":
-        text = _text_argument("-")
+        text = read_text_argument("-")
     else:
         try:
             text = Path(source).read_bytes().decode("utf-8")
@@ -173,7 +166,7 @@ def project_replace(
         except OSError as exc:
             raise MemctlError(f"cannot read {source}: {exc.strerror}") from None
     store = get_store()
-    view = project_memory.replace(
+    view = working.project_memory_replace(
         store, current_project(project, global_scope), text, allow_secret=allow_secret
     )
     if json_output:
@@ -191,8 +184,8 @@ def _scratch_update(
     action: str, text: str, project: Optional[str], json_output: bool, allow_secret: bool
 ) -> None:
     store = get_store()
-    view = scratchpad.update(
-        store, current_project(project), action, _text_argument(text), allow_secret=allow_secret
+    view = working.scratchpad(
+        store, current_project(project), action, read_text_argument(text), allow_secret=allow_secret
     )
     if json_output:
         emit_json(view.to_dict())
@@ -203,7 +196,7 @@ def _scratch_update(
 @scratch_app.command("show")
 def scratch_show(project: Optional[str] = PROJECT_OPTION, json_output: bool = JSON_OPTION) -> None:
     """Print SCRATCHPAD.md."""
-    view = scratchpad.show(get_store(), current_project(project))
+    view = working.scratchpad(get_store(), current_project(project), "show")
     if json_output:
         emit_json(view.to_dict())
     elif view.text is None:
@@ -285,9 +278,10 @@ def scratch_clear(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Empty the scratchpad (its old text stays in git history)."""
-    view = scratchpad.clear(
+    view = working.scratchpad(
         get_store(),
         current_project(project),
+        "clear",
         archive=archive,
         outcome=outcome,
         goal=goal,
@@ -321,7 +315,7 @@ def episode_add(
 ) -> None:
     """Record an episode."""
     store = get_store()
-    episode = episodes.add_episode(
+    episode = working.add_episode(
         store,
         current_project(project, global_scope),
         allow_secret=allow_secret,
@@ -330,7 +324,7 @@ def episode_add(
         steps=step or [],
         summary=summary,
         links=link or [],
-        tags=[t.strip() for t in (tags or "").split(",") if t.strip()],
+        tags=tags,
         source="cli",
     )
     if json_output:
@@ -350,7 +344,7 @@ def episode_list(
     """List episodes, newest first."""
     store = get_store()
     projects = None if all_projects else [current_project(project)]
-    found, problems = episodes.list_episodes(store, projects, outcome=outcome, limit=limit)
+    found, problems = working.list_episodes(store, projects, outcome=outcome, limit=limit)
     for problem in problems:
         warn(problem)
     if json_output:
@@ -376,7 +370,7 @@ def episode_show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show one episode."""
-    episode = episodes.find_episode(get_store(), episode_id)
+    episode = working.find_episode(get_store(), episode_id)
     if json_output:
         emit_json(episode.to_dict())
         return
@@ -408,7 +402,7 @@ def recall(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Print the budgeted memory block for an agent: MEMORY.md, scratchpad, the best notes."""
-    result = build(
+    result = recalling.recall(
         get_store(),
         current_project(project),
         query,

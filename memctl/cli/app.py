@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any, Optional
+from collections.abc import Callable
+from typing import Any, Optional, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -15,11 +16,12 @@ from memctl.cli.context import (  # noqa: F401 - re-exported for the command mod
     choose_store,
     current_project,
     get_store,
-    print_error,
+    run_command,
     store_path_option,
 )
-from memctl.core.errors import MemctlError, UsageError
-from memctl.core.vocab import MAX_LIMIT, valid_project_name
+from memctl.core import arguments
+from memctl.core.errors import ArgumentError
+from memctl.core.vocab import MAX_LIMIT
 
 # Command modules, imported at start-up to register their commands. Each keeps its heavy
 # imports inside the command functions so `memctl search` starts fast.
@@ -33,19 +35,11 @@ class MemctlGroup(TyperGroup):
         return list(self.commands)  # keep the order commands were defined in
 
     def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except UsageError as exc:
-            print_error(str(exc))
-            raise typer.Exit(2) from None
-        except MemctlError as exc:
-            print_error(str(exc))
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            print_error("interrupted")
-            raise typer.Exit(130) from None
-        except BrokenPipeError:
-            raise typer.Exit(0) from None
+        returned: list[Any] = []
+        code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)))
+        if code:
+            raise typer.Exit(code)
+        return returned[0] if returned else None
 
 
 app = typer.Typer(
@@ -75,11 +69,21 @@ def _main(
     choose_store(store)
 
 
+T = TypeVar("T")
+
+
+def as_option_check(check: Callable[[Any], T], value: Any) -> T:
+    """Run one of `memctl.core.arguments`' validators inside a typer callback, so a bad value
+    is bad usage (exit 2) in typer's words, naming the option."""
+    try:
+        return check(value)
+    except ArgumentError as exc:
+        raise typer.BadParameter(exc.problem) from None
+
+
 def project_callback(value: Optional[str]) -> Optional[str]:
     """Validates --project at parse time so a bad name is bad usage (exit 2)."""
-    if value is not None and not valid_project_name(value):
-        raise typer.BadParameter(f"{value!r} is not a project name (letters, digits, '-', '_', '.'; not starting with '.')")
-    return value
+    return None if value is None else as_option_check(arguments.project_name, value)
 
 
 # Reusable option declarations, so every command spells them the same way.

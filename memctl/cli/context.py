@@ -3,10 +3,13 @@ reaches the user. Both the typer app and the fast path (`memctl.cli.fast`) use i
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
-from memctl.disk.layout import GLOBAL, resolve_project, resolve_store_path
-from memctl.store import Store
+from memctl.core.errors import MemctlError, exit_code
+from memctl.services import stores
 
 _state: dict[str, object] = {"store_option": None, "store": None}
 
@@ -17,26 +20,47 @@ def choose_store(option: str | None) -> None:
     _state["store"] = None
 
 
-def get_store():  # -> memctl.store.Store
+def get_store() -> stores.Store:
     """The store chosen by --store / MEMCTL_STORE / the default (created on first use)."""
     if _state.get("store") is None:
-        path, is_default = resolve_store_path(_state.get("store_option"))
-        _state["store"] = Store.open(path, create_if_missing=is_default)
-    return _state["store"]
+        _state["store"] = stores.open_store(_state.get("store_option"))  # type: ignore[arg-type]
+    return _state["store"]  # type: ignore[return-value]
 
 
-def store_path_option():  # -> pathlib.Path for commands such as init
-
-    return resolve_store_path(_state.get("store_option"))[0]
+def store_path_option() -> Path:
+    """The chosen store's folder, for commands such as init that make it."""
+    return stores.store_location(_state.get("store_option"))  # type: ignore[arg-type]
 
 
 def current_project(option: str | None, global_scope: bool = False) -> str:
     if global_scope:
-        return GLOBAL
-    store = get_store()
-    return resolve_project(option, store.root)
+        return stores.GLOBAL
+    return stores.current_project(get_store(), option)
 
 
 def print_error(message: str) -> None:
     sys.stderr.write(f"error: {message}\n")
     sys.stderr.flush()
+
+
+def run_command(action: Callable[[], object]) -> int:
+    """Run one command and return its exit code: a memctl error becomes one `error:` line on
+    stderr (exit 2 for bad usage, 1 otherwise, 130 for Ctrl-C); a closed stdout ends quietly.
+    The one mapping for the typer app and the fast path."""
+    try:
+        action()
+    except (MemctlError, KeyboardInterrupt) as exc:
+        print_error("interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc))
+        return exit_code(exc)
+    except BrokenPipeError:
+        _quiet_stdout()
+    return 0
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, exiting must not fail again flushing stdout."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

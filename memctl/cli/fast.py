@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
-from memctl.cli.context import choose_store, print_error
+from memctl.cli.context import choose_store, run_command
 from memctl.cli.searching import run_search
-from memctl.core.errors import MemctlError, UsageError
-from memctl.core.query import KIND_TYPES
-from memctl.core.vocab import MAX_LIMIT, NOTE_TYPES, valid_project_name
+from memctl.core import arguments
+from memctl.core.errors import ArgumentError
 
 # option spelling -> run_search keyword
 SEARCH_FLAGS = {
@@ -33,16 +31,20 @@ _REPEATABLE = frozenset({"types", "tags"})
 _DIGITS = re.compile(r"[0-9]+")
 
 
+_CHECKS = {"project": arguments.project_name, "types": arguments.search_type,
+           "limit": lambda value: arguments.limit(int(value)) if _DIGITS.fullmatch(value) else None}
+
+
 def _convert(key: str, value: str) -> object:
-    """The value as the typer command would pass it, or None where typer must decide."""
-    if key == "project":
-        return value if valid_project_name(value) else None
-    if key == "types":
-        chosen = value.strip().lower()
-        return chosen if chosen in NOTE_TYPES + KIND_TYPES else None
-    if key == "limit":
-        return int(value) if _DIGITS.fullmatch(value) and 1 <= int(value) <= MAX_LIMIT else None
-    return value
+    """The value as the typer command would pass it (the same validators), or None where
+    typer must decide and word the error."""
+    check = _CHECKS.get(key)
+    if check is None:
+        return value
+    try:
+        return check(value)
+    except ArgumentError:
+        return None
 
 
 def parse_search(argv: list[str]) -> tuple[str | None, dict[str, object]] | None:
@@ -115,28 +117,4 @@ def run_fast(argv: list[str]) -> int | None:
 
     store_option, kwargs = parsed
     choose_store(store_option)
-    # The same outcomes as the typer app's MemctlGroup.invoke.
-    try:
-        run_search(**kwargs)
-    except UsageError as exc:
-        print_error(str(exc))
-        return 2
-    except MemctlError as exc:
-        print_error(str(exc))
-        return 1
-    except KeyboardInterrupt:
-        print_error("interrupted")
-        return 130
-    except BrokenPipeError:
-        _quiet_stdout()
-        return 0
-    return 0
-
-
-def _quiet_stdout() -> None:
-    """After a closed pipe, exiting must not fail again flushing stdout."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    return run_command(lambda: run_search(**kwargs))  # type: ignore[arg-type]

@@ -9,10 +9,8 @@ import typer
 from memctl.cli.app import JSON_OPTION, app, get_store
 from memctl.cli.output import console, emit_json, info, table
 from memctl.core.errors import MemctlError
-from memctl.disk.atomic import atomic_write_text
-from memctl.memory.health import bar, build_report, report_month, to_markdown
-from memctl.memory.lifecycle import restore_note, run_sweep
-from memctl.memory.notes import supersede_note
+from memctl.services import notes, upkeep
+from memctl.services.upkeep import bar, report_month
 
 
 @app.command()
@@ -22,7 +20,7 @@ def supersede(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Mark OLD as replaced by NEW (it leaves default search; it stays on disk and in git)."""
-    old_note, new_note = supersede_note(get_store(), old, new)
+    old_note, new_note = notes.supersede(get_store(), old, new)
     if json_output:
         emit_json({"id": old_note.id, "path": old_note.path, "status": old_note.status,
                    "superseded_by": new_note.id})
@@ -36,7 +34,7 @@ def archive(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """TTL sweep: demote idle low-importance notes, archive idle and expired ones."""
-    plan = run_sweep(get_store(), dry_run=dry_run)
+    plan = upkeep.archive(get_store(), dry_run=dry_run)
     if json_output:
         emit_json(plan.to_dict(dry_run))
         return
@@ -62,7 +60,7 @@ def restore(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Bring an archived (or superseded) note back to active."""
-    note, old_path = restore_note(get_store(), note_id)
+    note, old_path = upkeep.restore(get_store(), note_id)
     if json_output:
         emit_json({"id": note.id, "path": note.path, "from": old_path, "status": note.status})
     else:
@@ -79,7 +77,7 @@ def health(
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any problem is found."),
 ) -> None:
     """The health report: totals, recall, contradictions, duplicates, secrets, drift, git."""
-    report = build_report(get_store())
+    report = upkeep.health(get_store())
     if markdown:
         _write_markdown(report, markdown)
     if json_output:
@@ -101,7 +99,7 @@ def _write_markdown(report: dict[str, Any], target: str) -> None:
     if path.is_dir():
         path = path / f"health-{report_month(report)}.md"
     try:
-        atomic_write_text(path, to_markdown(report))
+        upkeep.write_health_markdown(report, path)
     except OSError as exc:
         raise MemctlError(f"cannot write {path}: {exc.strerror}") from None
     info(f"wrote {path}")

@@ -15,16 +15,9 @@ from memctl.cli.app import (
     get_store,
     store_path_option,
 )
-from memctl.cli.output import console, emit_json, info, report_parse_errors, table
-from memctl.core.errors import MemctlError
+from memctl.cli.output import console, emit_json, info, read_text_argument, report_parse_errors, table
 from memctl.core.vocab import NOTE_TYPES, STATUSES
-from memctl.disk.counters import get_counters
-from memctl.exchange.sync import clone_store
-from memctl.index.db import ensure_fresh
-from memctl.memory.episodes import find_episode
-from memctl.memory.listing import list_notes as list_core
-from memctl.memory.notes import add_note, edit_note, forget_note, read_text_argument
-from memctl.store import Store
+from memctl.services import notes, upkeep
 
 NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
 StatusChoice = Literal[STATUSES + ("any",)]  # type: ignore[valid-type]
@@ -41,19 +34,11 @@ def init(
     from pathlib import Path
 
     root = Path(path).expanduser().absolute() if path else store_path_option()
-    if clone:
-        store = clone_store(clone, root)
-        created = True
-    else:
-        store, created = Store.init(root)
+    store, created = upkeep.create_store(root, clone)
     if json_output:
         emit_json({"store": str(store.root), "created": created})
     else:
         info(f"{'created' if created else 'already a store:'} {store.root}")
-
-
-def _split_tags(tags: Optional[str]) -> list[str]:
-    return [t.strip() for t in (tags or "").split(",") if t.strip()]
 
 
 @app.command()
@@ -75,17 +60,11 @@ def add(
 ) -> None:
     """Write one note (checks for duplicates and conflicts first)."""
     store = get_store()
-    scope = current_project(project, global_scope)
-    corrected = store.find_note(corrects).id if corrects else None
-    episode_id = None
-    if source_episode:
-        episode_id = find_episode(store, source_episode).id
-    result = add_note(
-        store, read_text_argument(text), note_type=note_type.lower(), project=scope,
-        importance=importance, tags=_split_tags(tags), subject=subject, predicate=predicate,
-        expires=expires, source="cli", force=force, allow_secret=allow_secret, corrects=corrected,
-        source_episode=episode_id,
-    )
+    result = notes.remember(
+        store, read_text_argument(text), note_type=note_type.lower(),
+        project=current_project(project, global_scope), importance=importance, tags=tags,
+        subject=subject, predicate=predicate, expires=expires, corrects=corrects,
+        source_episode=source_episode, force=force, allow_secret=allow_secret, source="cli")
     if json_output:
         emit_json(result.to_dict())
         return
@@ -103,14 +82,9 @@ def show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show one note (or episode)."""
-    store = get_store()
-    try:
-        note = store.find_note(note_id)
-    except MemctlError as not_a_note:
-        try:
-            episode = find_episode(store, note_id)
-        except MemctlError:
-            raise not_a_note from None
+    shown = notes.show(get_store(), note_id)
+    episode, note = shown.episode, shown.note
+    if episode is not None:
         if json_output:
             emit_json(episode.to_dict())
         else:
@@ -119,8 +93,8 @@ def show(
 
             console().print(Markdown(episode.body))
         return
-    data = note.to_dict()
-    data.update(_counters(store, note.id))
+    assert note is not None
+    data = shown.to_dict()
     if json_output:
         emit_json(data)
         return
@@ -140,9 +114,6 @@ def show(
     console().print(Markdown(note.body))
 
 
-def _counters(store, note_id: str) -> dict:
-    count, last = get_counters(store, [note_id]).get(note_id, (0, None))
-    return {"access_count": count, "last_accessed": last}
 
 
 
@@ -160,19 +131,17 @@ def list_notes(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """List notes with filters."""
-    store = get_store()
     scope = None if all_projects else current_project(project)
-    index = ensure_fresh(store)
-    report_parse_errors(index)
-    notes = list_core(store, project=scope, note_type=note_type, tag=tag,
-                      status=status or "active", since=since, sort=sort, limit=limit, index=index)
+    found, index = notes.list_notes(get_store(), project=scope, note_type=note_type, tag=tag,
+                                    status=status or "active", since=since, sort=sort, limit=limit)
+    report_parse_errors(index.parse_errors())
     if json_output:
-        emit_json(notes)
+        emit_json(found)
         return
     table(["id", "type", "imp", "project", "updated", "title"],
           [[n["id"], n["type"], n["importance"], n["project"], (n.get("updated") or "")[:10], n["title"]]
-           for n in notes])
-    info(f"{len(notes)} note{'s' if len(notes) != 1 else ''}")
+           for n in found])
+    info(f"{len(found)} note{'s' if len(found) != 1 else ''}")
 
 
 @app.command()
@@ -181,7 +150,7 @@ def edit(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Open a note in $EDITOR; validated on save, `updated` stamped."""
-    note, changed = edit_note(get_store(), note_id)
+    note, changed = notes.edit(get_store(), note_id)
     if json_output:
         emit_json({"id": note.id, "path": note.path, "changed": changed})
     else:
@@ -194,7 +163,7 @@ def forget(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Delete a note, leaving a tombstone so no sync brings it back."""
-    note = forget_note(get_store(), note_id)
+    note = notes.forget(get_store(), note_id)
     if json_output:
         emit_json({"id": note.id, "path": note.path, "action": "forgotten"})
     else:

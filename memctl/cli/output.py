@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from memctl.core.errors import UsageError
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -52,9 +54,21 @@ _RIGID = {"id", "type", "imp", "importance", "updated", "created", "status", "#"
           "time", "notes", "action", "outcome", "score", "project", "kind", "count", ""}
 
 
-def report_parse_errors(index: Any) -> None:
-    """Files that do not parse, named with path and line on stderr by the command meeting them."""
-    for problem in index.parse_errors():
+def read_text_argument(text: str) -> str:
+    """A TEXT argument; `-` means the text comes from stdin."""
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("stdin is not UTF-8 text") from None
+
+
+def report_parse_errors(problems: Any) -> None:
+    """Files that do not parse (an index's `parse_errors()`), named with path and line on
+    stderr by the command meeting them."""
+    for problem in problems:
         warn(f"{problem.path}:{problem.line}: {problem.message} (its last good version is used)")
 
 

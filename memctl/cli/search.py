@@ -7,22 +7,17 @@ from typing import Optional
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, get_store
+from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, as_option_check, get_store
 from memctl.cli.output import emit_json, err_console
 from memctl.cli.searching import run_search
-from memctl.core.query import KIND_TYPES
-from memctl.core.vocab import MAX_LIMIT, NOTE_TYPES
-from memctl.index.db import open_index
+from memctl.core import arguments
+from memctl.core.vocab import KIND_TYPES, MAX_LIMIT, NOTE_TYPES
+from memctl.services import upkeep
 
 
 def _check_types(values: Optional[list[str]]) -> list[str]:
     """Validated at parse time, so `--type banana` is bad usage (exit 2) naming the option."""
-    chosen = [value.strip().lower() for value in values or ()]
-    for value in chosen:
-        if value not in NOTE_TYPES + KIND_TYPES:
-            raise typer.BadParameter(
-                f"{value!r} is not a type (choose from {', '.join(NOTE_TYPES + KIND_TYPES)})")
-    return chosen
+    return [as_option_check(arguments.search_type, value) for value in values or ()]
 
 
 def _warn(message: str) -> None:
@@ -59,7 +54,6 @@ def search(
 def reindex(json_output: bool = JSON_OPTION) -> None:
     """Rebuild the search index from the files (with a progress bar on stderr)."""
     store = get_store()
-    index = open_index(store)
     if sys.stderr.isatty():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -71,12 +65,11 @@ def reindex(json_output: bool = JSON_OPTION) -> None:
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            stats = index.rebuild(progress=progress)
+            stats, counts = upkeep.reindex(store, progress=progress)
     else:
-        stats = index.rebuild()
+        stats, counts = upkeep.reindex(store)
     for path, line, message in stats.errors:
         _warn(f"{path}:{line}: {message} (not indexed)")
-    counts = {kind: index.count(kind) for kind in ("note", "episode", "memory", "scratchpad")}
     if json_output:
         emit_json({"files": stats.files_changed + stats.unchanged, **counts,
                    "errors": [{"path": p, "line": n, "message": m} for p, n, m in stats.errors],

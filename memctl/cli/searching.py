@@ -8,15 +8,14 @@ import sys
 from memctl.cli.context import current_project, get_store
 from memctl.cli.output import console, emit_json, report_parse_errors, warn
 from memctl.core.query import parse
-from memctl.disk.counters import record_access
-from memctl.index.db import ensure_fresh
-from memctl.index.search import CLOSE, OPEN, search
+from memctl.services import retrieval
+from memctl.services.retrieval import CLOSE, OPEN
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from memctl.index.search import Hit
+    from memctl.services.retrieval import Hit
 
 
 def run_search(query: str, *, project: str | None = None, all_projects: bool = False,
@@ -24,28 +23,23 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
                limit: int | None = None, include_stale: bool = False, explain: bool = False,
                json_output: bool = False) -> None:
     """Search and print: JSON on stdout, or a table for people; messages on stderr."""
-    parsed = parse(query)  # bad syntax is bad usage before any work is done
-    store = get_store()
+    parse(query)  # bad syntax is bad usage before the store is opened
     scope = None if all_projects else current_project(project)
-    if limit is None:
-        limit = int(store.settings.get("search.default_limit"))
-    index = ensure_fresh(store)
-    report_parse_errors(index)
-    hits = search(store, parsed, project=scope, all_projects=all_projects, types=types,
-                  tags=tags, since=since, limit=limit, include_stale=include_stale,
-                  explain=explain, index=index)
-    if parsed.truncated:
+    found = retrieval.search(get_store(), query, project=scope, all_projects=all_projects,
+                             types=types, tags=tags, since=since, limit=limit,
+                             include_stale=include_stale, explain=explain)
+    report_parse_errors(found.parse_errors)
+    if found.truncated:
         warn("the query was long: only its first words were used")
-    record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
     if json_output:
-        emit_json([hit.to_dict() for hit in hits])
+        emit_json([hit.to_dict() for hit in found.hits])
         return
-    if not hits:
+    if not found.hits:
         sys.stderr.write("no matches\n")
         return
-    if hits[0].fuzzy:
+    if found.hits[0].fuzzy:
         sys.stderr.write("no exact matches; showing close ones\n")
-    _print_table(hits, explain)
+    _print_table(found.hits, explain)
 
 
 def _marked(text: str) -> Text:

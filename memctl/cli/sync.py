@@ -9,11 +9,9 @@ import typer
 
 from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
 from memctl.cli.output import emit_json, err_console, info, table
-from memctl.exchange import sync as syncing
-from memctl.exchange.conflicts import find_copy, list_conflicts, resolve
-from memctl.exchange.sync import merge_file as run
-from memctl.exchange.sync import note_log
-from memctl.exchange.transfer import export_store, import_into
+from memctl.services import exchange
+from memctl.services.exchange import export_store, find_copy, import_into, list_conflicts, note_log, resolve
+from memctl.services.exchange import merge_file as run
 
 ImporterChoice = Literal["auto", "bundle", "markdown", "agents", "cline", "mem0"]
 PROGRESS_FROM = 200  # files; smaller exports finish before a bar is worth drawing
@@ -112,7 +110,7 @@ def sync(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Commit local changes, fetch, merge (newest wins, losers kept), push. Never forces."""
-    report = syncing.sync(get_store(), remote=remote, push=not no_push)
+    report = exchange.sync(get_store(), remote=remote, push=not no_push)
     if json_output:
         emit_json(report.to_dict())
         return

@@ -10,8 +10,7 @@ import typer
 
 from memctl.cli.app import JSON_OPTION, app, get_store
 from memctl.cli.output import emit_json
-from memctl.disk.watchstate import read_status
-from memctl.watch.watcher import BatchReport, Watcher
+from memctl.services.watching import BatchReport, Watcher, read_status
 
 
 def _line(data: dict[str, Any]) -> None:

@@ -1,9 +1,79 @@
-"""Errors a user can cause. The CLI turns them into one-line messages."""
+"""Errors a user (or an agent) can cause, and how each front end words them.
+
+A message names an option or a command through `arg()` and `cmd()`, never by its spelling in
+one front end: the CLI renders `arg("allow_secret")` as `--allow-secret` and `cmd("list")` as
+`` `memctl list` ``; the MCP server renders them as the tool argument `allow_secret` and the
+tool `search` (`memctl.mcp_server`). `str(error)` is the CLI's wording.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Markers inside a message: U+001C … U+001D never occur in text a person types as a message.
+_MARK = re.compile(r"\x1c(arg|cmd):([^\x1c\x1d]*)\x1d")
+
+
+def arg(name: str) -> str:
+    """An option/argument named in a message (`allow_secret`, `importance`, `type`)."""
+    return f"\x1carg:{name}\x1d"
+
+
+def cmd(name: str) -> str:
+    """A command named in a message (`list`, `scratch show`, `init PATH`)."""
+    return f"\x1ccmd:{name}\x1d"
+
+
+class Front:
+    """How one front end spells options and commands in messages."""
+
+    def option(self, name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    def command(self, name: str) -> str:
+        return f"`memctl {name}`"
+
+    def render(self, message: str) -> str:
+        # One pass over the message: linear in its length.
+        return _MARK.sub(lambda m: self.option(m.group(2)) if m.group(1) == "arg"
+                         else self.command(m.group(2)), message)
+
+
+CLI = Front()
 
 
 class MemctlError(Exception):
     """Something went wrong while running; the CLI prints `error: <message>` and exits 1."""
 
+    def __str__(self) -> str:
+        return CLI.render(self.raw_message)
+
+    @property
+    def raw_message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def render(self, front: Front) -> str:
+        return front.render(self.raw_message)
+
 
 class UsageError(MemctlError):
     """Bad usage, such as an invalid option value; the CLI exits 2."""
+
+
+class ArgumentError(UsageError):
+    """An invalid value for one named option or argument."""
+
+    def __init__(self, argument: str, problem: str) -> None:
+        super().__init__(f"invalid value for {arg(argument)}: {problem}")
+        self.argument = argument
+        self.problem = problem
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code of a command that ended with `error` (one rule for every entry point):
+    2 for bad usage, 1 for any other memctl error, 130 for Ctrl-C."""
+    if isinstance(error, UsageError):
+        return 2
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    return 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from memctl.core.errors import UsageError
 from memctl.core.tokenize import clean, has_token_chars, to_index
-from memctl.core.vocab import NOTE_TYPES
+from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
 
 # A query is cut to this many terms and each term to this many characters: a pasted log
 # still gives an answer quickly instead of an expression FTS5 takes seconds over.
@@ -26,7 +26,6 @@ MAX_TERMS = 32
 MAX_TERM_CHARS = 200
 
 # Kinds of indexed text that `type:` also accepts (L2 sections, scratchpads, episodes).
-KIND_TYPES = ("memory", "scratchpad", "episode")
 
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and builds each class with

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, arg
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,6 @@ def refuse_secrets(text: str, allow: bool = False) -> None:
         shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in findings[:3])
         raise MemctlError(
             f"the text looks like it contains a secret: {shown}; the store is synced through "
-            "git, so it was not written. Remove the secret, or pass --allow-secret if it is "
-            "not one"
+            f"git, so it was not written. Remove the secret, or pass {arg('allow_secret')} if "
+            "it is not one"
         )

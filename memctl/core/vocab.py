@@ -5,6 +5,10 @@ import re
 
 NOTE_TYPES = ("fact", "preference", "rule", "decision", "correction", "skill", "error", "experience")
 STATUSES = ("active", "superseded", "archived")
+# Kinds of entry other than notes, searchable with `type:` / `--type`.
+KIND_TYPES = ("memory", "scratchpad", "episode")
+OUTCOMES = ("completed", "partial", "in_progress", "failed")  # of an episode
+GLOBAL = "global"  # the scope every project also sees
 SOURCES = ("cli", "manual", "import", "mcp", "extraction")
 
 # The largest N an `--limit N` takes: beyond any store, and within SQLite's integers.

@@ -8,7 +8,9 @@ import os
 import re
 from pathlib import Path
 
+from memctl.core.arguments import project_name
 from memctl.core.errors import UsageError
+from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
 from memctl.core.vocab import valid_project_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -19,7 +21,6 @@ if TYPE_CHECKING:
 # where they are used: a search with a fresh index needs none of them, and start-up time is
 # part of every command (tests/test_layers.py pins what `memctl search` loads).
 
-GLOBAL = "global"
 DEFAULT_PROJECT = "default"
 STATE_DIR = ".memctl"
 TOMBSTONE_DIR = ".tombstones"
@@ -66,23 +67,17 @@ def resolve_store_path(option: str | None) -> tuple[Path, bool]:
     return default_store_path(), True
 
 
-def check_project_name(name: str, option: str = "--project") -> str:
-    if not valid_project_name(name):
-        raise UsageError(
-            f"invalid value for {option}: {name!r} is not a project name "
-            "(letters, digits, '-', '_', '.'; not starting with '.')"
-        )
-    return name
-
-
 def resolve_project(option: str | None, store_root: Path | None = None, cwd: Path | None = None) -> str:
     """`--project`, else `MEMCTL_PROJECT`, else the git repository the shell stands in, else
     `default`. Inside the store itself, the project folder one stands in."""
     if option:
-        return check_project_name(option)
+        return project_name(option)
     from_env = os.environ.get("MEMCTL_PROJECT")
     if from_env:
-        return check_project_name(from_env, "MEMCTL_PROJECT")
+        if not valid_project_name(from_env):
+            raise UsageError(f"MEMCTL_PROJECT={from_env!r} is not a project name "
+                             "(letters, digits, '-', '_', '.'; not starting with '.')")
+        return from_env
     here = (cwd or Path.cwd()).absolute()
     if store_root is not None:
         try:

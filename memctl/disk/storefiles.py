@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memctl.core.arguments import project_name
 from memctl.core.errors import MemctlError
 from memctl.core.vocab import valid_project_name
 from memctl.disk.layout import (
@@ -21,7 +22,6 @@ from memctl.disk.layout import (
     STATE_DIR,
     TOMBSTONE_DIR,
     MemoryFile,
-    check_project_name,
     classify,
     slugify,
 )
@@ -76,7 +76,7 @@ class StoreFiles:
         return sorted(names)
 
     def project_dir(self, project: str) -> Path:
-        check_project_name(project)
+        project_name(project)
         return self.root / project
 
     def new_note_relpath(self, project: str, note_type: str, note_id: str, title: str) -> str:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError, UsageError, cmd
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.filescan import folder_digest, folder_of, scan, scan_keys, split_key
@@ -603,7 +603,7 @@ class Index:
                 (wanted, upper, *kind_list)).fetchall()
         if not rows:
             raise MemctlError(
-                f"no note with id {wanted!r}; `memctl list` or `memctl search` shows ids")
+                f"no note with id {wanted!r}; {cmd('list')} or {cmd('search')} shows ids")
         ids = sorted({row[0] for row in rows})
         if len(ids) > 1:
             shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")

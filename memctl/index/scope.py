@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from memctl.core.clock import now, parse_since
-from memctl.core.errors import UsageError
+from memctl.core.errors import ArgumentError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ def _timestamp(value: Any) -> float | None:
     try:
         return parse_since(str(value)).timestamp()
     except ValueError as exc:
-        raise UsageError(f"invalid value for --since: {exc}") from None
+        raise ArgumentError("since", str(exc)) from None
 
 
 def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),

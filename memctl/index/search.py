@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 
 from memctl.core.clock import now
-from memctl.core.errors import UsageError
+from memctl.core.errors import ArgumentError
 from memctl.core.query import Query, parse
 from memctl.core.tokenize import from_index, scope_token
 from memctl.core.vocab import MAX_LIMIT
@@ -111,7 +111,7 @@ def search(store: object, query: str | Query, *, project: str | None = None,
 
     parsed = query if isinstance(query, Query) else parse(query)
     if limit < 1:
-        raise UsageError(f"invalid value for --limit: {limit} (must be at least 1)")
+        raise ArgumentError("limit", f"{limit} (must be at least 1)")
     limit = min(limit, MAX_LIMIT)  # a library caller's huge number must not overflow SQLite
     if index is None:
         index = ensure_fresh(store)

@@ -14,17 +14,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memctl.core import sections
+from memctl.core import arguments, sections
 from memctl.core.clock import format_time, now, parse_time
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd
 from memctl.core.ids import new_id
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
-from memctl.disk.layout import EPISODE, EPISODES_DIR, GLOBAL, check_project_name, classify, slugify
+from memctl.disk.layout import EPISODE, EPISODES_DIR, classify, slugify
 from memctl.disk.templates import fill, load_template
 from memctl.memory.project_memory import check_secrets
 from memctl.store import Store
 
-OUTCOMES = ("completed", "partial", "in_progress", "failed")
 TEMPLATE_NAME = "episode.md"
 STEP_SEPARATORS = ("=>", "→", "⇒")
 _EPISODE_SECTIONS = {
@@ -85,18 +84,7 @@ class Episode:
 # --- pure ------------------------------------------------------------------------------------
 
 
-def validate_outcome(outcome: str | None, option: str = "--outcome") -> str:
-    if outcome is None or not str(outcome).strip():
-        raise UsageError(f"{option} is required: say how the task ended ({', '.join(OUTCOMES)})")
-    value = str(outcome).strip().lower().replace("-", "_").replace(" ", "_")
-    if value not in OUTCOMES:
-        raise UsageError(
-            f"invalid value for {option}: {outcome!r} (choose from {', '.join(OUTCOMES)})"
-        )
-    return value
-
-
-def parse_step(text: str, option: str = "--step") -> Step:
+def parse_step(text: str, option: str = "step") -> Step:
     """`action => result` (also `→`); a step without a result is just its action."""
     value = " ".join(str(text).split())
     for separator in STEP_SEPARATORS:
@@ -107,9 +95,7 @@ def parse_step(text: str, option: str = "--step") -> Step:
     else:
         action, result = value, ""
     if not action:
-        raise UsageError(
-            f"invalid value for {option}: {text!r} has no action (use 'action => result')"
-        )
+        raise ArgumentError(option, f"{text!r} has no action (use 'action => result')")
     return Step(action, result)
 
 
@@ -283,11 +269,11 @@ def prepare_episode(
     """Validate and render a new episode without writing it: (relpath, text, episode).
 
     Linked ids must name existing notes (a prefix is enough); they are stored in full."""
-    project = GLOBAL if project == GLOBAL else check_project_name(project)
+    project = arguments.scope_name(project)
     goal = " ".join(_clean(goal).split())
     if not goal:
-        raise UsageError("--goal is required: what was the task trying to achieve?")
-    outcome = validate_outcome(outcome)
+        raise UsageError(f"{arg('goal')} is required: what was the task trying to achieve?")
+    outcome = arguments.outcome(outcome)
     parsed_steps = [s if isinstance(s, Step) else parse_step(s) for s in steps]
 
     check_secrets(
@@ -353,7 +339,7 @@ def list_episodes(
     limit: int | None = None,
 ) -> tuple[list[Episode], list[str]]:
     """Episodes newest first, and the problems met (`path:line: message`) for stderr."""
-    wanted = validate_outcome(outcome) if outcome else None
+    wanted = arguments.outcome(outcome) if outcome else None
     episodes: list[Episode] = []
     problems: list[str] = []
     for relpath in _episode_files(store, projects):
@@ -391,7 +377,7 @@ def find_episode(store: Store, ref: str) -> Episode:
             prefixed.append(episode)
     matches = exact or prefixed
     if not matches:
-        raise MemctlError(f"no episode with id {ref!r}; `memctl episode list` shows ids")
+        raise MemctlError(f"no episode with id {ref!r}; {cmd('episode list')} shows ids")
     ids = sorted({e.id for e in matches})
     if len(ids) > 1:
         raise MemctlError(f"episode id prefix {ref!r} is ambiguous: {', '.join(ids[:5])}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memctl.core.clock import now, parse_since
-from memctl.core.errors import UsageError
+from memctl.core import arguments
+from memctl.core.clock import now
 from memctl.disk.layout import GLOBAL
 from memctl.index.db import ensure_fresh
 from memctl.store import Store
@@ -22,10 +22,7 @@ def list_notes(store: Store, *, project: str | None, note_type: str | None = Non
     that stopped parsing is listed with its last good version (the index keeps it)."""
     since_time = None
     if since:
-        try:
-            since_time = parse_since(since, now())
-        except ValueError as exc:
-            raise UsageError(f"invalid value for --since: {exc}") from None
+        since_time = arguments.since(since, now())
     if index is None:
         index = ensure_fresh(store)
     rows = index.list_notes(

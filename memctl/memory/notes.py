@@ -8,12 +8,12 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from memctl.core.clock import format_time, now, parse_expiry
+from memctl.core import arguments
+from memctl.core.clock import format_time, now
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.ids import new_id
 from memctl.core.importance import infer_importance
 from memctl.core.note import (
-    NOTE_TYPES,
     SOURCES,
     Note,
     derive_id,
@@ -25,8 +25,7 @@ from memctl.core.note import (
 )
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
 from memctl.core.secrets import refuse_secrets
-from memctl.core.vocab import MAX_NOTE_BYTES
-from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR, check_project_name
+from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template
 from memctl.index.db import ensure_fresh
 from memctl.memory.checks import MERGED, decide
@@ -44,48 +43,6 @@ class AddResult:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "path": self.path, "action": self.action,
                 "superseded": self.superseded, "similar": self.similar}
-
-
-def validate_type(note_type: str) -> str:
-    value = note_type.strip().lower()
-    if value not in NOTE_TYPES:
-        raise UsageError(f"invalid value for --type: {note_type!r} (choose from {', '.join(NOTE_TYPES)})")
-    return value
-
-
-def validate_importance(importance: int) -> int:
-    if not 1 <= importance <= 10:
-        raise UsageError(f"invalid value for --importance: {importance} is not between 1 and 10")
-    return importance
-
-
-MAX_TAGS = 100
-MAX_FIELD_CHARS = 200
-
-
-def validate_tags(tags: list[str]) -> list[str]:
-    clean: list[str] = []
-    for tag in tags:
-        tag = tag.strip()
-        if tag and tag not in clean:
-            clean.append(tag)
-    if len(clean) > MAX_TAGS:
-        raise UsageError(f"invalid value for --tags: {len(clean)} tags; a note takes at most {MAX_TAGS}")
-    for tag in clean:
-        if len(tag) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in tag):
-            raise UsageError(f"invalid value for --tags: a tag must be one short line (at most {MAX_FIELD_CHARS} characters)")
-    return clean
-
-
-def clean_text(text: str) -> str:
-    if "\x00" in text:
-        raise UsageError("the note text contains NUL bytes; notes are text")
-    text = text.replace("\r\n", "\n").strip("\n")
-    if not text.strip():
-        raise UsageError("the note text is empty")
-    if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
-        raise UsageError(f"the note text is larger than {MAX_NOTE_BYTES // 1024} KB; store big documents elsewhere and note where")
-    return text
 
 
 def build_note_text(store: Store, *, note_id: str, text: str, note_type: str, project: str,
@@ -129,25 +86,19 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
              allow_secret: bool = False, corrects: str | None = None,
              source_episode: str | None = None) -> AddResult:
     """Write one note after the write-time checks (duplicates, supersession, secrets)."""
-    text = clean_text(text)
-    note_type = validate_type(note_type)
-    project = GLOBAL if project == GLOBAL else check_project_name(project)
+    text = arguments.note_text(text)
+    note_type = arguments.note_type(note_type)
+    project = arguments.scope_name(project)
     if importance is not None:
-        validate_importance(importance)
+        arguments.importance(importance)
     if source not in SOURCES:
         raise UsageError(f"invalid source {source!r}")
     moment = now()
     if expires:
-        try:
-            expires = parse_expiry(expires, moment)
-        except ValueError as exc:
-            raise UsageError(f"invalid value for --expires: {exc}") from None
-    clean_tags = validate_tags(tags or [])
-    subject = subject.strip() if subject and subject.strip() else None
-    predicate = predicate.strip() if predicate and predicate.strip() else None
-    for option, value in (("--subject", subject), ("--predicate", predicate)):
-        if value and (len(value) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in value)):
-            raise UsageError(f"invalid value for {option}: one short line (at most {MAX_FIELD_CHARS} characters)")
+        expires = arguments.expiry(expires, moment)
+    clean_tags = arguments.tags(tags or [])
+    subject = arguments.short_line(subject, "subject")
+    predicate = arguments.short_line(predicate, "predicate")
 
     refuse_secrets(text, allow_secret)
     if importance is None:
@@ -329,16 +280,3 @@ def forget_note(store: Store, ref: str) -> Note:
 def _short(title: str, limit: int = 60) -> str:
     title = " ".join(title.split())
     return title if len(title) <= limit else title[: limit - 1] + "…"
-
-
-def read_text_argument(text: str) -> str:
-    """`-` means the text comes from stdin."""
-    if text == "-":
-        import sys
-
-        data = sys.stdin.buffer.read()
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UsageError("stdin is not UTF-8 text") from None
-    return text

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memctl.core import sections
+from memctl.core import arguments, sections
 from memctl.core.clock import now
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError, UsageError, cmd
 from memctl.core.secrets import refuse_secrets
-from memctl.disk.layout import GLOBAL, MEMORY_FILE, check_project_name
+from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.store import Store
 
@@ -75,7 +75,7 @@ def memory_relpath(project: str) -> str:
 
 
 def _project(project: str) -> str:
-    return GLOBAL if project == GLOBAL else check_project_name(project)
+    return arguments.scope_name(project)
 
 
 def max_bytes(store: Store) -> int:
@@ -144,7 +144,7 @@ def replace(store: Store, project: str, text: str, allow_secret: bool = False) -
     if not text.strip():
         raise UsageError(
             "the new MEMORY.md is empty; refusing to wipe the project memory "
-            "(edit it with `memctl project edit` to remove items)"
+            f"(edit it with {cmd('project edit')} to remove items)"
         )
     check_secrets(text, allow_secret)
     relpath = memory_relpath(project)

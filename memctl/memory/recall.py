@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memctl.core import arguments
 from memctl.core.clock import now, parse_time
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError
 from memctl.core.sections import parse_sections
 from memctl.disk.counters import record_access as record
-from memctl.disk.layout import GLOBAL, check_project_name
+from memctl.disk.layout import GLOBAL
 from memctl.index.db import ensure_fresh
 from memctl.index.search import search
 from memctl.memory import project_memory, scratchpad
@@ -51,13 +52,9 @@ class Budget:
     total_chars: int = 6000
 
     def validate(self) -> Budget:
-        for name, value, low in (
-            ("--limit", self.max_notes, 0),
-            ("--note-chars", self.note_chars, 10),
-            ("--max-chars", self.total_chars, 200),
-        ):
-            if value < low:
-                raise UsageError(f"invalid value for {name}: {value} (at least {low})")
+        arguments.at_least(self.max_notes, 0, "limit")
+        arguments.at_least(self.note_chars, 10, "note_chars")
+        arguments.at_least(self.total_chars, 200, "max_chars")
         return self
 
 
@@ -457,7 +454,7 @@ def recall(
 ) -> RecallResult:
     """The recall block for `project` (see the module doc for how notes are chosen)."""
     if project != GLOBAL:
-        check_project_name(project)
+        arguments.project_name(project)
     query = query.strip() if query and query.strip() else None
     budget = budget_from_settings(store, max_notes, note_chars, total_chars)
     moment = now()

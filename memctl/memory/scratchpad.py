@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memctl.core import sections
+from memctl.core import arguments, sections
 from memctl.core.clock import now
-from memctl.core.errors import MemctlError, UsageError
-from memctl.disk.layout import GLOBAL, SCRATCHPAD_FILE, check_project_name
+from memctl.core.errors import MemctlError, UsageError, arg, cmd
+from memctl.disk.layout import SCRATCHPAD_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.memory import episodes
 from memctl.memory.project_memory import check_secrets
@@ -210,7 +210,7 @@ def find_step(text: str, ref: str) -> Item | None:
         if not 1 <= number <= len(steps):
             raise UsageError(
                 f"there is no next step {number}; the scratchpad has {len(steps)} "
-                f"(see `memctl scratch show`)"
+                f"(see {cmd('scratch show')})"
             )
         return steps[number - 1]
     wanted = " ".join(ref.lower().split())
@@ -305,7 +305,7 @@ class ScratchView:
 
 
 def scratch_relpath(project: str) -> str:
-    name = GLOBAL if project == GLOBAL else check_project_name(project)
+    name = arguments.scope_name(project)
     return f"{name}/{SCRATCHPAD_FILE}"
 
 
@@ -402,7 +402,7 @@ def clear(
         files.append(episode_file[0])
         episode_data = episode_file[2].to_dict(with_body=False)
     elif outcome or goal or summary:
-        raise UsageError("--outcome, --goal and --summary only go with --archive")
+        raise UsageError(f"{arg('outcome')}, {arg('goal')} and {arg('summary')} only go with {arg('archive')}")
     with store.lock("scratch clear"):
         if episode_file is not None:
             store.write_text(episode_file[0], episode_file[1])

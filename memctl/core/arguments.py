@@ -1,0 +1,125 @@
+"""The one definition of every value memctl accepts from outside: option values, tool
+arguments, the fields of a note. Each validator returns the clean value or raises
+`ArgumentError` naming the argument, so the CLI (options), its fast path and the MCP server
+(tool arguments) refuse the same input with the same meaning (tests/test_services.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memctl.core.clock import now, parse_expiry, parse_since
+from memctl.core.errors import ArgumentError, UsageError, arg
+from memctl.core.vocab import GLOBAL, KIND_TYPES, MAX_LIMIT, MAX_NOTE_BYTES, NOTE_TYPES, OUTCOMES, valid_project_name
+
+MAX_TAGS = 100
+MAX_FIELD_CHARS = 200
+
+
+def project_name(name: str, argument: str = "project") -> str:
+    """A project's name: a folder of the store (or `global`)."""
+    if not valid_project_name(name):
+        raise ArgumentError(argument, f"{name!r} is not a project name "
+                                      "(letters, digits, '-', '_', '.'; not starting with '.')")
+    return name
+
+
+def scope_name(name: str, argument: str = "project") -> str:
+    return GLOBAL if name == GLOBAL else project_name(name, argument)
+
+
+def note_type(value: str, argument: str = "type") -> str:
+    chosen = str(value).strip().lower()
+    if chosen not in NOTE_TYPES:
+        raise ArgumentError(argument, f"{value!r} (choose from {', '.join(NOTE_TYPES)})")
+    return chosen
+
+
+def search_type(value: str, argument: str = "type") -> str:
+    """A note type or another kind of entry (memory, scratchpad, episode)."""
+    chosen = str(value).strip().lower()
+    if chosen not in NOTE_TYPES + KIND_TYPES:
+        raise ArgumentError(argument, f"{value!r} is not a type "
+                                      f"(choose from {', '.join(NOTE_TYPES + KIND_TYPES)})")
+    return chosen
+
+
+def importance(value: int, argument: str = "importance") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
+        raise ArgumentError(argument, f"{value} is not between 1 and 10")
+    return value
+
+
+def limit(value: int, argument: str = "limit", low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_LIMIT:
+        raise ArgumentError(argument, f"{value} (must be from {low} to {MAX_LIMIT:,})")
+    return value
+
+
+def at_least(value: int, low: int, argument: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ArgumentError(argument, f"{value} (at least {low})")
+    return value
+
+
+def short_line(value: str | None, argument: str) -> str | None:
+    """One short line (subject, predicate, a tag), or None when empty."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if len(text) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in text):
+        raise ArgumentError(argument, f"one short line (at most {MAX_FIELD_CHARS} characters)")
+    return text
+
+
+def tags(values: list[str] | tuple[str, ...] | None, argument: str = "tags") -> list[str]:
+    """Tags without blanks or repeats; a comma-separated string is split."""
+    if isinstance(values, str):
+        values = values.split(",")
+    clean: list[str] = []
+    for tag in values or ():
+        tag = str(tag).strip()
+        if tag and tag not in clean:
+            clean.append(tag)
+    if len(clean) > MAX_TAGS:
+        raise ArgumentError(argument, f"{len(clean)} tags; a note takes at most {MAX_TAGS}")
+    for tag in clean:
+        if len(tag) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in tag):
+            raise ArgumentError(argument, f"a tag must be one short line (at most {MAX_FIELD_CHARS} characters)")
+    return clean
+
+
+def note_text(text: str) -> str:
+    """The text of a note: not empty, no NUL bytes, at most MAX_NOTE_BYTES."""
+    if "\x00" in text:
+        raise UsageError("the note text contains NUL bytes; notes are text")
+    text = text.replace("\r\n", "\n").strip("\n")
+    if not text.strip():
+        raise UsageError("the note text is empty")
+    if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
+        raise UsageError(f"the note text is larger than {MAX_NOTE_BYTES // 1024} KB; "
+                         "store big documents elsewhere and note where")
+    return text
+
+
+def expiry(value: str, base: datetime | None = None, argument: str = "expires") -> str:
+    try:
+        return parse_expiry(value, base or now())
+    except ValueError as exc:
+        raise ArgumentError(argument, str(exc)) from None
+
+
+def since(value: str, base: datetime | None = None, argument: str = "since") -> datetime:
+    try:
+        return parse_since(value, base or now())
+    except ValueError as exc:
+        raise ArgumentError(argument, str(exc)) from None
+
+
+def outcome(value: str | None, argument: str = "outcome") -> str:
+    if value is None or not str(value).strip():
+        raise UsageError(f"{arg(argument)} is required: say how the task ended ({', '.join(OUTCOMES)})")
+    chosen = str(value).strip().lower().replace("-", "_").replace(" ", "_")
+    if chosen not in OUTCOMES:
+        raise ArgumentError(argument, f"{value!r} (choose from {', '.join(OUTCOMES)})")
+    return chosen

@@ -1,0 +1,95 @@
+"""Notes: remember, show, list, edit, forget, supersede."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memctl.core import arguments
+from memctl.core.errors import MemctlError
+from memctl.core.note import Note
+from memctl.disk.counters import get_counters
+from memctl.index.db import ensure_fresh
+from memctl.memory.episodes import Episode, find_episode
+from memctl.memory.listing import list_notes as list_index
+from memctl.memory.notes import AddResult, add_note, edit_note, forget_note, supersede_note
+from memctl.store import Store
+
+__all__ = ["AddResult", "Shown", "edit", "forget", "list_notes", "remember", "show", "supersede"]
+
+
+def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
+             importance: int | None = None, tags: list[str] | str | None = None,
+             subject: str | None = None, predicate: str | None = None,
+             expires: str | None = None, corrects: str | None = None,
+             source_episode: str | None = None, force: bool = False,
+             allow_secret: bool = False, source: str = "cli") -> AddResult:
+    """Write one note after the write-time checks. `corrects` and `source_episode` are ids
+    (or unambiguous prefixes) that must exist: they are resolved to full ids here."""
+    if importance is not None:
+        arguments.importance(importance)
+    corrected = store.find_note(corrects).id if corrects else None
+    episode_id = find_episode(store, source_episode).id if source_episode else None
+    return add_note(
+        store, text, note_type=note_type, project=project, importance=importance,
+        tags=arguments.tags(tags), subject=subject, predicate=predicate, expires=expires,
+        source=source, force=force, allow_secret=allow_secret, corrects=corrected,
+        source_episode=episode_id)
+
+
+@dataclass
+class Shown:
+    """A note with its access counters, or an episode."""
+
+    note: Note | None = None
+    episode: Episode | None = None
+    access_count: int = 0
+    last_accessed: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.episode is not None:
+            return self.episode.to_dict()
+        assert self.note is not None
+        data = self.note.to_dict()
+        data.update({"access_count": self.access_count, "last_accessed": self.last_accessed})
+        return data
+
+
+def show(store: Store, ref: str) -> Shown:
+    """The note (or else the episode) with this id or unambiguous id prefix."""
+    try:
+        note = store.find_note(ref)
+    except MemctlError as not_a_note:
+        try:
+            return Shown(episode=find_episode(store, ref))
+        except MemctlError:
+            raise not_a_note from None
+    count, last = get_counters(store, [note.id]).get(note.id, (0, None))
+    return Shown(note=note, access_count=count, last_accessed=last)
+
+
+def list_notes(store: Store, *, project: str | None, note_type: str | None = None,
+               tag: str | None = None, status: str = "active", since: str | None = None,
+               sort: str = "updated", limit: int | None = None) -> tuple[list[dict[str, Any]], Any]:
+    """Notes of `project` + global (every project when None), newest first, and the fresh
+    index they came from (its `parse_errors()` name files that do not parse)."""
+    if note_type is not None:
+        note_type = arguments.note_type(note_type)
+    if limit is not None:
+        arguments.limit(limit)
+    index = ensure_fresh(store)
+    rows = list_index(store, project=project, note_type=note_type, tag=tag, status=status,
+                      since=since, sort=sort, limit=limit, index=index)
+    return rows, index
+
+
+def edit(store: Store, ref: str) -> tuple[Note, bool]:
+    return edit_note(store, ref)
+
+
+def forget(store: Store, ref: str) -> Note:
+    return forget_note(store, ref)
+
+
+def supersede(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note]:
+    return supersede_note(store, old_ref, new_ref)

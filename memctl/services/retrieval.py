@@ -1,0 +1,49 @@
+"""Ranked search (the recall block is `memctl.services.recall`). On `memctl search`'s start-up path, so
+this module imports nothing the search does not need (tests/test_layers.py)."""
+
+from __future__ import annotations
+
+from memctl.core import arguments
+from memctl.core.query import parse
+from memctl.disk.counters import record_access
+from memctl.index.db import ParseError, ensure_fresh
+from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
+from memctl.index.search import search as ranked_search
+from memctl.store import Store
+
+__all__ = ["CLOSE", "OPEN", "Hit", "SearchResult", "search"]
+
+
+class SearchResult:
+    """Hits best first; the files that do not parse (the index kept their last good
+    version); whether the query was cut to its first words."""
+
+    __slots__ = ("hits", "parse_errors", "truncated")
+
+    def __init__(self, hits: list[Hit], parse_errors: list[ParseError], truncated: bool) -> None:
+        self.hits = hits
+        self.parse_errors = parse_errors
+        self.truncated = truncated
+
+
+def search(store: Store, query: str, *, project: str | None, all_projects: bool = False,
+           types: list[str] | tuple[str, ...] = (), tags: list[str] | tuple[str, ...] = (),
+           since: str | None = None, limit: int | None = None, include_stale: bool = False,
+           explain: bool = False) -> SearchResult:
+    """Ranked search of `project` + global (every project with `all_projects`). Each note
+    found counts as accessed (the counters that keep recalled notes from being archived)."""
+    parsed = parse(query)  # bad syntax is bad usage before any work is done
+    chosen_types = [arguments.search_type(value) for value in types]
+    if limit is None:
+        limit = int(store.settings.get("search.default_limit"))
+    arguments.limit(limit)
+    if since is not None:
+        arguments.since(since)
+    if project is not None:
+        arguments.scope_name(project)
+    index = ensure_fresh(store)
+    hits = ranked_search(store, parsed, project=project, all_projects=all_projects,
+                         types=chosen_types, tags=list(tags), since=since, limit=limit,
+                         include_stale=include_stale, explain=explain, index=index)
+    record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
+    return SearchResult(hits, index.parse_errors(), parsed.truncated)

@@ -1,0 +1,84 @@
+"""Working memory an agent keeps for itself: the scratchpad, episodes and the project's L2
+`MEMORY.md`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memctl.core import arguments
+from memctl.core.errors import ArgumentError, UsageError, arg
+from memctl.core.sections import section_key
+from memctl.memory import episodes, project_memory
+from memctl.memory import scratchpad as scratch
+from memctl.memory.episodes import Episode
+from memctl.memory.project_memory import MemoryView
+from memctl.memory.scratchpad import ScratchView
+from memctl.store import Store
+
+__all__ = ["SCRATCH_ACTIONS", "Episode", "MemoryView", "ScratchView", "add_episode",
+           "edit_project_memory", "find_episode", "list_episodes", "project_memory_add",
+           "project_memory_replace", "project_memory_section", "project_memory_show", "scratchpad"]
+
+SCRATCH_ACTIONS = ("show", "focus", "question", "next", "done", "note", "clear")
+
+
+def scratchpad(store: Store, project: str, action: str, text: str | None = None, *,
+               archive: bool = False, outcome: str | None = None, goal: str | None = None,
+               summary: str | None = None, allow_secret: bool = False) -> ScratchView:
+    """One scratchpad action (`SCRATCH_ACTIONS`); every one but show and clear needs text."""
+    if action not in SCRATCH_ACTIONS:
+        raise ArgumentError("action", f"{action!r} (choose from {', '.join(SCRATCH_ACTIONS)})")
+    if action == "show":
+        return scratch.show(store, project)
+    if action == "clear":
+        return scratch.clear(store, project, archive=archive, outcome=outcome, goal=goal,
+                             summary=summary)
+    if text is None or not text.strip():
+        raise UsageError(f"the scratchpad action {action!r} needs text")
+    return scratch.update(store, project, action, text, allow_secret=allow_secret)
+
+
+def add_episode(store: Store, project: str, *, goal: str, outcome: str,
+                steps: Sequence[str] = (), summary: str | None = None,
+                links: Sequence[str] = (), tags: Sequence[str] | str | None = None,
+                allow_secret: bool = False, source: str = "cli") -> Episode:
+    return episodes.add_episode(store, project, goal=goal, outcome=outcome, steps=list(steps),
+                                summary=summary, links=list(links), tags=arguments.tags(tags),
+                                allow_secret=allow_secret, source=source)
+
+
+def list_episodes(store: Store, projects: list[str] | None, *, outcome: str | None = None,
+                  limit: int | None = None) -> tuple[list[Episode], list[str]]:
+    if limit is not None:
+        arguments.limit(limit)
+    return episodes.list_episodes(store, projects, outcome=outcome, limit=limit)
+
+
+def find_episode(store: Store, ref: str) -> Episode:
+    return episodes.find_episode(store, ref)
+
+
+def project_memory_show(store: Store, project: str) -> MemoryView:
+    return project_memory.show(store, project)
+
+
+def project_memory_section(store: Store, project: str, section: str) -> tuple[str, str | None]:
+    """(the section's canonical name, its text or None when the file has no such section)."""
+    key = section_key(section)
+    return key, project_memory.section_text(store, project, key)
+
+
+def project_memory_add(store: Store, project: str, section: str | None, text: str,
+                       allow_secret: bool = False) -> MemoryView:
+    if not section:
+        raise UsageError(f"adding to project memory needs a section ({arg('section')})")
+    return project_memory.add_item(store, project, section, text, allow_secret=allow_secret)
+
+
+def project_memory_replace(store: Store, project: str, text: str,
+                           allow_secret: bool = False) -> MemoryView:
+    return project_memory.replace(store, project, text, allow_secret=allow_secret)
+
+
+def edit_project_memory(store: Store, project: str) -> MemoryView:
+    return project_memory.edit(store, project)
