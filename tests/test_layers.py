@@ -254,3 +254,27 @@ def test_every_module_imports_on_its_own(module: str) -> None:
     """No module relies on another having been imported first (a sign of a hidden circle)."""
     completed = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
+
+
+def test_git_runs_only_through_the_git_module() -> None:
+    """memctl.disk.gitops holds git's safety settings (no prompt, no walking up into an
+    enclosing repository, no optional locks): every other module goes through it."""
+    wrong = []
+    for module, path in MODULES.items():
+        if module == "memctl.disk.gitops":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant) \
+                    and node.elts[0].value == "git":
+                wrong.append(f"{module}:{node.lineno}")
+    assert wrong == []
+
+
+def test_the_repository_cites_only_what_it_has() -> None:
+    """Comments and docs point at docs/, bench/ or a test, never at a document kept elsewhere."""
+    outside = ("RESEARCH" + ".md", "SPEC" + ".md", "SPEC" + " §")
+    files = [*PACKAGE.rglob("*.py"), *(REPO / "docs").glob("*.md"), *(REPO / "bench").glob("*.py"),
+             *(REPO / "tests").glob("*.py"), REPO / "README.md", REPO / "bench" / "README.md"]
+    wrong = [f"{path.relative_to(REPO)}: {needle}" for path in files
+             for needle in outside if needle in path.read_text(encoding="utf-8")]
+    assert wrong == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -25,7 +26,9 @@ EXPECTED_TOOLS = {
 
 
 def server_env(store: Path) -> dict[str, str]:
+    pinned = {"MEMCTL_NOW": os.environ["MEMCTL_NOW"]} if "MEMCTL_NOW" in os.environ else {}
     return {
+        **pinned,
         "MEMCTL_STORE": str(store),
         "MEMCTL_PROJECT": "demo",
         "NO_COLOR": "1",

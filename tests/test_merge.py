@@ -403,3 +403,23 @@ def test_sync_state_machine_long():
     run_state_machine_as_test(SyncModel, settings=settings(
         max_examples=1000, stateful_step_count=60, deadline=None,
         suppress_health_check=[HealthCheck.too_slow]))
+
+
+def test_merge_keys_are_one_typed_value() -> None:
+    from memctl.core.merge import MergeKey, key_name
+
+    note, other = MergeKey.for_id("01abc"), MergeKey.for_path("memctl.toml")
+    assert (note, other) == ("id:01abc", "path:memctl.toml")  # still strings for dicts and JSON
+    assert note.is_id and not other.is_id
+    assert (note.name, other.name) == ("01abc", "memctl.toml")
+    assert key_name("path:a/id:b.md") == "a/id:b.md" and key_name("id:x") == "x"
+
+
+def test_two_files_claiming_one_id_are_both_kept_the_second_by_path() -> None:
+    from memctl.core.merge import Entry, add_entry
+
+    entries: dict[str, Entry] = {}
+    first = add_entry(entries, Entry(key="id:01abc", path="p/notes/fact/a-01abc.md", data=b"one"))
+    second = add_entry(entries, Entry(key="id:01abc", path="p/notes/fact/copy-01abc.md", data=b"two"))
+    assert first.key == "id:01abc" and second.key == "path:p/notes/fact/copy-01abc.md"
+    assert {e.data for e in entries.values()} == {b"one", b"two"}

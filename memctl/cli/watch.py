@@ -1,4 +1,4 @@
-"""`memctl watch`: keep the index in step with the files while it runs (SPEC §6)."""
+"""`memctl watch`: keep the index in step with the files while it runs (docs/watch.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 
 from memctl.cli.app import JSON_OPTION, app, get_store
 from memctl.cli.output import emit_json
+from memctl.services import stores
 from memctl.services.watching import BatchReport, Watcher, read_status
 
 
@@ -88,7 +89,7 @@ def watch(
             _say("memctl watch: stopped")
 
 
-def _status(store: Any, json_out: bool) -> None:
+def _status(store: stores.Store, json_out: bool) -> None:
     found = read_status(store)
     if json_out:
         emit_json({

@@ -60,6 +60,48 @@ def instant(text: str | None) -> int | None:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
+class MergeKey(str):
+    """What matches two versions of one thing across stores: `id:<id>` for notes, episodes
+    and their tombstones (a note keeps its key through renames), `path:<relpath>` for any
+    other file. A `str`, so it keys dicts and JSON as before; built and read only here."""
+
+    __slots__ = ()
+
+    @classmethod
+    def for_id(cls, note_id: str) -> MergeKey:
+        return cls(f"id:{note_id}")
+
+    @classmethod
+    def for_path(cls, path: str) -> MergeKey:
+        return cls(f"path:{path}")
+
+    @property
+    def is_id(self) -> bool:
+        return self.startswith("id:")
+
+    @property
+    def name(self) -> str:
+        """The id, or the path."""
+        return self[3:] if self.is_id else self[5:]
+
+
+def key_name(key: str) -> str:
+    """The id or path a merge key (typed, or read back as a plain string) names."""
+    return MergeKey(key).name
+
+
+def add_entry(entries: dict[str, Entry], entry: Entry) -> Entry:
+    """Put `entry` into one side's entries. The one rule for two files claiming one id (a
+    hand copy, a bad merge): both are kept, the second by its path, so neither is lost and
+    health names the pair. Returns the entry as added."""
+    if entry.key in entries:
+        entry = Entry(key=MergeKey.for_path(entry.path), path=entry.path, data=entry.data,
+                      kind=entry.kind, updated=entry.updated, created=entry.created,
+                      stamped=entry.stamped)
+    entries[entry.key] = entry
+    return entry
+
+
 @dataclass(frozen=True)
 class Entry:
     """One version of one note or file.
@@ -88,7 +130,8 @@ class Entry:
 
     @property
     def note_id(self) -> str | None:
-        return self.key[3:] if self.key.startswith("id:") else None
+        key = MergeKey(self.key)
+        return key.name if key.is_id else None
 
     def order(self) -> tuple[int, int, str]:
         """The total order that picks the newest version, identical on every machine."""
@@ -168,7 +211,7 @@ def conflict_path(path: str, oid: str) -> str:
 
 def conflict_copy(loser: Entry) -> Entry:
     path = conflict_path(loser.path, loser.oid)
-    return Entry(key=f"path:{path}", path=path, data=loser.data, kind=CONFLICT,
+    return Entry(key=MergeKey.for_path(path), path=path, data=loser.data, kind=CONFLICT,
                  updated=loser.updated, created=loser.created, stamped=loser.stamped)
 
 
@@ -284,7 +327,7 @@ def retag(entry: Entry, new_id: str) -> Entry:
     else:
         stem = f"{stem}-{new_id}"
     path = f"{folder}/{stem}.md" if folder else f"{stem}.md"
-    return Entry(key=f"id:{new_id}", path=path, data=text.encode("utf-8"), kind=entry.kind,
+    return Entry(key=MergeKey.for_id(new_id), path=path, data=text.encode("utf-8"), kind=entry.kind,
                  updated=entry.updated, created=entry.created, stamped=entry.stamped)
 
 
@@ -299,18 +342,18 @@ def _split_collisions(mine: dict[str, Entry], other: dict[str, Entry]) -> dict[s
     renamed: dict[str, str] = {}
     for key in sorted(set(mine) & set(other)):
         a, b = mine[key], other[key]
-        if not key.startswith("id:") or not _created_differs(a, b):
+        if not MergeKey(key).is_id or not _created_differs(a, b):
             continue
         keep_ours = (instant(a.created), a.oid) <= (instant(b.created), b.oid)
         keeper, mover = (a, b) if keep_ours else (b, a)
         side = other if keep_ours else mine
         assert mover.created is not None
-        new_id = collision_id(key[3:], mover.created)
+        new_id = collision_id(key_name(key), mover.created)
         moved = retag(mover, new_id)
         existing = side.get(moved.key)
         side[moved.key] = moved if existing is None else newer(existing, moved)
         side[key] = keeper
-        renamed[key[3:]] = new_id
+        renamed[key_name(key)] = new_id
     return renamed
 
 
@@ -323,7 +366,7 @@ def _separate_paths(entries: dict[str, Entry]) -> None:
     for path, keys in sorted(by_path.items()):
         if len(keys) < 2:
             continue
-        keys.sort(key=lambda k: (not k.startswith("path:"), k))
+        keys.sort(key=lambda k: (MergeKey(k).is_id, k))
         taken = set(entries[k].path for k in entries)
         for key in keys[1:]:
             entry = entries[key]

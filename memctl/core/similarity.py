@@ -1,6 +1,6 @@
 """Near-duplicate and contradiction heuristics for note texts (pure, no I/O).
 
-Rules a person can predict (SPEC §5): a note is a *duplicate* of another when their normalised
+Rules a person can predict (docs/lifecycle.md): a note is a *duplicate* of another when their normalised
 texts score at or above the duplicate threshold **and** nothing suggests they disagree; two
 notes are *similar* (a contradiction candidate) when they score at or above the similar
 threshold **and** one of them negates what the other says, a number differs, a known antonym

@@ -3,7 +3,7 @@
 SQLite's `unicode61` tokenizer keeps a run of Chinese as one token, so `数据库` inside a
 sentence is never found. Putting a separator around each CJK character makes every
 character its own token; a query word then becomes a phrase of characters, which finds any
-substring (two-character words included) with no dictionary (RESEARCH.md).
+substring (two-character words included) with no dictionary (docs/search.md).
 
 The separator is U+001F (a control character, a separator for `unicode61`) rather than a
 space, so the transform can be undone exactly: original text never keeps a U+001F (it is

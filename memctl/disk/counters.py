@@ -25,6 +25,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from typing import Any
 
+    from memctl.disk.layout import StoreLike
+
 
 COUNTERS_FILE = "counters.sqlite"
 MACHINE_FILE = "machine-id"
@@ -40,7 +42,7 @@ CREATE TABLE IF NOT EXISTS access_days(
 """
 
 
-def machine_id(store: object) -> str:
+def machine_id(store: StoreLike) -> str:
     """This machine's id for this store, made once (random) and kept in `.memctl/`."""
     path = state_path(store, MACHINE_FILE)
     try:
@@ -68,7 +70,7 @@ def machine_id(store: object) -> str:
     return value
 
 
-def _connect(store: object) -> sqlite3.Connection:
+def _connect(store: StoreLike) -> sqlite3.Connection:
     path = state_path(store, COUNTERS_FILE)
     try:
         return _open_counters(path)
@@ -124,7 +126,7 @@ def _later(a: str | None, b: str | None) -> str | None:
     return a if first >= second else b
 
 
-def record_access(store: object, ids: Iterable[str], when: datetime | str | None = None) -> None:
+def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | None = None) -> None:
     """Count one access of each id (once per id per call) at `when` (default: now)."""
     unique = list(dict.fromkeys(str(i) for i in ids if i))
     if not unique:
@@ -149,7 +151,7 @@ def record_access(store: object, ids: Iterable[str], when: datetime | str | None
         conn.close()
 
 
-def get_counters(store: object, ids: Iterable[str] | None = None
+def get_counters(store: StoreLike, ids: Iterable[str] | None = None
                  ) -> dict[str, tuple[int, str | None]]:
     """{id: (count over all machines, last access as ISO text or None)}; every asked id is
     in the answer (0, None when never accessed). `ids=None` gives every counted note."""
@@ -178,7 +180,7 @@ def _rows_for(conn: sqlite3.Connection, ids: list[str]) -> list[tuple[str, int, 
     return rows
 
 
-def top_accessed(store: object, since: datetime | str, limit: int = 20
+def top_accessed(store: StoreLike, since: datetime | str, limit: int = 20
                  ) -> list[tuple[str, int]]:
     """The most accessed ids since a day (counted by UTC day), most first: for health."""
     day = _iso(since)[:10]
@@ -191,7 +193,7 @@ def top_accessed(store: object, since: datetime | str, limit: int = 20
         conn.close()
 
 
-def export_machine(store: object, machine: str | None = None) -> dict[str, Any]:
+def export_machine(store: StoreLike, machine: str | None = None) -> dict[str, Any]:
     """One machine's counters (default: this one) in the `.counters/<machine>.json` shape:
     {"format", "machine", "notes": {id: {"count", "last"}}}."""
     machine = machine or machine_id(store)
@@ -205,7 +207,7 @@ def export_machine(store: object, machine: str | None = None) -> dict[str, Any]:
             "notes": {note_id: {"count": count, "last": last} for note_id, count, last in rows}}
 
 
-def machines(store: object) -> list[str]:
+def machines(store: StoreLike) -> list[str]:
     conn = _connect(store)
     try:
         return [row[0] for row in conn.execute("SELECT DISTINCT machine FROM access")]
@@ -213,7 +215,7 @@ def machines(store: object) -> list[str]:
         conn.close()
 
 
-def import_machine(store: object, data: Mapping[str, Any], machine: str | None = None) -> int:
+def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | None = None) -> int:
     """Merge another copy of one machine's counters (from sync or an export): per note, the
     larger count and the later time win, so importing the same data twice changes nothing.
     Returns how many notes changed."""

@@ -1,5 +1,5 @@
-"""git through the git program (fast and predictable; see RESEARCH.md), never GitPython's
-index. Every store change ends in exactly one commit made here."""
+"""git through the git program (fast and predictable; GitPython was measured and dropped:
+docs/architecture.md), never an index of its own. Every store change ends in exactly one commit made here."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def git_available() -> bool:
     return shutil.which("git") is not None
 
 
-def run_git(root: Path, *args: str, check: bool = True, input_text: str | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _git_env(root: Path, env: dict[str, str] | None) -> dict[str, str]:
+    """The environment of every git memctl runs: its safety settings in one place."""
     if not git_available():
         raise GitError("git is not installed or not on PATH; install git (memctl keeps its history in git)")
     full_env = dict(os.environ)
@@ -58,7 +58,23 @@ def run_git(root: Path, *args: str, check: bool = True, input_text: str | None =
     full_env["GIT_CEILING_DIRECTORIES"] = ceiling
     if env:
         full_env.update(env)
+    return full_env
 
+
+def run_git_binary(root: Path, *args: str, input_bytes: bytes = b"") -> bytes:
+    """git with bytes in and out (blobs), with the same settings as `run_git`."""
+    result = subprocess.run(["git", "-C", str(root), "-c", "core.quotepath=off", *args],
+                            input=input_bytes, capture_output=True, env=_git_env(root, None),
+                            umask=current_umask() | 0o002)
+    if result.returncode != 0:
+        detail = result.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed: {detail[-1] if detail else f'exit {result.returncode}'}")
+    return result.stdout
+
+
+def run_git(root: Path, *args: str, check: bool = True, input_text: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = _git_env(root, env)
     deadline = time.monotonic() + LOCK_RETRY_SECONDS
     while True:
         result = subprocess.run(
@@ -90,7 +106,7 @@ def _lock_contention(stderr: str) -> bool:
     return (".lock" in stderr and "File exists" in stderr) or "cannot lock ref" in stderr
 
 
-def _identity_env(root: Path) -> dict[str, str]:
+def identity_env(root: Path) -> dict[str, str]:
     """Commit as the user when git knows who they are, else as `memctl`."""
     env: dict[str, str] = {}
     key = os.path.realpath(root)
@@ -259,7 +275,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     staged = run_git(root, "diff", "--cached", "--quiet", check=False)
     if staged.returncode == 0:
         return None
-    _run_git_write(root, "commit", "-q", "--no-verify", "-m", message, env=_identity_env(root))
+    _run_git_write(root, "commit", "-q", "--no-verify", "-m", message, env=identity_env(root))
     return run_git(root, "rev-parse", "HEAD").stdout.strip()
 
 

@@ -38,15 +38,28 @@ NOTE, ARCHIVED, MEMORY, SCRATCHPAD, EPISODE, TOMBSTONE, CONFLICT = (
 _DEBRIS_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".orig")
 
 
-def root_of(store: object) -> Path:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Protocol, Union
+
+    class HasRoot(Protocol):
+        """A `StoreFiles` / `Store` as the lower layers see it: its folder."""
+
+        root: Path
+
+    # What the disk and index layers take for a store: a `StoreFiles` (or `Store`) or a path.
+    StoreLike = Union[HasRoot, Path, str]
+
+
+def root_of(store: StoreLike) -> Path:
     """A store's folder, from a `Store` (anything with `.root`) or a path (whose own `.root`
     would be "/")."""
     if isinstance(store, (str, os.PathLike)):
         return Path(store)
-    return Path(store.root)  # type: ignore[attr-defined]
+    return Path(store.root)
 
 
-def state_path(store: object, name: str = "") -> Path:
+def state_path(store: StoreLike, name: str = "") -> Path:
     """The store's machine-local `.memctl/` folder (never committed), or a file in it."""
     return root_of(store) / STATE_DIR / name
 

@@ -25,6 +25,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from typing import Any
 
+    from memctl.disk.layout import StoreLike
+
 
 HEARTBEAT_FILE = "watch.json"
 LOCK_FILE = "watch.lock"
@@ -58,11 +60,11 @@ class WatchStatus:
         return max(0.0, time.time() - self.heartbeat)
 
 
-def heartbeat_path(store: object) -> Path:
+def heartbeat_path(store: StoreLike) -> Path:
     return state_path(store, HEARTBEAT_FILE)
 
 
-def lock_path(store: object) -> Path:
+def lock_path(store: StoreLike) -> Path:
     return state_path(store, LOCK_FILE)
 
 
@@ -96,7 +98,7 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
-def read_status(store: object, *, now: float | None = None) -> WatchStatus | None:
+def read_status(store: StoreLike, *, now: float | None = None) -> WatchStatus | None:
     """The heartbeat of this store's watcher, or None when no heartbeat is there."""
     try:
         data = json.loads(heartbeat_path(store).read_bytes())
@@ -115,7 +117,7 @@ def read_status(store: object, *, now: float | None = None) -> WatchStatus | Non
                        heartbeat=heartbeat, running=running, live=live, extra=extra)
 
 
-def watcher_is_live(store: object) -> bool:
+def watcher_is_live(store: StoreLike) -> bool:
     """True when a running watcher keeps this store's index fresh, so a full walk can be skipped."""
     status = read_status(store)
     return status is not None and status.live
@@ -124,7 +126,7 @@ def watcher_is_live(store: object) -> bool:
 class Heartbeat:
     """Writes `.memctl/watch.json` for the watcher (this process)."""
 
-    def __init__(self, store: object) -> None:
+    def __init__(self, store: StoreLike) -> None:
         self.path = heartbeat_path(store)
         self.started = time.time()
         self.state = "starting"
@@ -161,7 +163,7 @@ class Heartbeat:
 class WatchLock:
     """The single-watcher lock of one store, held until `release`."""
 
-    def __init__(self, store: object) -> None:
+    def __init__(self, store: StoreLike) -> None:
         self.path = lock_path(store)
         self._handle: Any = None
 

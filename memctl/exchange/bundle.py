@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core.errors import MemctlError
-from memctl.core.merge import COUNTERS, COUNTERS_DIR, TOMBSTONE, Entry
+from memctl.core.merge import (
+    COUNTERS,
+    COUNTERS_DIR,
+    TOMBSTONE,
+    Entry,
+    MergeKey,
+)
 from memctl.core.note import note_from_parsed
 from memctl.core.noteformat import compute_checksum, parse_text
 from memctl.disk.atomic import fsync_dir, make_dirs
@@ -418,16 +424,16 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
             meta = parsed.meta
             if kind == TOMBSTONE:
                 tomb_id = str(meta.get("id") or path.rsplit("/", 1)[-1][:-3]).strip().lower()
-                return Entry(key=f"id:{tomb_id}", path=path, data=data, kind=TOMBSTONE,
+                return Entry(key=MergeKey.for_id(tomb_id), path=path, data=data, kind=TOMBSTONE,
                              updated=_text(meta.get("deleted")))
             project = path.split("/", 1)[0]
             note = note_from_parsed(parsed, text=text, relpath=path, project=project)
             stamp = _text(meta.get("checksum"))
             stamped = stamp == compute_checksum(text) if stamp else kind == EPISODE
-            return Entry(key=f"id:{note.id}", path=path, data=data, kind="note",
+            return Entry(key=MergeKey.for_id(note.id), path=path, data=data, kind="note",
                          updated=note.updated or fallback_time, created=_text(meta.get("created")),
                          stamped=stamped)
-    return Entry(key=f"path:{path}", path=path, data=data, kind=kind, updated=fallback_time)
+    return Entry(key=MergeKey.for_path(path), path=path, data=data, kind=kind, updated=fallback_time)
 
 
 def _text(value: object) -> str | None:

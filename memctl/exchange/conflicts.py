@@ -17,6 +17,7 @@ from memctl.core.noteformat import parse_text
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.layout import TOMBSTONE_DIR
 from memctl.exchange.bundle import entry_for
+from memctl.store import Store
 
 _TAG = re.compile(r"\.([0-9a-f]{12})(?=(\.[^./]*)?$)")
 
@@ -44,7 +45,7 @@ def original_path(copy_path: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-def list_conflicts(store: Any) -> list[ConflictCopy]:
+def list_conflicts(store: Store) -> list[ConflictCopy]:
     root = Path(store.root)
     folder = root / CONFLICT_DIR
     if not folder.is_dir():
@@ -65,7 +66,7 @@ def list_conflicts(store: Any) -> list[ConflictCopy]:
     return copies
 
 
-def _current_path(store: Any, note_id: str) -> str | None:
+def _current_path(store: Store, note_id: str) -> str | None:
     try:
         note = store.find_note(note_id)
     except MemctlError:
@@ -73,7 +74,7 @@ def _current_path(store: Any, note_id: str) -> str | None:
     return note.path if note.id == note_id else None
 
 
-def find_copy(store: Any, ref: str) -> ConflictCopy:
+def find_copy(store: Store, ref: str) -> ConflictCopy:
     copies = list_conflicts(store)
     if not copies:
         raise MemctlError("there are no conflict copies")
@@ -91,7 +92,7 @@ def find_copy(store: Any, ref: str) -> ConflictCopy:
     raise MemctlError(f"no conflict copy {ref!r}; `memctl conflicts` lists them")
 
 
-def resolve(store: Any, ref: str, action: str) -> ConflictCopy:
+def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
     """`keep` the copy as the current version, or `drop` it."""
     if action not in ("keep", "drop"):
         raise UsageError(f"invalid action {action!r} (keep or drop)")

@@ -23,7 +23,14 @@ from pathlib import Path
 
 from memctl.core.clock import format_time, parse_time
 from memctl.core.ids import ALPHABET
-from memctl.core.merge import TOMBSTONE, Entry, git_oid
+from memctl.core.merge import (
+    TOMBSTONE,
+    Entry,
+    MergeKey,
+    add_entry,
+    git_oid,
+    key_name,
+)
 from memctl.core.note import derive_id, note_from_parsed, stamp
 from memctl.core.noteformat import parse_text
 from memctl.disk.gitops import run_git
@@ -65,11 +72,11 @@ def history_key(path: str) -> str | None:
     name = path.rsplit("/", 1)[-1]
     stem = name[:-3] if name.endswith(".md") else name
     if kind == TOMBSTONE:
-        return f"id:{stem.lower()}"
+        return MergeKey.for_id(stem.lower())
     if kind in _NOTE_KINDS:
         match = _ID_TAIL.search(stem)
-        return f"id:{match.group(1)}" if match else f"id:{derive_id(path)}"
-    return f"path:{path}"
+        return MergeKey.for_id(match.group(1) if match else derive_id(path))
+    return MergeKey.for_path(path)
 
 
 def has_commits(root: Path, rev: str = "HEAD") -> bool:
@@ -168,7 +175,7 @@ def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
     if path_kind(path) not in _NOTE_KINDS:
         return None
     entry = entry_for(path, data)
-    if entry.stamped or not entry.key.startswith("id:"):
+    if entry.stamped or not MergeKey(entry.key).is_id:
         return None
     try:
         text = data.decode("utf-8")
@@ -215,11 +222,7 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
         else:
             first = history.first_time.get((path, oid))
             fallback = _iso_epoch(first) if first is not None else _iso_epoch(mtime)
-        entry = entry_for(path, data, fallback)
-        if entry.key in entries:  # two files claim one id: keep both, the second by path
-            entry = Entry(key=f"path:{path}", path=path, data=data, kind=entry.kind,
-                          updated=entry.updated, created=entry.created, stamped=entry.stamped)
-        entries[entry.key] = entry
+        add_entry(entries, entry_for(path, data, fallback))
         files[path] = BundleFile(path, data, fallback)
     seen: dict[str, set[str]] = {key: set(oids) for key, oids in history.seen.items()}
     for entry in entries.values():
@@ -231,7 +234,7 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
         oids = sorted(frozen.get(entry.key, frozenset()) - {entry.oid})[:HISTORY_LIMIT]
         item = files[entry.path]
         files[entry.path] = BundleFile(item.path, item.data, item.updated, tuple(oids))
-    removed = {key: (history.last_path.get(key, key[5:]), tuple(sorted(oids))[:HISTORY_LIMIT])
+    removed = {key: (history.last_path.get(key, key_name(key)), tuple(sorted(oids))[:HISTORY_LIMIT])
                for key, oids in frozen.items() if key not in entries and key in history.last_path}
     return Snapshot(files=files, entries=entries, disk_oid=disk_oid, seen=frozen,
                     normalized=normalized, removed=removed)

@@ -20,11 +20,22 @@ from typing import Any
 from memctl.core.clock import format_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import is_id
-from memctl.core.merge import Entry, dump_counters, git_oid, merge_counters, merge_key, merge_snapshots, seen_from_base
+from memctl.core.merge import (
+    Entry,
+    MergeKey,
+    add_entry,
+    dump_counters,
+    git_oid,
+    key_name,
+    merge_counters,
+    merge_key,
+    merge_snapshots,
+    seen_from_base,
+)
 from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.counters import export_machine, machine_id
-from memctl.disk.gitops import GitError, _identity_env, run_git
+from memctl.disk.gitops import GitError, identity_env, run_git, run_git_binary
 from memctl.exchange.bundle import entry_for
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
@@ -128,7 +139,7 @@ def _branch(root: Path) -> str:
 # --- sync ---------------------------------------------------------------------------------------
 
 
-def sync(store: Any, remote: str | None = None, push: bool = True, attempts: int = ATTEMPTS) -> SyncReport:
+def sync(store: Store, remote: str | None = None, push: bool = True, attempts: int = ATTEMPTS) -> SyncReport:
 
     root = Path(store.root)
     if remote and Path(remote).expanduser().exists():
@@ -180,7 +191,7 @@ def sync(store: Any, remote: str | None = None, push: bool = True, attempts: int
     return report
 
 
-def commit_local_changes(store: Any) -> str | None:
+def commit_local_changes(store: Store) -> str | None:
     """Stamp uncommitted hand edits from their file times, write this machine's counters,
     and commit everything: the local side of the merge is then a commit like the remote's."""
     root = Path(store.root)
@@ -213,7 +224,7 @@ def _is_ancestor(root: Path, older: str, newer: str) -> bool:
     return run_git(root, "merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
 
 
-def _integrate(store: Any, remote_ref: str, report: SyncReport) -> None:
+def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     root = Path(store.root)
     head = run_git(root, "rev-parse", "HEAD").stdout.strip()
     theirs = run_git(root, "rev-parse", remote_ref).stdout.strip()
@@ -238,20 +249,17 @@ def _names(paths: list[str]) -> list[str]:
     for path in paths:
         key = history_key(path)
         if key is not None and not path.startswith((".counters/", ".conflicts/")):
-            out.append(key[3:] if key.startswith("id:") else key[5:])
+            out.append(key_name(key))
     return sorted(set(out))
 
 
 def read_blobs(root: Path, oids: set[str]) -> dict[str, bytes]:
     """Blob contents in one `git cat-file --batch` run."""
-    import subprocess
-
     wanted = sorted(oids)
     if not wanted:
         return {}
-    process = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"],
-                             input="\n".join(wanted).encode() + b"\n", capture_output=True, check=True)
-    out, blobs, position = process.stdout, {}, 0
+    out = run_git_binary(root, "cat-file", "--batch", input_bytes="\n".join(wanted).encode() + b"\n")
+    blobs, position = {}, 0
     for oid in wanted:
         newline = out.index(b"\n", position)
         header = out[position:newline].split()
@@ -275,8 +283,9 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     changed = {p for p in set(trees["ours"]) | set(trees["theirs"])
                if trees["ours"].get(p) != trees["theirs"].get(p)}
     history = scan_history(root, [ours, theirs])
-    keys = {history_key(p) or f"path:{p}" for p in changed}
-    relevant = changed | {p for side in trees.values() for p in side if (history_key(p) or f"path:{p}") in keys}
+    keys = {history_key(p) or MergeKey.for_path(p) for p in changed}
+    relevant = changed | {p for side in trees.values() for p in side
+                          if (history_key(p) or MergeKey.for_path(p)) in keys}
     blobs = read_blobs(root, {trees[s][p][1] for s in trees for p in relevant if p in trees[s]})
 
     def side_entries(name: str) -> dict[str, Entry]:
@@ -285,11 +294,7 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
             oid = trees[name][path][1]
             first = history.first_time.get((path, oid))
             fallback = format_time(datetime.fromtimestamp(first, UTC)) if first is not None else None
-            entry = entry_for(path, blobs.get(oid, b""), fallback)
-            if entry.key in entries:
-                entry = Entry(key=f"path:{path}", path=path, data=entry.data, kind=entry.kind,
-                              updated=entry.updated, created=entry.created, stamped=entry.stamped)
-            entries[entry.key] = entry
+            add_entry(entries, entry_for(path, blobs.get(oid, b""), fallback))
         return entries
 
     mine, other, common = side_entries("ours"), side_entries("theirs"), side_entries("base")
@@ -305,27 +310,18 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
         if entry.oid not in blobs:
             new_blobs.append(entry.data)
     for data in new_blobs:
-        run_git_bytes(root, ["hash-object", "-w", "--stdin"], data)
+        run_git_binary(root, "hash-object", "-w", "--stdin", input_bytes=data)
     for key, outcome in result.outcomes.items():
         if outcome.taken == "theirs" and (mine.get(key) is not None or outcome.result is not None):
-            report.pulled.append(key[3:] if key.startswith("id:") else key[5:])
+            report.pulled.append(key_name(key))
     report.conflicts.extend(copy.path for copy in result.conflicts)
     tree = _write_tree(root, final)
     summary = f"{len(report.pulled)} from the remote" + (
         f", {len(result.conflicts)} conflict copies" if result.conflicts else "")
     message = f"sync: merge {theirs[:10]} ({summary})"
     commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-m", message,
-                     env=_identity_env(root)).stdout.strip()
+                     env=identity_env(root)).stdout.strip()
     return commit
-
-
-def run_git_bytes(root: Path, args: list[str], data: bytes) -> str:
-    import subprocess
-
-    result = subprocess.run(["git", "-C", str(root), *args], input=data, capture_output=True)
-    if result.returncode != 0:
-        raise GitError(f"git {args[0]} failed: {result.stderr.decode(errors='replace').strip()}")
-    return result.stdout.decode().strip()
 
 
 def _write_tree(root: Path, files: dict[str, tuple[str, str]]) -> str:
@@ -341,7 +337,7 @@ def _write_tree(root: Path, files: dict[str, tuple[str, str]]) -> str:
 # --- history of one note -------------------------------------------------------------------------
 
 
-def note_log(store: Any, ref: str) -> list[dict[str, str]]:
+def note_log(store: Store, ref: str) -> list[dict[str, str]]:
     """Every commit that touched a note, newest first, through renames, archiving, deletion."""
     from datetime import UTC, datetime
 

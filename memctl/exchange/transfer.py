@@ -25,8 +25,10 @@ from memctl.core.merge import (
     TOMBSTONE,
     Entry,
     MergeResult,
+    add_entry,
     dump_counters,
     instant,
+    key_name,
     merge_counters,
     merge_snapshots,
     same_content,
@@ -54,6 +56,7 @@ from memctl.exchange.bundle import (
 )
 from memctl.exchange.snapshot import Snapshot, project_of, snapshot
 from memctl.index.db import open_index
+from memctl.store import Store
 
 # Bookkeeping that import reports do not list (they are written all the same).
 _UNREPORTED = ("conflict", COUNTERS, "settings", "template", "file")
@@ -62,7 +65,7 @@ _UNREPORTED = ("conflict", COUNTERS, "settings", "template", "file")
 # --- counters ---------------------------------------------------------------------------------
 
 
-def counter_files(store: Any, existing: dict[str, BundleFile]) -> dict[str, bytes]:
+def counter_files(store: Store, existing: dict[str, BundleFile]) -> dict[str, bytes]:
     """`.counters/<machine>.json` for every machine this store knows, merged with the files
     already in the store (this machine's rows from counters.sqlite are the freshest)."""
     out: dict[str, bytes] = {}
@@ -76,7 +79,7 @@ def counter_files(store: Any, existing: dict[str, BundleFile]) -> dict[str, byte
     return out
 
 
-def absorb_counters(store: Any, files: dict[str, bytes]) -> None:
+def absorb_counters(store: Store, files: dict[str, bytes]) -> None:
     """Merge counter files that arrived (import, pull) into this machine's counters.sqlite."""
     for path, data in sorted(files.items()):
         if not path.startswith(".counters/"):
@@ -102,7 +105,7 @@ class ExportResult:
         return {"path": self.path, "files": self.files, "bytes": self.bytes, "project": self.project}
 
 
-def export_store(store: Any, target: Path, project: str | None = None,
+def export_store(store: Store, target: Path, project: str | None = None,
                  progress: Callable[[int, int], None] | None = None) -> ExportResult:
     """Write the store (or one project) to a zip. Reads only: the store is not changed."""
     with store.lock("export"):
@@ -196,10 +199,7 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
         entry = entry_for(path, item.data, item.updated)
         if entry.kind == COUNTERS:
             continue  # counts go into counters.sqlite (absorb_counters), not into the files
-        if entry.key in incoming:
-            entry = Entry(key=f"path:{path}", path=path, data=item.data, kind=entry.kind,
-                          updated=entry.updated, created=entry.created, stamped=entry.stamped)
-        incoming[entry.key] = entry
+        entry = add_entry(incoming, entry)
         seen_in[entry.key] = frozenset(item.history)
     for key, oids in bundle.removed.items():
         if key not in incoming:
@@ -217,7 +217,7 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
             report.removes.append(before.path)
         if key not in incoming or any(e is not None and e.kind in _UNREPORTED for e in (before, after)):
             continue
-        name = key[3:] if key.startswith("id:") else key[5:]
+        name = key_name(key)
         was_live = before is not None and before.kind != TOMBSTONE
         is_live = after is not None and after.kind != TOMBSTONE
         if same:
@@ -231,11 +231,11 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     report.removes = sorted(set(report.removes) - set(report.writes))
     for key, outcome in sorted(result.outcomes.items()):
         if outcome.copy is not None and outcome.copy.key in result.entries:
-            report.conflicts.append(key[3:] if key.startswith("id:") else key[5:])
+            report.conflicts.append(key_name(key))
     return report, result
 
 
-def import_into(store: Any, source: Path, *, dry_run: bool = False, skip_invalid: bool = False,
+def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_invalid: bool = False,
                 importer: str | None = None, project: str = "default") -> ImportReport:
     bundle = load_source(source, importer=importer, project=project)
     foreign = (importer or importers.detect(Path(source).expanduser())) not in ("bundle", "store", None)
@@ -277,7 +277,7 @@ def _adopt_created(bundle: Bundle, local: Snapshot) -> None:
         bundle.files[path] = BundleFile(path, data, item.updated, item.history)
 
 
-def refresh_index(store: Any, paths: list[str]) -> None:
+def refresh_index(store: Store, paths: list[str]) -> None:
     try:
         index = open_index(store)
         try:
@@ -291,7 +291,7 @@ def refresh_index(store: Any, paths: list[str]) -> None:
 # --- all-or-nothing apply ---------------------------------------------------------------------
 
 
-def apply_changes(store: Any, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
+def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
     """Replace and remove files as one transaction, then make one commit."""
     root = Path(store.root)
     txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"

@@ -37,6 +37,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from typing import Any
 
+    from memctl.disk.layout import StoreLike
     from memctl.index.docs import Prepared, Writer
 
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
@@ -149,7 +150,7 @@ def _in_folder(folder: str) -> tuple[str, str, int]:
 RACY_NS = 2_000_000_000
 
 
-def index_path(store: object) -> Path:
+def index_path(store: StoreLike) -> Path:
     return state_path(store, INDEX_FILE)
 
 
@@ -193,7 +194,7 @@ def _remove_index_files(path: Path) -> None:
                               f"(the index is rebuilt from the files)") from exc
 
 
-def open_index(store: object) -> Index:
+def open_index(store: StoreLike) -> Index:
     """Open the index, creating it or rebuilding it when it is missing, corrupt or of another
     schema or tokenizer version. The caller still has to `refresh()` (see `ensure_fresh`)."""
     root = root_of(store)
@@ -220,7 +221,7 @@ def open_index(store: object) -> Index:
     raise AssertionError("unreachable")
 
 
-def ensure_fresh(store: object) -> Index:
+def ensure_fresh(store: StoreLike) -> Index:
     """The index, brought up to date with the files. Every read command calls this first.
 
     A live `memctl watch` keeps the index fresh by itself, so the walk is skipped then."""
@@ -240,7 +241,7 @@ def ensure_fresh(store: object) -> Index:
     return index
 
 
-def _watcher_keeps_it_fresh(store: object) -> bool:
+def _watcher_keeps_it_fresh(store: StoreLike) -> bool:
     """The hook for `memctl watch`; MEMCTL_ALWAYS_WALK=1 turns it off (tests, paranoia)."""
     if os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
         return False
@@ -603,7 +604,7 @@ class Index:
                 (wanted, upper, *kind_list)).fetchall()
         if not rows:
             raise MemctlError(
-                f"no note with id {wanted!r}; {cmd('list')} or {cmd('search')} shows ids")
+                f"no note with id {wanted!r}; {cmd('list')} shows ids")
         ids = sorted({row[0] for row in rows})
         if len(ids) > 1:
             shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")

@@ -32,6 +32,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from typing import Any
 
+    from memctl.disk.layout import StoreLike
+
 
 WEIGHTS = (4.0, 2.0, 1.0, 0.0)  # title, tags, body, scope
 CORRECTION_FACTOR = 1.25
@@ -100,7 +102,7 @@ _COLUMNS = ("d.rowid, d.id, d.path, d.kind, d.project, d.type, d.importance, d.s
             " d.corrects")
 
 
-def search(store: object, query: str | Query, *, project: str | None = None,
+def search(store: StoreLike, query: str | Query, *, project: str | None = None,
            all_projects: bool = False, projects: Sequence[str] | None = None,
            types: Sequence[str] = (), tags: Sequence[str] = (), since: Any = None,
            limit: int = 20, include_stale: bool = False, explain: bool = False,
@@ -140,7 +142,7 @@ def search(store: object, query: str | Query, *, project: str | None = None,
     return hits[:limit]
 
 
-def _half_life_days(store: object) -> float:
+def _half_life_days(store: StoreLike) -> float:
     settings = getattr(store, "settings", None)
     if settings is None:
         from pathlib import Path

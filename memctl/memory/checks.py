@@ -1,4 +1,4 @@
-"""The write-time decision of `add` (SPEC §5), pure: given a new note and the active notes of
+"""The write-time decision of `add` (docs/lifecycle.md), pure: given a new note and the active notes of
 its project and of `global`, say what to do.
 
 - **merged**: the text is a near-duplicate of an active note (see `memctl.core.similarity`) → no

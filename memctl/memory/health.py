@@ -1,4 +1,4 @@
-"""The health report (SPEC §8) as data, plus its Markdown form. The keys are documented in
+"""The health report (docs/health.md) as data, plus its Markdown form. The keys are documented in
 docs/health.md; the CLI draws the terminal tables from the same dictionary.
 
 Reading only: health never changes a memory file and makes no commit (it does bring the
@@ -26,6 +26,7 @@ from memctl.index.docs import content_digest, fast_parse
 from memctl.memory import paircache
 from memctl.memory.checks import live
 from memctl.memory.lifecycle import last_active
+from memctl.store import Store
 
 TOP_RECALLED_DAYS = 30
 TOP_RECALLED_LIMIT = 20
@@ -54,7 +55,7 @@ def _brief(note: Note) -> dict[str, Any]:
             "title": _short(note.title)}
 
 
-def _read_all(store: Any) -> tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]],
+def _read_all(store: Store) -> tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]],
                                    dict[str, int]]:
     """One pass over every memory file: notes, parse errors, secrets, and file sizes."""
     notes: list[Note] = []
@@ -153,7 +154,7 @@ def _differs(root: Any, path: str, indexed: tuple[int, int, str], on_disk: tuple
         return True
 
 
-def _index_drift(store: Any) -> dict[str, Any]:
+def _index_drift(store: Store) -> dict[str, Any]:
     """Compare what the index knows with the files, before and after bringing it up to date.
 
     `before` is normal after hand edits (every command catches up first); `after` should be
@@ -184,7 +185,7 @@ def _index_drift(store: Any) -> dict[str, Any]:
     }
 
 
-def _git_state(store: Any) -> dict[str, Any]:
+def _git_state(store: Store) -> dict[str, Any]:
     state: dict[str, Any] = {"branch": None, "head": None, "uncommitted": [], "remote": None,
                              "upstream": None, "unpushed": None, "error": None}
     try:
@@ -208,7 +209,7 @@ def _git_state(store: Any) -> dict[str, Any]:
     return state
 
 
-def _watcher_state(store: Any) -> dict[str, Any]:
+def _watcher_state(store: Store) -> dict[str, Any]:
     """Whether a `memctl watch` keeps this store's index fresh (not a problem when none runs)."""
     status = read_status(store)
     if status is None:
@@ -216,7 +217,7 @@ def _watcher_state(store: Any) -> dict[str, Any]:
     return {"running": status.running, "live": status.live, "pid": status.pid if status.running else None}
 
 
-def build_report(store: Any, moment: datetime | None = None) -> dict[str, Any]:
+def build_report(store: Store, moment: datetime | None = None) -> dict[str, Any]:
     """The whole report as one JSON-ready dictionary (see docs/health.md for each key)."""
     moment = moment or now()
     settings = store.settings
@@ -320,11 +321,11 @@ def problems_of(report: dict[str, Any]) -> list[dict[str, Any]]:
     return problems
 
 
-def _counters(store: Any, ids: list[str]) -> dict[str, tuple[int, str | None]]:
+def _counters(store: Store, ids: list[str]) -> dict[str, tuple[int, str | None]]:
     return get_counters(store, ids)
 
 
-def _top_accessed(store: Any, since: datetime) -> list[tuple[str, int]]:
+def _top_accessed(store: Store, since: datetime) -> list[tuple[str, int]]:
     # Ask for more than shown: counted ids may belong to notes deleted since.
     return top_accessed(store, since, limit=TOP_RECALLED_LIMIT * 3)
 

@@ -1,4 +1,4 @@
-"""Forgetting (SPEC §9): the TTL sweep of `memctl archive`, and `memctl restore`.
+"""Forgetting (docs/lifecycle.md): the TTL sweep of `memctl archive`, and `memctl restore`.
 
 The plan is pure (notes, counters and a time in; a list of actions out), so `--dry-run` shows
 exactly what a real sweep does. Rules (settings in `memctl.toml`, section `[ttl]`):
@@ -36,6 +36,7 @@ from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.disk.atomic import fsync_dir, make_dirs
 from memctl.disk.counters import get_counters
 from memctl.disk.layout import ARCHIVED, NOTE, classify
+from memctl.store import Store
 
 ARCHIVE = "archive"
 DEMOTE = "demote"
@@ -187,21 +188,21 @@ def _demoted_since(note: Note, seen: datetime | None) -> bool:
 # --- I/O: running a sweep and restoring --------------------------------------------------------
 
 
-def _last_accessed(store: Any, ids: list[str]) -> dict[str, Any]:
+def _last_accessed(store: Store, ids: list[str]) -> dict[str, Any]:
     return {note_id: last for note_id, (_count, last) in get_counters(store, ids).items() if last}
 
 
-def _active_notes(store: Any) -> list[Note]:
+def _active_notes(store: Store) -> list[Note]:
     return [note for note in store.iter_notes(include_archived=False) if note.status == "active"]
 
 
-def compute_plan(store: Any, moment: datetime) -> SweepPlan:
+def compute_plan(store: Store, moment: datetime) -> SweepPlan:
     notes = _active_notes(store)
     return plan_sweep(notes, _last_accessed(store, [n.id for n in notes]), moment,
                       TtlRules.from_settings(store.settings))
 
 
-def run_sweep(store: Any, *, dry_run: bool = False) -> SweepPlan:
+def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
     """Plan the sweep and, unless `dry_run`, apply it with one commit."""
     if dry_run:
         return compute_plan(store, now())
@@ -237,7 +238,7 @@ def _surgical(text: str, updates: dict[str, Any], note: Note) -> str:
     return text
 
 
-def _demote(store: Any, item: SweepItem, moment: datetime) -> str:
+def _demote(store: Store, item: SweepItem, moment: datetime) -> str:
     note = store.read_note(item.path)
     text, _info = store.read_text(item.path)
     store.write_text(item.path, _surgical(
@@ -245,7 +246,7 @@ def _demote(store: Any, item: SweepItem, moment: datetime) -> str:
     return item.path
 
 
-def _free_path(store: Any, wanted: str, note_id: str) -> str:
+def _free_path(store: Store, wanted: str, note_id: str) -> str:
     if not store.path(wanted).exists():
         return wanted
     stem = wanted[:-3] if wanted.endswith(".md") else wanted
@@ -257,7 +258,7 @@ def _free_path(store: Any, wanted: str, note_id: str) -> str:
     return candidate
 
 
-def _move(store: Any, note: Note, target: str, text: str) -> list[str]:
+def _move(store: Store, note: Note, target: str, text: str) -> list[str]:
     """Move the note to `target` with one rename, then write its new fields there.
 
     Each step is atomic, so a crash leaves exactly one copy: at the old place, or at the new
@@ -272,7 +273,7 @@ def _move(store: Any, note: Note, target: str, text: str) -> list[str]:
     return [note.path, target]
 
 
-def _archive(store: Any, item: SweepItem, moment: datetime) -> list[str]:
+def _archive(store: Store, item: SweepItem, moment: datetime) -> list[str]:
     note = store.read_note(item.path)
     text, _info = store.read_text(item.path)
     target = _free_path(store, item.target or archive_relpath(note), note.id)
@@ -286,7 +287,7 @@ def _archive(store: Any, item: SweepItem, moment: datetime) -> list[str]:
     return _move(store, note, target, updated)
 
 
-def restore_note(store: Any, ref: str) -> tuple[Note, str]:
+def restore_note(store: Store, ref: str) -> tuple[Note, str]:
     """Bring an archived (or superseded) note back to active. Returns it and its old path."""
     note = store.find_note(ref)
     if note.status == "active":

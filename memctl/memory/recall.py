@@ -35,6 +35,7 @@ from memctl.disk.layout import GLOBAL
 from memctl.index.db import ensure_fresh
 from memctl.index.search import search
 from memctl.memory import project_memory, scratchpad
+from memctl.store import Store
 
 ELLIPSIS = "…"
 HALF_LIFE_DAYS = 30.0  # recall's recency: a note a month old counts 3/4 of one from today
@@ -402,7 +403,7 @@ def assemble(
 
 
 def budget_from_settings(
-    store: Any,
+    store: Store,
     max_notes: int | None = None,
     note_chars: int | None = None,
     total_chars: int | None = None,
@@ -433,7 +434,7 @@ def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
     )
 
 
-def _query_ranks(store: Any, index: Any, project: str, query: str, limit: int) -> dict[str, int]:
+def _query_ranks(store: Store, index: Any, project: str, query: str, limit: int) -> dict[str, int]:
     """Search rank of each live note the query finds (0 = best)."""
     hits = search(store, query, projects=[project], limit=limit, kinds=("note",), index=index)
     ranks: dict[str, int] = {}
@@ -443,7 +444,7 @@ def _query_ranks(store: Any, index: Any, project: str, query: str, limit: int) -
 
 
 def recall(
-    store: Any,
+    store: Store,
     project: str,
     query: str | None = None,
     *,
