@@ -12,12 +12,13 @@ from memctl.cli.app import (
     LIMIT_OPTION,
     PROJECT_OPTION,
     app,
+    checked,
     current_project,
     get_store,
 )
 from memctl.cli.output import emit_json, info, read_text_argument, table, warn
+from memctl.core import arguments
 from memctl.core.errors import MemctlError, UsageError
-from memctl.core.vocab import MAX_LIMIT
 from memctl.mcp_server import serve
 from memctl.services import recall as recalling
 from memctl.services import working
@@ -388,15 +389,15 @@ def recall(
     ),
     project: Optional[str] = PROJECT_OPTION,
     limit: Optional[int] = typer.Option(
-        None, "--limit", "-n", min=0, max=MAX_LIMIT, help="At most N notes (default: setting recall.max_notes, 8)."
+        None, "--limit", "-n", callback=checked(lambda n: arguments.limit(n, low=0)), help="At most N notes (default: setting recall.max_notes, 8)."
     ),
     note_chars: Optional[int] = typer.Option(
-        None, "--note-chars", min=10, help="Cut each note to N characters (default 100)."
+        None, "--note-chars", callback=checked(lambda n: arguments.at_least(n, 10, "note_chars")), help="Cut each note to N characters (default 100)."
     ),
     max_chars: Optional[int] = typer.Option(
         None,
         "--max-chars",
-        min=200,
+        callback=checked(lambda n: arguments.at_least(n, 200, "max_chars")),
         help="Cap for the whole block (default: setting recall.total_chars).",
     ),
     json_output: bool = JSON_OPTION,

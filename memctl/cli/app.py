@@ -21,7 +21,6 @@ from memctl.cli.context import (  # noqa: F401 - re-exported for the command mod
 )
 from memctl.core import arguments
 from memctl.core.errors import ArgumentError
-from memctl.core.vocab import MAX_LIMIT
 
 # Command modules, imported at start-up to register their commands. Each keeps its heavy
 # imports inside the command functions so `memctl search` starts fast.
@@ -90,7 +89,12 @@ def project_callback(value: Optional[str]) -> Optional[str]:
 JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 PROJECT_OPTION = typer.Option(None, "--project", "-p", callback=project_callback,
                               help="Project (default: $MEMCTL_PROJECT, else the git repo you are in, else 'default').")
-LIMIT_OPTION = typer.Option(None, "--limit", "-n", min=1, max=MAX_LIMIT, help="At most N results.")
+def checked(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A typer callback running one of `memctl.core.arguments`' validators (None passes)."""
+    return lambda value: None if value is None else as_option_check(check, value)
+
+
+LIMIT_OPTION = typer.Option(None, "--limit", "-n", callback=checked(arguments.limit), help="At most N results.")
 
 
 def _register_commands() -> None:

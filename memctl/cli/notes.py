@@ -11,11 +11,13 @@ from memctl.cli.app import (
     LIMIT_OPTION,
     PROJECT_OPTION,
     app,
+    checked,
     current_project,
     get_store,
     store_path_option,
 )
 from memctl.cli.output import console, emit_json, info, read_text_argument, report_parse_errors, table
+from memctl.core import arguments
 from memctl.core.vocab import NOTE_TYPES, STATUSES
 from memctl.services import notes, upkeep
 
@@ -47,7 +49,7 @@ def add(
     note_type: NoteType = typer.Option("fact", "--type", "-t", case_sensitive=False, help="Note type."),
     project: Optional[str] = PROJECT_OPTION,
     global_scope: bool = typer.Option(False, "--global", "-g", help="Store in the global scope (seen by every project)."),
-    importance: Optional[int] = typer.Option(None, "--importance", "-i", min=1, max=10, help="1-10 (default: from the text and type)."),
+    importance: Optional[int] = typer.Option(None, "--importance", "-i", callback=checked(arguments.importance), help="1-10 (default: from the text and type)."),
     tags: Optional[str] = typer.Option(None, "--tags", help="Comma-separated tags."),
     subject: Optional[str] = typer.Option(None, "--subject", help="What the note is about (with --predicate: replaces an older note on the same)."),
     predicate: Optional[str] = typer.Option(None, "--predicate", help="Which property of the subject."),

@@ -7,11 +7,11 @@ from typing import Optional
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, as_option_check, get_store
+from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, as_option_check, checked, get_store
 from memctl.cli.output import emit_json, err_console
 from memctl.cli.searching import run_search
 from memctl.core import arguments
-from memctl.core.vocab import KIND_TYPES, MAX_LIMIT, NOTE_TYPES
+from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
 from memctl.services import upkeep
 
 
@@ -37,7 +37,7 @@ def search(
         help=f"Only this type (repeatable): {', '.join(NOTE_TYPES + KIND_TYPES)}."),
     tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only with this tag (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="Updated since a date or a span (7d)."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, max=MAX_LIMIT,
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", callback=checked(arguments.limit),
                                         help="At most N hits (default: the search.default_limit setting, 20)."),
     include_stale: bool = typer.Option(False, "--include-stale",
                                        help="Also superseded, archived and expired notes."),
