@@ -44,7 +44,7 @@ LAZY_IMPORTS = {
 SEARCH_MODULES = {
     "memctl", "memctl.cli", "memctl.cli.context", "memctl.cli.fast", "memctl.cli.output",
     "memctl.cli.searching", "memctl.core", "memctl.core.arguments", "memctl.core.clock",
-    "memctl.core.errors",
+    "memctl.core.errors", "memctl.core.stopwords", "memctl.index.bestmatch",
     "memctl.core.query", "memctl.core.tokenize", "memctl.core.vocab", "memctl.disk",
     "memctl.disk.counters", "memctl.disk.filescan", "memctl.disk.layout", "memctl.disk.settings",
     "memctl.disk.storefiles", "memctl.disk.templates", "memctl.disk.watchstate", "memctl.index",

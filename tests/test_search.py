@@ -300,6 +300,8 @@ def check(root: Path, live: dict) -> None:
     for query in WORDS[:4] + ["数据", "缓存", "连接池"]:
         expected = {note_id for note_id, (_, project, text, tags) in live.items()
                     if project in ("demo", "global") and _matches(text, tags, query)}
-        hits = [h for h in search(root, query, project="demo", limit=100) if not h.fuzzy]
+        found = search(root, query, project="demo", limit=100)
+        hits = [h for h in found if not h.fuzzy and h.exact]  # every word as typed
         assert {h.id for h in hits} == expected, query
         assert len(hits) == len(expected)  # no duplicates, no phantoms
+        assert len({h.id for h in found}) == len(found)

@@ -9,6 +9,13 @@ What a user may type:
 - `tag:x` and `type:x` (and `-tag:x`, `-type:x`) filter instead of searching text;
 - Chinese, Japanese and Korean runs are matched as substrings (`缓存` inside `分布式缓存层`).
 
+Best match (docs/search.md): besides the strict `match` (every word, as typed), a query has
+`units`, what a note may match part of: each content word, each overlapping pair of
+characters of a Chinese run (with the run itself, so a longer matching run counts more),
+each `a OR b` group, each prefix. Function and question words (`the`, `did`, `what`, 的, 什么)
+are not units. `any_match` finds every note that matches a unit (and every quoted phrase, and
+no excluded word); the search then ranks by how much of the query a note covers.
+
 Everything else is data, never syntax: every term reaches FTS5 as a double-quoted string,
 so quotes, hyphens, `c++`, parentheses, `AND`/`NEAR` typed as words, emoji or pasted logs
 give results (or none), never an FTS5 syntax error.
@@ -17,7 +24,8 @@ give results (or none), never an FTS5 syntax error.
 from __future__ import annotations
 
 from memctl.core.errors import UsageError
-from memctl.core.tokenize import clean, has_token_chars, to_index
+from memctl.core.stopwords import is_english_stop, split_chinese
+from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
 from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
 
 # A query is cut to this many terms and each term to this many characters: a pasted log
@@ -55,6 +63,22 @@ class Term:
         return "Term(text={!r}, phrase={!r}, prefix={!r}, negated={!r})".format(*self._key())
 
 
+class Unit:
+    """One thing a note may match: `match` is its FTS5 expression, `text` what the user
+    typed for it (the words to weigh it by), `label` how --explain names it."""
+
+    __slots__ = ("match", "text", "label", "required")
+
+    def __init__(self, match: str, text: str, label: str, required: bool = False) -> None:
+        self.match = match
+        self.text = text
+        self.label = label
+        self.required = required  # a quoted phrase: every hit has it
+
+    def __repr__(self) -> str:
+        return f"Unit({self.label!r}{', required' if self.required else ''})"
+
+
 class Query:
     """A parsed query. `match` is None when there is nothing to look for in the text."""
 
@@ -71,6 +95,19 @@ class Query:
         self.words: tuple[str, ...] = ()
         self.truncated = False
         self.terms: list[Term] = []
+        # Best match: what a note may match part of, and the MATCH that finds every such note.
+        self.units: list[Unit] = []
+        self.any_match: str | None = None
+        self.negative: str | None = None  # the excluded words, OR-ed
+
+    def matching_any(self, extra: list[str] | tuple[str, ...] = ()) -> str:
+        """The MATCH for every note with a unit of the query (or one of `extra`, such as the
+        close words of a misspelt one), all its quoted phrases, and no excluded word."""
+        required = [unit.match for unit in self.units if unit.required]
+        optional = [unit.match for unit in self.units if not unit.required] + list(extra)
+        parts = required + (["(" + " OR ".join(optional) + ")"] if optional else [])
+        found = " AND ".join(parts)
+        return f"({found}) NOT ({self.negative})" if self.negative else found
 
     @property
     def has_filters(self) -> bool:
@@ -226,11 +263,67 @@ def parse(raw: str) -> Query:
     query.exclude_types = tuple(dict.fromkeys(exclude_types))
     query.words = tuple(t.text for t in terms if not t.negated)
     query.terms = terms
+    query.units = _units(groups)
+    query.negative = negative or None
+    query.any_match = query.matching_any() if query.units else None
     return query
 
 
+def _units(groups: list[list[Term]]) -> list[Unit]:
+    """The units of a query's positive groups (see the module doc), without repeats."""
+    units: list[Unit] = []
+    fallback: list[Unit] = []  # the words as typed, when every word is a function word
+    for group in groups:
+        if len(group) > 1:
+            label = " OR ".join(term.text for term in group)
+            units.append(Unit(_group(group), " ".join(t.text for t in group), label))
+            continue
+        term = group[0]
+        if term.phrase or term.prefix:
+            units.append(Unit(_phrase(term), term.text, term.text + ("*" if term.prefix else ""),
+                              required=term.phrase))
+            continue
+        fallback.append(Unit(_phrase(term), term.text, term.text))
+        units.extend(_word_units(term.text))
+    chosen = units or fallback
+    seen: set[str] = set()
+    unique = []
+    for unit in chosen:
+        if unit.match not in seen:
+            seen.add(unit.match)
+            unique.append(unit)
+    return unique
+
+
+def _word_units(word: str) -> list[Unit]:
+    """A plain word's units: itself, or for a word with Chinese in it, its Latin parts and
+    the pairs of characters of each Chinese piece (with the piece itself)."""
+    if not has_cjk(word):
+        if is_english_stop(word):
+            return []
+        return [Unit(_quote(word), word, word)]
+    units: list[Unit] = []
+    for latin, run in cjk_runs(word):
+        if latin and has_token_chars(latin) and not is_english_stop(latin):
+            units.append(Unit(_quote(latin), latin, latin))
+        for piece in split_chinese(run) if run else ():
+            if len(piece) == 1:
+                units.append(Unit(_quote(piece), piece, piece))
+                continue
+            for start in range(len(piece) - 1):
+                pair = piece[start:start + 2]
+                units.append(Unit(_quote(pair), pair, pair))
+            if len(piece) > 2:
+                units.append(Unit(_quote(piece), piece, piece))
+    return units
+
+
+def _quote(text: str) -> str:
+    return '"' + to_index(text).replace('"', '""') + '"'
+
+
 def _phrase(term: Term) -> str:
-    quoted = '"' + to_index(term.text).replace('"', '""') + '"'
+    quoted = _quote(term.text)
     return quoted + " *" if term.prefix else quoted
 
 

@@ -53,6 +53,19 @@ def _cjk_run() -> re.Pattern[str]:
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+def cjk_runs(text: str) -> list[tuple[str, str]]:
+    """`text` cut into (text before a run of CJK characters, the run) pairs, in order; the
+    last pair's run is empty when the text ends with other characters."""
+    pairs: list[tuple[str, str]] = []
+    position = 0
+    for match in _cjk_run().finditer(text):
+        pairs.append((text[position:match.start()], match.group()))
+        position = match.end()
+    if position < len(text):
+        pairs.append((text[position:], ""))
+    return pairs
+
+
 def has_cjk(text: str) -> bool:
     return not text.isascii() and _cjk_run().search(text) is not None
 

@@ -37,6 +37,12 @@ def vocabulary(rows: Any) -> set[str]:
     return words
 
 
+def can_expand(word: str) -> bool:
+    """Whether a word is worth looking up close words for (long enough, not CJK)."""
+    cleaned = "".join(ch for ch in word if ch.isalnum())
+    return len(cleaned) >= MIN_WORD and not has_cjk(cleaned)
+
+
 def close_words(word: str, vocab: set[str] | list[str]) -> list[tuple[str, float]]:
     """Words of `vocab` close to `word`, best first, with their similarity (0-100)."""
     from rapidfuzz import fuzz, process

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 
 from memctl.core.clock import now
 from memctl.core.errors import ArgumentError
-from memctl.core.query import Query, parse
+from memctl.core.query import Query, Unit, parse
 from memctl.core.tokenize import from_index, scope_token
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.layout import GLOBAL
 from memctl.disk.settings import Settings
-from memctl.index import fuzzy
+from memctl.index import bestmatch, fuzzy
 from memctl.index.db import ensure_fresh
 from memctl.index.scope import scope_sql
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 WEIGHTS = (4.0, 2.0, 1.0, 0.0)  # title, tags, body, scope
 CORRECTION_FACTOR = 1.25
-RECENCY_FLOOR = 0.4
+RECENCY_FLOOR = 0.75
 SNIPPET_TOKENS = 24
 OPEN, CLOSE = "\x02", "\x03"
 ALL_KINDS = ("note", "episode", "memory", "scratchpad")
@@ -75,6 +75,8 @@ class Hit:
         self.subject = subject
         self.predicate = predicate
         self.corrects = corrects
+        self.coverage = 1.0  # the share of the query matched (best match; 1 for filters)
+        self.exact = True  # has every word of the query as typed
 
     def __repr__(self) -> str:
         return f"Hit(id={self.id!r}, score={self.score!r}, title={self.title!r})"
@@ -90,7 +92,8 @@ class Hit:
             "kind": self.kind, "importance": self.importance, "status": self.status,
             "score": round(self.score, 6), "title": self.title, "snippet": self.snippet,
             "section": self.section, "line": self.line, "tags": self.tags,
-            "updated": self.updated, "fuzzy": self.fuzzy,
+            "updated": self.updated, "fuzzy": self.fuzzy, "coverage": round(self.coverage, 4),
+            "exact": self.exact,
         }
         if self.explain is not None:
             data["explain"] = self.explain
@@ -132,7 +135,10 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
     ctx = RankContext(index.conn, where, params, now_ts, half_life, limit, explain)
     if scope is not None:
         ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
-    hits = ctx.run(parsed.match, parsed.exclude)
+    if parsed.any_match is not None:
+        hits = _best_match(ctx, parsed)
+    else:
+        hits = ctx.run(parsed.match, parsed.exclude)
     if not hits and parsed.words:
         hits = _fuzzy_fallback(ctx, parsed)
     hits = _corrections_first(ctx, hits)
@@ -170,18 +176,25 @@ class RankContext:
         kind = f"(CASE d.type WHEN 'correction' THEN {CORRECTION_FACTOR} ELSE 1.0 END)"
         return importance, recency, kind
 
-    def run(self, match: str | None, exclude: str | None = None) -> list[Hit]:
+    def run(self, match: str | None, exclude: str | None = None, *, limit: int | None = None,
+            snippets: bool = True, rowids: list[int] | None = None) -> list[Hit]:
+        """Hits for an FTS5 MATCH (or, with none, every entry in scope but `exclude`), best
+        first by BM25 and the factors."""
+        limit = self.limit if limit is None else limit
         importance, recency, kind = self.factors_sql()
         scoped = match
         if match is not None:
             rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
             if self.scope_match is not None:
                 scoped = f"({match}) AND scope : ({self.scope_match})"
+            among = ""
+            if rowids is not None:
+                among = f" AND +fts.rowid IN ({', '.join('?' * len(rowids))})"
             sql = (f"SELECT {_COLUMNS}, {rank}, {importance}, {recency}, {kind}"
                    f" FROM fts JOIN docs d ON d.rowid = fts.rowid"
-                   f" WHERE fts MATCH ? AND {self.where}"
+                   f" WHERE fts MATCH ? AND {self.where}{among}"
                    f" ORDER BY {rank} * {importance} * {recency} * {kind}, d.id LIMIT ?")
-            params = [scoped, *self.params, self.limit]
+            params = [scoped, *self.params, *(rowids or ()), limit]
         else:
             sql = (f"SELECT {_COLUMNS}, NULL, {importance}, {recency}, {kind} FROM docs d"
                    f" WHERE {self.where}")
@@ -190,15 +203,22 @@ class RankContext:
                 sql += " AND d.rowid NOT IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
                 params.append(exclude)
             sql += f" ORDER BY {importance} * {recency} * {kind} DESC, d.id LIMIT ?"
-            params.append(self.limit)
+            params.append(limit)
         hits = [self._hit(row) for row in self.conn.execute(sql, params)]
+        if snippets:
+            self.add_snippets(hits, match)
+        return hits
+
+    def add_snippets(self, hits: list[Hit], match: str | None) -> None:
+        scoped = match
+        if match is not None and self.scope_match is not None:
+            scoped = f"({match}) AND scope : ({self.scope_match})"
         # The scoped MATCH for the snippets too: FTS5 then streams only this scope's matches
         # (a prefix such as `deploy*` matches thousands of notes store-wide). Scope tokens
         # live in their own column, so they are never highlighted.
         snippets = self.snippets([hit.rowid for hit in hits], scoped)
         for hit in hits:
             hit.snippet_marked = snippets.get(hit.rowid, "")
-        return hits
 
     def _hit(self, row: Sequence[Any]) -> Hit:
         (rowid, doc_id, path, kind, project, doc_type, importance, status, title, section,
@@ -293,6 +313,78 @@ def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
     return order
 
 
+def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
+    """Every entry matching a unit of the query, ranked by BM25 and the factors times its
+    coverage of the query (`memctl.index.bestmatch`)."""
+    ranker = bestmatch.BestMatch(ctx.conn)
+    units = list(parsed.units)
+    weights = ranker.weights(units)
+    slots = list(range(len(units)))
+    slot_weights: dict[int, float] = {}
+    # The typo fallback, word by word: a word the index does not have at all is matched by
+    # its close words, each weighted by its rarity times how close it is.
+    alternatives = _close_units(ctx, units, weights)
+    extra = [unit for _, unit, _ in alternatives]
+    for (slot, unit, closeness), weight in zip(alternatives, ranker.weights(extra), strict=True):
+        units.append(unit)
+        weights.append(weight * closeness)
+        slots.append(slot)
+        slot_weights[slot] = max(slot_weights.get(slot, 0.0), weight)
+    expression = parsed.matching_any([unit.match for unit in extra])
+    size = max(ctx.limit, bestmatch.CANDIDATES)
+    candidates = ctx.run(expression, limit=size, snippets=False)
+    if parsed.match is not None:
+        # The strict matches (every word as typed) are always candidates, however many notes
+        # match some word of the query with a better BM25; scored by the same expression.
+        known = {hit.rowid for hit in candidates}
+        strict = [hit.rowid for hit in ctx.run(parsed.match, limit=size, snippets=False)
+                  if hit.rowid not in known]
+        if strict:
+            candidates += ctx.run(expression, limit=len(strict), snippets=False, rowids=strict)
+    if not candidates:
+        return []
+    fuzzy_labels = {unit.label for unit in extra}
+    covered = ranker.coverage([hit.rowid for hit in candidates], units, weights,
+                              parsed.match, slots, slot_weights)
+    for hit in candidates:
+        coverage = covered[hit.rowid]
+        hit.coverage = coverage.share
+        hit.exact = coverage.exact
+        hit.fuzzy = not coverage.exact and any(label in fuzzy_labels for label in coverage.matched)
+        hit.score *= bestmatch.factor(coverage)
+        if hit.explain is not None:
+            hit.explain.update({"coverage": round(coverage.share, 4), "matched": coverage.matched,
+                                "exact": coverage.exact, "score": round(hit.score, 6)})
+    # Nothing rather than noise: a hit covering far less of the query than the best one is
+    # left out (the best is always kept, so a question with any matching word has a result).
+    floor = bestmatch.RELATIVE_FLOOR * max(hit.coverage for hit in candidates)
+    kept = [hit for hit in candidates if hit.coverage >= floor]
+    kept.sort(key=lambda hit: (-hit.score, hit.id))
+    best = kept[:ctx.limit]
+    ctx.add_snippets(best, expression)
+    return best
+
+
+def _close_units(ctx: RankContext, units: list[Unit],
+                 weights: list[float]) -> list[tuple[int, Unit, float]]:
+    """(slot, unit, closeness 0-1) for the close words of each unit no note has."""
+    unknown = [(slot, unit) for slot, (unit, weight) in enumerate(zip(units, weights, strict=True))
+               if weight == 0 and not unit.required and unit.match.startswith('"')
+               and not unit.match.endswith("*") and fuzzy.can_expand(unit.text)]
+    if not unknown:
+        return []
+    rows = ctx.conn.execute(
+        f"SELECT d.title, d.tags, d.subject, d.predicate FROM docs d WHERE {ctx.where}",
+        ctx.params)
+    vocab = fuzzy.vocabulary(rows)
+    found = []
+    for slot, unit in unknown:
+        for word, score in fuzzy.close_words(unit.text, vocab):
+            found.append((slot, Unit('"' + word.replace('"', '""') + '"', word,
+                                     f"{unit.text}→{word}"), score / 100.0))
+    return found
+
+
 def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:
     """No exact hit: run again with each word OR its close words (`memctl.index.fuzzy`)."""
     rows = ctx.conn.execute(
@@ -306,6 +398,7 @@ def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:
         hits = ctx.run(expansion.any_of())
     for hit in hits:
         hit.fuzzy = True
+        hit.exact = False
         if hit.explain is not None:
             hit.explain["fuzzy"] = expansion.used
     return hits

@@ -1,0 +1,66 @@
+"""Function words and question words, English and Chinese: what a question is made of besides
+what it asks about. They stop being units a note must match (docs/search.md, "Questions");
+typed alone, they are searched like any word.
+
+Chinese has no spaces, so its function words are found inside a run of characters: the
+multi-character ones first (longest first), then a few single characters that are function
+words almost wherever they occur. Characters that also start or end common technical words
+(在 in 存在/在线, 还 in 还原, 都 in 成都) are deliberately not in the single list.
+"""
+
+from __future__ import annotations
+
+ENGLISH = frozenset("""
+a about above after again against all am an and any are aren't as at be because been before
+being below between both but by can can't cannot could couldn't did didn't do does doesn't
+doing don't down during each either else ever few for from further had hadn't has hasn't
+have haven't having he her here hers herself him himself his how i i'm if in into is isn't
+it it's its itself just let's me might more most must mustn't my myself no nor not of off on
+once only or other ought our ours ourselves out over own please same shall shan't she should
+shouldn't so some such tell than that that's the their theirs them themselves then there
+there's these they they're this those through to too under until up us very was wasn't we
+we're were weren't what what's when when's where where's whether which while who who's whom
+whose why why's will with won't would wouldn't you you're your yours yourself yourselves get got
+""".split())
+
+# Longest first, so 什么时候 goes before 什么.
+CHINESE_WORDS = tuple(sorted("""
+什么时候 为什么 怎么样 怎么办 有没有 是不是 能不能 要不要 可不可以 请问 什么 怎么 如何 为何 哪个 哪些
+哪里 哪儿 哪一个 多少 几个 是否 我们 你们 他们 它们 咱们 这个 那个 这些 那些 这里 那里 一下 一个 上次
+之前 之后 以前 的时候 时候 应该 可以 能够 告诉我
+""".split(), key=len, reverse=True))
+
+CHINESE_CHARS = frozenset("的了吗呢吧啊嘛呀么是和与把被很谁哪")
+
+
+def is_english_stop(word: str) -> bool:
+    return word.lower().strip(".,;:!?'\"()[]{}") in ENGLISH
+
+
+def split_chinese(run: str) -> list[str]:
+    """The content pieces of a run of Chinese characters, function words taken out:
+    `博客后端的缓存是什么时候换成的` → [`博客后端`, `缓存`, `换成`]. Linear in the run's
+    length times the (fixed, small) number of function words."""
+    pieces: list[str] = []
+    current: list[str] = []
+    position, size = 0, len(run)
+    while position < size:
+        for word in CHINESE_WORDS:
+            if run.startswith(word, position):
+                if current:
+                    pieces.append("".join(current))
+                    current = []
+                position += len(word)
+                break
+        else:
+            char = run[position]
+            if char in CHINESE_CHARS:
+                if current:
+                    pieces.append("".join(current))
+                    current = []
+            else:
+                current.append(char)
+            position += 1
+    if current:
+        pieces.append("".join(current))
+    return pieces
