@@ -1,7 +1,8 @@
 """`memctl mcp`: the same memory operations for MCP clients, over stdio.
 
-Built on the official MCP Python SDK (2.x, `MCPServer`), an optional extra: this module is
-imported only by `memctl mcp`, and a missing SDK is a one-line error saying what to install.
+Built on the official MCP Python SDK (2.x, `MCPServer`), an optional extra: the SDK is
+imported only when `memctl mcp` starts, and a missing SDK is a one-line error saying what to
+install.
 Every tool calls the same services as the CLI (`memctl.services`), so the same checks apply
 (duplicates, supersession, secrets, names, budgets, ids that must exist). Errors a caller can
 cause come back to the model as tool errors worded for it (`MCP_WORDING`: tool arguments and
@@ -55,9 +56,13 @@ class McpWording(Front):
     """Errors worded for a model: tool arguments and tools, not CLI options and commands."""
 
     ARGUMENTS = {"step": "steps", "link": "links", "global": "scope"}
-    TOOLS = {"list": "search", "search": "search", "show": "show", "show ID": "show",
-             "add": "remember", "forget": "forget", "scratch show": "update_scratchpad",
-             "project edit": "project_memory", "project replace": "project_memory"}
+    TOOLS = {"list": "the `search` tool", "search": "the `search` tool",
+             "show": "the `show` tool", "show ID": "the `show` tool",
+             "add": "the `remember` tool", "forget": "the `forget` tool",
+             "scratch show": "the `update_scratchpad` tool (action show)",
+             "episode list": "the `search` tool (type episode)",
+             "project edit": "the `project_memory` tool (action replace)",
+             "project replace": "the `project_memory` tool (action replace)"}
 
     def option(self, name: str) -> str:
         return f"`{self.ARGUMENTS.get(name, name)}`"
@@ -65,7 +70,7 @@ class McpWording(Front):
     def command(self, name: str) -> str:
         tool = self.TOOLS.get(name)
         if tool is not None:
-            return f"the `{tool}` tool"
+            return tool
         return f"`memctl {name}` (a command for the user to run)"
 
 
@@ -212,7 +217,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
         ] = None,
     ) -> str:
         with guarded():
-            return recalling.recall(store, resolve(project), query, max_notes=max_notes).markdown
+            return recalling.recall(store, resolve(project), query, max_notes=max_notes,
+                                    wording=MCP_WORDING).markdown
 
     @tool(
         'Ranked full-text search of memory (English and Chinese; words, prefixes, "quoted '
@@ -279,10 +285,21 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
         outcome: Annotated[
             Optional[Outcome], Field(description="With clear and archive: how the task ended.")
         ] = None,
+        goal: Annotated[
+            Optional[str], Field(description="With clear and archive: the goal (default: the focus).")
+        ] = None,
+        summary: Annotated[
+            Optional[str], Field(description="With clear and archive: what to remember about it.")
+        ] = None,
+        allow_secret: Annotated[
+            bool, Field(description="Write although the text looks like a secret: only when the "
+                                    "user confirmed it is not one.")
+        ] = False,
     ) -> str:
         with guarded():
             view = working.scratchpad(store, resolve(project), action, text, archive=archive,
-                                      outcome=outcome)
+                                      outcome=outcome, goal=goal, summary=summary,
+                                      allow_secret=allow_secret)
             data = view.to_dict()
             data.pop("exists", None)
             return as_json(data)
@@ -304,11 +321,16 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
         ] = None,
         tags: Annotated[Optional[list[str]], Field(description="A few tags.")] = None,
         project: ProjectArg = None,
+        allow_secret: Annotated[
+            bool, Field(description="Write although the text looks like a secret: only when the "
+                                    "user confirmed it is not one.")
+        ] = False,
     ) -> str:
         with guarded():
             episode = working.add_episode(
                 store, resolve(project), goal=goal, outcome=outcome, steps=steps or [],
-                summary=summary, links=links or [], tags=tags or [], source="mcp")
+                summary=summary, links=links or [], tags=tags or [], source="mcp",
+                allow_secret=allow_secret)
             return as_json(episode.to_dict())
 
     @tool(
@@ -320,24 +342,31 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
     def project_memory(
         action: Annotated[Literal["show", "add", "replace"], Field(description="What to do.")],
         section: Annotated[
-            Optional[Literal["constraints", "decisions", "progress", "lessons"]],
-            Field(description="For add: which section."),
+            Optional[str],
+            Field(description="For add: constraints, decisions, progress or lessons (also "
+                              "技术约束, 关键决策, 当前进度, 教训)."),
         ] = None,
         text: Annotated[
             Optional[str], Field(description="For add: the item. For replace: the whole file.")
         ] = None,
         project: ProjectArg = None,
+        allow_secret: Annotated[
+            bool, Field(description="Write although the text looks like a secret: only when the "
+                                    "user confirmed it is not one.")
+        ] = False,
     ) -> str:
         with guarded():
             name = resolve(project)
             if action == "show":
                 view = working.project_memory_show(store, name)
             elif action == "add":
-                view = working.project_memory_add(store, name, section, text or "")
+                view = working.project_memory_add(store, name, section, text or "",
+                                                  allow_secret=allow_secret)
             else:
-                view = working.project_memory_replace(store, name, text or "")
+                view = working.project_memory_replace(store, name, text or "",
+                                                      allow_secret=allow_secret)
             data = view.to_dict()
-            warning = view.warning()
+            warning = view.warning(MCP_WORDING)
             if warning:
                 data["warning"] = warning
             return as_json(data)

@@ -1,4 +1,4 @@
-"""The `Store` façade: a store's folder (`memctl.disk.layout.StoreFiles`) plus what needs git
+"""The `Store` façade: a store's folder (`memctl.disk.storefiles.StoreFiles`) plus what needs git
 and the index: creating and opening a store, finding a note by id, committing a change."""
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ ALLOWED_SIBLING_IMPORTS = {("memctl.cli", "memctl.mcp_server")}
 # Where an import of memctl's own modules may stay inside a function, and why: each keeps
 # something `memctl search` does not need out of its start-up (measured in docs/architecture.md).
 LAZY_IMPORTS = {
-    "memctl.cli": {"memctl.cli.app"},  # typer
+    "memctl.cli": {"memctl.cli.app"},  # typer, and every command module
     "memctl.disk.storefiles": {"memctl.core.note", "memctl.core.noteformat",  # YAML, the model
                                "memctl.disk.atomic", "memctl.disk.journal",  # tempfile, git
                                "memctl.disk.locking"},
@@ -78,9 +78,19 @@ def resolve(name: str) -> str | None:
 def imports_of(module: str) -> list[tuple[str, bool]]:
     """(imported memctl module, whether the import is at the top of the file), for every
     import in the file, inside functions and `if TYPE_CHECKING:` blocks included."""
+    return [(target, top) for target, top, _line, _type_only in import_sites(module)]
+
+
+def import_sites(module: str) -> list[tuple[str, bool, int, bool]]:
+    """(imported memctl module, at the top of the file, line, only for type checking) for
+    every import in the file; relative imports resolved."""
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: list[tuple[str, bool]] = []
+    type_only = set()
+    for node in tree.body:  # imports under `if TYPE_CHECKING:` are for annotations only
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            type_only.update(id(sub) for sub in ast.walk(node))
+    found: list[tuple[str, bool, int, bool]] = []
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
@@ -91,11 +101,13 @@ def imports_of(module: str) -> list[tuple[str, bool]]:
                 anchor = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            names = [f"{base}.{alias.name}" for alias in node.names]
+            if not all(name in MODULES for name in names):
+                names.append(base)  # `from pkg import attribute` runs the package itself
         for name in names:
             target = resolve(name) if name.split(".")[0] == "memctl" else None
             if target and target != module:
-                found.append((target, node.col_offset == 0))
+                found.append((target, node.col_offset == 0, node.lineno, id(node) in type_only))
     return found
 
 
@@ -191,6 +203,22 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def test_a_package_importing_its_own_submodule_lazily_is_a_circle_when_it_imports_back(
+        tmp_path: Path) -> None:
+    """The knot the importers had: the package's __init__ imports a reader, which imports a
+    helper back from the package's __init__."""
+    (tmp_path / "init.py").write_text("def run():\n    from memctl.exchange.probe import reader\n")
+    (tmp_path / "reader.py").write_text("from memctl.exchange.probe import helper\n")
+    MODULES.update({"memctl.exchange.probe": tmp_path / "init.py",
+                    "memctl.exchange.probe.reader": tmp_path / "reader.py"})
+    try:
+        graph = {m: {t for t, _ in imports_of(m)} for m in ("memctl.exchange.probe",
+                                                           "memctl.exchange.probe.reader")}
+        assert find_cycles(graph) == [["memctl.exchange.probe", "memctl.exchange.probe.reader"]]
+    finally:
+        del MODULES["memctl.exchange.probe"], MODULES["memctl.exchange.probe.reader"]
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert find_cycles({"a": {"b"}, "b": set()}) == []
@@ -203,29 +231,38 @@ def test_no_module_imports_another_in_a_circle() -> None:
 
 
 def test_imports_of_memctl_modules_are_at_the_top_except_the_lazy_paths() -> None:
-    wrong = []
-    for module in MODULES:
-        allowed = LAZY_IMPORTS.get(module, set())
-        text = MODULES[module].read_text(encoding="utf-8")
-        tree = ast.parse(text)
-        type_only = set()
-        for node in tree.body:  # imports under `if TYPE_CHECKING:` are for annotations only
-            if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
-                type_only.update(id(sub) for sub in ast.walk(node))
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.col_offset == 0:
-                continue
-            if id(node) in type_only:
-                continue
-            if isinstance(node, ast.ImportFrom):
-                named = [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                named = [alias.name for alias in node.names]
-            for name in named:
-                target = resolve(name) if name.split(".")[0] == "memctl" else None
-                if target is not None and target not in allowed:
-                    wrong.append(f"{module}:{node.lineno} imports {target} inside a function")
+    wrong = [f"{module}:{line} imports {target} inside a function"
+             for module in MODULES for target, top, line, type_only in import_sites(module)
+             if not top and not type_only and target not in LAZY_IMPORTS.get(module, set())]
     assert wrong == []
+
+
+def test_the_checks_see_relative_and_function_local_imports(tmp_path: Path) -> None:
+    source = "def f():\n    from ..core import ids\n    from . import layout\n"
+    MODULES["memctl.disk.probe"] = tmp_path / "probe.py"
+    try:
+        (tmp_path / "probe.py").write_text(source)
+        assert [(t, top) for t, top, *_ in import_sites("memctl.disk.probe")] == [
+            ("memctl.core.ids", False), ("memctl.disk.layout", False)]
+    finally:
+        del MODULES["memctl.disk.probe"]
+
+
+def test_no_module_is_imported_by_name_at_run_time() -> None:
+    """`importlib.import_module` and `__import__` would hide an import from every check here."""
+    wrong = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if name in ("import_module", "__import__"):
+                    wrong.append(f"{module}:{node.lineno}")
+    assert wrong == []
+
+
+def test_the_package_root_imports_nothing_of_memctl() -> None:
+    """Every layer may import `memctl` itself (for `__version__`), so it must stay a leaf."""
+    assert [target for target, *_ in import_sites("memctl")] == []
 
 
 def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
@@ -264,8 +301,8 @@ def test_git_runs_only_through_the_git_module() -> None:
         if module == "memctl.disk.gitops":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant) \
-                    and node.elts[0].value == "git":
+            if isinstance(node, (ast.List, ast.Tuple)) and node.elts \
+                    and isinstance(node.elts[0], ast.Constant) and node.elts[0].value == "git":
                 wrong.append(f"{module}:{node.lineno}")
     assert wrong == []
 

@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
-from memctl.cli.app import (
+from memctl.cli.base import (
     JSON_OPTION,
     LIMIT_OPTION,
     PROJECT_OPTION,
@@ -19,11 +19,12 @@ from memctl.cli.app import (
 from memctl.cli.output import emit_json, info, read_text_argument, table, warn
 from memctl.core import arguments
 from memctl.core.errors import MemctlError, UsageError
+from memctl.core.vocab import OUTCOMES
 from memctl.mcp_server import serve
 from memctl.services import recall as recalling
 from memctl.services import working
 
-Outcome = Literal["completed", "partial", "in_progress", "failed"]
+Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
 
 project_app = typer.Typer(
     help="The L2 project memory MEMORY.md: constraints, decisions, progress, lessons.",

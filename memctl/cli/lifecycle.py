@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, app, get_store
+from memctl.cli.base import JSON_OPTION, app, get_store
 from memctl.cli.output import console, emit_json, info, table
 from memctl.core.errors import MemctlError
 from memctl.services import notes, upkeep

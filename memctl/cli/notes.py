@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 import typer
 
-from memctl.cli.app import (
+from memctl.cli.base import (
     JSON_OPTION,
     LIMIT_OPTION,
     PROJECT_OPTION,

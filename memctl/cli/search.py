@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, as_option_check, checked, get_store
+from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, as_option_check, checked, get_store
 from memctl.cli.output import emit_json, err_console
 from memctl.cli.searching import run_search
 from memctl.core import arguments

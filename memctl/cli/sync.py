@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
+from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
 from memctl.cli.output import emit_json, err_console, info, table
 from memctl.services import exchange
 from memctl.services.exchange import export_store, find_copy, import_into, list_conflicts, note_log, resolve

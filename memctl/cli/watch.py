@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from memctl.cli.app import JSON_OPTION, app, get_store
+from memctl.cli.base import JSON_OPTION, app, get_store
 from memctl.cli.output import emit_json
 from memctl.services import stores
 from memctl.services.watching import BatchReport, Watcher, read_status

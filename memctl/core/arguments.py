@@ -72,7 +72,7 @@ def short_line(value: str | None, argument: str) -> str | None:
     return text
 
 
-def tags(values: list[str] | tuple[str, ...] | None, argument: str = "tags") -> list[str]:
+def tags(values: str | list[str] | tuple[str, ...] | None, argument: str = "tags") -> list[str]:
     """Tags without blanks or repeats; a comma-separated string is split."""
     if isinstance(values, str):
         values = values.split(",")

@@ -13,14 +13,6 @@ from memctl.core.errors import UsageError
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
 from memctl.core.vocab import valid_project_name
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
-if TYPE_CHECKING:
-    pass
-
-# The note model, the parser (and with it YAML), the atomic writer and the lock are imported
-# where they are used: a search with a fresh index needs none of them, and start-up time is
-# part of every command (tests/test_layers.py pins what `memctl search` loads).
-
 DEFAULT_PROJECT = "default"
 STATE_DIR = ".memctl"
 TOMBSTONE_DIR = ".tombstones"
@@ -48,7 +40,7 @@ if TYPE_CHECKING:
         root: Path
 
     # What the disk and index layers take for a store: a `StoreFiles` (or `Store`) or a path.
-    StoreLike = Union[HasRoot, Path, str]
+    StoreLike = Union[HasRoot, Path, str, os.PathLike[str]]
 
 
 def root_of(store: StoreLike) -> Path:
@@ -88,8 +80,8 @@ def resolve_project(option: str | None, store_root: Path | None = None, cwd: Pat
     from_env = os.environ.get("MEMCTL_PROJECT")
     if from_env:
         if not valid_project_name(from_env):
-            raise UsageError(f"MEMCTL_PROJECT={from_env!r} is not a project name "
-                             "(letters, digits, '-', '_', '.'; not starting with '.')")
+            raise UsageError(f"invalid value for MEMCTL_PROJECT: {from_env!r} is not a project "
+                             "name (letters, digits, '-', '_', '.'; not starting with '.')")
         return from_env
     here = (cwd or Path.cwd()).absolute()
     if store_root is not None:

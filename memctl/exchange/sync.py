@@ -87,7 +87,7 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
 # --- cloning ------------------------------------------------------------------------------------
 
 
-def clone_store(url: str, path: Path) -> Any:
+def clone_store(url: str, path: Path) -> Store:
     """This machine's copy of a store from its git remote (`memctl init PATH --clone URL`).
     An empty remote gives a new store whose first sync publishes it."""
     path = Path(path).expanduser().absolute()

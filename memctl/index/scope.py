@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from memctl.core.clock import now, parse_since
-from memctl.core.errors import ArgumentError
+from memctl.core import arguments
+from memctl.core.clock import now
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -20,10 +20,7 @@ def _timestamp(value: Any) -> float | None:
         return float(value)
     if isinstance(value, datetime):
         return value.timestamp()
-    try:
-        return parse_since(str(value)).timestamp()
-    except ValueError as exc:
-        raise ArgumentError("since", str(exc)) from None
+    return arguments.since(str(value)).timestamp()
 
 
 def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),

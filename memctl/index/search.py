@@ -17,15 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memctl.core import arguments
 from memctl.core.clock import now
-from memctl.core.errors import ArgumentError
 from memctl.core.query import Query, Unit, parse
 from memctl.core.tokenize import from_index, scope_token
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.layout import GLOBAL
 from memctl.disk.settings import Settings
 from memctl.index import bestmatch, fuzzy
-from memctl.index.db import ensure_fresh
+from memctl.index.db import Index, ensure_fresh
 from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -109,15 +109,13 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
            all_projects: bool = False, projects: Sequence[str] | None = None,
            types: Sequence[str] = (), tags: Sequence[str] = (), since: Any = None,
            limit: int = 20, include_stale: bool = False, explain: bool = False,
-           kinds: Sequence[str] = ALL_KINDS, index: Any = None) -> list[Hit]:
+           kinds: Sequence[str] = ALL_KINDS, index: Index | None = None) -> list[Hit]:
     """Hits for `query`, best first. `index` skips the freshness check when the caller just
     did it (`ensure_fresh`)."""
     import json
 
     parsed = query if isinstance(query, Query) else parse(query)
-    if limit < 1:
-        raise ArgumentError("limit", f"{limit} (must be at least 1)")
-    limit = min(limit, MAX_LIMIT)  # a library caller's huge number must not overflow SQLite
+    limit = arguments.limit(min(limit, MAX_LIMIT))  # a library caller's huge number must not overflow SQLite
     if index is None:
         index = ensure_fresh(store)
     if not parsed.searches_text and not parsed.has_filters and not tags and not types:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from memctl.core.clock import format_time, now, parse_time
@@ -104,7 +105,7 @@ def _read_all(store: Store) -> tuple[list[Note], list[dict[str, Any]], list[dict
     return notes, errors, secrets, sizes
 
 
-def _pairs(root: Any, notes: list[Note], moment: datetime, dup: float, similar: float
+def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar: float
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Near-duplicates and contradiction candidates among live notes, per project + global
     (the similar pairs of unchanged notes come from the last report: memctl.memory.paircache)."""
@@ -141,7 +142,7 @@ def _pairs(root: Any, notes: list[Note], moment: datetime, dup: float, similar: 
     return sorted(duplicates, key=order), sorted(contradictions, key=order)
 
 
-def _differs(root: Any, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:
+def _differs(root: Path, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:
     """An mtime of 0 means the file was too new to trust its stamp when indexed: compare the
     content instead."""
     from pathlib import Path

@@ -7,7 +7,7 @@ from typing import Any
 from memctl.core import arguments
 from memctl.core.clock import now
 from memctl.disk.layout import GLOBAL
-from memctl.index.db import ensure_fresh
+from memctl.index.db import Index, ensure_fresh
 from memctl.store import Store
 
 _ORDERS = {"updated": "updated", "created": "created", "importance": "importance"}
@@ -15,7 +15,7 @@ _ORDERS = {"updated": "updated", "created": "created", "importance": "importance
 
 def list_notes(store: Store, *, project: str | None, note_type: str | None = None,
                tag: str | None = None, status: str = "active", since: str | None = None,
-               sort: str = "updated", limit: int | None = None, index: Any = None) -> list[dict[str, Any]]:
+               sort: str = "updated", limit: int | None = None, index: Index | None = None) -> list[dict[str, Any]]:
     """Notes of `project` + global (every project when project is None), newest first.
 
     Each is a dict of front matter fields plus `path`, as `list --json` prints them. A file

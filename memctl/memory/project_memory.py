@@ -16,7 +16,7 @@ from typing import Any
 
 from memctl.core import arguments, sections
 from memctl.core.clock import now
-from memctl.core.errors import MemctlError, UsageError, cmd
+from memctl.core.errors import CLI, Front, MemctlError, UsageError, cmd
 from memctl.core.secrets import refuse_secrets
 from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
@@ -40,13 +40,14 @@ class MemoryView:
     def over_budget(self) -> bool:
         return self.size > self.max_bytes
 
-    def warning(self) -> str | None:
+    def warning(self, wording: Front = CLI) -> str | None:
+        """The over-budget warning, in the words of one front end."""
         if not self.over_budget:
             return None
-        return (
+        return wording.render(
             f"{self.path} is {self.size / 1024:.1f} KB, over the {self.max_bytes / 1024:.0f} KB "
             "budget; distil it (merge old items, move details into notes) with "
-            "`memctl project edit` or `memctl project replace`"
+            f"{cmd('project edit')} or {cmd('project replace')}"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -28,11 +28,11 @@ from typing import Any
 
 from memctl.core import arguments
 from memctl.core.clock import now, parse_time
-from memctl.core.errors import MemctlError
+from memctl.core.errors import CLI, Front, MemctlError
 from memctl.core.sections import parse_sections
 from memctl.disk.counters import record_access as record
 from memctl.disk.layout import GLOBAL
-from memctl.index.db import ensure_fresh
+from memctl.index.db import Index, ensure_fresh
 from memctl.index.search import search
 from memctl.memory import project_memory, scratchpad
 from memctl.store import Store
@@ -282,6 +282,7 @@ def render(
     scratchpad_path: str,
     warnings: Sequence[str] = (),
     query: str | None = None,
+    wording: Front = CLI,
 ) -> str:
     parts = [f"# Memory for project `{project}`" + (f" (query: {query})" if query else "")]
     for warning in warnings:
@@ -295,11 +296,11 @@ def render(
         parts.append(
             "## Relevant notes\n\n"
             + "\n".join(lines)
-            + "\n\nA cut note ends with …; `memctl show ID` prints it whole."
+            + f"\n\nA cut note ends with …; {wording.command('show ID')} prints it whole."
         )
     else:
         parts.append(
-            "## Relevant notes\n\n(none yet: `memctl add` or the `remember` tool records one)"
+            f"## Relevant notes\n\n(none yet: {wording.command('add')} records one)"
         )
     return "\n\n".join(parts) + "\n"
 
@@ -317,6 +318,7 @@ def assemble(
     warnings: Sequence[str] = (),
     query: str | None = None,
     scratchpad_has_content: bool = True,
+    wording: Front = CLI,
 ) -> RecallResult:
     """Cut notes to their length, then fit the whole block into the total cap."""
     notes = []
@@ -350,6 +352,7 @@ def assemble(
             scratchpad_path=scratchpad_path,
             warnings=warnings,
             query=query,
+            wording=wording,
         )
 
     block = build()
@@ -434,7 +437,7 @@ def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
     )
 
 
-def _query_ranks(store: Store, index: Any, project: str, query: str, limit: int) -> dict[str, int]:
+def _query_ranks(store: Store, index: Index, project: str, query: str, limit: int) -> dict[str, int]:
     """Search rank of each live note the query finds (0 = best)."""
     hits = search(store, query, projects=[project], limit=limit, kinds=("note",), index=index)
     ranks: dict[str, int] = {}
@@ -452,6 +455,7 @@ def recall(
     note_chars: int | None = None,
     total_chars: int | None = None,
     record_access: bool = True,
+    wording: Front = CLI,
 ) -> RecallResult:
     """The recall block for `project` (see the module doc for how notes are chosen)."""
     if project != GLOBAL:
@@ -487,8 +491,8 @@ def recall(
     scratch_text = scratchpad.read_scratch(store, project)
     warnings = []
     view = project_memory.show(store, project) if memory_text is not None else None
-    if view is not None and view.warning():
-        warnings.append(view.warning())
+    if view is not None and view.warning(wording):
+        warnings.append(view.warning(wording))
     result = assemble(
         project,
         memory_text,
@@ -502,6 +506,7 @@ def recall(
         query=query,
         scratchpad_has_content=scratch_text is not None
         and not scratchpad.parse(scratch_text).is_empty(),
+        wording=wording,
     )
     if record_access and result.notes:
         record(store, [note.id for note in result.notes], moment)

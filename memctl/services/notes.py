@@ -9,7 +9,7 @@ from memctl.core import arguments
 from memctl.core.errors import MemctlError
 from memctl.core.note import Note
 from memctl.disk.counters import get_counters
-from memctl.index.db import ensure_fresh
+from memctl.index.db import Index, ensure_fresh
 from memctl.memory.episodes import Episode, find_episode
 from memctl.memory.listing import list_notes as list_index
 from memctl.memory.notes import AddResult, add_note, edit_note, forget_note, supersede_note
@@ -26,8 +26,6 @@ def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
              allow_secret: bool = False, source: str = "cli") -> AddResult:
     """Write one note after the write-time checks. `corrects` and `source_episode` are ids
     (or unambiguous prefixes) that must exist: they are resolved to full ids here."""
-    if importance is not None:
-        arguments.importance(importance)
     corrected = store.find_note(corrects).id if corrects else None
     episode_id = find_episode(store, source_episode).id if source_episode else None
     return add_note(
@@ -70,7 +68,7 @@ def show(store: Store, ref: str) -> Shown:
 
 def list_notes(store: Store, *, project: str | None, note_type: str | None = None,
                tag: str | None = None, status: str = "active", since: str | None = None,
-               sort: str = "updated", limit: int | None = None) -> tuple[list[dict[str, Any]], Any]:
+               sort: str = "updated", limit: int | None = None) -> tuple[list[dict[str, Any]], Index]:
     """Notes of `project` + global (every project when None), newest first, and the fresh
     index they came from (its `parse_errors()` name files that do not parse)."""
     if note_type is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memctl.core import arguments
+from memctl.core.errors import CLI, Front
 from memctl.memory.recall import RecallResult
 from memctl.memory.recall import recall as recall_block
 from memctl.store import Store
@@ -12,9 +13,9 @@ __all__ = ["RecallResult", "recall"]
 
 def recall(store: Store, project: str, query: str | None = None, *,
            max_notes: int | None = None, note_chars: int | None = None,
-           total_chars: int | None = None) -> RecallResult:
+           total_chars: int | None = None, wording: Front = CLI) -> RecallResult:
     """The budgeted block an agent reads at the start of a task (docs/agents.md)."""
     if max_notes is not None:
         arguments.at_least(max_notes, 0, "limit")
     return recall_block(store, arguments.scope_name(project), query, max_notes=max_notes,
-                        note_chars=note_chars, total_chars=total_chars)
+                        note_chars=note_chars, total_chars=total_chars, wording=wording)

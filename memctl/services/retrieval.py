@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memctl.core import arguments
 from memctl.core.query import parse
+from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.counters import record_access
 from memctl.index.db import ParseError, ensure_fresh
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
@@ -34,9 +35,10 @@ def search(store: Store, query: str, *, project: str | None, all_projects: bool 
     found counts as accessed (the counters that keep recalled notes from being archived)."""
     parsed = parse(query)  # bad syntax is bad usage before any work is done
     chosen_types = [arguments.search_type(value) for value in types]
-    if limit is None:
-        limit = int(store.settings.get("search.default_limit"))
-    arguments.limit(limit)
+    if limit is None:  # the setting: clamped, never an error about an option nobody gave
+        limit = min(max(1, int(store.settings.get("search.default_limit"))), MAX_LIMIT)
+    else:
+        arguments.limit(limit)
     if since is not None:
         arguments.since(since)
     if project is not None:

@@ -25,7 +25,7 @@ SCRATCH_ACTIONS = ("show", "focus", "question", "next", "done", "note", "clear")
 def scratchpad(store: Store, project: str, action: str, text: str | None = None, *,
                archive: bool = False, outcome: str | None = None, goal: str | None = None,
                summary: str | None = None, allow_secret: bool = False) -> ScratchView:
-    """One scratchpad action (`SCRATCH_ACTIONS`); every one but show and clear needs text."""
+    """One scratchpad action (`SCRATCH_ACTIONS`); every one but show and clear takes text."""
     if action not in SCRATCH_ACTIONS:
         raise ArgumentError("action", f"{action!r} (choose from {', '.join(SCRATCH_ACTIONS)})")
     if action == "show":
@@ -33,9 +33,7 @@ def scratchpad(store: Store, project: str, action: str, text: str | None = None,
     if action == "clear":
         return scratch.clear(store, project, archive=archive, outcome=outcome, goal=goal,
                              summary=summary)
-    if text is None or not text.strip():
-        raise UsageError(f"the scratchpad action {action!r} needs text")
-    return scratch.update(store, project, action, text, allow_secret=allow_secret)
+    return scratch.update(store, project, action, text or "", allow_secret=allow_secret)
 
 
 def add_episode(store: Store, project: str, *, goal: str, outcome: str,
