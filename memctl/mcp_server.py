@@ -243,6 +243,22 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
                 include_stale=include_stale)
             return as_json([hit.to_dict() for hit in found.hits])
 
+    @tool(
+        "The exact fact, in one step: the active note(s) about `subject` (and `predicate`), "
+        "newest first, with their fields and body. Use it when you know what the fact is about "
+        "(e.g. subject 'blog-backend', predicate 'database'); `search` finds notes by words."
+    )
+    def get(
+        subject: Annotated[str, Field(description="What the fact is about, as stored in notes' subject.")],
+        predicate: Annotated[
+            Optional[str], Field(description="Which property of the subject (e.g. 'database').")
+        ] = None,
+        project: ProjectArg = None,
+    ) -> str:
+        with guarded():
+            found = notes.get(store, subject, predicate, project=resolve(project))
+            return as_json([note.to_dict() for note in found])
+
     @tool("One note (or episode) in full, by id or an unambiguous id prefix: its fields and body.")
     def show(
         id: Annotated[str, Field(description="A note or episode id, or its first characters.")],

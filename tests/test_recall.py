@@ -29,7 +29,9 @@ def test_block_has_memory_scratchpad_and_notes_with_ids(cli):
     block = cli.ok("recall").stdout
     assert "PostgreSQL 16, no ORM" in block
     assert "Wire recall into the SessionStart hook" in block
-    assert f"`{note}` (rule) Deploys go through GitHub Actions" in block
+    # Each note says when it was written, so an agent can answer "when" and judge staleness.
+    written = cli.ok("show", note, "--json").json()["updated"][:10]
+    assert f"`{note}` (rule, {written}) Deploys go through GitHub Actions" in block
     assert "<!--" not in block  # template comments cost context and say nothing
     data = recall_json(cli)
     assert set(data) >= {"project", "memory_md", "scratchpad", "notes", "truncated"}
@@ -207,3 +209,28 @@ def test_assembled_block_respects_every_budget(memory, scratch, texts, cap):
     assert len(result.markdown) <= cap
     assert len(result.notes) <= 8
     assert all(len(note.text) <= 100 for note in result.notes)
+
+
+def test_a_query_that_matches_nothing_says_so_and_brings_no_unrelated_notes(cli):
+    """Nothing rather than noise: an unrelated note is not recalled for a question it does not
+    answer; the notes that always come (rules, corrections, importance 8+) still are."""
+    unrelated = add(cli, "The office plants are watered on Fridays")
+    rule = add(cli, "Never commit directly to main", "--type", "rule")
+    answer = add(cli, "上次部署失败是因为迁移脚本超时")
+    asked = recall_json(cli, "上次部署失败的原因是什么")
+    ids = [n["id"] for n in asked["notes"]]
+    assert ids[0] == answer and not asked["no_match"]
+    assert unrelated not in ids and rule in ids
+    nothing = recall_json(cli, "what is the kubernetes ingress controller")
+    assert nothing["no_match"] and [n["id"] for n in nothing["notes"]] == [rule]
+    block = cli.ok("recall", "what is the kubernetes ingress controller").stdout
+    assert "no note matches the query" in block and "office plants" not in block
+    assert recall_json(cli)["notes"] and unrelated in {n["id"] for n in recall_json(cli)["notes"]}
+
+
+def test_recalled_notes_carry_their_date(cli):
+    note = cli.ok("add", "The build uses Bazel 7", "--json",
+                  env={"MEMCTL_NOW": "2025-03-04T05:06:07Z"}).json()["id"]
+    recalled = recall_json(cli, "bazel")["notes"]
+    assert recalled[0]["id"] == note and recalled[0]["date"] == "2025-03-04"
+    assert f"`{note}` (fact, 2025-03-04) The build uses Bazel 7" in cli.ok("recall", "bazel").stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Literal, Optional
 
 import typer
@@ -118,6 +119,31 @@ def show(
 
 
 
+
+
+@app.command()
+def get(
+    subject: str = typer.Argument(..., metavar="SUBJECT", help="What the fact is about (the notes' `subject`)."),
+    predicate: Optional[str] = typer.Argument(None, metavar="[PREDICATE]", help="Which property of it (the notes' `predicate`)."),
+    project: Optional[str] = PROJECT_OPTION,
+    all_projects: bool = typer.Option(False, "--all-projects", "-a", help="Every project, not just this one and global."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """The exact fact: the active note about SUBJECT (and PREDICATE), in one step.
+
+    Example: memctl get blog-backend database
+    """
+    scope = None if all_projects else current_project(project)
+    found = notes.get(get_store(), subject, predicate, project=scope)
+    if json_output:
+        emit_json([note.to_dict() for note in found])
+        return
+    for number, note in enumerate(found):
+        if number:
+            sys.stdout.write("\n")
+        info(f"{note.id}  {note.subject} / {note.predicate or '-'}  {note.type}  "
+             f"updated {(note.updated or note.created or '')[:10]}  {note.path}")
+        sys.stdout.write(note.body.strip("\n") + "\n")
 
 
 @app.command("list")

@@ -83,8 +83,13 @@ def _print_table(hits: list[Hit], explain: bool) -> None:
             e = hit.explain
             bm25 = "filter" if e.get("bm25") is None else f"bm25 {e['bm25']:.3f}"
             line = (f"\n{bm25} × importance {e['importance_factor']} × recency "
-                    f"{e['recency_factor']} (age {e['age_days']} d) × type {e['type_factor']}"
-                    f" = {hit.score:.4f}")
+                    f"{e['recency_factor']} (age {e['age_days']} d) × type {e['type_factor']}")
+            if "coverage" in e:
+                line += f" × coverage {e['coverage']}²"
+                line += f" × exact {e['exact_factor']}" if e.get("exact") else ""
+                line += f" × fact {e['fact_factor']}" if e.get("fact") else ""
+                line += f" (matched: {', '.join(e.get('matched') or []) or '-'})"
+            line += f" = {hit.score:.4f}"
             if e.get("placed_ahead_of"):
                 line += f"; placed ahead of {', '.join(e['placed_ahead_of'])}, which it corrects"
             if e.get("fuzzy"):

@@ -6,7 +6,8 @@ What a user may type:
 - `"a phrase"`; `word*` or `"a phr"*` for a prefix;
 - `a OR b` (OR binds tighter than the implicit AND: `db postgres OR mysql` needs `db`);
 - `-word`, `-"a phrase"` (or `NOT word`) to exclude;
-- `tag:x` and `type:x` (and `-tag:x`, `-type:x`) filter instead of searching text;
+- `tag:x` and `type:x` (and `-tag:x`, `-type:x`) filter instead of searching text, and so do
+  `subject:x` and `predicate:y` (a note's subject and predicate, case-insensitive);
 - Chinese, Japanese and Korean runs are matched as substrings (`缓存` inside `分布式缓存层`).
 
 Best match (docs/search.md): besides the strict `match` (every word, as typed), a query has
@@ -91,6 +92,8 @@ class Query:
         self.exclude_tags: tuple[str, ...] = ()
         self.types: tuple[str, ...] = ()
         self.exclude_types: tuple[str, ...] = ()
+        self.subjects: tuple[str, ...] = ()
+        self.predicates: tuple[str, ...] = ()
         # The words the user looked for, for the fuzzy fallback and for highlighting.
         self.words: tuple[str, ...] = ()
         self.truncated = False
@@ -111,7 +114,8 @@ class Query:
 
     @property
     def has_filters(self) -> bool:
-        return bool(self.tags or self.exclude_tags or self.types or self.exclude_types)
+        return bool(self.tags or self.exclude_tags or self.types or self.exclude_types
+                    or self.subjects or self.predicates)
 
     @property
     def searches_text(self) -> bool:
@@ -187,6 +191,7 @@ def parse(raw: str) -> Query:
     exclude_tags: list[str] = []
     types: list[str] = []
     exclude_types: list[str] = []
+    facts: dict[str, list[str]] = {"subject": [], "predicate": []}
 
     # Pass 1: filters and operators. Each term either starts a new AND group or (after OR)
     # joins the previous group.
@@ -213,6 +218,10 @@ def parse(raw: str) -> Query:
             value = _filter_value(value)
             if key.lower() == "tag" and value:
                 (exclude_tags if negated else tags).append(value)
+                pending_or = False
+                continue
+            if key.lower() in facts and value and not negated:
+                facts[key.lower()].append(value)
                 pending_or = False
                 continue
             if key.lower() == "type" and value:
@@ -261,6 +270,8 @@ def parse(raw: str) -> Query:
     query.exclude_tags = tuple(dict.fromkeys(exclude_tags))
     query.types = tuple(dict.fromkeys(types))
     query.exclude_types = tuple(dict.fromkeys(exclude_types))
+    query.subjects = tuple(dict.fromkeys(facts["subject"]))
+    query.predicates = tuple(dict.fromkeys(facts["predicate"]))
     query.words = tuple(t.text for t in terms if not t.negated)
     query.terms = terms
     query.units = _units(groups)

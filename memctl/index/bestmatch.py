@@ -32,6 +32,7 @@ TEXT_CAP = 16_384  # characters of each column of a candidate that the coverage 
 COVERAGE_POWER = 2.0  # score × coverage²: half the query's weight matched → a quarter
 EXACT_BONUS = 1.25  # every word as typed (the strict match)
 RELATIVE_FLOOR = 0.4  # hits covering less than 40 % of what the best hit covers are left out
+FACT_BONUS = 2.0  # the query names the note's subject and predicate: an exact fact
 
 _SETUP = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_words USING fts5(x, tokenize='{FTS_TOKENIZE}')",
@@ -129,6 +130,15 @@ class BestMatch:
             found[rowid] = Coverage(min(1.0, share), [units[n].label for n in numbers],
                                     rowid in exact)
         return found
+
+
+def names_the_fact(query: str, subject: str | None, predicate: str | None) -> bool:
+    """Whether a query names both a note's subject and its predicate (case-insensitive, as
+    written: `what database does blog-backend use` names blog-backend + database)."""
+    if not subject or not predicate:
+        return False
+    text = query.casefold()
+    return subject.casefold() in text and predicate.casefold() in text
 
 
 def factor(coverage: Coverage) -> float:

@@ -619,7 +619,8 @@ class Index:
                    tags: Iterable[str] = (), status: str | None = None,
                    since: Any = None, include_stale: bool = False,
                    kinds: Iterable[str] = ("note",), limit: int | None = None,
-                   order: str = "updated") -> list[dict[str, Any]]:
+                   order: str = "updated", subjects: Iterable[str] = (),
+                   predicates: Iterable[str] = ()) -> list[dict[str, Any]]:
         """Entries matching every filter given, newest `updated` first (front matter + path).
 
         Without `include_stale` (and without an explicit `status`) superseded, archived and
@@ -627,7 +628,7 @@ class Index:
         where, params = scope_sql(
             projects=None if projects is None else list(projects), types=list(types),
             tags=list(tags), status=status, since=since, include_stale=include_stale,
-            kinds=list(kinds))
+            kinds=list(kinds), subjects=list(subjects), predicates=list(predicates))
         orders = {"updated": "d.updated_ts DESC, d.id", "created": "d.created DESC, d.id",
                   "importance": "d.importance DESC, d.updated_ts DESC, d.id", "id": "d.id",
                   "path": "d.path"}

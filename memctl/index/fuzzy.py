@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 MIN_WORD = 4  # shorter words have too many close neighbours to be useful
 SCORE_CUTOFF = 78.0
 MAX_CANDIDATES = 4
+NEAREST_MARGIN = 6.0  # close words more than this far below the closest one are dropped
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 
 

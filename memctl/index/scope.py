@@ -27,7 +27,8 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
               tags: Sequence[str] = (), status: str | None = None, since: Any = None,
               include_stale: bool = False, kinds: Sequence[str] | None = None,
               exclude_tags: Sequence[str] = (), exclude_types: Sequence[str] = (),
-              now_ts: float | None = None) -> tuple[str, list[Any]]:
+              now_ts: float | None = None, subjects: Sequence[str] = (),
+              predicates: Sequence[str] = ()) -> tuple[str, list[Any]]:
     """A WHERE clause over `docs d` for the filters every listing shares."""
     clauses: list[str] = []
     params: list[Any] = []
@@ -52,6 +53,10 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
     for tag in exclude_tags:
         clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
         params.append(tag.lower())
+    for column, values in (("d.subject", subjects), ("d.predicate", predicates)):
+        for value in values:
+            clauses.append(f"{column} = ? COLLATE NOCASE")
+            params.append(value)
     if status is not None:
         clauses.append("d.status = ?")
         params.append(status)

@@ -128,7 +128,8 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
     where, params = scope_sql(
         projects=scope, types=[*types, *parsed.types], tags=[*tags, *parsed.tags],
         since=since, include_stale=include_stale, kinds=kinds,
-        exclude_tags=parsed.exclude_tags, exclude_types=parsed.exclude_types, now_ts=now_ts)
+        exclude_tags=parsed.exclude_tags, exclude_types=parsed.exclude_types, now_ts=now_ts,
+        subjects=parsed.subjects, predicates=parsed.predicates)
     half_life = _half_life_days(store) * 86400.0
     ctx = RankContext(index.conn, where, params, now_ts, half_life, limit, explain)
     if scope is not None:
@@ -320,14 +321,16 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     slots = list(range(len(units)))
     slot_weights: dict[int, float] = {}
     # The typo fallback, word by word: a word the index does not have at all is matched by
-    # its close words, each weighted by its rarity times how close it is.
+    # its closest words. The misspelt word counts as much as the rarest of them; a note
+    # matching one gets that times how close the word it has is.
     alternatives = _close_units(ctx, units, weights)
     extra = [unit for _, unit, _ in alternatives]
-    for (slot, unit, closeness), weight in zip(alternatives, ranker.weights(extra), strict=True):
-        units.append(unit)
-        weights.append(weight * closeness)
-        slots.append(slot)
+    for (slot, _unit, _closeness), weight in zip(alternatives, ranker.weights(extra), strict=True):
         slot_weights[slot] = max(slot_weights.get(slot, 0.0), weight)
+    for slot, unit, closeness in alternatives:
+        units.append(unit)
+        weights.append(slot_weights[slot] * closeness)
+        slots.append(slot)
     expression = parsed.matching_any([unit.match for unit in extra])
     size = max(ctx.limit, bestmatch.CANDIDATES)
     candidates = ctx.run(expression, limit=size, snippets=False)
@@ -350,9 +353,16 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         hit.exact = coverage.exact
         hit.fuzzy = not coverage.exact and any(label in fuzzy_labels for label in coverage.matched)
         hit.score *= bestmatch.factor(coverage)
+        fact = bestmatch.names_the_fact(parsed.raw, hit.subject, hit.predicate)
+        if fact:
+            hit.score *= bestmatch.FACT_BONUS
         if hit.explain is not None:
-            hit.explain.update({"coverage": round(coverage.share, 4), "matched": coverage.matched,
-                                "exact": coverage.exact, "score": round(hit.score, 6)})
+            hit.explain.update({
+                "coverage": round(coverage.share, 4), "matched": coverage.matched,
+                "exact": coverage.exact,
+                "exact_factor": bestmatch.EXACT_BONUS if coverage.exact else 1.0,
+                "fact": fact, "fact_factor": bestmatch.FACT_BONUS if fact else 1.0,
+                "score": round(hit.score, 6)})
     # Nothing rather than noise: a hit covering far less of the query than the best one is
     # left out (the best is always kept, so a question with any matching word has a result).
     floor = bestmatch.RELATIVE_FLOOR * max(hit.coverage for hit in candidates)
@@ -377,9 +387,13 @@ def _close_units(ctx: RankContext, units: list[Unit],
     vocab = fuzzy.vocabulary(rows)
     found = []
     for slot, unit in unknown:
-        for word, score in fuzzy.close_words(unit.text, vocab):
-            found.append((slot, Unit('"' + word.replace('"', '""') + '"', word,
-                                     f"{unit.text}→{word}"), score / 100.0))
+        close = fuzzy.close_words(unit.text, vocab)
+        # Only the nearest: `postgress` is `postgres` (94), not `progress` (82).
+        best = max((score for _, score in close), default=0.0)
+        for word, score in close:
+            if score >= best - fuzzy.NEAREST_MARGIN:
+                found.append((slot, Unit('"' + word.replace('"', '""') + '"', word,
+                                         f"{unit.text}→{word}"), score / 100.0))
     return found
 
 

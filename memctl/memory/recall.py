@@ -5,15 +5,19 @@ context is the agent's scarcest resource. How the notes are chosen, in order:
 
 1. only live notes of the project and `global` (never superseded, archived or expired);
 2. without a query: corrections, then rules, then the rest by importance and recency;
-3. with a query: the search hits first (corrections, then rules, then the others in search
-   order), then the slots left are filled as in 2, so the query steers without starving;
+3. with a query: the notes it really matches first (search hits covering at least half of
+   the query: corrections, then rules, then the others in search order), then only the notes
+   that always come (corrections, rules, pinned, importance 8 and up): nothing rather than
+   noise.
+   A query that matches no note says so in the block;
 4. at most `max_notes`, each cut to `note_chars` on a word (or, in Chinese, character)
    boundary.
 
 When the whole block would pass `total_chars`, it is cut from the least valuable end:
 notes are dropped lowest-ranked first down to three, then the scratchpad, then MEMORY.md
 are shortened at a line boundary, then the last notes go. `truncated` says anything was cut.
-Every note shown has its access counter bumped.
+Every note shown has its access counter bumped, and says when it was last written (its
+`updated`, else `created`, as a date).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\r?\n|$)", re.DOTALL | re.MULTILINE)
 _WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _TYPE_TIER = {"correction": 0, "rule": 1}
+ALWAYS_IMPORTANCE = 8  # notes this important come with every recall, query or not
+RECALL_MIN_COVERAGE = 0.5  # a search hit must cover half the query to count as a match
 
 
 @dataclass
@@ -72,6 +78,8 @@ class Candidate:
     path: str = ""
     title: str = ""
     search_rank: int | None = None  # 0 = best hit for the query; None = not a hit
+    date: str = ""  # YYYY-MM-DD of `updated` (else `created`), shown to the agent
+    pinned: bool = False
 
 
 @dataclass
@@ -84,10 +92,12 @@ class RecalledNote:
     cut: bool
     path: str
     reason: str
+    date: str = ""  # YYYY-MM-DD of `updated` (else `created`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "date": self.date or None,
             "type": self.type,
             "text": self.text,
             "project": self.project,
@@ -114,11 +124,13 @@ class RecallResult:
     memory_md_cut: bool = False
     scratchpad_cut: bool = False
     warnings: list[str] = field(default_factory=list)
+    no_match: bool = False  # a query was given and no note matches it
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "project": self.project,
             "query": self.query,
+            "no_match": self.no_match,
             "memory_md": self.memory_md,
             "scratchpad": self.scratchpad,
             "notes": [note.to_dict() for note in self.notes],
@@ -234,12 +246,20 @@ def base_score(
     return candidate.importance / 10 * recency
 
 
+def always_comes(candidate: Candidate) -> bool:
+    """Corrections, rules, pinned notes and notes of importance ALWAYS_IMPORTANCE and up:
+    recalled whatever the query."""
+    return candidate.type in _TYPE_TIER or candidate.importance >= ALWAYS_IMPORTANCE \
+        or candidate.pinned
+
+
 def choose(
-    candidates: Sequence[Candidate], max_notes: int, moment: datetime
+    candidates: Sequence[Candidate], max_notes: int, moment: datetime, *, queried: bool = False
 ) -> tuple[list[tuple[Candidate, str]], int]:
-    """Pick and order the notes. Returns [(candidate, reason)] and how many were left out."""
+    """Pick and order the notes. Returns [(candidate, reason)] and how many were left out.
+    With a query, the slots its hits leave are filled only by notes that always come."""
     by_base = sorted(
-        candidates,
+        (c for c in candidates if not queried or always_comes(c)),
         key=lambda c: (_TYPE_TIER.get(c.type, 2), -base_score(c, moment), c.id),
     )
     hits = sorted(
@@ -269,7 +289,8 @@ def choose(
 
 def _note_line(note: RecalledNote, project: str) -> str:
     where = "" if note.project == project else f", {note.project}"
-    return f"- `{note.id}` ({note.type}{where}) {note.text}"
+    when = f", {note.date}" if note.date else ""
+    return f"- `{note.id}` ({note.type}{where}{when}) {note.text}"
 
 
 def render(
@@ -283,6 +304,7 @@ def render(
     warnings: Sequence[str] = (),
     query: str | None = None,
     wording: Front = CLI,
+    no_match: bool = False,
 ) -> str:
     parts = [f"# Memory for project `{project}`" + (f" (query: {query})" if query else "")]
     for warning in warnings:
@@ -293,11 +315,16 @@ def render(
         parts.append(f"## Working memory ({scratchpad_path})\n\n{scratchpad}")
     if notes:
         lines = [_note_line(note, project) for note in notes]
+        nothing = ("(no note matches the query; these are the notes that always come)\n\n"
+                   if no_match else "")
         parts.append(
-            "## Relevant notes\n\n"
+            "## Relevant notes\n\n" + nothing
             + "\n".join(lines)
             + f"\n\nA cut note ends with …; {wording.command('show ID')} prints it whole."
         )
+    elif no_match:
+        parts.append(f"## Relevant notes\n\n(no note matches the query; {wording.command('search')}"
+                     " with other words may find one)")
     else:
         parts.append(
             f"## Relevant notes\n\n(none yet: {wording.command('add')} records one)"
@@ -319,6 +346,7 @@ def assemble(
     query: str | None = None,
     scratchpad_has_content: bool = True,
     wording: Front = CLI,
+    no_match: bool = False,
 ) -> RecallResult:
     """Cut notes to their length, then fit the whole block into the total cap."""
     notes = []
@@ -336,6 +364,7 @@ def assemble(
                 was_cut,
                 candidate.path,
                 reason,
+                candidate.date,
             )
         )
     memory_shown = compact(memory_md) if memory_md else None
@@ -353,6 +382,7 @@ def assemble(
             warnings=warnings,
             query=query,
             wording=wording,
+            no_match=no_match,
         )
 
     block = build()
@@ -399,6 +429,7 @@ def assemble(
         memory_md_cut=state["memory_cut"],
         scratchpad_cut=state["scratch_cut"],
         warnings=list(warnings),
+        no_match=no_match,
     )
 
 
@@ -434,15 +465,19 @@ def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
         path=str(row.get("path") or ""),
         title=str(row.get("title") or ""),
         search_rank=rank,
+        date=str(row.get("updated") or row.get("created") or "")[:10],
+        pinned=row.get("pinned") is True,
     )
 
 
 def _query_ranks(store: Store, index: Index, project: str, query: str, limit: int) -> dict[str, int]:
-    """Search rank of each live note the query finds (0 = best)."""
+    """Search rank of each live note the query really matches (0 = best): hits covering at
+    least RECALL_MIN_COVERAGE of the query."""
     hits = search(store, query, projects=[project], limit=limit, kinds=("note",), index=index)
     ranks: dict[str, int] = {}
     for hit in hits:
-        ranks.setdefault(hit.id, len(ranks))
+        if hit.coverage >= RECALL_MIN_COVERAGE:
+            ranks.setdefault(hit.id, len(ranks))
     return ranks
 
 
@@ -474,7 +509,7 @@ def recall(
         for row in rows
         if row.get("status", "active") == "active"
     ]
-    chosen, _ = choose(candidates, budget.max_notes, moment)
+    chosen, _ = choose(candidates, budget.max_notes, moment, queried=query is not None)
     omitted = max(0, live - len(chosen))
     readable = []
     for candidate, reason in chosen:
@@ -507,6 +542,7 @@ def recall(
         scratchpad_has_content=scratch_text is not None
         and not scratchpad.parse(scratch_text).is_empty(),
         wording=wording,
+        no_match=query is not None and not ranks,
     )
     if record_access and result.notes:
         record(store, [note.id for note in result.notes], moment)

@@ -1,4 +1,4 @@
-"""Notes: remember, show, list, edit, forget, supersede."""
+"""Notes: remember, show, get (the exact fact), list, edit, forget, supersede."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memctl.core import arguments
-from memctl.core.errors import MemctlError
+from memctl.core.errors import ArgumentError, MemctlError, cmd
 from memctl.core.note import Note
+from memctl.core.vocab import GLOBAL
 from memctl.disk.counters import get_counters
 from memctl.index.db import Index, ensure_fresh
 from memctl.memory.episodes import Episode, find_episode
@@ -15,7 +16,8 @@ from memctl.memory.listing import list_notes as list_index
 from memctl.memory.notes import AddResult, add_note, edit_note, forget_note, supersede_note
 from memctl.store import Store
 
-__all__ = ["AddResult", "Shown", "edit", "forget", "list_notes", "remember", "show", "supersede"]
+__all__ = ["AddResult", "Shown", "edit", "forget", "get", "list_notes", "remember", "show",
+           "supersede"]
 
 
 def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
@@ -79,6 +81,26 @@ def list_notes(store: Store, *, project: str | None, note_type: str | None = Non
     rows = list_index(store, project=project, note_type=note_type, tag=tag, status=status,
                       since=since, sort=sort, limit=limit, index=index)
     return rows, index
+
+
+def get(store: Store, subject: str, predicate: str | None = None, *,
+        project: str | None) -> list[Note]:
+    """The exact-fact lookup: the active notes about `subject` (and `predicate`), in `project`
+    + global (every project when None), newest first. A note with the same subject and
+    predicate supersedes the older one, so there is usually one."""
+    subject_text = arguments.short_line(subject, "subject")
+    if subject_text is None:
+        raise ArgumentError("subject", "empty; name what the fact is about")
+    predicate_text = arguments.short_line(predicate, "predicate")
+    index = ensure_fresh(store)
+    rows = index.list_notes(
+        projects=None if project is None else sorted({project, GLOBAL}),
+        subjects=[subject_text], predicates=[predicate_text] if predicate_text else [])
+    if not rows:
+        about = subject_text + (f" / {predicate_text}" if predicate_text else "")
+        raise MemctlError(f"no active note about {about!r}; {cmd('search')} finds notes by "
+                          "their words")
+    return [store.read_note(str(row["path"])) for row in rows]
 
 
 def edit(store: Store, ref: str) -> tuple[Note, bool]:
