@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
 CANDIDATES = 60  # rows re-ranked by coverage (at least the search's limit)
+STRICT_ENOUGH = 5  # this many notes with every word as typed: partial matches are not looked for
 TEXT_CAP = 16_384  # characters of each column of a candidate that the coverage check reads
 COVERAGE_POWER = 2.0  # score × coverage²: half the query's weight matched → a quarter
 EXACT_BONUS = 1.25  # every word as typed (the strict match)
@@ -61,6 +62,20 @@ class BestMatch:
         self.conn = conn
         for statement in _SETUP:
             conn.execute(statement)
+        self.tokens: dict[int, set[str]] = {}  # of the units of the last `weights` call
+        self.documents: int | None = None  # rows of the index, read once
+
+    def similar_terms(self, stem: str, spread: int = 3) -> list[str]:
+        """Terms of the index that begin with the same two characters as `stem` and are about
+        as long: where a misspelling's right spelling is found. A range read of the index's
+        term dictionary, so it costs the same whatever the size of the store."""
+        start = stem[:2]
+        if len(start) < 2:
+            return []
+        end = start[:-1] + chr(ord(start[-1]) + 1)
+        return [term for (term,) in self.conn.execute(
+            "SELECT term FROM temp.memctl_vocab WHERE term >= ? AND term < ?", (start, end))
+            if abs(len(term) - len(stem)) <= spread]
 
     def weights(self, units: Sequence[Unit]) -> list[float]:
         """Each unit's idf; 0 for a unit none of whose words is in the index."""
@@ -71,20 +86,31 @@ class BestMatch:
         tokens: dict[int, set[str]] = {}
         for doc, term in conn.execute("SELECT doc, term FROM temp.memctl_words_v"):
             tokens.setdefault(doc, set()).add(term)
-        documents = conn.execute("SELECT max(rowid) FROM fts").fetchone()[0] or 0
+        self.tokens = tokens
+        counts = self._counts({term for terms in tokens.values() for term in terms})
+        return [self._idf(min((counts[term] for term in tokens.get(number, ())), default=0))
+                for number in range(len(units))]
+
+    def term_weights(self, terms: Sequence[str]) -> list[float]:
+        """The idf of terms of the index (stems, as the index keeps them)."""
+        counts = self._counts(set(terms))
+        return [self._idf(counts[term]) for term in terms]
+
+    def _counts(self, terms: set[str]) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for term in {term for terms in tokens.values() for term in terms}:
-            row = conn.execute("SELECT doc FROM temp.memctl_vocab WHERE term = ?", (term,)).fetchone()
+        for term in terms:
+            row = self.conn.execute("SELECT doc FROM temp.memctl_vocab WHERE term = ?",
+                                    (term,)).fetchone()
             counts[term] = row[0] if row else 0
-        weights = []
-        for number in range(len(units)):
-            frequencies = [counts[term] for term in tokens.get(number, ())]
-            frequency = min(frequencies) if frequencies else 0
-            if frequency == 0:
-                weights.append(0.0)
-                continue
-            weights.append(math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5)))
-        return weights
+        return counts
+
+    def _idf(self, frequency: int) -> float:
+        """BM25's idf; 0 for a term no note has."""
+        if frequency == 0:
+            return 0.0
+        if self.documents is None:
+            self.documents = self.conn.execute("SELECT max(rowid) FROM fts").fetchone()[0] or 0
+        return math.log(1 + (self.documents - frequency + 0.5) / (frequency + 0.5))
 
     def coverage(self, rowids: Iterable[int], units: Sequence[Unit], weights: Sequence[float],
                  strict: str | None, slots: Sequence[int] | None = None,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 MIN_WORD = 4  # shorter words have too many close neighbours to be useful
 SCORE_CUTOFF = 78.0
 MAX_CANDIDATES = 4
-NEAREST_MARGIN = 6.0  # close words more than this far below the closest one are dropped
+NEAREST_MARGIN = 5.0  # close words more than this far (Jaro-Winkler) below the closest are dropped
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 
 
@@ -45,15 +45,23 @@ def can_expand(word: str) -> bool:
 
 
 def close_words(word: str, vocab: set[str] | list[str]) -> list[tuple[str, float]]:
-    """Words of `vocab` close to `word`, best first, with their similarity (0-100)."""
+    """Words of `vocab` close to `word`, best first, with their similarity (0-100): found by
+    edit distance (`fuzz.ratio` at least SCORE_CUTOFF), scored by Jaro-Winkler, which favours
+    a shared beginning: for `postgress`, `postgresql` 93.8 is closer than `progress` 89.6
+    (plain edit distance says 84.2 and 82.4). Only words within NEAREST_MARGIN of the closest
+    are kept."""
     from rapidfuzz import fuzz, process
+    from rapidfuzz.distance import JaroWinkler
 
     word = word.lower()
     if len(word) < MIN_WORD or has_cjk(word):
         return []
     found = process.extract(word, list(vocab), scorer=fuzz.ratio, score_cutoff=SCORE_CUTOFF,
                             limit=MAX_CANDIDATES)
-    return [(candidate, score) for candidate, score, _ in found if candidate != word]
+    scored = sorted(((candidate, JaroWinkler.normalized_similarity(word, candidate) * 100)
+                     for candidate, _, _ in found if candidate != word), key=lambda c: -c[1])
+    best = scored[0][1] if scored else 0.0
+    return [(candidate, score) for candidate, score in scored if score >= best - NEAREST_MARGIN]
 
 
 class Expansion:

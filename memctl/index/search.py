@@ -315,6 +315,22 @@ def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
 def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     """Every entry matching a unit of the query, ranked by BM25 and the factors times its
     coverage of the query (`memctl.index.bestmatch`)."""
+    size = max(ctx.limit, bestmatch.CANDIDATES)
+    strict = ctx.run(parsed.match, limit=size, snippets=False) if parsed.match else []
+    if len(strict) >= min(ctx.limit, bestmatch.STRICT_ENOUGH) \
+            or (strict and parsed.any_match == parsed.match):
+        # Enough notes have every word as typed (a keyword search): they cover the whole
+        # query, so no partial match could rank among them (coverage² × the exact bonus).
+        for hit in strict:
+            hit.score *= bestmatch.EXACT_BONUS
+            if hit.explain is not None:
+                hit.explain.update({"coverage": 1.0, "matched": [u.label for u in parsed.units],
+                                    "exact": True, "exact_factor": bestmatch.EXACT_BONUS,
+                                    "fact": False, "fact_factor": 1.0})
+        _rank_named_facts(parsed, strict)
+        best = sorted(strict, key=lambda hit: (-hit.score, hit.id))[:ctx.limit]
+        ctx.add_snippets(best, parsed.match)
+        return best
     ranker = bestmatch.BestMatch(ctx.conn)
     units = list(parsed.units)
     weights = ranker.weights(units)
@@ -323,25 +339,24 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     # The typo fallback, word by word: a word the index does not have at all is matched by
     # its closest words. The misspelt word counts as much as the rarest of them; a note
     # matching one gets that times how close the word it has is.
-    alternatives = _close_units(ctx, units, weights)
+    alternatives = _close_units(ranker, units, weights)
     extra = [unit for _, unit, _ in alternatives]
-    for (slot, _unit, _closeness), weight in zip(alternatives, ranker.weights(extra), strict=True):
+    alternative_weights = ranker.term_weights([unit.text for unit in extra])
+    for (slot, _unit, _closeness), weight in zip(alternatives, alternative_weights, strict=True):
         slot_weights[slot] = max(slot_weights.get(slot, 0.0), weight)
     for slot, unit, closeness in alternatives:
         units.append(unit)
         weights.append(slot_weights[slot] * closeness)
         slots.append(slot)
     expression = parsed.matching_any([unit.match for unit in extra])
-    size = max(ctx.limit, bestmatch.CANDIDATES)
     candidates = ctx.run(expression, limit=size, snippets=False)
-    if parsed.match is not None:
-        # The strict matches (every word as typed) are always candidates, however many notes
-        # match some word of the query with a better BM25; scored by the same expression.
+    if strict:
+        # The strict matches are always candidates, however many notes match some word of
+        # the query with a better BM25; scored again by the same expression as the others.
         known = {hit.rowid for hit in candidates}
-        strict = [hit.rowid for hit in ctx.run(parsed.match, limit=size, snippets=False)
-                  if hit.rowid not in known]
-        if strict:
-            candidates += ctx.run(expression, limit=len(strict), snippets=False, rowids=strict)
+        missing = [hit.rowid for hit in strict if hit.rowid not in known]
+        if missing:
+            candidates += ctx.run(expression, limit=len(missing), snippets=False, rowids=missing)
     if not candidates:
         return []
     fuzzy_labels = {unit.label for unit in extra}
@@ -353,16 +368,13 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         hit.exact = coverage.exact
         hit.fuzzy = not coverage.exact and any(label in fuzzy_labels for label in coverage.matched)
         hit.score *= bestmatch.factor(coverage)
-        fact = bestmatch.names_the_fact(parsed.raw, hit.subject, hit.predicate)
-        if fact:
-            hit.score *= bestmatch.FACT_BONUS
         if hit.explain is not None:
             hit.explain.update({
                 "coverage": round(coverage.share, 4), "matched": coverage.matched,
                 "exact": coverage.exact,
                 "exact_factor": bestmatch.EXACT_BONUS if coverage.exact else 1.0,
-                "fact": fact, "fact_factor": bestmatch.FACT_BONUS if fact else 1.0,
-                "score": round(hit.score, 6)})
+                "fact": False, "fact_factor": 1.0})
+    _rank_named_facts(parsed, candidates)
     # Nothing rather than noise: a hit covering far less of the query than the best one is
     # left out (the best is always kept, so a question with any matching word has a result).
     floor = bestmatch.RELATIVE_FLOOR * max(hit.coverage for hit in candidates)
@@ -373,27 +385,34 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     return best
 
 
-def _close_units(ctx: RankContext, units: list[Unit],
+def _rank_named_facts(parsed: Query, hits: list[Hit]) -> None:
+    """An exact fact first: a hit whose subject and predicate the query names."""
+    for hit in hits:
+        if bestmatch.names_the_fact(parsed.raw, hit.subject, hit.predicate):
+            hit.score *= bestmatch.FACT_BONUS
+            if hit.explain is not None:
+                hit.explain.update({"fact": True, "fact_factor": bestmatch.FACT_BONUS})
+        if hit.explain is not None:
+            hit.explain["score"] = round(hit.score, 6)
+
+
+def _close_units(ranker: bestmatch.BestMatch, units: list[Unit],
                  weights: list[float]) -> list[tuple[int, Unit, float]]:
-    """(slot, unit, closeness 0-1) for the close words of each unit no note has."""
-    unknown = [(slot, unit) for slot, (unit, weight) in enumerate(zip(units, weights, strict=True))
-               if weight == 0 and not unit.required and unit.match.startswith('"')
-               and not unit.match.endswith("*") and fuzzy.can_expand(unit.text)]
-    if not unknown:
-        return []
-    rows = ctx.conn.execute(
-        f"SELECT d.title, d.tags, d.subject, d.predicate FROM docs d WHERE {ctx.where}",
-        ctx.params)
-    vocab = fuzzy.vocabulary(rows)
+    """(slot, unit, closeness 0-1) for the closest words of each unit no note has, found
+    among the index's own terms that start alike. Those are stems, which the stemmer does not
+    always leave as they are (`respons` would become `respon`): each is matched as a prefix
+    of the index's terms, which the stemmer does not touch."""
     found = []
-    for slot, unit in unknown:
-        close = fuzzy.close_words(unit.text, vocab)
-        # Only the nearest: `postgress` is `postgres` (94), not `progress` (82).
-        best = max((score for _, score in close), default=0.0)
-        for word, score in close:
-            if score >= best - fuzzy.NEAREST_MARGIN:
-                found.append((slot, Unit('"' + word.replace('"', '""') + '"', word,
-                                         f"{unit.text}→{word}"), score / 100.0))
+    for slot, (unit, weight) in enumerate(zip(units, weights, strict=True)):
+        stems = ranker.tokens.get(slot, set())
+        if weight != 0 or unit.required or len(stems) != 1 or not unit.match.startswith('"') \
+                or unit.match.endswith("*") or not fuzzy.can_expand(unit.text):
+            continue
+        stem = next(iter(stems))
+        # Only the nearest: `postgress` is `postgres`/`postgresql`, not `progress`.
+        for word, score in fuzzy.close_words(stem, ranker.similar_terms(stem)):
+            found.append((slot, Unit('"' + word.replace('"', '""') + '" *', word,
+                                     f"{unit.text}→{word}"), score / 100.0))
     return found
 
 

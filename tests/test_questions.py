@@ -1,0 +1,202 @@
+"""Questions as agents ask them (docs/search.md, "Best match"): function and question words
+are not required, unspaced Chinese is split into pairs of characters, notes are ranked by how
+much of the query they cover, a misspelt word is matched by its closest words, exact facts
+come first, and MEMORY.md sections compete on relevance."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import Cli, run_memctl, write_memory_file
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memctl.core.query import parse
+from memctl.core.stopwords import split_chinese
+from memctl.core.tokenize import FTS_TOKENIZE
+
+NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
+
+
+def add(cli: Cli, text: str, *args: str, env: dict[str, str] | None = None) -> str:
+    return cli.ok("add", text, "--json", "--force", *args, env=env or NOW).json()["id"]
+
+
+def ids(cli: Cli, query: str, *args: str) -> list[str]:
+    return [hit["id"] for hit in cli.ok("search", "--json", *args, "--", query, env=NOW).json()]
+
+
+# --- the query: units --------------------------------------------------------------------
+
+
+def test_function_and_question_words_are_not_units() -> None:
+    units = [u.label for u in parse("When did we move the nightly backup job to the new cluster?").units]
+    assert units == ["move", "nightly", "backup", "job", "new", "cluster?"]
+    assert [u.label for u in parse("postgres pool").units] == ["postgres", "pool"]
+    # Typed alone, function words are searched like any word.
+    assert [u.label for u in parse("what is it").units] == ["what", "is", "it"]
+
+
+def test_unspaced_chinese_becomes_pairs_and_runs_without_function_words() -> None:
+    assert split_chinese("博客后端的缓存是什么时候换成的") == ["博客后端", "缓存", "换成"]
+    assert split_chinese("上次部署失败的原因是什么") == ["部署失败", "原因"]
+    units = [u.label for u in parse("API服务上次部署失败的原因是什么").units]
+    assert units == ["API", "服务", "部署", "署失", "失败", "部署失败", "原因"]
+
+
+def test_explicit_syntax_keeps_its_meaning() -> None:
+    query = parse('"real-time queue" kysely OR 缓存 -mysql migr* tag:db')
+    labels = [(u.label, u.required) for u in query.units]
+    assert labels == [("real-time queue", True), ("kysely OR 缓存", False), ("migr*", False)]
+    assert query.any_match is not None and 'NOT ("mysql")' in query.any_match
+    assert query.tags == ("db",)
+    facts = parse("subject:blog-backend predicate:Database what is it")
+    assert facts.subjects == ("blog-backend",) and facts.predicates == ("database",)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=80))
+def test_any_text_gives_a_valid_best_match(text: str) -> None:
+    """The best-match MATCH is as safe as the strict one: never an FTS5 syntax error."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(body, tokenize='{FTS_TOKENIZE}')")
+    conn.execute("INSERT INTO f(body) VALUES ('anything at all 数据 库')")
+    try:
+        query = parse(text)
+    except Exception:  # an empty or bad-filter query is bad usage, tested in test_query.py
+        return
+    for expression in (query.any_match, query.match, *(u.match for u in query.units)):
+        if expression is not None:
+            conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (expression,)).fetchall()
+
+
+# --- ranking ---------------------------------------------------------------------------------
+
+
+def test_a_question_finds_the_note_that_answers_it(cli: Cli) -> None:
+    answer = add(cli, "The nightly backup job moved to cluster b2 on 2026-03-14")
+    add(cli, "The nightly report job runs at 02:00")
+    add(cli, "We moved the docs to the new wiki")
+    assert ids(cli, "When did we move the nightly backup job to the new cluster?")[0] == answer
+
+
+def test_an_unspaced_chinese_question_finds_the_note(cli: Cli) -> None:
+    answer = add(cli, "博客后端的缓存在 3 月换成了 Redis 7")
+    add(cli, "博客前端的部署流程见 docs/deploy.md")
+    add(cli, "缓存预热任务每晚 04:45 开始")
+    assert ids(cli, "博客后端的缓存是什么时候换成的？")[0] == answer
+    failed = add(cli, "上次部署失败是因为迁移脚本超时")
+    assert ids(cli, "上次部署失败的原因是什么")[0] == failed
+
+
+def test_more_of_the_query_and_rarer_words_beat_the_commonest(cli: Cli) -> None:
+    for number in range(12):
+        add(cli, f"deploy note {number}: the service config lives in the repo")
+    rare = add(cli, "pgbouncer pooling mode is transaction for the payments service")
+    common = add(cli, "service deploy config checklist")
+    found = ids(cli, "pgbouncer pooling transaction service deploy")
+    assert found[0] == rare and (common not in found or found.index(common) > 0)
+
+
+def test_partial_words_match_part_of_the_query(cli: Cli) -> None:
+    note = add(cli, "Ingress is handled by Traefik 3 on every cluster")
+    assert ids(cli, "ingress controller")[0] == note
+    zh = add(cli, "代码和代码注释用英文", "--tags", "language")
+    assert ids(cli, "代码注释 语言")[0] == zh
+
+
+def test_every_word_as_typed_ranks_first_and_is_marked_exact(cli: Cli) -> None:
+    both = add(cli, "postgres pool size is 20")
+    one = add(cli, "postgres backups run nightly; postgres replicas lag under load; postgres")
+    hits = cli.ok("search", "postgres pool", "--json", env=NOW).json()
+    assert hits[0]["id"] == both and hits[0]["exact"] and hits[0]["coverage"] == 1.0
+    assert one not in [h["id"] for h in hits if h["exact"]]
+
+
+def test_a_misspelt_word_in_a_question_is_matched_by_its_closest_word(cli: Cli) -> None:
+    kube = add(cli, "Kubernetes ingress runs Traefik; deploy with helm")
+    add(cli, "Deploy checklist: tag, build, push")
+    hits = cli.ok("search", "how do we deploy on kubrenetes", "--json", env=NOW).json()
+    assert hits[0]["id"] == kube and hits[0]["fuzzy"]
+
+
+def test_a_misspelling_finds_the_notes_not_a_memory_md_section_named_like_it(cli: Cli, store_path: Path) -> None:
+    """`postgress` is `postgres` (94 % close), not the MEMORY.md section `Progress` (82 %)."""
+    write_memory_file(store_path, "demo/MEMORY.md",
+                      "# demo\n\n## Progress\n- [11-02] comments migrated\n- [11-20] search done\n")
+    notes = [add(cli, "PostgreSQL connection pool: max 10 per machine"),
+             add(cli, "Find slow queries on Fly Postgres with pg_stat_statements")]
+    hits = cli.ok("search", "postgress", "--json", env=NOW).json()
+    assert {h["id"] for h in hits[:2]} == set(notes)
+    assert all(h["kind"] != "memory" for h in hits[:2])
+
+
+def test_nothing_rather_than_noise_and_never_nothing_when_a_word_matches(cli: Cli) -> None:
+    answer = add(cli, "alpha7 cluster runs the ledger")
+    for number in range(6):
+        add(cli, f"note {number} mentions the cluster")
+    found = ids(cli, "alpha7 cluster")
+    assert found == [answer]  # the others cover far less of the query than the best
+    assert ids(cli, "which cluster does the zzz run on")  # one word matches: not empty
+
+
+def test_stale_notes_stay_out_of_best_match(cli: Cli) -> None:
+    old = add(cli, "The staging database listens on port 5432", "--subject", "staging-db",
+              "--predicate", "port")
+    new = add(cli, "The staging database listens on port 6543", "--subject", "staging-db",
+              "--predicate", "port")
+    expired = add(cli, "The staging database port is 7777 during the move", "--expires", "2026-11-01")
+    found = ids(cli, "what port does the staging database listen on")
+    assert found[0] == new and old not in found and expired not in found
+    assert old in ids(cli, "what port does the staging database listen on", "--include-stale")
+
+
+def test_a_year_old_exact_answer_beats_a_fresh_loose_match(cli: Cli) -> None:
+    old = add(cli, "The invoice run moved to cluster c3", env={"MEMCTL_NOW": "2025-11-01T00:00:00Z"})
+    add(cli, "The cluster dashboard shows the invoice totals")
+    assert ids(cli, "when did the invoice run move to a new cluster")[0] == old
+
+
+# --- exact facts -----------------------------------------------------------------------------
+
+
+def test_get_returns_the_active_note_for_a_subject_and_predicate(cli: Cli) -> None:
+    add(cli, "blog-backend uses MySQL 8", "--subject", "blog-backend", "--predicate", "database")
+    new = add(cli, "blog-backend uses PostgreSQL 16", "--subject", "blog-backend",
+              "--predicate", "database")
+    add(cli, "blog-backend is deployed on Fly", "--subject", "blog-backend", "--predicate", "host")
+    got = cli.ok("get", "blog-backend", "database", "--json", env=NOW).json()
+    assert [note["id"] for note in got] == [new]
+    assert "PostgreSQL 16" in cli.ok("get", "blog-backend", "database", env=NOW).stdout
+    assert len(cli.ok("get", "Blog-Backend", "--json", env=NOW).json()) == 2
+    missing = cli("get", "nosuch", env=NOW)
+    assert missing.exit_code == 1 and "no active note about 'nosuch'" in missing.stderr
+
+
+def test_the_query_language_filters_by_subject_and_ranks_a_named_fact_first(cli: Cli) -> None:
+    fact = add(cli, "We use PostgreSQL 16 with Kysely", "--subject", "blog-backend",
+               "--predicate", "database")
+    add(cli, "The blog-backend database migrations run on deploy; the database is big")
+    assert ids(cli, "subject:blog-backend postgresql") == [fact]
+    assert ids(cli, "what database does blog-backend use")[0] == fact
+
+
+def test_get_through_mcp_matches_the_cli(store_path: Path) -> None:
+    pytest.importorskip("mcp.server.mcpserver")
+    import json
+
+    from test_mcp import run_session
+
+    run_memctl("add", "We deploy on Fly", "--subject", "blog-backend", "--predicate", "host",
+               store=store_path, env=NOW)
+
+    async def script(session):
+        found = await session.call_tool("get", {"subject": "blog-backend", "predicate": "host"})
+        missing = await session.call_tool("get", {"subject": "nosuch"})
+        return found, missing
+
+    found, missing = run_session(store_path, script)
+    assert [n["predicate"] for n in json.loads(found.content[0].text)] == ["host"]
+    assert missing.is_error and "the `search` tool" in missing.content[0].text
