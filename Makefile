@@ -28,8 +28,14 @@ demo: venv
 	@$(DEMO) search postgres --project blog-backend --limit 5
 	@echo; echo '$$ memctl search 连接池 --all-projects'
 	@$(DEMO) search 连接池 --all-projects --limit 5
-	@echo; echo '$$ memctl search postgress   (misspelt: fuzzy fallback)'
+	@echo; echo '$$ memctl search postgress   (misspelt: its closest words)'
 	@$(DEMO) search postgress --project blog-backend --limit 3
+	@echo; echo '$$ memctl search "what database does the blog use?"   (a question: best match)'
+	@$(DEMO) search "what database does the blog use?" --project blog-backend --limit 2
+	@echo; echo '$$ memctl search 为什么CRM接口会登录超时   (a Chinese question, no spaces)'
+	@$(DEMO) search 为什么CRM接口会登录超时 --all-projects --limit 1
+	@echo; echo '$$ memctl get blog-backend database   (the exact fact)'
+	@$(DEMO) get blog-backend database --project blog-backend
 	@echo; echo '$$ memctl recall "deploy" --project blog-backend'
 	@$(DEMO) recall deploy --project blog-backend
 	@echo; echo '$$ memctl health'

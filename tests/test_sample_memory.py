@@ -201,6 +201,9 @@ def test_the_readme_demo_runs_on_one_copy_of_the_sample_store() -> None:
         assert copied == shown, "every step works on the store the sample was copied to"
         assert "\n0 notes" not in out and "PostgreSQL" in out
         assert "no matches" not in out
+        # A question in each language is answered, and the exact fact is looked up.
+        assert "01m8p0b4rc7ecc6q" in out and "01m8p0b8jff8e4qm" in out
+        assert "blog-backend uses PostgreSQL 16" in out
         assert f"memctl health  {shown}" in out
     finally:
         shutil.rmtree(Path(shown).parent, ignore_errors=True)
