@@ -102,6 +102,8 @@ class Query:
         self.units: list[Unit] = []
         self.any_match: str | None = None
         self.negative: str | None = None  # the excluded words, OR-ed
+        # No function word was left out: the words as typed (`match`) are worth looking for.
+        self.plain = True
 
     def matching_any(self, extra: list[str] | tuple[str, ...] = ()) -> str:
         """The MATCH for every note with a unit of the query (or one of `extra`, such as the
@@ -274,14 +276,16 @@ def parse(raw: str) -> Query:
     query.predicates = tuple(dict.fromkeys(facts["predicate"]))
     query.words = tuple(t.text for t in terms if not t.negated)
     query.terms = terms
-    query.units = _units(groups)
+    query.units, query.plain = _units(groups)
     query.negative = negative or None
     query.any_match = query.matching_any() if query.units else None
     return query
 
 
-def _units(groups: list[list[Term]]) -> list[Unit]:
-    """The units of a query's positive groups (see the module doc), without repeats."""
+def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
+    """The units of a query's positive groups (see the module doc), without repeats, and
+    whether every word of the query is in them (no function word was left out)."""
+    plain = True
     units: list[Unit] = []
     fallback: list[Unit] = []  # the words as typed, when every word is a function word
     for group in groups:
@@ -295,29 +299,38 @@ def _units(groups: list[list[Term]]) -> list[Unit]:
                               required=term.phrase))
             continue
         fallback.append(Unit(_phrase(term), term.text, term.text))
-        units.extend(_word_units(term.text))
+        found, whole = _word_units(term.text)
+        units.extend(found)
+        plain = plain and whole
     chosen = units or fallback
+    plain = plain or not units
     seen: set[str] = set()
     unique = []
     for unit in chosen:
         if unit.match not in seen:
             seen.add(unit.match)
             unique.append(unit)
-    return unique
+    return unique, plain
 
 
-def _word_units(word: str) -> list[Unit]:
+def _word_units(word: str) -> tuple[list[Unit], bool]:
     """A plain word's units: itself, or for a word with Chinese in it, its Latin parts and
-    the pairs of characters of each Chinese piece (with the piece itself)."""
+    the pairs of characters of each Chinese piece (with the piece itself); and whether no
+    function word was left out of it."""
     if not has_cjk(word):
         if is_english_stop(word):
-            return []
-        return [Unit(_quote(word), word, word)]
+            return [], False
+        return [Unit(_quote(word), word, word)], True
     units: list[Unit] = []
+    whole = True
     for latin, run in cjk_runs(word):
         if latin and has_token_chars(latin) and not is_english_stop(latin):
             units.append(Unit(_quote(latin), latin, latin))
-        for piece in split_chinese(run) if run else ():
+        elif latin and has_token_chars(latin):
+            whole = False
+        pieces = split_chinese(run) if run else []
+        whole = whole and (not run or pieces == [run])
+        for piece in pieces:
             if len(piece) == 1:
                 units.append(Unit(_quote(piece), piece, piece))
                 continue
@@ -326,7 +339,7 @@ def _word_units(word: str) -> list[Unit]:
                 units.append(Unit(_quote(pair), pair, pair))
             if len(piece) > 2:
                 units.append(Unit(_quote(piece), piece, piece))
-    return units
+    return units, whole
 
 
 def _quote(text: str) -> str:

@@ -316,7 +316,11 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     """Every entry matching a unit of the query, ranked by BM25 and the factors times its
     coverage of the query (`memctl.index.bestmatch`)."""
     size = max(ctx.limit, bestmatch.CANDIDATES)
-    strict = ctx.run(parsed.match, limit=size, snippets=False) if parsed.match else []
+    # The words as typed: worth a query only when no function word was left out (a question
+    # as typed, `的` and `what` included, is almost never in a note, and its long phrase is
+    # the costliest thing to look for).
+    strict_match = parsed.match if parsed.plain else None
+    strict = ctx.run(strict_match, limit=size, snippets=False) if strict_match else []
     if len(strict) >= min(ctx.limit, bestmatch.STRICT_ENOUGH) \
             or (strict and parsed.any_match == parsed.match):
         # Enough notes have every word as typed (a keyword search): they cover the whole
@@ -361,7 +365,7 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         return []
     fuzzy_labels = {unit.label for unit in extra}
     covered = ranker.coverage([hit.rowid for hit in candidates], units, weights,
-                              parsed.match, slots, slot_weights)
+                              strict_match, slots, slot_weights)
     for hit in candidates:
         coverage = covered[hit.rowid]
         hit.coverage = coverage.share
