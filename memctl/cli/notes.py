@@ -17,7 +17,7 @@ from memctl.cli.base import (
     get_store,
     store_path_option,
 )
-from memctl.cli.output import console, emit_json, info, read_text_argument, report_parse_errors, table
+from memctl.cli.output import console, emit_json, info, read_text_argument, report_parse_errors, table, warn
 from memctl.core import arguments
 from memctl.core.vocab import NOTE_TYPES, STATUSES
 from memctl.services import notes, upkeep
@@ -37,7 +37,9 @@ def init(
     from pathlib import Path
 
     root = Path(path).expanduser().absolute() if path else store_path_option()
-    store, created = upkeep.create_store(root, clone)
+    store, created, warnings = upkeep.create_store(root, clone)
+    for warning in warnings:
+        warn(warning)
     if json_output:
         emit_json({"store": str(store.root), "created": created})
     else:

@@ -8,7 +8,7 @@ from typing import Literal, Optional
 import typer
 
 from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
-from memctl.cli.output import emit_json, err_console, info, table
+from memctl.cli.output import emit_json, err_console, info, table, warn
 from memctl.services import exchange
 from memctl.services.exchange import export_store, find_copy, import_into, list_conflicts, note_log, resolve
 from memctl.services.exchange import merge_file as run
@@ -122,6 +122,10 @@ def sync(
         info("nothing new on the remote")
     if report.conflicts:
         info(f"{len(report.conflicts)} conflict copies kept; see `memctl conflicts`")
+    if report.refused:
+        warn(f"refused {len(report.refused)} path(s) from remote commit "
+             f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files a remote may "
+             f"not change; kept as they are here): {', '.join(report.refused)}")
     info(f"pushed to {report.remote} ({report.branch})" if report.pushed else "not pushed")
 
 

@@ -37,4 +37,16 @@ def new_id(millis: int | None = None) -> str:
 
 
 def is_id(text: str) -> bool:
+    """A memctl-made id (16 characters of Crockford base32)."""
     return bool(ID_PATTERN.match(text))
+
+
+# What any id may be, memctl's own or a person's (`pg-choice`): one short name of letters,
+# digits, `.`, `_`, `-`, not starting with `.` or `-` — never a path (docs/security.md).
+VALID_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+def valid_id(text: str) -> bool:
+    """Whether `text` may be an id: the one rule for ids from files, bundles, remotes, agents
+    and the command line, so an id can never be used as a path (`../x`, `/abs`, `a/b`)."""
+    return bool(VALID_ID.match(text)) and ".." not in text

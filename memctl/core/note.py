@@ -10,7 +10,7 @@ from typing import Any
 
 from memctl.core.clock import format_time, parse_time
 from memctl.core.errors import MemctlError
-from memctl.core.ids import ALPHABET, is_id
+from memctl.core.ids import ALPHABET, is_id, valid_id
 from memctl.core.noteformat import ParsedFile, compute_checksum, set_fields
 from memctl.core.vocab import (  # noqa: F401 - re-exported
     MAX_NOTE_BYTES,
@@ -186,6 +186,12 @@ def note_from_parsed(
     warnings: list[str] = []
 
     raw_id = _text(meta.get("id"))
+    if raw_id and not valid_id(raw_id):
+        # Never a path (`../../x`, `/abs`): the note is known by the id its path gives, which
+        # the next change memctl makes to it writes down (docs/security.md).
+        warnings.append(f"id {raw_id[:80]!r} is not a valid id (letters, digits, '.', '_', "
+                        "'-'); read as the id from the file name")
+        raw_id = None
     has_id = bool(raw_id)
     note_id = raw_id.lower() if raw_id else derive_id(relpath)
     if raw_id and not is_id(note_id):

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import UsageError
+from memctl.core.errors import MemctlError, UsageError
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
 from memctl.core.vocab import valid_project_name
 
@@ -52,8 +52,14 @@ def root_of(store: StoreLike) -> Path:
 
 
 def state_path(store: StoreLike, name: str = "") -> Path:
-    """The store's machine-local `.memctl/` folder (never committed), or a file in it."""
-    return root_of(store) / STATE_DIR / name
+    """The store's machine-local `.memctl/` folder (never committed), or a file in it. A
+    `.memctl` that is a symbolic link is refused: the index, locks and drafts would be
+    written wherever it points (docs/security.md)."""
+    folder = root_of(store) / STATE_DIR
+    if folder.is_symlink():
+        raise MemctlError(f"{folder} is a symbolic link; memctl keeps its local state only in a "
+                          "real folder of the store: remove the link (the folder is rebuilt)")
+    return folder / name
 
 
 def default_store_path() -> Path:

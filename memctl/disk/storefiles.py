@@ -55,15 +55,40 @@ class StoreFiles:
 
     @property
     def state_dir(self) -> Path:
-        path = self.root / STATE_DIR
+        path = self.resolve(STATE_DIR)  # a `.memctl` link (planted by a remote) is refused
         if not path.is_dir():
             from memctl.disk.atomic import make_dirs  # lazy: search start-up (see above)
 
             make_dirs(path)
         return path
 
-    def path(self, relpath: str) -> Path:
+    def resolve(self, relpath: str) -> Path:
+        """The one way from a store-relative path to a file on disk (docs/security.md): a path
+        that could leave the store (absolute, `..`, empty parts, NUL) or that passes through a
+        symbolic link — file or folder, reading or writing — is refused, so nothing outside
+        the store is ever read into a prompt or written over."""
+        parts = relpath.split("/")
+        if not relpath or relpath.startswith("/") or "\x00" in relpath \
+                or any(part in ("", ".", "..") for part in parts):
+            raise MemctlError(f"{relpath!r} is not a path inside the store")
+        current = self.root
+        for number, part in enumerate(parts):
+            current = current / part
+            try:
+                info = os.lstat(current)
+            except FileNotFoundError:
+                break  # not there yet: a write makes it, inside the store
+            except OSError:
+                break  # unreadable: the read or write that follows says so
+            if stat_module.S_ISLNK(info.st_mode):
+                where = "/".join(parts[:number + 1])
+                raise MemctlError(
+                    f"{relpath}: {where} is a symbolic link; memctl never follows links inside a "
+                    "store (one could point anywhere). Replace it with the file or folder itself")
         return self.root / relpath
+
+    def path(self, relpath: str) -> Path:
+        return self.resolve(relpath)
 
     def relpath(self, path: Path) -> str:
         return Path(path).absolute().relative_to(self.root.absolute()).as_posix()
@@ -122,7 +147,7 @@ class StoreFiles:
     # --- reading --------------------------------------------------------------------------
 
     def read_text(self, relpath: str) -> tuple[str, os.stat_result]:
-        path = self.root / relpath
+        path = self.resolve(relpath)
         try:
             info = path.stat()
             if not stat_module.S_ISREG(info.st_mode):
@@ -182,7 +207,7 @@ class StoreFiles:
     def write_text(self, relpath: str, text: str) -> None:
         from memctl.disk.atomic import atomic_write_text  # lazy: search start-up
 
-        atomic_write_text(self.root / relpath, text)
+        atomic_write_text(self.resolve(relpath), text)
 
     @contextmanager
     def lock(self, what: str = "") -> Iterator[None]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core.errors import MemctlError
+from memctl.core.ids import valid_id
 from memctl.core.merge import (
     COUNTERS,
     COUNTERS_DIR,
@@ -424,6 +425,9 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
             meta = parsed.meta
             if kind == TOMBSTONE:
                 tomb_id = str(meta.get("id") or path.rsplit("/", 1)[-1][:-3]).strip().lower()
+                if not valid_id(tomb_id):  # never a path: keyed by its own path instead
+                    return Entry(key=MergeKey.for_path(path), path=path, data=data,
+                                 kind=TOMBSTONE, updated=_text(meta.get("deleted")))
                 return Entry(key=MergeKey.for_id(tomb_id), path=path, data=data, kind=TOMBSTONE,
                              updated=_text(meta.get("deleted")))
             project = path.split("/", 1)[0]

@@ -97,11 +97,10 @@ def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
     if action not in ("keep", "drop"):
         raise UsageError(f"invalid action {action!r} (keep or drop)")
     copy = find_copy(store, ref)
-    root = Path(store.root)
     with store.lock(f"conflicts {action}"):
         changed = [copy.path]
         if action == "keep":
-            data = (root / copy.path).read_bytes()
+            data = store.resolve(copy.path).read_bytes()
             target = copy.current or copy.original
             if copy.note_id:
                 try:
@@ -110,13 +109,13 @@ def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
                     text = data.decode("utf-8", "replace")
                 data = text.encode("utf-8")
                 tomb = f"{TOMBSTONE_DIR}/{copy.note_id}.md"
-                if (root / tomb).exists():
-                    (root / tomb).unlink()
+                if store.resolve(tomb).exists():
+                    store.resolve(tomb).unlink()
                     changed.append(tomb)
 
-            atomic_write_bytes(root / target, data)
+            atomic_write_bytes(store.resolve(target), data)
             changed.append(target)
-        (root / copy.path).unlink()
+        store.resolve(copy.path).unlink()
         what = copy.note_id or copy.original
         verb = "keep the conflict copy of" if action == "keep" else "drop the conflict copy of"
         store.commit(f"conflicts: {verb} {what}", changed)

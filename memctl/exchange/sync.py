@@ -54,13 +54,16 @@ class SyncReport:
     merged: str | None = None  # the merge or fast-forward result, if the remote had news
     pulled: list[str] = field(default_factory=list)  # ids/paths that changed here
     conflicts: list[str] = field(default_factory=list)  # conflict copies made
+    refused: list[str] = field(default_factory=list)  # remote paths never checked out here
+    refused_from: str | None = None  # the remote commit that brought them
     pushed: bool = False
     attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
-                "pushed": self.pushed, "attempts": self.attempts}
+                "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
+                "refused_from": self.refused_from}
 
 
 # --- the merge driver --------------------------------------------------------------------------
@@ -87,22 +90,26 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
 # --- cloning ------------------------------------------------------------------------------------
 
 
-def clone_store(url: str, path: Path) -> Store:
+def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
     """This machine's copy of a store from its git remote (`memctl init PATH --clone URL`).
-    An empty remote gives a new store whose first sync publishes it."""
+    An empty remote gives a new store whose first sync publishes it. Returns the store and
+    the paths of the remote that were not checked out (`refused_from_remote`)."""
     path = Path(path).expanduser().absolute()
     if Path(url).expanduser().exists():
         url = str(Path(url).expanduser().resolve())
     if path.exists() and any(path.iterdir()):
         if (path / "memctl.toml").is_file() and _origin(path) == url:
             gitops.install_merge_driver(path)
-            return Store(path)
+            return Store(path), []
         raise MemctlError(f"{path} exists and is not empty; choose a new folder for the clone")
     path.parent.mkdir(parents=True, exist_ok=True)
-    result = run_git(path.parent, "clone", "-q", "--", url, str(path), check=False)
+    result = run_git(path.parent, "clone", "-q", "--no-checkout", "--", url, str(path), check=False)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise GitError(f"git clone {url} failed: {detail[-1] if detail else result.returncode}")
+    refused: list[str] = []
+    if _has_commits(path):
+        refused = _check_out_safely(path)
     has_content = _has_commits(path)
     if has_content and not (path / "memctl.toml").is_file():
         raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
@@ -115,7 +122,27 @@ def clone_store(url: str, path: Path) -> Store:
     for item in sorted((path / ".counters").glob("*.json")) if (path / ".counters").is_dir() else []:
         counters[f".counters/{item.name}"] = item.read_bytes()
     absorb_counters(store, counters)
-    return store
+    return store, refused
+
+
+def _check_out_safely(root: Path) -> list[str]:
+    """Check out a fresh clone's HEAD without what a remote may not put here (links,
+    submodules, `.memctl/`, `.git*` files other than `.gitattributes` and `.gitignore`):
+    those are left out by a commit on top, named in its message. Returns the paths."""
+    head = run_git(root, "rev-parse", "HEAD").stdout.strip()
+    listing = run_git(root, "ls-tree", "-r", "-z", "--full-tree", head).stdout
+    modes = {record.partition("\t")[2]: record.split()[0] for record in listing.split("\0") if record}
+    refused = sorted(path for path, mode in modes.items() if refused_from_remote(path, mode)
+                     and not (path in (".gitattributes", ".gitignore") and mode == "100644"))
+    if refused:
+        tree = {path: entry for path, entry in tree_of(root, head).items() if path not in refused}
+        message = (f"clone: leave out {len(refused)} path(s) a remote may not put in a store: "
+                   f"{', '.join(refused[:5])}{' …' if len(refused) > 5 else ''}")
+        commit = run_git(root, "commit-tree", _write_tree(root, tree), "-p", head, "-m", message,
+                         env=identity_env(root)).stdout.strip()
+        run_git(root, "update-ref", "HEAD", commit)
+    run_git(root, "reset", "-q", "--hard", "HEAD")
+    return refused
 
 
 def _origin(root: Path) -> str | None:
@@ -234,6 +261,7 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
         target = theirs
     else:
         target = build_merge_commit(root, head, theirs, report)
+    target = _without_hostile_paths(root, head, theirs, target, report)
     run_git(root, "merge", "--ff-only", "-q", "--no-verify", target)
     report.merged = target
     changed = [p for p in run_git(root, "diff", "--name-only", "-z", head, target).stdout.split("\0") if p]
@@ -242,6 +270,39 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     absorb_counters(store, {p: (root / p).read_bytes() for p in changed
                             if p.startswith(".counters/") and (root / p).is_file()})
     refresh_index(store, changed)
+
+
+def refused_from_remote(path: str, mode: str) -> bool:
+    """What a remote may never put in this store's working tree (docs/security.md): a
+    symbolic link or a submodule (either could point anywhere), anything in the local state
+    folder `.memctl/`, and git's own `.git*` files."""
+    top = path.split("/", 1)[0]
+    return mode in ("120000", "160000") or top == ".memctl" or top.startswith(".git")
+
+
+def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
+                           report: SyncReport) -> str:
+    """`target`, or when it would bring a path `refused_from_remote` that this machine does not
+    already have as it is, a merge commit of `head` and `theirs` with those paths kept as they
+    are here (or left out): the store never checks one out, and stays usable."""
+    tree = tree_of(root, target)
+    ours = tree_of(root, head)
+    listing = run_git(root, "ls-tree", "-r", "-z", "--full-tree", target).stdout
+    modes = {record.partition("\t")[2]: record.split()[0] for record in listing.split("\0") if record}
+    refused = sorted(path for path, mode in modes.items()
+                     if refused_from_remote(path, mode) and ours.get(path) != tree.get(path))
+    if not refused:
+        return target
+    for path in refused:
+        if path in ours and ours[path][0] not in ("120000", "160000"):
+            tree[path] = ours[path]  # this machine's own version (its .gitattributes, …)
+        else:
+            tree.pop(path, None)
+    message = (f"sync: merge {theirs[:10]}, refusing {len(refused)} path(s) a remote may not "
+               f"change: {', '.join(refused[:5])}{' …' if len(refused) > 5 else ''}")
+    report.refused, report.refused_from = refused, theirs
+    return run_git(root, "commit-tree", _write_tree(root, tree), "-p", head, "-p", theirs,
+                   "-m", message, env=identity_env(root)).stdout.strip()
 
 
 def _names(paths: list[str]) -> list[str]:

@@ -270,7 +270,7 @@ def forget_note(store: Store, ref: str) -> Note:
         )
         store.write_text(tombstone_path, tombstone)
         try:
-            (store.root / note.path).unlink()
+            store.resolve(note.path).unlink()
         except FileNotFoundError:
             pass
         store.commit(f"forget {note.id}: {_short(note.title)}", [tombstone_path, note.path])

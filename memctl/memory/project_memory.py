@@ -85,7 +85,7 @@ def max_bytes(store: Store) -> int:
 
 def read_memory(store: Store, project: str) -> str | None:
     relpath = memory_relpath(project)
-    if not (store.root / relpath).exists():
+    if not store.resolve(relpath).exists():  # a link is refused, never followed
         return None
     return store.read_text(relpath)[0]
 
@@ -162,7 +162,7 @@ def ensure_exists(store: Store, project: str) -> tuple[str, bool]:
     """Create MEMORY.md from the template when missing. Returns (relpath, created)."""
     relpath = memory_relpath(project)
     with store.lock("project create"):
-        if (store.root / relpath).exists():
+        if store.resolve(relpath).exists():
             return relpath, False
         store.write_text(relpath, template_text(store, project))
         store.commit(f"project {project}: create MEMORY.md", [relpath])
@@ -178,7 +178,7 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
     before = store.read_text(relpath)[0]
     editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     try:
-        result = subprocess.run([*shlex.split(editor), str(store.root / relpath)])
+        result = subprocess.run([*shlex.split(editor), str(store.resolve(relpath))])
     except FileNotFoundError:
         raise MemctlError(f"editor {editor!r} not found; set $EDITOR") from None
     if result.returncode != 0:

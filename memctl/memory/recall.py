@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -470,6 +470,16 @@ def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
     )
 
 
+def _readable(read: Callable[[], str | None], warnings: list[str]) -> str | None:
+    """MEMORY.md or the scratchpad, or None with a warning when it cannot be read (a file
+    that is a link is refused, never followed: docs/security.md): the rest is still recalled."""
+    try:
+        return read()
+    except MemctlError as exc:
+        warnings.append(f"{exc} (left out of this block)")
+        return None
+
+
 def _query_ranks(store: Store, index: Index, project: str, query: str, limit: int) -> dict[str, int]:
     """Search rank of each live note the query really matches (0 = best): hits covering at
     least RECALL_MIN_COVERAGE of the query."""
@@ -522,9 +532,9 @@ def recall(
         candidate.text = one_line(note.body) or note.title
         readable.append((candidate, reason))
 
-    memory_text = project_memory.read_memory(store, project)
-    scratch_text = scratchpad.read_scratch(store, project)
     warnings = []
+    memory_text = _readable(lambda: project_memory.read_memory(store, project), warnings)
+    scratch_text = _readable(lambda: scratchpad.read_scratch(store, project), warnings)
     view = project_memory.show(store, project) if memory_text is not None else None
     if view is not None and view.warning(wording):
         warnings.append(view.warning(wording))

@@ -311,7 +311,7 @@ def scratch_relpath(project: str) -> str:
 
 def read_scratch(store: Store, project: str) -> str | None:
     relpath = scratch_relpath(project)
-    if not (store.root / relpath).exists():
+    if not store.resolve(relpath).exists():  # a link is refused, never followed
         return None
     return store.read_text(relpath)[0]
 

@@ -17,12 +17,17 @@ __all__ = ["archive", "create_store", "bar", "health", "problems_of", "reindex",
            "write_health_markdown"]
 
 
-def create_store(root: Path, clone_url: str | None = None) -> tuple[Store, bool]:
+def create_store(root: Path, clone_url: str | None = None) -> tuple[Store, bool, list[str]]:
     """`memctl init`: a new store (or a partial one completed), or this machine's copy of an
-    existing one from its git remote. Returns the store and whether anything was created."""
+    existing one from its git remote. Returns the store, whether anything was created, and
+    warnings for the user."""
     if clone_url:
-        return clone_store(clone_url, root), True
-    return Store.init(root)
+        store, refused = clone_store(clone_url, root)
+        warnings = [f"{path}: not checked out (links, .memctl/ and .git* files never come from "
+                    "a remote; docs/security.md)" for path in refused]
+        return store, True, warnings
+    store, created = Store.init(root)
+    return store, created, []
 
 
 def reindex(store: Store, progress: Any = None) -> tuple[RefreshStats, dict[str, int]]:

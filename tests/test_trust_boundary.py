@@ -1,0 +1,181 @@
+"""Untrusted input cannot reach outside the store (docs/security.md): a symbolic link from a
+remote, a hand-dropped file or a folder is never followed, reading or writing; an id is never
+used as a path; a remote cannot plant files in `.memctl/` or git's own files. Real git (a bare
+remote, a second clone pushing the hostile commit), real symlinks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import Cli, git, run_memctl, tree_snapshot, write_memory_file
+
+from memctl.core.ids import valid_id
+
+NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A file outside every store that must never be read or changed."""
+    secret = tmp_path / "outside" / "credentials"
+    secret.parent.mkdir()
+    secret.write_text("aws_secret_access_key = outside-the-store\n")
+    return secret
+
+
+def machine(tmp_path: Path, name: str, remote: Path) -> Cli:
+    root = tmp_path / name
+    cli = Cli(root, project="demo")
+    cli.ok("init", str(root), "--clone", str(remote))
+    return cli
+
+
+def push_hostile_commit(tmp_path: Path, remote: Path, build) -> str:
+    """A collaborator's plain git clone that commits what `build(worktree)` makes, and pushes."""
+    work = tmp_path / "hostile"
+    subprocess.run(["git", "clone", "-q", str(remote), str(work)], check=True)
+    build(work)
+    git(work, "add", "-A", "--force")  # .memctl/ is ignored: a hostile commit adds it anyway
+    git(work, "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "-m", "hostile")
+    git(work, "push", "-q", "origin", "HEAD")
+    return git(work, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    path = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
+    return path
+
+
+def test_a_symlinked_scratchpad_from_a_remote_is_never_read_or_written(
+        tmp_path: Path, remote: Path, outside: Path) -> None:
+    laptop = machine(tmp_path, "laptop", remote)
+    laptop.ok("scratch", "focus", "first focus", env=NOW)
+    laptop.ok("sync")
+
+    def plant(work: Path) -> None:
+        (work / "demo" / "SCRATCHPAD.md").unlink()
+        os.symlink(outside, work / "demo" / "SCRATCHPAD.md")
+        (work / "demo" / "notes").mkdir(exist_ok=True)
+        os.symlink(outside.parent, work / "demo" / "notes" / "dirlink")
+        (work / ".memctl").mkdir()
+        (work / ".memctl" / "index.sqlite").write_text("crafted")
+        (work / ".gitmodules").write_text("[submodule]\n")
+    hostile = push_hostile_commit(tmp_path, remote, plant)
+
+    synced = laptop("sync", "--json")
+    assert synced.exit_code == 0, synced.stderr
+    report = synced.json()
+    assert report["refused_from"] == hostile
+    assert set(report["refused"]) == {"demo/SCRATCHPAD.md", "demo/notes/dirlink",
+                                      ".memctl/index.sqlite", ".gitmodules"}
+    root = laptop.store
+    assert not (root / "demo" / "SCRATCHPAD.md").is_symlink()
+    assert "first focus" in (root / "demo" / "SCRATCHPAD.md").read_text()
+    assert not (root / "demo" / "notes" / "dirlink").exists()
+    assert not (root / ".gitmodules").exists()
+    recalled = laptop.ok("recall", env=NOW).stdout
+    assert "outside-the-store" not in recalled and "first focus" in recalled
+    laptop.ok("scratch", "note", "still works", env=NOW)
+    laptop.ok("sync")
+    assert outside.read_text() == "aws_secret_access_key = outside-the-store\n"
+    # What the laptop pushed back neutralised the remote's branch too.
+    desktop = machine(tmp_path, "desktop", remote)
+    assert not (desktop.store / "demo" / "SCRATCHPAD.md").is_symlink()
+    assert git(laptop.store, "status", "--porcelain") == ""
+
+
+def test_a_clone_never_checks_out_a_link_or_local_state(tmp_path: Path, remote: Path,
+                                                        outside: Path) -> None:
+    first = machine(tmp_path, "first", remote)
+    first.ok("add", "a note", env=NOW)
+    first.ok("sync")
+
+    def plant(work: Path) -> None:
+        os.symlink(outside, work / "demo" / "MEMORY.md")
+        (work / ".memctl").mkdir()
+        (work / ".memctl" / "watch.json").write_text("{}")
+    push_hostile_commit(tmp_path, remote, plant)
+    root = tmp_path / "second"
+    cloned = run_memctl("init", str(root), "--clone", str(remote), store=None, project=None)
+    assert cloned.exit_code == 0, cloned.stderr
+    assert "demo/MEMORY.md: not checked out" in cloned.stderr
+    assert not (root / "demo" / "MEMORY.md").is_symlink()
+    assert not (root / ".memctl" / "watch.json").exists()
+    assert run_memctl("project", "show", store=root).exit_code == 0
+
+
+def test_hand_made_links_are_refused_for_reads_and_writes(store_path: Path, outside: Path) -> None:
+    cli = Cli(store_path)
+    cli.ok("project", "add", "decisions", "keep it simple", env=NOW)
+    memory = store_path / "demo" / "MEMORY.md"
+    memory.unlink()
+    os.symlink(outside, memory)
+    shown = cli("project", "show")
+    assert shown.exit_code == 1 and "symbolic link" in shown.stderr
+    assert "outside-the-store" not in shown.stdout
+    added = cli("project", "add", "lessons", "do not follow links")
+    assert added.exit_code == 1 and "symbolic link" in added.stderr
+    recalled = cli.ok("recall", env=NOW)
+    assert "outside-the-store" not in recalled.stdout and "symbolic link" in recalled.stderr
+    assert outside.read_text() == "aws_secret_access_key = outside-the-store\n"
+    # A linked folder is refused for writes too (a note would land outside the store).
+    target = outside.parent / "elsewhere"
+    target.mkdir()
+    os.symlink(target, store_path / "linked")
+    refused = cli("add", "a note for the linked project", "--project", "linked")
+    assert refused.exit_code == 1 and "symbolic link" in refused.stderr
+    assert list(target.iterdir()) == []
+
+
+def test_an_id_is_never_used_as_a_path(store_path: Path, tmp_path: Path) -> None:
+    victim = store_path.parent / "victim.md"
+    victim.write_text("do not touch\n")
+    write_memory_file(store_path, "demo/notes/fact/hostile.md", "a note with a hostile id",
+                      id="../../victim", type="fact")
+    write_memory_file(store_path, "demo/notes/fact/absolute.md", "another hostile id",
+                      id=str(tmp_path / "abs-victim"), type="fact")
+    cli = Cli(store_path)
+    listed = cli.ok("list", "--json").json()
+    ids = {note["id"] for note in listed}
+    assert ids and all(valid_id(note_id) for note_id in ids)
+    assert "../../victim" not in ids
+    for note_id in ids:
+        cli.ok("forget", note_id)
+    assert victim.read_text() == "do not touch\n"
+    assert not (tmp_path / "abs-victim.md").exists()
+    tombstones = {p.name for p in (store_path / ".tombstones").iterdir()}
+    assert all(valid_id(name[:-3]) for name in tombstones if name.endswith(".md"))
+    bad = cli("forget", "../../README")
+    assert bad.exit_code == 1 and not (store_path.parent / "README.md").exists()
+
+
+@pytest.mark.parametrize("text", ["../x", "/abs/path", "a/b", ".hidden", "-flag", "", "x" * 65,
+                                  "a..b", "..", "with space", "nul\x00"])
+def test_the_id_validator_refuses_what_could_be_a_path(text: str) -> None:
+    assert not valid_id(text)
+
+
+@pytest.mark.parametrize("text", ["01m8p0b4rc7ecc6q", "pg-choice", "note_1", "A.b-c"])
+def test_the_id_validator_accepts_ids(text: str) -> None:
+    assert valid_id(text)
+
+
+def test_a_planted_state_folder_link_is_refused(store_path: Path, outside: Path) -> None:
+    """`.memctl` itself a link (left by an old clone): the edit draft never lands outside."""
+    cli = Cli(store_path)
+    note = cli.ok("add", "edit me", "--json", env=NOW).json()["id"]
+    before = tree_snapshot(store_path)
+    state = store_path / ".memctl"
+    import shutil
+
+    shutil.rmtree(state)
+    os.symlink(outside.parent, state)
+    edited = cli("edit", note, env={"EDITOR": "true"})
+    assert edited.exit_code == 1 and "symbolic link" in edited.stderr
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["credentials"]
+    assert tree_snapshot(store_path) == before
