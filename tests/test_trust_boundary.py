@@ -179,3 +179,69 @@ def test_a_planted_state_folder_link_is_refused(store_path: Path, outside: Path)
     assert edited.exit_code == 1 and "symbolic link" in edited.stderr
     assert sorted(p.name for p in outside.parent.iterdir()) == ["credentials"]
     assert tree_snapshot(store_path) == before
+
+
+# --- time used against the merge ---------------------------------------------------------------
+
+
+def test_a_date_far_in_the_future_neither_crashes_nor_wins_forever(store_path: Path) -> None:
+    from memctl.core.merge import Entry, future_horizon, merge_key
+    from memctl.core.clock import parse_time
+
+    write_memory_file(store_path, "demo/notes/fact/forged.md", "a note from the far future",
+                      id="01forgedfuture01", type="fact", updated="9999-12-31T23:59:59.999Z")
+    cli = Cli(store_path)
+    edited = cli("edit", "01forgedfuture01", env={"EDITOR": "sed -i s/far/near/", **NOW})
+    assert edited.exit_code == 0, edited.stderr
+    shown = cli.ok("show", "01forgedfuture01", "--json").json()
+    assert shown["updated"].startswith("2026-11-30")  # the forged date no longer holds it
+    forgotten = cli("forget", "01forgedfuture01", env=NOW)
+    assert forgotten.exit_code == 0 and "Traceback" not in forgotten.stderr
+
+    def version(body: str, updated: str) -> Entry:
+        return Entry(key="id:x", path="p/notes/fact/x.md", updated=updated,
+                     data=f"---\nid: x\nupdated: {updated}\n---\n{body}\n".encode())
+
+    forged = version("forged", "9999-12-31T23:59:59.999Z")
+    honest = version("honest", "2026-11-30T11:00:00Z")
+    horizon = future_horizon(parse_time("2026-11-30T12:00:00Z"))
+    # Beyond a day ahead of the merging machine's clock a date proves nothing: the forged
+    # version loses to an honest one, and is kept as a conflict copy, not lost.
+    outcome = merge_key(forged, honest, horizon=horizon)
+    assert outcome.result is honest and outcome.copy is not None
+    assert merge_key(honest, forged, horizon=horizon).result is honest
+    within_a_day = version("tomorrow", "2026-12-01T11:00:00Z")
+    assert merge_key(within_a_day, honest, horizon=horizon).result is within_a_day
+
+
+def test_a_clock_days_ahead_does_not_bring_a_forgotten_note_back(tmp_path: Path, remote: Path) -> None:
+    """One machine's clock runs three days ahead when it edits; the other forgets the note
+    later in real time. The edit's date is beyond what the merging machine accepts, so it does
+    not win on its date alone: the deletion stands."""
+    ahead = machine(tmp_path, "ahead", remote)
+    note = ahead.ok("add", "the cache is Redis 7", "--json", env=NOW).json()["id"]
+    ahead.ok("sync")
+    behind = machine(tmp_path, "behind", remote)
+    ahead.ok("edit", note, env={"EDITOR": "sed -i s/Redis/Valkey/", "MEMCTL_NOW": "2026-12-03T12:00:00Z"})
+    ahead.ok("sync")
+    real_time = {"MEMCTL_NOW": "2026-11-30T13:00:00Z"}
+    behind.ok("forget", note, env=real_time)
+    synced = behind("sync", "--json", env=real_time)
+    assert synced.exit_code == 0, synced.stderr
+    assert synced.json()["revived"] == []
+    assert all(n["id"] != note for n in behind.ok("list", "--json", env=real_time).json())
+
+
+def test_a_deletion_that_loses_to_a_later_edit_is_reported(tmp_path: Path, remote: Path) -> None:
+    first = machine(tmp_path, "first", remote)
+    note = first.ok("add", "the cache is Redis 7", "--json", env=NOW).json()["id"]
+    first.ok("sync")
+    second = machine(tmp_path, "second", remote)
+    second.ok("forget", note, env={"MEMCTL_NOW": "2026-11-30T13:00:00Z"})
+    first.ok("edit", note, env={"EDITOR": "sed -i s/Redis/Valkey/", "MEMCTL_NOW": "2026-11-30T14:00:00Z"})
+    first.ok("sync", env={"MEMCTL_NOW": "2026-11-30T14:00:00Z"})
+    later = {"MEMCTL_NOW": "2026-11-30T15:00:00Z"}
+    synced = second("sync", "--json", env=later)
+    assert synced.exit_code == 0, synced.stderr
+    assert synced.json()["revived"] == [note]  # the edit won, and the user is told
+    assert any(n["id"] == note for n in second.ok("list", "--json", env=later).json())

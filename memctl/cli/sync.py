@@ -99,6 +99,9 @@ def import_command(
         info(f"rejected {item['path']}: {item['reason']}")
     if report.conflicts:
         info(f"{len(report.conflicts)} conflict copies kept; see `memctl conflicts`")
+    for note_id in report.revived:
+        warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
+             f"kept (`memctl forget {note_id}` deletes it again)")
     info(f"{'dry run: ' if dry_run else ''}{counts}")
 
 
@@ -122,6 +125,9 @@ def sync(
         info("nothing new on the remote")
     if report.conflicts:
         info(f"{len(report.conflicts)} conflict copies kept; see `memctl conflicts`")
+    for note_id in report.revived:
+        warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
+             f"kept (`memctl forget {note_id}` deletes it again)")
     if report.refused:
         warn(f"refused {len(report.refused)} path(s) from remote commit "
              f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files a remote may "

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from memctl.core.clock import parse_time
+from memctl.core.clock import format_time, parse_time
 from memctl.core.noteformat import compute_checksum, parse_text, set_fields
 
 TOMBSTONE = "tombstone"
@@ -154,6 +154,7 @@ class Outcome:
     taken: str
     copy: Entry | None = None
     diverged: bool = False
+    revived: bool = False  # a deletion on one side lost to an edit stamped later on the other
 
 
 @dataclass
@@ -168,8 +169,22 @@ class MergeResult:
 Seen = Mapping[str, frozenset[str]]
 
 
-def newer(a: Entry, b: Entry) -> Entry:
-    return a if a.order() >= b.order() else b
+def future_horizon(moment: datetime, tolerance: timedelta = timedelta(days=1)) -> int:
+    """The latest `updated` (microseconds since 1970) a version may claim in a merge on this
+    machine at `moment`. A later stamp proves nothing (a clock days ahead, a forged
+    `9999-12-31`): it counts as no time at all, so it never wins on its date alone
+    (docs/sync.md)."""
+    return instant(format_time(moment + tolerance)) or 0
+
+
+def newer(a: Entry, b: Entry, horizon: int | None = None) -> Entry:
+    if horizon is None:
+        return a if a.order() >= b.order() else b
+    return a if _capped(a.order(), horizon) >= _capped(b.order(), horizon) else b
+
+
+def _capped(order: tuple[int, int, str], horizon: int) -> tuple[int, int, str]:
+    return (_NEVER,) + order[1:] if order[0] > horizon else order
 
 
 def same_content(a: Entry, b: Entry) -> bool:
@@ -217,9 +232,10 @@ def conflict_copy(loser: Entry) -> Entry:
 
 def merge_key(ours: Entry | None, theirs: Entry | None,
               seen_ours: frozenset[str] = frozenset(),
-              seen_theirs: frozenset[str] = frozenset()) -> Outcome:
+              seen_theirs: frozenset[str] = frozenset(), horizon: int | None = None) -> Outcome:
     """Merge one key. `seen_*` are the versions (git blob ids) each side had before its
-    current one: its history, or just the merge base."""
+    current one: its history, or just the merge base. `horizon` (`future_horizon`) caps the
+    times versions claim."""
     if theirs is None:
         if ours is not None and ours.oid in seen_theirs:
             return Outcome(None, "theirs")  # they deleted what we still have unchanged
@@ -243,16 +259,20 @@ def merge_key(ours: Entry | None, theirs: Entry | None,
         return Outcome(ours, "ours")
     if ours_is_old and not theirs_is_old:
         return Outcome(theirs, "theirs")
-    winner = newer(ours, theirs)
+    winner = newer(ours, theirs, horizon)
     loser = theirs if winner is ours else ours
     copy = None
     if not loser.is_tombstone and loser.kind != CONFLICT and not same_content(loser, winner):
         copy = conflict_copy(loser)
-    return Outcome(winner, "ours" if winner is ours else "theirs", copy, diverged=True)
+    # A deletion that loses to a later edit is a conflict too, never a silent resurrection.
+    revived = loser.is_tombstone and not winner.is_tombstone
+    return Outcome(winner, "ours" if winner is ours else "theirs", copy, diverged=True,
+                   revived=revived)
 
 
 def merge_snapshots(ours: Mapping[str, Entry], theirs: Mapping[str, Entry],
-                    seen_ours: Seen | None = None, seen_theirs: Seen | None = None) -> MergeResult:
+                    seen_ours: Seen | None = None, seen_theirs: Seen | None = None,
+                    horizon: int | None = None) -> MergeResult:
     """Merge two whole sets of entries (key -> entry). Symmetric: swapping the sides gives
     the same entries (only the `taken` labels swap)."""
     seen_ours = seen_ours or {}
@@ -265,7 +285,7 @@ def merge_snapshots(ours: Mapping[str, Entry], theirs: Mapping[str, Entry],
     conflicts: list[Entry] = []
     for key in sorted(set(mine) | set(other)):
         outcome = merge_key(mine.get(key), other.get(key),
-                            seen_ours.get(key, empty), seen_theirs.get(key, empty))
+                            seen_ours.get(key, empty), seen_theirs.get(key, empty), horizon)
         outcomes[key] = outcome
         if outcome.result is not None:
             entries[key] = outcome.result

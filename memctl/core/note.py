@@ -22,6 +22,9 @@ from memctl.core.vocab import (  # noqa: F401 - re-exported
 )
 
 DEFAULT_TYPE = "fact"
+# How far ahead of this machine's clock a time stamp may be and still count as what it says
+# (clocks of machines differ; more than this is a wrong clock or a forged date).
+FUTURE_TOLERANCE = timedelta(days=1)
 DEFAULT_IMPORTANCE = 5
 
 # The order memctl writes fields in a new note; a person's own order is never changed.
@@ -296,5 +299,12 @@ def monotonic_stamp(moment: datetime, previous: str | None) -> datetime:
     machines; newest-wins merging relies on a change looking newer than what it changed)."""
     before = parse_time(previous) if previous else None
     if before is not None and before >= moment:
-        return before + timedelta(milliseconds=1)
+        if before - moment > FUTURE_TOLERANCE:
+            # A stamp far in this clock's future (a machine's clock years ahead, or a hostile
+            # `9999-12-31`) does not hold every later change hostage (docs/sync.md).
+            return moment
+        try:
+            return before + timedelta(milliseconds=1)
+        except OverflowError:
+            return moment
     return moment

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.core.clock import format_time
+from memctl.core.clock import format_time, now
 from memctl.core.errors import MemctlError
 from memctl.core.ids import is_id
 from memctl.core.merge import (
@@ -25,6 +25,7 @@ from memctl.core.merge import (
     MergeKey,
     add_entry,
     dump_counters,
+    future_horizon,
     git_oid,
     key_name,
     merge_counters,
@@ -55,6 +56,7 @@ class SyncReport:
     pulled: list[str] = field(default_factory=list)  # ids/paths that changed here
     conflicts: list[str] = field(default_factory=list)  # conflict copies made
     refused: list[str] = field(default_factory=list)  # remote paths never checked out here
+    revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
     refused_from: str | None = None  # the remote commit that brought them
     pushed: bool = False
     attempts: int = 0
@@ -63,7 +65,7 @@ class SyncReport:
         return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
-                "refused_from": self.refused_from}
+                "refused_from": self.refused_from, "revived": self.revived}
 
 
 # --- the merge driver --------------------------------------------------------------------------
@@ -75,7 +77,7 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
     data = [Path(p).read_bytes() if Path(p).is_file() else b"" for p in (base, ours, theirs)]
     mine, other = entry_for(path, data[1]), entry_for(path, data[2])
     seen = frozenset({git_oid(data[0])}) if data[0] else frozenset()
-    outcome = merge_key(mine, other, seen, seen)
+    outcome = merge_key(mine, other, seen, seen, future_horizon(now()))
     result = outcome.result or mine
     Path(ours).write_bytes(result.data)
     if outcome.copy is not None:
@@ -360,7 +362,9 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
 
     mine, other, common = side_entries("ours"), side_entries("theirs"), side_entries("base")
     seen = seen_from_base(common)
-    result = merge_snapshots(mine, other, seen, seen)
+    result = merge_snapshots(mine, other, seen, seen, future_horizon(now()))
+    report.revived.extend(key_name(key) for key, outcome in result.outcomes.items()
+                          if outcome.revived)
     modes = {(p, oid): mode for s in trees.values() for p, (mode, oid) in s.items()}
     final = {p: v for p, v in trees["ours"].items() if p not in relevant}
     new_blobs = []

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memctl.core.clock import now
 from memctl.core.errors import MemctlError
 from memctl.core.merge import (
     TOMBSTONE,
@@ -27,6 +28,7 @@ from memctl.core.merge import (
     MergeResult,
     add_entry,
     dump_counters,
+    future_horizon,
     instant,
     key_name,
     merge_counters,
@@ -146,6 +148,7 @@ class ImportReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
     rejected: list[dict[str, str]] = field(default_factory=list)
     writes: dict[str, bytes] = field(default_factory=dict)
     removes: list[str] = field(default_factory=list)
@@ -154,7 +157,8 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-                "deleted": self.deleted, "conflicts": self.conflicts, "rejected": self.rejected}
+                "deleted": self.deleted, "conflicts": self.conflicts, "revived": self.revived,
+                "rejected": self.rejected}
 
     def changes(self) -> list[tuple[str, str]]:
         """(action, path) of every file the import writes or removes, sorted by path."""
@@ -204,7 +208,7 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     for key, oids in bundle.removed.items():
         if key not in incoming:
             seen_in[key] = oids
-    result = merge_snapshots(local.entries, incoming, local.seen, seen_in)
+    result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(now()))
     report = ImportReport(source=bundle.source)
     report.rejected = [p.to_dict() for p in bundle.invalid]
     for key in sorted(set(result.entries) | set(local.entries)):
@@ -232,6 +236,8 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     for key, outcome in sorted(result.outcomes.items()):
         if outcome.copy is not None and outcome.copy.key in result.entries:
             report.conflicts.append(key_name(key))
+        elif outcome.revived:
+            report.revived.append(key_name(key))
     return report, result
 
 
