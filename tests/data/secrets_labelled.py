@@ -1,0 +1,249 @@
+"""A labelled set for `memctl.core.secrets`: texts that hold a secret, and texts that look like
+one but are not. Used by tests/test_secrets.py (every secret found, no non-secret found) and by
+bench/bench_secrets.py (recall and false positives, beside Yelp's detect-secrets).
+
+None of these credentials is real. Each token is assembled from its prefix and a body made by a
+seeded generator, so this file does not itself trip secret scanners (GitHub push protection,
+detect-secrets baselines) and no token string appears literally in the source.
+
+SECRETS: (text, kind memctl reports, the secret part: never shown by a finding).
+NON_SECRETS: (text, why it is not a secret). Decisions held here: `changeme`, `xxx`, `<...>`,
+`${VAR}`, `os.environ[...]` are placeholders or references; a URL password equal to its user
+(`postgres:postgres@localhost`) is a well-known default; bare hex/base32/base64 strings (git
+SHAs, digests, UUIDs, note ids, images) are never secrets without a prefix or a name.
+"""
+
+from __future__ import annotations
+
+import random
+
+_RNG = random.Random(20261201)
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_HEX = "0123456789abcdef"
+_B64 = _ALNUM + "+/"
+_URLSAFE = _ALNUM + "-_"
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _r(length: int, alphabet: str = _ALNUM) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(length))
+
+
+def _fullwidth(text: str) -> str:
+    """ASCII letters, digits and `_=` as their full-width forms (U+FF01…U+FF5E)."""
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+AWS_ID = "AKIA" + _r(16, _UPPER)
+AWS_TEMP_ID = "ASIA" + _r(16, _UPPER)
+AWS_SECRET = _r(40, _B64)
+GHP = "ghp_" + _r(36)
+GHO = "gho_" + _r(36)
+GITHUB_PAT = "github_pat_" + _r(22) + "_" + _r(59)
+GLPAT = "glpat-" + _r(20, _URLSAFE)
+NPM = "npm_" + _r(36)
+HF = "hf_" + _r(34, _LETTERS)
+SLACK_BOT = "xoxb-" + _r(12, "0123456789") + "-" + _r(13, "0123456789") + "-" + _r(24)
+SLACK_USER = "xoxp-" + _r(12, "0123456789") + "-" + _r(12, "0123456789") + "-" + _r(13, "0123456789") + "-" + _r(32, _HEX)
+SLACK_HOOK = "T" + _r(10, _UPPER) + "/B" + _r(10, _UPPER) + "/" + _r(24)
+STRIPE = "sk_live_" + _r(24)
+STRIPE_RESTRICTED = "rk_live_" + _r(24)
+SENDGRID = "SG." + _r(22, _URLSAFE) + "." + _r(43, _URLSAFE)
+TWILIO_KEY = "SK" + _r(32, _HEX)
+TWILIO_SID = "AC" + _r(32, _HEX)
+TWILIO_TOKEN = _r(32, _HEX)
+DISCORD = _r(68, _URLSAFE)
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIiwicm9sZSI6ImFkbWluIiwiaWF0IjoxNzMzMDAwMDAwfQ."
+       + _r(43, _URLSAFE))
+RSA_BODY = "MIIEowIBAAKCAQEA" + _r(64, _B64) + "\n" + _r(64, _B64) + "\n" + _r(40, _B64) + "=="
+OPENSSH_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" + _r(30, _B64) + "\n" + _r(50, _B64)
+PKCS8_JSON_BODY = "\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + _r(60, _B64) + "\\n" + _r(40, _B64) + "\\n"
+AZURE_KEY = _r(86, _B64) + "=="
+AZURE_SB_KEY = _r(43, _B64) + "="
+BEARER = _r(48, _URLSAFE + ".")
+BASIC = "YWRtaW46" + _r(16, _B64)
+OPENAI = "sk-proj-" + _r(48, _URLSAFE)
+ANTHROPIC = "sk-ant-api03-" + _r(93, _URLSAFE) + "-" + _r(6, _URLSAFE) + "AA"
+GOOGLE = "AIza" + _r(35, _URLSAFE)
+ZW_AWS = "AKIA" + _r(16, _UPPER)
+ZW_SLACK = "xoxb-" + _r(12, "0123456789") + "-" + _r(13, "0123456789") + "-" + _r(24)
+ZW_OPENAI = "sk-proj-" + _r(40)
+FW_GHP = "ghp_" + _r(36)
+FW_PASSWORD = "Qm" + _r(10) + "!7"
+
+SECRETS: list[tuple[str, str, str]] = [
+    # well-known prefixes
+    (f"export AWS_ACCESS_KEY_ID={AWS_ID}", "aws-access-key", AWS_ID),
+    (f'{{"AccessKeyId": "{AWS_TEMP_ID}", "Expiration": "2026-12-01T10:00:00Z"}}', "aws-access-key", AWS_TEMP_ID),
+    (f"aws_secret_access_key = {AWS_SECRET}", "aws-secret-key", AWS_SECRET),
+    (f"git clone https://x-access-token:{GHP}@github.com/acme/infra.git", "github-token", GHP),
+    (f"`gh auth token` printed {GHO} on the build box", "github-token", GHO),
+    (f"GITHUB_TOKEN={GITHUB_PAT}", "github-token", GITHUB_PAT),
+    (f"the deploy job uses {GLPAT} to push the image tag", "gitlab-token", GLPAT),
+    (f"//registry.npmjs.org/:_authToken={NPM}", "npm-token", NPM),
+    (f"HF_TOKEN={HF} for the private model repo", "huggingface-token", HF),
+    (f'huggingface_hub.login(token="{HF}")', "huggingface-token", HF),
+    (f"SLACK_BOT_TOKEN={SLACK_BOT}", "slack-token", SLACK_BOT),
+    (f"my user token {SLACK_USER} works for the export script", "slack-token", SLACK_USER),
+    (f"alerts go to https://hooks.slack.com/services/{SLACK_HOOK}", "slack-webhook", SLACK_HOOK),
+    (f"stripe.api_key = '{STRIPE}'", "stripe-key", STRIPE),
+    (f"reporting job reads charges with {STRIPE_RESTRICTED}", "stripe-key", STRIPE_RESTRICTED),
+    (f"SENDGRID_API_KEY={SENDGRID}", "sendgrid-key", SENDGRID),
+    (f"Twilio API key {TWILIO_KEY} belongs to the notify service", "twilio-api-key", TWILIO_KEY),
+    (f"twilio account {TWILIO_SID} auth token {TWILIO_TOKEN}", "twilio-auth-token", TWILIO_TOKEN),
+    (f"post build results to https://discord.com/api/webhooks/1189345678901234567/{DISCORD}",
+     "discord-webhook", DISCORD),
+    (f"Authorization: Bearer {JWT}", "jwt", JWT),
+    (f"staging session cookie: session={JWT}; Path=/; HttpOnly", "jwt", JWT),
+    (f"OPENAI_API_KEY={OPENAI}", "openai-key", OPENAI),
+    (f"the eval harness reads {ANTHROPIC} from .env", "openai-key", ANTHROPIC),
+    (f"maps key {GOOGLE} (restricted to the app)", "google-api-key", GOOGLE),
+    # private keys
+    (f"-----BEGIN RSA PRIVATE KEY-----\n{RSA_BODY}\n-----END RSA PRIVATE KEY-----", "private-key", RSA_BODY),
+    (f"deploy key:\n-----BEGIN OPENSSH PRIVATE KEY-----\n{OPENSSH_BODY}\n-----END OPENSSH PRIVATE KEY-----\n",
+     "private-key", OPENSSH_BODY),
+    (f'"private_key": "-----BEGIN PRIVATE KEY-----{PKCS8_JSON_BODY}-----END PRIVATE KEY-----\\n",',
+     "private-key", PKCS8_JSON_BODY),
+    # cloud connection strings and HTTP auth
+    (f"DefaultEndpointsProtocol=https;AccountName=prodlogs;AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+     "azure-storage-key", AZURE_KEY),
+    (f"Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey={AZURE_SB_KEY}",
+     "azure-storage-key", AZURE_SB_KEY),
+    (f"curl -H 'Authorization: Bearer {BEARER}' https://api.internal/v2/jobs", "bearer-token", BEARER),
+    (f"Authorization: Basic {BASIC}", "basic-auth", BASIC),
+    # passwords in URLs
+    ("DATABASE_URL=postgres://blog:Vq7rTz2pLm9x@db.internal:5432/blog", "url-password", "Vq7rTz2pLm9x"),
+    ("MONGO_URI=mongodb+srv://svc-report:k3Fh9QzW1xLp@cluster0.ab1cd.mongodb.net/reports",
+     "url-password", "k3Fh9QzW1xLp"),
+    ("celery broker amqp://worker:Rb8!nQ4zTt@rabbit.internal:5672//", "url-password", "Rb8!nQ4zTt"),
+    # assignments whose name says secret
+    ("export API_TOKEN=9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c", "secret-assignment", "9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c"),
+    ("DB_PASSWORD=Pg-stage-2024!", "password-assignment", "Pg-stage-2024!"),
+    ("    POSTGRES_PASSWORD: hT8kq2ZmWx4v", "password-assignment", "hT8kq2ZmWx4v"),
+    ('password = "Tr0ub4dor&3"', "password-assignment", "Tr0ub4dor&3"),
+    ("client_secret: 4kRt9-Zq2Lm8Xv7Nc3Pb", "secret-assignment", "4kRt9-Zq2Lm8Xv7Nc3Pb"),
+    ('{"username": "svc-backup", "password": "s3rv1ce-Backup"}', "password-assignment", "s3rv1ce-Backup"),
+    ("Server=sql01;Database=billing;User Id=app;Password=Bz7#kLq2;", "connection-string-password", "Bz7#kLq2"),
+    ("mysql -h db -u root --password=Xk9mQ2vRt", "password-assignment", "Xk9mQ2vRt"),
+    ('apiKey := "Zt4QmX9pLw2N8vKc"', "secret-assignment", "Zt4QmX9pLw2N8vKc"),
+    ("    MYSQL_ROOT_PASSWORD: correcthorsebatterystaple", "password-assignment", "correcthorsebatterystaple"),
+    ("测试库密码：MiMa2024Test，别提交到仓库", "password-assignment", "MiMa2024Test"),
+    # evasions: URL-encoded, full-width, zero-width characters
+    ("DATABASE_URL=postgres%3A%2F%2Fapp%3AS3cr3tPw9%40db.internal%2Fblog", "url-password", "S3cr3tPw9"),
+    ("callback?user=svc&password%3DHunter2Zx%21", "password-assignment", "Hunter2Zx%21"),
+    (f"token {_fullwidth(FW_GHP)} from the old laptop", "github-token", _fullwidth(FW_GHP)),
+    (f"{_fullwidth('DB_PASSWORD=')}{_fullwidth(FW_PASSWORD)}", "password-assignment", _fullwidth(FW_PASSWORD)),
+    (f"key {ZW_AWS[:8]}\u200b{ZW_AWS[8:]} in the ci env", "aws-access-key", ZW_AWS[8:]),
+    (f"{ZW_SLACK[:10]}\ufeff{ZW_SLACK[10:20]}\u200c{ZW_SLACK[20:]}", "slack-token", ZW_SLACK[20:]),
+    (f"OPENAI key {ZW_OPENAI[:12]}\u200d{ZW_OPENAI[12:]}", "openai-key", ZW_OPENAI[12:]),
+]
+
+NON_SECRETS: list[tuple[str, str]] = [
+    # ids, hashes, encodings
+    ("see note 01m8p0b4rc7ecc6q for the pool size", "memctl note id"),
+    ("id: 01m8p0bpb6pa1qs4\ntype: error\nproject: global", "front matter"),
+    ("superseded_by: 01m8p0b71361e2v8", "note id in front matter"),
+    ("fixed in commit 3f786850e387550fdab836ed7e6dc881de23001b", "git SHA"),
+    ("git revert a94a8fe5ccb19ba61c4c0873d391e987982fbbd3 && git push", "git SHA"),
+    ("request id 123e4567-e89b-12d3-a456-426614174000 in the logs", "UUID"),
+    ("token_id: 9b2f1c3e-5d7a-4f8e-9c1b-2a3d4e5f6a7b", "a token's id"),
+    ("X-Request-Id: 7f9c2ba4-e88f-4f2a-8c1e-3b0f4b6c9d21", "request id header"),
+    ("image sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "SHA-256 digest"),
+    ("sha1: da39a3ee5e6b4b0d3255bfef95601890afd80709", "SHA-1 digest"),
+    ("checksum: 9e107d9d372bb6826bd81d3542a419d6", "MD5 digest"),
+    ("![dot](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)",
+     "base64 image"),
+    ("favicon data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64 image"),
+    ("ULID 01HZY3K9Q8X7W6V5T4S3R2P1N0 orders the events", "ULID"),
+    ("colors #ff00aa and 0xDEADBEEF", "hex literals"),
+    ('etag: W/"5e15153d-120f"', "etag"),
+    # the word in prose, English and Chinese
+    ("rotate the password monthly", "prose"),
+    ("the password is stored in 1Password", "prose"),
+    ("password: use the vault", "prose"),
+    ("password: min-length 12", "prose"),
+    ("the secret: always warm the cache first", "prose"),
+    ("Never store the token in the cookie; use the session instead.", "prose"),
+    ("密码每 90 天更换", "Chinese prose"),
+    ("数据库密码放在 vault 里，不要写进笔记", "Chinese prose"),
+    ("密钥轮换流程见 docs/security.md", "Chinese prose"),
+    ("token 30 分钟过期，跑到一半的长任务全部返回 401，现在每次请求前检查过期时间", "Chinese prose"),
+    ("上线前必须完成单元测试和代码审查，并确认监控告警正常。", "Chinese prose"),
+    ("记住：连接池超过 30 秒就会超时，要加重试。", "Chinese prose"),
+    # placeholders and references
+    ("password: <your-password>", "placeholder"),
+    ("API_KEY=xxx", "placeholder"),
+    ("DB_PASSWORD=${DB_PASSWORD}", "reference"),
+    ("DB_PASSWORD=changeme", "well-known default (decided: placeholder)"),
+    ("password: ********", "masked"),
+    ("OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "placeholder"),
+    ("token: YOUR_TOKEN_HERE", "placeholder"),
+    ("stripe_key: your_stripe_secret_key", "placeholder"),
+    ("secret = os.environ['APP_SECRET']", "reference"),
+    ('password = os.getenv("DB_PASSWORD")', "reference"),
+    ("const token = process.env.GITHUB_TOKEN;", "reference"),
+    ('password: "{{ .Values.db.password }}"', "template"),
+    ("api_key: !vault |", "ansible vault reference"),
+    ("token=$(cat /run/secrets/token)", "reference"),
+    ("password_file: /run/secrets/db_password", "a path"),
+    ('secret = ""', "empty"),
+    ("apiKey: string  # from settings", "a type"),
+    ("Authorization: Bearer <token>", "placeholder"),
+    ("Authorization: Bearer $GITHUB_TOKEN", "reference"),
+    ("postgres://user:password@localhost:5432/app", "docs placeholder"),
+    ("postgres://postgres:postgres@localhost:5432/test", "well-known default (decided)"),
+    # names that mention a secret but hold something else
+    ("PASSWORD_MIN_LENGTH=12", "a policy"),
+    ("max_tokens: 4096", "an LLM limit"),
+    ("tokenizer: jieba", "a tokenizer"),
+    ("token_ttl: 3600", "a lifetime"),
+    ("secret_name: prod/db/credentials", "a secret's name"),
+    ("password_hash: bcrypt", "an algorithm"),
+    ("jwt_algorithm: HS256", "an algorithm"),
+    ("public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGk5Zm9vYmFyYmF6cXV4 dev@laptop", "public key"),
+    ("-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END PUBLIC KEY-----",
+     "public key block"),
+    ("-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n-----END CERTIFICATE-----",
+     "certificate"),
+    ("look for a line starting with -----BEGIN RSA PRIVATE KEY----- in the repo", "a header named in prose"),
+    ("account_sid: AC0123456789abcdef0123456789abcdef", "a Twilio account sid alone is an id"),
+    ("encryption: aes-256-gcm, key derivation pbkdf2", "algorithms"),
+    ("key: value pairs are separated by a colon", "prose"),
+    ("primary key: (tenant_id, id)", "a database key"),
+    ("sort_key=created_at", "a sort key"),
+    ("monkey: banana", "a word that contains key"),
+    ("secrets: [db-password, api-token]", "names of secrets"),
+    ("PWD=/work/main OLDPWD=/home/dev", "shell working directories"),
+    ("apiKey: process.env.API_KEY!,", "TypeScript reference"),
+    ("password?: string;", "TypeScript type"),
+    ("DATABASE_PASSWORD: ENC[AES256_GCM,data:Tr9kq2==,iv:Zm9v,tag:YmFy,type:str]", "sops-encrypted value"),
+    ("token: ${{ secrets.GITHUB_TOKEN }}", "GitHub Actions expression"),
+    ("valueFrom:\n  secretKeyRef:\n    name: db-credentials\n    key: password", "Kubernetes reference"),
+    ("last_token_refresh: 2026-12-01T10:00:00Z", "a timestamp"),
+    ("token_version: 2.3.1-beta", "a version"),
+    ("export PATH=$HOME/.local/bin:$PATH", "shell"),
+    # prefixes named in docs, URLs and versions
+    ("AKIA keys belong to IAM users; ASIA keys are temporary", "prefix named"),
+    ("GitHub tokens start with ghp_ and fine-grained ones with github_pat_", "prefix named"),
+    ("Slack bot tokens look like xoxb-…", "prefix named"),
+    ("SendGrid keys start with SG. and are 69 characters long", "prefix named"),
+    ("the model is scikit-learn (sk-learn), not a key", "prefix lookalike"),
+    ('hf_hub_download(repo_id="bert-base-uncased", filename="config.json")', "function name"),
+    ("npm_config_registry=https://registry.npmjs.org/", "npm config"),
+    ("JWT header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 decodes to alg HS256", "JWT header alone"),
+    ("https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/managing-your-personal-access-tokens",
+     "docs URL"),
+    ("https://huggingface.co/docs/hub/security-tokens", "docs URL"),
+    ("https://discord.com/developers/docs/resources/webhook#execute-webhook", "docs URL"),
+    ("https://api.example.com/v1/tokens?limit=20&cursor=abc", "API URL"),
+    ("postgres://localhost:5432/blog", "URL without credentials"),
+    ("git@github.com:acme/infra.git and ssh://git@gitlab.com:22/group/project.git", "ssh remotes"),
+    ("https://example.com:8443/path", "port in URL"),
+    ("released v2.14.3 with python 3.11.7, node 20.11.1, pnpm 8.15.4", "versions"),
+    ("npm install --save-dev @types/node@20.11.30", "versions"),
+    ("Cache-Control: max-age=31536000, immutable", "header"),
+    ("timeout=30s retries=5 backoff=2.0", "settings"),
+    ("AWS account 123456789012, role arn:aws:iam::123456789012:role/deploy", "account id and ARN"),
+    ("Kafka 消费者的 max.poll.interval.ms 设成 600000（10 分钟）", "Chinese with settings"),
+]
