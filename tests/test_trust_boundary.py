@@ -245,3 +245,45 @@ def test_a_deletion_that_loses_to_a_later_edit_is_reported(tmp_path: Path, remot
     assert synced.exit_code == 0, synced.stderr
     assert synced.json()["revived"] == [note]  # the edit won, and the user is told
     assert any(n["id"] == note for n in second.ok("list", "--json", env=later).json())
+
+
+# --- one secret guard for every door ----------------------------------------------------------
+
+AWS = "AKIAIOSFODNN7EXAMPLE"
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+@pytest.mark.parametrize("option", [["--tags", f"deploy,{GITHUB}"], ["--subject", "postgres://app:s3cretPw0rd@db.internal:5432/app"],
+                                    ["--predicate", AWS]])
+def test_a_secret_in_any_field_of_add_is_refused(store_path: Path, option: list[str]) -> None:
+    cli = Cli(store_path)
+    head = git(store_path, "rev-parse", "HEAD")
+    refused = cli("add", "an ordinary note", *option)
+    assert refused.exit_code == 1 and "looks like it contains a secret" in refused.stderr
+    assert AWS not in refused.stderr and GITHUB not in refused.stderr and "s3cretPw0rd" not in refused.stderr
+    assert git(store_path, "rev-parse", "HEAD") == head
+    assert cli("add", "an ordinary note", *option, "--allow-secret").exit_code == 0
+
+
+def test_a_secret_in_an_episode_tag_or_an_edit_is_refused(store_path: Path) -> None:
+    cli = Cli(store_path)
+    refused = cli("episode", "add", "--goal", "ship it", "--outcome", "completed", "--tags", GITHUB)
+    assert refused.exit_code == 1 and "the tags look" in refused.stderr.replace("looks", "look")
+    note = cli.ok("add", "the deploy key lives in the vault", "--json", env=NOW).json()["id"]
+    before = (store_path / cli.ok("show", note, "--json").json()["path"]).read_text()
+    edited = cli("edit", note, env={"EDITOR": f"sed -i s/vault/{AWS}/", **NOW})
+    assert edited.exit_code == 1 and "secret" in edited.stderr and AWS not in edited.stderr
+    assert (store_path / cli.ok("show", note, "--json").json()["path"]).read_text() == before
+
+
+def test_an_import_carrying_a_secret_is_refused_unless_allowed(store_path: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "notes-from-elsewhere"
+    folder.mkdir()
+    (folder / "ops.md").write_text(f"# Ops\n\nThe CI key is {AWS} and the bot token {GITHUB}.\n")
+    (folder / "plain.md").write_text("# Plain\n\nNothing to hide here.\n")
+    cli = Cli(store_path)
+    head = git(store_path, "rev-parse", "HEAD")
+    refused = cli("import", str(folder), "--from", "markdown")
+    assert refused.exit_code == 1 and "secret" in refused.stderr and AWS not in refused.stderr
+    assert git(store_path, "rev-parse", "HEAD") == head and git(store_path, "status", "--porcelain") == ""
+    assert cli("import", str(folder), "--from", "markdown", "--allow-secret").exit_code == 0

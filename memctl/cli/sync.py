@@ -76,6 +76,7 @@ def import_command(
     importer: ImporterChoice = typer.Option("auto", "--from",
                                             help="Read SOURCE as this format (default: detect)."),
     project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = typer.Option(False, "--allow-secret", help="Import even files that look like they contain a secret."),
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Merge memory from another machine or tool: newest version wins, nothing is lost."""
@@ -84,7 +85,7 @@ def import_command(
     store = get_store()
     kind = None if importer == "auto" else importer
     report = import_into(store, Path(source), dry_run=dry_run, skip_invalid=skip_invalid,
-                         importer=kind, project=current_project(project))
+                         importer=kind, project=current_project(project), allow_secret=allow_secret)
     if json_output:
         emit_json(report.to_dict())
         return

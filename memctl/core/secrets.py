@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from memctl.core.errors import MemctlError, arg
@@ -579,6 +579,27 @@ def mask_secrets(text: str) -> str:
 
 def looks_secret(text: str) -> bool:
     return bool(scan(text))
+
+
+def guard(fields: Mapping[str, str | Iterable[str] | None], allow: bool = False) -> None:
+    """The one secret guard for every door (docs/security.md): each named field of what is
+    about to be written — a note's text, title, tags, subject, predicate, project; an
+    episode's fields; an edited file; an imported file — is scanned, and the first field
+    holding a secret is refused, naming it (`allow_secret` is the only override)."""
+    if allow:
+        return
+    for name, value in fields.items():
+        if value is None:
+            continue
+        text = value if isinstance(value, str) else "\n".join(str(item) for item in value)
+        findings = scan(text)
+        if findings:
+            shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in findings[:3])
+            where = "the text" if name == "text" else f"the {name}"
+            raise MemctlError(
+                f"{where} looks like it contains a secret: {shown}; the store is synced "
+                f"through git, so it was not written. Remove the secret, or pass "
+                f"{arg('allow_secret')} if it is not one")
 
 
 def refuse_secrets(text: str, allow: bool = False) -> None:

@@ -36,6 +36,7 @@ from memctl.core.merge import (
     same_content,
 )
 from memctl.core.noteformat import compute_checksum, set_fields
+from memctl.core.secrets import guard
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
@@ -242,7 +243,8 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
 
 
 def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_invalid: bool = False,
-                importer: str | None = None, project: str = "default") -> ImportReport:
+                importer: str | None = None, project: str = "default",
+                allow_secret: bool = False) -> ImportReport:
     bundle = load_source(source, importer=importer, project=project)
     foreign = (importer or importers.detect(Path(source).expanduser())) not in ("bundle", "store", None)
     if bundle.invalid and not skip_invalid:
@@ -253,6 +255,9 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
             _adopt_created(bundle, local)
         report, _result = plan_import(local, bundle)
         report.dry_run = dry_run
+        # The one secret guard, for every file the import would write (docs/security.md).
+        guard({path: data.decode("utf-8", "replace") for path, data in sorted(report.writes.items())
+               if path.endswith(".md")}, allow_secret)
         if dry_run or not (report.writes or report.removes):
             return report
         summary = ", ".join(f"{len(v)} {k}" for k, v in (

@@ -19,9 +19,9 @@ from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd
 from memctl.core.ids import new_id
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.core.secrets import guard
 from memctl.disk.layout import EPISODE, EPISODES_DIR, classify, slugify
 from memctl.disk.templates import fill, load_template
-from memctl.memory.project_memory import check_secrets
 from memctl.store import Store
 
 TEMPLATE_NAME = "episode.md"
@@ -276,8 +276,9 @@ def prepare_episode(
     outcome = arguments.outcome(outcome)
     parsed_steps = [s if isinstance(s, Step) else parse_step(s) for s in steps]
 
-    check_secrets(
-        "\n".join([goal, summary or "", *(s.render() for s in parsed_steps)]), allow_secret
+    guard(
+        {"text": "\n".join([goal, summary or "", *(s.render() for s in parsed_steps)]),
+         "tags": tags, "links": links}, allow_secret
     )
     resolved: list[tuple[str, str]] = []
     for ref in links:

@@ -24,7 +24,7 @@ from memctl.core.note import (
     title_of,
 )
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
-from memctl.core.secrets import refuse_secrets
+from memctl.core.secrets import guard, scan
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template
 from memctl.index.db import ensure_fresh
@@ -100,7 +100,8 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
     subject = arguments.short_line(subject, "subject")
     predicate = arguments.short_line(predicate, "predicate")
 
-    refuse_secrets(text, allow_secret)
+    guard({"text": text, "tags": clean_tags, "subject": subject, "predicate": predicate,
+           "project": project}, allow_secret)
     if importance is None:
         importance = _inferred_importance(store, text, note_type)
     corrected = [corrects] if corrects else []
@@ -231,7 +232,7 @@ def edit_note(store: Store, ref: str, editor: str | None = None) -> tuple[Note, 
     if edited == original:
         draft.unlink()
         return note, False
-    problem = _validate_edited(edited, note)
+    problem = _validate_edited(edited, note, original)
     if problem:
         raise MemctlError(f"{problem}; the note is unchanged (your edited copy: {store.relpath(draft)})")
     with store.lock("edit"):
@@ -243,7 +244,7 @@ def edit_note(store: Store, ref: str, editor: str | None = None) -> tuple[Note, 
     return store.read_note(note.path), True
 
 
-def _validate_edited(text: str, original: Note) -> str | None:
+def _validate_edited(text: str, original: Note, original_text: str) -> str | None:
     parsed = parse_text(text)
     if parsed.problem is not None:
         return f"line {parsed.problem.line}: {parsed.problem.message}"
@@ -252,6 +253,12 @@ def _validate_edited(text: str, original: Note) -> str | None:
         return f"the id changed from {original.id} to {edited.id}; ids are permanent"
     if edited.warnings:
         return "; ".join(edited.warnings)
+    before = {(f.kind, f.masked) for f in scan(original_text)}
+    added = [f for f in scan(text) if (f.kind, f.masked) not in before]
+    if added:
+        shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in added[:3])
+        return (f"the edit adds what looks like a secret: {shown}; the store is synced through "
+                "git, so it was not saved")
     if not parsed.body.strip():
         return "the note body is empty (use `memctl forget` to delete a note)"
     return None
