@@ -287,3 +287,25 @@ def test_an_import_carrying_a_secret_is_refused_unless_allowed(store_path: Path,
     assert refused.exit_code == 1 and "secret" in refused.stderr and AWS not in refused.stderr
     assert git(store_path, "rev-parse", "HEAD") == head and git(store_path, "status", "--porcelain") == ""
     assert cli("import", str(folder), "--from", "markdown", "--allow-secret").exit_code == 0
+
+
+def test_health_lists_links_invalid_ids_shared_ids_and_ignored_folders(store_path: Path, outside: Path) -> None:
+    cli = Cli(store_path)
+    cli.ok("add", "an ordinary note", env=NOW)
+    os.symlink(outside, store_path / "demo" / "SCRATCHPAD.md")
+    write_memory_file(store_path, "demo/notes/fact/hostile.md", "hostile id", id="../../x")
+    write_memory_file(store_path, "demo/notes/fact/one.md", "first copy", id="shared-id")
+    write_memory_file(store_path, "demo/notes/fact/two.md", "second copy", id="shared-id")
+    (store_path / "not a project").mkdir()
+    (store_path / "demo" / ".cache").mkdir()
+    report = cli("health", "--json").json()
+    assert [link["path"] for link in report["links"]] == ["demo/SCRATCHPAD.md"]
+    assert [e["path"] for e in report["invalid_ids"]] == ["demo/notes/fact/hostile.md"]
+    assert report["duplicate_ids"] == [{"id": "shared-id", "paths": ["demo/notes/fact/one.md",
+                                                                     "demo/notes/fact/two.md"]}]
+    assert report["ignored"] == ["demo/.cache/", "not a project/"]
+    kinds = {problem["kind"] for problem in report["problems"]}
+    assert {"links", "invalid_ids", "duplicate_ids"} <= kinds
+    markdown = store_path.parent / "report.md"
+    cli.ok("health", "--markdown", str(markdown))
+    assert "Symbolic links" in markdown.read_text() and str(outside) in markdown.read_text()

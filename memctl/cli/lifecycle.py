@@ -145,6 +145,14 @@ def _render(report: dict[str, Any]) -> None:
              [[e["id"], e["path"], "; ".join(e["warnings"])] for e in report["field_warnings"]])
     _section(f"likely secrets, masked ({len(report['secrets'])})", ["where", "kind", "text"],
              [[f"{e['path']}:{e['line']}", e["kind"], e["masked"]] for e in report["secrets"]])
+    _section(f"symbolic links, never followed ({len(report['links'])})", ["path", "points to"],
+             [[e["path"], e["target"]] for e in report["links"]])
+    _section(f"ids that are not valid ({len(report['invalid_ids'])})", ["path", "problem"],
+             [[e["path"], e["warning"]] for e in report["invalid_ids"]])
+    _section(f"ids used by more than one file ({len(report['duplicate_ids'])})", ["id", "files"],
+             [[e["id"], ", ".join(e["paths"])] for e in report["duplicate_ids"]])
+    _section(f"folders memctl does not read ({len(report['ignored'])})", ["folder"],
+             [[path] for path in report["ignored"]])
     _section(f"MEMORY.md over budget ({len(report['memory_over_budget'])})",
              ["path", "bytes", "limit"],
              [[e["path"], e["bytes"], e["limit"]] for e in report["memory_over_budget"]])

@@ -7,6 +7,7 @@ derived index up to date, like every read command).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,9 +19,10 @@ from memctl.core.note import Note, note_from_parsed
 from memctl.core.noteformat import parse_text
 from memctl.core.secrets import scan
 from memctl.core.similarity import compare
+from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
-from memctl.disk.layout import ARCHIVED, CONFLICT, GLOBAL, NOTE, classify
+from memctl.disk.layout import ARCHIVED, CONFLICT, CONFLICT_DIR, GLOBAL, NOTE, TOMBSTONE_DIR, classify
 from memctl.disk.watchstate import read_status
 from memctl.index.db import ensure_fresh, open_index, walk_stats
 from memctl.index.docs import content_digest, fast_parse
@@ -43,6 +45,9 @@ PROBLEM_SECTIONS = (
     ("secrets", "likely secrets"),
     ("memory_over_budget", "MEMORY.md files over budget"),
     ("conflicts", "conflict copies to review"),
+    ("links", "symbolic links memctl refuses to follow"),
+    ("invalid_ids", "notes whose id is not a valid id"),
+    ("duplicate_ids", "ids used by more than one file"),
 )
 
 
@@ -274,6 +279,14 @@ def build_report(store: Store, moment: datetime | None = None) -> dict[str, Any]
     conflicts = [{"path": p, "project": (classify(p) or ("", ""))[1]}
                  for p in sorted(sizes) if (classify(p) or ("",))[0] == CONFLICT]
     warnings = [{**_brief(n), "warnings": list(n.warnings)} for n in notes if n.warnings]
+    invalid_ids = [{**_brief(n), "warning": w} for n in notes for w in n.warnings
+                   if "is not a valid id" in w]
+    paths_by_id: dict[str, list[str]] = {}
+    for note in notes:
+        paths_by_id.setdefault(note.id, []).append(note.path)
+    duplicate_ids = [{"id": note_id, "paths": sorted(paths)}
+                     for note_id, paths in sorted(paths_by_id.items()) if len(paths) > 1]
+    links, ignored = _links_and_ignored(store)
 
     report: dict[str, Any] = {
         "generated": format_time(moment),
@@ -290,6 +303,10 @@ def build_report(store: Store, moment: datetime | None = None) -> dict[str, Any]
         "secrets": secrets,
         "memory_over_budget": over,
         "conflicts": conflicts,
+        "links": links,
+        "invalid_ids": invalid_ids,
+        "duplicate_ids": duplicate_ids,
+        "ignored": ignored,
         "index": drift,
         "git": _git_state(store),
         "watcher": _watcher_state(store),
@@ -297,6 +314,38 @@ def build_report(store: Store, moment: datetime | None = None) -> dict[str, Any]
     report["problems"] = problems_of(report)
     report["ok"] = not report["problems"]
     return report
+
+
+def _links_and_ignored(store: Store) -> tuple[list[dict[str, str]], list[str]]:
+    """Symbolic links anywhere in the store (memctl never follows them: docs/security.md),
+    and the folders it does not read as memory (not a project name, or a dot folder inside a
+    project). `.git` and `.memctl` are its own and not listed."""
+    root = store.root
+    links: list[dict[str, str]] = []
+    ignored: list[str] = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        rel_folder = os.path.relpath(folder, root)
+        rel_folder = "" if rel_folder == "." else rel_folder.replace(os.sep, "/") + "/"
+        if not rel_folder:
+            dirs[:] = [d for d in dirs if d not in (".git", ".memctl")]
+        for name in list(dirs) + files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                links.append({"path": rel_folder + name, "target": os.readlink(path)})
+        kept = []
+        for name in dirs:
+            rel = rel_folder + name
+            if os.path.islink(os.path.join(folder, name)):
+                continue
+            top_level = not rel_folder
+            if top_level and name in (TOMBSTONE_DIR, CONFLICT_DIR, ".counters", ".templates"):
+                kept.append(name)
+            elif (top_level and not valid_project_name(name)) or (not top_level and name.startswith(".")):
+                ignored.append(rel + "/")
+            else:
+                kept.append(name)
+        dirs[:] = kept
+    return sorted(links, key=lambda link: link["path"]), sorted(ignored)
 
 
 def problems_of(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -407,6 +456,14 @@ def to_markdown(report: dict[str, Any]) -> str:
     out += ["## MEMORY.md over budget", ""]
     out += _table(["path", "bytes", "limit"],
                   [[e["path"], e["bytes"], e["limit"]] for e in report["memory_over_budget"]])
+    out += ["## Symbolic links (never followed)", ""]
+    out += _table(["path", "points to"], [[e["path"], e["target"]] for e in report["links"]])
+    out += ["## Ids that are not valid", ""]
+    out += _table(["path", "problem"], [[e["path"], e["warning"]] for e in report["invalid_ids"]])
+    out += ["## Ids used by more than one file", ""]
+    out += _table(["id", "files"], [[e["id"], ", ".join(e["paths"])] for e in report["duplicate_ids"]])
+    out += ["## Folders memctl does not read", ""]
+    out += _table(["folder"], [[path] for path in report["ignored"]])
     out += ["## Conflict copies", ""]
     out += _table(["path", "project"], [[e["path"], e["project"]] for e in report["conflicts"]])
     index, git = report["index"], report["git"]
