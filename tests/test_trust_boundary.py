@@ -309,3 +309,70 @@ def test_health_lists_links_invalid_ids_shared_ids_and_ignored_folders(store_pat
     markdown = store_path.parent / "report.md"
     cli.ok("health", "--markdown", str(markdown))
     assert "Symbolic links" in markdown.read_text() and str(outside) in markdown.read_text()
+
+
+# --- imports that cannot wedge ------------------------------------------------------------------
+
+
+def hostile_zip(path: Path, files: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("files", [
+    {"demo/notes/fact/" + "x" * 300 + ".md": b"---\nid: 01longname0000000\n---\nlong\n"},
+    {"demo/notes/a.md": b"---\nid: 01clash000000000\n---\nfile\n",
+     "demo/notes/a.md/b.md": b"---\nid: 01clash000000001\n---\ninside\n"},
+])
+def test_a_hostile_zip_is_refused_before_anything_is_written(store_path: Path, tmp_path: Path,
+                                                              files: dict[str, bytes]) -> None:
+    before = tree_snapshot(store_path)
+    head = git(store_path, "rev-parse", "HEAD")
+    bundle = hostile_zip(tmp_path / "hostile.zip", files)
+    cli = Cli(store_path)
+    refused = cli("import", str(bundle))
+    assert refused.exit_code == 1 and refused.stderr.startswith("error:"), refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
+    assert not list((store_path / ".memctl").glob("txn-*"))
+    assert cli("add", "the store still works", env=NOW).exit_code == 0
+
+
+@pytest.mark.parametrize("manifest", [
+    b'{"format": "memctl-bundle", "version": 1, "entries": [], "removed": {}}',
+    b'{"format": "memctl-bundle", "version": 1, "entries": {}, "removed": []}',
+    b"[" * 100_000 + b"]" * 100_000,
+])
+def test_a_malformed_or_deeply_nested_manifest_is_a_clear_error(store_path: Path, tmp_path: Path,
+                                                                 manifest: bytes) -> None:
+    from memctl.exchange.bundle import MANIFEST_NAME
+
+    bundle = hostile_zip(tmp_path / "bad.zip", {MANIFEST_NAME: manifest})
+    refused = Cli(store_path)("import", str(bundle))
+    assert refused.exit_code == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("error:")
+
+
+def test_a_journal_that_cannot_be_rolled_back_is_reported_once(store_path: Path) -> None:
+    import json as json_module
+
+    state = store_path / ".memctl"
+    txn = state / "txn-broken"
+    txn.mkdir(parents=True)
+    head = git(store_path, "rev-parse", "HEAD").strip()
+    journal = {"head": head, "message": "import x.zip",
+               "ops": [{"path": "demo/" + "y" * 300 + ".md", "old": "old/0", "new": None,
+                        "existed": True}]}
+    (txn / "old").mkdir()
+    (txn / "old" / "0").write_text("backup")
+    (txn / "journal.json").write_text(json_module.dumps(journal))
+    cli = Cli(store_path)
+    first = cli("add", "a note after a broken import", env=NOW)
+    assert first.exit_code == 1 and "could not be rolled back" in first.stderr
+    assert "Traceback" not in first.stderr
+    assert list(state.glob("failed-txn-*")) and not list(state.glob("txn-*"))
+    assert cli("add", "a note after a broken import", env=NOW).exit_code == 0

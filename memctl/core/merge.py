@@ -441,7 +441,7 @@ def _later(a: str | None, b: str | None) -> str | None:
 def _load_counters(data: bytes) -> dict[str, object] | None:
     try:
         value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(value, dict) or not isinstance(value.get("notes", {}), dict):
         return None

@@ -17,9 +17,11 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from memctl.core.errors import MemctlError
 from memctl.disk import gitops
 
 TXN_PREFIX = "txn-"
+FAILED_PREFIX = "failed-txn-"  # a journal that could not be rolled back, set aside
 JOURNAL = "journal.json"
 
 
@@ -62,7 +64,17 @@ def recover_pending(root: Path, state: Path) -> list[str]:
             lock = root / ".git" / "index.lock"
             if lock.exists() and lock.stat().st_mtime >= journal_path.stat().st_mtime - 1:
                 lock.unlink(missing_ok=True)  # left by the killed commit of this transaction
-            roll_back(root, txn, journal)
+            try:
+                roll_back(root, txn, journal)
+            except (OSError, KeyError, TypeError, ValueError) as exc:
+                # Reported once: the journal is set aside, so the next command does not fail
+                # on it again, and the user is told where the backups are (docs/reliability.md).
+                kept = txn.with_name(FAILED_PREFIX + txn.name[len(TXN_PREFIX):])
+                os.replace(txn, kept)
+                raise MemctlError(
+                    f"an interrupted change ({journal.get('message')}) could not be rolled back "
+                    f"({exc}); its backups are kept in {kept}. `git -C {root} status` shows what "
+                    f"it left; `git -C {root} checkout -- .` restores the last commit") from exc
             messages.append(f"rolled back an interrupted change ({journal.get('message')})")
         shutil.rmtree(txn, ignore_errors=True)
     return messages

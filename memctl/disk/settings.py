@@ -98,7 +98,7 @@ class Settings:
 
         try:
             data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise MemctlError(f"{SETTINGS_FILE} does not parse: {exc}; fix the file or delete it to use the defaults") from exc
         return cls(data)
 

@@ -123,6 +123,19 @@ def path_kind(relpath: str) -> str | None:
     return found[0] if found else None
 
 
+MAX_NAME_BYTES = 255  # one name in a path: the limit of ext4, APFS, NTFS…
+MAX_PATH_BYTES = 1024
+
+
+def clashes(paths: Iterable[str]) -> list[str]:
+    """Paths that are also another path's folder (`a.md` and `a.md/b.md`): both cannot be
+    written, so the bundle is refused before anything is (docs/security.md)."""
+    names = set(paths)
+    folders = {path[:position] for path in names for position in range(len(path))
+               if path[position] == "/"}
+    return sorted(names & folders)
+
+
 def path_problem(name: str) -> str | None:
     """Why an entry name is hazardous, or None when it is a plain relative path."""
     if not name or "\x00" in name or any(ord(ch) < 32 for ch in name):
@@ -132,6 +145,10 @@ def path_problem(name: str) -> str | None:
     if name.startswith("/") or _WINDOWS_DRIVE.match(name):
         return "an absolute path"
     parts = name.rstrip("/").split("/")
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
+        return f"a name longer than {MAX_NAME_BYTES} bytes (no file system can hold it)"
+    if len(name.encode("utf-8")) > MAX_PATH_BYTES:
+        return f"a path longer than {MAX_PATH_BYTES} bytes"
     if any(part == ".." for part in parts):
         return "a path that escapes the store (..)"
     if any(part in ("", ".") for part in parts):
@@ -178,7 +195,7 @@ def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
     if kind == COUNTERS:
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             return [Problem(path, f"counters are not JSON: {exc}", hazard=False)], text
         if not isinstance(value, dict):
             problems.append(Problem(path, "counters are not a JSON object", hazard=False))
@@ -188,7 +205,7 @@ def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
 
         try:
             tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
             problems.append(Problem(path, f"settings do not parse: {exc}", hazard=False))
         return problems, text
 
@@ -243,6 +260,8 @@ def validate(source: str, raw: dict[str, bytes], problems: list[Problem] | None 
         if isinstance(info, dict) and isinstance(info.get("history"), list):
             bundle.removed[str(key)] = frozenset(h for h in info["history"] if isinstance(h, str))
     entries = (manifest or {}).get("entries", {}) if manifest else {}
+    for path in clashes(raw):
+        problems.append(Problem(path, "a file and a folder of the same name in one bundle"))
     for path in sorted(raw):
         # Names are checked here too, not only when a zip is read: importers of other tools'
         # formats hand their own names to this function.
@@ -276,7 +295,7 @@ def _check_manifest(data: bytes, raw: dict[str, bytes]
                     ) -> tuple[dict[str, Any] | None, list[Problem]]:
     try:
         manifest = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, [Problem(MANIFEST_NAME, f"unknown bundle format: the manifest is not JSON ({exc})")]
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         return None, [Problem(MANIFEST_NAME, f"unknown bundle format (expected format {FORMAT_NAME!r})")]
@@ -287,6 +306,8 @@ def _check_manifest(data: bytes, raw: dict[str, bytes]
     entries = manifest.get("entries")
     if not isinstance(entries, dict):
         return None, [Problem(MANIFEST_NAME, "unknown bundle format: no entries")]
+    if not isinstance(manifest.get("removed", {}), dict):
+        return None, [Problem(MANIFEST_NAME, "unknown bundle format: `removed` is not an object")]
     problems = []
     for path, info in sorted(entries.items()):
         if path not in raw:

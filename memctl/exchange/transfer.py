@@ -90,7 +90,7 @@ def absorb_counters(store: Store, files: dict[str, bytes]) -> None:
         try:
             value = json.loads(data.decode("utf-8"))
             counters.import_machine(store, value, value.get("machine") or path[10:-5])
-        except (ValueError, AttributeError, UnicodeDecodeError):
+        except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
             continue  # a broken counter file costs only its counts
 
 

@@ -30,7 +30,7 @@ def import_mem0(source: Path, project: str) -> tuple[list[BundleFile], list[Prob
     assert text is not None
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return [], [Problem(source.name, f"not JSON: {exc}", hazard=False)]
     records = _records(value)
     if records is None:
