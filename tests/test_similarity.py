@@ -175,3 +175,29 @@ def test_pairs_kept_between_reports_equal_comparing_everything_again(
         pairs, entry = group_pairs(items, entry, 70)
         assert [(a, b, round(v, 9)) for a, b, v in pairs] == \
             [(a, b, round(v, 9)) for a, b, v in similar_pairs(items, threshold=70)]
+
+
+def test_long_texts_are_compared_by_their_start() -> None:
+    """A bounded part of a long note is compared (the module docstring): the cut falls
+    between words, and a pair with a cut text is a duplicate only if the texts are the same."""
+    from memctl.core.similarity import MAX_COMPARED_CHARS, UNCHECKED, _compared
+
+    long_a = "deploy the blog backend on fridays " * 400  # 14,000 characters
+    part, cut = _compared(long_a)
+    assert cut and len(part) <= MAX_COMPARED_CHARS and part.endswith(("deploy", "the", "blog",
+                                                                       "backend", "on", "fridays"))
+    assert compare(long_a, long_a + "\n").duplicate
+    changed = long_a + "but never on a holiday"
+    verdict = compare(long_a, changed)
+    assert verdict.score == 100 and not verdict.duplicate and verdict.similar
+    assert verdict.reasons == (UNCHECKED,)
+    short = "deploy the blog backend on fridays"
+    assert _compared(short) == (short, False)
+    assert compare(short, short + "!").reasons == ()  # short texts: as before
+
+
+def test_a_replaced_word_is_found_in_texts_of_many_words() -> None:
+    """Past ~200 words each, replaced words are found by the LCS in C, not difflib."""
+    words = " ".join(f"step{i} runs" for i in range(150))  # 300 words
+    assert "value" in compare(words + " on mysql", words + " on postgresql").reasons
+    assert "value" not in compare(words + " pushing code", words + " push code").reasons

@@ -185,8 +185,8 @@ def test_a_planted_state_folder_link_is_refused(store_path: Path, outside: Path)
 
 
 def test_a_date_far_in_the_future_neither_crashes_nor_wins_forever(store_path: Path) -> None:
-    from memctl.core.merge import Entry, future_horizon, merge_key
     from memctl.core.clock import parse_time
+    from memctl.core.merge import Entry, future_horizon, merge_key
 
     write_memory_file(store_path, "demo/notes/fact/forged.md", "a note from the far future",
                       id="01forgedfuture01", type="fact", updated="9999-12-31T23:59:59.999Z")

@@ -413,20 +413,26 @@ def _set_one(head: list[str], key: str, value: Any, newline: str) -> list[str]:
 
 
 def _trailing_comment(line: str) -> str:
-    """The ` # comment` at the end of a one-line field, outside any quotes."""
+    """The ` # comment` at the end of a one-line field, outside any quotes.
+
+    One pass over the line (linear time on user text): whether the value has started is
+    kept in a flag rather than found by stripping the text before every quote, which was
+    quadratic on a value of many quotes (`title: a""""…`)."""
     value = line.split(":", 1)[1]
     quote: str | None = None
+    started = False  # the value has begun: a non-whitespace character came before
     for index, ch in enumerate(value):
         if quote:
             if ch == quote:
                 quote = None
             continue
-        if ch in "\"'" and value[:index].strip() == "":
+        if ch in "\"'" and not started:
             quote = ch
+            started = True
             continue
         if ch == "#" and index > 0 and value[index - 1] in " \t":
-            start = index
-            while start > 0 and value[start - 1] in " \t":
-                start -= 1
-            return value[start:]
+            # The run of blanks before the `#` belongs to the comment: the value ends there.
+            return value[len(value[:index].rstrip(" \t")):]
+        if not started and not ch.isspace():
+            started = True
     return ""

@@ -33,7 +33,21 @@ L2_ALIASES: Mapping[str, Sequence[str]] = {
     "lessons": ("Lessons", "教训", "lesson", "lessons learned", "经验教训", "经验"),
 }
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_HEADING_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
+
+
+def heading(content: str) -> tuple[int, str] | None:
+    """(level, title) of an ATX heading line, or None. String methods instead of one regex:
+    a regex with a lazy title and optional closing `#`s backtracks quadratically over a line
+    of spaces (linear time on user text)."""
+    opened = _HEADING_OPEN.match(content)
+    if opened is None:
+        return None
+    rest = content[opened.end():].rstrip(" \t")
+    closing = rest.rstrip("#")
+    if closing != rest and (not closing or closing[-1] in " \t"):
+        rest = closing  # a closing sequence of `#`s, after a blank or alone
+    return len(opened.group(1)), rest.strip(" \t")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _NUMBERING = re.compile(r"^(?:\d+[.)、]|[一二三四五六七八九十]+[、.])\s*")
 _SPLIT_TITLE = re.compile(r"[/|()（）｜]")
@@ -105,11 +119,9 @@ def _scan(text: str) -> tuple[list[Heading], str | None]:
         if fence_match:
             fence = fence_match.group(1)
             continue
-        match = _HEADING.match(content)
-        if match:
-            headings.append(
-                Heading(start, end, len(match.group(1)), (match.group(2) or "").strip(), bool(eol))
-            )
+        found = heading(content)
+        if found:
+            headings.append(Heading(start, end, found[0], found[1].strip(), bool(eol)))
     return headings, fence
 
 

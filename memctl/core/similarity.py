@@ -8,6 +8,25 @@ was swapped, or a word was replaced by an unrelated one ("MySQL" -> "PostgreSQL"
 
 Merging is the costly mistake (the new text is not written), so any sign of disagreement
 blocks a merge; a false "similar" only adds a line to the health report.
+
+Long notes are compared by their start, so that a pair costs the same bounded time however
+long its notes are (a pasted 900 KB log took seconds in `add` and minutes in `health`):
+
+- only the first MAX_SOURCE_CHARS (32,000) characters of a text are normalised, and only the
+  first MAX_COMPARED_CHARS (4,000) characters of that are compared (cut before a word the
+  cap would split). Every entry point (score, compare, contradiction_reasons, candidates,
+  similar_pairs, pairs_involving) compares these same parts;
+- since the rest was not compared, two texts of which one was cut are never duplicates
+  unless they are the same text (but for blanks at either end): the reason `unchecked` is
+  given instead, so the new text is written and the pair reported (a short note that
+  repeats the start of a long one scores high against it);
+- which words were replaced (the `value` reason) is found with difflib for texts of up to
+  about 200 words each, as always; for longer ones with the longest common subsequence of
+  the words (rapidfuzz, in C), since difflib's matcher takes seconds to minutes on a few
+  thousand repetitive words.
+
+The regular expressions that see the text run in linear time (no nested or overlapping
+repetition); Markdown links are reduced by a scan, not a regex (see `_reduce_links`).
 """
 
 from __future__ import annotations
@@ -22,9 +41,16 @@ from dataclasses import dataclass
 DEFAULT_DUPLICATE_THRESHOLD = 88.0
 DEFAULT_SIMILAR_THRESHOLD = 70.0
 
+# The bounded part of a long text that is compared (see the module docstring).
+MAX_COMPARED_CHARS = 4_000
+MAX_SOURCE_CHARS = 8 * MAX_COMPARED_CHARS
+# Pairs of token sequences up to this product go to difflib (as they always did); beyond,
+# the LCS in C. 200 x 200 repetitive tokens cost difflib ~0.07 s; 2,000 x 2,000, ~80 s.
+_DIFFLIB_MAX_PRODUCT = 200 * 200
+UNCHECKED = "unchecked"
+
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
-_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 # Punctuation (ASCII and full-width, which NFKC mostly folds) becomes a space; apostrophes
 # are kept so that "don't" stays one negating word.
 _NON_WORD = re.compile(rf"[^\w\s'{_CJK}]")
@@ -59,7 +85,7 @@ class Comparison:
     score: float
     duplicate: bool
     similar: bool
-    reasons: tuple[str, ...]  # why they may disagree: number, negation, antonym, value
+    reasons: tuple[str, ...]  # why they may disagree: number, negation, antonym, value, unchecked
 
 
 def normalize(text: str) -> str:
@@ -69,12 +95,68 @@ def normalize(text: str) -> str:
     "数据库使用 PostgreSQL 16。" normalise to the same string, and "don't" to "do not".
     """
     text = unicodedata.normalize("NFKC", text)
-    text = _MD_LINK.sub(r"\1", text)
+    text = _reduce_links(text)
     text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
     text = _CONTRACTION.sub(_expand_contraction, text)
     text = _NON_WORD.sub(" ", text.replace("_", " "))
     text = _BOUNDARY.sub(" ", text)
     return " ".join(part.strip("'") for part in text.split() if part.strip("'"))
+
+
+def _reduce_links(text: str) -> str:
+    """`re.sub(r"\\[([^\\]]*)\\]\\([^)]*\\)", r"\\1", text)` in linear time.
+
+    That regex is tried at every `[` and scans to the end when no `]` or `)` follows, so it
+    was quadratic on `[[[[…` or `[a](` repeated. Here each `[` looks for its `]` once; every
+    `[` before that `]` would find the same `]` and fail the same way, so they are skipped;
+    and with no `]` or `)` left, no later `[` can match either."""
+    if "](" not in text:
+        return text
+    out: list[str] = []
+    position = search = 0
+    while True:
+        start = text.find("[", search)
+        if start < 0:
+            break
+        close = text.find("]", start + 1)
+        if close < 0:
+            break
+        if text.startswith("(", close + 1):
+            end = text.find(")", close + 2)
+            if end < 0:
+                break
+            out.append(text[position:start])
+            out.append(text[start + 1:close])
+            position = search = end + 1
+        else:
+            search = close + 1
+    if not out:
+        return text
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _compared(text: str) -> tuple[str, bool]:
+    """The part of `text` that is compared, normalised, and whether the text was cut."""
+    cut = len(text) > MAX_SOURCE_CHARS
+    if cut:
+        source = text[:MAX_SOURCE_CHARS]
+        if not text[MAX_SOURCE_CHARS].isspace():
+            # Not half a word (or half a link) at the end: back to the last blank, if near.
+            blank = max(source.rfind(" "), source.rfind("\n"), source.rfind("\t"))
+            if blank > MAX_SOURCE_CHARS - 1_000:
+                source = source[:blank]
+        text = source
+    norm = normalize(text)
+    if len(norm) <= MAX_COMPARED_CHARS:
+        return norm, cut
+    end = MAX_COMPARED_CHARS
+    if norm[end] != " " and not _CJK_CHAR.match(norm[end]):
+        # A Latin word straddles the cap: leave it out (a CJK run is cut between tokens).
+        blank = norm.rfind(" ", 0, end)
+        if blank > 0:
+            end = blank
+    return norm[:end], True
 
 
 def _expand_contraction(match: re.Match[str]) -> str:
@@ -98,8 +180,9 @@ def tokens(text: str) -> list[str]:
 
 
 def score(a: str, b: str) -> float:
-    """Similarity 0..100 of two texts (normalised here; word order barely matters)."""
-    return _score_normalized(normalize(a), normalize(b))
+    """Similarity 0..100 of two texts (normalised here; word order barely matters). Long
+    texts: their compared parts (see the module docstring)."""
+    return _score_normalized(_compared(a)[0], _compared(b)[0])
 
 
 def _score_normalized(na: str, nb: str) -> float:
@@ -201,16 +284,54 @@ def _inflection_of(old: list[str], new: list[str]) -> bool:
 
 def _value_changed(na: str, nb: str) -> bool:
     ta, tb = tokens(na), tokens(nb)
-    matcher = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    if len(ta) * len(tb) <= _DIFFLIB_MAX_PRODUCT:
+        opcodes = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()
+    else:
+        opcodes = _lcs_opcodes(ta, tb)
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "replace" and not _inflection_of(ta[i1:i2], tb[j1:j2]):
             return True
     return False
 
 
+def _lcs_opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib-style opcodes from the longest common subsequence of two token lists, in C
+    (bit-parallel, no worse than len(ta) * len(tb) / 64 steps): a run of deletions and
+    insertions between two equal runs is a `replace`, as difflib names it."""
+    from rapidfuzz.distance import Indel
+
+    out: list[tuple[str, int, int, int, int]] = []
+    pending: list[int] | None = None  # [i1, i2, j1, j2] of the changes since the last equal
+
+    def flush() -> None:
+        if pending is not None:
+            i1, i2, j1, j2 = pending
+            tag = "replace" if i2 > i1 and j2 > j1 else "delete" if i2 > i1 else "insert"
+            out.append((tag, i1, i2, j1, j2))
+
+    for op in Indel.opcodes(ta, tb):
+        if op.tag == "equal":
+            flush()
+            pending = None
+            out.append(("equal", op.src_start, op.src_end, op.dest_start, op.dest_end))
+        elif pending is None:
+            pending = [op.src_start, op.src_end, op.dest_start, op.dest_end]
+        else:
+            pending[1], pending[3] = op.src_end, op.dest_end
+    flush()
+    return out
+
+
 def contradiction_reasons(a: str, b: str) -> tuple[str, ...]:
     """Signs that two (already similar) texts disagree; empty when none."""
-    return _reasons(normalize(a), normalize(b))
+    (na, cut_a), (nb, cut_b) = _compared(a), _compared(b)
+    return _reasons(na, nb) + _unchecked(a, b, cut_a or cut_b)
+
+
+def _unchecked(a: str, b: str, cut: bool) -> tuple[str, ...]:
+    """(`unchecked`,) when part of a text was not compared and the texts are not the same
+    (blanks at either end aside: a note's body is stored with its final line break)."""
+    return (UNCHECKED,) if cut and a.strip() != b.strip() else ()
 
 
 def _reasons(na: str, nb: str) -> tuple[str, ...]:
@@ -234,11 +355,11 @@ def compare(
     similar_threshold: float = DEFAULT_SIMILAR_THRESHOLD,
 ) -> Comparison:
     """Compare two texts: duplicate (merge), similar (contradiction candidate), or neither."""
-    na, nb = normalize(a), normalize(b)
+    (na, cut_a), (nb, cut_b) = _compared(a), _compared(b)
     value = _score_normalized(na, nb)
     if value < similar_threshold:
         return Comparison(value, False, False, ())
-    reasons = _reasons(na, nb)
+    reasons = _reasons(na, nb) + _unchecked(a, b, cut_a or cut_b)
     duplicate = value >= duplicate_threshold and not reasons
     return Comparison(value, duplicate, bool(reasons), reasons)
 
@@ -251,8 +372,8 @@ def candidates(
     texts: list[str] = []
     for key, other in others:
         keys.append(key)
-        texts.append(normalize(other))
-    query = normalize(text)
+        texts.append(_compared(other)[0])
+    query = _compared(text)[0]
     if not query:
         return []
     best = _Views(texts).best(query, 0, threshold)
@@ -275,7 +396,7 @@ def similar_pairs(
     from rapidfuzz import fuzz, process
 
     keys = [key for key, _ in items]
-    views = _Views([normalize(text) for _, text in items])
+    views = _Views([_compared(text)[0] for _, text in items])
     bound = threshold / (200.0 - threshold) if threshold > 0 else 0.0
     best: dict[tuple[int, int], float] = {}
     passes = (
@@ -313,7 +434,7 @@ def pairs_involving(
     """The pairs of `similar_pairs(items)` that involve one of `keys`: each of those texts is
     compared with every other text (linear per key, for the health report's cache)."""
     all_keys = [key for key, _ in items]
-    norms = [normalize(text) for _, text in items]
+    norms = [_compared(text)[0] for _, text in items]
     views = _Views(norms)
     best: dict[tuple[int, int], float] = {}
     for i, key in enumerate(all_keys):

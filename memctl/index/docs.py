@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 # Files beyond this are reported instead of indexed (a pasted dump is not a memory).
 MAX_INDEXED_BYTES = 10 * 1024 * 1024
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
 # L2 sections rank a little above a default note: they are the project's distilled memory.
 MEMORY_IMPORTANCE = 6
@@ -68,7 +67,32 @@ class Doc:
 
 def _searchable(text: str) -> str:
     """The text without HTML comments (template guidance is not memory)."""
-    return _COMMENT.sub(" ", text) if "<!--" in text else text
+    return _strip_comments(text) if "<!--" in text else text
+
+
+def _strip_comments(text: str) -> str:
+    """`re.sub(r"<!--.*?-->", " ", text, flags=re.DOTALL)`, in linear time.
+
+    That regex is tried at every `<!--` and scans to the end of the text when no `-->`
+    follows: quadratic on a body with many `<!--` and no `-->` (80 KB of them took 8 s).
+    Here each `<!--` looks for its `-->` once, and with none left no later `<!--` can close
+    either, so the scan stops."""
+    out: list[str] = []
+    position = 0
+    while True:
+        start = text.find("<!--", position)
+        if start < 0:
+            break
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break
+        out.append(text[position:start])
+        out.append(" ")
+        position = end + 3
+    if not out:
+        return text
+    out.append(text[position:])
+    return "".join(out)
 
 
 def _has_content(text: str) -> bool:
@@ -82,18 +106,27 @@ def _has_content(text: str) -> bool:
 # expressions; anything else (quotes, comments, nesting, odd characters or line breaks,
 # duplicate keys) goes to the strict YAML loader. A property test checks that both give the
 # same result wherever the fast path answers.
+#
+# Linear time on any line: a plain value and a list item may hold spaces and may be followed
+# by spaces, so with ordinary quantifiers a value that fails at its end (`title: a` + 8,100
+# spaces + `# c`, a valid title and comment) was retried with one space fewer at a time,
+# each retry scanning the spaces again: 0.5 s a line, quadratic in its length. Every
+# repetition here is possessive (`*+`, Python 3.11): a value, an item, a line and the block
+# have only one way to match (each stops at a character the text after it cannot start
+# with), so giving back characters could never lead to a match and is not tried. (No
+# capturing groups: Python 3.11's re raises SystemError for some inside possessive repeats.)
 _BAD = "\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
 _FIRST = f"[^\\s\\-?:,\\[\\]{{}}#&*!|>'\"%@`{_BAD}]"
-_PLAIN = f"{_FIRST}(?:[^{_BAD}:#]|:(?=[^\\s{_BAD}])|(?<=[^\\s])#)*"
-_ITEM = f"{_FIRST}[^{_BAD},\\[\\]{{}}#:]*"
-_LIST = f"\\[ *(?:{_ITEM}(?: *, *{_ITEM})*)? *\\]"
-_LINE_RE = f"([A-Za-z_][A-Za-z0-9_-]*):(?: +(?:({_LIST})|({_PLAIN})))? *\\r?\\n"
+_PLAIN = f"{_FIRST}(?:[^{_BAD}:#]|:(?=[^\\s{_BAD}])|(?<=[^\\s])#)*+"
+_ITEM = f"{_FIRST}[^{_BAD},\\[\\]{{}}#:]*+"
+_LIST = f"\\[ *+(?:{_ITEM}(?: *+, *+{_ITEM})*+)?+ *+\\]"
+_LINE_RE = f"[A-Za-z_][A-Za-z0-9_-]*+:(?: ++(?:{_LIST}|{_PLAIN}))?+ *+\\r?\\n"
 
 
 @functools.cache
 def _fast_pattern() -> re.Pattern[str]:
     """The whole block: compiled on first use (~2 ms), not at every start-up."""
-    return re.compile(f"(?:{_LINE_RE}| *\\r?\\n)*")
+    return re.compile(f"(?:{_LINE_RE}| *+\\r?\\n)*+")
 
 _CLOSER = re.compile(r"\n(?:---|\.\.\.)([^\n]*)(\n|$)")
 _OPENER = re.compile(r"---[ \t]*\r?\n")
@@ -210,6 +243,42 @@ def _plain_meta(path: str, kind: str, project: str, title: str, section: str | N
             "status": "active", "path": path}
 
 
+# A section whose title another section already has gets `-2` appended until the anchor is
+# new (`notes`, `notes-2`, `notes-2-2`). Past this many, the anchor would grow by two
+# characters with each repeat (a MEMORY.md of 100,000 `# a` lines: quadratic time and ids
+# of 200,000 characters), so a number follows instead (`notes` + 16 `-2`, then `-3`, `-4`...).
+_MAX_REPEATS = 16
+
+
+class _Anchors:
+    """Unique section anchors as described above, in bounded time per section."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        # The last anchor the `-2` chain of a title gave: every one before it is taken (the
+        # set only grows), so the next walk goes on from there, not from the title.
+        self.chain_ends: dict[str, str] = {}
+        self.numbers: dict[str, int] = {}  # the last number given after a full chain
+
+    def take(self, base: str) -> str:
+        anchor = self.chain_ends.get(base, base)
+        repeats = (len(anchor) - len(base)) // 2
+        while anchor in self.used and repeats < _MAX_REPEATS:
+            anchor += "-2"
+            repeats += 1
+        if anchor in self.used:
+            number = self.numbers.get(anchor, 2)
+            stem = anchor
+            while anchor in self.used:
+                number += 1
+                anchor = f"{stem}-{number}"
+            self.numbers[stem] = number
+        else:
+            self.chain_ends[base] = anchor
+        self.used.add(anchor)
+        return anchor
+
+
 def _memory_docs(path: str, project: str, body: str, body_line: int, updated: str,
                  updated_ts: float) -> list[Doc]:
     headings = parse_headings(body)
@@ -221,22 +290,22 @@ def _memory_docs(path: str, project: str, body: str, body_line: int, updated: st
         end = headings[position + 1].start if position + 1 < len(headings) else len(body)
         chunks.append((heading.title, heading.start, end))
     docs: list[Doc] = []
-    used: set[str] = set()
+    anchors = _Anchors()
+    line, counted = body_line, 0
     for number, (heading, start, end) in enumerate(chunks, 1):
         text = body[start:end]
         if not _has_content(text):
             continue
-        anchor = slugify(heading or "") or f"part-{number}"
-        while anchor in used:
-            anchor += "-2"
-        used.add(anchor)
+        # Lines counted on from the last section, not from the top each time (quadratic).
+        line += body.count("\n", counted, start)
+        counted = start
+        anchor = anchors.take(slugify(heading or "") or f"part-{number}")
         title = heading or title_of({}, text) or f"{project} MEMORY.md"
         section = heading or ""
         docs.append(Doc(
             id=f"{path}#{anchor}", kind="memory", project=project, type="memory",
             importance=MEMORY_IMPORTANCE, status="active", title=title, body=_searchable(text),
-            updated=updated, updated_ts=updated_ts, section=section,
-            line=body_line + body.count("\n", 0, start),
+            updated=updated, updated_ts=updated_ts, section=section, line=line,
             meta=_plain_meta(path, "memory", project, title, anchor, updated),
         ))
     return docs

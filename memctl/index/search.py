@@ -39,6 +39,7 @@ WEIGHTS = (4.0, 2.0, 1.0, 0.0)  # title, tags, body, scope
 CORRECTION_FACTOR = 1.25
 RECENCY_FLOOR = 0.75
 SNIPPET_TOKENS = 24
+SNIPPET_MAX_BODY = 65_536  # characters; longer bodies get their beginning as the snippet
 OPEN, CLOSE = "\x02", "\x03"
 ALL_KINDS = ("note", "episode", "memory", "scratchpad")
 _SPACES = re.compile(r"\s+")
@@ -250,11 +251,19 @@ class RankContext:
             return {}
         marks = ", ".join("?" * len(rowids))
         found: dict[int, str] = {}
-        if match is not None:
+        # FTS5's snippet() costs the square of a word's occurrences in one text (a pasted log
+        # with the word on every line: 40,000 hits take 10 s). A body that long gets its
+        # beginning instead, like a hit without a match (linear time on user text).
+        long_bodies = {row[0] for row in self.conn.execute(
+            f"SELECT rowid FROM fts WHERE rowid IN ({marks}) AND length(body) > ?",
+            (*rowids, SNIPPET_MAX_BODY))}
+        rowids_to_mark = [rowid for rowid in rowids if rowid not in long_bodies]
+        marks = ", ".join("?" * len(rowids_to_mark))
+        if match is not None and rowids_to_mark:
             for rowid, body, title in self.conn.execute(
                     f"SELECT rowid, snippet(fts, 2, char(2), char(3), '…', {SNIPPET_TOKENS}),"
                     f" highlight(fts, 0, char(2), char(3)) FROM fts"
-                    f" WHERE fts MATCH ? AND +rowid IN ({marks})", (match, *rowids)):
+                    f" WHERE fts MATCH ? AND +rowid IN ({marks})", (match, *rowids_to_mark)):
                 if OPEN not in body and OPEN in title:
                     body = title  # matched in the title only: show the title highlighted
                 found[rowid] = _tidy(from_index(body))
@@ -262,7 +271,8 @@ class RankContext:
         if missing:
             marks = ", ".join("?" * len(missing))
             for rowid, body in self.conn.execute(
-                    f"SELECT rowid, body FROM fts WHERE rowid IN ({marks})", missing):
+                    f"SELECT rowid, substr(body, 1, 4096) FROM fts WHERE rowid IN ({marks})",
+                    missing):
                 found[rowid] = _tidy(from_index(body), cut=160)
         return found
 

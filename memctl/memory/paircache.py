@@ -23,7 +23,7 @@ from memctl.core.similarity import pairs_involving, similar_pairs
 from memctl.disk.atomic import atomic_write_text
 from memctl.disk.layout import state_path
 
-FORMAT = 1  # bump when memctl.core.similarity scores texts differently
+FORMAT = 2  # bump when memctl.core.similarity scores texts differently (2: long notes capped)
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
 

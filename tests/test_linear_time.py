@@ -1,0 +1,237 @@
+"""Hostile but valid inputs through the real code: each costs time linear in its size.
+
+No test here measures time. A hostile input big enough that a quadratic (or worse) regression
+would take minutes runs in a child process (the `memctl` CLI, or a Python snippet) with a
+generous `timeout=`: a regression fails by that timeout, and each test asserts on results
+(exit 0, the note found, the fields read right). The regex rewrites are held to the old
+patterns on small inputs, where those are fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import run_memctl  # noqa: E402
+
+from memctl.core import similarity  # noqa: E402
+from memctl.core.noteformat import parse_text, set_fields  # noqa: E402
+from memctl.index import docs  # noqa: E402
+
+TIMEOUT = 60  # seconds: minutes for the quadratic versions, about a second for these
+SPACES = " " * 8100
+HOSTILE_LINE = f"title: a{SPACES}# c"
+
+
+def hostile_note(number: int) -> str:
+    # Front matter under 8 KB: the index's fast path (a regular expression) sees it first.
+    return (f"---\nid: hostile-{number:02d}\ntype: fact\n{HOSTILE_LINE}\n---\n"
+            f"Padded note {number}: the comment after the title is far to the right.\n")
+
+
+def pasted_log(night: int, size: int = 900_000) -> str:
+    """A log an agent pasted into a note (fixed content), ending with a word it holds once."""
+    lines = [f"Build log of the nightly pipeline of 2026-11-{night}:", ""]
+    total, number = 0, 0
+    while total < size:
+        number += 1
+        line = (f"2026-11-{night} 03:{number // 60 % 60:02d}:{number % 60:02d} INFO "
+                f"worker-{number % 7} compiled module_{number % 997}.py in {number % 250} ms")
+        lines.append(line)
+        total += len(line) + 1
+    lines.append(f"Finished: artefacts uploaded to bucket zanzibar{night}.")
+    return "\n".join(lines) + "\n"
+
+
+def init_store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    result = run_memctl("init", store=store, timeout=TIMEOUT)
+    assert result.exit_code == 0, result.stderr
+    return store
+
+
+def ok(*args: str, store: Path, input: str | None = None):
+    result = run_memctl(*args, store=store, input=input, timeout=TIMEOUT)
+    assert result.exit_code == 0, f"memctl {' '.join(args)}: {result.stderr}{result.stdout}"
+    return result
+
+
+# --- the front matter line: `title: a` + 8,100 spaces + `# c` -------------------------------
+
+
+def test_the_padded_title_line_reads_as_a_title_and_a_comment():
+    text = hostile_note(1)
+    parsed = parse_text(text)
+    assert parsed.problem is None
+    assert parsed.meta == {"id": "hostile-01", "type": "fact", "title": "a"}
+    fast = docs.fast_parse(text)
+    assert fast is None or fast.meta == parsed.meta  # a comment: the YAML loader reads it
+    [doc] = docs.docs_for_file("demo/notes/hostile-01.md", "note", "demo", text.encode(), 0,
+                               max_bytes=1 << 20)
+    assert (doc.id, doc.title) == ("hostile-01", "a")
+    edited = set_fields(text, {"title": "b"})
+    assert parse_text(edited).meta["title"] == "b"
+    assert f"title: b{SPACES}# c\n" in edited  # the comment and its padding are kept
+
+
+# The tester's case was 20 such notes (0.5-0.9 s each to index, `reindex` 18.6 s): 120 here,
+# so that the old cost would run `reindex` past the timeout (it takes ~0.4 s now).
+PADDED_NOTES = 120
+
+
+def test_padded_notes_index_and_search(tmp_path):
+    store = init_store(tmp_path)
+    notes = store / "demo" / "notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    for number in range(PADDED_NOTES):
+        (notes / f"hostile-{number:02d}.md").write_text(hostile_note(number), encoding="utf-8")
+    ok("reindex", store=store)
+    hits = json.loads(ok("search", "padded", "--limit", "500", "--json", store=store).stdout)
+    assert sorted(hit["id"] for hit in hits) == \
+        sorted(f"hostile-{n:02d}" for n in range(PADDED_NOTES))
+    assert {hit["title"] for hit in hits} == {"a"}
+
+
+# --- a 900 KB note ---------------------------------------------------------------------------
+
+
+def test_a_900_kb_note_is_added_found_and_reported(tmp_path):
+    store = init_store(tmp_path)
+    notes = store / "demo" / "notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    # Last night's log is stored already: `add` compares tonight's with it, and so does health.
+    (notes / "previous-log.md").write_text(
+        "---\nid: previous-log\ntype: fact\ncreated: 2026-11-28T10:00:00Z\n"
+        "updated: 2026-11-28T10:00:00Z\n---\n" + pasted_log(28), encoding="utf-8")
+    log = pasted_log(29)
+    added = json.loads(ok("add", "-", "--json", store=store, input=log).stdout)
+    # Alike at the start, different further on (past the compared part): written, not merged.
+    assert added["action"] == "created"
+    assert "previous-log" in added["similar"]
+
+    hits = json.loads(ok("search", "zanzibar29", "--json", store=store).stdout)
+    assert [hit["id"] for hit in hits] == [added["id"]]  # a word at its very end is indexed
+    shown = json.loads(ok("show", added["id"], "--json", store=store).stdout)
+    assert shown["body"].strip() == log.strip()
+
+    report = json.loads(ok("health", "--json", store=store).stdout)
+    pairs = [(e["a"]["id"], e["b"]["id"], e["reasons"]) for e in report["contradictions"]]
+    assert [sorted(pair[:2]) for pair in pairs] == [sorted([added["id"], "previous-log"])]
+    assert similarity.UNCHECKED in pairs[0][2]
+
+    again = json.loads(ok("add", "-", "--json", store=store, input=log).stdout)
+    assert (again["action"], again["id"]) == ("merged", added["id"])  # itself, however long
+
+
+# --- every regex and loop that sees user text, on hostile input, in a child process ----------
+
+HOSTILE = {
+    "fast path: a value padded with 200,000 spaces before a comment": """
+        from memctl.index.docs import _fast_pattern
+        line = "title: a" + " " * 200_000
+        assert _fast_pattern().fullmatch(line + "# c\\n") is None
+        assert _fast_pattern().fullmatch(line + "\\n") is not None
+        assert _fast_pattern().fullmatch("tags: [a" + " " * 200_000 + "#\\n") is None
+        assert _fast_pattern().fullmatch("tags: [a, b" + " " * 200_000 + "]\\n") is not None
+    """,
+    "index: 1 MB of '<!--' and no '-->'": """
+        from memctl.index.docs import docs_for_file
+        body = "keep " + "<!--" * 250_000
+        [doc] = docs_for_file("p/SCRATCHPAD.md", "scratchpad", "p", body.encode(), 0,
+                              max_bytes=1 << 20)
+        assert doc.body == body
+        assert docs_for_file("p/SCRATCHPAD.md", "scratchpad", "p", b"a <!-- b --> c", 0,
+                             max_bytes=1 << 20)[0].body == "a   c"
+    """,
+    "index: a MEMORY.md of 20,000 sections with the same title": """
+        from memctl.index.docs import docs_for_file
+        body = "# a\\nx\\n" * 20_000
+        found = docs_for_file("p/MEMORY.md", "memory", "p", body.encode(), 0, max_bytes=1 << 20)
+        ids = [doc.id for doc in found]
+        assert len(set(ids)) == 20_000 and max(map(len, ids)) < 100
+        assert ids[:3] == ["p/MEMORY.md#a", "p/MEMORY.md#a-2", "p/MEMORY.md#a-2-2"]
+        assert [doc.line for doc in found[:3]] == [1, 3, 5] and found[-1].line == 39_999
+    """,
+    "field editor: a title of 2,000,000 quotes": """
+        from memctl.core.noteformat import _trailing_comment
+        assert _trailing_comment('title: a' + '"' * 2_000_000 + '  # c') == "  # c"
+    """,
+    "similarity: 200,000 '[' and 100,000 '[a](' without a close": """
+        from memctl.core.similarity import compare, normalize
+        assert normalize("[" * 200_000 + "x") == "x"
+        assert normalize("[a](" * 100_000) == " ".join(["a"] * 100_000)
+        assert compare("[" * 200_000, "[a](" * 100_000).score >= 0
+    """,
+    "similarity: 2,000 words of three symbols": """
+        from memctl.core.similarity import compare
+        a = " ".join(str(i % 3) for i in range(2_000))
+        b = " ".join(str(i * 2 % 3) for i in range(2_000))
+        assert compare(a, b).similar
+        assert compare("数据" * 3_000, "数据" * 2_990 + "不要" * 10).similar
+    """,
+    "similarity: two 900 KB logs, and forty of them in one group": """
+        import sys
+        sys.path.insert(0, "tests")
+        from test_linear_time import pasted_log
+        from memctl.core.similarity import UNCHECKED, compare, similar_pairs
+        a, b = pasted_log(28), pasted_log(29)
+        verdict = compare(a, b)
+        assert verdict.similar and not verdict.duplicate and UNCHECKED in verdict.reasons
+        assert compare(a, a).duplicate
+        pairs = similar_pairs([(str(n), a[n:]) for n in range(40)])
+        assert len(pairs) == 40 * 39 // 2
+    """,
+}
+
+
+@pytest.mark.parametrize("code", HOSTILE.values(), ids=list(HOSTILE))
+def test_hostile_text_costs_linear_time(code):
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + "\nprint('ok')\n"],
+                          capture_output=True, text=True, timeout=TIMEOUT, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+# --- the linear rewrites give what the old regular expressions gave --------------------------
+
+_OLD_BAD = docs._BAD
+_OLD_FIRST = f"[^\\s\\-?:,\\[\\]{{}}#&*!|>'\"%@`{_OLD_BAD}]"
+_OLD_PLAIN = f"{_OLD_FIRST}(?:[^{_OLD_BAD}:#]|:(?=[^\\s{_OLD_BAD}])|(?<=[^\\s])#)*"
+_OLD_ITEM = f"{_OLD_FIRST}[^{_OLD_BAD},\\[\\]{{}}#:]*"
+_OLD_LIST = f"\\[ *(?:{_OLD_ITEM}(?: *, *{_OLD_ITEM})*)? *\\]"
+_OLD_LINE = f"([A-Za-z_][A-Za-z0-9_-]*):(?: +(?:({_OLD_LIST})|({_OLD_PLAIN})))? *\\r?\\n"
+OLD_FAST = re.compile(f"(?:{_OLD_LINE}| *\\r?\\n)*")
+OLD_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+OLD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+_FRONT = st.lists(st.sampled_from(
+    ["k", "key", ":", " ", "  ", "#", " #", "a", "b c", "[", "]", ",", "\n", "\r\n", "'", "-",
+     "é", "{", ": ", "\t", "\x85"]), max_size=24).map("".join)
+_MARKUP = st.lists(st.sampled_from(
+    ["[", "]", "(", ")", "](", "<!--", "-->", "<!-->", "-", "!", "a", " ", "\n"]),
+    max_size=24).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_FRONT)
+def test_the_fast_path_pattern_accepts_what_it_did(text):
+    for candidate in (text, "k:" + text, "k: " + text + "\n"):
+        assert bool(docs._fast_pattern().fullmatch(candidate)) == \
+            bool(OLD_FAST.fullmatch(candidate))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MARKUP)
+def test_comments_and_links_are_removed_as_the_regexes_did(text):
+    assert docs._strip_comments(text) == OLD_COMMENT.sub(" ", text)
+    assert similarity._reduce_links(text) == OLD_LINK.sub(r"\1", text)
