@@ -376,3 +376,35 @@ def test_a_journal_that_cannot_be_rolled_back_is_reported_once(store_path: Path)
     assert "Traceback" not in first.stderr
     assert list(state.glob("failed-txn-*")) and not list(state.glob("txn-*"))
     assert cli("add", "a note after a broken import", env=NOW).exit_code == 0
+
+
+# --- clear errors for the environment and absurd values -----------------------------------------
+
+
+@pytest.mark.parametrize("args", [["add", "x", "--expires", "99999999d"], ["list", "--since", "999999999999y"],
+                                  ["search", "x", "--since", "999999999999y"]])
+def test_absurd_spans_are_bad_usage_not_a_traceback(cli: Cli, args: list[str]) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2 and "calendar" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_bad_clock_override_is_one_line(store_path: Path) -> None:
+    result = run_memctl("add", "x", store=store_path, env={"MEMCTL_NOW": "garbage"})
+    assert result.exit_code == 1 and result.stderr == "error: MEMCTL_NOW='garbage' is not an ISO 8601 time\n"
+
+
+@pytest.mark.parametrize(("line", "command"), [("archive_after_days = -1", ["archive"]),
+                                               ("default_limit = 0", ["search", "note"]),
+                                               ("max_notes = -5", ["recall"])])
+def test_a_setting_out_of_range_is_an_error_and_changes_nothing(cli: Cli, store_path: Path,
+                                                                line: str, command: list[str]) -> None:
+    cli.ok("add", "a note that must not be archived", env=NOW)
+    key = line.split(" = ")[0]
+    settings = store_path / "memctl.toml"
+    text = settings.read_text()
+    assert f"\n{key} = " in text
+    settings.write_text("\n".join(line if row.startswith(f"{key} = ") else row for row in text.split("\n")))
+    before = tree_snapshot(store_path)
+    result = cli(*command)
+    assert result.exit_code == 1 and "is out of range" in result.stderr and key in result.stderr
+    assert tree_snapshot(store_path) == before

@@ -79,7 +79,10 @@ def parse_expiry(text: str, base: datetime | None = None) -> str:
     if match:
         amount, unit = int(match.group(1)), match.group(2)
         days = amount * {"d": 1, "w": 7, "m": 30, "y": 365}[unit]
-        return ((base or now()) + timedelta(days=days)).date().isoformat()
+        try:
+            return ((base or now()) + timedelta(days=days)).date().isoformat()
+        except OverflowError:
+            raise ValueError(f"{text!r} is further ahead than any calendar goes") from None
     if parse_time(value) is None:
         raise ValueError(f"{text!r} is neither a date (2027-03-01) nor a span (30d, 6w, 3m, 1y)")
     return value
@@ -92,7 +95,10 @@ def parse_since(text: str, base: datetime | None = None) -> datetime:
     if match:
         amount, unit = int(match.group(1)), match.group(2)
         days = amount * {"d": 1, "w": 7, "m": 30, "y": 365}[unit]
-        return (base or now()) - timedelta(days=days)
+        try:
+            return (base or now()) - timedelta(days=days)
+        except OverflowError:
+            raise ValueError(f"{text!r} is further back than any calendar goes") from None
     parsed = parse_time(value)
     if parsed is None:
         raise ValueError(f"{text!r} is neither a date (2026-11-01) nor a span (7d, 2w, 3m, 1y)")

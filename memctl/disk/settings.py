@@ -39,6 +39,17 @@ SETTINGS: dict[str, dict[str, tuple[Any, str]]] = {
         "max_bytes": (8192, "MEMORY.md over this is flagged for distilling"),
     },
 }
+# The range each number must be in: a value out of it is an error naming the setting, never
+# silently used (`archive_after_days = -1` would archive every note at once).
+RANGES: dict[str, tuple[float, float]] = {
+    "search.recency_half_life_days": (1, 36500), "search.default_limit": (1, 1_000_000),
+    "recall.max_notes": (0, 1000), "recall.note_chars": (10, 100_000),
+    "recall.total_chars": (200, 10_000_000),
+    "ttl.demote_after_days": (1, 36500), "ttl.demote_below_importance": (1, 10),
+    "ttl.archive_after_days": (1, 36500), "ttl.protect_importance": (1, 11),
+    "duplicates.merge_threshold": (0, 100), "duplicates.similar_threshold": (0, 100),
+    "memory.max_bytes": (256, 100_000_000),
+}
 DEFAULTS: dict[str, dict[str, Any]] = {
     section: {key: value for key, (value, _help) in values.items()}
     for section, values in SETTINGS.items()
@@ -112,4 +123,9 @@ class Settings:
         elif isinstance(default, (int, float)):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a number, not {value!r}")
+            low, high = RANGES.get(dotted, (float("-inf"), float("inf")))
+            if not low <= value <= high:
+                raise MemctlError(f"{SETTINGS_FILE}: {dotted} = {value!r} is out of range "
+                                  f"({low:,g} to {high:,.0f}); fix it or delete the line for "
+                                  f"the default ({default})")
         return value
