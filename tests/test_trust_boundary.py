@@ -408,3 +408,44 @@ def test_a_setting_out_of_range_is_an_error_and_changes_nothing(cli: Cli, store_
     result = cli(*command)
     assert result.exit_code == 1 and "is out of range" in result.stderr and key in result.stderr
     assert tree_snapshot(store_path) == before
+
+
+# --- settings and templates from elsewhere --------------------------------------------------------
+
+
+def test_settings_and_templates_in_a_bundle_are_held_back(tmp_path: Path, store_path: Path) -> None:
+    other_root = tmp_path / "other"
+    other = Cli(other_root)
+    other.ok("init", str(other_root))
+    other.ok("add", "a note worth importing", env=NOW)
+    (other_root / "memctl.toml").write_text("[ttl]\narchive_after_days = 1\n")
+    (other_root / ".templates" / "fact.md").write_text("INJECTED {{text}}\n")
+    bundle = tmp_path / "other.zip"
+    other.ok("export", str(bundle), env={"MEMCTL_NOW": "9999-01-01T00:00:00Z"})
+    settings = (store_path / "memctl.toml").read_bytes()
+    template = (store_path / ".templates" / "fact.md").read_bytes()
+    cli = Cli(store_path)
+    imported = cli("import", str(bundle), "--json")
+    assert imported.exit_code == 0, imported.stderr
+    assert sorted(imported.json()["held_back"]) == [".templates/fact.md", "memctl.toml"]
+    assert (store_path / "memctl.toml").read_bytes() == settings
+    assert (store_path / ".templates" / "fact.md").read_bytes() == template
+    added = cli.ok("add", "a new fact", "--json", env=NOW).json()
+    assert "INJECTED" not in (store_path / added["path"]).read_text()
+    assert "not applied" in cli("import", str(bundle)).stderr  # the text form warns too
+
+
+def test_settings_and_templates_changed_on_a_remote_are_kept_as_they_are_here(tmp_path: Path, remote: Path) -> None:
+    laptop = machine(tmp_path, "laptop", remote)
+    laptop.ok("add", "first", env=NOW)
+    laptop.ok("sync")
+    settings = (laptop.store / "memctl.toml").read_bytes()
+
+    def change(work: Path) -> None:
+        (work / "memctl.toml").write_text("[ttl]\narchive_after_days = 1\n")
+        (work / ".templates" / "fact.md").write_text("INJECTED {{text}}\n")
+    push_hostile_commit(tmp_path, remote, change)
+    report = laptop("sync", "--json").json()
+    assert {"memctl.toml", ".templates/fact.md"} <= set(report["refused"])
+    assert (laptop.store / "memctl.toml").read_bytes() == settings
+    assert "INJECTED" not in (laptop.store / ".templates" / "fact.md").read_text()

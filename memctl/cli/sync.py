@@ -103,6 +103,9 @@ def import_command(
     for note_id in report.revived:
         warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
              f"kept (`memctl forget {note_id}` deletes it again)")
+    if report.held_back:
+        warn(f"kept this store's own settings and templates; not applied from {source}: "
+             f"{', '.join(report.held_back)} (copy what you want by hand)")
     info(f"{'dry run: ' if dry_run else ''}{counts}")
 
 
@@ -131,8 +134,9 @@ def sync(
              f"kept (`memctl forget {note_id}` deletes it again)")
     if report.refused:
         warn(f"refused {len(report.refused)} path(s) from remote commit "
-             f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files a remote may "
-             f"not change; kept as they are here): {', '.join(report.refused)}")
+             f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files, settings and "
+             f"templates a remote may not change; kept as they are here): "
+             f"{', '.join(report.refused)}")
     info(f"pushed to {report.remote} ({report.branch})" if report.pushed else "not pushed")
 
 

@@ -282,6 +282,12 @@ def refused_from_remote(path: str, mode: str) -> bool:
     return mode in ("120000", "160000") or top == ".memctl" or top.startswith(".git")
 
 
+def held_back_from_remote(path: str) -> bool:
+    """What a remote's change may not apply here silently (docs/security.md): the settings and
+    the templates every later note is made from. This machine keeps its own, and says so."""
+    return path == "memctl.toml" or path.startswith(".templates/")
+
+
 def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
                            report: SyncReport) -> str:
     """`target`, or when it would bring a path `refused_from_remote` that this machine does not
@@ -291,8 +297,10 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
     ours = tree_of(root, head)
     listing = run_git(root, "ls-tree", "-r", "-z", "--full-tree", target).stdout
     modes = {record.partition("\t")[2]: record.split()[0] for record in listing.split("\0") if record}
-    refused = sorted(path for path, mode in modes.items()
-                     if refused_from_remote(path, mode) and ours.get(path) != tree.get(path))
+    refused = sorted(path for path in set(modes) | {p for p in ours if held_back_from_remote(p)}
+                     if (refused_from_remote(path, modes.get(path, "100644"))
+                         or held_back_from_remote(path))
+                     and ours.get(path) != tree.get(path))
     if not refused:
         return target
     for path in refused:

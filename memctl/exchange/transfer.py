@@ -45,6 +45,8 @@ from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, r
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
     COUNTERS,
+    SETTINGS,
+    TEMPLATE,
     Bundle,
     BundleError,
     BundleFile,
@@ -150,6 +152,7 @@ class ImportReport:
     deleted: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
+    held_back: list[str] = field(default_factory=list)  # settings and templates not applied
     rejected: list[dict[str, str]] = field(default_factory=list)
     writes: dict[str, bytes] = field(default_factory=dict)
     removes: list[str] = field(default_factory=list)
@@ -159,7 +162,7 @@ class ImportReport:
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
                 "deleted": self.deleted, "conflicts": self.conflicts, "revived": self.revived,
-                "rejected": self.rejected}
+                "held_back": self.held_back, "rejected": self.rejected}
 
     def changes(self) -> list[tuple[str, str]]:
         """(action, path) of every file the import writes or removes, sorted by path."""
@@ -233,6 +236,13 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
             report.deleted.append(name)
         else:
             report.updated.append(name)
+    # Settings and templates from elsewhere are never applied silently: this store keeps its
+    # own, and the report names what was held back (docs/security.md).
+    for path in sorted(set(report.writes) | set(report.removes)):
+        if path_kind(path) in (SETTINGS, TEMPLATE) and path in bundle.files:
+            report.writes.pop(path, None)
+            report.held_back.append(path)
+    report.removes = [path for path in report.removes if path not in report.held_back]
     report.removes = sorted(set(report.removes) - set(report.writes))
     for key, outcome in sorted(result.outcomes.items()):
         if outcome.copy is not None and outcome.copy.key in result.entries:
