@@ -5,6 +5,7 @@ remote, a second clone pushing the hostile commit), real symlinks."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -449,3 +450,40 @@ def test_settings_and_templates_changed_on_a_remote_are_kept_as_they_are_here(tm
     assert {"memctl.toml", ".templates/fact.md"} <= set(report["refused"])
     assert (laptop.store / "memctl.toml").read_bytes() == settings
     assert "INJECTED" not in (laptop.store / ".templates" / "fact.md").read_text()
+
+
+# --- export never loses silently ---------------------------------------------------------------
+
+
+def test_an_unreadable_note_stops_export_or_is_named(store_path: Path, tmp_path: Path) -> None:
+    from test_reliability import without_file_permission_override
+
+    cli = Cli(store_path)
+    note = cli.ok("add", "a note nobody can read", "--json", env=NOW).json()
+    target = store_path / note["path"]
+    target.chmod(0)
+    prefix = without_file_permission_override()
+    env = dict(os.environ, MEMCTL_STORE=str(store_path), MEMCTL_PROJECT="demo")
+    from conftest import memctl_executable
+
+    def export(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*prefix, memctl_executable(), "export", *args], capture_output=True,
+                              text=True, env=env, timeout=60)
+    try:
+        stopped = export(str(tmp_path / "a.zip"))
+        assert stopped.returncode == 1 and note["path"] in stopped.stderr
+        assert not (tmp_path / "a.zip").exists()
+        skipped = export(str(tmp_path / "b.zip"), "--skip-unreadable", "--json")
+        assert skipped.returncode == 0, skipped.stderr
+        assert json.loads(skipped.stdout)["skipped"] == [note["path"]]
+        assert note["path"] in skipped.stderr
+    finally:
+        target.chmod(0o644)
+
+
+def test_export_names_a_note_its_import_would_refuse(store_path: Path, tmp_path: Path) -> None:
+    write_memory_file(store_path, "demo/notes/fact/broken.md", "body", title="[unclosed")
+    result = Cli(store_path)("export", str(tmp_path / "c.zip"), "--json")
+    assert result.exit_code == 0
+    assert any(item.startswith("demo/notes/fact/broken.md") for item in result.json()["refusable"])
+    assert "will refuse" in result.stderr

@@ -22,6 +22,7 @@ def export(
     target: str = typer.Argument(..., metavar="FILE.zip", help="The zip file to write."),
     project: Optional[str] = PROJECT_OPTION,
     all_projects: bool = typer.Option(False, "--all", help="The whole store (the default)."),
+    skip_unreadable: bool = typer.Option(False, "--skip-unreadable", help="Leave out (and name) files that cannot be read, instead of stopping."),
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Write the store (or one project) to a zip for `memctl import` on another machine."""
@@ -31,7 +32,12 @@ def export(
         raise typer.BadParameter("--project and --all exclude each other", param_hint="--all")
     store = get_store()
     with _progress("exporting") as update:
-        result = export_store(store, Path(target).expanduser(), project=project, progress=update)
+        result = export_store(store, Path(target).expanduser(), project=project, progress=update,
+                              skip_unreadable=skip_unreadable)
+    for path in result.skipped:
+        warn(f"{path}: cannot be read; left out of the zip")
+    for problem in result.refusable:
+        warn(f"{problem} (memctl import will refuse this file: fix it, or import with --skip-invalid)")
     if json_output:
         emit_json(result.to_dict())
     else:

@@ -145,8 +145,10 @@ def _iso_epoch(seconds: float) -> str:
     return format_time(datetime.fromtimestamp(seconds, UTC))
 
 
-def read_store_files(root: Path) -> dict[str, tuple[bytes, float]]:
-    """Every file of a store that takes part in merges: path -> (bytes, mtime)."""
+def read_store_files(root: Path, unreadable: list[str] | None = None
+                     ) -> dict[str, tuple[bytes, float]]:
+    """Every file of a store that takes part in merges: path -> (bytes, mtime). A file that
+    cannot be read is left out and, when `unreadable` is given, named there."""
     found: dict[str, tuple[bytes, float]] = {}
     paths = [f.relpath for f in Store(root).walk()]
     for folder in (".counters", STORE_TEMPLATE_DIR):
@@ -164,6 +166,8 @@ def read_store_files(root: Path) -> dict[str, tuple[bytes, float]]:
                 continue
             found[path] = (full.read_bytes(), full.stat().st_mtime)
         except OSError:
+            if unreadable is not None:
+                unreadable.append(path)
             continue
     return found
 

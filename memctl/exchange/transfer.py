@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core.clock import now
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, arg
 from memctl.core.merge import (
     TOMBSTONE,
     Entry,
@@ -51,6 +51,7 @@ from memctl.exchange.bundle import (
     BundleError,
     BundleFile,
     Limits,
+    check_file,
     entry_for,
     manifest_for,
     path_kind,
@@ -59,7 +60,7 @@ from memctl.exchange.bundle import (
     validate,
     write_zip,
 )
-from memctl.exchange.snapshot import Snapshot, project_of, snapshot
+from memctl.exchange.snapshot import Snapshot, project_of, read_store_files, snapshot
 from memctl.index.db import open_index
 from memctl.store import Store
 
@@ -105,16 +106,30 @@ class ExportResult:
     files: int
     bytes: int
     project: str | None
+    skipped: list[str] = field(default_factory=list)  # unreadable, left out on request
+    refusable: list[str] = field(default_factory=list)  # files import would refuse
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "files": self.files, "bytes": self.bytes, "project": self.project}
+        return {"path": self.path, "files": self.files, "bytes": self.bytes,
+                "project": self.project, "skipped": self.skipped, "refusable": self.refusable}
 
 
 def export_store(store: Store, target: Path, project: str | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> ExportResult:
-    """Write the store (or one project) to a zip. Reads only: the store is not changed."""
+                 progress: Callable[[int, int], None] | None = None,
+                 skip_unreadable: bool = False) -> ExportResult:
+    """Write the store (or one project) to a zip. Reads only: the store is not changed. A file
+    that cannot be read stops the export, naming it (or, with `skip_unreadable`, is left out
+    and named in `skipped`): an export never loses a note silently."""
+    unreadable: list[str] = []
     with store.lock("export"):
-        snap = snapshot(store.root)
+        snap = snapshot(store.root, read_store_files(store.root, unreadable))
+        unreadable = [path for path in unreadable
+                      if _in_export(BundleFile(path, b""), project)]
+        if unreadable and not skip_unreadable:
+            raise MemctlError(
+                f"cannot read {', '.join(unreadable[:5])}{' …' if len(unreadable) > 5 else ''}: "
+                f"nothing was exported. Fix the file's permissions, or pass "
+                f"{arg('skip_unreadable')} to export without it")
         by_path = {f.path: f for f in snap.files.values() if _in_export(f, project)}
         if project and not any(not p.startswith(".counters/") for p in by_path):
             raise MemctlError(f"project {project!r} has nothing to export; `memctl list "
@@ -129,8 +144,13 @@ def export_store(store: Store, target: Path, project: str | None = None,
     manifest = manifest_for(files, machine=machine_id(store), time=newest,
                             extra={"project": project, "removed": removed})
     target = Path(target)
+    # What this memctl's own import would refuse (a note that does not parse) is named, so a
+    # bundle is never found to be useless only on the other machine.
+    refusable = [f"{path}: {problem.reason}" for path, data in ((f.path, f.data) for f in files)
+                 for problem in check_file(path, data)[0]]
     write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
-    return ExportResult(str(target), len(files), target.stat().st_size, project)
+    return ExportResult(str(target), len(files), target.stat().st_size, project,
+                        skipped=unreadable, refusable=refusable)
 
 
 def _in_export(item: BundleFile, project: str | None) -> bool:
