@@ -487,3 +487,21 @@ def test_export_names_a_note_its_import_would_refuse(store_path: Path, tmp_path:
     assert result.exit_code == 0
     assert any(item.startswith("demo/notes/fact/broken.md") for item in result.json()["refusable"])
     assert "will refuse" in result.stderr
+
+
+def test_an_allowed_secret_never_reaches_a_file_name_a_commit_or_a_report(tmp_path: Path, remote: Path) -> None:
+    laptop = machine(tmp_path, "laptop", remote)
+    added = laptop.ok("add", f"CI key {AWS} for uploads", "--allow-secret", "--json", env=NOW).json()
+    assert AWS not in added["path"]
+    log = git(laptop.store, "log", "--format=%s%n%b")
+    assert AWS not in log and "AKIA" in log  # masked, its recognisable start kept
+    health = laptop.ok("health", "--json").json()
+    assert health["secrets"] and AWS not in json.dumps(health)
+    exported = laptop.ok("export", str(tmp_path / "x.zip"), "--json").json()
+    assert exported["secrets"] and AWS not in json.dumps(exported)
+    synced = laptop("sync", "--json")
+    assert synced.exit_code == 0 and synced.json()["pushed"]
+    assert synced.json()["secrets"] and AWS not in synced.stdout + synced.stderr
+    warned = laptop("forget", added["id"])
+    assert warned.exit_code == 0 and AWS not in git(laptop.store, "log", "-1", "--format=%B")
+    assert AWS not in (laptop.store / ".tombstones" / f"{added['id']}.md").read_text()

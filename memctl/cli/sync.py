@@ -36,6 +36,8 @@ def export(
                               skip_unreadable=skip_unreadable)
     for path in result.skipped:
         warn(f"{path}: cannot be read; left out of the zip")
+    for item in result.secrets:
+        warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} goes into the zip")
     for problem in result.refusable:
         warn(f"{problem} (memctl import will refuse this file: fix it, or import with --skip-invalid)")
     if json_output:
@@ -143,6 +145,9 @@ def sync(
              f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files, settings and "
              f"templates a remote may not change; kept as they are here): "
              f"{', '.join(report.refused)}")
+    for item in report.secrets:
+        warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} "
+             f"{'was pushed' if report.pushed else 'is in the commits to push'}")
     info(f"pushed to {report.remote} ({report.branch})" if report.pushed else "not pushed")
 
 

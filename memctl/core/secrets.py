@@ -615,3 +615,23 @@ def refuse_secrets(text: str, allow: bool = False) -> None:
             f"git, so it was not written. Remove the secret, or pass {arg('allow_secret')} if "
             "it is not one"
         )
+
+
+def carried(files: Mapping[str, bytes]) -> list[dict[str, object]]:
+    """The likely secrets in files about to leave this machine (`sync`, `export`): one entry
+    per finding, `{"path", "line", "kind", "masked"}`, path masked too. Only Markdown files."""
+    found: list[dict[str, object]] = []
+    for path, data in sorted(files.items()):
+        if not path.endswith(".md"):
+            continue
+        for finding in scan(data.decode("utf-8", "replace")):
+            found.append({"path": mask_secrets(path), "line": finding.line,
+                          "kind": finding.kind, "masked": finding.masked})
+    return found
+
+
+def masked_title(text: str, limit: int = 60) -> str:
+    """Text for a commit message or a report line: one line, at most `limit` characters, any
+    secret masked (a note written with allow_secret never shows its secret there)."""
+    text = " ".join(mask_secrets(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -33,6 +33,7 @@ from memctl.core.merge import (
     merge_snapshots,
     seen_from_base,
 )
+from memctl.core.secrets import carried
 from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.counters import export_machine, machine_id
@@ -57,6 +58,7 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)  # conflict copies made
     refused: list[str] = field(default_factory=list)  # remote paths never checked out here
     revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
+    secrets: list[dict[str, object]] = field(default_factory=list)  # likely secrets pushed, masked
     refused_from: str | None = None  # the remote commit that brought them
     pushed: bool = False
     attempts: int = 0
@@ -65,7 +67,8 @@ class SyncReport:
         return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
-                "refused_from": self.refused_from, "revived": self.revived}
+                "refused_from": self.refused_from, "revived": self.revived,
+                "secrets": self.secrets}
 
 
 # --- the merge driver --------------------------------------------------------------------------
@@ -203,6 +206,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                 _integrate(store, remote_ref, report)
             if not push:
                 break
+            report.secrets = _secrets_to_push(root, remote_ref)
             pushed = run_git(root, "push", "--porcelain", "origin", f"HEAD:refs/heads/{branch}",
                              check=False)
             if pushed.returncode == 0:
@@ -218,6 +222,21 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             raise MemctlError(f"the remote kept changing during {attempts} attempts (others are "
                               "pushing); your changes are committed here, run `memctl sync` again")
     return report
+
+
+def _secrets_to_push(root: Path, remote_ref: str) -> list[dict[str, object]]:
+    """Likely secrets in the files this push carries (changed since the remote's branch, or
+    every file on a first push), masked: `sync` warns, the push goes on (docs/security.md)."""
+    if _has_commits(root, remote_ref):
+        listed = run_git(root, "diff", "--name-only", "-z", remote_ref, "HEAD").stdout
+    else:
+        listed = run_git(root, "ls-files", "-z").stdout
+    files = {}
+    for path in filter(None, listed.split("\0")):
+        full = root / path
+        if path.endswith(".md") and full.is_file() and not full.is_symlink():
+            files[path] = full.read_bytes()
+    return carried(files)
 
 
 def commit_local_changes(store: Store) -> str | None:

@@ -36,7 +36,7 @@ from memctl.core.merge import (
     same_content,
 )
 from memctl.core.noteformat import compute_checksum, set_fields
-from memctl.core.secrets import guard
+from memctl.core.secrets import carried, guard
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
@@ -108,10 +108,12 @@ class ExportResult:
     project: str | None
     skipped: list[str] = field(default_factory=list)  # unreadable, left out on request
     refusable: list[str] = field(default_factory=list)  # files import would refuse
+    secrets: list[dict[str, object]] = field(default_factory=list)  # likely secrets carried, masked
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "files": self.files, "bytes": self.bytes,
-                "project": self.project, "skipped": self.skipped, "refusable": self.refusable}
+                "project": self.project, "skipped": self.skipped, "refusable": self.refusable,
+                "secrets": self.secrets}
 
 
 def export_store(store: Store, target: Path, project: str | None = None,
@@ -150,7 +152,8 @@ def export_store(store: Store, target: Path, project: str | None = None,
                  for problem in check_file(path, data)[0]]
     write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
     return ExportResult(str(target), len(files), target.stat().st_size, project,
-                        skipped=unreadable, refusable=refusable)
+                        skipped=unreadable, refusable=refusable,
+                        secrets=carried({f.path: f.data for f in files}))
 
 
 def _in_export(item: BundleFile, project: str | None) -> bool:

@@ -19,7 +19,7 @@ from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd
 from memctl.core.ids import new_id
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
-from memctl.core.secrets import guard
+from memctl.core.secrets import guard, masked_title
 from memctl.disk.layout import EPISODE, EPISODES_DIR, classify, slugify
 from memctl.disk.templates import fill, load_template
 from memctl.store import Store
@@ -311,7 +311,7 @@ def add_episode(store: Store, project: str, **kwargs: Any) -> Episode:
     relpath, text, episode = prepare_episode(store, project, **kwargs)
     with store.lock("episode add"):
         store.write_text(relpath, text)
-        store.commit(f"episode {episode.id} ({episode.outcome}): {_short(episode.goal)}", [relpath])
+        store.commit(f"episode {episode.id} ({episode.outcome}): {masked_title(episode.goal)}", [relpath])
     return episode
 
 
@@ -385,6 +385,3 @@ def find_episode(store: Store, ref: str) -> Episode:
     return matches[0]
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

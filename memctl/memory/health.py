@@ -17,7 +17,7 @@ from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.note import Note, note_from_parsed
 from memctl.core.noteformat import parse_text
-from memctl.core.secrets import scan
+from memctl.core.secrets import mask_secrets, masked_title, scan
 from memctl.core.similarity import compare
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
@@ -51,14 +51,11 @@ PROBLEM_SECTIONS = (
 )
 
 
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _brief(note: Note) -> dict[str, Any]:
     return {"id": note.id, "project": note.project, "type": note.type, "path": note.path,
-            "title": _short(note.title)}
+            "title": masked_title(note.title, 80)}
 
 
 def _read_all(store: Store) -> tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]],
@@ -87,8 +84,8 @@ def _read_all(store: Store) -> tuple[list[Note], list[dict[str, Any]], list[dict
             errors.append({"path": path, "line": line, "message": message})
             continue
         for finding in scan(text):
-            secrets.append({"path": path, "line": finding.line, "kind": finding.kind,
-                            "masked": finding.masked})
+            secrets.append({"path": mask_secrets(path), "line": finding.line,
+                            "kind": finding.kind, "masked": finding.masked})
         if memory_file.kind not in (NOTE, ARCHIVED):
             parsed = parse_text(text)
             if parsed.problem is not None and memory_file.kind not in ("tombstone", "conflict"):

@@ -33,6 +33,7 @@ from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
+from memctl.core.secrets import masked_title
 from memctl.disk.atomic import fsync_dir, make_dirs
 from memctl.disk.counters import get_counters
 from memctl.disk.layout import ARCHIVED, NOTE, classify
@@ -308,10 +309,7 @@ def restore_note(store: Store, ref: str) -> tuple[Note, str]:
                 wanted = notes_relpath(note)
             target = _free_path(store, wanted, note.id)
         changed = _move(store, note, target, stamp(text, updates, moment, note))
-        store.commit(f"restore {note.id}: {_short(note.title)}", changed)
+        store.commit(f"restore {note.id}: {masked_title(note.title)}", changed)
     return store.read_note(target), old_path
 
 
-def _short(title: str, limit: int = 60) -> str:
-    title = " ".join(title.split())
-    return title if len(title) <= limit else title[: limit - 1] + "…"

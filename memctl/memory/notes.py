@@ -24,7 +24,7 @@ from memctl.core.note import (
     title_of,
 )
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
-from memctl.core.secrets import guard, scan
+from memctl.core.secrets import guard, mask_secrets, masked_title, scan
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template
 from memctl.index.db import ensure_fresh
@@ -118,13 +118,14 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         if decision.action == MERGED and decision.merged_into:
             target = by_id[decision.merged_into]
             path = _merge_into(store, target, importance, clean_tags, moment)
-            store.commit(f"merge into {target.id}: {_short(target.title)}", [path])
+            store.commit(f"merge into {target.id}: {masked_title(target.title)}", [path])
             return AddResult(target.id, path, "merged", [], [])
 
         note_id = new_id()
         created = format_time(moment)
         title = title_of({}, text)
-        relpath = store.new_note_relpath(project, note_type, note_id, title)
+        # A secret written with allow_secret never reaches a file name or a commit message.
+        relpath = store.new_note_relpath(project, note_type, note_id, mask_secrets(title))
         file_text = build_note_text(
             store, note_id=note_id, text=text, note_type=note_type, project=project,
             importance=importance, tags=clean_tags, subject=subject, predicate=predicate,
@@ -140,7 +141,7 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
                 continue  # already retired: `corrects:` still names it
             changed.append(_mark_superseded(store, old, note_id, moment))
             superseded.append(old.id)
-        message = f"add {note_type} {note_id}: {_short(title)}"
+        message = f"add {note_type} {note_id}: {masked_title(title)}"
         if superseded:
             message += f" (supersedes {', '.join(superseded)})"
         store.commit(message, changed)
@@ -203,7 +204,7 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
     with store.lock("supersede"):
         moment = now()
         path = _mark_superseded(store, old, new.id, moment)
-        store.commit(f"supersede {old.id} by {new.id}: {_short(old.title)}", [path])
+        store.commit(f"supersede {old.id} by {new.id}: {masked_title(old.title)}", [path])
     return store.read_note(old.path), new
 
 
@@ -239,7 +240,7 @@ def edit_note(store: Store, ref: str, editor: str | None = None) -> tuple[Note, 
         moment = now()
         stamped = stamp(edited, {}, moment, note)
         store.write_text(note.path, stamped)
-        store.commit(f"edit {note.id}: {_short(title_of(parse_text(stamped).meta, parse_text(stamped).body))}", [note.path])
+        store.commit(f"edit {note.id}: {masked_title(title_of(parse_text(stamped).meta, parse_text(stamped).body))}", [note.path])
     draft.unlink()
     return store.read_note(note.path), True
 
@@ -273,17 +274,14 @@ def forget_note(store: Store, ref: str) -> Note:
         tombstone = render_note(
             {"id": note.id, "deleted": moment, "project": note.project, "path": note.path,
              "updated": note.updated},
-            f"{note.title}\n",
+            f"{mask_secrets(note.title)}\n",
         )
         store.write_text(tombstone_path, tombstone)
         try:
             store.resolve(note.path).unlink()
         except FileNotFoundError:
             pass
-        store.commit(f"forget {note.id}: {_short(note.title)}", [tombstone_path, note.path])
+        store.commit(f"forget {note.id}: {masked_title(note.title)}", [tombstone_path, note.path])
     return note
 
 
-def _short(title: str, limit: int = 60) -> str:
-    title = " ".join(title.split())
-    return title if len(title) <= limit else title[: limit - 1] + "…"

@@ -17,7 +17,7 @@ from typing import Any
 from memctl.core import arguments, sections
 from memctl.core.clock import now
 from memctl.core.errors import CLI, Front, MemctlError, UsageError, cmd
-from memctl.core.secrets import refuse_secrets
+from memctl.core.secrets import masked_title, refuse_secrets
 from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.store import Store
@@ -133,7 +133,7 @@ def add_item(
         updated = sections.append_dated_item(base, key, item, moment)
         store.write_text(relpath, updated)
         first_line = item.strip().splitlines()[0]
-        store.commit(f"project {project}: add to {key}: {_short(first_line)}", [relpath])
+        store.commit(f"project {project}: add to {key}: {masked_title(first_line)}", [relpath])
     line = sections.format_item(item, sections.day_stamp(moment))[0]
     return _view(store, project, updated, changed=True, section=key, item=line)
 
@@ -189,6 +189,3 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
     return _view(store, project, after, changed=after != before)
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from memctl.core import arguments, sections
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError, arg, cmd
+from memctl.core.secrets import masked_title
 from memctl.disk.layout import SCRATCHPAD_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.memory import episodes
@@ -346,17 +347,17 @@ def update(
         current = read_scratch(store, project)
         base = current if current is not None else template_text(store, project)
         if action == "focus":
-            new, message = set_focus(base, text), f"focus: {_short(text)}"
+            new, message = set_focus(base, text), f"focus: {masked_title(text)}"
         elif action == "question":
-            new, message = add_question(base, text), f"question: {_short(text)}"
+            new, message = add_question(base, text), f"question: {masked_title(text)}"
         elif action == "next":
             new = add_next(base, text)
-            message = f"next step {len(items(new, 'next'))}: {_short(text)}"
+            message = f"next step {len(items(new, 'next'))}: {masked_title(text)}"
         elif action == "done":
             new, step, listed = mark_done(base, text, moment)
-            message = f"done: {_short(step)}" + ("" if listed else " (was not a next step)")
+            message = f"done: {masked_title(step)}" + ("" if listed else " (was not a next step)")
         else:
-            new, message = add_note(base, text, moment), f"note: {_short(text)}"
+            new, message = add_note(base, text, moment), f"note: {masked_title(text)}"
         store.write_text(relpath, new)
         store.commit(f"scratch {project}: {message}", [relpath])
     return ScratchView(project, relpath, new, message=message, changed=True)
@@ -417,6 +418,3 @@ def clear(
     return ScratchView(project, relpath, new, message=message, changed=True, episode=episode_data)
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
