@@ -505,3 +505,38 @@ def test_an_allowed_secret_never_reaches_a_file_name_a_commit_or_a_report(tmp_pa
     warned = laptop("forget", added["id"])
     assert warned.exit_code == 0 and AWS not in git(laptop.store, "log", "-1", "--format=%B")
     assert AWS not in (laptop.store / ".tombstones" / f"{added['id']}.md").read_text()
+
+
+def test_a_read_only_store_can_be_read_and_refuses_changes_clearly(store_path: Path, tmp_path: Path) -> None:
+    """A read-only mount or folder: every read works (on a private copy of the index, with no
+    access counting), every change is one line naming the problem, nothing is left behind."""
+    from conftest import memctl_executable
+    from test_reliability import without_file_permission_override
+
+    cli = Cli(store_path)
+    note = cli.ok("add", "xylophone tuning notes", "--json", env=NOW).json()["id"]
+    cli.ok("project", "add", "decisions", "keep it simple", env=NOW)
+    cli.ok("search", "xylophone")  # an index and counters exist, as in a store in use
+    before = tree_snapshot(store_path)
+    subprocess.run(["chmod", "-R", "a-w", str(store_path)], check=True)
+    env = dict(os.environ, MEMCTL_STORE=str(store_path), MEMCTL_PROJECT="demo", TMPDIR=str(tmp_path))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*without_file_permission_override(), memctl_executable(), *args],
+                              capture_output=True, text=True, env=env, timeout=60)
+    try:
+        for args in (["list", "--json"], ["search", "xylophone", "--json"], ["recall"],
+                     ["show", note], ["health", "--json"], ["archive", "--dry-run"],
+                     ["export", str(tmp_path / "ro.zip")]):
+            result = run(*args)
+            assert result.returncode == 0, (args, result.stderr)
+            assert "Traceback" not in result.stderr
+        assert note in run("search", "xylophone", "--json").stdout
+        for args in (["add", "another"], ["project", "add", "lessons", "x"], ["forget", note]):
+            refused = run(*args)
+            assert refused.returncode == 1 and refused.stderr.startswith("error: ")
+            assert "read-only" in refused.stderr and "Traceback" not in refused.stderr
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(store_path)], check=True)
+    assert tree_snapshot(store_path) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("memctl-read-only-")]

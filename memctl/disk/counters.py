@@ -70,8 +70,16 @@ def machine_id(store: StoreLike) -> str:
     return value
 
 
+class CountersUnavailable(Exception):
+    """The counters cannot be written here (a read-only store): they are hints, so reads go
+    on without them."""
+
+
 def _connect(store: StoreLike) -> sqlite3.Connection:
     path = state_path(store, COUNTERS_FILE)
+    folder = path.parent if path.parent.exists() else path.parent.parent
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CountersUnavailable(str(path))
     try:
         return _open_counters(path)
     except sqlite3.DatabaseError as exc:
@@ -126,14 +134,32 @@ def _later(a: str | None, b: str | None) -> str | None:
     return a if first >= second else b
 
 
+def _reading(store: StoreLike) -> sqlite3.Connection | None:
+    """A connection to read the counters: the usual one, or in a read-only store the file
+    opened read-only, or None when there is nothing readable (no counts, not an error)."""
+    try:
+        return _connect(store)
+    except CountersUnavailable:
+        path = state_path(store, COUNTERS_FILE)
+        if not path.is_file():
+            return None
+        try:
+            return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=15)
+        except sqlite3.Error:
+            return None
+
+
 def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | None = None) -> None:
     """Count one access of each id (once per id per call) at `when` (default: now)."""
     unique = list(dict.fromkeys(str(i) for i in ids if i))
     if not unique:
         return
     stamp = _iso(when)
-    machine = machine_id(store)
-    conn = _connect(store)
+    try:
+        conn = _connect(store)
+        machine = machine_id(store)
+    except (CountersUnavailable, OSError):
+        return  # a read-only store: nothing is counted, the read goes on
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
@@ -155,12 +181,16 @@ def get_counters(store: StoreLike, ids: Iterable[str] | None = None
                  ) -> dict[str, tuple[int, str | None]]:
     """{id: (count over all machines, last access as ISO text or None)}; every asked id is
     in the answer (0, None when never accessed). `ids=None` gives every counted note."""
-    conn = _connect(store)
-    try:
-        rows = conn.execute("SELECT id, count, last FROM access").fetchall() if ids is None \
-            else _rows_for(conn, list(dict.fromkeys(ids)))
-    finally:
-        conn.close()
+    conn = _reading(store)
+    rows: list[tuple[str, int, str | None]] = []
+    if conn is not None:
+        try:
+            rows = conn.execute("SELECT id, count, last FROM access").fetchall() if ids is None \
+                else _rows_for(conn, list(dict.fromkeys(ids)))
+        except sqlite3.Error:
+            rows = []  # read-only and unreadable: counts are hints
+        finally:
+            conn.close()
     result: dict[str, tuple[int, str | None]] = {}
     if ids is not None:
         result = {str(note_id): (0, None) for note_id in ids}
@@ -184,11 +214,15 @@ def top_accessed(store: StoreLike, since: datetime | str, limit: int = 20
                  ) -> list[tuple[str, int]]:
     """The most accessed ids since a day (counted by UTC day), most first: for health."""
     day = _iso(since)[:10]
-    conn = _connect(store)
+    conn = _reading(store)
+    if conn is None:
+        return []
     try:
         return [(row[0], int(row[1])) for row in conn.execute(
             "SELECT id, sum(count) AS n FROM access_days WHERE day >= ? GROUP BY id"
             " ORDER BY n DESC, id LIMIT ?", (day, int(limit)))]
+    except sqlite3.Error:
+        return []
     finally:
         conn.close()
 

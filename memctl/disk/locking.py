@@ -11,6 +11,7 @@ running git."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -34,6 +35,10 @@ CRASHED_FILE = "lock.crashed"
 
 class LockTimeout(MemctlError):
     pass
+
+
+class ReadOnlyStore(MemctlError):
+    """The store cannot be written (a read-only mount or folder): reads work, changes do not."""
 
 
 def crashed_holder(store_root: Path) -> dict[str, Any] | None:
@@ -62,7 +67,14 @@ def store_lock(store_root: Path, what: str = "", timeout: float | None = None) -
     _make_state_dir(state_dir)
     lock_path = state_dir / "lock"
     info_path = state_dir / "lock.info"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise ReadOnlyStore(
+                f"the store {store_root} is read-only for you ({exc.strerror}: {lock_path}); "
+                "memctl can read it but not change it: check the folder's permissions") from None
+        raise
     try:
         deadline = time.monotonic() + timeout
         delay = 0.005

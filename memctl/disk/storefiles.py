@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import stat as stat_module
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -208,6 +208,20 @@ class StoreFiles:
         from memctl.disk.atomic import atomic_write_text  # lazy: search start-up
 
         atomic_write_text(self.resolve(relpath), text)
+
+    @contextmanager
+    def read_lock(self, what: str = "") -> Iterator[None]:
+        """The store lock for a command that only reads (export): taken when the store can be
+        written, so no writer changes files under it; skipped when the store is read-only,
+        where no memctl can write."""
+        from memctl.disk.locking import ReadOnlyStore
+
+        with ExitStack() as held:
+            try:
+                held.enter_context(self.lock(what))
+            except ReadOnlyStore:
+                pass
+            yield
 
     @contextmanager
     def lock(self, what: str = "") -> Iterator[None]:

@@ -78,7 +78,11 @@ def counter_files(store: Store, existing: dict[str, BundleFile]) -> dict[str, by
     for path, item in existing.items():
         if path.startswith(".counters/"):
             out[path] = item.data
-    for machine in sorted(set(counters.machines(store)) | {counters.machine_id(store)}):
+    try:
+        known = sorted(set(counters.machines(store)) | {counters.machine_id(store)})
+    except (counters.CountersUnavailable, OSError):
+        return out  # a read-only store: the committed counter files are all there is
+    for machine in known:
         path = f".counters/{machine}.json"
         data = dump_counters(counters.export_machine(store, machine))
         out[path] = merge_counters(out[path], data) if path in out else data
@@ -123,7 +127,7 @@ def export_store(store: Store, target: Path, project: str | None = None,
     that cannot be read stops the export, naming it (or, with `skip_unreadable`, is left out
     and named in `skipped`): an export never loses a note silently."""
     unreadable: list[str] = []
-    with store.lock("export"):
+    with store.read_lock("export"):
         snap = snapshot(store.root, read_store_files(store.root, unreadable))
         unreadable = [path for path in unreadable
                       if _in_export(BundleFile(path, b""), project)]
@@ -143,7 +147,11 @@ def export_store(store: Store, target: Path, project: str | None = None,
     newest = max(times)[1] if times else "1970-01-01T00:00:00.000Z"
     removed = {key: {"path": path, "history": list(oids)} for key, (path, oids) in snap.removed.items()
                if _in_export(BundleFile(path, b""), project)}
-    manifest = manifest_for(files, machine=machine_id(store), time=newest,
+    try:
+        machine = machine_id(store)
+    except OSError:
+        machine = "read-only"  # a read-only store cannot keep an id of its own
+    manifest = manifest_for(files, machine=machine, time=newest,
                             extra={"project": project, "removed": removed})
     target = Path(target)
     # What this memctl's own import would refuse (a note that does not parse) is named, so a

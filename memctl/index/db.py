@@ -179,6 +179,40 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _writable(path: Path) -> bool:
+    """Whether the index can be written where it lives (a read-only store cannot)."""
+    folder = path.parent if path.parent.exists() else path.parent.parent
+    return os.access(folder, os.W_OK | os.X_OK) and (not path.exists() or os.access(path, os.W_OK))
+
+
+def _private_copy(root: Path, path: Path) -> Index:
+    """A read-only store (a read-only mount, a folder shared read-only): reads keep working on
+    a private copy of the index in a temporary folder, brought up to date from the files and
+    removed when the command ends (docs/security.md)."""
+    import atexit  # here, not at the top: only a read-only store needs them (search start-up)
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="memctl-read-only-"))
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / INDEX_FILE
+    try:
+        if path.is_file():
+            shutil.copyfile(path, copy)
+    except OSError:
+        pass  # unreadable as well: the copy starts empty and is built from the files
+    for attempt in range(2):
+        try:
+            index = Index(root, _connect(copy), copy)
+            index._prepare()
+            return index
+        except sqlite3.DatabaseError:
+            if attempt:
+                raise
+            _remove_index_files(copy)
+    raise AssertionError("unreachable")
+
+
 def _remove_index_files(path: Path) -> None:
     """Delete the index (it is derived). Something else in its place (a folder) is not ours
     to delete: say so instead."""
@@ -199,6 +233,8 @@ def open_index(store: StoreLike) -> Index:
     schema or tokenizer version. The caller still has to `refresh()` (see `ensure_fresh`)."""
     root = root_of(store)
     path = state_path(root, INDEX_FILE)
+    if not _writable(path):
+        return _private_copy(root, path)
     path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
     for attempt in range(2):
         conn = None
