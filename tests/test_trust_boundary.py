@@ -540,3 +540,17 @@ def test_a_read_only_store_can_be_read_and_refuses_changes_clearly(store_path: P
         subprocess.run(["chmod", "-R", "u+w", str(store_path)], check=True)
     assert tree_snapshot(store_path) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("memctl-read-only-")]
+
+
+def test_an_import_never_writes_through_a_linked_folder(store_path: Path, tmp_path: Path, outside: Path) -> None:
+    other_root = tmp_path / "other"
+    other = Cli(other_root, project="linked")
+    other.ok("init", str(other_root))
+    other.ok("add", "a note for the linked project", env=NOW)
+    bundle = tmp_path / "other.zip"
+    other.ok("export", str(bundle))
+    os.symlink(outside.parent, store_path / "linked")
+    refused = Cli(store_path)("import", str(bundle))
+    assert refused.exit_code == 1 and "symbolic link" in refused.stderr
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["credentials"]
+    assert not list((store_path / ".memctl").glob("txn-*"))

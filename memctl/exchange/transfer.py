@@ -346,6 +346,8 @@ def refresh_index(store: Store, paths: list[str]) -> None:
 def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
     """Replace and remove files as one transaction, then make one commit."""
     root = Path(store.root)
+    for path in sorted(set(writes) | set(removes)):
+        store.resolve(path)  # every target inside the store, through no link: before any write
     txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
     (txn / "new").mkdir(parents=True)
     (txn / "old").mkdir()
