@@ -554,3 +554,10 @@ def test_an_import_never_writes_through_a_linked_folder(store_path: Path, tmp_pa
     assert refused.exit_code == 1 and "symbolic link" in refused.stderr
     assert sorted(p.name for p in outside.parent.iterdir()) == ["credentials"]
     assert not list((store_path / ".memctl").glob("txn-*"))
+
+
+def test_settings_nested_too_deeply_are_one_line(store_path: Path) -> None:
+    (store_path / "memctl.toml").write_text("x = " + "[" * 5_000 + "]" * 5_000 + "\n")
+    result = run_memctl("recall", store=store_path)
+    assert result.exit_code == 1 and result.stderr.startswith("error: memctl.toml does not parse")
+    assert "Traceback" not in result.stderr
