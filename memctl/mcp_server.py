@@ -100,6 +100,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
 
     NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
     Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
+    AllowSecretArg = Annotated[
+        bool, Field(description="Write although the text looks like a secret: only when the "
+                                "user confirmed it is not one.")
+    ]
     ProjectArg = Annotated[
         Optional[str],
         Field(description=f"Project name; default {default_project!r} (the current project)."),
@@ -187,10 +191,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
         force: Annotated[
             bool, Field(description="Write even when a near-duplicate exists (rarely right).")
         ] = False,
-        allow_secret: Annotated[
-            bool, Field(description="Write although the text looks like a secret: only when the "
-                                    "user confirmed it is not one.")
-        ] = False,
+        allow_secret: AllowSecretArg = False,
     ) -> str:
         with guarded():
             result = notes.remember(
@@ -307,10 +308,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
         summary: Annotated[
             Optional[str], Field(description="With clear and archive: what to remember about it.")
         ] = None,
-        allow_secret: Annotated[
-            bool, Field(description="Write although the text looks like a secret: only when the "
-                                    "user confirmed it is not one.")
-        ] = False,
+        allow_secret: AllowSecretArg = False,
     ) -> str:
         with guarded():
             view = working.scratchpad(store, resolve(project), action, text, archive=archive,
@@ -337,10 +335,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
         ] = None,
         tags: Annotated[Optional[list[str]], Field(description="A few tags.")] = None,
         project: ProjectArg = None,
-        allow_secret: Annotated[
-            bool, Field(description="Write although the text looks like a secret: only when the "
-                                    "user confirmed it is not one.")
-        ] = False,
+        allow_secret: AllowSecretArg = False,
     ) -> str:
         with guarded():
             episode = working.add_episode(
@@ -366,10 +361,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
             Optional[str], Field(description="For add: the item. For replace: the whole file.")
         ] = None,
         project: ProjectArg = None,
-        allow_secret: Annotated[
-            bool, Field(description="Write although the text looks like a secret: only when the "
-                                    "user confirmed it is not one.")
-        ] = False,
+        allow_secret: AllowSecretArg = False,
     ) -> str:
         with guarded():
             name = resolve(project)

@@ -72,17 +72,27 @@ def parse_time_spelled_out(value: str) -> datetime | None:
 _RELATIVE = re.compile(r"^(\d+)\s*([dwmy])$")
 
 
+def _shifted(text: str, base: datetime | None, sign: int) -> datetime | None:
+    """`base` (default: now) moved by the span `text` (30d, 6w, 3m, 1y) forward (sign 1) or
+    back (-1); None when `text` is not a span. A span beyond the calendar is a ValueError."""
+    match = _RELATIVE.match(text.strip().lower())
+    if match is None:
+        return None
+    amount, unit = int(match.group(1)), match.group(2)
+    days = amount * {"d": 1, "w": 7, "m": 30, "y": 365}[unit]
+    try:
+        return (base or now()) + sign * timedelta(days=days)
+    except OverflowError:
+        way = "ahead" if sign > 0 else "back"
+        raise ValueError(f"{text!r} is further {way} than any calendar goes") from None
+
+
 def parse_expiry(text: str, base: datetime | None = None) -> str:
     """`--expires` accepts a date (kept as written) or a span such as 30d, 6w, 3m, 1y."""
     value = text.strip()
-    match = _RELATIVE.match(value.lower())
-    if match:
-        amount, unit = int(match.group(1)), match.group(2)
-        days = amount * {"d": 1, "w": 7, "m": 30, "y": 365}[unit]
-        try:
-            return ((base or now()) + timedelta(days=days)).date().isoformat()
-        except OverflowError:
-            raise ValueError(f"{text!r} is further ahead than any calendar goes") from None
+    moved = _shifted(value, base, 1)
+    if moved is not None:
+        return moved.date().isoformat()
     if parse_time(value) is None:
         raise ValueError(f"{text!r} is neither a date (2027-03-01) nor a span (30d, 6w, 3m, 1y)")
     return value
@@ -91,14 +101,9 @@ def parse_expiry(text: str, base: datetime | None = None) -> str:
 def parse_since(text: str, base: datetime | None = None) -> datetime:
     """`--since` accepts a date/time or a span back from now (7d, 2w, 3m, 1y)."""
     value = text.strip()
-    match = _RELATIVE.match(value.lower())
-    if match:
-        amount, unit = int(match.group(1)), match.group(2)
-        days = amount * {"d": 1, "w": 7, "m": 30, "y": 365}[unit]
-        try:
-            return (base or now()) - timedelta(days=days)
-        except OverflowError:
-            raise ValueError(f"{text!r} is further back than any calendar goes") from None
+    moved = _shifted(value, base, -1)
+    if moved is not None:
+        return moved
     parsed = parse_time(value)
     if parsed is None:
         raise ValueError(f"{text!r} is neither a date (2026-11-01) nor a span (7d, 2w, 3m, 1y)")
