@@ -19,7 +19,7 @@ from typing import Any
 
 from memctl.core.clock import format_time, now
 from memctl.core.errors import MemctlError
-from memctl.core.ids import is_id
+from memctl.core.ids import is_id, valid_id
 from memctl.core.merge import (
     Entry,
     MergeKey,
@@ -450,6 +450,8 @@ def note_log(store: Store, ref: str) -> list[dict[str, str]]:
             note_id = wanted
         else:
             raise
+    if note_id is None or not valid_id(note_id):  # never a pathspec of its own (`*`, `../`)
+        raise MemctlError(f"{ref!r} is not a note id")
     specs = [f":(glob)**/*{note_id}.md", f".tombstones/{note_id}.md"]
     if current:
         specs.append(current)
