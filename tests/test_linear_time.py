@@ -25,6 +25,7 @@ from conftest import run_memctl  # noqa: E402
 
 from memctl.core import similarity  # noqa: E402
 from memctl.core.noteformat import parse_text, set_fields  # noqa: E402
+from memctl.core.sections import strip_comments  # noqa: E402
 from memctl.index import docs  # noqa: E402
 
 TIMEOUT = 60  # seconds: minutes for the quadratic versions, about a second for these
@@ -161,6 +162,11 @@ HOSTILE = {
         assert ids[:3] == ["p/MEMORY.md#a", "p/MEMORY.md#a-2", "p/MEMORY.md#a-2-2"]
         assert [doc.line for doc in found[:3]] == [1, 3, 5] and found[-1].line == 39_999
     """,
+    "recall: a note and a MEMORY.md of 200,000 unclosed comments": """
+        from memctl.memory.recall import compact, one_line
+        assert one_line("a " + "<!--" * 200_000).startswith("a <!--")
+        assert compact("# p\\n\\n" + "<!-- x\\n" * 100_000).startswith("# p")
+    """,
     "field editor: a title of 2,000,000 quotes": """
         from memctl.core.noteformat import _trailing_comment
         assert _trailing_comment('title: a' + '"' * 2_000_000 + '  # c') == "  # c"
@@ -212,6 +218,7 @@ _OLD_LIST = f"\\[ *(?:{_OLD_ITEM}(?: *, *{_OLD_ITEM})*)? *\\]"
 _OLD_LINE = f"([A-Za-z_][A-Za-z0-9_-]*):(?: +(?:({_OLD_LIST})|({_OLD_PLAIN})))? *\\r?\\n"
 OLD_FAST = re.compile(f"(?:{_OLD_LINE}| *\\r?\\n)*")
 OLD_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+OLD_WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\r?\n|$)", re.DOTALL | re.MULTILINE)
 OLD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 _FRONT = st.lists(st.sampled_from(
@@ -233,5 +240,8 @@ def test_the_fast_path_pattern_accepts_what_it_did(text):
 @settings(max_examples=300, deadline=None)
 @given(_MARKUP)
 def test_comments_and_links_are_removed_as_the_regexes_did(text):
-    assert docs._strip_comments(text) == OLD_COMMENT.sub(" ", text)
+    assert strip_comments(text, " ") == OLD_COMMENT.sub(" ", text)
+    # recall's compaction: comments on lines of their own go with their line, then the rest.
+    assert strip_comments(strip_comments(text, whole_lines=True)) == \
+        OLD_COMMENT.sub("", OLD_WHOLE_LINE_COMMENT.sub("", text))
     assert similarity._reduce_links(text) == OLD_LINK.sub(r"\1", text)

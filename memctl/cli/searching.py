@@ -23,9 +23,9 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
                limit: int | None = None, include_stale: bool = False, explain: bool = False,
                json_output: bool = False) -> None:
     """Search and print: JSON on stdout, or a table for people; messages on stderr."""
-    parse(query)  # bad syntax is bad usage before the store is opened
+    parsed = parse(query)  # bad syntax is bad usage before the store is opened
     scope = None if all_projects else current_project(project)
-    found = retrieval.search(get_store(), query, project=scope, all_projects=all_projects,
+    found = retrieval.search(get_store(), parsed, project=scope, all_projects=all_projects,
                              types=types, tags=tags, since=since, limit=limit,
                              include_stale=include_stale, explain=explain)
     report_parse_errors(found.parse_errors)

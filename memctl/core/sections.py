@@ -338,3 +338,77 @@ def append_dated_item(
     """Add `- [11-30] item` to a section (a name or key in any language)."""
     key = section_key(section, aliases)
     return insert_lines(text, key, format_item(item, day_stamp(moment)), aliases)
+
+
+def strip_comments(text: str, replacement: str = "", *, whole_lines: bool = False) -> str:
+    """`text` without HTML comments (`<!-- … -->`, across lines too), in linear time: each
+    `<!--` looks for its `-->` once, and with none left no later `<!--` can close either
+    (`re.sub(r"<!--.*?-->", …, re.DOTALL)` rescans to the end from every `<!--`: 80 KB of
+    them took 8 s). Each comment becomes `replacement`.
+
+    With `whole_lines`, only a comment that stands on lines of its own is taken out, newline
+    included (a comment starting a line runs to the first `-->` followed by nothing but
+    blanks to the end of a line); the others stay."""
+    if "<!--" not in text:
+        return text
+    if whole_lines:
+        return _strip_whole_line_comments(text)
+    out: list[str] = []
+    position = 0
+    while True:
+        start = text.find("<!--", position)
+        if start < 0:
+            break
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break
+        out += [text[position:start], replacement]
+        position = end + 3
+    if not out:
+        return text
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _strip_whole_line_comments(text: str) -> str:
+    out: list[str] = []
+    position = search = 0
+    scanned = line_start = 0  # text before `scanned` is known: where its line starts, and
+    dirty = False  # whether that line has anything but blanks before it
+    size = len(text)
+    while True:
+        start = text.find("<!--", search)
+        if start < 0:
+            break
+        newline = text.rfind("\n", scanned, start)  # each stretch of text looked at once
+        if newline >= 0:
+            line_start = newline + 1
+            dirty = bool(text[line_start:start].strip(" \t"))
+        else:
+            dirty = dirty or bool(text[scanned:start].strip(" \t"))
+        scanned = start
+        if dirty:
+            search = start + 4
+            continue
+        close = start + 4
+        while True:  # the first `-->` with only blanks after it up to the end of a line
+            end = text.find("-->", close)
+            if end < 0:
+                # No `-->` ends a line from here on: no later comment can be one either.
+                out.append(text[position:])
+                return "".join(out)
+            after = end + 3
+            while after < size and text[after] in " \t":
+                after += 1
+            if after == size or text[after] == "\n":
+                after += after < size
+                break
+            if text.startswith("\r\n", after):
+                after += 2
+                break
+            close = end + 1
+        out.append(text[position:line_start])
+        position = search = scanned = line_start = after
+        dirty = False
+    out.append(text[position:])
+    return "".join(out)

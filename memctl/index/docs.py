@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from memctl.core.clock import parse_time
 from memctl.core.note import note_from_parsed, title_of
 from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_text
-from memctl.core.sections import parse_headings
+from memctl.core.sections import parse_headings, strip_comments
 from memctl.core.tokenize import scope_token, to_index
 from memctl.disk.layout import slugify
 
@@ -67,32 +67,7 @@ class Doc:
 
 def _searchable(text: str) -> str:
     """The text without HTML comments (template guidance is not memory)."""
-    return _strip_comments(text) if "<!--" in text else text
-
-
-def _strip_comments(text: str) -> str:
-    """`re.sub(r"<!--.*?-->", " ", text, flags=re.DOTALL)`, in linear time.
-
-    That regex is tried at every `<!--` and scans to the end of the text when no `-->`
-    follows: quadratic on a body with many `<!--` and no `-->` (80 KB of them took 8 s).
-    Here each `<!--` looks for its `-->` once, and with none left no later `<!--` can close
-    either, so the scan stops."""
-    out: list[str] = []
-    position = 0
-    while True:
-        start = text.find("<!--", position)
-        if start < 0:
-            break
-        end = text.find("-->", start + 4)
-        if end < 0:
-            break
-        out.append(text[position:start])
-        out.append(" ")
-        position = end + 3
-    if not out:
-        return text
-    out.append(text[position:])
-    return "".join(out)
+    return strip_comments(text, " ")
 
 
 def _has_content(text: str) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 from memctl.core import arguments
 from memctl.core.clock import now, parse_time
 from memctl.core.errors import CLI, Front, MemctlError
-from memctl.core.sections import parse_sections
+from memctl.core.sections import parse_sections, strip_comments
 from memctl.disk.counters import record_access as record
 from memctl.disk.layout import GLOBAL
 from memctl.index.db import Index, ensure_fresh
@@ -44,8 +44,6 @@ from memctl.store import Store
 ELLIPSIS = "…"
 HALF_LIFE_DAYS = 30.0  # recall's recency: a note a month old counts 3/4 of one from today
 MIN_NOTES_BEFORE_CUTTING_FILES = 3
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\r?\n|$)", re.DOTALL | re.MULTILINE)
 _WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _TYPE_TIER = {"correction": 0, "rule": 1}
 ALWAYS_IMPORTANCE = 8  # notes this important come with every recall, query or not
@@ -153,7 +151,7 @@ class RecallResult:
 
 def one_line(body: str) -> str:
     """A note body as one line: heading marks and comments dropped, whitespace collapsed."""
-    text = _COMMENT.sub(" ", body)
+    text = strip_comments(body, " ")
     lines = []
     for line in text.splitlines():
         stripped = line.strip()
@@ -200,8 +198,7 @@ def cut_text(text: str, limit: int) -> tuple[str, bool]:
 def compact(text: str) -> str:
     """A file as shown in the block: comments and empty sections dropped (they cost the
     agent context and say nothing); everything else as written."""
-    text = _WHOLE_LINE_COMMENT.sub("", text)
-    text = _COMMENT.sub("", text)
+    text = strip_comments(strip_comments(text, whole_lines=True))
     for section in reversed(parse_sections(text, {})):
         has_children = section.own_end < section.end
         if (

@@ -4,7 +4,7 @@ this module imports nothing the search does not need (tests/test_layers.py)."""
 from __future__ import annotations
 
 from memctl.core import arguments
-from memctl.core.query import parse
+from memctl.core.query import Query, parse
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.counters import record_access
 from memctl.index.db import ParseError, ensure_fresh
@@ -27,13 +27,13 @@ class SearchResult:
         self.truncated = truncated
 
 
-def search(store: Store, query: str, *, project: str | None, all_projects: bool = False,
+def search(store: Store, query: str | Query, *, project: str | None, all_projects: bool = False,
            types: list[str] | tuple[str, ...] = (), tags: list[str] | tuple[str, ...] = (),
            since: str | None = None, limit: int | None = None, include_stale: bool = False,
            explain: bool = False) -> SearchResult:
     """Ranked search of `project` + global (every project with `all_projects`). Each note
     found counts as accessed (the counters that keep recalled notes from being archived)."""
-    parsed = parse(query)  # bad syntax is bad usage before any work is done
+    parsed = query if isinstance(query, Query) else parse(query)  # bad syntax: bad usage first
     chosen_types = [arguments.search_type(value) for value in types]
     if limit is None:  # the setting: clamped, never an error about an option nobody gave
         limit = min(max(1, int(store.settings.get("search.default_limit"))), MAX_LIMIT)
