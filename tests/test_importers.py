@@ -32,6 +32,7 @@ def notes(cli, project="demo"):
     return cli.ok("list", "--json", "--project", project).json()
 
 
+@pytest.mark.real_clock  # the importer dates notes by their files' times, which are real
 def test_claude_md_sections_become_notes(cli, tmp_path):
     source = tmp_path / "CLAUDE.md"
     source.write_text(CLAUDE_MD)

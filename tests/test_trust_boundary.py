@@ -216,15 +216,17 @@ def test_a_date_far_in_the_future_neither_crashes_nor_wins_forever(store_path: P
 
 
 def test_a_clock_days_ahead_does_not_bring_a_forgotten_note_back(tmp_path: Path, remote: Path) -> None:
-    """One machine's clock runs three days ahead when it edits; the other forgets the note
-    later in real time. The edit's date is beyond what the merging machine accepts, so it does
-    not win on its date alone: the deletion stands."""
+    """One machine's clock runs far ahead when it edits; the other forgets the note later in
+    real time. The edit's date is beyond what the merging machine accepts, so it does not win
+    on its date alone: the deletion stands. (The year 2090: "ahead" is measured against the
+    later of MEMCTL_NOW and the machine's real clock, so a date a few days on would stop being
+    ahead as the calendar moves.)"""
     ahead = machine(tmp_path, "ahead", remote)
     note = ahead.ok("add", "the cache is Redis 7", "--json", env=NOW).json()["id"]
     ahead.ok("sync")
     behind = machine(tmp_path, "behind", remote)
-    ahead.ok("edit", note, env={"EDITOR": "sed -i s/Redis/Valkey/", "MEMCTL_NOW": "2026-12-03T12:00:00Z"})
-    ahead.ok("sync")
+    ahead.ok("edit", note, env={"EDITOR": "sed -i s/Redis/Valkey/", "MEMCTL_NOW": "2090-12-03T12:00:00Z"})
+    ahead.ok("sync", env={"MEMCTL_NOW": "2090-12-03T12:00:00Z"})
     real_time = {"MEMCTL_NOW": "2026-11-30T13:00:00Z"}
     behind.ok("forget", note, env=real_time)
     synced = behind("sync", "--json", env=real_time)

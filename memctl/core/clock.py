@@ -20,6 +20,13 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def latest_now() -> datetime:
+    """The later of `now()` and the machine's own clock: what "in the future" is measured
+    against (a `MEMCTL_NOW` set in the past must not make today's files look like they come
+    from the future; docs/sync.md)."""
+    return max(now(), datetime.now(UTC))
+
+
 def format_time(moment: datetime) -> str:
     """UTC ISO 8601 with milliseconds and a Z, the form memctl writes into files."""
     moment = moment.astimezone(UTC)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from memctl.core.clock import format_time, parse_time
+from memctl.core.clock import format_time, latest_now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import ALPHABET, is_id, valid_id
 from memctl.core.noteformat import ParsedFile, compute_checksum, set_fields
@@ -299,7 +299,7 @@ def monotonic_stamp(moment: datetime, previous: str | None) -> datetime:
     machines; newest-wins merging relies on a change looking newer than what it changed)."""
     before = parse_time(previous) if previous else None
     if before is not None and before >= moment:
-        if before - moment > FUTURE_TOLERANCE:
+        if before - latest_now() > FUTURE_TOLERANCE:
             # A stamp far in this clock's future (a machine's clock years ahead, or a hostile
             # `9999-12-31`) does not hold every later change hostage (docs/sync.md).
             return moment

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.core.clock import format_time, now
+from memctl.core.clock import format_time, latest_now
 from memctl.core.errors import MemctlError
 from memctl.core.ids import is_id, valid_id
 from memctl.core.merge import (
@@ -80,7 +80,7 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
     data = [Path(p).read_bytes() if Path(p).is_file() else b"" for p in (base, ours, theirs)]
     mine, other = entry_for(path, data[1]), entry_for(path, data[2])
     seen = frozenset({git_oid(data[0])}) if data[0] else frozenset()
-    outcome = merge_key(mine, other, seen, seen, future_horizon(now()))
+    outcome = merge_key(mine, other, seen, seen, future_horizon(latest_now()))
     result = outcome.result or mine
     Path(ours).write_bytes(result.data)
     if outcome.copy is not None:
@@ -389,7 +389,7 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
 
     mine, other, common = side_entries("ours"), side_entries("theirs"), side_entries("base")
     seen = seen_from_base(common)
-    result = merge_snapshots(mine, other, seen, seen, future_horizon(now()))
+    result = merge_snapshots(mine, other, seen, seen, future_horizon(latest_now()))
     report.revived.extend(key_name(key) for key, outcome in result.outcomes.items()
                           if outcome.revived)
     modes = {(p, oid): mode for s in trees.values() for p, (mode, oid) in s.items()}

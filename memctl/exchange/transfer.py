@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.core.clock import now
+from memctl.core.clock import latest_now
 from memctl.core.errors import MemctlError, arg
 from memctl.core.merge import (
     TOMBSTONE,
@@ -243,7 +243,7 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     for key, oids in bundle.removed.items():
         if key not in incoming:
             seen_in[key] = oids
-    result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(now()))
+    result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(latest_now()))
     report = ImportReport(source=bundle.source)
     report.rejected = [p.to_dict() for p in bundle.invalid]
     for key in sorted(set(result.entries) | set(local.entries)):
