@@ -1,32 +1,67 @@
-"""`memctl mcp`: the same memory operations for MCP clients, over stdio.
+"""`memctl mcp`: the same memory operations for MCP clients, over stdio (one client) or
+streamable HTTP (`memctl mcp --http`: several clients on one store, behind a bearer token).
 
 Built on the official MCP Python SDK (2.x, `MCPServer`), an optional extra: the SDK is
 imported only when `memctl mcp` starts, and a missing SDK is a one-line error saying what to
 install.
+
+What a client gets (docs/agents.md lists each):
+- tools for the whole life of a memory, each with a title, annotations (read-only,
+  destructive, idempotent hints), an input schema stating memctl's own bounds and choices
+  (`core/vocab.py`, `core/arguments.py`), and structured output under a declared output
+  schema next to a text block written for a model to read;
+- resources: every project's MEMORY.md and SCRATCHPAD.md, and any note or episode by id (a
+  resource template), with a list-changed notification when one of those files appears;
+- prompts: session start, end of task, and consolidation.
+
 Every tool calls the same services as the CLI (`memctl.services`), so the same checks apply
-(duplicates, supersession, secrets, names, budgets, ids that must exist). Errors a caller can
-cause come back to the model as tool errors worded for it (`MCP_WORDING`: tool arguments and
-tool names, never CLI flags); stdout carries only the protocol.
+(duplicates, supersession, secrets, names, budgets, ids that must exist) and each rule is
+enforced in one place: the schemas publish the bounds, the services refuse what is outside
+them. Errors a caller can cause come back as tool errors of one line worded for a model
+(`MCP_WORDING`: tool arguments and tool names, never CLI flags; a wrongly typed argument is
+named the same way, never with the validator's dump). Over stdio, stdout carries only the
+protocol.
 
 This file deliberately has no `from __future__ import annotations`: the SDK reads the tool
 functions' annotations to build their schemas, and they must be real objects.
 """
 
+import hmac
 import json
+import logging
+import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Optional
 
 from memctl import __version__
 from memctl.core import arguments
-from memctl.core.errors import Front, MemctlError
-from memctl.core.vocab import GLOBAL, NOTE_TYPES, OUTCOMES
-from memctl.services import notes, retrieval, working
+from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
+from memctl.core.errors import Front, MemctlError, arg
+from memctl.core.ids import VALID_ID
+from memctl.core.sections import MEMORY_SECTIONS
+from memctl.core.vocab import (
+    GLOBAL,
+    IMPORTANCE_RANGE,
+    KIND_TYPES,
+    LIST_SORTS,
+    LIST_STATUSES,
+    MAX_LIMIT,
+    NOTE_TYPES,
+    OUTCOMES,
+    PROJECT_NAME,
+)
+from memctl.services import notes, retrieval, serving, upkeep, working
 from memctl.services import recall as recalling
 from memctl.services.stores import Store
 
-INSTALL_HINT = "pip install 'memctl[mcp]'"
+INSTALL_HINT = "pip install 'memctl-md[mcp]'"  # the distribution is memctl-md (docs/agents.md)
+DEFAULT_HTTP_PORT = 8765
+HTTP_PATH = "/mcp"
+PROJECT_MEMORY_ACTIONS = ("show", "add", "replace")
+SCOPES = ("project", "global")
 
 INSTRUCTIONS = """\
 memctl is long-term memory kept as Markdown files in git, shared with the user (they read and
@@ -39,10 +74,13 @@ edit the same files). Use it like this:
   call `remember` once, with one self-contained statement. Do not store secrets or chat.
 - When the user corrects you, `remember` it with type `correction` (and `corrects` = the id).
 - When a topic comes up that memory may know about, call `search` before guessing; `show`
-  gives a whole note.
+  gives a whole note, `list_notes` browses them.
+- When a note is wrong or out of date: `update_note` fixes it in place, `supersede` marks it
+  replaced by a newer note, `forget` deletes it.
 - Keep `update_scratchpad` current on long tasks; record finished task phases with
   `add_episode`; put lasting project-level decisions, constraints, progress and lessons in
   `project_memory` (action `add`).
+- The prompts `session_start`, `end_of_task` and `consolidate` walk through each step.
 """
 
 NOTE_TYPE_HELP = (
@@ -55,17 +93,26 @@ NOTE_TYPE_HELP = (
 class McpWording(Front):
     """Errors worded for a model: tool arguments and tools, not CLI options and commands."""
 
-    ARGUMENTS = {"step": "steps", "link": "links", "global": "scope"}
-    TOOLS = {"list": "the `search` tool", "search": "the `search` tool",
+    ARGUMENTS = {"step": "steps", "link": "links", "global": "scope", "ID": "id",
+                 "OLD": "old_id", "NEW": "new_id", "SECTION": "section"}
+    TOOLS = {"list": "the `list_notes` tool", "search": "the `search` tool",
              "show": "the `show` tool", "show ID": "the `show` tool",
+             "get": "the `get` tool", "recall": "the `recall` tool",
              "add": "the `remember` tool", "forget": "the `forget` tool",
+             "edit": "the `update_note` tool", "supersede": "the `supersede` tool",
+             "restore": "the `restore` tool", "health": "the `review` tool",
              "scratch show": "the `update_scratchpad` tool (action show)",
-             "episode list": "the `search` tool (type episode)",
+             "scratch note": "the `update_scratchpad` tool (action note)",
+             "episode list": "the `list_episodes` tool",
+             "episode show": "the `show` tool",
+             "episode update": "the `update_episode` tool",
+             "project show": "the `project_memory` tool (action show)",
+             "project add": "the `project_memory` tool (action add)",
              "project edit": "the `project_memory` tool (action replace)",
              "project replace": "the `project_memory` tool (action replace)"}
 
     def option(self, name: str) -> str:
-        return f"`{self.ARGUMENTS.get(name, name)}`"
+        return f"`{self.ARGUMENTS.get(name, name.lower() if name.isupper() else name)}`"
 
     def command(self, name: str) -> str:
         tool = self.TOOLS.get(name)
@@ -93,31 +140,473 @@ def serve(store: Store, default_project: str) -> None:
     server.run("stdio")
 
 
-def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one closure per tool
-    MCPServer = _require_sdk()
-    from mcp.server.mcpserver.exceptions import ToolError
-    from pydantic import Field
+def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
+               port: int = DEFAULT_HTTP_PORT, allow_remote: bool = False) -> None:
+    """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted. Every request must
+    carry the bearer token (`serving.http_token`); a non-loopback host is refused unless
+    `allow_remote` (docs/agents.md, "The HTTP transport", has the security notes)."""
+    host, port = serving.http_options(host, port, allow_remote)
+    listener = _listen(host, port)  # first: no token is made for a server that cannot start
+    try:
+        token = serving.http_token(store)
+        server = build_server(store, default_project)
+    except BaseException:
+        listener.close()
+        raise
+    import uvicorn  # an SDK dependency, loaded only for --http
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
-    Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
-    AllowSecretArg = Annotated[
-        bool, Field(description="Write although the text looks like a secret: only when the "
-                                "user confirmed it is not one.")
-    ]
+    shown = f"[{host}]" if ":" in host else host
+    security = None  # beyond loopback the Host header is whatever name reaches the machine
+    if arguments.is_loopback(host):
+        # DNS rebinding: a web page's requests to a hostile name that resolves here carry that
+        # name in Host (and its page in Origin); only this machine's own names get through.
+        names = sorted({shown, "127.0.0.1", "localhost", "[::1]"})
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{name}:*" for name in names],
+            allowed_origins=[f"http://{name}:*" for name in names])
+    app = BearerGate(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host,
+                                                transport_security=security), token.token)
+    _say(f"serving the store {store.root} (project {default_project}) at "
+         f"http://{shown}:{port}{HTTP_PATH}")
+    if token.created:
+        _say(f"made a bearer token (kept in {token.path}, readable only by you): {token.token}")
+    _say("clients must send `Authorization: Bearer <token>`; the token is "
+         + (f"${serving.TOKEN_ENV}" if token.source == "env" else f"in {token.path}"))
+    if not arguments.is_loopback(host):
+        _say("warning: listening on a non-loopback address; the token and all memory travel "
+             "unencrypted unless a TLS proxy is in front (docs/agents.md)")
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                  lifespan="on", server_header=False)).run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is announced: a port in use is one
+    `error:` line, not the web server's log."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise MemctlError(f"cannot listen on {host} port {port}: "
+                          f"{exc.strerror or exc}; choose another {arg('port')}") from None
+    return listener
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"memctl mcp: {message}\n")
+    sys.stderr.flush()
+
+
+class BearerGate:
+    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` gets 401 and
+    never reaches the MCP app. The comparison takes the same time whatever the token."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode("utf-8")
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and not self.allowed(scope):
+            body = json.dumps({"error": "unauthorized",
+                               "error_description": "send Authorization: Bearer <token> "
+                                                    "(the token `memctl mcp --http` printed "
+                                                    "or keeps in .memctl/mcp-token)"}).encode()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode()),
+                                    (b"www-authenticate", b'Bearer realm="memctl"')]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def allowed(self, scope: dict[str, Any]) -> bool:
+        given = b""
+        for name, value in scope.get("headers") or ():
+            if name.lower() == b"authorization":
+                given = value
+                break
+        scheme, _, credential = given.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token)
+
+
+def _schema(**rule: Any) -> Callable[[dict[str, Any]], None]:
+    """A pydantic `json_schema_extra` that states memctl's own rule for one tool argument in
+    its schema (bounds, choices, a pattern: all from `core/`) and shows an optional argument
+    as its own type (leaving it out is how a model says "none"). The services enforce the
+    rule; the schema only tells the model."""
+
+    def apply(schema: dict[str, Any]) -> None:
+        schema.pop("title", None)
+        branches = schema.get("anyOf")
+        if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+            schema.pop("anyOf")
+            schema.update(next(branch for branch in branches if branch != {"type": "null"}))
+            if "default" in schema and schema["default"] is None:
+                del schema["default"]
+        schema.update(rule)
+
+    return apply
+
+
+def _validation_message(error: Any) -> str:
+    """One line for a tool argument of the wrong kind (pydantic's first error), naming the
+    argument the way every other error does, without pydantic's dump or its link."""
+    problems = error.errors(include_url=False)
+    if not problems:
+        return "invalid arguments"
+    first = problems[0]
+    name = ".".join(str(part) for part in first.get("loc", ()) if not isinstance(part, int)) \
+        or "arguments"
+    if first.get("type") == "missing":
+        return f"`{name}` is required"
+    expected = {"int_type": "a whole number", "int_parsing": "a whole number",
+                "int_from_float": "a whole number", "string_type": "a string",
+                "bool_type": "true or false", "bool_parsing": "true or false",
+                "list_type": "a list", "dict_type": "an object", "float_type": "a number",
+                "float_parsing": "a number"}.get(str(first.get("type")))
+    given = json.dumps(first.get("input"), ensure_ascii=False, default=str)
+    given = given if len(given) <= 60 else given[:60] + "…"
+    reason = expected and f"expected {expected}" or str(first.get("msg", "not accepted")).lower()
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"invalid value for `{name}`: {given} ({reason}){more}"
+
+
+def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0915 - one closure per tool
+    MCPServer = _require_sdk()
+    import anyio
+    from mcp.server.lowlevel import NotificationOptions
+    from mcp.server.mcpserver import UserMessage
+    from mcp.server.mcpserver.exceptions import (
+        ResourceNotFoundError,
+        ToolError,
+        UnexpectedToolError,
+    )
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS, CallToolResult, Resource, TextContent, ToolAnnotations
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    def Arg(description: str, **rule: Any) -> Any:  # noqa: N802 - reads like a type
+        return Field(description=description, json_schema_extra=_schema(**rule))
+
+    low_importance, high_importance = IMPORTANCE_RANGE
     ProjectArg = Annotated[
         Optional[str],
-        Field(description=f"Project name; default {default_project!r} (the current project)."),
+        Arg(f"Project name; default {default_project!r} (the current project); 'global' is "
+            "the scope every project sees.", pattern=PROJECT_NAME.pattern, maxLength=100),
     ]
+    AllProjectsArg = Annotated[bool, Arg("Every project, not just this one and global.")]
+    IdArg = Annotated[str, Arg("A note id, or its first characters (as listed).",
+                               pattern=VALID_ID.pattern)]
+    AllowSecretArg = Annotated[
+        bool, Arg("Write although the text looks like a secret: only when the user confirmed "
+                  "it is not one.")
+    ]
+    TagsArg = Annotated[
+        Optional[list[str]],
+        Arg("A few lowercase tags.", maxItems=MAX_TAGS,
+            items={"type": "string", "maxLength": MAX_FIELD_CHARS}),
+    ]
+    NoteTypeArg = Annotated[Optional[str], Arg(NOTE_TYPE_HELP, enum=list(NOTE_TYPES))]
+    OutcomeArg = Annotated[Optional[str], Arg("How the task ended.", enum=list(OUTCOMES))]
 
-    server = MCPServer(
+    def short_line(description: str) -> Any:
+        return Arg(description, maxLength=MAX_FIELD_CHARS)
+
+    def limit_arg(description: str, low: int = 1) -> Any:
+        return Arg(description, minimum=low, maximum=MAX_LIMIT)
+
+    # --- structured output: one model per result, published as the tool's output schema -----
+
+    class Out(BaseModel):
+        model_config = ConfigDict(extra="allow")  # a note's own extra fields pass through
+
+    class NoteOut(Out):
+        """A note: its front matter fields, path and, when shown whole, body."""
+
+        id: str
+        type: str
+        project: str
+        importance: int
+        tags: list[str]
+        status: str
+        title: str
+        path: str
+        subject: Optional[str] = None
+        predicate: Optional[str] = None
+        created: Optional[str] = None
+        updated: Optional[str] = None
+        expires: Optional[str] = None
+        pinned: bool = False
+        superseded_by: Optional[str] = None
+        corrects: Optional[str] = None
+        source: Optional[str] = None
+        source_episode: Optional[str] = None
+        body: Optional[str] = None
+        access_count: Optional[int] = None
+        last_accessed: Optional[str] = None
+
+    class StepOut(Out):
+        action: str
+        result: str
+
+    class EpisodeOut(Out):
+        """An episode: one task's goal, steps, outcome and the notes it linked."""
+
+        id: str
+        project: str
+        goal: str
+        outcome: str
+        created: Optional[str] = None
+        updated: Optional[str] = None
+        steps: list[StepOut]
+        summary: Optional[str] = None
+        links: list[str]
+        tags: list[str]
+        path: str
+        body: Optional[str] = None
+
+    class Added(Out):
+        id: str
+        path: str
+        action: str = Field(json_schema_extra={"enum": ["created", "merged"]})
+        superseded: list[str]
+        similar: list[str]
+
+    class RecalledOut(Out):
+        id: str
+        date: Optional[str] = None
+        type: str
+        text: str
+        project: str
+        importance: int
+        cut: bool
+        path: str
+        reason: str
+
+    class RecallOut(Out):
+        project: str
+        query: Optional[str] = None
+        no_match: bool
+        memory_md: Optional[str] = None
+        scratchpad: Optional[str] = None
+        notes: list[RecalledOut]
+        truncated: bool
+        omitted: int
+        memory_md_cut: bool
+        scratchpad_cut: bool
+        budget: dict[str, int]
+        warnings: list[str]
+
+    class HitOut(Out):
+        id: str
+        path: str
+        project: str
+        type: Optional[str] = None
+        kind: str
+        title: str
+        snippet: str
+        importance: Optional[int] = None
+        status: Optional[str] = None
+        score: float
+        tags: list[str] = []
+        updated: Optional[str] = None
+
+    class SearchOut(Out):
+        query: str
+        hits: list[HitOut]
+        truncated: bool
+        unreadable_files: list[str]
+
+    class NotesOut(Out):
+        notes: list[NoteOut]
+        count: int
+
+    class ShowOut(Out):
+        kind: str = Field(json_schema_extra={"enum": ["note", "episode"]})
+        note: Optional[NoteOut] = None
+        episode: Optional[EpisodeOut] = None
+
+    class UpdateOut(Out):
+        id: str
+        path: str
+        changed: list[str]
+        superseded: list[str]
+        similar: list[str]
+        note: NoteOut
+
+    class SupersedeOut(Out):
+        id: str
+        path: str
+        status: str
+        superseded_by: str
+
+    class ForgetOut(Out):
+        forgotten: str
+        title: str
+        path: str
+
+    class RestoreOut(Out):
+        id: str
+        path: str
+        status: str
+        previous_path: str
+
+    class ScratchOut(Out):
+        project: str
+        path: str
+        text: Optional[str] = None
+        focus: Optional[str] = None
+        questions: list[str]
+        next: list[str]
+        done: list[str]
+        notes: list[str]
+        changed: bool
+        message: Optional[str] = None
+        episode: Optional[dict[str, Any]] = None
+
+    class EpisodesOut(Out):
+        episodes: list[EpisodeOut]
+        count: int
+        unreadable_files: list[str]
+
+    class MemoryOut(Out):
+        project: str
+        path: str
+        exists: bool
+        text: Optional[str] = None
+        size: int
+        max_bytes: int
+        over_budget: bool
+        changed: bool
+        section: Optional[str] = None
+        item: Optional[str] = None
+        warning: Optional[str] = None
+
+    class BriefOut(Out):
+        id: str
+        project: str
+        type: str
+        path: str
+        title: str
+
+    class PairOut(Out):
+        a: BriefOut
+        b: BriefOut
+        score: float
+        reasons: list[str]
+
+    class ProblemOut(Out):
+        kind: str
+        count: int
+        message: str
+
+    class ReviewOut(Out):
+        project: Optional[str] = None
+        near_duplicates: list[PairOut]
+        contradictions: list[PairOut]
+        expired: list[BriefOut]
+        unrecalled: list[BriefOut]
+        unrecalled_days: Optional[float] = None
+        problems: list[ProblemOut]
+
+    class Server(MCPServer):  # type: ignore[misc, valid-type]
+        """The SDK's server with memctl's error wording and list-changed notifications."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any],
+                            context: Any = None) -> Any:
+            try:
+                result = await super().call_tool(name, arguments, context)
+            except UnexpectedToolError as exc:
+                logging.getLogger("memctl.mcp").error("tool %s failed", name, exc_info=exc)
+                raise ToolError(f"the `{name}` tool failed unexpectedly (a bug in memctl; the "
+                                "server's log has the details)") from None
+            except ToolError as exc:
+                raise ToolError(tool_error_text(exc)) from None
+            await notify_if_files_changed(context)
+            return result
+
+        async def list_resources(self) -> list[Any]:
+            listed = await super().list_resources()
+            for found in await anyio.to_thread.run_sync(current_files):
+                name = "MEMORY.md" if found.kind == "memory" else "SCRATCHPAD.md"
+                listed.append(Resource(
+                    uri=f"memctl://projects/{found.project}/{name}",
+                    name=f"{found.project}/{name}", mime_type="text/markdown", size=found.size,
+                    title=(f"Project memory of {found.project}" if found.kind == "memory"
+                           else f"Scratchpad of {found.project}"),
+                    description=("Constraints, decisions, progress and lessons (L2 memory)."
+                                 if found.kind == "memory" else
+                                 "Working memory: focus, open questions, next steps, done, "
+                                 "notes.")))
+            return listed
+
+    def tool_error_text(exc: Exception) -> str:
+        """The one line a model reads: memctl's own message, or the first argument of the
+        wrong kind, without the SDK's prefix (`Error executing tool …`)."""
+        cause = exc.__cause__
+        if isinstance(cause, ValidationError):
+            text = _validation_message(cause)
+        elif isinstance(cause, ToolError):  # raised by `guarded()`: already worded
+            text = str(cause)
+        else:
+            text = str(exc)
+        return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+    server = Server(
         "memctl",
+        title="memctl memory",
         instructions=INSTRUCTIONS,
         version=__version__,
         log_level="WARNING",
     )
+    # The SDK states no `listChanged` for resources unless told at initialization, and
+    # offers no public setting for it: this instance's options say it (both transports
+    # build them through this method), so clients know to expect the notification.
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if lowlevel is not None and hasattr(lowlevel, "create_initialization_options"):
+        plain_options = lowlevel.create_initialization_options
+
+        def with_list_changed(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            return plain_options(notification_options or NotificationOptions(
+                resources_changed=True), *args, **kwargs)
+
+        lowlevel.create_initialization_options = with_list_changed
+
     # The SDK runs plain functions on worker threads; one call at a time keeps the store's
-    # lock, git and the index connection simple.
+    # lock, git and the index connection simple (and serves several HTTP clients in turn).
     serial = threading.Lock()
+
+    def current_files() -> list[Any]:
+        with serial:
+            return working.agent_files(store)
+
+    known_files = {(found.project, found.kind) for found in working.agent_files(store)}
+
+    async def notify_if_files_changed(context: Any) -> None:
+        """After a tool ran: when a MEMORY.md or SCRATCHPAD.md appeared or went, the
+        resource list changed; tell the client (the handshake era through its session, the
+        2026 era through the SDK's subscription bus; each is a no-op in the other era)."""
+        now_files = {(found.project, found.kind)
+                     for found in await anyio.to_thread.run_sync(current_files)}
+        if now_files == known_files:
+            return
+        known_files.clear()
+        known_files.update(now_files)
+        if context is None:
+            return
+        try:
+            await context.request_context.session.send_resource_list_changed()
+        except Exception:  # noqa: BLE001 - a notification is best effort, never an error
+            pass
+        try:
+            await context.notify_resources_changed()
+        except Exception:  # noqa: BLE001 - idem
+            pass
 
     @contextmanager
     def guarded() -> Iterator[None]:
@@ -134,240 +623,504 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
             return default_project
         return arguments.scope_name(project)
 
-    def tool(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        return server.tool(description=description, structured_output=False)
+    def tool(title: str, description: str, *, read_only: bool = False,
+             destructive: bool = False, idempotent: bool = False
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return server.tool(
+            title=title, description=description,
+            annotations=ToolAnnotations(
+                title=title, read_only_hint=read_only,
+                destructive_hint=None if read_only else destructive,
+                idempotent_hint=idempotent, open_world_hint=False))
 
-    def as_json(data: Any) -> str:
-        return json.dumps(data, ensure_ascii=False, indent=1, default=str)
+    def reply(text: str, data: dict[str, Any]) -> Any:
+        """A result: the text a model reads, and the same facts as structured content (plain
+        JSON, checked by the SDK against the tool's output schema)."""
+        clean = json.loads(json.dumps(data, ensure_ascii=False, default=str))
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=clean)
+
+    def ids_line(label: str, ids: list[str]) -> str:
+        return f"{label}: {', '.join(ids)}" if ids else ""
+
+    def lines(*parts: str) -> str:
+        return "\n".join(part for part in parts if part)
+
+    def note_line(row: dict[str, Any]) -> str:
+        date = str(row.get("updated") or row.get("created") or "")[:10]
+        status = "" if row.get("status") in (None, "active") else f", {row['status']}"
+        return (f"- `{row['id']}` ({row.get('type')}, {row.get('project')}, importance "
+                f"{row.get('importance')}{status}, {date}) {row.get('title') or ''}")
+
+    def note_text(data: dict[str, Any]) -> str:
+        head = [f"# {data.get('title') or data['id']}",
+                f"id `{data['id']}` · {data.get('type')} · project {data.get('project')} · "
+                f"importance {data.get('importance')} · {data.get('status')} · {data.get('path')}"]
+        fields = [f"{key}: {data[key]}" for key in ("subject", "predicate", "tags", "expires",
+                                                     "pinned", "superseded_by", "corrects",
+                                                     "source_episode", "created", "updated")
+                  if data.get(key) not in (None, [], False, "")]
+        return lines(*head, "; ".join(fields), "", str(data.get("body") or "").strip())
+
+    def episode_text(data: dict[str, Any]) -> str:
+        return lines(f"Episode `{data['id']}` ({data.get('project')}, {data.get('outcome')}, "
+                     f"{str(data.get('created') or '')[:10]}): {data.get('goal')}",
+                     f"path {data.get('path')}", "",
+                     str(data.get("body") or "").strip())
+
+    # --- tools ----------------------------------------------------------------------------
 
     @tool(
-        "Store one durable memory: a fact, preference, rule, decision, correction, skill, error "
-        "or experience, as one self-contained statement (say what it is about; no 'it' or "
-        "'this'). memctl checks first: a near-duplicate is not stored twice (action 'merged', "
-        "the existing id comes back); a note with the same subject+predicate replaces the old "
-        "one (listed in 'superseded'); a similar note that may contradict it is listed in "
-        "'similar' (check it with `show`). Text that looks like a secret is refused."
+        "Remember a note",
+        "Store one durable memory: a fact, preference, rule, decision, correction, skill, "
+        "error or experience, as one self-contained statement (say what it is about; no 'it' "
+        "or 'this'). memctl checks first: a near-duplicate is not stored twice (action "
+        "'merged', the existing id comes back); a note with the same subject+predicate "
+        "replaces the old one (listed in 'superseded'); a similar note that may contradict it "
+        "is listed in 'similar' (check it with `show`). Text that looks like a secret is "
+        "refused.",
     )
     def remember(
-        text: Annotated[str, Field(description="The memory, one statement; Markdown allowed.")],
-        type: Annotated[NoteType, Field(description=NOTE_TYPE_HELP)] = "fact",
+        text: Annotated[str, Arg("The memory, one statement; Markdown allowed.")],
+        type: NoteTypeArg = "fact",
         importance: Annotated[
             Optional[int],
-            Field(
-                description="1-10; leave out to let memctl judge "
-                "(rules and corrections rank higher).",
-                ge=1, le=10,
-            ),
+            Arg(f"{low_importance}-{high_importance}; leave out to let memctl judge (rules and "
+                "corrections rank higher).", minimum=low_importance, maximum=high_importance),
         ] = None,
-        tags: Annotated[Optional[list[str]], Field(description="A few lowercase tags.")] = None,
+        tags: TagsArg = None,
         subject: Annotated[
             Optional[str],
-            Field(
-                description="What the note is about (e.g. 'blog-backend'); with predicate, a "
-                "newer note on the same subject+predicate supersedes the older one."
-            ),
+            short_line("What the note is about (e.g. 'blog-backend'); with predicate, a newer "
+                       "note on the same subject+predicate supersedes the older one."),
         ] = None,
         predicate: Annotated[
-            Optional[str], Field(description="Which property of the subject (e.g. 'database').")
+            Optional[str], short_line("Which property of the subject (e.g. 'database').")
         ] = None,
         expires: Annotated[
-            Optional[str],
-            Field(description="When it stops being true: a date or a span (30d, 6m)."),
+            Optional[str], Arg("When it stops being true: a date or a span (30d, 6m).")
         ] = None,
         scope: Annotated[
-            Literal["project", "global"],
-            Field(
-                description="'global' for the user's cross-project memory (preferences that "
-                "hold everywhere); 'project' (default) for the current project."
-            ),
+            str,
+            Arg("'global' for the user's cross-project memory (preferences that hold "
+                "everywhere); 'project' (default) for the current project.", enum=list(SCOPES)),
         ] = "project",
         project: ProjectArg = None,
         corrects: Annotated[
-            Optional[str], Field(description="For a correction: the id of the note it corrects.")
+            Optional[str], Arg("For a correction: the id of the note it corrects.",
+                               pattern=VALID_ID.pattern)
         ] = None,
         source_episode: Annotated[
-            Optional[str], Field(description="The id of the episode this was learnt in.")
+            Optional[str], Arg("The id of the episode this was learnt in.",
+                               pattern=VALID_ID.pattern)
         ] = None,
         force: Annotated[
-            bool, Field(description="Write even when a near-duplicate exists (rarely right).")
+            bool, Arg("Write even when a near-duplicate exists (rarely right).")
         ] = False,
         allow_secret: AllowSecretArg = False,
-    ) -> str:
+    ) -> Annotated[CallToolResult, Added]:
         with guarded():
+            in_global = arguments.choice(scope, SCOPES, "scope") == "global"
             result = notes.remember(
-                store, text, note_type=type, project=resolve(project, scope == "global"),
+                store, text, note_type=type or "fact", project=resolve(project, in_global),
                 importance=importance, tags=tags or [], subject=subject, predicate=predicate,
                 expires=expires, corrects=corrects, source_episode=source_episode, force=force,
                 allow_secret=allow_secret, source="mcp")
-            return as_json(result.to_dict())
+            data = result.to_dict()
+        if result.action == "merged":
+            head = (f"Not stored twice: a near-duplicate of note `{result.id}`, which was "
+                    f"refreshed instead ({result.path}).")
+        else:
+            head = f"Stored note `{result.id}` ({result.path})."
+        if result.corrects:
+            head += (f" A correction of `{result.corrects}`: that note stays active, the "
+                     "correction ranks ahead of it.")
+        return reply(lines(head, ids_line("Superseded (no longer active)", result.superseded),
+                           ids_line("Similar notes that may contradict it (check with `show`)",
+                                    result.similar)), data)
 
     @tool(
+        "Recall memory for a task",
         "The compact memory block for the current project: MEMORY.md (constraints, decisions, "
         "progress, lessons), the working scratchpad, and the most relevant notes (corrections "
         "and rules first), each with its id, within a size budget. Call it at the start of a "
         "task; pass a few words about the task as `query` to steer which notes come back. A "
-        "note ending in … was cut: `show` it for the whole text."
+        "note ending in … was cut: `show` it for the whole text.",
+        read_only=True, idempotent=True,
     )
     def recall(
-        query: Annotated[
-            Optional[str], Field(description="What the task is about, a few keywords.")
-        ] = None,
+        query: Annotated[Optional[str], Arg("What the task is about, a few keywords.")] = None,
         project: ProjectArg = None,
-        max_notes: Annotated[
-            Optional[int], Field(description="At most this many notes (default 8).", ge=0, le=50)
+        limit: Annotated[
+            Optional[int], limit_arg("At most this many notes (default: the setting "
+                                     "recall.max_notes, 8).", low=0)
         ] = None,
-    ) -> str:
+    ) -> Annotated[CallToolResult, RecallOut]:
         with guarded():
-            return recalling.recall(store, resolve(project), query, max_notes=max_notes,
-                                    wording=MCP_WORDING).markdown
+            result = recalling.recall(store, resolve(project), query, max_notes=limit,
+                                      wording=MCP_WORDING)
+        return reply(result.markdown, result.to_dict())
 
     @tool(
+        "Search memory",
         'Ranked full-text search of memory (English and Chinese; words, prefixes, "quoted '
-        'phrases"), in the current project and global memory. Returns hits best first with '
-        "id, type, title and a snippet; `show` an id for the whole note. Superseded, expired "
-        "and archived notes are left out unless include_stale is true."
+        'phrases"; questions welcome), in the current project and global memory. Returns hits '
+        "best first with id, type, title and a snippet; `show` an id for the whole note. "
+        "Superseded, expired and archived notes are left out unless include_stale is true.",
+        read_only=True, idempotent=True,
     )
     def search(
-        query: Annotated[str, Field(description="Words to look for.")],
+        query: Annotated[str, Arg("Words to look for.")],
         project: ProjectArg = None,
-        all_projects: Annotated[bool, Field(description="Search every project.")] = False,
-        type: Annotated[Optional[NoteType], Field(description="Only notes of this type.")] = None,
-        limit: Annotated[int, Field(description="At most this many hits.", ge=1, le=100)] = 10,
+        all_projects: AllProjectsArg = False,
+        type: Annotated[
+            Optional[str], Arg("Only notes of this type, or other entries (memory, scratchpad, "
+                               "episode).", enum=list(NOTE_TYPES + KIND_TYPES))
+        ] = None,
+        tags: Annotated[
+            Optional[list[str]], Arg("Only entries with all these tags.", maxItems=MAX_TAGS)
+        ] = None,
+        since: Annotated[
+            Optional[str], Arg("Only entries updated since a date or a span (7d, 2w).")
+        ] = None,
+        limit: Annotated[int, limit_arg("At most this many hits.")] = 10,
         include_stale: Annotated[
-            bool, Field(description="Also superseded, expired and archived notes.")
+            bool, Arg("Also superseded, expired and archived notes.")
         ] = False,
-    ) -> str:
+    ) -> Annotated[CallToolResult, SearchOut]:
         with guarded():
             found = retrieval.search(
                 store, query, project=None if all_projects else resolve(project),
-                all_projects=all_projects, types=[type] if type else [], limit=limit,
-                include_stale=include_stale)
-            return as_json([hit.to_dict() for hit in found.hits])
+                all_projects=all_projects, types=[type] if type else [], tags=tags or [],
+                since=since, limit=limit, include_stale=include_stale)
+        hits = [hit.to_dict() for hit in found.hits]
+        data = {"query": query, "hits": hits, "truncated": found.truncated,
+                "unreadable_files": [str(error) for error in found.parse_errors],
+                "stale_matches": found.stale_matches}
+        if not hits and found.stale_matches:
+            text = (f"No live entry matches {query!r}; {found.stale_matches} stale (superseded,"
+                    " archived or expired) entries do: include_stale shows them.")
+        elif not hits:
+            text = (f"No entry matches {query!r}. Try other words, fewer words, or "
+                    "include_stale / all_projects.")
+        else:
+            text = lines(f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}, "
+                         "best first:",
+                         *(f"{number}. `{hit['id']}` ({hit.get('type') or hit['kind']}, "
+                           f"{hit['project']}) {hit['title']} — {hit['snippet']}"
+                           for number, hit in enumerate(hits, start=1)))
+        if found.truncated:
+            text += "\n(The query was cut to its first words.)"
+        return reply(text, data)
 
     @tool(
+        "Get the exact fact",
         "The exact fact, in one step: the active note(s) about `subject` (and `predicate`), "
         "newest first, with their fields and body. Use it when you know what the fact is about "
-        "(e.g. subject 'blog-backend', predicate 'database'); `search` finds notes by words."
+        "(e.g. subject 'blog-backend', predicate 'database'); `search` finds notes by words.",
+        read_only=True, idempotent=True,
     )
     def get(
-        subject: Annotated[str, Field(description="What the fact is about, as stored in notes' subject.")],
+        subject: Annotated[str, short_line("What the fact is about, as stored in notes' "
+                                           "subject.")],
         predicate: Annotated[
-            Optional[str], Field(description="Which property of the subject (e.g. 'database').")
+            Optional[str], short_line("Which property of the subject (e.g. 'database').")
         ] = None,
         project: ProjectArg = None,
-    ) -> str:
+        all_projects: AllProjectsArg = False,
+    ) -> Annotated[CallToolResult, NotesOut]:
         with guarded():
-            found = notes.get(store, subject, predicate, project=resolve(project))
-            return as_json([note.to_dict() for note in found])
-
-    @tool("One note (or episode) in full, by id or an unambiguous id prefix: its fields and body.")
-    def show(
-        id: Annotated[str, Field(description="A note or episode id, or its first characters.")],
-    ) -> str:
-        with guarded():
-            return as_json(notes.show(store, id).to_dict())
+            found = notes.get(store, subject, predicate,
+                              project=None if all_projects else resolve(project))
+        rows = [note.to_dict() for note in found]
+        return reply("\n\n".join(note_text(row) for row in rows),
+                     {"notes": rows, "count": len(rows)})
 
     @tool(
+        "Show a note or episode",
+        "One note (or episode) in full, by id or an unambiguous id prefix: its fields and "
+        "body.",
+        read_only=True, idempotent=True,
+    )
+    def show(id: IdArg) -> Annotated[CallToolResult, ShowOut]:
+        with guarded():
+            shown = notes.show(store, id)
+            data = shown.to_dict()
+        if shown.episode is not None:
+            return reply(episode_text(data), {"kind": "episode", "episode": data})
+        if shown.broken is not None:  # the file as it is, its problem first (docs/format.md)
+            return reply(lines(f"{shown.broken}; the file as it is (search and recall use its "
+                               "last good version):", "", data["raw"]), {"kind": "note", "note": data})
+        return reply(note_text(data), {"kind": "note", "note": data})
+
+    @tool(
+        "List notes",
+        "Browse notes with filters, newest first (or by importance, type, project): id, "
+        "type, project, importance, date and title of each; `show` one for its text. By "
+        "default the active notes of the current project and global.",
+        read_only=True, idempotent=True,
+    )
+    def list_notes(
+        project: ProjectArg = None,
+        all_projects: AllProjectsArg = False,
+        type: Annotated[Optional[str], Arg("Only this type.", enum=list(NOTE_TYPES))] = None,
+        tag: Annotated[Optional[str], short_line("Only notes with this tag.")] = None,
+        status: Annotated[
+            str, Arg("Only this status, or any.", enum=list(LIST_STATUSES))
+        ] = "active",
+        since: Annotated[
+            Optional[str], Arg("Only notes updated since a date or a span (7d, 2w).")
+        ] = None,
+        sort: Annotated[
+            str, Arg("Order (newest or highest first).", enum=list(LIST_SORTS))
+        ] = "updated",
+        limit: Annotated[int, limit_arg("At most this many notes.")] = 50,
+    ) -> Annotated[CallToolResult, NotesOut]:
+        with guarded():
+            rows, _index = notes.list_notes(
+                store, project=None if all_projects else resolve(project), note_type=type,
+                tag=tag, status=status, since=since, sort=sort, limit=limit)
+        more = (f"\n(Only the first {limit}: raise `limit` or narrow the filters for more.)"
+                if len(rows) == limit else "")
+        text = (lines(f"{len(rows)} note{'s' if len(rows) != 1 else ''}:",
+                      *(note_line(row) for row in rows)) + more
+                if rows else "No notes match these filters.")
+        return reply(text, {"notes": rows, "count": len(rows)})
+
+    @tool(
+        "Update a note",
+        "Change one note in place, keeping its id: its text and/or fields (importance, tags, "
+        "subject, predicate, expires, pinned). Leave out what stays; an empty subject, "
+        "predicate or expires removes it; tags replaces the tags. The same checks as "
+        "`remember`: values are validated, secrets refused, another note with the same "
+        "subject+predicate is superseded by this one, and similar notes that may contradict "
+        "it are listed. To replace a note by a different statement, prefer `remember` + "
+        "`supersede`, which keeps the history readable.",
+        destructive=True, idempotent=True,
+    )
+    def update_note(
+        id: IdArg,
+        text: Annotated[Optional[str], Arg("The note's new text (replaces the old text).")] = None,
+        importance: Annotated[
+            Optional[int], Arg(f"{low_importance}-{high_importance}.", minimum=low_importance,
+                               maximum=high_importance)
+        ] = None,
+        tags: TagsArg = None,
+        subject: Annotated[Optional[str], short_line("What the note is about; '' removes it.")
+                           ] = None,
+        predicate: Annotated[Optional[str], short_line("Which property of the subject; '' "
+                                                       "removes it.")] = None,
+        expires: Annotated[
+            Optional[str], Arg("When it stops being true: a date or a span (30d, 6m); '' "
+                               "removes it.")
+        ] = None,
+        pinned: Annotated[
+            Optional[bool], Arg("Pinned notes always come in recall and are never archived.")
+        ] = None,
+        allow_secret: AllowSecretArg = False,
+    ) -> Annotated[CallToolResult, UpdateOut]:
+        with guarded():
+            result = notes.update(store, id, text=text, importance=importance, tags=tags,
+                                  subject=subject, predicate=predicate, expires=expires,
+                                  pinned=pinned, allow_secret=allow_secret)
+        data = {**result.to_dict(), "note": result.note.to_dict()}
+        head = (f"Updated note `{result.note.id}`: {', '.join(result.changed)} "
+                f"({result.note.path})." if result.changed else
+                f"Nothing changed: note `{result.note.id}` already says that.")
+        return reply(lines(head, ids_line("Superseded (no longer active)", result.superseded),
+                           ids_line("Similar notes that may contradict it (check with `show`)",
+                                    result.similar)), data)
+
+    @tool(
+        "Supersede a note",
+        "Mark note `old_id` as replaced by note `new_id`: the old note stays on disk and in "
+        "history but leaves recall and default search. Use it when a newer note makes an "
+        "older one outdated (write the new one with `remember` first).",
+        idempotent=True,
+    )
+    def supersede(
+        old_id: Annotated[str, Arg("The note that is no longer true.", pattern=VALID_ID.pattern)],
+        new_id: Annotated[str, Arg("The note that replaces it.", pattern=VALID_ID.pattern)],
+    ) -> Annotated[CallToolResult, SupersedeOut]:
+        with guarded():
+            old, new = notes.supersede(store, old_id, new_id)
+        return reply(f"Note `{old.id}` is superseded by `{new.id}` ({old.path}).",
+                     {"id": old.id, "path": old.path, "status": old.status,
+                      "superseded_by": new.id})
+
+    @tool(
+        "Forget a note",
         "Delete a note that is wrong or no longer wanted (a tombstone keeps sync from bringing "
         "it back; git history keeps the text). To replace outdated knowledge, prefer "
-        "`remember` with the same subject+predicate, or a correction."
+        "`remember` with the same subject+predicate, `supersede`, or a correction.",
+        destructive=True, idempotent=False,
     )
-    def forget(
-        id: Annotated[str, Field(description="The note's id (or an unambiguous prefix).")],
-    ) -> str:
+    def forget(id: IdArg) -> Annotated[CallToolResult, ForgetOut]:
         with guarded():
             note = notes.forget(store, id)
-            return as_json({"forgotten": note.id, "title": note.title, "path": note.path})
+        return reply(f"Forgot note `{note.id}`: {note.title}",
+                     {"forgotten": note.id, "title": note.title, "path": note.path})
 
     @tool(
+        "Update the scratchpad",
         "Your working memory for the task at hand (SCRATCHPAD.md, also read by the user). "
         "Actions: show; focus (replace the current focus with text); question (add an open "
         "question); next (add a numbered next step); done (text = the step's number or words: "
-        "moves it to Done with the time); note (add a timed observation); clear (empty it "
-        "when the task is over; with archive=true and an outcome it is kept as an episode)."
+        "moves it to Done with the time); note (add a timed observation); resolve (text = the "
+        "open question's number or words, with an optional answer: it becomes a timed note); "
+        "clear (empty it when the task is over; with archive=true and an outcome it is kept "
+        "as an episode).",
+        destructive=True,
     )
     def update_scratchpad(
         action: Annotated[
-            Literal["show", "focus", "question", "next", "done", "note", "clear"],
-            Field(description="What to do."),
+            str, Arg("What to do.", enum=list(working.SCRATCH_ACTIONS)),
         ],
         text: Annotated[
             Optional[str],
-            Field(description="The text for focus/question/next/note, or N for done."),
+            Arg("The text for focus/question/next/note, or N for done and resolve."),
+        ] = None,
+        answer: Annotated[
+            Optional[str], Arg("With resolve: the answer to the question.")
         ] = None,
         project: ProjectArg = None,
         archive: Annotated[
-            bool, Field(description="With clear: keep the finished state as an episode first.")
+            bool, Arg("With clear: keep the finished state as an episode first.")
         ] = False,
         outcome: Annotated[
-            Optional[Outcome], Field(description="With clear and archive: how the task ended.")
+            Optional[str], Arg("With clear and archive: how the task ended.", enum=list(OUTCOMES))
         ] = None,
         goal: Annotated[
-            Optional[str], Field(description="With clear and archive: the goal (default: the focus).")
+            Optional[str], Arg("With clear and archive: the goal (default: the focus).")
         ] = None,
         summary: Annotated[
-            Optional[str], Field(description="With clear and archive: what to remember about it.")
+            Optional[str], Arg("With clear and archive: what to remember about it.")
         ] = None,
         allow_secret: AllowSecretArg = False,
-    ) -> str:
+    ) -> Annotated[CallToolResult, ScratchOut]:
         with guarded():
             view = working.scratchpad(store, resolve(project), action, text, archive=archive,
                                       outcome=outcome, goal=goal, summary=summary,
-                                      allow_secret=allow_secret)
+                                      allow_secret=allow_secret, answer=answer)
             data = view.to_dict()
-            data.pop("exists", None)
-            return as_json(data)
+        data.pop("exists", None)
+        if action == "show":
+            text_out = view.text if view.text is not None else (
+                f"No {view.path} yet; action focus or next starts one.")
+        else:
+            text_out = f"{view.message} ({view.path})"
+        return reply(text_out, data)
 
     @tool(
+        "Record an episode",
         "Record an episode: what happened in one task or task phase, for later search. Give "
         "the goal, the steps as 'action => result', the outcome (say it honestly: completed, "
-        "partial, in_progress or failed), a short summary, and the ids of notes it produced."
+        "partial, in_progress or failed), a short summary, and the ids of notes it produced.",
     )
     def add_episode(
-        goal: Annotated[str, Field(description="What the task set out to do.")],
-        outcome: Annotated[Outcome, Field(description="How it ended.")],
+        goal: Annotated[str, Arg("What the task set out to do.")],
+        outcome: Annotated[str, Arg("How it ended.", enum=list(OUTCOMES))],
         steps: Annotated[
-            Optional[list[str]], Field(description="In order, each 'action => result'.")
+            Optional[list[str]], Arg("In order, each 'action => result'.")
         ] = None,
-        summary: Annotated[Optional[str], Field(description="What to remember about it.")] = None,
+        summary: Annotated[Optional[str], Arg("What to remember about it.")] = None,
         links: Annotated[
-            Optional[list[str]], Field(description="Ids of notes this task produced or used.")
+            Optional[list[str]], Arg("Ids of notes this task produced or used.",
+                                     items={"type": "string", "pattern": VALID_ID.pattern})
         ] = None,
-        tags: Annotated[Optional[list[str]], Field(description="A few tags.")] = None,
+        tags: TagsArg = None,
         project: ProjectArg = None,
         allow_secret: AllowSecretArg = False,
-    ) -> str:
+    ) -> Annotated[CallToolResult, EpisodeOut]:
         with guarded():
             episode = working.add_episode(
                 store, resolve(project), goal=goal, outcome=outcome, steps=steps or [],
                 summary=summary, links=links or [], tags=tags or [], source="mcp",
                 allow_secret=allow_secret)
-            return as_json(episode.to_dict())
+        return reply(f"Recorded episode `{episode.id}` ({episode.outcome}): {episode.goal} "
+                     f"({episode.path}).", episode.to_dict())
 
     @tool(
+        "List episodes",
+        "Episodes (what happened in past tasks: goal, outcome, steps), newest first, of the "
+        "current project (or every project); `show` one for its whole text.",
+        read_only=True, idempotent=True,
+    )
+    def list_episodes(
+        project: ProjectArg = None,
+        all_projects: AllProjectsArg = False,
+        outcome: OutcomeArg = None,
+        limit: Annotated[int, limit_arg("At most this many episodes.")] = 20,
+    ) -> Annotated[CallToolResult, EpisodesOut]:
+        with guarded():
+            found, problems = working.list_episodes(
+                store, None if all_projects else [resolve(project)], outcome=outcome,
+                limit=limit)
+        rows = [episode.to_dict(with_body=False) for episode in found]
+        text = (lines(f"{len(rows)} episode{'s' if len(rows) != 1 else ''}, newest first:",
+                      *(f"- `{row['id']}` ({row['project']}, {row['outcome']}, "
+                        f"{str(row['created'])[:10]}, {len(row['steps'])} steps) {row['goal']}"
+                        for row in rows))
+                if rows else "No episodes.")
+        return reply(text, {"episodes": rows, "count": len(rows), "unreadable_files": problems})
+
+    @tool(
+        "Update or finish an episode",
+        "Change an episode recorded before, by id: finish=true ends an in_progress one (outcome "
+        "required: completed, partial or failed); otherwise a new outcome or summary. Steps, "
+        "links and tags given are added to those it has.",
+    )
+    def update_episode(
+        id: Annotated[str, Arg("The episode's id, or its first characters.")],
+        outcome: OutcomeArg = None,
+        finish: Annotated[
+            bool, Arg("End an in_progress episode (outcome required).")
+        ] = False,
+        summary: Annotated[Optional[str], Arg("A new summary (replaces it).")] = None,
+        steps: Annotated[
+            Optional[list[str]], Arg("More steps, each 'action => result'.")
+        ] = None,
+        links: Annotated[
+            Optional[list[str]], Arg("Ids of more notes it produced or used.")
+        ] = None,
+        tags: Annotated[Optional[list[str]], Arg("Tags to add.")] = None,
+        allow_secret: AllowSecretArg = False,
+    ) -> Annotated[CallToolResult, EpisodeOut]:
+        with guarded():
+            change = working.finish_episode if finish else working.update_episode
+            episode = change(store, id, outcome=outcome, summary=summary, steps=steps or [],
+                             links=links or [], tags=tags or [], allow_secret=allow_secret)
+            data = episode.to_dict()
+        return reply(f"Episode `{episode.id}` ({episode.outcome}): {episode.goal} "
+                     f"({episode.path}).", data)
+
+    @tool(
+        "Project memory (MEMORY.md)",
         "The project's L2 memory, MEMORY.md: constraints, decisions, progress, lessons — read "
         "whole every session, so keep items short and lasting. Actions: show; add (append a "
         "dated item to `section`: constraints, decisions, progress or lessons); replace (the "
-        "whole file becomes `text`: use it to distil the file when it grows past 8 KB)."
+        "whole file becomes `text`: use it to distil the file when it grows past its budget).",
+        destructive=True,
     )
     def project_memory(
-        action: Annotated[Literal["show", "add", "replace"], Field(description="What to do.")],
+        action: Annotated[str, Arg("What to do.", enum=list(PROJECT_MEMORY_ACTIONS))],
         section: Annotated[
             Optional[str],
-            Field(description="For add: constraints, decisions, progress or lessons (also "
-                              "技术约束, 关键决策, 当前进度, 教训)."),
+            Arg("For add: the section (its Chinese name works too: 技术约束, 关键决策, 当前进度, "
+                "教训).", enum=list(MEMORY_SECTIONS)),
         ] = None,
         text: Annotated[
-            Optional[str], Field(description="For add: the item. For replace: the whole file.")
+            Optional[str], Arg("For add: the item. For replace: the whole file.")
         ] = None,
         project: ProjectArg = None,
         allow_secret: AllowSecretArg = False,
-    ) -> str:
+    ) -> Annotated[CallToolResult, MemoryOut]:
         with guarded():
+            chosen = arguments.choice(action, PROJECT_MEMORY_ACTIONS, "action")
             name = resolve(project)
-            if action == "show":
+            if chosen == "show":
                 view = working.project_memory_show(store, name)
-            elif action == "add":
+            elif chosen == "add":
                 view = working.project_memory_add(store, name, section, text or "",
                                                   allow_secret=allow_secret)
             else:
@@ -375,8 +1128,228 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901 - one
                                                       allow_secret=allow_secret)
             data = view.to_dict()
             warning = view.warning(MCP_WORDING)
-            if warning:
-                data["warning"] = warning
-            return as_json(data)
+        if warning:
+            data["warning"] = warning
+        if chosen == "show":
+            text_out = view.text if view.text is not None else (
+                f"No {view.path} yet; action add creates it.")
+        elif chosen == "add":
+            text_out = f"Added to {view.section} in {view.path}: {view.item}"
+        else:
+            text_out = (f"Replaced {view.path} ({view.size} bytes)." if view.changed
+                        else f"{view.path} already had that text.")
+        return reply(lines(text_out, f"Warning: {warning}" if warning else ""), data)
+
+    def review_text(data: dict[str, Any]) -> str:
+        def brief(entry: dict[str, Any]) -> str:
+            return f"`{entry['id']}` ({entry['type']}, {entry['project']}) {entry['title']}"
+
+        parts = [f"Memory review of {data['project'] or 'every project'}:"]
+        for key, label in (("near_duplicates", "Near-duplicates (keep one: `forget` or "
+                                               "`supersede` the other)"),
+                           ("contradictions", "May contradict each other (`show` both; "
+                                              "`supersede`, `update_note` or `forget`)")):
+            parts.append(f"\n{label}: {len(data[key])}")
+            parts.extend(f"- {brief(pair['a'])}\n  vs {brief(pair['b'])} (score "
+                         f"{pair['score']}{', ' + ', '.join(pair['reasons']) if pair['reasons'] else ''})"
+                         for pair in data[key])
+        parts.append(f"\nExpired (archive, renew `expires` with `update_note`, or `forget`): "
+                     f"{len(data['expired'])}")
+        parts.extend(f"- {brief(entry)}, expired {entry.get('expires')}"
+                     for entry in data["expired"])
+        parts.append(f"\nNot recalled for {data['unrecalled_days']:g} days or more (still "
+                     f"true? still useful?): {len(data['unrecalled'])}")
+        parts.extend(f"- {brief(entry)}, idle {entry.get('days')} days"
+                     for entry in data["unrecalled"])
+        if not any(data[key] for key in upkeep.REVIEW_KEYS):
+            parts.append("\nNothing to tidy.")
+        return "\n".join(parts)
+
+    @tool(
+        "Review memory health",
+        "What needs tidying in memory, from the health report: near-duplicate pairs, pairs "
+        "that may contradict each other, expired notes, and notes nobody recalled for months; "
+        "each with ids. Resolve them with `show`, `update_note`, `supersede`, `forget` "
+        "(the `consolidate` prompt walks through it).",
+        read_only=True, idempotent=True,
+    )
+    def review(
+        project: ProjectArg = None,
+        all_projects: AllProjectsArg = False,
+    ) -> Annotated[CallToolResult, ReviewOut]:
+        with guarded():
+            data = upkeep.review(store, None if all_projects else resolve(project))
+        return reply(review_text(data), data)
+
+    @tool(
+        "Restore a note",
+        "Bring an archived or superseded note back to active (the reverse of the TTL sweep "
+        "or of `supersede`).",
+        idempotent=True,
+    )
+    def restore(id: IdArg) -> Annotated[CallToolResult, RestoreOut]:
+        with guarded():
+            note, previous_path = upkeep.restore(store, id)
+        return reply(f"Restored note `{note.id}`: {previous_path} → {note.path}.",
+                     {"id": note.id, "path": note.path, "status": note.status,
+                      "previous_path": previous_path})
+
+    # --- resources ------------------------------------------------------------------------
+    # The files an agent reads whole, per project, and any note or episode by id. Listed
+    # dynamically (`Server.list_resources`); read through these templates.
+
+    def resource_failure(exc: MemctlError) -> Exception:
+        return ResourceNotFoundError(exc.render(MCP_WORDING))
+
+    @server.resource(
+        "memctl://projects/{project}/MEMORY.md", name="project-memory",
+        title="Project memory (MEMORY.md)", mime_type="text/markdown",
+        description="A project's L2 memory: constraints, decisions, progress, lessons.")
+    def memory_resource(project: str) -> str:
+        try:
+            with serial:
+                view = working.project_memory_show(store, arguments.scope_name(project))
+        except MemctlError as exc:
+            raise resource_failure(exc) from None
+        if view.text is None:
+            raise ResourceNotFoundError(f"{view.path} does not exist yet")
+        return view.text
+
+    @server.resource(
+        "memctl://projects/{project}/SCRATCHPAD.md", name="scratchpad",
+        title="Scratchpad (SCRATCHPAD.md)", mime_type="text/markdown",
+        description="A project's working memory: focus, open questions, next steps, done, "
+                    "notes.")
+    def scratchpad_resource(project: str) -> str:
+        try:
+            with serial:
+                view = working.scratchpad(store, arguments.scope_name(project), "show")
+        except MemctlError as exc:
+            raise resource_failure(exc) from None
+        if view.text is None:
+            raise ResourceNotFoundError(f"{view.path} does not exist yet")
+        return view.text
+
+    @server.resource(
+        "memctl://notes/{id}", name="note", title="A note or episode by id",
+        mime_type="text/markdown",
+        description="One note (or episode), whole: a header with its fields, then its text. "
+                    "An unambiguous id prefix works too.")
+    def note_resource(id: str) -> str:
+        try:
+            with serial:
+                shown = notes.show(store, id)
+                data = shown.to_dict()
+        except MemctlError as exc:
+            raise resource_failure(exc) from None
+        return episode_text(data) if shown.episode is not None else note_text(data)
+
+    # --- prompts --------------------------------------------------------------------------
+
+    def prompt_failure(exc: MemctlError) -> Exception:
+        return MCPError(code=INVALID_PARAMS, message=exc.render(MCP_WORDING))
+
+    @server.prompt(
+        name="session_start", title="Start a session: recall memory for this task",
+        description="The memory block for the task at hand (project memory, scratchpad, the "
+                    "notes that matter for it) and how to use memory while working.")
+    def session_start(
+        task: Annotated[str, Field(description="What this session is about, in a few words.")],
+        project: Annotated[Optional[str], Field(description="The project (default: the "
+                                                            "current one).")] = None,
+    ) -> list[Any]:
+        try:
+            with serial:
+                result = recalling.recall(store, resolve(project), task, wording=MCP_WORDING)
+        except MemctlError as exc:
+            raise prompt_failure(exc) from None
+        return [UserMessage(lines(
+            f"I am starting a task: {task}",
+            "",
+            "Here is what memctl remembers that bears on it. Treat it as context; corrections "
+            "override anything else you believe.",
+            "",
+            result.markdown,
+            "",
+            "While working: `search` memory before guessing when a topic may have history; "
+            "`remember` each lasting fact, decision, preference, pitfall or procedure as one "
+            "self-contained note (a correction of a note with type correction and `corrects`); "
+            "keep `update_scratchpad` current (focus, next steps, done). Never store secrets."))]
+
+    @server.prompt(
+        name="end_of_task", title="End of task: record the episode and the lessons",
+        description="What to write to memory when a task (or a phase of it) ends: the "
+                    "episode, the lessons, lasting project facts, and a clean scratchpad.")
+    def end_of_task(
+        outcome: Annotated[Optional[str], Field(
+            description=f"How it ended: {', '.join(OUTCOMES)} (say it honestly).")] = None,
+        project: Annotated[Optional[str], Field(description="The project (default: the "
+                                                            "current one).")] = None,
+    ) -> list[Any]:
+        try:
+            with serial:
+                name = resolve(project)
+                chosen = arguments.outcome(outcome) if outcome else None
+                pad = working.scratchpad(store, name, "show")
+        except MemctlError as exc:
+            raise prompt_failure(exc) from None
+        state = pad.state
+        said = f"The outcome is {chosen}." if chosen else (
+            f"First decide the honest outcome: {', '.join(OUTCOMES)}.")
+        return [UserMessage(lines(
+            f"The task in project {name} has ended. {said} Record it in memctl:",
+            "",
+            "1. `add_episode` with the goal, the steps in order as 'action => result' (what you "
+            "did and what came of it, failures too), the outcome, a two-line summary, and the "
+            "ids of the notes the task produced or used in `links`.",
+            "2. For each lesson a future session should know (a pitfall and its fix, a "
+            "procedure that worked, a decision and its reason): `remember` it as one "
+            "self-contained note of type error, experience or decision, with source_episode "
+            "= the new episode's id. `search` first so you update (`update_note`) or "
+            "`supersede` an existing note instead of repeating it.",
+            "3. Lasting project-level changes: `project_memory` action add, section "
+            "decisions, progress, constraints or lessons (one short dated line each).",
+            "4. `update_scratchpad` action clear with archive false (the episode already "
+            "keeps the story), or leave it if the work continues.",
+            "",
+            "The scratchpad as it stands:" if pad.text else "There is no scratchpad.",
+            (f"focus: {state.focus or '-'}\nnext: {'; '.join(state.next) or '-'}\n"
+             f"done: {'; '.join(state.done) or '-'}\nnotes: {'; '.join(state.notes) or '-'}\n"
+             f"open questions: {'; '.join(state.questions) or '-'}") if pad.text else ""))]
+
+    @server.prompt(
+        name="consolidate", title="Consolidate memory: resolve duplicates, contradictions "
+                                  "and stale notes",
+        description="Walks the health report's near-duplicates, possible contradictions, "
+                    "expired and long-unrecalled notes, and asks to resolve each with the "
+                    "tools.")
+    def consolidate(
+        project: Annotated[Optional[str], Field(description="The project (default: the "
+                                                            "current one); 'all' for every "
+                                                            "project.")] = None,
+    ) -> list[Any]:
+        try:
+            with serial:
+                scope = None if project == "all" else resolve(project)
+                data = upkeep.review(store, scope)
+        except MemctlError as exc:
+            raise prompt_failure(exc) from None
+        return [UserMessage(lines(
+            "Consolidate memctl's memory. Work through the list below, one item at a time:",
+            "- Near-duplicates: `show` both; keep the better note (`update_note` it to carry "
+            "anything only the other says), then `supersede` the other by it (or `forget` it "
+            "when it adds nothing).",
+            "- Possible contradictions: `show` both and decide which is true now. `supersede` "
+            "the outdated one by the current one; if neither is right, `remember` the truth "
+            "and supersede both; if they do not really conflict, make each self-contained "
+            "with `update_note`. Ask the user when you cannot tell.",
+            "- Expired notes: if still true, `update_note` with a new `expires` (or '' to drop "
+            "it); otherwise `forget` it or let the archive sweep take it.",
+            "- Notes nobody recalled for long: keep what is still true and useful; `forget` "
+            "what is not; `update_note` what is vague.",
+            "Never delete a note you have not read. Finish with `review` to check the result, "
+            "and say what you changed.",
+            "",
+            review_text(data)))]
 
     return server

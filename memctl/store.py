@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, UsageError
-from memctl.disk.layout import GLOBAL, STATE_DIR, TOMBSTONE_DIR
+from memctl.core.errors import MemctlError, UsageError, arg
+from memctl.disk.layout import GLOBAL, STATE_DIR, TOMBSTONE_DIR, belongs_in_store
 from memctl.disk.settings import SETTINGS_FILE, default_toml
-from memctl.disk.storefiles import StoreFiles
+from memctl.disk.storefiles import StoreFiles, first_foreign_file
 from memctl.disk.templates import STORE_TEMPLATE_DIR, packaged_templates
-from memctl.index.db import ensure_fresh, index_path, open_index
+from memctl.index.db import find_entry, index_path, open_index
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from memctl.core.note import Note
 
 
@@ -34,14 +36,28 @@ class Store(StoreFiles):
         return cls(root)
 
     @classmethod
-    def init(cls, root: Path) -> tuple[Store, bool]:
-        """Create the store, or complete a partial one. Never overwrites an existing file."""
+    def init(cls, root: Path, force: bool = False) -> tuple[Store, bool]:
+        """Create the store, or complete a partial one. Never overwrites an existing file.
+        A folder that is not a store and holds other files than memory (a code repository)
+        is refused unless `force`: its history would get memctl's commits, its
+        `.gitattributes` memctl's merge driver, and its Markdown files would become notes."""
         from memctl.disk import gitops  # lazy, as in `commit`
         from memctl.disk.atomic import atomic_write_text, make_dirs
+        from memctl.disk.locking import require_file_locks
 
+        require_file_locks()  # before the first file: no half-made store where none can be locked
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise MemctlError(f"{root} is a file, not a folder")
+        if not force and root.is_dir() and not (root / SETTINGS_FILE).is_file():
+            foreign = first_foreign_file(root) or next(
+                (p for p in gitops.committed_paths(root) if not belongs_in_store(p)), None)
+            if foreign is not None:
+                raise MemctlError(
+                    f"{root} is not a memctl store and holds files that are not memory "
+                    f"({foreign}): making it a store would commit into its git history and "
+                    f"read its Markdown files as notes. Create the store in an empty folder, "
+                    f"or pass {arg('force')} to make this folder a store anyway")
         created_anything = False
         make_dirs(root)
         if not gitops.is_repo(root):
@@ -71,13 +87,20 @@ class Store(StoreFiles):
         return store, created_anything
 
     def find_note(self, id_or_prefix: str) -> Note:
-        """The note with this id or unambiguous id prefix (looked up in the fresh index)."""
+        """The note with this id or unambiguous id prefix (looked up in the fresh index).
+        A file that no longer parses raises `NoteFormatError`; `find_entry` gives its last
+        good fields."""
+        return self.read_note(self.find_entry(id_or_prefix)["path"])
+
+    def find_entry(self, id_or_prefix: str) -> dict[str, Any]:
+        """The index's entry (front matter fields and path) of the note or episode with this
+        id or unambiguous id prefix: for a file that no longer parses, its last good version."""
         wanted = id_or_prefix.strip().lower()
         if not wanted:
             raise UsageError("an id is required")
-        index = ensure_fresh(self)
-        row = index.get(wanted)  # raises MemctlError for unknown or ambiguous ids
-        return self.read_note(row["path"])
+        # Raises MemctlError for unknown or ambiguous ids; a whole id whose file is unchanged
+        # is answered without walking the store (memctl.index.db.find_entry).
+        return find_entry(self, wanted)
 
     def commit(self, message: str, paths: list[str] | None = None) -> str | None:
         # Lazy: git's module (subprocess) and the atomic writer (tempfile) are not needed by

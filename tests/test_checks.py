@@ -73,12 +73,15 @@ def test_same_subject_and_predicate_supersedes_in_the_same_scope() -> None:
     assert other.supersedes == []  # another project's note is not retired
 
 
-def test_a_correction_never_merges_into_what_it_corrects_and_supersedes_named_notes() -> None:
+def test_a_correction_never_merges_into_what_it_corrects_and_never_retires_it() -> None:
     got = decide("use port 5432", note_type="correction", project="blog",
                  existing=EXISTING, corrects=["port"])
     assert got.action == CREATED
-    assert got.supersedes == ["port"]
+    assert got.supersedes == []  # the rest of what it said stays: docs/lifecycle.md
     assert got.similar == []
+    keyed = decide("Database: PostgreSQL 16", note_type="correction", project="blog",
+                   subject="blog", predicate="database", existing=EXISTING, corrects=["db"])
+    assert keyed.supersedes == [] and keyed.similar == []
 
 
 def test_a_duplicate_about_another_subject_is_not_merged() -> None:
@@ -148,6 +151,14 @@ def test_cli_similar_port_numbers_are_both_kept_and_reported(cli: Cli) -> None:
     assert len(_notes_on_disk(cli.store)) == 2
 
 
+def test_cli_unrelated_short_notes_are_not_a_possible_contradiction(cli: Cli) -> None:
+    cli.ok("add", "added from non-repo dir")
+    said = cli.ok("add", "added from store root")
+    assert "similar to" not in said.stderr + said.stdout
+    assert "may contradict" not in said.stderr + said.stdout
+    assert cli.ok("health", "--json").json()["contradictions"] == []
+
+
 def test_cli_force_writes_a_duplicate(cli: Cli) -> None:
     first = cli.ok("add", "Deploys need an approval from ops", "--json").json()
     forced = cli.ok("add", "Deploys need an approval from ops!", "--force", "--json").json()
@@ -193,10 +204,38 @@ def test_cli_correction_names_what_it_corrects(cli: Cli) -> None:
     wrong = cli.ok("add", "The staging DB listens on port 5432", "--json").json()
     fix = cli.ok("add", "The staging DB listens on port 6432 (pgbouncer), not 5432",
                  "--type", "correction", "--corrects", wrong["id"][:8], "--json").json()
-    assert fix["superseded"] == [wrong["id"]]
+    assert fix["superseded"] == [] and fix["corrects"] == wrong["id"]
     assert _meta(cli.store, fix["path"])["corrects"] == wrong["id"]
     assert _meta(cli.store, fix["path"])["importance"] == "8"  # corrections start high
-    assert _meta(cli.store, wrong["path"])["superseded_by"] == fix["id"]
+    kept = _meta(cli.store, wrong["path"])
+    assert kept["status"] == "active" and "superseded_by" not in kept
+
+
+def test_cli_a_correction_keeps_the_rest_of_the_note_it_corrects(cli: Cli) -> None:
+    wrong = cli.ok("add", "Staging DB: port 5432; backups run nightly with pg_dump",
+                   "--json").json()
+    said = cli.ok("add", "Staging DB port is 6432 (pgbouncer), not 5432", "--type",
+                  "correction", "--corrects", wrong["id"])
+    assert f"correction of {wrong['id']}: {wrong['id']} stays active, the correction ranks " \
+           "ahead of it" in said.stderr + said.stdout
+    fix = cli.ok("list", "--type", "correction", "--json").json()[0]["id"]
+    # What only the corrected note says is still found and recalled …
+    assert _search_ids(cli, "backups")[:2] == [fix, wrong["id"]]
+    # … and where both match, the correction comes first, in search and in recall.
+    assert _search_ids(cli, "staging port")[:2] == [fix, wrong["id"]]
+    notes = cli.ok("recall", "--json").json()["notes"]
+    assert [n["id"] for n in notes][:2] == [fix, wrong["id"]]
+    assert notes[1]["corrected_by"] == [fix] and notes[1]["contradicts"] == []
+    assert f"[corrected by `{fix}`]" in cli.ok("recall").stdout
+    assert "superseded" not in git(cli.store, "log", "-1", "--format=%B")
+
+
+def test_cli_corrects_is_for_a_correction(cli: Cli) -> None:
+    wrong = cli.ok("add", "The staging DB listens on port 5432", "--json").json()
+    refused = cli("add", "port 6432", "--corrects", wrong["id"])
+    assert refused.exit_code == 2 and "--corrects" in refused.stderr
+    assert "--type correction" in refused.stderr
+    assert _meta(cli.store, wrong["path"])["status"] == "active"
 
 
 def test_cli_refuses_secrets_unless_allowed(cli: Cli) -> None:

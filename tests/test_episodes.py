@@ -155,3 +155,124 @@ def test_pure_format_round_trips():
         validate_outcome(None)
     with pytest.raises(UsageError):
         parse_step(" => result only")
+
+
+# --- finishing and changing an episode; one way to show it -----------------------------------
+
+
+def _in_progress(cli, **extra) -> dict:
+    return cli.ok("episode", "add", "--goal", "Move comments to the new schema", "--outcome",
+                  "in_progress", "--step", "write the migration => ran in 40 s on a copy",
+                  "--json", **extra).json()
+
+
+def test_finish_an_in_progress_episode(cli, store_path):
+    from conftest import tree_snapshot
+
+    first = cli.ok("add", "The comments table has 1.2M rows", "--json").json()
+    second = cli.ok("add", "Backfills run at night", "--json").json()
+    started = _in_progress(cli)
+    path = store_path / started["path"]
+    # A person adds a line of their own; finishing keeps it byte for byte.
+    path.write_text(path.read_text().replace("## Steps\n", "## Steps\n<!-- keep me -->\n"))
+    git(store_path, "commit", "-qam", "hand edit")
+    commits = int(git(store_path, "rev-list", "--count", "HEAD"))
+
+    done = cli.ok("episode", "finish", started["id"][:13], "--outcome", "completed",
+                  "--summary", "Counts were 3 rows off; a re-run fixed them.",
+                  "--step", "backfill counts => 3 rows off, fixed by a re-run",
+                  "--link", first["id"][:13], "--link", second["id"], "--tags", "db", "--json").json()
+    assert done["outcome"] == "completed"
+    assert done["steps"] == [
+        {"action": "write the migration", "result": "ran in 40 s on a copy"},
+        {"action": "backfill counts", "result": "3 rows off, fixed by a re-run"},
+    ]
+    assert done["summary"] == "Counts were 3 rows off; a re-run fixed them."
+    assert done["links"] == [first["id"], second["id"]] and done["tags"] == ["db"]
+    assert done["created"] == started["created"] and done["updated"] > started["updated"]
+    text = path.read_text()
+    assert "## Steps\n<!-- keep me -->\n1. write the migration => ran in 40 s on a copy\n" \
+           "2. backfill counts => 3 rows off, fixed by a re-run\n" in text
+    assert "## Outcome\ncompleted\n" in text and "in_progress" not in text
+    assert text.index("## Outcome") < text.index("## Summary") < text.index("## Linked notes")
+    assert int(git(store_path, "rev-list", "--count", "HEAD")) == commits + 1
+    assert git(store_path, "status", "--porcelain") == ""
+    assert [e["id"] for e in cli.ok("episode", "list", "--outcome", "completed", "--json").json()] \
+        == [started["id"]]
+    assert started["id"] in {h["id"] for h in cli.ok("search", "re-run", "--json").json()}
+
+    # Once ended, `finish` is refused (one line, nothing changes); `update` changes it.
+    before = tree_snapshot(store_path)
+    again = cli("episode", "finish", started["id"], "--outcome", "failed")
+    assert again.exit_code == 1 and again.stderr.count("\n") == 1
+    assert "already ended (completed)" in again.stderr and "`memctl episode update`" in again.stderr
+    assert tree_snapshot(store_path) == before
+    changed = cli.ok("episode", "update", started["id"], "--outcome", "partial", "--json").json()
+    assert changed["outcome"] == "partial" and changed["steps"] == done["steps"]
+
+
+def test_finish_and_update_refuse_bad_input_and_change_nothing(cli, store_path):
+    from conftest import tree_snapshot
+
+    started = _in_progress(cli)
+    before = tree_snapshot(store_path)
+    for args, code, words in (
+        (["episode", "finish", started["id"]], 2, "--outcome"),
+        (["episode", "finish", started["id"], "--outcome", "in_progress"], 2, "--outcome"),
+        (["episode", "update", started["id"]], 2, "nothing to change"),
+        (["episode", "finish", "zzzzzzzz", "--outcome", "completed"], 1, "no episode"),
+        (["episode", "finish", started["id"], "--outcome", "completed", "--link", "zzzzzzzz"],
+         1, "zzzzzzzz"),
+        (["episode", "update", started["id"], "--step", " => only a result"], 2, "--step"),
+    ):
+        result = cli(*args)
+        assert result.exit_code == code and words in result.stderr, (args, result.stderr)
+        assert result.stderr.startswith("error:") and "Traceback" not in result.stderr
+        if code == 1:
+            assert result.stderr.count("\n") == 1, result.stderr
+    assert tree_snapshot(store_path) == before
+    assert cli.ok("episode", "show", started["id"], "--json").json()["outcome"] == "in_progress"
+
+
+def test_show_and_episode_show_print_an_episode_the_same_way(cli):
+    started = _in_progress(cli)
+    for fmt in ([], ["--json"]):
+        one = cli.ok("show", started["id"], *fmt)
+        other = cli.ok("episode", "show", started["id"], *fmt)
+        assert (one.stdout, one.stderr) == (other.stdout, other.stderr)
+    plain = cli.ok("show", started["id"])
+    assert plain.stdout.startswith("# Move comments to the new schema\n\n## Steps\n1. write the")
+    assert started["id"] in plain.stderr and "in_progress" in plain.stderr
+
+
+def test_edit_of_an_episode_says_what_changes_it(cli, store_path):
+    from conftest import tree_snapshot
+
+    started = _in_progress(cli)
+    before = tree_snapshot(store_path)
+    result = cli("edit", started["id"], env={"EDITOR": "true"})
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert "is an episode, not a note" in result.stderr and "`memctl episode update`" in result.stderr
+    assert started["path"] in result.stderr
+    assert tree_snapshot(store_path) == before
+
+
+def test_mcp_update_episode_finishes_one(store_path):
+    pytest.importorskip("mcp.server.mcpserver")
+    from test_mcp import run_session, text_of
+
+    started = run_memctl("episode", "add", "--goal", "Ship v1", "--outcome", "in_progress",
+                         "--json", store=store_path).json()
+
+    async def script(session):
+        refused = await session.call_tool("update_episode", {"id": started["id"], "finish": True})
+        assert refused.is_error and "`outcome`" in refused.content[0].text
+        done = await session.call_tool("update_episode", {
+            "id": started["id"], "finish": True, "outcome": "completed",
+            "steps": ["tag => v1.0.0 pushed"], "summary": "Released."})
+        return text_of(done)
+
+    assert started["id"] in run_session(store_path, script)
+    finished = run_memctl("episode", "show", started["id"], "--json", store=store_path).json()
+    assert finished["outcome"] == "completed" and finished["summary"] == "Released."
+    assert finished["steps"] == [{"action": "tag", "result": "v1.0.0 pushed"}]

@@ -36,7 +36,8 @@ def test_what_the_fast_path_understands(argv: list[str], store: str | None,
 
 @pytest.mark.parametrize("argv", [
     [], ["list"], ["search"], ["search", "--help"], ["search", "-h"], ["--help", "search"],
-    ["search", "a", "b"], ["search", "-word"], ["search", "--", "-word"], ["search", "-n5", "x"],
+    ["search", "a", "b"], ["search", "--", "-word"], ["search", "-n5", "x"],
+    ["search", "x", "-word"], ["search", "-ap", "blog", "-word"],
     ["search", "x", "--limit", "0"], ["search", "x", "--limit", "ten"],
     ["search", "x", "--type", "banana"], ["search", "x", "--project", ".hidden"],
     ["search", "x", "--project"], ["search", "x", "--tag", "-y"], ["search", "x", "--jsn"],
@@ -45,6 +46,51 @@ def test_what_the_fast_path_understands(argv: list[str], store: str | None,
 ])
 def test_anything_else_goes_to_the_typer_app(argv: list[str]) -> None:
     assert parse_search(argv) is None
+
+
+@pytest.mark.parametrize(("argv", "changes"), [
+    (["search", "-mysql"], {}),
+    (["search", "-mysql", "--json", "-n", "3"], {"json_output": True, "limit": 3}),
+    (["search", "-a", "-postgres"], {"all_projects": True}),  # `-p ostgres` to click
+    (["search", "-nginx"], {}),  # `-n ginx` to click
+    (["search", "-5"], {}),
+])
+def test_a_query_that_starts_with_a_dash_is_the_query(argv: list[str],
+                                                      changes: dict[str, object]) -> None:
+    query = next(token for token in argv[1:] if token not in ("-a", "--json", "-n", "3"))
+    assert parse_search(argv) == (None, {**DEFAULTS, **changes, "query": query})
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["-mysql"], ["--", "-mysql"]),
+    (["-mysql", "--json", "-p", "blog"], ["--json", "-p", "blog", "--", "-mysql"]),
+    (["--tag", "-old", "-mysql"], ["--tag", "-old", "--", "-mysql"]),  # a value stays a value
+    (["-ap", "blog", "-mysql"], ["-ap", "blog", "--", "-mysql"]),
+    (["-mysql", "--", "-x"], ["--", "-mysql", "-x"]),
+    (["-a", "-n5", "redis"], ["-a", "-n5", "redis"]),  # nothing to move: unchanged
+    (["--", "-mysql"], ["--", "-mysql"]),
+])
+def test_the_typer_command_reads_the_same_words_as_the_query(args: list[str],
+                                                              expected: list[str]) -> None:
+    from memctl.cli.fast import query_words_last
+
+    assert query_words_last(args) == expected
+
+
+@pytest.mark.parametrize("fast", ["0", "1"])
+def test_search_for_an_exclusion_alone_from_both_parsers(cli, fast: str) -> None:
+    cli.ok("add", "The blog backend uses PostgreSQL 16")
+    cli.ok("add", "The legacy shop still runs on MySQL 5.7")
+    env = {"MEMCTL_NO_FAST_PATH": "0" if fast == "1" else "1"}
+    for args in (["search", "-mysql", "--json"], ["search", "--json", "--", "-mysql"]):
+        found = run_memctl(*args, store=cli.store, env=env)
+        assert found.exit_code == 0, found.stderr
+        assert [hit["title"] for hit in found.json()] == ["The blog backend uses PostgreSQL 16"]
+    typer_app = cli("search", "-mysql", "--json")  # in-process: the typer command itself
+    assert typer_app.exit_code == 0, typer_app.stderr
+    assert [hit["title"] for hit in typer_app.json()] == ["The blog backend uses PostgreSQL 16"]
+    second = run_memctl("search", "postgres", "-mysql", store=cli.store, env=env)
+    assert second.exit_code == 2 and "-mysql" in second.stderr  # one query: quote it whole
 
 
 def test_the_fast_path_knows_exactly_the_options_of_the_typer_command() -> None:
@@ -70,6 +116,7 @@ def test_the_fast_path_knows_exactly_the_options_of_the_typer_command() -> None:
 
 CASES = [
     ["search", "Kysely", "--json"],
+    ["search", "-kysely", "--json", "-t", "decision"],
     ["search", "Kysely"],
     ["search", "数据库", "--all-projects", "--json", "--explain"],
     ["search", "postgress", "--json"],  # fuzzy fallback

@@ -220,3 +220,12 @@ def test_pairs_kept_from_the_last_report_follow_every_edit(troubled: Cli) -> Non
     for section in ("near_duplicates", "contradictions"):
         assert _pair_titles(damaged, section) == _pair_titles(after, section) \
             == _pair_titles(fresh, section)
+
+
+def test_markdown_dash_is_stdout_not_a_file(cli: Cli, tmp_path: Path) -> None:
+    cli.ok("add", "The API listens on port 8080", env=NOW)
+    printed = cli.ok("health", "--markdown", "-", env=NOW)
+    assert printed.stdout.startswith("# memctl health report — 2026-11-30")
+    assert not (tmp_path / "-").exists() and not list(Path.cwd().glob("-"))
+    both = cli("health", "--markdown", "-", "--json", env=NOW)
+    assert both.exit_code == 2 and both.stderr.count("\n") == 1 and "--markdown" in both.stderr

@@ -246,3 +246,49 @@ def test_a_hand_dropped_note_keeps_its_id_and_goes_back_where_it_was(cli: Cli) -
     assert archived.read_text().endswith("Old wiki lives at wiki.internal\n")
     back = cli.ok("restore", note_id, "--json", env=SWEEP).json()
     assert back["path"] == "demo/wiki-notes.md" and not archived.exists()
+
+
+def test_restore_many_ids_and_the_last_sweep_in_one_commit(cli: Cli) -> None:
+    first_sweep = {"MEMCTL_NOW": "2026-07-10T09:00:00Z"}
+    early = cli.ok("add", "The old CI runs on Travis", "--json", env=OLD).json()
+    cli.ok("archive", env=first_sweep)  # archives `early` alone
+    later = [cli.ok("add", f"Service {name} listens on port {port}", "--json",
+                    env={"MEMCTL_NOW": "2026-02-01T09:00:00Z"}).json()
+             for name, port in (("billing", 7001), ("mailer", 7002), ("search", 7003),
+                                ("uploads", 7004))]
+    swept = cli.ok("archive", "--json", env=SWEEP).json()
+    assert sorted(swept["archived"]) == sorted(n["id"] for n in later)
+    cli.ok("forget", later[3]["id"], env=SWEEP)  # gone since the sweep: skipped, not an error
+
+    commits = int(git(cli.store, "rev-list", "--count", "HEAD"))
+    undone = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert sorted(e["id"] for e in undone["restored"]) == sorted(n["id"] for n in later[:3])
+    assert [s["id"] for s in undone["skipped"]] == [later[3]["id"]]
+    assert int(git(cli.store, "rev-list", "--count", "HEAD")) == commits + 1
+    assert git(cli.store, "status", "--porcelain") == ""
+    for entry, added in zip(sorted(undone["restored"], key=lambda e: e["id"]),
+                            sorted(later[:3], key=lambda n: n["id"]), strict=True):
+        assert entry["path"] == added["path"] and entry["status"] == "active"
+        assert entry["from"] == added["path"].replace("/notes/", "/archive/")
+    # The earlier sweep's note is left alone; explicit ids restore it and others at once.
+    assert cli.ok("show", early["id"], "--json").json()["status"] == "archived"
+
+    # An active id among them: an error naming it, and nothing changes.
+    before, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    refused = cli("restore", early["id"], later[0]["id"], env=SWEEP)
+    assert refused.exit_code == 1 and later[0]["id"] in refused.stderr
+    assert refused.stderr.count("\n") == 1
+    assert tree_snapshot(cli.store) == before and git(cli.store, "rev-parse", "HEAD") == head
+    for args in (["restore"], ["restore", early["id"], "--last-sweep"]):
+        bad = cli(*args, env=SWEEP)
+        assert bad.exit_code == 2 and "--last-sweep" in bad.stderr
+    assert tree_snapshot(cli.store) == before
+
+    cli.ok("supersede", later[1]["id"], later[2]["id"], env=SWEEP)
+    both = cli.ok("restore", early["id"], later[1]["id"][:10], "--json", env=SWEEP).json()
+    assert sorted(e["id"] for e in both["restored"]) == sorted([early["id"], later[1]["id"]])
+    assert int(git(cli.store, "rev-list", "--count", "HEAD")) == commits + 3  # supersede, restore
+    assert "restore 2 notes" in git(cli.store, "log", "-1", "--format=%s")
+    # Nothing of the last sweep is left to undo.
+    nothing = cli("restore", "--last-sweep", env=SWEEP)
+    assert nothing.exit_code == 1 and "nothing to undo" in nothing.stderr

@@ -177,6 +177,29 @@ HOSTILE = {
         assert normalize("[a](" * 100_000) == " ".join(["a"] * 100_000)
         assert compare("[" * 200_000, "[a](" * 100_000).score >= 0
     """,
+    "importers: links, tags, @imports, code spans and templates 200,000 deep": """
+        from memctl.exchange.importers.agents import import_references, split_sections
+        from memctl.exchange.importers.cline import items_of
+        from memctl.exchange.importers.markdown import _Vault, references, template_reason
+        for text in ("[" * 200_000, "[[a|" * 100_000, "[a](" * 100_000, "<%" * 200_000,
+                     "{{" * 200_000, "@" * 200_000, "`a" * 200_000, "#" * 200_000):
+            assert references(text, "x.md", _Vault())[1:] == ([], [])
+            assert template_reason("Templates/x.md", text, []) is None
+            assert import_references(text) in ([], ["@" * 199_999])
+            assert len(items_of(text)) == 1 and len(split_sections(text)) <= 1
+        assert import_references("see @a.md " * 100_000) == ["a.md"] * 100_000
+    """,
+    "re-import: a MEMORY.md of 50,000 import blocks the source dropped": """
+        from memctl.core import sections
+        from memctl.exchange.importers.common import Block
+        from memctl.exchange.reimport import find_blocks, render_block, splice
+        blocks = [line for n in range(50_000) for line in render_block(f"s#r{n}", [f"- item {n}"])]
+        text = "# p\\n\\n## Progress\\n" + "\\n".join(blocks) + "\\n"
+        assert len(find_blocks(text)) == 50_000
+        new = [Block("memory", "progress", f"s#n{n}", (f"- new {n}",)) for n in range(20_000)]
+        merged, _theirs, conflict = splice(text, new, "s", sections.L2_ALIASES)
+        assert not conflict and "item 7" not in merged and merged.count("- new ") == 20_000
+    """,
     "similarity: 2,000 words of three symbols": """
         from memctl.core.similarity import compare
         a = " ".join(str(i % 3) for i in range(2_000))

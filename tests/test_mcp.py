@@ -1,15 +1,25 @@
-"""`memctl mcp`, started as a subprocess and driven by the MCP SDK's real stdio client."""
+"""`memctl mcp`, started as a subprocess and driven by the MCP SDK's real clients: stdio for
+every tool, resource and prompt (one server for the module), streamable HTTP behind its
+bearer token. Structured results are checked against each tool's declared output schema."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
+import re
+import socket
+import stat
 import subprocess
+import time
 from pathlib import Path
 
 import anyio
+import jsonschema
 import pytest
-from conftest import git, memctl_executable
+from conftest import PINNED_NOW, git, memctl_executable, run_memctl
+
+from memctl.core.sections import MEMORY_SECTIONS
+from memctl.core.vocab import IMPORTANCE_RANGE, LIST_SORTS, LIST_STATUSES, MAX_LIMIT, NOTE_TYPES, OUTCOMES
 
 pytest.importorskip("mcp.server.mcpserver")
 
@@ -17,16 +27,25 @@ EXPECTED_TOOLS = {
     "remember",
     "recall",
     "search",
+    "get",
     "show",
+    "list_notes",
+    "update_note",
+    "supersede",
     "forget",
+    "restore",
     "update_scratchpad",
     "add_episode",
+    "list_episodes",
+    "update_episode",
     "project_memory",
+    "review",
 }
 
 
-def server_env(store: Path) -> dict[str, str]:
-    pinned = {"MEMCTL_NOW": os.environ["MEMCTL_NOW"]} if "MEMCTL_NOW" in os.environ else {}
+def server_env(store: Path, now: str | None = None) -> dict[str, str]:
+    now = now or os.environ.get("MEMCTL_NOW")
+    pinned = {"MEMCTL_NOW": now} if now else {}
     return {
         **pinned,
         "MEMCTL_STORE": str(store),
@@ -37,6 +56,13 @@ def server_env(store: Path) -> dict[str, str]:
         "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@example.invalid",
     }
+
+
+def subprocess_env(store: Path) -> dict[str, str]:
+    """The whole environment of a `memctl` started by hand, on `store` at the pinned time."""
+    inherited = {key: value for key, value in os.environ.items()
+                 if not key.startswith("MEMCTL_")}
+    return {**inherited, **server_env(store, PINNED_NOW)}
 
 
 def run_session(store: Path, script) -> object:
@@ -65,121 +91,500 @@ def text_of(result) -> str:
     return result.content[0].text
 
 
-def test_tools_remember_recall_search_forget(store_path):
-    async def script(session):
-        listed = await session.list_tools()
-        tools = {tool.name: tool for tool in listed.tools}
-        assert set(tools) >= EXPECTED_TOOLS
-        for tool in tools.values():
-            assert len(tool.description or "") > 60  # written for a model to choose well
-        assert "type" in tools["remember"].input_schema["properties"]
-
-        added = json.loads(
-            text_of(
-                await session.call_tool(
-                    "remember",
-                    {
-                        "text": "The blog backend uses PostgreSQL 16 with Kysely, no ORM",
-                        "type": "decision",
-                        "tags": ["database"],
-                        "subject": "blog",
-                        "predicate": "database",
-                    },
-                )
-            )
-        )
-        assert added["action"] == "created"
-        note_id = added["id"]
-
-        again = json.loads(
-            text_of(
-                await session.call_tool(
-                    "remember",
-                    {
-                        "text": "The blog backend uses PostgreSQL 16 with Kysely, no ORM",
-                    },
-                )
-            )
-        )
-        assert again["action"] == "merged" and again["id"] == note_id  # the same checks as the CLI
-
-        block = text_of(await session.call_tool("recall", {"query": "database"}))
-        assert note_id in block and "PostgreSQL 16" in block
-
-        hits = json.loads(text_of(await session.call_tool("search", {"query": "postgres"})))
-        assert hits[0]["id"] == note_id
-
-        shown = json.loads(text_of(await session.call_tool("show", {"id": note_id[:8]})))
-        assert shown["body"].startswith("The blog backend")
-
-        forgotten = json.loads(text_of(await session.call_tool("forget", {"id": note_id})))
-        assert forgotten["forgotten"] == note_id
-        hits = json.loads(text_of(await session.call_tool("search", {"query": "postgres"})))
-        assert note_id not in {h["id"] for h in hits}
-
-        bad = await session.call_tool("remember", {"text": "x", "type": "banana"})
-        assert bad.is_error
-        bad = await session.call_tool("show", {"id": "zzzzzzzz"})
-        assert bad.is_error and "zzzzzzzz" in bad.content[0].text
-        bad = await session.call_tool("search", {"query": "x", "project": "../etc"})
-        assert bad.is_error and "project" in bad.content[0].text
-        return note_id
-
-    note_id = run_session(store_path, script)
-    assert (store_path / ".tombstones" / f"{note_id}.md").exists()
-    assert git(store_path, "status", "--porcelain") == ""
-    log = git(store_path, "log", "--format=%s")
-    assert f"forget {note_id}" in log
+# --- one server for the module: `memctl mcp` over stdio, driven by the SDK's client ------------
 
 
-def test_scratchpad_episode_and_project_memory_tools(store_path):
-    async def script(session):
-        await session.call_tool("update_scratchpad", {"action": "focus", "text": "Ship v1"})
-        await session.call_tool("update_scratchpad", {"action": "next", "text": "tag the release"})
-        state = json.loads(
-            text_of(await session.call_tool("update_scratchpad", {"action": "done", "text": "1"}))
-        )
-        assert state["done"] == ["tag the release"]
-        missing = await session.call_tool("update_scratchpad", {"action": "note"})
-        assert missing.is_error
+class Client:
+    """A `memctl mcp` subprocess and an initialized SDK `ClientSession` on it, kept open for
+    the whole module (one server process) on a blocking portal's event loop."""
 
-        episode = json.loads(
-            text_of(
-                await session.call_tool(
-                    "add_episode",
-                    {
-                        "goal": "Release v1",
-                        "outcome": "completed",
-                        "steps": ["tag => v1.0.0 pushed", "publish => on PyPI"],
-                    },
-                )
-            )
-        )
-        assert episode["steps"][1] == {"action": "publish", "result": "on PyPI"}
-        no_outcome = await session.call_tool("add_episode", {"goal": "x"})
-        assert no_outcome.is_error
+    def __init__(self, portal, store: Path) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
 
-        added = json.loads(
-            text_of(
-                await session.call_tool(
-                    "project_memory",
-                    {"action": "add", "section": "progress", "text": "v1 released"},
-                )
-            )
-        )
-        assert added["section"] == "progress"
-        shown = json.loads(text_of(await session.call_tool("project_memory", {"action": "show"})))
-        assert "v1 released" in shown["text"]
-        bad = await session.call_tool(
-            "project_memory", {"action": "add", "section": "banana", "text": "x"}
-        )
-        assert bad.is_error and "banana" in bad.content[0].text
-        return episode
+        self.portal = portal
+        self.store = store
+        self.notifications: list[object] = []
+        self._stack = contextlib.ExitStack()
+        errlog = self._stack.enter_context(open(store.parent / "mcp-stderr.log", "w"))
+        params = StdioServerParameters(command=memctl_executable(), args=["mcp"],
+                                       env=server_env(store, PINNED_NOW),
+                                       cwd=str(store.parent))
+        read, write = self._stack.enter_context(
+            portal.wrap_async_context_manager(stdio_client(params, errlog=errlog)))
 
-    episode = run_session(store_path, script)
-    assert (store_path / episode["path"]).exists()
-    assert "v1 released" in (store_path / "demo" / "MEMORY.md").read_text()
-    assert git(store_path, "status", "--porcelain") == ""
+        async def collect(message) -> None:
+            self.notifications.append(message)
+
+        self.session = self._stack.enter_context(portal.wrap_async_context_manager(
+            ClientSession(read, write, message_handler=collect)))
+        self.initialized = portal.call(self.session.initialize)
+        self.tools = {tool.name: tool for tool in portal.call(self.session.list_tools).tools}
+
+    def call(self, tool: str, arguments: dict | None = None):
+        """Call a tool; a result that is not an error must carry structured content valid
+        under the tool's declared output schema, next to a text block."""
+        result = self.portal.call(self.session.call_tool, tool, arguments or {})
+        if not result.is_error:
+            assert result.structured_content is not None, tool
+            jsonschema.validate(result.structured_content, self.tools[tool].output_schema)
+            assert result.content[0].type == "text" and result.content[0].text.strip()
+        return result
+
+    def ok(self, tool: str, arguments: dict | None = None) -> tuple[str, dict]:
+        """(the text, the structured content) of a call that must succeed."""
+        result = self.call(tool, arguments)
+        return text_of(result), result.structured_content
+
+    def error(self, tool: str, arguments: dict) -> str:
+        """The message of a call that must fail: one line for a model, naming no CLI option,
+        carrying no validator dump or link."""
+        result = self.call(tool, arguments)
+        assert result.is_error, (tool, arguments, result.content[0].text)
+        message = result.content[0].text
+        assert "\n" not in message.strip(), message
+        assert not re.search(r"(?<![\w-])--[a-z]", message), message
+        for noise in ("pydantic", "http", "Error executing tool", "validation error", "Traceback"):
+            assert noise not in message, message
+        return message
+
+    def read(self, uri: str):
+        return self.portal.call(self.session.read_resource, uri)
+
+    def prompt(self, name: str, arguments: dict | None = None):
+        return self.portal.call(self.session.get_prompt, name, arguments or {})
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+@pytest.fixture(scope="module")
+def mcp(tmp_path_factory):
+    from anyio.from_thread import start_blocking_portal
+
+    store = tmp_path_factory.mktemp("mcp") / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    with start_blocking_portal() as portal:
+        client = Client(portal, store)
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+def head_of(store: Path) -> str:
+    return git(store, "rev-parse", "HEAD")
+
+
+READ_ONLY = {"recall", "search", "get", "show", "list_notes", "list_episodes", "review"}
+DESTRUCTIVE = {"forget", "update_note", "project_memory", "update_scratchpad"}
+
+
+def test_every_tool_is_titled_annotated_bounded_and_has_an_output_schema(mcp):
+    assert set(mcp.tools) >= EXPECTED_TOOLS
+    for name, tool in mcp.tools.items():
+        assert tool.title and tool.annotations and tool.annotations.title == tool.title, name
+        assert len(tool.description or "") > 60, name  # written for a model to choose well
+        assert tool.output_schema and tool.output_schema.get("type") == "object", name
+        assert tool.annotations.read_only_hint == (name in READ_ONLY), name
+        assert tool.annotations.open_world_hint is False, name
+        if name in DESTRUCTIVE:
+            assert tool.annotations.destructive_hint is True, name
+    # The bounds and choices are memctl's own rules (core/vocab.py, core/sections.py).
+    remember = mcp.tools["remember"].input_schema["properties"]
+    low, high = IMPORTANCE_RANGE
+    assert (remember["importance"]["minimum"], remember["importance"]["maximum"]) == (low, high)
+    assert remember["type"]["enum"] == list(NOTE_TYPES)
+    assert remember["scope"]["enum"] == ["project", "global"]
+    assert "anyOf" not in remember["importance"]  # an optional argument shows its own type
+    section = mcp.tools["project_memory"].input_schema["properties"]["section"]
+    assert section["enum"] == list(MEMORY_SECTIONS)
+    listing = mcp.tools["list_notes"].input_schema["properties"]
+    assert listing["status"]["enum"] == list(LIST_STATUSES)
+    assert listing["sort"]["enum"] == list(LIST_SORTS)
+    assert (listing["limit"]["minimum"], listing["limit"]["maximum"]) == (1, MAX_LIMIT)
+    assert mcp.tools["show"].input_schema["properties"]["id"]["pattern"]
+    assert mcp.tools["add_episode"].input_schema["properties"]["outcome"]["enum"] == list(OUTCOMES)
+    assert mcp.initialized.capabilities.resources.list_changed is True
+
+
+def test_a_note_from_remember_to_forget(mcp):
+    project = "life"
+    added = mcp.ok("remember", {"text": "The blog backend uses PostgreSQL 16 with Kysely, no ORM",
+                                "type": "decision", "tags": ["database"], "subject": "blog",
+                                "predicate": "database", "project": project})
+    text, data = added
+    assert data["action"] == "created" and data["id"] in text and not text.startswith("{")
+    note_id = data["id"]
+
+    text, again = mcp.ok("remember", {"text": "The blog backend uses PostgreSQL 16 with Kysely, "
+                                              "no ORM", "project": project})
+    assert again["action"] == "merged" and again["id"] == note_id  # the same checks as the CLI
+    assert "near-duplicate" in text
+
+    text, found = mcp.ok("search", {"query": "postgres", "project": project})
+    assert found["hits"][0]["id"] == note_id and note_id in text
+
+    text, shown = mcp.ok("show", {"id": note_id[:8]})
+    assert shown["kind"] == "note" and shown["note"]["body"].startswith("The blog backend")
+    assert "The blog backend" in text
+
+    mcp.ok("remember", {"text": "Deploys go through GitHub Actions on every merge to main",
+                        "type": "fact", "project": project, "importance": 3})
+    text, listed = mcp.ok("list_notes", {"project": project, "type": "decision"})
+    assert [row["id"] for row in listed["notes"]] == [note_id] and note_id in text
+    _, by_tag = mcp.ok("list_notes", {"project": project, "tag": "database"})
+    assert [row["id"] for row in by_tag["notes"]] == [note_id]
+    _, ranked = mcp.ok("list_notes", {"project": project, "sort": "importance", "limit": 1})
+    assert ranked["count"] == 1 and ranked["notes"][0]["id"] == note_id
+
+    text, updated = mcp.ok("update_note", {"id": note_id, "text": "The blog backend uses "
+                                           "PostgreSQL 17 with Kysely, no ORM", "importance": 9,
+                                           "tags": ["database", "postgres"]})
+    assert updated["changed"] == ["text", "importance", "tags"] and updated["id"] == note_id
+    assert updated["note"]["importance"] == 9 and "PostgreSQL 17" in updated["note"]["body"]
+    body = (mcp.store / updated["path"]).read_text(encoding="utf-8")
+    assert "PostgreSQL 17" in body and "PostgreSQL 16" not in body and f"id: {note_id}" in body
+    assert f"update {note_id}" in git(mcp.store, "log", "-1", "--format=%s")
+    head = head_of(mcp.store)
+    text, same = mcp.ok("update_note", {"id": note_id, "importance": 9})
+    assert same["changed"] == [] and "Nothing changed" in text
+    assert head_of(mcp.store) == head  # nothing to change: no commit
+
+    _, exact = mcp.ok("get", {"subject": "blog", "predicate": "database", "project": project})
+    assert [note["id"] for note in exact["notes"]] == [note_id]
+
+    _, newer = mcp.ok("remember", {"text": "The blog backend moved its database to CockroachDB",
+                                   "type": "decision", "project": project})
+    text, superseded = mcp.ok("supersede", {"old_id": note_id, "new_id": newer["id"]})
+    assert superseded == {"id": note_id, "path": superseded["path"], "status": "superseded",
+                          "superseded_by": newer["id"]}
+    _, stale = mcp.ok("list_notes", {"project": project, "status": "superseded"})
+    assert [row["id"] for row in stale["notes"]] == [note_id]
+    _, restored = mcp.ok("restore", {"id": note_id})
+    assert restored["status"] == "active"
+
+    text, forgotten = mcp.ok("forget", {"id": note_id})
+    assert forgotten["forgotten"] == note_id and "Forgot" in text
+    _, found = mcp.ok("search", {"query": "postgres", "project": project})
+    assert note_id not in {hit["id"] for hit in found["hits"]}
+    assert (mcp.store / ".tombstones" / f"{note_id}.md").exists()
+    assert f"forget {note_id}" in git(mcp.store, "log", "--format=%s")
+    assert git(mcp.store, "status", "--porcelain") == ""
+
+
+def test_update_note_makes_the_same_checks_as_remember(mcp):
+    project = "checks"
+    _, old = mcp.ok("remember", {"text": "Staging runs on stg-db-1", "subject": "staging",
+                                 "predicate": "host", "project": project})
+    _, other = mcp.ok("remember", {"text": "The staging environment is refreshed nightly",
+                                   "project": project})
+    # Given the subject + predicate of another active note, the updated one supersedes it.
+    _, updated = mcp.ok("update_note", {"id": other["id"], "subject": "staging",
+                                        "predicate": "host"})
+    assert updated["superseded"] == [old["id"]]
+    _, shown = mcp.ok("show", {"id": old["id"]})
+    assert shown["note"]["status"] == "superseded"
+    assert shown["note"]["superseded_by"] == other["id"]
+
+    head = head_of(mcp.store)
+    secret = mcp.error("update_note", {"id": other["id"],
+                                       "text": "deploy key AKIAIOSFODNN7EXAMPLE for uploads"})
+    assert "secret" in secret and "`allow_secret`" in secret
+    assert "nothing to change" in mcp.error("update_note", {"id": other["id"]})
+    assert "`importance`" in mcp.error("update_note", {"id": other["id"], "importance": 0})
+    assert "`expires`" in mcp.error("update_note", {"id": other["id"], "expires": "soonish"})
+    assert head_of(mcp.store) == head
+
+    _, cleared = mcp.ok("update_note", {"id": other["id"], "subject": "", "predicate": "",
+                                        "pinned": True})
+    assert cleared["note"]["subject"] is None and cleared["note"]["pinned"] is True
+
+
+def test_scratchpad_episodes_and_project_memory(mcp):
+    project = "work"
+    mcp.ok("update_scratchpad", {"action": "focus", "text": "Ship v1", "project": project})
+    mcp.ok("update_scratchpad", {"action": "next", "text": "tag the release", "project": project})
+    text, state = mcp.ok("update_scratchpad", {"action": "done", "text": "1", "project": project})
+    assert state["done"] == ["tag the release"] and state["changed"] is True
+    text, shown = mcp.ok("update_scratchpad", {"action": "show", "project": project})
+    assert "Ship v1" in text and shown["focus"] == "Ship v1"
+    assert "empty" in mcp.error("update_scratchpad", {"action": "note", "project": project})
+
+    text, episode = mcp.ok("add_episode", {"goal": "Release v1", "outcome": "in_progress",
+                                           "steps": ["tag => v1.0.0 pushed"],
+                                           "project": project})
+    assert episode["steps"][0] == {"action": "tag", "result": "v1.0.0 pushed"}
+    assert episode["id"] in text
+    assert "`outcome`" in mcp.error("add_episode", {"goal": "x", "outcome": "meh",
+                                                    "project": project})
+    text, listed = mcp.ok("list_episodes", {"project": project})
+    assert [row["id"] for row in listed["episodes"]] == [episode["id"]] and episode["id"] in text
+    text, finished = mcp.ok("update_episode", {"id": episode["id"], "finish": True,
+                                               "outcome": "completed",
+                                               "steps": ["publish => on PyPI"]})
+    assert finished["outcome"] == "completed" and len(finished["steps"]) == 2
+    _, shown = mcp.ok("show", {"id": episode["id"]})
+    assert shown["kind"] == "episode" and shown["episode"]["outcome"] == "completed"
+
+    text, added = mcp.ok("project_memory", {"action": "add", "section": "progress",
+                                            "text": "v1 released", "project": project})
+    assert added["section"] == "progress" and "v1 released" in text
+    _, chinese = mcp.ok("project_memory", {"action": "add", "section": "教训",
+                                           "text": "迁移前先备份", "project": project})
+    assert chinese["section"] == "lessons"
+    text, shown = mcp.ok("project_memory", {"action": "show", "project": project})
+    assert "v1 released" in shown["text"] and "v1 released" in text
+    _, replaced = mcp.ok("project_memory", {"action": "replace", "project": project,
+                                            "text": "# work\n\n## Progress\n- [11-30] v1 out\n"})
+    assert replaced["changed"] is True
+    assert (mcp.store / project / "MEMORY.md").read_text() == "# work\n\n## Progress\n- [11-30] v1 out\n"
+    assert git(mcp.store, "status", "--porcelain") == ""
+
+
+def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
+    head = head_of(mcp.store)
+    cases = [
+        ("remember", {"text": "x", "importance": 99}, "`importance`", "between 1 and 10"),
+        ("remember", {"text": "x", "importance": "lots"}, "`importance`", "whole number"),
+        ("remember", {"text": "x", "type": "banana"}, "`type`", "banana"),
+        ("remember", {"text": "x", "scope": "galaxy"}, "`scope`", "galaxy"),
+        ("remember", {}, "`text`", "required"),
+        ("project_memory", {"action": "add", "section": "bogus", "text": "x"}, "`section`",
+         "bogus"),
+        ("project_memory", {"action": "edit"}, "`action`", "edit"),
+        ("show", {"id": "zzzzzzzz"}, "zzzzzzzz", "the `list_notes` tool"),
+        ("forget", {"id": "zzzzzzzz"}, "zzzzzzzz", "no note"),
+        ("update_note", {"id": "zzzzzzzz", "importance": 3}, "zzzzzzzz", "no note"),
+        ("supersede", {"old_id": "zzzzzzzz", "new_id": "yyyyyyyy"}, "zzzzzzzz", "no note"),
+        ("show", {"id": "../../etc/passwd"}, "`id`", "is not an id"),
+        ("forget", {"id": "../../etc/passwd"}, "`id`", "is not an id"),
+        ("update_note", {"id": "/etc/passwd", "text": "x"}, "`id`", "is not an id"),
+        ("supersede", {"old_id": "a/b", "new_id": "c"}, "`old_id`", "is not an id"),
+        ("search", {"query": "x", "project": "../etc"}, "`project`", "not a project name"),
+        ("search", {"query": "x", "limit": 0}, "`limit`", "0"),
+        ("list_notes", {"status": "deleted"}, "`status`", "deleted"),
+        ("list_notes", {"limit": "many"}, "`limit`", "whole number"),
+        ("list_episodes", {"outcome": "meh"}, "`outcome`", "meh"),
+        ("update_scratchpad", {"action": "dance"}, "`action`", "dance"),
+        ("recall", {"limit": -1}, "`limit`", "-1"),
+    ]
+    for tool, arguments, named, words in cases:
+        message = mcp.error(tool, arguments)
+        assert named in message and words in message, (tool, arguments, message)
+    assert head_of(mcp.store) == head
+    assert git(mcp.store, "status", "--porcelain") == ""
+
+
+def test_resources_list_each_projects_files_and_read_notes_by_id(mcp):
+    from mcp_types import ResourceListChangedNotification
+
+    listed_before = {str(r.uri) for r in mcp.portal.call(mcp.session.list_resources).resources}
+    assert "memctl://projects/fresh/MEMORY.md" not in listed_before
+    seen = len(mcp.notifications)
+    mcp.ok("project_memory", {"action": "add", "section": "decisions", "text": "Use SQLite",
+                              "project": "fresh"})
+    _wait_for(lambda: any(isinstance(m, ResourceListChangedNotification)
+                          for m in mcp.notifications[seen:]))
+    resources = {str(r.uri): r for r in mcp.portal.call(mcp.session.list_resources).resources}
+    memory = resources["memctl://projects/fresh/MEMORY.md"]
+    assert memory.mime_type == "text/markdown" and memory.title
+    read = mcp.read("memctl://projects/fresh/MEMORY.md")
+    assert "Use SQLite" in read.contents[0].text
+
+    seen = len(mcp.notifications)
+    mcp.ok("update_scratchpad", {"action": "focus", "text": "Pick a database", "project": "fresh"})
+    _wait_for(lambda: any(isinstance(m, ResourceListChangedNotification)
+                          for m in mcp.notifications[seen:]))
+    assert "Pick a database" in mcp.read("memctl://projects/fresh/SCRATCHPAD.md").contents[0].text
+
+    templates = {t.uri_template for t in
+                 mcp.portal.call(mcp.session.list_resource_templates).resource_templates}
+    assert templates >= {"memctl://notes/{id}", "memctl://projects/{project}/MEMORY.md",
+                         "memctl://projects/{project}/SCRATCHPAD.md"}
+    _, note = mcp.ok("remember", {"text": "Resources are read by id", "project": "fresh"})
+    read = mcp.read(f"memctl://notes/{note['id']}")
+    assert "Resources are read by id" in read.contents[0].text and note["id"] in read.contents[0].text
+
+    from mcp.shared.exceptions import MCPError
+
+    for uri in ("memctl://notes/zzzzzzzz", "memctl://notes/..%2F..%2Fetc%2Fpasswd",
+                "memctl://notes/a%20b", "memctl://projects/nosuch/MEMORY.md",
+                "memctl://projects/..%2F..%2Fetc/MEMORY.md"):
+        with pytest.raises(MCPError) as refused:
+            mcp.read(uri)
+        assert "Traceback" not in str(refused.value), uri
+
+
+def test_prompts_start_end_and_consolidate(mcp):
+    prompts = {p.name: p for p in mcp.portal.call(mcp.session.list_prompts).prompts}
+    assert set(prompts) >= {"session_start", "end_of_task", "consolidate"}
+    assert all(p.title and p.description for p in prompts.values())
+
+    _, rule = mcp.ok("remember", {"text": "Always run the migrations on a copy first",
+                                  "type": "rule", "project": "prompts"})
+    started = mcp.prompt("session_start", {"task": "migrations", "project": "prompts"})
+    text = started.messages[0].content.text
+    assert rule["id"] in text and "migrations" in text and "`remember`" in text
+
+    mcp.ok("update_scratchpad", {"action": "focus", "text": "Write the migration",
+                                 "project": "prompts"})
+    ended = mcp.prompt("end_of_task", {"outcome": "partial", "project": "prompts"})
+    text = ended.messages[0].content.text
+    assert "`add_episode`" in text and "partial" in text and "Write the migration" in text
+
+    _, first = mcp.ok("remember", {"text": "The cache server listens on port 6379",
+                                   "project": "prompts"})
+    _, second = mcp.ok("remember", {"text": "The cache server listens on port 6380",
+                                    "project": "prompts"})
+    _, review = mcp.ok("review", {"project": "prompts"})
+    pairs = {frozenset((p["a"]["id"], p["b"]["id"])) for p in review["contradictions"]}
+    assert frozenset((first["id"], second["id"])) in pairs
+    consolidated = mcp.prompt("consolidate", {"project": "prompts"})
+    text = consolidated.messages[0].content.text
+    assert first["id"] in text and second["id"] in text and "`supersede`" in text
+
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError, match="not a project name"):
+        mcp.prompt("session_start", {"task": "x", "project": "../etc"})
+
+
+def _wait_for(condition, limit: float = 30.0) -> None:
+    """Until `condition()` holds: notifications arrive on the client's own task. The limit is
+    a safety net for a broken server, not a measure of speed."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "the notification never came"
+        time.sleep(0.02)
+
+
+# --- streamable HTTP ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def http_server(store: Path, port: int, extra_env: dict[str, str] | None = None):
+    process = subprocess.Popen(
+        [memctl_executable(), "mcp", "--http", "--port", str(port)],
+        env={**subprocess_env(store), **(extra_env or {})}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, process.communicate()
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the HTTP server never listened"
+            time.sleep(0.05)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def http_call(url: str, token: str | None, script) -> object:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def main():
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    return await script(session)
+
+    return anyio.run(main)
+
+
+def test_http_transport_serves_several_clients_behind_a_token(mcp):
+    import httpx2
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with http_server(mcp.store, port) as process:
+        token_file = mcp.store / ".memctl" / "mcp-token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+
+        async def remember(session):
+            result = await session.call_tool("remember", {"text": "HTTP clients share the "
+                                                                  "store", "project": "web"})
+            tools = (await session.list_tools()).tools
+            return result, {tool.name for tool in tools}
+
+        result, tools = http_call(url, token, remember)
+        assert not result.is_error and tools >= EXPECTED_TOOLS
+        note_id = result.structured_content["id"]
+        _, seen = mcp.ok("show", {"id": note_id})  # the stdio client sees the HTTP client's note
+        assert seen["note"]["project"] == "web"
+
+        for headers in ({}, {"Authorization": "Bearer wrong-token-of-some-length"},
+                        {"Authorization": f"Basic {token}"}):
+            refused = httpx2.post(url, headers={**headers, "Accept": "application/json, "
+                                                "text/event-stream"},
+                                  json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401 and "Bearer" in refused.headers["www-authenticate"]
+        with pytest.raises(Exception):  # noqa: B017, PT011 - the SDK's error for a 401
+            http_call(url, None, remember)
+        # With the token but through a name that is not this machine's (DNS rebinding).
+        rebound = httpx2.post(url, headers={"Authorization": f"Bearer {token}",
+                                            "Host": f"evil.example:{port}",
+                                            "Accept": "application/json, text/event-stream"},
+                              json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert rebound.status_code in (400, 403, 421), rebound.status_code
+    assert token in process.stderr.read()  # made now: printed once for the user
+
+    # A token from the environment instead of the file, on a second start.
+    port = free_port()
+    with http_server(mcp.store, port, {"MEMCTL_MCP_TOKEN": "env-token-0123456789abcdef"}):
+        async def count(session):
+            return (await session.call_tool("list_notes", {"project": "web"})).structured_content
+
+        listed = http_call(f"http://127.0.0.1:{port}/mcp", "env-token-0123456789abcdef", count)
+        assert note_id in {row["id"] for row in listed["notes"]}
+    assert token_file.read_text().strip() == token  # the file token is left as it was
+
+
+def test_http_refuses_a_host_other_machines_can_reach(store_path):
+    result = run_memctl("mcp", "--http", "--host", "0.0.0.0", "--port", str(free_port()),
+                        store=store_path)
+    assert result.exit_code == 2
+    assert "not a loopback address" in result.stderr and "--allow-remote" in result.stderr
+    assert not (store_path / ".memctl" / "mcp-token").exists()
+    short = run_memctl("mcp", "--http", "--port", str(free_port()), store=store_path,
+                       env={"MEMCTL_MCP_TOKEN": "short"})
+    assert short.exit_code == 1 and "MEMCTL_MCP_TOKEN" in short.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = run_memctl("mcp", "--http", "--port", str(taken.getsockname()[1]),
+                          store=store_path)
+    assert busy.exit_code == 1 and "cannot listen" in busy.stderr and "--port" in busy.stderr
+    assert not (store_path / ".memctl" / "mcp-token").exists()  # no token for a dead server
+    assert "Traceback" not in short.stderr + result.stderr + busy.stderr
+
+
+def test_a_token_file_others_can_read_is_refused(store_path):
+    token_file = store_path / ".memctl" / "mcp-token"
+    token_file.parent.mkdir(exist_ok=True)
+    token_file.write_text("readable-by-everyone-0123456789\n")
+    token_file.chmod(0o644)
+    result = run_memctl("mcp", "--http", "--port", str(free_port()), store=store_path)
+    assert result.exit_code == 1 and "chmod 600" in result.stderr
 
 
 def test_missing_sdk_gives_an_install_hint(store_path, tmp_path):
@@ -191,5 +596,23 @@ def test_missing_sdk_gives_an_install_hint(store_path, tmp_path):
         [memctl_executable(), "mcp"], capture_output=True, text=True, env=env, input="", timeout=60
     )
     assert result.returncode == 1
-    assert "pip install 'memctl[mcp]'" in result.stderr
+    assert "pip install 'memctl-md[mcp]'" in result.stderr
     assert result.stdout == ""
+
+
+def test_a_correction_keeps_its_note_and_stale_matches_are_counted(mcp):
+    project = "corrections"
+    _, wrong = mcp.ok("remember", {"text": "Staging listens on port 5432; zebra backups nightly",
+                                   "project": project})
+    text, fix = mcp.ok("remember", {"text": "Staging listens on port 6432, not 5432",
+                                    "type": "correction", "corrects": wrong["id"],
+                                    "project": project})
+    assert fix["corrects"] == wrong["id"] and fix["superseded"] == []
+    assert "stays active" in text
+    _, found = mcp.ok("search", {"query": "zebra", "project": project})
+    assert [hit["id"] for hit in found["hits"]] == [fix["id"], wrong["id"]]
+    assert found["stale_matches"] == 0
+    mcp.ok("supersede", {"old_id": wrong["id"], "new_id": fix["id"]})
+    text, gone = mcp.ok("search", {"query": "zebra", "project": project})
+    assert gone["hits"] == [] and gone["stale_matches"] == 1
+    assert "1 stale" in text and "include_stale" in text

@@ -113,6 +113,14 @@ def test_unknown_type_is_bad_usage_naming_it() -> None:
         parse("type:banana postgres")
 
 
+def test_a_bare_word_of_four_characters_or_more_also_looks_for_what_it_begins() -> None:
+    assert parse("migr").units[0].begins == '{title tags body} : "migr" *'
+    assert parse("Kube postgres").units[0].begins == '{title tags body} : "Kube" *'
+    for text in ("mig", "db", "2026", '"migr"', "migr*", "migr OR kube", "e-mail", "数据库"):
+        assert all(unit.begins is None for unit in parse(text).units), text
+    assert parse("migr").match == '"migr"'  # the strict match is the word as typed
+
+
 def test_or_binds_tighter_than_and() -> None:
     assert parse("db postgres OR mysql").match == '"db" AND ("postgres" OR "mysql")'
 
@@ -133,6 +141,10 @@ def test_any_text_gives_a_valid_match(text: str) -> None:
     for match in (query.match, query.exclude):
         if match is not None:
             conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (match,)).fetchall()
+    for unit in query.units:  # the search runs these on its title, tags and body columns
+        for match in (unit.match, unit.begins):
+            if match is not None:
+                conn.execute("SELECT rowid FROM cols WHERE cols MATCH ?", (match,)).fetchall()
 
 
 _SYNTAX = st.sampled_from(
@@ -155,6 +167,9 @@ def _shared() -> sqlite3.Connection:
     if _CONN is None:
         _CONN = sqlite3.connect(":memory:")
         _CONN.execute(f"CREATE VIRTUAL TABLE f USING fts5(body, tokenize='{FTS_TOKENIZE}')")
+        _CONN.execute(f"CREATE VIRTUAL TABLE cols USING fts5(title, tags, body, scope,"
+                      f" tokenize='{FTS_TOKENIZE}')")
         for doc in DOCS:
             _CONN.execute("INSERT INTO f(body) VALUES (?)", (to_index(doc),))
+            _CONN.execute("INSERT INTO cols(body) VALUES (?)", (to_index(doc),))
     return _CONN

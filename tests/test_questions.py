@@ -147,7 +147,8 @@ def test_stale_notes_stay_out_of_best_match(cli: Cli) -> None:
               "--predicate", "port")
     new = add(cli, "The staging database listens on port 6543", "--subject", "staging-db",
               "--predicate", "port")
-    expired = add(cli, "The staging database port is 7777 during the move", "--expires", "2026-11-01")
+    expired = add(cli, "The staging database port is 7777 during the move", "--expires", "2026-11-01",
+                  env={"MEMCTL_NOW": "2026-10-01T00:00:00Z"})  # written before it expired
     found = ids(cli, "what port does the staging database listen on")
     assert found[0] == new and old not in found and expired not in found
     assert old in ids(cli, "what port does the staging database listen on", "--include-stale")
@@ -185,8 +186,6 @@ def test_the_query_language_filters_by_subject_and_ranks_a_named_fact_first(cli:
 
 def test_get_through_mcp_matches_the_cli(store_path: Path) -> None:
     pytest.importorskip("mcp.server.mcpserver")
-    import json
-
     from test_mcp import run_session
 
     run_memctl("add", "We deploy on Fly", "--subject", "blog-backend", "--predicate", "host",
@@ -198,5 +197,5 @@ def test_get_through_mcp_matches_the_cli(store_path: Path) -> None:
         return found, missing
 
     found, missing = run_session(store_path, script)
-    assert [n["predicate"] for n in json.loads(found.content[0].text)] == ["host"]
+    assert [n["predicate"] for n in found.structured_content["notes"]] == ["host"]
     assert missing.is_error and "the `search` tool" in missing.content[0].text

@@ -99,7 +99,8 @@ def test_global_notes_in_other_projects_out(cli):
 def test_stale_notes_are_never_recalled(cli, store_path):
     old = add(cli, "The API is served on port 8000", "--subject", "api", "--predicate", "port")
     new = add(cli, "The API is served on port 8443", "--subject", "api", "--predicate", "port")
-    expired = add(cli, "Freeze all deploys this week", "--expires", "2026-11-01")
+    expired = cli.ok("add", "Freeze all deploys this week", "--expires", "2026-11-01", "--json",
+                     env={"MEMCTL_NOW": "2026-10-01T00:00:00Z"}).json()["id"]  # written before it expired
     archived_file = store_path / "demo" / "archive" / "fact" / "old-news.md"
     archived_file.parent.mkdir(parents=True)
     archived_file.write_text(
@@ -234,3 +235,36 @@ def test_recalled_notes_carry_their_date(cli):
     recalled = recall_json(cli, "bazel")["notes"]
     assert recalled[0]["id"] == note and recalled[0]["date"] == "2025-03-04"
     assert f"`{note}` (fact, 2025-03-04) The build uses Bazel 7" in cli.ok("recall", "bazel").stdout
+
+
+def test_rules_known_to_contradict_each_other_are_marked(cli):
+    always = add(cli, "Always deploy on Fridays", "--type", "rule")
+    said = cli.ok("add", "Never deploy on Fridays", "--type", "rule")
+    assert "may contradict" in said.stderr + said.stdout  # what `add` knows …
+    never = next(n["id"] for n in cli.ok("list", "--json").json() if n["id"] != always)
+    pairs = cli.ok("health", "--json").json()["contradictions"]  # … and `health`
+    assert [{p["a"]["id"], p["b"]["id"]} for p in pairs] == [{always, never}]
+    other = add(cli, "Builds run on GitHub Actions", "--type", "rule")
+    notes = {n["id"]: n for n in recall_json(cli)["notes"]}
+    assert notes[always]["contradicts"] == [never] and notes[never]["contradicts"] == [always]
+    assert notes[other]["contradicts"] == []
+    block = cli.ok("recall").stdout
+    assert f"Always deploy on Fridays [⚠ contradicts `{never}`]" in block
+    assert f"Never deploy on Fridays [⚠ contradicts `{always}`]" in block
+    assert "Builds run on GitHub Actions\n" in block
+
+
+def test_notes_that_look_like_secrets_are_left_out_and_counted(cli):
+    kept = add(cli, "CI uploads artifacts to the releases bucket")
+    secret = add(cli, "CI uploads with AKIAIOSFODNN7EXAMPLE", "--allow-secret")
+    hidden = cli.ok("add", "CI deploy notes", "--json", "--allow-secret", "--subject",
+                    "password=Sup3r$ecret9").json()["id"]  # a secret in the front matter
+    flagged = {e["path"] for e in cli.ok("health", "--json").json()["secrets"]}
+    assert len(flagged) == 2  # what `health` flags …
+    data = recall_json(cli)
+    ids = [n["id"] for n in data["notes"]]
+    assert kept in ids and secret not in ids and hidden not in ids  # … recall leaves out
+    assert data["secrets_left_out"] == 2
+    block = cli.ok("recall").stdout
+    assert "AKIA" not in block and "2 notes were left out" in block
+    assert recall_json(cli, "uploads")["secrets_left_out"] == 1

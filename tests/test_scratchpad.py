@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from conftest import git
+from conftest import git, tree_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,16 +54,23 @@ def test_done_by_words_and_focus_replaces(cli):
     assert data["done"] == ["Register the MCP server"]
 
 
-def test_done_errors(cli):
+def test_done_errors(cli, store_path):
     cli.ok("scratch", "next", "write tests for recall")
     cli.ok("scratch", "next", "write tests for mcp")
     result = cli("scratch", "done", "7")
     assert result.exit_code == 2 and "no next step 7" in result.stderr
     result = cli("scratch", "done", "write tests")
     assert result.exit_code == 1 and "several" in result.stderr
-    # Work that was never planned is still recorded as done.
-    cli.ok("scratch", "done", "fixed a flaky test")
-    assert cli.ok("scratch", "show", "--json").json()["done"] == ["fixed a flaky test"]
+    # Text that is no next step is an error, not a made-up Done item (a typo would be one).
+    before = tree_snapshot(store_path)
+    commits = git(store_path, "rev-list", "--count", "HEAD")
+    result = cli("scratch", "done", "fixed a flaky test")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: 'fixed a flaky test' is not one of the next steps")
+    assert "`memctl scratch note`" in result.stderr
+    assert tree_snapshot(store_path) == before
+    assert git(store_path, "rev-list", "--count", "HEAD") == commits
+    assert cli.ok("scratch", "show", "--json").json()["done"] == []
 
 
 def test_hand_edits_survive_every_command(cli, store_path):
@@ -126,8 +133,8 @@ def test_model_functions_on_an_empty_text():
     text = scratchpad.add_next("", "one")
     text = scratchpad.add_next(text, "two")
     assert text == "## Next steps\n1. one\n2. two\n"
-    text, step, listed = scratchpad.mark_done(text, "1", WHEN)
-    assert (step, listed) == ("one", True)
+    text, step = scratchpad.mark_done(text, "1", WHEN)
+    assert step == "one"
     assert text.startswith("## Next steps\n1. two\n")
     with pytest.raises(UsageError):
         scratchpad.set_focus(text, "   ")
@@ -139,7 +146,7 @@ def test_renumbering_handles_two_digit_numbers():
     text = "".join(scratchpad.add_next("", "s0") for _ in range(1))
     for i in range(1, 12):
         text = scratchpad.add_next(text, f"s{i}")
-    text, step, _ = scratchpad.mark_done(text, "1", WHEN)
+    text, step = scratchpad.mark_done(text, "1", WHEN)
     assert step == "s0"
     assert [i.text for i in scratchpad.items(text, "next")] == [f"s{i}" for i in range(1, 12)]
     assert "10. s10\n11. s11\n" in text
@@ -173,8 +180,7 @@ def test_done_moves_a_step_and_keeps_every_other_line(lines, number, eol):
         return
     step = steps[number - 1]
     moved = text[step.start:step.end].splitlines()
-    result, _step_text, listed = scratchpad.mark_done(text, str(number), WHEN)
-    assert listed
+    result, _step_text = scratchpad.mark_done(text, str(number), WHEN)
 
     def normal(value: str) -> list[str]:
         return sorted(_NUMBER.sub(r"\1#\2", line) for line in value.splitlines() if line.strip())
@@ -191,3 +197,52 @@ def test_done_moves_a_step_and_keeps_every_other_line(lines, number, eol):
     first = moved[0].split(maxsplit=1)[1] if len(moved[0].split(maxsplit=1)) > 1 else ""
     first = re.sub(r"^\[[ xX]\]\s*", "", first).strip()
     assert first in result[result.index("[x]"):] or not first
+
+
+# --- resolving a question; dates with the year -------------------------------------------------
+
+
+def test_resolve_a_question_by_number_or_words(cli, store_path):
+    cli.ok("scratch", "question", "Do we keep soft-deleted comments?", env=NOW)
+    cli.ok("scratch", "question", "Which queue for the backfill?", env=NOW)
+    cli.ok("scratch", "question", "Is the old API still called?", env=NOW)
+    data = cli.ok("scratch", "resolve", "2", "--answer", "Redis streams", "--json", env=NOW).json()
+    assert data["message"] == "resolved: Which queue for the backfill?"
+    assert data["questions"] == ["Do we keep soft-deleted comments?", "Is the old API still called?"]
+    assert data["notes"] == ["resolved: Which queue for the backfill? → Redis streams"]
+    cli.ok("scratch", "resolve", "soft-deleted", env=NOW)  # words of it; no answer
+    state = cli.ok("scratch", "show", "--json").json()
+    assert state["questions"] == ["Is the old API still called?"]
+    assert state["notes"][-1] == "resolved: Do we keep soft-deleted comments?"
+    text = (store_path / "demo" / "SCRATCHPAD.md").read_text()
+    assert f"- [{scratchpad.time_stamp(WHEN)}] resolved: Which queue" in text
+    assert "resolved: Do we keep soft-deleted" in git(store_path, "log", "-1", "--format=%s")
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_resolving_what_is_not_a_question_changes_nothing(cli, store_path):
+    cli.ok("scratch", "question", "Do we keep soft-deleted comments?")
+    before = tree_snapshot(store_path)
+    for ref, code, words in (("3", 2, "there is no open question 3"),
+                             ("the weather", 1, "is not one of the open questions")):
+        result = cli("scratch", "resolve", ref, "--answer", "yes")
+        assert result.exit_code == code and result.stderr.count("\n") == 1, result.stderr
+        assert words in result.stderr
+    assert tree_snapshot(store_path) == before
+
+
+def test_stamps_carry_the_year_and_old_stamps_still_read(cli, store_path):
+    assert scratchpad.time_stamp(WHEN) == WHEN.astimezone().strftime("%Y-%m-%d %H:%M")
+    path = store_path / "demo" / "SCRATCHPAD.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("## Done\n- [x] [11-29 09:12] Drafted the schema\n\n"
+                    "## Notes\n- [11-29] The old table has 1.2M rows.\n")
+    cli.ok("scratch", "next", "Backfill counts", env=NOW)
+    cli.ok("scratch", "done", "1", env=NOW)
+    cli.ok("scratch", "note", "Backfill took 40 s", env=NOW)
+    data = cli.ok("scratch", "show", "--json").json()
+    assert data["done"] == ["Drafted the schema", "Backfill counts"]
+    assert data["notes"] == ["The old table has 1.2M rows.", "Backfill took 40 s"]
+    year = WHEN.astimezone().strftime("%Y")
+    assert re.search(rf"^- \[x\] \[{year}-\d\d-\d\d \d\d:\d\d\] Backfill counts$", path.read_text(), re.M)
+    assert re.search(rf"^- \[{year}-\d\d-\d\d \d\d:\d\d\] Backfill took 40 s$", path.read_text(), re.M)

@@ -132,6 +132,39 @@ def test_stale_notes_only_on_request(cli: Cli, store: Path) -> None:
     assert {h["status"] for h in stale if h["path"].startswith("demo/archive/")} == {"archived"}
 
 
+def test_include_stale_labels_expired_hits_too(cli: Cli, store: Path) -> None:
+    note(store, "old0000000000001", "Freeze deploys with capistrano.", status="superseded",
+         superseded_by="new0000000000001")
+    note(store, "exp0000000000001", "Freeze deploys until the audit.", expires="2026-11-01")
+    hits = {h["id"]: h for h in cli.ok("search", "freeze", "--include-stale", "--json",
+                                        env=NOW).json()}
+    assert hits["exp0000000000001"]["expired"] is True
+    assert hits["old0000000000001"]["expired"] is False
+    assert hits["old0000000000001"]["status"] == "superseded"
+    table = cli.ok("search", "freeze", "--include-stale", env={**NOW, "COLUMNS": "200"}).stdout
+    [expired_line] = [line for line in table.splitlines() if "exp0000000000001" in line]
+    assert "[expired]" in expired_line
+    [superseded_line] = [line for line in table.splitlines() if "old0000000000001" in line]
+    assert "[superseded]" in superseded_line and "[expired]" not in superseded_line
+
+
+def test_when_only_stale_notes_match_the_search_says_how_many(cli: Cli, store: Path) -> None:
+    note(store, "old0000000000001", "Freeze deploys with capistrano.", status="superseded",
+         superseded_by="new0000000000001")
+    note(store, "exp0000000000001", "Freeze deploys until the audit.", expires="2026-11-01")
+    write(store, "demo/archive/fact/arc.md", "Freeze the jenkins box.")
+    said = "no matches among live notes; 3 stale matches (superseded, archived or expired): " \
+           "--include-stale shows them"
+    text = cli.ok("search", "freeze", env=NOW)
+    assert text.stdout == "" and text.stderr.strip() == said
+    data = cli.ok("search", "freeze", "--json", env=NOW)
+    assert data.json() == [] and data.stderr.strip() == said
+    one = cli.ok("search", "freeze", "--limit", "1", env=NOW)  # as many as it would show
+    assert "1 stale match (" in one.stderr
+    nothing = cli.ok("search", "qqqqzzzz", "--json", env=NOW)
+    assert nothing.json() == [] and nothing.stderr == ""
+
+
 def test_filters(cli: Cli, store: Path) -> None:
     note(store, "rl00000000000001", "Postgres backups run nightly.", type="rule",
          tags=["ops"], updated="2026-01-01T00:00:00Z")
@@ -174,6 +207,33 @@ def test_fuzzy_fallback_when_nothing_matches(cli: Cli, store: Path) -> None:
     assert hit_ids(cli, "qqqqzzzz") == []
     human = cli.ok("search", "kysley")
     assert "close" in human.stderr and "pg00000000000001" in human.stdout
+
+
+def test_a_bare_word_also_finds_the_words_it_begins_ranked_below(cli: Cli, store: Path) -> None:
+    note(store, "mg00000000000001", "The migr script is retired.")
+    note(store, "k800000000000000", "The cluster runs Kubernetes 1.31 on three nodes.")
+    # `migr` begins `migrations` (en…): found, below the note that has the word itself.
+    assert hit_ids(cli, "migr") == ["mg00000000000001", "en00000000000001"]
+    [hit] = cli.ok("search", "kube", "--json", "--explain").json()
+    assert hit["id"] == "k800000000000000" and hit["explain"]["matched"] == ["kube…"]
+    assert hit["coverage"] == 0.5 and not hit["exact"] and not hit["fuzzy"]
+    assert "**Kubernetes**" in hit["snippet"]
+    # With another word: the note with both ranks first, the one with a beginning only next.
+    assert hit_ids(cli, "migr script") == ["mg00000000000001"]
+    assert hit_ids(cli, "kube nodes cluster")[0] == "k800000000000000"
+
+
+def test_beginnings_leave_the_explicit_syntax_as_it_was(cli: Cli, store: Path) -> None:
+    note(store, "k800000000000000", "The cluster runs Kubernetes 1.31 on three nodes.")
+    assert hit_ids(cli, '"kube"') == []  # a quoted phrase is the word as typed
+    assert hit_ids(cli, "kube*") == ["k800000000000000"]
+    assert hit_ids(cli, "cluster -kube") == ["k800000000000000"]  # -x leaves out x only
+    assert hit_ids(cli, "kube OR qqqq") == []  # an OR group: its words as typed
+    assert hit_ids(cli, "tag:post") == []  # a tag is matched whole
+    assert hit_ids(cli, "kub") == []  # under four characters: no beginnings
+    # A word the stemmer shortens is a whole word: `running` is not `run*` (runtime).
+    note(store, "rt00000000000001", "The runtime is Node 22.")
+    assert "rt00000000000001" not in hit_ids(cli, "running")
 
 
 def test_search_records_access_counters(cli: Cli, store: Path) -> None:

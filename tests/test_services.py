@@ -45,7 +45,19 @@ CASES = [
      "query is empty", None, None),
     ("an unknown note", ["forget", "nosuch"],
      ("forget", {"id": "nosuch"}),
-     "no note with id 'nosuch'", "`memctl list`", "the `search` tool"),
+     "no note with id 'nosuch'", "`memctl list`", "the `list_notes` tool"),
+    ("an id that is a path", ["show", "../../etc/passwd"],
+     ("show", {"id": "../../etc/passwd"}),
+     "'../../etc/passwd' is not an id", "ID", "`id`"),
+    ("a supersede of an unknown note", ["supersede", "nosuch", "other"],
+     ("supersede", {"old_id": "nosuch", "new_id": "other"}),
+     "no note with id 'nosuch'", None, None),
+    ("a section MEMORY.md does not have", ["project", "add", "bogus", "x"],
+     ("project_memory", {"action": "add", "section": "bogus", "text": "x"}),
+     "unknown section 'bogus'", "SECTION", "`section`"),
+    ("a list sorted by nothing memctl knows", ["list", "--sort", "colour"],
+     ("list_notes", {"sort": "colour"}),
+     "colour", "--sort", "`sort`"),
     ("a scratchpad step that is not there", ["scratch", "done", "7"],
      ("update_scratchpad", {"action": "done", "text": "7"}),
      "there is no next step 7", "`memctl scratch show`", "the `update_scratchpad` tool"),
@@ -110,7 +122,7 @@ def test_errors_render_their_options_and_commands_per_front_end() -> None:
     error = UsageError(f"pass {arg('allow_secret')} or run {cmd('list')}")
     assert str(error) == "pass --allow-secret or run `memctl list`"
     assert error.render(CLI) == str(error)
-    assert error.render(MCP_WORDING) == "pass `allow_secret` or run the `search` tool"
+    assert error.render(MCP_WORDING) == "pass `allow_secret` or run the `list_notes` tool"
     bad = ArgumentError("importance", "99 is not between 1 and 10")
     assert str(bad) == "invalid value for --importance: 99 is not between 1 and 10"
     assert bad.render(MCP_WORDING) == "invalid value for `importance`: 99 is not between 1 and 10"

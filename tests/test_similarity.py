@@ -43,6 +43,9 @@ UNRELATED = [
     ("使用 Redis 做缓存", "使用 Kafka 做消息队列"),
     ("前端使用 React 18", "后端使用 Go 1.22"),
     ("Use port 5432", "Use port 5432 for the dev database and 5433 for the test database"),
+    # Short notes that share a lead and nothing else: no statement to contradict.
+    ("added from non-repo dir", "added from store root"),
+    ("added from repo dir", "added from store root"),
 ]
 
 
@@ -65,6 +68,11 @@ def test_similar_but_different_is_reported_not_merged(a: str, b: str, reason: st
 def test_unrelated_notes_are_neither(a: str, b: str) -> None:
     verdict = compare(a, b)
     assert not verdict.duplicate and not verdict.similar
+
+
+def test_a_short_note_with_one_other_word_may_still_contradict() -> None:
+    verdict = compare("port 5432", "port 5433")
+    assert verdict.similar and not verdict.duplicate and "number" in verdict.reasons
 
 
 def test_port_5432_and_5433_are_similar_not_merged() -> None:

@@ -152,11 +152,13 @@ def test_an_id_is_never_used_as_a_path(store_path: Path, tmp_path: Path) -> None
     tombstones = {p.name for p in (store_path / ".tombstones").iterdir()}
     assert all(valid_id(name[:-3]) for name in tombstones if name.endswith(".md"))
     bad = cli("forget", "../../README")
-    assert bad.exit_code == 1 and not (store_path.parent / "README.md").exists()
+    # An id that could be a path is bad usage, refused before any lookup (core/ids.py).
+    assert bad.exit_code == 2 and "is not an id" in bad.stderr
+    assert not (store_path.parent / "README.md").exists()
 
 
 @pytest.mark.parametrize("text", ["../x", "/abs/path", "a/b", ".hidden", "-flag", "", "x" * 65,
-                                  "a..b", "..", "with space", "nul\x00"])
+                                  "a..b", "..", "with space", "nul\x00", "abc\n"])
 def test_the_id_validator_refuses_what_could_be_a_path(text: str) -> None:
     assert not valid_id(text)
 
@@ -484,11 +486,13 @@ def test_an_unreadable_note_stops_export_or_is_named(store_path: Path, tmp_path:
 
 
 def test_export_names_a_note_its_import_would_refuse(store_path: Path, tmp_path: Path) -> None:
+    """Named with path:line and left out, so the zip imports (tests/test_broken_files.py)."""
     write_memory_file(store_path, "demo/notes/fact/broken.md", "body", title="[unclosed")
     result = Cli(store_path)("export", str(tmp_path / "c.zip"), "--json")
     assert result.exit_code == 0
-    assert any(item.startswith("demo/notes/fact/broken.md") for item in result.json()["refusable"])
-    assert "will refuse" in result.stderr
+    assert [(item["path"], item["line"]) for item in result.json()["broken"]] == [
+        ("demo/notes/fact/broken.md", 2)]
+    assert "demo/notes/fact/broken.md:2: " in result.stderr and "left out of the zip" in result.stderr
 
 
 def test_an_allowed_secret_never_reaches_a_file_name_a_commit_or_a_report(tmp_path: Path, remote: Path) -> None:

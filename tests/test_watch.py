@@ -18,7 +18,18 @@ from conftest import git, memctl_executable, run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.disk.watchstate import WatcherRunning, WatchLock, read_status, watcher_is_live
+from memctl.disk.watchstate import (
+    COOKIE_PREFIX,
+    Heartbeat,
+    WatcherRunning,
+    WatchLock,
+    read_status,
+    store_identity,
+    watcher_is_live,
+)
+from memctl.index.db import ensure_fresh
+from memctl.services.retrieval import search
+from memctl.store import Store
 from memctl.watch.events import Coalescer, interpret, relative
 
 # --- the coalescer (pure) ------------------------------------------------------------------
@@ -143,7 +154,7 @@ def test_a_stale_or_dead_heartbeat_is_not_live(tmp_path: Path) -> None:
     import socket
 
     beat = {"pid": os.getpid(), "host": socket.gethostname(), "state": "ready",
-            "started": time.time(), "heartbeat": time.time()}
+            "started": time.time(), "heartbeat": time.time(), **store_identity(tmp_path)}
     (state / "watch.json").write_text(json.dumps(beat))
     assert watcher_is_live(tmp_path)
     (state / "watch.json").write_text(json.dumps({**beat, "heartbeat": time.time() - 60}))
@@ -156,6 +167,31 @@ def test_a_stale_or_dead_heartbeat_is_not_live(tmp_path: Path) -> None:
     assert not watcher_is_live(tmp_path)
     (state / "watch.json").write_text("{half a fi")
     assert not watcher_is_live(tmp_path)
+
+
+def test_a_heartbeat_written_for_another_folder_is_not_trusted(tmp_path: Path) -> None:
+    """A live watcher's heartbeat names the folder it watches; the same beat found in another
+    folder (a copy of the store), or one without the name (an older watcher), is no watcher."""
+    import socket
+
+    original, elsewhere = tmp_path / "a", tmp_path / "b"
+    for root in (original, elsewhere):
+        (root / ".memctl").mkdir(parents=True)
+    beat = {"pid": os.getpid(), "host": socket.gethostname(), "state": "ready",
+            "started": time.time(), "heartbeat": time.time(), **store_identity(original)}
+    for root in (original, elsewhere):
+        (root / ".memctl" / "watch.json").write_text(json.dumps(beat))
+    assert watcher_is_live(original) and not watcher_is_live(elsewhere)
+    assert read_status(elsewhere) is None
+    assert "store" not in read_status(original).extra
+    # The same path but another folder there (the store replaced): not the one watched.
+    original.rename(tmp_path / "a.old")
+    (original / ".memctl").mkdir(parents=True)
+    (original / ".memctl" / "watch.json").write_text(json.dumps(beat))
+    assert not watcher_is_live(original)
+    unnamed = {key: value for key, value in beat.items() if not key.startswith("store")}
+    (elsewhere / ".memctl" / "watch.json").write_text(json.dumps(unnamed))
+    assert not watcher_is_live(elsewhere)
 
 
 # --- the real watcher, a subprocess on real files ----------------------------------------------
@@ -472,3 +508,93 @@ def test_a_clear_error_when_the_inotify_watch_limit_is_reached(notes_store: Path
     assert result.returncode == 1
     assert "fs.inotify.max_user_watches" in result.stderr and "sysctl" in result.stderr
     assert not watcher_is_live(notes_store)
+
+
+def test_a_copy_of_a_watched_store_does_not_trust_the_original_watcher(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """`cp -a` of a store while `memctl watch` runs on it copies the heartbeat too; a hand
+    edit in the copy must still reach a search of the copy (docs/watch.md)."""
+    import shutil
+
+    assert watcher_is_live(notes_store)
+    copy = notes_store.with_name("store-copy")
+    shutil.copytree(notes_store, copy, symlinks=True)  # as `cp -a`: .memctl/ and watch.json too
+    assert (copy / ".memctl" / "watch.json").read_bytes()
+    assert not watcher_is_live(copy) and read_status(copy) is None
+    assert watcher_is_live(notes_store)  # the original's watcher is still trusted there
+    (copy / "demo" / "notes" / "fact" / "n3.md").write_text(note_text(nid(3), "quokka in the copy"))
+    assert search_ids(copy, "quokka") == [nid(3)]
+    assert search_ids(notes_store, "quokka") == []
+    status = run_memctl("watch", "--status", "--json", store=copy, project=None)
+    assert status.exit_code == 0 and status.json()["running"] is False, status.stdout
+
+
+# --- readers ask the watcher: its cookies (docs/watch.md) --------------------------------------
+
+
+def test_a_cookie_answer_takes_the_pending_batch_at_once_but_never_half_a_move() -> None:
+    c = Coalescer(quiet=0.05, max_delay=1.0)
+    c.add_path("p/a.md", 0.0)
+    batch, held = c.take_now(0.001)  # long before the quiet window ends
+    assert batch is not None and batch.paths == {"p/a.md"} and held is None
+    assert c.take_now(0.002) == (None, None) and c.take(5.0) is None
+    c.add_path("q/notes/a.md", 1.0, wait=0.6)  # the other half of a move may still come
+    assert c.take_now(1.1) == (None, 1.6)
+    batch, held = c.take_now(1.6)
+    assert batch is not None and batch.paths == {"q/notes/a.md"} and held is None
+
+
+def _cookies(store: Path) -> list[str]:
+    return sorted(str(p.relative_to(store)) for p in store.glob(f"*/{COOKIE_PREFIX}*"))
+
+
+def test_a_search_right_after_a_hand_write_finds_it_while_the_watcher_runs(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """The watcher indexes a save some 50 ms after it; a search that trusted its heartbeat
+    and skipped its own check answered before that, and missed the note. The search now
+    asks the watcher (a cookie) or, when it does not answer in time, checks the files."""
+    store = Store.open(notes_store)
+    folder = notes_store / "demo" / "notes" / "fact"
+    for attempt in range(5):
+        word = f"wombat{attempt}q"
+        (folder / f"fresh{attempt}.md").write_text(note_text(nid(100 + attempt), f"a {word} note"))
+        hits = search(store, word, project="demo").hits
+        assert [hit.id for hit in hits] == [nid(100 + attempt)]
+    assert _cookies(notes_store) == []
+
+
+def test_the_watcher_answers_a_readers_cookies_which_never_become_notes_nor_commits(
+        watcher: WatchProcess, notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "30")  # the watcher's answer, never the walk
+    folder = notes_store / "demo" / "notes" / "fact"
+    (folder / "fresh.md").write_text(note_text(nid(200), "a platypus note"))
+    # A project folder made just now: the reader's cookie may land before it is watched.
+    (notes_store / "newproj" / "notes").mkdir(parents=True)
+    (notes_store / "newproj" / "notes" / "n.md").write_text(note_text(nid(201), "an echidna"))
+    with ensure_fresh(notes_store) as index:
+        assert index.last_refresh is None  # the watcher said so: no walk
+        assert index.get(nid(200))["path"] == "demo/notes/fact/fresh.md"
+        assert index.get(nid(201))["path"] == "newproj/notes/n.md"
+        assert not [path for path in index.indexed_files() if COOKIE_PREFIX in path]
+    assert _cookies(notes_store) == []
+    # One caught mid-wait is ignored by git (`git add -A`, `git status`): never committed.
+    cookies = [f"demo/{COOKIE_PREFIX}123-abc", f"newproj/{COOKIE_PREFIX}9-ff"]
+    checked = subprocess.run(["git", "-C", str(notes_store), "check-ignore", "--stdin"],
+                             input="\n".join([*cookies, "demo/notes/fact/fresh.md"]) + "\n",
+                             capture_output=True, text=True)
+    assert checked.stdout.split() == cookies
+
+
+def test_a_reader_the_watcher_does_not_answer_checks_the_files_and_takes_its_cookies_back(
+        notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A heartbeat that says live, written by a process that answers no cookie (this one):
+    the reader waits, then walks the store itself, and leaves no cookie behind."""
+    monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "0.05")
+    Heartbeat(notes_store).beat("ready")
+    assert watcher_is_live(notes_store)
+    (notes_store / "demo" / "notes" / "fact" / "fresh.md").write_text(
+        note_text(nid(300), "a numbat note"))
+    with ensure_fresh(notes_store) as index:
+        assert index.last_refresh is not None  # walked
+        assert index.get(nid(300))["path"] == "demo/notes/fact/fresh.md"
+    assert _cookies(notes_store) == []

@@ -16,9 +16,10 @@ def main() -> None:
     code = run_fast(sys.argv[1:])
     if code is not None:
         sys.exit(code)
-    from memctl.cli.app import main as typer_main
+    # The typer app, with the command module this command line needs (memctl.cli.commands).
+    from memctl.cli.commands import main as typer_main
 
-    typer_main()
+    typer_main(sys.argv[1:])
 
 
 def __getattr__(name: str) -> object:

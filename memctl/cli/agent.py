@@ -14,13 +14,15 @@ from memctl.cli.base import (
     app,
     checked,
     current_project,
+    examples,
     get_store,
 )
-from memctl.cli.output import emit_json, info, read_text_argument, table, warn
+from memctl.cli.output import emit_json, info, print_episode, read_text_argument, table, warn
 from memctl.core import arguments
 from memctl.core.errors import MemctlError, UsageError
+from memctl.core.sections import section_key
 from memctl.core.vocab import OUTCOMES
-from memctl.mcp_server import serve
+from memctl.mcp_server import DEFAULT_HTTP_PORT, serve, serve_http
 from memctl.services import recall as recalling
 from memctl.services import working
 
@@ -118,6 +120,7 @@ def project_add(
     section: str = typer.Argument(
         ...,
         metavar="SECTION",
+        callback=checked(lambda name: section_key(name, argument="SECTION")),
         help="constraints, decisions, progress or lessons (技术约束, 关键决策, 当前进度, 教训).",
     ),
     text: str = typer.Argument(..., metavar="TEXT", help="The item, or - to read it from stdin."),
@@ -243,7 +246,7 @@ def scratch_next(
 @scratch_app.command("done")
 def scratch_done(
     step: str = typer.Argument(
-        ..., metavar="N|TEXT", help="The next step's number, or words of it (or new text)."
+        ..., metavar="N|TEXT", help="The next step's number, or words of it."
     ),
     project: Optional[str] = PROJECT_OPTION,
     allow_secret: bool = ALLOW_SECRET_OPTION,
@@ -262,6 +265,26 @@ def scratch_note(
 ) -> None:
     """Add a timed note (an observation, a result)."""
     _scratch_update("note", text, project, json_output, allow_secret)
+
+
+@scratch_app.command("resolve")
+def scratch_resolve(
+    question: str = typer.Argument(
+        ..., metavar="N|TEXT", help="The open question's number (as listed), or words of it."
+    ),
+    answer: Optional[str] = typer.Option(None, "--answer", help="What the answer turned out to be."),
+    project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Take an open question off the list; it is kept as a timed note (with the answer)."""
+    view = working.scratchpad(get_store(), current_project(project), "resolve",
+                              read_text_argument(question), answer=answer,
+                              allow_secret=allow_secret)
+    if json_output:
+        emit_json(view.to_dict())
+    else:
+        info(f"{view.message}  ({view.path})")
 
 
 @scratch_app.command("clear")
@@ -371,19 +394,61 @@ def episode_show(
     ),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Show one episode."""
-    episode = working.find_episode(get_store(), episode_id)
+    """Show one episode (as `memctl show ID` does)."""
+    print_episode(working.find_episode(get_store(), episode_id), json_output)
+
+
+STEP_OPTION = typer.Option(None, "--step", help="'action => result', added after the steps so far; repeatable.")
+LINK_OPTION = typer.Option(None, "--link", metavar="ID", help="A note this task produced or used; repeatable.")
+
+
+@episode_app.command("finish")
+def episode_finish(
+    episode_id: str = typer.Argument(..., metavar="ID", help="An in_progress episode's id or prefix."),
+    outcome: Outcome = typer.Option(..., "--outcome", help="How it ended: completed, partial or failed."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="What to remember about it (replaces the summary)."),
+    step: Optional[list[str]] = STEP_OPTION,
+    link: Optional[list[str]] = LINK_OPTION,
+    tags: Optional[str] = typer.Option(None, "--tags", help="Comma-separated tags to add."),
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """End an in_progress episode: its outcome, and the last steps, summary and links."""
+    episode = working.finish_episode(get_store(), episode_id, outcome=outcome, summary=summary,
+                                     steps=step or [], links=link or [], tags=tags,
+                                     allow_secret=allow_secret)
     if json_output:
         emit_json(episode.to_dict())
-        return
-    info(f"{episode.id}  {episode.project}  {episode.outcome}  {episode.created}  {episode.path}")
-    _write(episode.body.strip("\n"))
+    else:
+        info(f"finished episode {episode.id} ({episode.outcome})  {episode.path}")
+
+
+@episode_app.command("update")
+def episode_update(
+    episode_id: str = typer.Argument(..., metavar="ID", help="An episode id or unambiguous prefix."),
+    outcome: Optional[Outcome] = typer.Option(None, "--outcome", help="A new outcome."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="A new summary (replaces it)."),
+    step: Optional[list[str]] = STEP_OPTION,
+    link: Optional[list[str]] = LINK_OPTION,
+    tags: Optional[str] = typer.Option(None, "--tags", help="Comma-separated tags to add."),
+    allow_secret: bool = ALLOW_SECRET_OPTION,
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Change an episode: outcome, summary; add steps, linked notes, tags."""
+    episode = working.update_episode(get_store(), episode_id, outcome=outcome, summary=summary,
+                                     steps=step or [], links=link or [], tags=tags,
+                                     allow_secret=allow_secret)
+    if json_output:
+        emit_json(episode.to_dict())
+    else:
+        info(f"updated episode {episode.id} ({episode.outcome})  {episode.path}")
 
 
 # --- recall and mcp --------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(epilog=examples(
+    'memctl recall "fix the flaky login test"', "memctl recall --max-chars 4000 --json"))
 def recall(
     query: Optional[str] = typer.Argument(
         None, metavar="QUERY", help="What the session is about."
@@ -421,7 +486,29 @@ def recall(
 
 
 @app.command()
-def mcp(project: Optional[str] = PROJECT_OPTION) -> None:
-    """Serve memctl to MCP clients over stdio (needs the optional `mcp` extra of memctl)."""
+def mcp(
+    project: Optional[str] = PROJECT_OPTION,
+    http: bool = typer.Option(
+        False, "--http", help="Serve streamable HTTP instead of stdio: several clients on one "
+        "store, each sending the bearer token (docs/agents.md has the security notes)."
+    ),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="With --http: the address to listen on; a loopback address "
+        "unless --allow-remote."
+    ),
+    port: int = typer.Option(
+        DEFAULT_HTTP_PORT, "--port", callback=checked(arguments.port),
+        help="With --http: the TCP port.",
+    ),
+    allow_remote: bool = typer.Option(
+        False, "--allow-remote", help="With --http: allow a --host other machines can reach."
+    ),
+) -> None:
+    """Serve memctl to MCP clients over stdio, or HTTP with --http (needs the optional `mcp`
+    extra of memctl)."""
     store = get_store()
-    serve(store, current_project(project))
+    if http:
+        serve_http(store, current_project(project), host=host, port=port,
+                   allow_remote=allow_remote)
+    else:
+        serve(store, current_project(project))

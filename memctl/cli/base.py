@@ -4,17 +4,24 @@ command modules (`memctl/cli/<group>.py`), which register their commands on `app
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
+try:  # typer 0.28 carries its own copy of click; older ones use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - typer < 0.28
+    from click import exceptions as click_errors
+
 from memctl import __version__
 from memctl.cli.context import (  # noqa: F401 - re-exported for the command modules
     choose_store,
     current_project,
     get_store,
+    print_error,
     run_command,
     store_path_option,
 )
@@ -28,17 +35,51 @@ class MemctlGroup(TyperGroup):
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)  # keep the order commands were defined in
 
+    def make_context(self, info_name: Any, args: list[str], parent: Any = None,
+                     **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click_errors.ClickException as exc:  # a bad global option: `memctl --bogus`
+            raise typer.Exit(report_click_error(exc)) from None
+
     def invoke(self, ctx: Any) -> Any:
         returned: list[Any] = []
-        code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)))
+        try:
+            code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)))
+        except click_errors.ClickException as exc:  # bad usage of a command, found while parsing it
+            code = report_click_error(exc)
         if code:
             raise typer.Exit(code)
         return returned[0] if returned else None
 
 
+def report_click_error(exc: click_errors.ClickException) -> int:
+    """Click's own errors (an unknown option, a missing argument, a bad choice) in memctl's one
+    style instead of typer's framed box: `error: …` on one line, then how to get help, on
+    stderr. Returns the exit code: 2 for bad usage, 1 otherwise."""
+    if not isinstance(exc, getattr(click_errors, "NoArgsIsHelpError", ())):  # help is printed
+        message = " ".join(exc.format_message().split()).rstrip(".")  # one line
+        print_error(message[:1].lower() + message[1:] if message[1:2].islower() else message)
+        ctx = getattr(exc, "ctx", None)
+        if isinstance(exc, click_errors.UsageError) and ctx is not None:
+            # The command as typed, named `memctl` whatever the program was called.
+            names = [c.info_name for c in reversed(list(_chain(ctx)))][1:]
+            sys.stderr.write(f"hint: try '{' '.join(['memctl', *names])} --help'\n")
+    return exc.exit_code
+
+
+def _chain(ctx: Any) -> Any:
+    while ctx is not None:
+        yield ctx
+        ctx = ctx.parent
+
+
 app = typer.Typer(
     cls=MemctlGroup,
-    add_completion=False,
+    # `--install-completion` / `--show-completion` (bash, zsh, fish, PowerShell). typer imports
+    # its completion code either way; a completion request loads the whole app, as `--help`
+    # does (memctl.cli.commands), and `memctl search` never reaches typer (README, "Install").
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Long-term memory for AI coding agents, kept as Markdown files in git.",
@@ -61,6 +102,13 @@ def _main(
                                  help="Print the version and exit."),
 ) -> None:
     choose_store(store)
+
+
+def examples(*commands: str) -> str:
+    """The examples at the end of a command's --help (typer's `epilog`). One paragraph each:
+    typer before 0.28 joins the lines of a paragraph into one."""
+    lines = "\n\n".join(command.replace("[", "\\[") for command in commands)  # not markup
+    return f"[bold]Examples:[/bold]\n\n{lines}"
 
 
 T = TypeVar("T")

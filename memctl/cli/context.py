@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, exit_code
+from memctl.core.errors import CLI, MemctlError, exit_code
 from memctl.services import stores
 
 _state: dict[str, object] = {"store_option": None, "store": None}
@@ -18,6 +18,7 @@ def choose_store(option: str | None) -> None:
     """Remember `--store` for this invocation (the store is opened on first use)."""
     _state["store_option"] = option
     _state["store"] = None
+    _state["project_noted"] = False
 
 
 def get_store() -> stores.Store:
@@ -35,7 +36,11 @@ def store_path_option() -> Path:
 def current_project(option: str | None, global_scope: bool = False) -> str:
     if global_scope:
         return stores.GLOBAL
-    return stores.current_project(get_store(), option)
+    project, note = stores.project_and_note(get_store(), option)
+    if note and not _state.get("project_noted"):
+        _state["project_noted"] = True  # once per command
+        sys.stderr.write(f"note: {CLI.render(note)}\n")
+    return project
 
 
 def print_error(message: str) -> None:

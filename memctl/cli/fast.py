@@ -6,6 +6,9 @@ typer command declares them (tests/test_fastpath.py holds the two in step), with
 values. Anything else (help, a typo, an invalid value, `--`, `-n5`) goes to the typer app,
 which parses it afresh, so usage errors and help text come from one place. Either way the
 same `run_search` does the work. MEMCTL_NO_FAST_PATH=1 turns the fast path off.
+
+A query may start with `-` (`memctl search -mysql`): both parsers read a word after one `-`
+as the query unless it is short options of the command (`is_query_word`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,61 @@ SEARCH_VALUES = {
 }
 _REPEATABLE = frozenset({"types", "tags"})
 _DIGITS = re.compile(r"[0-9]+")
+# The one-letter options, as click reads a word that starts with one `-`.
+_SHORT_FLAGS = frozenset({spelling[1] for spelling in SEARCH_FLAGS if len(spelling) == 2} | {"h"})
+_SHORT_VALUES = frozenset(spelling[1] for spelling in SEARCH_VALUES if len(spelling) == 2)
+
+
+def _short_options(token: str) -> tuple[bool, bool]:
+    """(whether `token` is short options of `memctl search`, whether the last one takes the
+    next argument as its value). Short options are flags run together (`-a`, `-ah`), ending
+    at most in one option that takes a value, with nothing attached (`-ap blog`) or, for
+    `-n`, a number (`-n5`)."""
+    if len(token) < 2 or token[0] != "-" or token[1] == "-":
+        return False, False
+    letters = token[1:]
+    position = 0
+    while position < len(letters) and letters[position] in _SHORT_FLAGS:
+        position += 1
+    if position == len(letters):
+        return True, False
+    letter, attached = letters[position], letters[position + 1:]
+    if letter not in _SHORT_VALUES:
+        return False, False
+    if not attached:
+        return True, True
+    return letter == "n" and _DIGITS.fullmatch(attached) is not None, False
+
+
+def is_query_word(token: str) -> bool:
+    """A word that starts with one `-` and is not short options of the command is the query
+    (`memctl search -mysql` leaves out mysql: docs/search.md), not an unknown option."""
+    return len(token) > 1 and token[0] == "-" and token[1] != "-" \
+        and not _short_options(token)[0]
+
+
+def query_words_last(args: list[str]) -> list[str]:
+    """The arguments of `memctl search` with each word `is_query_word` calls the query moved
+    after `--`, where click reads it as the argument (the typer command parses these)."""
+    options: list[str] = []
+    queries: list[str] = []
+    moved = False
+    position = 0
+    while position < len(args):
+        token = args[position]
+        if token == "--":
+            queries.extend(args[position + 1:])
+            break
+        if is_query_word(token):
+            queries.append(token)
+            moved = True
+        else:
+            options.append(token)
+            if (token in SEARCH_VALUES or _short_options(token)[1]) and position + 1 < len(args):
+                position += 1
+                options.append(args[position])  # an option's value, whatever it looks like
+        position += 1
+    return [*options, "--", *queries] if moved else args
 
 
 _CHECKS = {"project": arguments.project_name, "types": arguments.search_type,
@@ -97,8 +155,12 @@ def parse_search(argv: list[str]) -> tuple[str | None, dict[str, object]] | None
             else:
                 kwargs[key] = converted
             continue
+        if query is None and is_query_word(token):
+            query = token  # `-mysql`: the query, not an option
+            position += 1
+            continue
         if token.startswith("-") or query is not None:
-            return None  # help, an unknown option, `--`, `-word`, or a second argument
+            return None  # help, an unknown option, `--`, short options run together, or a second argument
         query = token
         position += 1
     if query is None:

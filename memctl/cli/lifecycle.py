@@ -6,9 +6,9 @@ from typing import Any, Optional
 
 import typer
 
-from memctl.cli.base import JSON_OPTION, app, get_store
+from memctl.cli.base import JSON_OPTION, app, examples, get_store
 from memctl.cli.output import console, emit_json, info, table
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.services import notes, upkeep
 from memctl.services.upkeep import bar, report_month
 
@@ -43,7 +43,7 @@ def archive(
              for i in plan.demote]
     rows += [[i.id, "keep", i.project, i.reason, ""] for i in plan.kept]
     if rows:
-        table(["id", "action", "project", "why", "moves to"], _escaped(rows),
+        table(["id", "action", "project", "why", "moves to"], _cells(rows),
               title="archive plan (dry run)" if dry_run else "archive sweep")
     summary = f"{len(plan.archive)} archived, {len(plan.demote)} demoted"
     if dry_run:
@@ -56,27 +56,41 @@ def archive(
 
 @app.command()
 def restore(
-    note_id: str = typer.Argument(..., metavar="ID", help="An archived or superseded note."),
+    note_ids: Optional[list[str]] = typer.Argument(
+        None, metavar="ID...", help="Archived or superseded notes (one commit for all)."),
+    last_sweep: bool = typer.Option(
+        False, "--last-sweep", help="Every note the newest archive sweep archived."),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Bring an archived (or superseded) note back to active."""
-    note, old_path = upkeep.restore(get_store(), note_id)
+    """Bring archived (or superseded) notes back to active."""
+    result = upkeep.restore_many(get_store(), note_ids or [], last_sweep=last_sweep)
+    restored = [{"id": note.id, "path": note.path, "from": old_path, "status": note.status}
+                for note, old_path in result.notes]
     if json_output:
-        emit_json({"id": note.id, "path": note.path, "from": old_path, "status": note.status})
-    else:
-        info(f"restored {note.id}  {old_path} → {note.path}")
+        if len(note_ids or []) == 1:
+            emit_json(restored[0])  # one id: one object, as before bulk restore existed
+        else:
+            emit_json({"restored": restored, "commit": result.commit,
+                       "skipped": [{"id": i, "why": why} for i, why in result.skipped]})
+        return
+    for entry in restored:
+        info(f"restored {entry['id']}  {entry['from']} → {entry['path']}")
+    for note_id, why in result.skipped:
+        info(f"skipped {note_id}: {why}")
 
 
-@app.command()
+@app.command(epilog=examples("memctl health", "memctl health --markdown ~/reports --strict"))
 def health(
     json_output: bool = JSON_OPTION,
     markdown: Optional[str] = typer.Option(
         None, "--markdown", metavar="FILE",
-        help="Write the report as Markdown to FILE (a folder gets health-YYYY-MM.md).",
+        help="Write the report as Markdown to FILE (a folder gets health-YYYY-MM.md; - is stdout).",
     ),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any problem is found."),
 ) -> None:
     """The health report: totals, recall, contradictions, duplicates, secrets, drift, git."""
+    if markdown == "-" and json_output:
+        raise UsageError(f"{arg('markdown')} - and {arg('json')} both print on stdout; choose one")
     report = upkeep.health(get_store())
     if markdown:
         _write_markdown(report, markdown)
@@ -95,6 +109,12 @@ def health(
 def _write_markdown(report: dict[str, Any], target: str) -> None:
     from pathlib import Path
 
+    if target == "-":  # stdout, as for every other FILE argument of memctl
+        import sys
+
+        sys.stdout.write(upkeep.health_markdown(report))
+        sys.stdout.flush()
+        return
     path = Path(target).expanduser()
     if path.is_dir():
         path = path / f"health-{report_month(report)}.md"
@@ -114,18 +134,21 @@ def _render(report: dict[str, Any]) -> None:
     out.print(f"{_plural(totals['notes'], 'note')}, {_plural(totals['episodes'], 'episode')}")
     largest = max(totals["by_type"].values(), default=0)
     table(["type", "notes", ""],
-          _escaped([[k, v, bar(v, largest)] for k, v in totals["by_type"].items()]),
+          _cells([[k, v, bar(v, largest)] for k, v in totals["by_type"].items()]),
           title="by type")
-    table(["project", "notes"], _escaped([[k, v] for k, v in totals["by_project"].items()]),
+    table(["project", "notes"], _cells([[k, v] for k, v in totals["by_project"].items()]),
           title="by project")
-    table(["status", "notes"], _escaped([[k, v] for k, v in totals["by_status"].items()]),
+    table(["status", "notes"], _cells([[k, v] for k, v in totals["by_status"].items()]),
           title="by status")
-    _section(f"most recalled, last 30 days ({len(report['top_recalled'])})",
-             ["id", "project", "recalls", "title"],
-             [[e["id"], e["project"], e["recalls_30d"], e["title"]]
+    # The access counters count both search hits and recalls (memctl/disk/counters.py): the
+    # words say so, whatever the older JSON keys are called (docs/health.md).
+    _section(f"most accessed by search or recall, last 30 days ({len(report['top_recalled'])})",
+             ["id", "project", "accesses", "title"],
+             [[e["id"], e["project"], e["accesses_30d"], e["title"]]
               for e in report["top_recalled"]])
     unrecalled = report["unrecalled"]
-    _section(f"not recalled in {report['unrecalled_days']:g} days ({len(unrecalled)})",
+    _section(f"idle {report['unrecalled_days']:g}+ days: no search hit, recall or edit "
+             f"({len(unrecalled)})",
              ["id", "project", "days", "title"],
              [[e["id"], e["project"], e["days"], e["title"]] for e in unrecalled[:20]],
              more=len(unrecalled) - 20)
@@ -175,18 +198,16 @@ def _render(report: dict[str, Any]) -> None:
         out.print("[bold green]no problems found[/]")
 
 
-def _escaped(rows: list[list[Any]]) -> list[list[str]]:
-    """Note text must not be read as rich markup ("[x]" in a title would vanish)."""
-    from rich.markup import escape
-
-    return [[escape("" if cell is None else str(cell)) for cell in row] for row in rows]
+def _cells(rows: list[list[Any]]) -> list[list[str]]:
+    """Rows as text for `table` (which never reads markup: "[x]" in a title shows as written)."""
+    return [["" if cell is None else str(cell) for cell in row] for row in rows]
 
 
 def _section(title: str, columns: list[str], rows: list[list[Any]], more: int = 0) -> None:
     if not rows:
         console().print(f"{title}: none")
         return
-    table(columns, _escaped(rows), title=title)
+    table(columns, _cells(rows), title=title)
     if more > 0:
         console().print(f"… and {more} more (--json lists all)")
 

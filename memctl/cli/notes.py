@@ -14,30 +14,46 @@ from memctl.cli.base import (
     app,
     checked,
     current_project,
+    examples,
     get_store,
     store_path_option,
 )
-from memctl.cli.output import console, emit_json, info, read_text_argument, report_parse_errors, table, warn
+from memctl.cli.output import (
+    console,
+    emit_json,
+    info,
+    print_episode,
+    read_text_argument,
+    report_parse_errors,
+    table,
+    warn,
+)
 from memctl.core import arguments
 from memctl.core.vocab import NOTE_TYPES, STATUSES
-from memctl.services import notes, upkeep
+from memctl.services import notes
 
 NoteType = Literal[NOTE_TYPES]  # type: ignore[valid-type]
 StatusChoice = Literal[STATUSES + ("any",)]  # type: ignore[valid-type]
 SortChoice = Literal["updated", "created", "importance", "type", "project"]
 
 
-@app.command()
+@app.command(epilog=examples(
+    "memctl init", "memctl init --clone git@github.com:me/memory.git"))
 def init(
     path: Optional[str] = typer.Argument(None, help="Where to create the store (default: --store, $MEMCTL_STORE, or the default)."),
     clone: Optional[str] = typer.Option(None, "--clone", metavar="URL", help="Make this machine's copy of an existing store from its git remote."),
+    force: bool = typer.Option(False, "--force", help="Make a store even of a folder or git repository holding other files than memory (a code repository: memctl commits into its history)."),
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Create a store (git init, settings, layout). Safe to run again."""
     from pathlib import Path
 
     root = Path(path).expanduser().absolute() if path else store_path_option()
-    store, created, warnings = upkeep.create_store(root, clone)
+    # Lazy: the upkeep services (sync, import, health) cost `add` and `show` ~15 ms of
+    # imports that only `init` needs here (tests/test_layers.py, bench/bench_write.py).
+    from memctl.services import upkeep
+
+    store, created, warnings = upkeep.create_store(root, clone, force=force)
     for warning in warnings:
         warn(warning)
     if json_output:
@@ -46,7 +62,10 @@ def init(
         info(f"{'created' if created else 'already a store:'} {store.root}")
 
 
-@app.command()
+@app.command(epilog=examples(
+    'memctl add "Use PostgreSQL 16, no ORM" --type decision --tags db',
+    'memctl add "The API allows 100 requests a minute" --subject api --predicate rate-limit',
+    "git log -1 --format=%B | memctl add - --type experience"))
 def add(
     text: str = typer.Argument(..., metavar="TEXT", help="The note text, or - to read it from stdin."),
     note_type: NoteType = typer.Option("fact", "--type", "-t", case_sensitive=False, help="Note type."),
@@ -73,15 +92,19 @@ def add(
     if json_output:
         emit_json(result.to_dict())
         return
-    verb = "merged into" if result.action == "merged" else "added"
+    # The words of the JSON `action` (docs/format.md): "created", or "merged" into a near-duplicate
+    verb = "merged into" if result.action == "merged" else "created"
     info(f"{verb} {result.id}  {result.path}")
     for old in result.superseded:
         info(f"  supersedes {old}")
+    if result.corrects:
+        info(f"  correction of {result.corrects}: {result.corrects} stays active, the correction "
+             "ranks ahead of it")
     for other in result.similar:
         info(f"  similar to {other} (may contradict it: check with `memctl show {other}`)")
 
 
-@app.command()
+@app.command(epilog=examples("memctl show 01m8p0bq", "memctl show 01m8p0bq --json"))
 def show(
     note_id: str = typer.Argument(..., metavar="ID", help="A note id or an unambiguous prefix."),
     json_output: bool = JSON_OPTION,
@@ -89,14 +112,19 @@ def show(
     """Show one note (or episode)."""
     shown = notes.show(get_store(), note_id)
     episode, note = shown.episode, shown.note
-    if episode is not None:
+    if shown.broken is not None:
+        # A file that does not parse is shown as it is, with its problem: `memctl edit`
+        # opens it for fixing (docs/format.md).
+        note_ref = (shown.last_good or {}).get("id", note_id)
+        warn(f"{shown.broken}; shown as it is: `memctl edit {note_ref}` opens it for "
+             "fixing (search and recall use its last good version)")
         if json_output:
-            emit_json(episode.to_dict())
+            emit_json(shown.to_dict())
         else:
-            info(f"episode {episode.id}  {episode.project}  {episode.outcome}  {episode.path}")
-            from rich.markdown import Markdown
-
-            console().print(Markdown(episode.body))
+            sys.stdout.write(shown.to_dict()["raw"])
+        return
+    if episode is not None:
+        print_episode(episode, json_output)  # as `memctl episode show` prints it
         return
     assert note is not None
     data = shown.to_dict()
@@ -114,7 +142,9 @@ def show(
         fields.append(f"subject {note.subject or '-'}   predicate {note.predicate or '-'}")
     if note.superseded_by:
         fields.append(f"superseded by {note.superseded_by}")
-    fields.append(f"recalled {data['access_count']} times, last {data['last_accessed'] or 'never'}")
+    count = data["access_count"]
+    fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
+                  f"last {data['last_accessed'] or 'never'}")
     console().print(Panel("\n".join(fields), expand=False))
     console().print(Markdown(note.body))
 
@@ -123,7 +153,7 @@ def show(
 
 
 
-@app.command()
+@app.command(epilog=examples("memctl get blog-backend database", "memctl get api rate-limit --json"))
 def get(
     subject: str = typer.Argument(..., metavar="SUBJECT", help="What the fact is about (the notes' `subject`)."),
     predicate: Optional[str] = typer.Argument(None, metavar="[PREDICATE]", help="Which property of it (the notes' `predicate`)."),
@@ -131,10 +161,7 @@ def get(
     all_projects: bool = typer.Option(False, "--all-projects", "-a", help="Every project, not just this one and global."),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """The exact fact: the active note about SUBJECT (and PREDICATE), in one step.
-
-    Example: memctl get blog-backend database
-    """
+    """The exact fact: the active note about SUBJECT (and PREDICATE), in one step."""
     scope = None if all_projects else current_project(project)
     found = notes.get(get_store(), subject, predicate, project=scope)
     if json_output:
@@ -148,7 +175,8 @@ def get(
         sys.stdout.write(note.body.strip("\n") + "\n")
 
 
-@app.command("list")
+@app.command("list", epilog=examples(
+    "memctl list --type decision --since 30d", "memctl list --all-projects --sort importance -n 20"))
 def list_notes(
     note_type: Optional[NoteType] = typer.Option(None, "--type", "-t", case_sensitive=False, help="Only this type."),
     tag: Optional[str] = typer.Option(None, "--tag", help="Only notes with this tag."),
@@ -174,20 +202,28 @@ def list_notes(
     info(f"{len(found)} note{'s' if len(found) != 1 else ''}")
 
 
-@app.command()
+@app.command(epilog=examples("memctl edit 01m8p0bq", "EDITOR=nano memctl edit 01m8p0bq"))
 def edit(
     note_id: str = typer.Argument(..., metavar="ID", help="A note id or an unambiguous prefix."),
+    fresh: bool = typer.Option(False, "--fresh", help="Drop the edit a failed save kept and start again from the note."),
     json_output: bool = JSON_OPTION,
 ) -> None:
-    """Open a note in $EDITOR; validated on save, `updated` stamped."""
-    note, changed = notes.edit(get_store(), note_id)
+    """Open a note in $EDITOR; validated on save, `updated` stamped.
+
+    A save that does not validate keeps your edit; the next `memctl edit ID` opens it again,
+    with the reason at its top (--fresh starts again from the note)."""
+    result = notes.edit(get_store(), note_id, fresh=fresh)
+    if result.broken is not None:
+        warn(f"{result.broken}; the file is unchanged and still does not parse")
     if json_output:
-        emit_json({"id": note.id, "path": note.path, "changed": changed})
+        emit_json(result.to_dict())
     else:
-        info(f"{'saved' if changed else 'unchanged:'} {note.id}  {note.path}")
+        note = result.note
+        kept = " (from your kept edit)" if result.reopened and result.changed else ""
+        info(f"{'saved' if result.changed else 'unchanged:'} {note.id}  {note.path}{kept}")
 
 
-@app.command()
+@app.command(epilog=examples("memctl forget 01m8p0bq"))
 def forget(
     note_id: str = typer.Argument(..., metavar="ID", help="A note id or an unambiguous prefix."),
     json_output: bool = JSON_OPTION,

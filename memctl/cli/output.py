@@ -48,10 +48,18 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-# Columns that keep their full width (ids must stay copyable); the others share what is left
-# and are cut with an ellipsis.
+# How a table's columns give way when the terminal is too narrow for all of them (by header):
+# short values are kept whole (ids must stay copyable, dates and numbers readable); paths are
+# folded onto more lines, never cut (a path with a piece missing names nothing); a project
+# name is shortened with "…" before the text columns (titles, messages: what people read the
+# table for), which share the rest and are cut with "…". tests/test_output.py holds it.
 _RIGID = {"id", "type", "imp", "importance", "updated", "created", "status", "#", "commit",
-          "time", "notes", "action", "outcome", "score", "project", "kind", "count", ""}
+          "time", "notes", "action", "outcome", "score", "kind", "count", "a", "b", "days",
+          "accesses", "steps", "bytes", "limit", "expires", "N", ""}
+_PATHS = {"path", "copy", "current version", "moves to", "where", "files", "folder",
+          "points to"}
+_SHORTENED = {"project"}
+_GAP = 2  # spaces between two columns
 
 
 def read_text_argument(text: str) -> str:
@@ -73,22 +81,76 @@ def report_parse_errors(problems: Any) -> None:
 
 
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
+    """A table for people on stdout, as wide as the terminal at most. Cells are plain text
+    (never read as markup: a title with "[x]" in it shows as written)."""
     from rich import box
-    from rich.cells import cell_len
     from rich.table import Table
+    from rich.text import Text
 
     cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
-    widths = [max([cell_len(column)] + [cell_len(row[index]) for row in cells])
-              for index, column in enumerate(columns)]
-    fixed = sum(width + 2 for width, column in zip(widths, columns, strict=True) if column in _RIGID)
-    elastic = [c for c in columns if c not in _RIGID]
-    room = max(12, (console().width - fixed - 1) // max(1, len(elastic)) - 2)
-    grid = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    widths = column_widths(columns, cells, console().width)
+    grid = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD,
+                 show_edge=False, pad_edge=False, padding=(0, _GAP - 1, 0, 0))
     for column, width in zip(columns, widths, strict=True):
-        if column not in _RIGID:
-            grid.add_column(column, no_wrap=True, overflow="ellipsis", max_width=room)
+        if column in _PATHS:
+            grid.add_column(column, width=width, overflow="fold")
         else:
-            grid.add_column(column, no_wrap=True, min_width=width)
+            grid.add_column(column, width=width, no_wrap=True, overflow="ellipsis")
     for row in cells:
-        grid.add_row(*row)
+        grid.add_row(*(Text(cell) for cell in row))
     console().print(grid)
+
+
+def column_widths(columns: list[str], cells: list[list[str]], total: int) -> list[int]:
+    """Each column's width in a table `total` cells wide: every column as wide as its widest
+    value when they all fit; else the short columns keep theirs and the others share what is
+    left, a text column getting three parts, a path two and a project name one, none less
+    than the longest word of its header (or its widest value)."""
+    from rich.cells import cell_len
+
+    natural = [max(cell_len(line) for text in (column, *(row[index] for row in cells))
+                   for line in text.split("\n"))
+               for index, column in enumerate(columns)]
+    room = total - _GAP * (len(columns) - 1)
+    if sum(natural) <= room:
+        return natural
+    widths = list(natural)
+    weight = {index: 1 if column in _SHORTENED else 2 if column in _PATHS else 3
+              for index, column in enumerate(columns) if column not in _RIGID}
+    left = room - sum(width for index, width in enumerate(natural) if index not in weight)
+    # (a header of two words may take two lines)
+    least = {index: min(natural[index], max(6, *(cell_len(word) for word in columns[index].split())))
+             for index in weight}
+    pending = sorted(weight, key=lambda index: natural[index])
+    while pending:
+        parts = sum(weight[index] for index in pending)
+        shares = {index: max(0, left) * weight[index] // parts for index in pending}
+        # A column that needs no more than its share, or would get less than its least,
+        # is settled; the others share again what it leaves.
+        settled = [index for index in pending
+                   if natural[index] <= shares[index] or shares[index] < least[index]]
+        if not settled:
+            # What integer division leaves over goes to the widest text column.
+            shares[max(pending, key=lambda index: (weight[index], natural[index]))] += \
+                max(0, left) - sum(shares.values())
+            for index in pending:
+                widths[index] = shares[index]
+            break
+        for index in settled:
+            widths[index] = natural[index] if natural[index] <= shares[index] else least[index]
+            left -= widths[index]
+            pending.remove(index)
+    return widths
+
+
+def print_episode(episode: Any, json_output: bool = False) -> None:
+    """One episode (a `services.working.Episode`), the one way `episode show` and `show`
+    print it: its JSON, or a line of fields on stderr and its Markdown body as written on
+    stdout (copyable, and the same in a pipe as on a terminal)."""
+    if json_output:
+        emit_json(episode.to_dict())
+        return
+    info(f"episode {episode.id}  {episode.project}  {episode.outcome}  {episode.created}  "
+         f"{episode.path}")
+    sys.stdout.write(episode.body.strip("\n") + "\n")
+    sys.stdout.flush()

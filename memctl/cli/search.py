@@ -6,8 +6,10 @@ import sys
 from typing import Optional
 
 import typer
+from typer.core import TyperCommand
 
-from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, as_option_check, checked, get_store
+from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, as_option_check, checked, examples, get_store
+from memctl.cli.fast import query_words_last
 from memctl.cli.output import emit_json, err_console
 from memctl.cli.searching import run_search
 from memctl.core import arguments
@@ -24,11 +26,23 @@ def _warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-@app.command()
+class SearchCommand(TyperCommand):
+    """`memctl search -mysql`: a word after one `-` that is not short options of the command
+    is the query, as the fast path reads it (memctl.cli.fast.is_query_word), not an unknown
+    option; `--` still ends the options."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, query_words_last(args))
+
+
+@app.command(cls=SearchCommand, epilog=examples(
+    "memctl search postgres",
+    "memctl search '\"connection pool\" OR pgbouncer' --all-projects",
+    "memctl search 'deploy*' --type skill --since 30d --json"))
 def search(
     query: str = typer.Argument(..., metavar="QUERY", help=(
         'Words (all must match), "a phrase", a OR b, -word, prefix*, tag:x, type:x; '
-        "Chinese by any substring.")),
+        "Chinese by any substring. May start with -: -mysql.")),
     project: Optional[str] = PROJECT_OPTION,
     all_projects: bool = typer.Option(False, "--all-projects", "-a",
                                       help="Every project, not just this one and global."),

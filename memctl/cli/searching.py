@@ -13,6 +13,8 @@ from memctl.services.retrieval import CLOSE, OPEN
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.containers import Lines
     from rich.text import Text
 
     from memctl.services.retrieval import Hit
@@ -31,15 +33,25 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
     report_parse_errors(found.parse_errors)
     if found.truncated:
         warn("the query was long: only its first words were used")
+    if not found.hits and (found.stale_matches or not json_output):
+        # With --json only when stale entries match (on stderr: stdout stays the array).
+        sys.stderr.write(no_matches(found.stale_matches) + "\n")
     if json_output:
         emit_json([hit.to_dict() for hit in found.hits])
         return
     if not found.hits:
-        sys.stderr.write("no matches\n")
         return
     if found.hits[0].fuzzy:
         sys.stderr.write("no exact matches; showing close ones\n")
-    _print_table(found.hits, explain)
+    _print_hits(found.hits, explain)
+
+
+def no_matches(stale: int) -> str:
+    """What a search that found nothing says, naming the stale entries that match."""
+    if not stale:
+        return "no matches"
+    return (f"no matches among live notes; {stale} stale {'match' if stale == 1 else 'matches'}"
+            " (superseded, archived or expired): --include-stale shows them")
 
 
 def _marked(text: str) -> Text:
@@ -57,43 +69,110 @@ def _marked(text: str) -> Text:
     return out
 
 
-def _print_table(hits: list[Hit], explain: bool) -> None:
-    from rich.table import Table
+# Each hit takes at most this many lines (its --explain line apart): a number, the id, type and
+# project, then the title and snippet flowing after them, cut with "…" (tests/test_output.py).
+HIT_LINES = 3
+_TITLE_CELLS = 60  # a title shown before a snippet from further into the note is cut to this
+
+
+def _print_hits(hits: list[Hit], explain: bool) -> None:
+    from rich.cells import cell_len
     from rich.text import Text
 
-    grid = Table(show_lines=True, header_style="bold")
-    grid.add_column("#", justify="right")
-    grid.add_column("id", overflow="fold", no_wrap=True)
-    grid.add_column("type")
-    grid.add_column("project")
-    grid.add_column("match", ratio=1)
-    for number, hit in enumerate(hits, 1):
-        plain = hit.snippet_marked.replace(OPEN, "").replace(CLOSE, "")
-        cell = Text()
-        title = " ".join(hit.title.split())
-        if title and not plain.startswith(title[:40]):
-            # A note's title is usually its first line, already in the snippet.
-            cell.append(title[:100] + ("…" if len(title) > 100 else "") + "\n", style="bold")
-        cell.append_text(_marked(hit.snippet_marked))
-        where = hit.path + (f":{hit.line}" if hit.kind == "memory" else "")
-        cell.append(f"\n{where}", style="dim")
+    out = console()
+    rows = [(str(number), _shown_id(hit), hit.type, hit.project)
+            for number, hit in enumerate(hits, 1)]
+    sizes = [max(cell_len(row[column]) for row in rows) for column in range(4)]
+    indent = sizes[0] + 2
+    room = max(20, out.width - indent)
+    for hit, (number, shown_id, kind, project) in zip(hits, rows, strict=True):
+        lead = Text()
+        lead.append(shown_id + " " * (sizes[1] - cell_len(shown_id) + 2), style="bold")
+        lead.append(kind + " " * (sizes[2] - cell_len(kind) + 2))
+        lead.append(project + " " * (sizes[3] - cell_len(project) + 2), style="dim")
         if hit.status != "active":
-            cell.append(f"  [{hit.status}]", style="red")
+            lead.append(f"[{hit.status}]  ", style="red")
+        if hit.expired:
+            lead.append("[expired]  ", style="red")
+        lines = _flow(out, lead, _content(hit), room)
         if explain and hit.explain:
-            e = hit.explain
-            bm25 = "filter" if e.get("bm25") is None else f"bm25 {e['bm25']:.3f}"
-            line = (f"\n{bm25} × importance {e['importance_factor']} × recency "
-                    f"{e['recency_factor']} (age {e['age_days']} d) × type {e['type_factor']}")
-            if "coverage" in e:
-                line += f" × coverage {e['coverage']}²"
-                line += f" × exact {e['exact_factor']}" if e.get("exact") else ""
-                line += f" × fact {e['fact_factor']}" if e.get("fact") else ""
-                line += f" (matched: {', '.join(e.get('matched') or []) or '-'})"
-            line += f" = {hit.score:.4f}"
-            if e.get("placed_ahead_of"):
-                line += f"; placed ahead of {', '.join(e['placed_ahead_of'])}, which it corrects"
-            if e.get("fuzzy"):
-                line += "; fuzzy: " + ", ".join(f"{k} → {'/'.join(v)}" for k, v in e["fuzzy"].items())
-            cell.append(line, style="cyan")
-        grid.add_row(str(number), hit.id, hit.type, hit.project, cell)
-    console().print(grid)
+            lines.extend(Text(_explained(hit), style="cyan").wrap(out, room))
+        for position, line in enumerate(lines):
+            margin = number.rjust(sizes[0]) + "  " if position == 0 else " " * indent
+            out.print(Text(margin) + line, no_wrap=True, overflow="ellipsis")
+
+
+def _shown_id(hit: Hit) -> str:
+    """The id to show: a note's or episode's own; for a MEMORY.md section its file and line
+    (its id, `<project>/MEMORY.md#<section>`, would take the room of the text; --json has it);
+    for a scratchpad its file name."""
+    name = hit.path.rsplit("/", 1)[-1]
+    if hit.kind == "memory":
+        return f"{name}:{hit.line}"
+    return name if hit.kind == "scratchpad" else hit.id
+
+
+def _content(hit: Hit) -> Text:
+    """The title (bold) and the snippet with its matches marked, on one line: the title once
+    when the snippet begins with it."""
+    from rich.text import Text
+
+    snippet = _marked(" ".join(hit.snippet_marked.split()))
+    plain = snippet.plain
+    start = len(plain) - len(plain.lstrip("# "))  # a MEMORY.md section starts with its heading
+    title = " ".join(hit.title.split())
+    body = plain[start:].rstrip("…")
+    if not title or plain[start:].startswith(title) or (body and title.startswith(body)):
+        snippet = snippet[start:]
+        if title and len(title) <= _TITLE_CELLS and plain[start:].startswith(title):
+            snippet.stylize("bold", 0, len(title))
+        return snippet
+    shown = title if len(title) <= _TITLE_CELLS else title[:_TITLE_CELLS - 1].rstrip() + "…"
+    return Text(shown, style="bold") + Text("  ") + snippet
+
+
+def _flow(out: Console, lead: Text, content: Text, room: int) -> list[Text]:
+    """`lead` then `content` wrapped into lines `room` cells wide, at most HIT_LINES of them,
+    the last cut with "…" when there is more."""
+    from rich.text import Text
+
+    width = lead.cell_len
+    if width > room // 2:  # too little room left on the first line: the text starts below it
+        lead.rstrip()
+        lead.truncate(room, overflow="ellipsis")
+        return [lead, *_at_most(content.wrap(out, room), HIT_LINES - 1, room)]
+    # The lead is ASCII (ids, types, project names, statuses): a placeholder word as wide
+    # keeps its place on the first line while the text is wrapped.
+    lines = list((Text("x" * (width - 1) + " ") + content).wrap(out, room))
+    lines[0] = lead + lines[0][width:]
+    return _at_most(lines, HIT_LINES, room)
+
+
+def _at_most(lines: Lines, count: int, room: int) -> list[Text]:
+    kept = list(lines)[:count]
+    if len(lines) > count:
+        last = kept[-1]
+        last.rstrip()
+        if last.cell_len >= room:
+            last.truncate(room - 1)
+        last.append("…")
+    return kept
+
+
+def _explained(hit: Hit) -> str:
+    """Each factor of the hit's score, on one line."""
+    e = hit.explain
+    bm25 = "filter" if e.get("bm25") is None else f"bm25 {e['bm25']:.3f}"
+    line = (f"{bm25} × importance {e['importance_factor']} × recency "
+            f"{e['recency_factor']} (age {e['age_days']} d) × type {e['type_factor']}")
+    if "coverage" in e:
+        line += f" × coverage {e['coverage']}²"
+        line += f" × exact {e['exact_factor']}" if e.get("exact") else ""
+        line += f" × fact {e['fact_factor']}" if e.get("fact") else ""
+        line += f" (matched: {', '.join(e.get('matched') or []) or '-'})"
+    line += f" = {hit.score:.4f}"
+    if e.get("placed_ahead_of"):
+        line += f"; placed ahead of {', '.join(e['placed_ahead_of'])}, which it corrects"
+    if e.get("fuzzy"):
+        line += "; fuzzy: " + ", ".join(f"{k} → {'/'.join(v)}" for k, v in e["fuzzy"].items())
+    return line

@@ -7,17 +7,25 @@ from typing import Literal, Optional
 
 import typer
 
-from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, get_store
+from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, examples, get_store
 from memctl.cli.output import emit_json, err_console, info, table, warn
 from memctl.services import exchange
-from memctl.services.exchange import export_store, find_copy, import_into, list_conflicts, note_log, resolve
+from memctl.services.exchange import (
+    diff_copy,
+    export_store,
+    find_copy,
+    import_into,
+    list_conflicts,
+    note_log,
+    resolve,
+)
 from memctl.services.exchange import merge_file as run
 
-ImporterChoice = Literal["auto", "bundle", "markdown", "agents", "cline", "mem0"]
+ImporterChoice = Literal["auto", "bundle", "markdown", "agents", "cline", "claude-memory", "mem0"]
 PROGRESS_FROM = 200  # files; smaller exports finish before a bar is worth drawing
 
 
-@app.command()
+@app.command(epilog=examples("memctl export memory.zip", "memctl export blog.zip --project blog-backend"))
 def export(
     target: str = typer.Argument(..., metavar="FILE.zip", help="The zip file to write."),
     project: Optional[str] = PROJECT_OPTION,
@@ -38,8 +46,9 @@ def export(
         warn(f"{path}: cannot be read; left out of the zip")
     for item in result.secrets:
         warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} goes into the zip")
-    for problem in result.refusable:
-        warn(f"{problem} (memctl import will refuse this file: fix it, or import with --skip-invalid)")
+    for problem in result.broken:
+        warn(f"{problem}; left out of the zip (memctl import would refuse it): fix it "
+             "(`memctl edit ID` opens a note as it is), then export again")
     if json_output:
         emit_json(result.to_dict())
     else:
@@ -74,7 +83,8 @@ class _progress:
             self.bar.stop()
 
 
-@app.command("import")
+@app.command("import", epilog=examples(
+    "memctl import memory.zip --dry-run", "memctl import ~/old-notes --from markdown"))
 def import_command(
     source: str = typer.Argument(..., metavar="FILE.zip|DIR|STORE",
                                  help="A memctl zip, a folder, another store, or a file to import."),
@@ -103,11 +113,18 @@ def import_command(
         info(f"{'would ' if dry_run else ''}{action} {path}")
     if len(changes) > len(shown):
         info(f"… and {len(changes) - len(shown)} more files")
-    counts = ", ".join(f"{len(v)} {k}" for k, v in report.to_dict().items() if v) or "nothing to do"
+    counts = ", ".join(f"{len(v)} {k}" for k, v in report.to_dict().items()
+                       if v and k != "conflict_copies") or "nothing to do"
     for item in report.rejected:
         info(f"rejected {item['path']}: {item['reason']}")
-    if report.conflicts:
-        info(f"{len(report.conflicts)} conflict copies kept; see `memctl conflicts`")
+    for item in report.skipped[:20]:
+        info(f"skipped {item['path']}: {item['reason']}")
+    if len(report.skipped) > 20:
+        info(f"… and {len(report.skipped) - 20} more skipped (`--json` lists them all)")
+    for note_id in report.retired:
+        info(f"retired {note_id}: the source no longer has it (archived; `memctl restore "
+             f"{note_id}` brings it back)")
+    _name_copies(report.conflict_copies, dry_run)
     for note_id in report.revived:
         warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
              f"kept (`memctl forget {note_id}` deletes it again)")
@@ -117,7 +134,19 @@ def import_command(
     info(f"{'dry run: ' if dry_run else ''}{counts}")
 
 
-@app.command()
+def _name_copies(paths: list[str], dry_run: bool = False) -> None:
+    """The conflict copies a merge made, one per line: a count alone says nothing to act on."""
+    if not paths:
+        return
+    info(f"{len(paths)} conflict {'copy' if len(paths) == 1 else 'copies'} "
+         f"{'would be ' if dry_run else ''}kept (the losing versions; `memctl conflicts diff "
+         f"PATH` shows what differs):")
+    for path in paths:
+        info(f"  {path}")
+
+
+@app.command(epilog=examples(
+    "memctl sync --remote git@github.com:me/memory.git", "memctl sync --no-push"))
 def sync(
     remote: Optional[str] = typer.Option(None, "--remote", metavar="URL",
                                          help="Set the store's git remote (only when it has none)."),
@@ -126,6 +155,9 @@ def sync(
 ) -> None:
     """Commit local changes, fetch, merge (newest wins, losers kept), push. Never forces."""
     report = exchange.sync(get_store(), remote=remote, push=not no_push)
+    for problem in report.broken:
+        warn(f"{problem}; {'synced' if report.pushed else 'committed'} as it is (memctl reads "
+             "its last good version until it is fixed: `memctl edit ID` opens a note as it is)")
     if json_output:
         emit_json(report.to_dict())
         return
@@ -135,8 +167,7 @@ def sync(
         info(f"merged {len(report.pulled)} change(s) from {report.remote}")
     else:
         info("nothing new on the remote")
-    if report.conflicts:
-        info(f"{len(report.conflicts)} conflict copies kept; see `memctl conflicts`")
+    _name_copies(report.conflicts)
     for note_id in report.revived:
         warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
              f"kept (`memctl forget {note_id}` deletes it again)")
@@ -185,7 +216,8 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
     table(["#", "copy", "id", "current version", "updated", "title"],
           [[c.number, c.path, c.note_id or "", c.current or "(deleted)", c.updated or "", c.title]
            for c in copies])
-    info("resolve with `memctl conflicts keep N` (use the copy) or `memctl conflicts drop N`")
+    info("`memctl conflicts diff N` shows what differs; resolve with `memctl conflicts keep N` "
+         "(use the copy) or `memctl conflicts drop N`")
 
 
 @conflicts_app.command("show")
@@ -196,6 +228,21 @@ def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
     store = get_store()
     copy = find_copy(store, ref)
     sys.stdout.write((store.root / copy.path).read_text(encoding="utf-8", errors="replace"))
+
+
+@conflicts_app.command("diff")
+def conflicts_diff(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
+                   json_output: bool = JSON_OPTION) -> None:
+    """What differs between the current version (---) and the conflict copy (+++)."""
+    import sys
+
+    copy, diff = diff_copy(get_store(), ref)
+    if json_output:
+        emit_json({**copy.to_dict(), "diff": diff})
+    elif diff:
+        sys.stdout.write(diff)
+    else:
+        info(f"{copy.path} does not differ from {copy.current}")
 
 
 @conflicts_app.command("keep")

@@ -77,7 +77,8 @@ def watch(
     # SIGTERM stops the watcher the way Ctrl-C does: at once, even in the middle of a pass
     # (the index is derived; an interrupted transaction rolls back).
     signal.signal(signal.SIGTERM, terminate)
-    signal.signal(signal.SIGHUP, terminate)
+    if hasattr(signal, "SIGHUP"):  # not on Windows, where the watcher then says it cannot run
+        signal.signal(signal.SIGHUP, terminate)
     watcher = Watcher(store.root, commit=commit, on_batch=on_batch, on_message=on_message,
                       on_commit=on_commit)
     try:

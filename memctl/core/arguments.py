@@ -6,21 +6,34 @@ arguments, the fields of a note. Each validator returns the clean value or raise
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 
 from memctl.core.clock import now, parse_expiry, parse_since
 from memctl.core.errors import ArgumentError, UsageError, arg
-from memctl.core.vocab import GLOBAL, KIND_TYPES, MAX_LIMIT, MAX_NOTE_BYTES, NOTE_TYPES, OUTCOMES, valid_project_name
+from memctl.core.vocab import (
+    GLOBAL,
+    IMPORTANCE_RANGE,
+    KIND_TYPES,
+    MAX_LIMIT,
+    MAX_NOTE_BYTES,
+    NOTE_TYPES,
+    OUTCOMES,
+    PROJECT_NAME_RULE,
+    valid_project_name,
+)
 
 MAX_TAGS = 100
 MAX_FIELD_CHARS = 200
 
 
 def project_name(name: str, argument: str = "project") -> str:
-    """A project's name: a folder of the store (or `global`)."""
-    if not valid_project_name(name):
-        raise ArgumentError(argument, f"{name!r} is not a project name "
-                                      "(letters, digits, '-', '_', '.'; not starting with '.')")
+    """A project's name: a folder of the store (or `global`), in Unicode NFC (`café` typed
+    in either form names one folder)."""
+    if isinstance(name, str):
+        name = unicodedata.normalize("NFC", name)
+    if not isinstance(name, str) or not valid_project_name(name):
+        raise ArgumentError(argument, f"{name!r} is not a project name ({PROJECT_NAME_RULE})")
     return name
 
 
@@ -45,9 +58,50 @@ def search_type(value: str, argument: str = "type") -> str:
 
 
 def importance(value: int, argument: str = "importance") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
-        raise ArgumentError(argument, f"{value} is not between 1 and 10")
+    low, high = IMPORTANCE_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ArgumentError(argument, f"{value} is not between {low} and {high}")
     return value
+
+
+def choice(value: str, choices: tuple[str, ...], argument: str) -> str:
+    """One of a fixed set of words (a sort order, a status, an action), case-insensitive."""
+    chosen = str(value).strip().lower()
+    if chosen not in choices:
+        raise ArgumentError(argument, f"{value!r} (choose from {', '.join(choices)})")
+    return chosen
+
+
+def port(value: int, argument: str = "port") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise ArgumentError(argument, f"{value} (a TCP port, 1 to 65535)")
+    return value
+
+
+def http_host(value: str, allow_remote: bool = False, argument: str = "host") -> str:
+    """Where a network server may listen: a loopback address unless the user explicitly
+    allowed others (docs/agents.md, the HTTP transport's security notes)."""
+    host = str(value).strip()
+    if host.startswith("[") and host.endswith("]"):  # an IPv6 address as written in a URL
+        host = host[1:-1]
+    if not host or any(ch.isspace() or ord(ch) < 32 for ch in host) or len(host) > 255:
+        raise ArgumentError(argument, f"{value!r} is not a host name or address")
+    if not allow_remote and not is_loopback(host):
+        raise ArgumentError(argument, f"{host} is not a loopback address; the server would be "
+                                      f"reachable from other machines. Pass {arg('allow_remote')} "
+                                      "to allow it (and read the security notes first)")
+    return host
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress  # here, not at the top: `memctl search` loads this module (~5 ms)
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def limit(value: int, argument: str = "limit", low: int = 1) -> int:

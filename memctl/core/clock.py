@@ -76,42 +76,66 @@ def parse_time_spelled_out(value: str) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
-_RELATIVE = re.compile(r"^(\d+)\s*([dwmy])$")
+# A span: a count and a unit. `m` is months (as in `3m`); minutes are spelled `min`.
+_RELATIVE = re.compile(r"^(\d+)\s*(min|[hdwmy])$")
+_SPAN_UNITS = {"min": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1),
+               "w": timedelta(days=7), "m": timedelta(days=30), "y": timedelta(days=365)}
+SPAN_EXAMPLES = "90min, 12h, 30d, 6w, 3m, 1y"
+
+
+def _span(text: str) -> tuple[int, str] | None:
+    match = _RELATIVE.match(text.strip().lower())
+    return None if match is None else (int(match.group(1)), match.group(2))
 
 
 def _shifted(text: str, base: datetime | None, sign: int) -> datetime | None:
-    """`base` (default: now) moved by the span `text` (30d, 6w, 3m, 1y) forward (sign 1) or
-    back (-1); None when `text` is not a span. A span beyond the calendar is a ValueError."""
-    match = _RELATIVE.match(text.strip().lower())
-    if match is None:
+    """`base` (default: now) moved by the span `text` (90min, 12h, 30d, 6w, 3m, 1y) forward
+    (sign 1) or back (-1); None when `text` is not a span. A span beyond the calendar is a
+    ValueError."""
+    span = _span(text)
+    if span is None:
         return None
-    amount, unit = int(match.group(1)), match.group(2)
-    days = amount * {"d": 1, "w": 7, "m": 30, "y": 365}[unit]
+    amount, unit = span
     try:
-        return (base or now()) + sign * timedelta(days=days)
+        return (base or now()) + sign * amount * _SPAN_UNITS[unit]
     except OverflowError:
         way = "ahead" if sign > 0 else "back"
         raise ValueError(f"{text!r} is further {way} than any calendar goes") from None
 
 
 def parse_expiry(text: str, base: datetime | None = None) -> str:
-    """`--expires` accepts a date (kept as written) or a span such as 30d, 6w, 3m, 1y."""
+    """`--expires` accepts a date or time (kept as written) or a span such as 12h, 30d, 6w,
+    3m, 1y. A span of days or more is written as the date it ends on; one of hours or
+    minutes as the exact time (its date would often be today, already past). A moment that
+    is not after `base` (default: now) is refused: the note would be stale from its first
+    second, and the next sweep would archive it (docs/lifecycle.md)."""
     value = text.strip()
+    base = base or now()
     moved = _shifted(value, base, 1)
     if moved is not None:
-        return moved.date().isoformat()
-    if parse_time(value) is None:
-        raise ValueError(f"{text!r} is neither a date (2027-03-01) nor a span (30d, 6w, 3m, 1y)")
-    return value
+        span = _span(value)
+        if span is not None and span[1] in ("h", "min"):
+            written = format_time(moved)
+        else:
+            written = moved.date().isoformat()
+    else:
+        written = value
+    moment = parse_time(written)
+    if moment is None:
+        raise ValueError(f"{text!r} is neither a date (2027-03-01) nor a span ({SPAN_EXAMPLES})")
+    if moment <= base:
+        raise ValueError(f"{text!r} is not in the future (now is {format_time(base)}); a note "
+                         "that has already expired is archived by the next sweep")
+    return written
 
 
 def parse_since(text: str, base: datetime | None = None) -> datetime:
-    """`--since` accepts a date/time or a span back from now (7d, 2w, 3m, 1y)."""
+    """`--since` accepts a date/time or a span back from now (90min, 12h, 7d, 2w, 3m, 1y)."""
     value = text.strip()
     moved = _shifted(value, base, -1)
     if moved is not None:
         return moved
     parsed = parse_time(value)
     if parsed is None:
-        raise ValueError(f"{text!r} is neither a date (2026-11-01) nor a span (7d, 2w, 3m, 1y)")
+        raise ValueError(f"{text!r} is neither a date (2026-11-01) nor a span ({SPAN_EXAMPLES})")
     return parsed

@@ -28,6 +28,8 @@ class Front:
     """How one front end spells options and commands in messages."""
 
     def option(self, name: str) -> str:
+        if name.isupper():  # a positional argument, by its metavar: `ID`, `OLD`
+            return name
         return "--" + name.replace("_", "-")
 
     def command(self, name: str) -> str:
@@ -54,6 +56,20 @@ class MemctlError(Exception):
 
     def render(self, front: Front) -> str:
         return front.render(self.raw_message)
+
+
+class NoteFormatError(MemctlError):
+    """A note file that cannot be read as a note: its front matter does not parse, it is
+    empty, or it is not UTF-8 text. Worded `path:line: problem`, the form every command uses
+    for such a file; `data` is the file as it is, so `show` can print it and `edit` open it
+    for fixing (docs/format.md, "A file that does not parse")."""
+
+    def __init__(self, path: str, line: int, problem: str, data: bytes = b"") -> None:
+        super().__init__(f"{path}:{line}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem
+        self.data = data
 
 
 class UsageError(MemctlError):

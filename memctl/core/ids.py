@@ -11,6 +11,8 @@ import re
 import secrets
 import time
 
+from memctl.core.errors import ArgumentError
+
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 ID_LENGTH = 16
 ID_PATTERN = re.compile(rf"^[{ALPHABET}]{{{ID_LENGTH}}}$")
@@ -38,7 +40,7 @@ def new_id(millis: int | None = None) -> str:
 
 def is_id(text: str) -> bool:
     """A memctl-made id (16 characters of Crockford base32)."""
-    return bool(ID_PATTERN.match(text))
+    return bool(ID_PATTERN.fullmatch(text))
 
 
 # What any id may be, memctl's own or a person's (`pg-choice`): one short name of letters,
@@ -49,4 +51,19 @@ VALID_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 def valid_id(text: str) -> bool:
     """Whether `text` may be an id: the one rule for ids from files, bundles, remotes, agents
     and the command line, so an id can never be used as a path (`../x`, `/abs`, `a/b`)."""
-    return bool(VALID_ID.match(text)) and ".." not in text
+    return bool(VALID_ID.fullmatch(text)) and ".." not in text
+
+
+def id_argument(value: str, argument: str = "ID") -> str:
+    """An id (or its first characters) given as an option or tool argument: refused, naming
+    the argument (`ID`, a positional argument of the CLI; `id` for a model), when it could
+    not be an id at all, so no lookup ever sees a path. Here
+    rather than in `core/arguments.py`, which `memctl search` loads and this module's
+    `secrets` import would slow."""
+    text = str(value).strip()
+    if not text:
+        raise ArgumentError(argument, "empty; give an id or its first characters")
+    if not valid_id(text):
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise ArgumentError(argument, f"{shown!r} is not an id (letters, digits, '.', '_', '-')")
+    return text

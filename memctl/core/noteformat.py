@@ -177,12 +177,27 @@ def _duplicate_key(yaml_text: str) -> tuple[str, int] | None:
     return None
 
 
+# What YAML calls the constructs a person opens and must close, and how they are written.
+_OPENED = {"flow sequence": "'['", "flow mapping": "'{'", "quoted scalar": "quote"}
+
+
 def _yaml_problem(exc: Exception, first_line: int) -> ParseProblem:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem_mark = getattr(exc, "problem_mark", None)
+    context_mark = getattr(exc, "context_mark", None)
+    mark = problem_mark or context_mark
     line = first_line + (mark.line if mark is not None else 0)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     if "could not determine a constructor" in str(exc):
         problem = "unsupported YAML tag (only plain values, lists and mappings are allowed)"
+    context = str(getattr(exc, "context", None) or "")
+    opened = next((sign for name, sign in _OPENED.items() if context.endswith(name)), None)
+    if opened and context_mark is not None:
+        # An unclosed `[`, `{` or quote is found only where YAML gives up (the next field, or
+        # the end of the front matter); the line to fix is the one that opened it
+        # (tests/test_broken_files.py).
+        line = first_line + context_mark.line
+        if problem_mark is not None and problem_mark.line != context_mark.line:
+            problem += f" (the {opened} on this line is not closed)"
     return ParseProblem(line, f"front matter does not parse: {problem}")
 
 
@@ -313,6 +328,20 @@ def render_front_matter(meta: dict[str, Any], newline: str = "\n") -> str:
 def render_note(meta: dict[str, Any], body: str, newline: str = "\n") -> str:
     """A new file memctl writes itself: front matter in the given key order, then the body."""
     return render_front_matter(meta, newline) + body
+
+
+def replace_body(text: str, body: str) -> str:
+    """The file with its body replaced by `body` (in the file's line endings, ending with
+    one newline); the front matter keeps every byte. Raises ValueError when the front matter
+    does not parse, like `set_fields`."""
+    parsed = parse_text(text)
+    if parsed.problem is not None:
+        raise ValueError(str(parsed.problem))
+    prefix = BOM if parsed.bom else ""
+    plain = text[1:] if parsed.bom else text
+    head = plain[:_front_matter_end(plain)] if parsed.has_front_matter else ""
+    lines = body.replace("\r\n", "\n").strip("\n").split("\n")
+    return prefix + head + parsed.newline.join(lines) + parsed.newline
 
 
 # --- surgical edits ------------------------------------------------------------------------

@@ -34,7 +34,9 @@ from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
 MAX_TERMS = 32
 MAX_TERM_CHARS = 200
 
-# Kinds of indexed text that `type:` also accepts (L2 sections, scratchpads, episodes).
+# A bare word this long or longer also matches the words it begins (`migr` → migration);
+# shorter ones would match too much of the index to be worth it (`co`, `run`).
+MIN_PREFIX_CHARS = 4
 
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and builds each class with
@@ -66,15 +68,19 @@ class Term:
 
 class Unit:
     """One thing a note may match: `match` is its FTS5 expression, `text` what the user
-    typed for it (the words to weigh it by), `label` how --explain names it."""
+    typed for it (the words to weigh it by), `label` how --explain names it. `begins`, for
+    a bare word of MIN_PREFIX_CHARS or more, is the FTS5 expression of the words it begins
+    (`migr` → migration): the search counts those as a lesser match (docs/search.md)."""
 
-    __slots__ = ("match", "text", "label", "required")
+    __slots__ = ("match", "text", "label", "required", "begins")
 
-    def __init__(self, match: str, text: str, label: str, required: bool = False) -> None:
+    def __init__(self, match: str, text: str, label: str, required: bool = False,
+                 begins: str | None = None) -> None:
         self.match = match
         self.text = text
         self.label = label
         self.required = required  # a quoted phrase: every hit has it
+        self.begins = begins
 
     def __repr__(self) -> str:
         return f"Unit({self.label!r}{', required' if self.required else ''})"
@@ -320,7 +326,7 @@ def _word_units(word: str) -> tuple[list[Unit], bool]:
     if not has_cjk(word):
         if is_english_stop(word):
             return [], False
-        return [Unit(_quote(word), word, word)], True
+        return [Unit(_quote(word), word, word, begins=_begins(word))], True
     units: list[Unit] = []
     whole = True
     for latin, run in cjk_runs(word):
@@ -340,6 +346,14 @@ def _word_units(word: str) -> tuple[list[Unit], bool]:
             if len(piece) > 2:
                 units.append(Unit(_quote(piece), piece, piece))
     return units, whole
+
+
+def _begins(word: str) -> str | None:
+    """The FTS5 expression for the words `word` begins, in the text columns (not the scope
+    token), for a single token of MIN_PREFIX_CHARS or more with a letter in it; else None."""
+    if len(word) < MIN_PREFIX_CHARS or not word.isalnum() or not any(ch.isalpha() for ch in word):
+        return None
+    return "{title tags body} : " + _quote(word) + " *"
 
 
 def _quote(text: str) -> str:

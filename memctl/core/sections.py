@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memctl.core.errors import UsageError
+from memctl.core.errors import ArgumentError, UsageError
 
 # The L2 sections. Keys are what commands and JSON use; the first alias of each language is
 # the heading memctl writes when it has to create the section.
@@ -31,6 +31,26 @@ L2_ALIASES: Mapping[str, Sequence[str]] = {
     "decisions": ("Decisions", "关键决策", "decision", "key decisions", "决策"),
     "progress": ("Progress", "当前进度", "current progress", "status", "进度"),
     "lessons": ("Lessons", "教训", "lesson", "lessons learned", "经验教训", "经验"),
+}
+MEMORY_SECTIONS = tuple(L2_ALIASES)  # the keys, in the file's order
+
+# The sections of SCRATCHPAD.md (memctl.memory.scratchpad), here so that importers, which
+# write into them too (docs/sync.md), find them by the same names.
+SCRATCHPAD_ALIASES: Mapping[str, Sequence[str]] = {
+    "focus": ("Focus", "当前焦点", "current focus", "current task", "焦点", "当前任务"),
+    "questions": (
+        "Open questions",
+        "待解决问题",
+        "questions",
+        "question",
+        "open question",
+        "问题",
+        "疑问",
+        "开放问题",
+    ),
+    "next": ("Next steps", "下一步", "next", "next step", "todo", "to do", "待办", "下一步计划"),
+    "done": ("Done", "已完成", "completed", "finished", "完成"),
+    "notes": ("Notes", "笔记", "note", "observations", "results", "记录", "观察", "备注"),
 }
 
 _HEADING_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
@@ -154,7 +174,8 @@ def title_key(title: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES) -> 
     return None
 
 
-def section_key(name: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES) -> str:
+def section_key(name: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES,
+                argument: str = "section") -> str:
     """Turn what a user typed (`Decisions`, `decision`, `关键决策`) into a section key."""
     key = title_key(name, aliases)
     if key is None:
@@ -162,7 +183,7 @@ def section_key(name: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES) ->
             f"{key} ({'/'.join(n for n in names if _CJK.search(n))})"
             for key, names in aliases.items()
         )
-        raise UsageError(f"unknown section {name!r}; use one of: {known}")
+        raise ArgumentError(argument, f"unknown section {name!r}; use one of: {known}")
     return key
 
 

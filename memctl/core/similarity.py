@@ -32,11 +32,14 @@ repetition); Markdown links are reduced by a scan, not a regex (see `_reduce_lin
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+
+from memctl.core import nearpairs
 
 DEFAULT_DUPLICATE_THRESHOLD = 88.0
 DEFAULT_SIMILAR_THRESHOLD = 70.0
@@ -136,6 +139,9 @@ def _reduce_links(text: str) -> str:
     return "".join(out)
 
 
+# Remembered: the health report scores a note against many others, and `global`'s notes in
+# every project's group; a server process adds note after note to the same project.
+@functools.lru_cache(maxsize=1 << 15)
 def _compared(text: str) -> tuple[str, bool]:
     """The part of `text` that is compared, normalised, and whether the text was cut."""
     cut = len(text) > MAX_SOURCE_CHARS
@@ -202,15 +208,20 @@ class _Views:
     the characters, the words sorted (what `token_sort_ratio` compares), and the token
     sequence with every distinct token coded as one character (a token-level ratio in C)."""
 
-    def __init__(self, norms: Sequence[str], codebook: dict[str, str] | None = None) -> None:
+    def __init__(self, norms: Sequence[str], codebook: dict[str, str] | None = None,
+                 token_lists: Sequence[Sequence[str]] | None = None) -> None:
         self.codebook = codebook if codebook is not None else {}
         self.chars = list(norms)
         self.sorted = [" ".join(sorted(n.split())) for n in norms]
-        self.coded = [self.code(n) for n in norms]
+        self.coded = [self.code(n) for n in norms] if token_lists is None else \
+            [self.code_tokens(t) for t in token_lists]
 
     def code(self, norm: str) -> str:
+        return self.code_tokens(tokens(norm))
+
+    def code_tokens(self, words: Sequence[str]) -> str:
         out = []
-        for token in tokens(norm):
+        for token in words:
             char = self.codebook.get(token)
             if char is None:
                 # Planes 15-16 are private use: no clash with real text. Past 131,068 distinct
@@ -282,16 +293,29 @@ def _inflection_of(old: list[str], new: list[str]) -> bool:
     return bool(olds & news)
 
 
-def _value_changed(na: str, nb: str) -> bool:
-    ta, tb = tokens(na), tokens(nb)
+def _opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
     if len(ta) * len(tb) <= _DIFFLIB_MAX_PRODUCT:
-        opcodes = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()
-    else:
-        opcodes = _lcs_opcodes(ta, tb)
+        return difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()
+    return _lcs_opcodes(ta, tb)
+
+
+def _value_changed(ta: list[str], tb: list[str],
+                   opcodes: list[tuple[str, int, int, int, int]]) -> bool:
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "replace" and not _inflection_of(ta[i1:i2], tb[j1:j2]):
             return True
     return False
+
+
+def _same_statement(ta: list[str], tb: list[str],
+                    opcodes: list[tuple[str, int, int, int, int]]) -> bool:
+    """Whether two texts say mostly the same thing, so that a difference between them can be
+    a disagreement: more than half of the longer one's words are shared (in order), or only
+    one word differs. Short unrelated notes share a lead and nothing else (`added from
+    non-repo dir` / `added from store root`: 2 words of 5), which is no contradiction."""
+    shared = sum(i2 - i1 for tag, i1, i2, _j1, _j2 in opcodes if tag == "equal")
+    longer = max(len(ta), len(tb))
+    return 2 * shared > longer or longer - shared <= 1
 
 
 def _lcs_opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
@@ -323,9 +347,11 @@ def _lcs_opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int,
 
 
 def contradiction_reasons(a: str, b: str) -> tuple[str, ...]:
-    """Signs that two (already similar) texts disagree; empty when none."""
+    """Signs that two (already similar) texts disagree; empty when none, or when the texts
+    do not say mostly the same thing (`_same_statement`)."""
     (na, cut_a), (nb, cut_b) = _compared(a), _compared(b)
-    return _reasons(na, nb) + _unchecked(a, b, cut_a or cut_b)
+    reasons, same = _reasons(na, nb)
+    return (reasons if same else ()) + _unchecked(a, b, cut_a or cut_b)
 
 
 def _unchecked(a: str, b: str, cut: bool) -> tuple[str, ...]:
@@ -334,7 +360,11 @@ def _unchecked(a: str, b: str, cut: bool) -> tuple[str, ...]:
     return (UNCHECKED,) if cut and a.strip() != b.strip() else ()
 
 
-def _reasons(na: str, nb: str) -> tuple[str, ...]:
+def _reasons(na: str, nb: str) -> tuple[tuple[str, ...], bool]:
+    """The signs of disagreement, and whether the texts say mostly the same thing (only then
+    do the signs make them a possible contradiction; any sign still blocks a merge)."""
+    ta, tb = tokens(na), tokens(nb)
+    opcodes = _opcodes(ta, tb)
     reasons: list[str] = []
     if Counter(_NUMBER.findall(na)) != Counter(_NUMBER.findall(nb)):
         reasons.append("number")
@@ -342,9 +372,9 @@ def _reasons(na: str, nb: str) -> tuple[str, ...]:
         reasons.append("negation")
     if _antonym_swapped(na, nb):
         reasons.append("antonym")
-    if _value_changed(na, nb):
+    if _value_changed(ta, tb, opcodes):
         reasons.append("value")
-    return tuple(reasons)
+    return tuple(reasons), _same_statement(ta, tb, opcodes)
 
 
 def compare(
@@ -359,15 +389,21 @@ def compare(
     value = _score_normalized(na, nb)
     if value < similar_threshold:
         return Comparison(value, False, False, ())
-    reasons = _reasons(na, nb) + _unchecked(a, b, cut_a or cut_b)
-    duplicate = value >= duplicate_threshold and not reasons
-    return Comparison(value, duplicate, bool(reasons), reasons)
+    signs, same = _reasons(na, nb)
+    unchecked = _unchecked(a, b, cut_a or cut_b)
+    reasons = signs + unchecked
+    duplicate = value >= duplicate_threshold and not reasons  # any sign blocks a merge
+    similar = bool(unchecked) or (bool(signs) and same)
+    return Comparison(value, duplicate, similar, reasons if similar else ())
 
 
 def candidates(
     text: str, others: Iterable[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD
 ) -> list[tuple[str, float]]:
-    """Keys of `others` ((key, text) pairs) scoring at least `threshold`, best first."""
+    """Keys of `others` ((key, text) pairs) scoring at least `threshold`, best first.
+
+    Only the texts memctl.core.nearpairs pairs with `text` are scored (the same candidates as
+    `similar_pairs`), so `add` and the health report look at the same pairs."""
     keys: list[str] = []
     texts: list[str] = []
     for key, other in others:
@@ -376,20 +412,89 @@ def candidates(
     query = _compared(text)[0]
     if not query:
         return []
-    best = _Views(texts).best(query, 0, threshold)
-    ranked = sorted(best.items(), key=lambda item: (-item[1], keys[item[0]]))
+    found = nearpairs.matches(nearpairs.Shape(tokens(query)),
+                              [_shaped(other)[1] for other in texts])
+    views = _Views([texts[number] for number in found])
+    best = views.best(query, 0, threshold)
+    ranked = sorted(((found[idx], value) for idx, value in best.items()),
+                    key=lambda item: (-item[1], keys[item[0]]))
     return [(keys[idx], value) for idx, value in ranked]
 
 
 def similar_pairs(
+    items: Sequence[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD,
+    partners: Sequence[tuple[str, str]] = (),
+) -> list[tuple[str, str, float]]:
+    """The pairs (key_a, key_b, score) scoring at least `threshold` among `items` and between
+    `items` and `partners` (never two partners: a project's notes with the global notes,
+    whose own pairs are looked for once, in their own group), best first.
+
+    Only the candidate pairs of memctl.core.nearpairs are scored (texts sharing half of their
+    words; long texts a third of their word pairs), so the cost grows with the pairs that
+    look alike rather than with every pair; `exhaustive_pairs` is the full comparison it is
+    measured against (bench/bench_health.py, tests/test_similarity.py).
+    """
+    return _candidate_pairs(items, partners, None, threshold)
+
+
+def pairs_involving(
+    items: Sequence[tuple[str, str]], keys: Collection[str], *,
+    threshold: float = DEFAULT_SIMILAR_THRESHOLD, partners: Sequence[tuple[str, str]] = (),
+) -> list[tuple[str, str, float]]:
+    """The pairs of `similar_pairs(items, partners=partners)` that involve one of `keys` (for
+    the health report's cache: only new or edited notes are compared again)."""
+    return _candidate_pairs(items, partners, keys, threshold)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _shaped(norm: str) -> tuple[str, nearpairs.Shape, tuple[str, ...]]:
+    """A normalised text, its bags for the candidate search, and its tokens (remembered, as
+    `_compared`: global's notes are partners in every project's group)."""
+    words = tuple(tokens(norm))
+    return norm, nearpairs.Shape(words), words
+
+
+def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[str, str]],
+                     keys: Collection[str] | None, threshold: float
+                     ) -> list[tuple[str, str, float]]:
+    from rapidfuzz import fuzz, process
+
+    everything = [*items, *partners]
+    all_keys = [key for key, _ in everything]
+    shaped = [_shaped(_compared(text)[0]) for _, text in everything]
+    rows = None if keys is None else [number for number, key in enumerate(all_keys) if key in keys]
+    found = nearpairs.candidate_pairs([shape for _, shape, _ in shaped], own=len(items),
+                                      rows=rows)
+    views = _Views([norm for norm, _, _ in shaped],
+                   token_lists=[words for _, _, words in shaped])
+    partners_of: dict[int, list[int]] = {}
+    for first, second in found:
+        partners_of.setdefault(first, []).append(second)
+    best: dict[tuple[int, int], float] = {}
+    each_view = (views.chars, views.sorted, views.coded)
+    for first, others in partners_of.items():
+        for view in each_view:
+            # One C call per text and view over its candidates, not a Python call per pair.
+            for _, value, idx in process.extract(
+                view[first], [view[other] for other in others], scorer=fuzz.ratio,
+                processor=None, score_cutoff=threshold, limit=None,
+            ):
+                pair = (first, others[idx])
+                best[pair] = max(best.get(pair, 0.0), value)
+    pairs = [(all_keys[i], all_keys[j], value) for (i, j), value in best.items()]
+    pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
+    return pairs
+
+
+def exhaustive_pairs(
     items: Sequence[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD
 ) -> list[tuple[str, str, float]]:
-    """All pairs (key_a, key_b, score) among `items` scoring at least `threshold`.
+    """Every pair (key_a, key_b, score) among `items` scoring at least `threshold`: the full
+    comparison, kept as the reference `similar_pairs` is measured against.
 
-    Quadratic at worst, but exact and in C: a ratio of r% needs the shorter text to be at
+    Quadratic, but exact and in C: a ratio of r% needs the shorter text to be at
     least r/(200-r) of the longer one, so each view only compares a text with the texts of
-    a similar length (characters for the first two views, tokens for the third). The health
-    report calls this per project (with the global notes), which keeps the groups small.
+    a similar length (characters for the first two views, tokens for the third).
     """
     from bisect import bisect_right
 
@@ -423,27 +528,5 @@ def similar_pairs(
                     pair = (min(k, other), max(k, other))
                     best[pair] = max(best.get(pair, 0.0), value)
     pairs = [(keys[i], keys[j], value) for (i, j), value in best.items()]
-    pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
-    return pairs
-
-
-def pairs_involving(
-    items: Sequence[tuple[str, str]], keys: set[str], *,
-    threshold: float = DEFAULT_SIMILAR_THRESHOLD,
-) -> list[tuple[str, str, float]]:
-    """The pairs of `similar_pairs(items)` that involve one of `keys`: each of those texts is
-    compared with every other text (linear per key, for the health report's cache)."""
-    all_keys = [key for key, _ in items]
-    norms = [_compared(text)[0] for _, text in items]
-    views = _Views(norms)
-    best: dict[tuple[int, int], float] = {}
-    for i, key in enumerate(all_keys):
-        if key not in keys or not norms[i]:
-            continue  # as in similar_pairs, a text with nothing to compare has no pairs
-        for j, value in views.best(i, 0, threshold).items():
-            if j != i and norms[j]:
-                pair = (min(i, j), max(i, j))
-                best[pair] = max(best.get(pair, 0.0), value)
-    pairs = [(all_keys[i], all_keys[j], value) for (i, j), value in best.items()]
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
     return pairs

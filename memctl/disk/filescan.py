@@ -76,6 +76,23 @@ def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, l
     return found
 
 
+def project_folders(root: str) -> set[str]:
+    """The names of the top-level folders `scan` walks (and `memctl watch` watches): real
+    folders, not links, with a project's name."""
+    names: set[str] = set()
+    try:
+        with os.scandir(root) as top:
+            for entry in top:
+                try:
+                    if entry.is_dir(follow_symlinks=False) and valid_project_name(entry.name):
+                        names.add(entry.name)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return names
+
+
 def scan_keys(root: str, folders: list[tuple[str, str]] | None = None) -> set[str]:
     """Every key of `scan`, in one set."""
     keys: set[str] = set()

@@ -67,9 +67,20 @@ def run_git_binary(root: Path, *args: str, input_bytes: bytes = b"") -> bytes:
                             input=input_bytes, capture_output=True, env=_git_env(root, None),
                             umask=current_umask() | 0o002)
     if result.returncode != 0:
-        detail = result.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        raise GitError(f"git {args[0]} failed: {detail[-1] if detail else f'exit {result.returncode}'}")
+        detail = result.stderr.decode("utf-8", errors="replace")
+        raise GitError(f"git {args[0]} failed: {git_reason(detail, result.returncode)}")
     return result.stdout
+
+
+def git_reason(output: str, returncode: int | None = None) -> str:
+    """The most informative line of git's error output: its `fatal:` or `error:` line (git
+    often adds hints after it, such as "… and the repository exists."), else its last
+    line, else the exit status."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    if reasons:
+        return reasons[0]
+    return lines[-1] if lines else f"exit {returncode}"
 
 
 def run_git(root: Path, *args: str, check: bool = True, input_text: str | None = None,
@@ -90,9 +101,8 @@ def run_git(root: Path, *args: str, check: bool = True, input_text: str | None =
             break
         time.sleep(0.05)
     if check and result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        message = detail[-1] if detail else f"exit {result.returncode}"
-        raise GitError(f"git {args[0]} failed: {message}")
+        raise GitError(f"git {args[0]} failed: "
+                       f"{git_reason(result.stderr or result.stdout, result.returncode)}")
     return result
 
 
@@ -102,8 +112,12 @@ _identity_known: dict[str, bool] = {}
 
 def _lock_contention(stderr: str) -> bool:
     # "Unable to create '….lock': File exists", or a ref another git moved meanwhile:
-    # "cannot lock ref 'refs/remotes/origin/main': is at … but expected …".
-    return (".lock" in stderr and "File exists" in stderr) or "cannot lock ref" in stderr
+    # "cannot lock ref 'refs/remotes/origin/main': is at … but expected …". Not the commit's
+    # `update-ref HEAD NEW OLD` finding HEAD moved: it asked for OLD on purpose, and would
+    # fail the same way again.
+    if ".lock" in stderr and "File exists" in stderr:
+        return True
+    return "cannot lock ref" in stderr and "update_ref failed" not in stderr
 
 
 def identity_env(root: Path) -> dict[str, str]:
@@ -231,10 +245,7 @@ def _run_git_write(root: Path, *args: str, env: dict[str, str] | None = None) ->
     result = run_git(root, *args, check=False, env=env)
     if result.returncode == 0:
         return
-    lines = (result.stderr or result.stdout).strip().splitlines()
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    message = (fatal or lines or [f"exit {result.returncode}"])[0]
-    raise GitError(f"git {args[0]} failed: {message}")
+    raise GitError(f"git {args[0]} failed: {git_reason(result.stderr or result.stdout, result.returncode)}")
 
 
 # Paths are file names, never patterns: a hand-made `notes/[draft].md` must not match others.
@@ -266,17 +277,110 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
         raise GitError(f"the store's git repository is in the middle of {busy}; finish or abort it "
                        f"(git -C {root} status), then run the command again. Your change is on disk.")
     settle_index_lock(root)
-    if paths:
-        wanted = _stageable(root, paths)
+    _stage(root, paths)
+    return _commit_index(root, message)
+
+
+def _stage(root: Path, paths: list[str] | None) -> None:
+    """Bring the index in step with the files for `paths` (every file when None)."""
+    if not paths:
+        _run_git_write(root, "add", "-A")
+        return
+    unique = list(dict.fromkeys(paths))
+    if any(os.path.isdir(root / path) and not os.path.islink(root / path) for path in unique):
+        # A folder (a whole project moved or imported): `git add` walks it.
+        wanted = _stageable(root, unique)
         if wanted:
             _run_git_write(root, "add", "-A", "--", *wanted, env=_LITERAL)
-    else:
-        _run_git_write(root, "add", "-A")
-    staged = run_git(root, "diff", "--cached", "--quiet", check=False)
-    if staged.returncode == 0:
-        return None
-    _run_git_write(root, "commit", "-q", "--no-verify", "-m", message, env=identity_env(root))
-    return run_git(root, "rev-parse", "HEAD").stdout.strip()
+        return
+    # Files: `update-index` stages exactly these (one removed is dropped from the index, one
+    # never tracked and gone is ignored), with the same clean filters as `git add`.
+    _run_git_write(root, "update-index", "--add", "--remove", "--", *unique)
+
+
+# The null object id: `update-ref` then requires that the ref does not exist yet.
+_NO_COMMIT = "0" * 40
+
+
+def _commit_index(root: Path, message: str) -> str | None:
+    """Commit what the index holds, as `git commit -q --no-verify` does, with git's plumbing
+    (`write-tree`, `commit-tree`, `update-ref`). `git commit` first refreshes the stat data of
+    every tracked file and writes the whole index once more (10k notes: ~50 ms of a ~100 ms
+    commit, bench/bench_write.py); these read only what they need. No hook runs."""
+    tree = run_git(root, "write-tree").stdout.strip()
+    parent, parent_tree = _head_and_tree(root)
+    if tree == parent_tree:
+        return None  # nothing staged
+    text = clean_message(message)
+    parents = ["-p", parent] if parent else []
+    commit = run_git(root, "commit-tree", tree, *parents, "-F", "-", input_text=text,
+                     env=identity_env(root)).stdout.strip()
+    subject = text.split("\n", 1)[0]
+    # The reflog entry `git commit` writes; the old value makes the update fail rather than
+    # drop a commit another git made in between.
+    reflog = f"commit{'' if parent else ' (initial)'}: {subject}"
+    _run_git_write(root, "update-ref", "-m", reflog, "HEAD", commit, parent or _NO_COMMIT)
+    _maybe_gc(root)
+    return commit
+
+
+def _head_and_tree(root: Path) -> tuple[str | None, str | None]:
+    """HEAD's commit and tree, or (None, None) before the first commit."""
+    result = run_git(root, "rev-parse", "HEAD", "HEAD^{tree}", check=False)
+    ids = result.stdout.split()
+    if result.returncode == 0 and len(ids) == 2:
+        return ids[0], ids[1]
+    if head(root) is None:
+        return None, None
+    raise GitError(f"git rev-parse failed: {git_reason(result.stderr, result.returncode)}")
+
+
+def clean_message(message: str) -> str:
+    """The message as `git commit -m` stores it (its `whitespace` clean-up): no trailing
+    whitespace, no leading or trailing empty lines, runs of empty lines made one."""
+    lines: list[str] = []
+    for line in message.split("\n"):
+        line = line.rstrip()
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+# `git gc --auto` starts packing past gc.auto (6700) loose objects, which it estimates from
+# the objects/17 folder; `git commit` asks it after every commit, the plumbing never does.
+_GC_LOOSE_IN_17 = 6700 // 256
+
+
+def _maybe_gc(root: Path) -> None:
+    """Let git pack loose objects when there are many (git decides, honouring gc.auto)."""
+    try:
+        loose = len(os.listdir(Path(root) / ".git" / "objects" / "17"))
+    except OSError:
+        return
+    if loose > _GC_LOOSE_IN_17:
+        run_git(root, "gc", "--auto", "--quiet", check=False)
+
+
+def exclude_locally(root: Path, pattern: str) -> bool:
+    """List `pattern` in `.git/info/exclude` (this clone's own ignore list, never committed)
+    unless it is there. True when the file changed."""
+    git_dir = Path(root) / ".git"
+    if not git_dir.is_dir():
+        return False
+    path = git_dir / "info" / "exclude"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    if pattern in text.splitlines():
+        return False
+    path.parent.mkdir(exist_ok=True)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    atomic_write_text(path, text + pattern + "\n")
+    return True
 
 
 def status_porcelain(root: Path) -> list[str]:
@@ -288,6 +392,54 @@ def head(root: Path) -> str | None:
     return result.stdout.strip() or None
 
 
+def last_message_starting(root: Path, subject_prefix: str) -> str | None:
+    """The whole message of the newest commit whose subject starts with `subject_prefix`
+    (such as memctl's own `archive sweep: `), or None when there is none (or no repository)."""
+    if not is_repo(root) or head(root) is None:
+        return None
+    # Newest first; `--grep` finds the phrase anywhere (a note's title in another commit's
+    # subject may hold it), so the subject is checked here.
+    result = run_git(root, "log", "--fixed-strings", f"--grep={subject_prefix}",
+                     "--format=%B%x00", check=False)
+    for message in result.stdout.split("\0"):
+        if message.strip().startswith(subject_prefix):
+            return message.strip()
+    return None
+
+
+def repository_facts(worktree: Path) -> tuple[Path, bool, str | None, str | None] | None:
+    """What tells the repository of a working tree from another, for the project it stands
+    for (memctl/disk/repositories.py): the folder of its main working tree (of every
+    `git worktree` the same; a bare repository's own folder), whether that is a bare
+    repository, the URL of its `origin` remote, and, without one, its first commit (the
+    smallest root of its branches). None when git cannot tell (no git, a repository
+    git refuses to read)."""
+    try:
+        listing = run_git(worktree, "worktree", "list", "--porcelain", check=False)
+    except GitError:
+        return None
+    stanza = listing.stdout.split("\n\n", 1)[0].splitlines() if listing.returncode == 0 else []
+    if not stanza or not stanza[0].startswith("worktree "):
+        return None
+    main, bare = Path(stanza[0][len("worktree "):]), "bare" in stanza[1:]
+    origin = run_git(worktree, "config", "--get", "remote.origin.url", check=False).stdout.strip() or None
+    first_commit = None
+    if origin is None:
+        # Every branch's roots, so the worktrees of one repository (an orphan branch included)
+        # agree on the smallest.
+        roots = run_git(worktree, "rev-list", "--max-parents=0", "--all", check=False).stdout.split()
+        first_commit = min(roots) if roots else None
+    return main, bare, origin, first_commit
+
+
+def committed_paths(root: Path) -> list[str]:
+    """Every file in the current commit (none in a repository without commits)."""
+    if not is_repo(root) or head(root) is None:
+        return []
+    listing = run_git(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD").stdout
+    return [path for path in listing.split("\0") if path]
+
+
 # --- the merge driver (memctl merge-file; docs/sync.md) ----------------------------------------
 
 DRIVER = "memctl"
@@ -295,6 +447,13 @@ ATTRIBUTES = ("*.md merge=memctl", ".counters/*.json merge=memctl")
 
 
 def driver_command() -> str:
+    """The command git runs as the merge driver. `memctl` found through PATH when there is
+    one: an absolute path names one virtualenv and breaks when it moves or is rebuilt
+    (docs/sync.md). Without a memctl on PATH, the running interpreter's path is the only
+    way git can reach memctl; every `memctl sync` writes the command again, so a moved
+    installation is picked up by its next sync."""
+    if shutil.which("memctl"):
+        return "memctl merge-file %O %A %B %P"
     return f"{shlex.quote(sys.executable)} -m memctl merge-file %O %A %B %P"
 
 

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
-from memctl.core.vocab import valid_project_name
+from memctl.core.vocab import PROJECT_NAME_RULE, project_from_folder, valid_project_name
 
 DEFAULT_PROJECT = "default"
 STATE_DIR = ".memctl"
@@ -32,6 +32,7 @@ _DEBRIS_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".orig")
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Protocol, Union
 
     class HasRoot(Protocol):
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 
     # What the disk and index layers take for a store: a `StoreFiles` (or `Store`) or a path.
     StoreLike = Union[HasRoot, Path, str, os.PathLike[str]]
+    # A git working tree's folder -> (its project, the folder name that stands for, None or
+    # the folder of another repository holding that name): memctl.disk.repositories.lookup.
+    RepositoryLookup = Callable[[Path], tuple[str, str, Union[str, None]]]
 
 
 def root_of(store: StoreLike) -> Path:
@@ -78,17 +82,30 @@ def resolve_store_path(option: str | None) -> tuple[Path, bool]:
     return default_store_path(), True
 
 
-def resolve_project(option: str | None, store_root: Path | None = None, cwd: Path | None = None) -> str:
+def resolve_project(option: str | None, store_root: Path | None = None, cwd: Path | None = None,
+                    repository: RepositoryLookup | None = None) -> str:
     """`--project`, else `MEMCTL_PROJECT`, else the git repository the shell stands in, else
     `default`. Inside the store itself, the project folder one stands in."""
+    return choose_project(option, store_root, cwd, repository)[0]
+
+
+def choose_project(option: str | None, store_root: Path | None = None,
+                   cwd: Path | None = None, repository: RepositoryLookup | None = None
+                   ) -> tuple[str, str | None]:
+    """`resolve_project`, and a note for the user when the project is a git repository's
+    folder whose name had to change to be a project name (`my app (old)` → `my-app-old`),
+    else None. `repository` tells which project a git working tree stands for
+    (`memctl.disk.repositories.lookup`: worktrees share one, namesakes do not); without it,
+    its folder's name."""
     if option:
-        return project_name(option)
+        return project_name(option), None
     from_env = os.environ.get("MEMCTL_PROJECT")
     if from_env:
-        if not valid_project_name(from_env):
+        try:
+            return project_name(from_env, "MEMCTL_PROJECT"), None
+        except UsageError:
             raise UsageError(f"invalid value for MEMCTL_PROJECT: {from_env!r} is not a project "
-                             "name (letters, digits, '-', '_', '.'; not starting with '.')")
-        return from_env
+                             f"name ({PROJECT_NAME_RULE})") from None
     here = (cwd or Path.cwd()).absolute()
     if store_root is not None:
         try:
@@ -97,12 +114,21 @@ def resolve_project(option: str | None, store_root: Path | None = None, cwd: Pat
             inside = None
         if inside is not None:
             first = inside.parts[0] if inside.parts else ""
-            return first if first and valid_project_name(first) else DEFAULT_PROJECT
+            return (first if first and valid_project_name(first) else DEFAULT_PROJECT), None
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
-            name = re.sub(r"[^A-Za-z0-9_.-]", "-", folder.name).lstrip(".")
-            return name if name and valid_project_name(name) else DEFAULT_PROJECT
-    return DEFAULT_PROJECT
+            name, folder_name, holder = repository(folder) if repository is not None \
+                else (project_from_folder(folder.name) or DEFAULT_PROJECT, folder.name, None)
+            if holder is not None:
+                return name, (f"project {name!r}: the project of the folder name {folder_name!r} "
+                              f"is another repository's ({holder}); {arg('project')} or "
+                              "MEMCTL_PROJECT chooses another")
+            if name == folder_name:
+                return name, None
+            return name, (f"project {name!r} stands for the folder {folder_name!r}, whose name "
+                          f"is not a project name ({PROJECT_NAME_RULE}); {arg('project')} or "
+                          "MEMCTL_PROJECT chooses another")
+    return DEFAULT_PROJECT, None
 
 
 def is_memory_name(name: str) -> bool:
@@ -144,6 +170,25 @@ def classify(relpath: str) -> tuple[str, str] | None:
     if parts[1] == ARCHIVE_DIR:
         return ARCHIVED, top
     return NOTE, top
+
+
+# What a store holds besides memory: memctl's own files and folders.
+_STORE_FILES = ("memctl.toml", ".gitignore", ".gitattributes")
+_STORE_FOLDERS = (STATE_DIR, TOMBSTONE_DIR, CONFLICT_DIR, ".templates", ".counters", ".git")
+
+
+def belongs_in_store(relpath: str) -> bool:
+    """Whether a file can be part of a store: memory, memctl's own files and folders, or a
+    hidden file or editor debris inside a project (which memctl ignores). A folder holding
+    anything else (a code repository) is not made a store unless asked (`memctl init
+    --force`, docs/sync.md)."""
+    parts = relpath.split("/")
+    if classify(relpath) is not None or relpath in _STORE_FILES:
+        return True
+    if parts[0] in _STORE_FOLDERS or parts[-1] == ".gitkeep":
+        return True
+    return len(parts) >= 2 and valid_project_name(parts[0]) and (
+        any(part.startswith(".") for part in parts[1:]) or parts[-1].endswith(_DEBRIS_SUFFIXES))
 
 
 class MemoryFile:

@@ -12,7 +12,6 @@ running git."""
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import sys
@@ -25,6 +24,16 @@ from typing import Any
 from memctl.core.errors import MemctlError
 from memctl.disk.atomic import make_dirs
 from memctl.disk.layout import state_path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no POSIX file locks. Reads need none; changes are refused.
+    fcntl = None  # type: ignore[assignment]
+
+# The one line a command that would change a store prints where it cannot lock one.
+NO_FILE_LOCKS = ("changing a store is not supported on Windows: memctl locks a store with POSIX "
+                 "flock, which Windows lacks; the commands that only read it (search, list, show, "
+                 "recall, health, log, export, …) work")
 
 DEFAULT_TIMEOUT = 30.0
 # Created with the umask's bits but never world-writable (as every file memctl makes).
@@ -39,6 +48,17 @@ class LockTimeout(MemctlError):
 
 class ReadOnlyStore(MemctlError):
     """The store cannot be written (a read-only mount or folder): reads work, changes do not."""
+
+
+class NoFileLocks(MemctlError):
+    """This system has no POSIX file locks (Windows): reads work, changes do not."""
+
+
+def require_file_locks() -> None:
+    """Refuse, before anything is written, a change this system could not lock
+    (README, "Install": the supported platforms; tests/test_platforms.py)."""
+    if fcntl is None:
+        raise NoFileLocks(NO_FILE_LOCKS)
 
 
 def crashed_holder(store_root: Path) -> dict[str, Any] | None:
@@ -61,6 +81,7 @@ def clear_crashed(store_root: Path) -> None:
 
 @contextmanager
 def store_lock(store_root: Path, what: str = "", timeout: float | None = None) -> Iterator[None]:
+    require_file_locks()
     if timeout is None:
         timeout = _timeout_setting()
     state_dir = state_path(store_root)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, NoteFormatError
 from memctl.core.vocab import valid_project_name
 from memctl.disk.layout import (
     ARCHIVED,
@@ -22,6 +22,7 @@ from memctl.disk.layout import (
     STATE_DIR,
     TOMBSTONE_DIR,
     MemoryFile,
+    belongs_in_store,
     classify,
     slugify,
 )
@@ -163,9 +164,11 @@ class StoreFiles:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
-            raise MemctlError(f"{relpath}:{line}: not UTF-8 text") from None
+            raise NoteFormatError(relpath, line, "not UTF-8 text", data) from None
         if "\x00" in text:
-            raise MemctlError(f"{relpath}: binary content (NUL bytes), not a Markdown note")
+            line = text.count("\n", 0, text.index("\x00")) + 1
+            raise NoteFormatError(relpath, line, "binary content (NUL bytes), not a Markdown note",
+                                  data)
         return text, info
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:
@@ -180,11 +183,12 @@ class StoreFiles:
             raise MemctlError(f"{relpath} is not a note")
         text, parsed, info = self.parse_file(relpath)
         if parsed.problem is not None:
-            raise MemctlError(f"{relpath}:{parsed.problem.line}: {parsed.problem.message}")
+            raise NoteFormatError(relpath, parsed.problem.line, parsed.problem.message,
+                                  text.encode("utf-8"))
         if not text.strip():
             # As the index sees it: an empty file is a save in progress (or a git checkout
             # cut short), not a note; the index keeps the last good version.
-            raise MemctlError(f"{relpath}:1: the file is empty")
+            raise NoteFormatError(relpath, 1, "the file is empty", text.encode("utf-8"))
         from memctl.core.note import note_from_parsed  # lazy: search start-up
 
         return note_from_parsed(
@@ -213,13 +217,13 @@ class StoreFiles:
     def read_lock(self, what: str = "") -> Iterator[None]:
         """The store lock for a command that only reads (export): taken when the store can be
         written, so no writer changes files under it; skipped when the store is read-only,
-        where no memctl can write."""
-        from memctl.disk.locking import ReadOnlyStore
+        or on a system without file locks (Windows), where no memctl can write."""
+        from memctl.disk.locking import NoFileLocks, ReadOnlyStore
 
         with ExitStack() as held:
             try:
                 held.enter_context(self.lock(what))
-            except ReadOnlyStore:
+            except (ReadOnlyStore, NoFileLocks):
                 pass
             yield
 
@@ -232,3 +236,28 @@ class StoreFiles:
             # A killed import may have left a journal: finish or undo it before anything else.
             recover_pending(self.root, self.root / STATE_DIR)
             yield
+
+
+def first_foreign_file(root: Path) -> str | None:
+    """The first file (store-relative, `/`) in `root` that a store would not hold
+    (`belongs_in_store`), or None: a folder of memory files and an empty folder have none,
+    a code repository has many (the walk stops at the first). `.git/` is not looked into."""
+    stack = [("", Path(root))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_folder = False
+            if is_folder:
+                if rel not in (".git", STATE_DIR):
+                    stack.append((rel + "/", Path(entry.path)))
+            elif not belongs_in_store(rel):
+                return rel
+    return None

@@ -12,14 +12,18 @@ This module is on every read command's startup path: standard library only, no h
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
-from memctl.disk.layout import state_path
+from memctl.disk.layout import root_of, state_path
+
+try:
+    import fcntl
+except ImportError:  # Windows: `watch --status` and every read work; a watcher cannot run
+    fcntl = None  # type: ignore[assignment]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -98,13 +102,40 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
+# The heartbeat names the folder its watcher watches: a copy of the store (`cp -a`, a
+# backup restored beside it) carries the original's `watch.json`, and a reader there must not
+# trust a watcher that never sees the copy's files (tests/test_watch.py).
+_IDENTITY_KEYS = ("store", "store_dev", "store_ino")
+
+
+def store_identity(store: StoreLike) -> dict[str, Any]:
+    """The store folder as its heartbeat names it: the resolved absolute path, and the
+    device and inode of the folder (a folder put in its place is another store)."""
+    root = root_of(store)
+    info = os.stat(root)
+    return {"store": str(Path(root).resolve()), "store_dev": info.st_dev,
+            "store_ino": info.st_ino}
+
+
+def _written_for(store: StoreLike, data: dict[str, Any]) -> bool:
+    """Whether a heartbeat was written by a watcher of this very folder."""
+    try:
+        here = store_identity(store)
+    except OSError:
+        return False
+    return all(data.get(key) == here[key] for key in _IDENTITY_KEYS)
+
+
 def read_status(store: StoreLike, *, now: float | None = None) -> WatchStatus | None:
-    """The heartbeat of this store's watcher, or None when no heartbeat is there."""
+    """The heartbeat of this store's watcher, or None when no heartbeat is there, or when
+    the one there was written for another folder (a copied store's)."""
     try:
         data = json.loads(heartbeat_path(store).read_bytes())
         pid, heartbeat = int(data["pid"]), float(data["heartbeat"])
         started = float(data.get("started", 0))
         host, state = str(data.get("host", "")), str(data.get("state", ""))
+        if not _written_for(store, data):
+            return None  # the watcher of another folder (this store was copied): none here
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # none, half written or not ours: no watcher
     now = time.time() if now is None else now
@@ -112,7 +143,7 @@ def read_status(store: StoreLike, *, now: float | None = None) -> WatchStatus | 
     # A beat from the future (the clock stepped back) counts as fresh only within the window.
     live = running and state == "ready" and abs(now - heartbeat) <= STALE_AFTER
     extra = {k: v for k, v in data.items()
-             if k not in {"pid", "host", "state", "started", "heartbeat"}}
+             if k not in {"pid", "host", "state", "started", "heartbeat", *_IDENTITY_KEYS}}
     return WatchStatus(pid=pid, host=host, state=state, started=started,
                        heartbeat=heartbeat, running=running, live=live, extra=extra)
 
@@ -128,6 +159,7 @@ class Heartbeat:
 
     def __init__(self, store: StoreLike) -> None:
         self.path = heartbeat_path(store)
+        self.identity = store_identity(store)  # the folder watched, as it is when it starts
         self.started = time.time()
         self.state = "starting"
         self.extra: dict[str, Any] = {}
@@ -139,6 +171,7 @@ class Heartbeat:
         data = {
             "pid": os.getpid(), "host": _hostname(), "state": self.state,
             "started": self.started, "heartbeat": time.time(), **self.extra,
+            **self.identity,
         }
         # Never `parents=True`: if the store folder was moved away, recreating its path here
         # would leave a stray folder where the person wants to put the new one.
@@ -169,6 +202,9 @@ class WatchLock:
 
     def acquire(self) -> None:
         """Take the lock or raise `WatcherRunning` naming the watcher that holds it."""
+        if fcntl is None:  # the same refusal as a change's (memctl.disk.locking.NO_FILE_LOCKS)
+            raise MemctlError("watching a store is not supported on Windows: memctl keeps one "
+                              "watcher per store with POSIX flock, which Windows lacks")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+")
         try:
@@ -211,3 +247,65 @@ def _describe_holder(root: Path) -> str:
     who = f" (pid {status.pid})" if status is not None else ""
     return (f"a watcher already runs for the store {root}{who}; only one watcher per store "
             f"can run, stop it first (`memctl watch --status` shows it)")
+
+
+# --- cookies: "has the watcher seen everything written before now?" ---------------------------
+#
+# A reader that trusts the watcher must not answer before the watcher has indexed what was
+# written just before the question (a note saved, then searched for at once). So the reader
+# drops a cookie file into each project folder and waits until the watcher has deleted them
+# all: the watcher deletes a cookie only once every event that reached it before the cookie's
+# own is in the index. One cookie per project folder, because the watcher watches each project
+# folder on its own and only the events of one watch keep their order; the folder of the
+# cookie must be watched, so `.memctl/` (never watched) cannot hold them. A cookie's name
+# starts with `.`, so it is never a note nor indexed, and the watcher lists it in
+# `.git/info/exclude`, so git never sees it (docs/watch.md).
+
+COOKIE_PREFIX = ".memctl-cookie-"
+# How long a reader waits for the watcher before walking the store itself.
+COOKIE_WAIT = 0.2
+# A cookie older than this was left by a reader killed while waiting: the watcher removes it.
+COOKIE_STALE_AFTER = 10.0
+
+
+def is_cookie(name: str) -> bool:
+    return name.startswith(COOKIE_PREFIX)
+
+
+def sync_with_watcher(store: StoreLike, tops: list[str], wait: float | None = None) -> bool:
+    """True once the running watcher has indexed every change made before this call in the
+    project folders `tops` (their names); False when it did not say so within `wait` seconds
+    (MEMCTL_WATCH_SYNC_WAIT, else COOKIE_WAIT) or no cookie could be written (a read-only
+    store). The caller then checks the files itself. No cookie is left behind."""
+    root = os.fspath(root_of(store))
+    if wait is None:
+        try:
+            wait = float(os.environ.get("MEMCTL_WATCH_SYNC_WAIT", COOKIE_WAIT))
+        except ValueError:
+            wait = COOKIE_WAIT
+    token = f"{COOKIE_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
+    pending: list[str] = []
+    try:
+        for top in tops:
+            path = os.path.join(root, top, token)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            pending.append(path)
+        deadline = time.monotonic() + wait
+        pause = 0.0005
+        while pending:
+            pending = [path for path in pending if os.path.lexists(path)]
+            if not pending:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.004)
+        return True
+    except OSError:
+        return False
+    finally:
+        for path in pending:  # the watcher did not answer: take ours back
+            try:
+                os.unlink(path)
+            except OSError:
+                pass

@@ -320,6 +320,13 @@ def _check_manifest(data: bytes, raw: dict[str, bytes]
     return manifest, problems
 
 
+def read_zip_members(source: Path, limits: Limits | None = None) -> tuple[dict[str, bytes], list[Problem]]:
+    """Every entry of a zip (name -> bytes) read with the bundle's limits, and the hazards met
+    (links, absolute or escaping names, bombs, oversized entries): for importers of other
+    tools' zips, which must be read as carefully as a bundle."""
+    return _read_zip(Path(source), limits or Limits())
+
+
 def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Problem]]:
     problems: list[Problem] = []
     raw: dict[str, bytes] = {}

@@ -4,6 +4,7 @@ merge everywhere); `drop` deletes the copy. Either is one commit, and git histor
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,54 @@ def find_copy(store: Store, ref: str) -> ConflictCopy:
         raise MemctlError(f"{ref!r} matches {len(matches)} conflict copies; use the number or path "
                           "from `memctl conflicts`")
     raise MemctlError(f"no conflict copy {ref!r}; `memctl conflicts` lists them")
+
+
+def diff_copy(store: Store, ref: str) -> tuple[ConflictCopy, str]:
+    """The copy and a unified diff from the current (winning) version to the copy (the
+    losing one); "" when they do not differ. A deleted current version diffs as empty."""
+    copy = find_copy(store, ref)
+    losing = store.resolve(copy.path).read_bytes().decode("utf-8", "replace")
+    current_path = store.resolve(copy.current) if copy.current else None
+    winning = current_path.read_bytes().decode("utf-8", "replace") \
+        if current_path is not None and current_path.is_file() else ""
+    return copy, unified_diff(winning, losing, copy.current or "/dev/null", copy.path)
+
+
+# Beyond this many differing lines a side, the diff shows the differing part as removed and
+# added whole: difflib's matcher can cost the product of the two sides' lines on hostile text.
+MAX_MATCHED_LINES = 1000
+
+
+def unified_diff(old: str, new: str, old_name: str, new_name: str, context: int = 3) -> str:
+    """A unified diff of two texts, linear in their size past MAX_MATCHED_LINES."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if a == b:
+        return ""
+    for lines in (a, b):
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n\\ No newline at end of file\n"
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    if max(len(a), len(b)) - start - end <= MAX_MATCHED_LINES:
+        return "".join(difflib.unified_diff(a, b, old_name, new_name, n=context))
+    first = max(0, start - context)
+    a_stop, b_stop = len(a) - max(0, end - context), len(b) - max(0, end - context)
+    head = f"--- {old_name}\n+++ {new_name}\n"
+    hunk = (f"@@ -{_span(first, a_stop)} +{_span(first, b_stop)} @@\n"
+            + "".join(" " + line for line in a[first:start])
+            + "".join("-" + line for line in a[start:len(a) - end])
+            + "".join("+" + line for line in b[start:len(b) - end])
+            + "".join(" " + line for line in a[len(a) - end:a_stop]))
+    return head + hunk
+
+
+def _span(first: int, stop: int) -> str:
+    length = stop - first
+    return f"{first + 1 if length else first},{length}"
 
 
 def resolve(store: Store, ref: str, action: str) -> ConflictCopy:

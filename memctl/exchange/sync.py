@@ -13,6 +13,7 @@ as git's merge driver for `*.md` and counter files, so git resolves those the sa
 from __future__ import annotations
 
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from memctl.core.clock import format_time, latest_now
 from memctl.core.errors import MemctlError
 from memctl.core.ids import is_id, valid_id
 from memctl.core.merge import (
+    CONFLICT_DIR,
     Entry,
     MergeKey,
     add_entry,
@@ -41,6 +43,7 @@ from memctl.disk.gitops import GitError, identity_env, run_git, run_git_binary
 from memctl.exchange.bundle import entry_for
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
+from memctl.index.db import ParseError
 from memctl.store import Store
 
 ATTEMPTS = 5
@@ -62,13 +65,16 @@ class SyncReport:
     refused_from: str | None = None  # the remote commit that brought them
     pushed: bool = False
     attempts: int = 0
+    broken: list[ParseError] = field(default_factory=list)  # files that do not parse, synced as they are
 
     def to_dict(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
                 "refused_from": self.refused_from, "revived": self.revived,
-                "secrets": self.secrets}
+                "secrets": self.secrets,
+                "broken": [{"path": p.path, "line": p.line, "message": p.message}
+                           for p in self.broken]}
 
 
 # --- the merge driver --------------------------------------------------------------------------
@@ -110,8 +116,8 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     result = run_git(path.parent, "clone", "-q", "--no-checkout", "--", url, str(path), check=False)
     if result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        raise GitError(f"git clone {url} failed: {detail[-1] if detail else result.returncode}")
+        raise GitError(f"git clone {url} failed: "
+                       f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
     refused: list[str] = []
     if _has_commits(path):
         refused = _check_out_safely(path)
@@ -176,7 +182,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
     root = Path(store.root)
     if remote and Path(remote).expanduser().exists():
         remote = str(Path(remote).expanduser().resolve())  # a local path must not depend on the cwd
-    with store.lock("sync"):
+    with store.lock("sync"), ExitStack() as on_failure:
         busy = gitops.operation_in_progress(root)
         if busy:
             raise MemctlError(f"the store's git repository is in the middle of {busy}; finish or "
@@ -184,6 +190,9 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         origin = _origin(root)
         if remote and origin is None:
             run_git(root, "remote", "add", "origin", remote)
+            # A remote is kept only once a sync through it succeeded: a mistyped URL must not
+            # make the next `sync --remote` refuse the right one (docs/sync.md).
+            on_failure.callback(run_git, root, "remote", "remove", "origin", check=False)
             origin = remote
         elif remote and origin != remote:
             raise MemctlError(f"the store's remote is already {origin}; change it with "
@@ -200,8 +209,8 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                               f"+refs/heads/{branch}:refs/remotes/origin/{branch}", check=False)
             remote_ref = f"refs/remotes/origin/{branch}"
             if fetched.returncode != 0 and "couldn't find remote ref" not in fetched.stderr:
-                detail = fetched.stderr.strip().splitlines()
-                raise GitError(f"git fetch from {origin} failed: {detail[-1] if detail else ''}")
+                raise GitError(f"git fetch from {origin} failed: "
+                               f"{gitops.git_reason(fetched.stderr, fetched.returncode)}")
             if fetched.returncode == 0 and _has_commits(root, remote_ref):
                 _integrate(store, remote_ref, report)
             if not push:
@@ -221,6 +230,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         else:
             raise MemctlError(f"the remote kept changing during {attempts} attempts (others are "
                               "pushing); your changes are committed here, run `memctl sync` again")
+        on_failure.pop_all()  # the sync succeeded: a remote it set stays
     return report
 
 
@@ -452,10 +462,14 @@ def note_log(store: Store, ref: str) -> list[dict[str, str]]:
             raise
     if note_id is None or not valid_id(note_id):  # never a pathspec of its own (`*`, `../`)
         raise MemctlError(f"{ref!r} is not a note id")
-    specs = [f":(glob)**/*{note_id}.md", f".tombstones/{note_id}.md"]
+    specs = [f":(glob)**/*{note_id}.md", f".tombstones/{note_id}.md",
+             f":(glob){CONFLICT_DIR}/**/*{note_id}.*.md"]
     if current:
         specs.append(current)
-    out = run_git(root, "log", "--format=%H%x1f%ct%x1f%s%x1e", "--", *specs, check=False).stdout
+    # --full-history: git's default simplification drops a side of a merge whose version
+    # did not win (this machine's losing edit) and the merge itself (tests/test_rough_edges.py).
+    out = run_git(root, "log", "--full-history", "--format=%H%x1f%ct%x1f%s%x1e", "--", *specs,
+                  check=False).stdout
     rows = []
     for record in out.split("\x1e"):
         record = record.strip("\n")

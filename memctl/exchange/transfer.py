@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.core.clock import latest_now
+from memctl.core.clock import latest_now, now
 from memctl.core.errors import MemctlError, arg
 from memctl.core.merge import (
     TOMBSTONE,
@@ -33,15 +33,16 @@ from memctl.core.merge import (
     key_name,
     merge_counters,
     merge_snapshots,
-    same_content,
 )
-from memctl.core.noteformat import compute_checksum, set_fields
+from memctl.core.noteformat import parse_text
 from memctl.core.secrets import carried, guard
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
+from memctl.disk.layout import MEMORY_FILE, SCRATCHPAD_FILE
+from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
     COUNTERS,
@@ -60,8 +61,9 @@ from memctl.exchange.bundle import (
     validate,
     write_zip,
 )
-from memctl.exchange.snapshot import Snapshot, project_of, read_store_files, snapshot
-from memctl.index.db import open_index
+from memctl.exchange.reimport import plan_reimport
+from memctl.exchange.snapshot import Snapshot, history_key, project_of, read_store_files, snapshot
+from memctl.index.db import ParseError, open_index
 from memctl.store import Store
 
 # Bookkeeping that import reports do not list (they are written all the same).
@@ -111,12 +113,14 @@ class ExportResult:
     bytes: int
     project: str | None
     skipped: list[str] = field(default_factory=list)  # unreadable, left out on request
-    refusable: list[str] = field(default_factory=list)  # files import would refuse
+    broken: list[ParseError] = field(default_factory=list)  # left out: import would refuse them
     secrets: list[dict[str, object]] = field(default_factory=list)  # likely secrets carried, masked
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "files": self.files, "bytes": self.bytes,
-                "project": self.project, "skipped": self.skipped, "refusable": self.refusable,
+                "project": self.project, "skipped": self.skipped,
+                "broken": [{"path": p.path, "line": p.line, "message": p.message}
+                           for p in self.broken],
                 "secrets": self.secrets}
 
 
@@ -125,7 +129,10 @@ def export_store(store: Store, target: Path, project: str | None = None,
                  skip_unreadable: bool = False) -> ExportResult:
     """Write the store (or one project) to a zip. Reads only: the store is not changed. A file
     that cannot be read stops the export, naming it (or, with `skip_unreadable`, is left out
-    and named in `skipped`): an export never loses a note silently."""
+    and named in `skipped`): an export never loses a note silently. A file that memctl's
+    import would refuse (a note whose front matter does not parse) is left out and named in
+    `broken` with its line: the zip always imports, and the other machine keeps the version
+    it has (docs/sync.md)."""
     unreadable: list[str] = []
     with store.read_lock("export"):
         snap = snapshot(store.root, read_store_files(store.root, unreadable))
@@ -142,11 +149,18 @@ def export_store(store: Store, target: Path, project: str | None = None,
                               "--all-projects` shows the projects")
         for path, data in counter_files(store, snap.files).items():
             by_path[path] = BundleFile(path, data, None, ())
-    files = sorted(by_path.values(), key=lambda f: f.path)
+    broken = [problem for problem in (_unimportable(f.path, f.data) for f in by_path.values())
+              if problem is not None]
+    left_out = {problem.path for problem in broken}
+    # A file left out is not a file removed: its id must not travel in `removed`, or the
+    # other machine would delete the note (tests/test_broken_files.py).
+    kept_keys = {history_key(path) for path in left_out} | {
+        entry.key for entry in snap.entries.values() if entry.path in left_out}
+    files = sorted((f for f in by_path.values() if f.path not in left_out), key=lambda f: f.path)
     times = [(instant(f.updated), f.updated) for f in files if f.updated and instant(f.updated) is not None]
     newest = max(times)[1] if times else "1970-01-01T00:00:00.000Z"
     removed = {key: {"path": path, "history": list(oids)} for key, (path, oids) in snap.removed.items()
-               if _in_export(BundleFile(path, b""), project)}
+               if _in_export(BundleFile(path, b""), project) and key not in kept_keys}
     try:
         machine = machine_id(store)
     except OSError:
@@ -154,14 +168,31 @@ def export_store(store: Store, target: Path, project: str | None = None,
     manifest = manifest_for(files, machine=machine, time=newest,
                             extra={"project": project, "removed": removed})
     target = Path(target)
-    # What this memctl's own import would refuse (a note that does not parse) is named, so a
-    # bundle is never found to be useless only on the other machine.
-    refusable = [f"{path}: {problem.reason}" for path, data in ((f.path, f.data) for f in files)
-                 for problem in check_file(path, data)[0]]
     write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
     return ExportResult(str(target), len(files), target.stat().st_size, project,
-                        skipped=unreadable, refusable=refusable,
+                        skipped=unreadable, broken=sorted(broken, key=lambda p: p.path),
                         secrets=carried({f.path: f.data for f in files}))
+
+
+def _unimportable(path: str, data: bytes) -> ParseError | None:
+    """Why memctl's import would refuse this file, as `path:line: problem` (the line the
+    index and `memctl show` name too); None when it would take it."""
+    problems, text = check_file(path, data)
+    if not problems:
+        return None
+    line, message = 1, problems[0].reason
+    if text is None:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[:exc.start].count(b"\n") + 1
+        else:
+            line = data[:data.index(b"\x00")].count(b"\n") + 1
+    else:
+        parsed = parse_text(text)
+        if parsed.problem is not None:
+            line, message = parsed.problem.line, parsed.problem.message
+    return ParseError(path, line, message)
 
 
 def _in_export(item: BundleFile, project: str | None) -> bool:
@@ -182,9 +213,14 @@ class ImportReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    conflict_copies: list[str] = field(default_factory=list)  # paths of the copies made
     revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
     held_back: list[str] = field(default_factory=list)  # settings and templates not applied
     rejected: list[dict[str, str]] = field(default_factory=list)
+    # Importers of other tools' formats (memctl.exchange.reimport): notes archived because the
+    # source no longer has them, and what was left out on purpose, with the reason.
+    retired: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
     writes: dict[str, bytes] = field(default_factory=dict)
     removes: list[str] = field(default_factory=list)
     commit: str | None = None
@@ -192,8 +228,10 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-                "deleted": self.deleted, "conflicts": self.conflicts, "revived": self.revived,
-                "held_back": self.held_back, "rejected": self.rejected}
+                "deleted": self.deleted, "conflicts": self.conflicts,
+                "conflict_copies": self.conflict_copies, "revived": self.revived,
+                "held_back": self.held_back, "rejected": self.rejected,
+                "retired": self.retired, "skipped": self.skipped}
 
     def changes(self) -> list[tuple[str, str]]:
         """(action, path) of every file the import writes or removes, sorted by path."""
@@ -209,12 +247,7 @@ def load_source(source: Path, *, importer: str | None = None, project: str = "de
         raise MemctlError(f"{source} does not exist")
     kind = importer or importers.detect(source)
     if kind and kind not in ("bundle", "store"):
-        raw_files, invalid = importers.run(kind, source, project)
-        raw = {f.path: f.data for f in raw_files}
-        extra = {f.path: (f.updated, f.history) for f in raw_files}
-        bundle = validate(str(source), raw, extra=extra)
-        bundle.invalid.extend(invalid)
-        return bundle
+        return load_foreign(source, kind, project)[0]
     if kind == "store":
         raw, problems = read_dir(source, Limits())
         if problems:
@@ -229,6 +262,17 @@ def load_source(source: Path, *, importer: str | None = None, project: str = "de
     return read_bundle(source)
 
 
+def load_foreign(source: Path, kind: str, project: str) -> tuple[Bundle, importers.Imported]:
+    """Another tool's memory through its importer: the notes it makes, validated like a
+    bundle's files (hazards raise BundleError), and what else the importer found."""
+    imported = importers.run(kind, source, project)
+    raw = {f.path: f.data for f in imported.notes}
+    extra = {f.path: (f.updated, f.history) for f in imported.notes}
+    bundle = validate(str(source), raw, extra=extra)
+    bundle.invalid.extend(imported.problems)
+    return bundle, imported
+
+
 def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeResult]:
     """Merge the bundle into the local snapshot and work out every file to write or remove."""
     incoming: dict[str, Entry] = {}
@@ -240,8 +284,11 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
             continue  # counts go into counters.sqlite (absorb_counters), not into the files
         entry = add_entry(incoming, entry)
         seen_in[entry.key] = frozenset(item.history)
+    # A file the import leaves out (`skip_invalid`) is not one the sender removed: a bundle
+    # from an older export lists a broken note's id as removed (tests/test_broken_files.py).
+    left_out = {history_key(problem.path) for problem in bundle.invalid}
     for key, oids in bundle.removed.items():
-        if key not in incoming:
+        if key not in incoming and key not in left_out:
             seen_in[key] = oids
     result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(latest_now()))
     report = ImportReport(source=bundle.source)
@@ -277,7 +324,11 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     report.removes = sorted(set(report.removes) - set(report.writes))
     for key, outcome in sorted(result.outcomes.items()):
         if outcome.copy is not None and outcome.copy.key in result.entries:
-            report.conflicts.append(key_name(key))
+            # The same losing version kept already (the same bundle imported again) is no news.
+            kept = local.entries.get(outcome.copy.key)
+            if kept is None or kept.oid != outcome.copy.oid:
+                report.conflicts.append(key_name(key))
+                report.conflict_copies.append(outcome.copy.path)
         elif outcome.revived:
             report.revived.append(key_name(key))
     return report, result
@@ -286,47 +337,78 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
 def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_invalid: bool = False,
                 importer: str | None = None, project: str = "default",
                 allow_secret: bool = False) -> ImportReport:
+    path = Path(source).expanduser()
+    kind = importer or (importers.detect(path) if path.exists() else None)
+    if kind not in (None, "bundle", "store"):
+        return _import_foreign(store, path, kind, dry_run=dry_run, skip_invalid=skip_invalid,
+                               project=project, allow_secret=allow_secret)
     bundle = load_source(source, importer=importer, project=project)
-    foreign = (importer or importers.detect(Path(source).expanduser())) not in ("bundle", "store", None)
+    if bundle.manifest is None and not (bundle.files or bundle.invalid or bundle.removed):
+        # A zip or folder with no memctl file in it: saying "nothing to do" would hide that
+        # nothing in it was understood (an OpenMemory zip read as a bundle did exactly that).
+        shown = ", ".join(bundle.ignored[:5]) + (" …" if len(bundle.ignored) > 5 else "")
+        raise MemctlError(f"nothing in {source} is memory memctl can import: no memctl bundle "
+                          f"entries{f' ({shown})' if shown else ''} and no format an importer "
+                          f"reads; name the format with {arg('from')} if it is one "
+                          f"({', '.join(importers.KINDS)})")
     if bundle.invalid and not skip_invalid:
         raise BundleError(bundle.source, bundle.invalid)
     with store.lock("import"):
         local = snapshot(store.root)
-        if foreign:
-            _adopt_created(bundle, local)
         report, _result = plan_import(local, bundle)
-        report.dry_run = dry_run
-        # The one secret guard, for every file the import would write (docs/security.md).
-        guard({path: data.decode("utf-8", "replace") for path, data in sorted(report.writes.items())
-               if path.endswith(".md")}, allow_secret)
-        if dry_run or not (report.writes or report.removes):
+        if not _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret):
             return report
-        summary = ", ".join(f"{len(v)} {k}" for k, v in (
-            ("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
-            ("conflicts", report.conflicts)) if v) or "counters"
-        message = f"import {Path(source).name}: {summary}"
-        report.commit = apply_changes(store, report.writes, report.removes, message)
     absorb_counters(store, {p: f.data for p, f in bundle.files.items() if p.startswith(".counters/")})
     refresh_index(store, list(report.writes) + report.removes)
     return report
 
 
-def _adopt_created(bundle: Bundle, local: Snapshot) -> None:
-    """An importer dates a note by its source file, which changes when the file is edited; a
-    note it made before keeps its first `created`, so the next import updates that note
-    instead of being taken for a different note that happens to share the id."""
-    for path, item in list(bundle.files.items()):
-        entry = entry_for(path, item.data)
-        mine = local.entries.get(entry.key)
-        if mine is None or mine.kind != "note" or not mine.created:
-            continue
-        data = item.data
-        if mine.created != entry.created:
-            text = set_fields(data.decode("utf-8"), {"created": mine.created})
-            data = set_fields(text, {"checksum": compute_checksum(text)}).encode("utf-8")
-        if same_content(mine.with_data(mine.data), entry.with_data(data)) and mine.path == path:
-            data = mine.data  # the source did not change this note: nothing to update
-        bundle.files[path] = BundleFile(path, data, item.updated, item.history)
+def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
+           allow_secret: bool) -> bool:
+    """Guard, then apply and commit what an import planned (under the store lock). False when
+    nothing is written (a dry run, or nothing to do)."""
+    report.dry_run = dry_run
+    # The one secret guard, for every file the import would write (docs/security.md).
+    guard({path: data.decode("utf-8", "replace") for path, data in sorted(report.writes.items())
+           if path.endswith(".md")}, allow_secret)
+    if dry_run or not (report.writes or report.removes):
+        return False
+    summary = ", ".join(f"{len(v)} {k}" for k, v in (
+        ("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
+        ("retired", report.retired), ("conflicts", report.conflicts)) if v) or "counters"
+    message = f"import {Path(source).name}: {summary}"
+    report.commit = apply_changes(store, report.writes, report.removes, message)
+    return True
+
+
+def _import_foreign(store: Store, source: Path, kind: str, *, dry_run: bool, skip_invalid: bool,
+                    project: str, allow_secret: bool) -> ImportReport:
+    """Another tool's memory: its notes and `MEMORY.md`/`SCRATCHPAD.md` items, planned against
+    what earlier imports of the same source made (memctl.exchange.reimport)."""
+    bundle, imported = load_foreign(source, kind, project)
+    if not imported.recognised():
+        raise MemctlError(f"found nothing to import in {source} as {kind!r} (no notes, no "
+                          f"memories); check the path, or name the format with {arg('from')} "
+                          f"({', '.join(importers.KINDS)})")
+    if bundle.invalid and not skip_invalid:
+        raise BundleError(bundle.source, bundle.invalid)
+    templates = {kind: fill(load_template(store.root, name), project=project)
+                 for kind, name in (("memory", MEMORY_FILE), ("scratchpad", SCRATCHPAD_FILE))}
+    with store.lock("import"):
+        local = snapshot(store.root)
+        plan = plan_reimport(local, list(bundle.files.values()), imported.blocks,
+                             scope=imported.scope, kept=imported.kept, project=project,
+                             moment=now(), templates=templates)
+        report = ImportReport(source=bundle.source, added=plan.added, updated=plan.updated,
+                              unchanged=plan.unchanged, conflicts=plan.conflicts,
+                              conflict_copies=plan.conflict_copies, retired=plan.retired,
+                              rejected=[p.to_dict() for p in bundle.invalid],
+                              skipped=[p.to_dict() for p in imported.skipped],
+                              writes=plan.writes, removes=plan.removes)
+        if not _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret):
+            return report
+    refresh_index(store, list(report.writes) + report.removes)
+    return report
 
 
 def refresh_index(store: Store, paths: list[str]) -> None:

@@ -4,7 +4,8 @@ The search finds candidates with `Query.any_match` (any unit), ranked by BM25 an
 factors, and this module re-ranks the best of them by coverage: the share of the query's
 units a note matches, each unit weighted by its rarity (BM25's idf). A note matching three of
 four rare words then beats one matching the two commonest, and one that has every word as
-typed (the strict `match`) gets a bonus on top.
+typed (the strict `match`) gets a bonus on top. A bare word also matches the words it begins
+(`migr` → migration), at PREFIX_SHARE of its weight (`memctl.index.search._word_beginnings`).
 
 Everything is exact and runs in SQLite with the index's own tokenizer (stems, CJK characters):
 - a unit's rarity: its words are tokenized in a scratch FTS5 table, and each token's document
@@ -34,6 +35,7 @@ COVERAGE_POWER = 2.0  # score × coverage²: half the query's weight matched →
 EXACT_BONUS = 1.25  # every word as typed (the strict match)
 RELATIVE_FLOOR = 0.4  # hits covering less than 40 % of what the best hit covers are left out
 FACT_BONUS = 2.0  # the query names the note's subject and predicate: an exact fact
+PREFIX_SHARE = 0.5  # a word matched only as the beginning of a longer word counts half
 
 _SETUP = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_words USING fts5(x, tokenize='{FTS_TOKENIZE}')",
@@ -95,6 +97,12 @@ class BestMatch:
         """The idf of terms of the index (stems, as the index keeps them)."""
         counts = self._counts(set(terms))
         return [self._idf(counts[term]) for term in terms]
+
+    def match_weight(self, match: str) -> float:
+        """The idf of an FTS5 expression (a prefix such as `migr*`): from the number of
+        entries of the index it matches, counted by one query."""
+        found = self.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,))
+        return self._idf(found.fetchone()[0])
 
     def _counts(self, terms: set[str]) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -27,10 +27,17 @@ from pathlib import Path
 from memctl.core.errors import MemctlError, UsageError, cmd
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT
-from memctl.disk.filescan import folder_digest, folder_of, scan, scan_keys, split_key
+from memctl.disk.filescan import (
+    folder_digest,
+    folder_of,
+    project_folders,
+    scan,
+    scan_keys,
+    split_key,
+)
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
 from memctl.disk.layout import classify, is_memory_name, root_of, state_path
-from memctl.disk.watchstate import watcher_is_live
+from memctl.disk.watchstate import sync_with_watcher, watcher_is_live
 from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -257,15 +264,21 @@ def open_index(store: StoreLike) -> Index:
     raise AssertionError("unreachable")
 
 
-def ensure_fresh(store: StoreLike) -> Index:
+def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:
     """The index, brought up to date with the files. Every read command calls this first.
 
-    A live `memctl watch` keeps the index fresh by itself, so the walk is skipped then."""
-    index = open_index(store)
-    if _watcher_keeps_it_fresh(store):
+    `paths` (store-relative folders or files): only what is under them must be current, and
+    only they are walked (the write-time checks of `add` read one project and `global`: a
+    tenth of a 10k store's stat calls, bench/bench_write.py). A live `memctl watch` keeps the
+    index fresh by itself, so the walk is skipped then."""
+    return _freshen(store, open_index(store), paths)
+
+
+def _freshen(store: StoreLike, index: Index, paths: list[str] | None = None) -> Index:
+    if _watcher_keeps_it_fresh(store, index, paths):
         return index
     try:
-        index.last_refresh = index.refresh()
+        index.last_refresh = index.refresh(paths)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
             raise MemctlError("the index is busy (another memctl is updating it); try again") \
@@ -273,16 +286,55 @@ def ensure_fresh(store: StoreLike) -> Index:
         index.close()
         _remove_index_files(index.path)
         index = open_index(store)
-        index.last_refresh = index.refresh()
+        index.last_refresh = index.refresh(paths)
     return index
 
 
-def _watcher_keeps_it_fresh(store: StoreLike) -> bool:
-    """The hook for `memctl watch`; MEMCTL_ALWAYS_WALK=1 turns it off (tests, paranoia)."""
+def find_entry(store: StoreLike, id_or_prefix: str,
+               kinds: tuple[str, ...] = ("note", "episode")) -> dict[str, Any]:
+    """`Index.get` on an index that is current for the answer. An entry asked for by its
+    whole id is answered from its own file when that file is as indexed (or once it is
+    indexed again): `memctl show` reads one file instead of walking the store (10k notes:
+    one stat instead of 10k, bench/bench_write.py). Anything else (a prefix, an id the
+    index does not know or knows twice, a file gone) after `ensure_fresh`."""
+    wanted = id_or_prefix.strip()
+    index = open_index(store)
+    try:
+        try:
+            found = index.current_entry(wanted, kinds)
+        except sqlite3.DatabaseError:
+            found = None  # a broken index: ensure_fresh rebuilds it
+        if found is not None:
+            return found
+        index = _freshen(store, index)
+        return index.get(wanted, kinds)
+    finally:
+        index.close()
+
+
+def _watcher_keeps_it_fresh(store: StoreLike, index: Index,
+                            paths: list[str] | None = None) -> bool:
+    """The hook for `memctl watch`: a live watcher that says it has indexed everything
+    written before now (its cookies, memctl.disk.watchstate.sync_with_watcher) spares the
+    walk; asked about the project folders of `paths` alone when given. MEMCTL_ALWAYS_WALK=1
+    turns it off (tests, paranoia)."""
     if os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
         return False
     try:
-        return bool(watcher_is_live(store))
+        if not watcher_is_live(store):
+            return False
+        on_disk = project_folders(str(index.root))
+        indexed = {path.split("/", 1)[0] for (path,) in
+                   index.conn.execute("SELECT path FROM folders")} - {""}
+        relative = None if paths is None else index._relative(paths)
+        if relative is not None:
+            asked = {path.split("/", 1)[0] for path in relative}
+            on_disk, indexed = on_disk & asked, indexed & asked
+        # A project folder gone or renamed is seen only by the watch of the store folder,
+        # which no cookie covers; an empty index may be one just made beside the watcher's.
+        if not indexed.issubset(on_disk) or (on_disk and not indexed and relative is None):
+            return False
+        return sync_with_watcher(index.root, sorted(on_disk))
     except Exception:  # noqa: BLE001 - a broken heartbeat must never block a read
         return False
 
@@ -651,6 +703,34 @@ class Index:
                               "give one of them a new id or delete the copy")
         return json.loads(rows[0][2])
 
+    def current_entry(self, doc_id: str, kinds: Iterable[str]) -> dict[str, Any] | None:
+        """The entry whose id is exactly `doc_id`, when its file is exactly as indexed (its
+        file changed: indexed again first); None when the whole store must be looked at:
+        no such id, two files with it, or its file gone or no longer holding it."""
+        kind_list = list(kinds)
+        sql = ("SELECT d.meta, d.path, f.mtime_ns, f.size FROM docs d JOIN files f"
+               " ON f.path = d.path WHERE d.id = ? AND d.kind IN ("
+               + ", ".join("?" * len(kind_list)) + ")")
+        rows = self.conn.execute(sql, (doc_id, *kind_list)).fetchall()
+        if len(rows) != 1:
+            return None
+        meta, path, mtime_ns, size = rows[0]
+        try:
+            info = os.lstat(self.root / path)
+        except OSError:
+            return None
+        if not stat_module.S_ISREG(info.st_mode):
+            return None
+        if (info.st_mtime_ns, info.st_size) == (mtime_ns, size):
+            return json.loads(meta)
+        # Changed since (or written too recently to trust its stamp: RACY_NS): index this
+        # one file again; it must still hold the id.
+        self.refresh([path])
+        rows = self.conn.execute(sql, (doc_id, *kind_list)).fetchall()
+        if len(rows) != 1 or rows[0][1] != path:
+            return None
+        return json.loads(rows[0][0])
+
     def list_notes(self, *, projects: Iterable[str] | None = None, types: Iterable[str] = (),
                    tags: Iterable[str] = (), status: str | None = None,
                    since: Any = None, include_stale: bool = False,
@@ -703,6 +783,23 @@ class Index:
             fetch(f" AND d.id IN ({marks})", list(hit_ids), len(hit_ids))
         return list(found.values()), live
 
+    def corrections_of(self, ids: Iterable[str], now_ts: float) -> dict[str, list[str]]:
+        """The live corrections naming each of these notes in `corrects`, by corrected id
+        (oldest first): recall marks a corrected note with them (docs/lifecycle.md)."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, list[str]] = {}
+        for start in range(0, len(wanted), 500):  # SQLite's limit on bound values
+            chunk = wanted[start:start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for corrected, correction in self.conn.execute(
+                    f"SELECT d.corrects, d.id FROM docs d INDEXED BY docs_corrects"
+                    f" WHERE d.corrects IS NOT NULL AND d.corrects IN ({marks})"
+                    f" AND d.type = 'correction' AND d.status = 'active'"
+                    f" AND (d.expires_ts IS NULL OR d.expires_ts > ?) ORDER BY d.id",
+                    [*chunk, now_ts]):
+                found.setdefault(corrected, []).append(correction)
+        return found
+
     def active_notes_with_bodies(self, projects: Iterable[str]) -> list[tuple[dict[str, Any], str]]:
         """(fields, body) of the active notes of these projects, for the write-time checks."""
         names = list(projects)
@@ -716,6 +813,17 @@ class Index:
         """Files that do not parse now (each keeps its last good entry, if it had one)."""
         return [ParseError(path, line or 1, message) for path, line, message in self.conn.execute(
             "SELECT path, error_line, error FROM files WHERE error IS NOT NULL ORDER BY path")]
+
+    def last_good(self, path: str) -> tuple[ParseError, str] | None:
+        """A note file that does not parse now: its problem, and the body of the last good
+        version the index keeps (recall uses it, as search does). None when it parses."""
+        row = self.conn.execute(
+            "SELECT fl.error_line, fl.error, f.body FROM files fl JOIN docs d ON d.path = fl.path"
+            " JOIN fts f ON f.rowid = d.rowid"
+            " WHERE fl.path = ? AND fl.error IS NOT NULL AND d.kind = 'note'", (path,)).fetchone()
+        if row is None:
+            return None
+        return ParseError(path, row[0] or 1, row[1]), from_index(row[2] or "")
 
     def count(self, kind: str | None = None) -> int:
         if kind is None:

@@ -55,7 +55,7 @@ class Hit:
                  tags: list[str] | None = None, updated: str | None = None,
                  fuzzy: bool = False, explain: dict[str, Any] | None = None, rowid: int = 0,
                  subject: str | None = None, predicate: str | None = None,
-                 corrects: str | None = None) -> None:
+                 corrects: str | None = None, expired: bool = False) -> None:
         self.id = id
         self.path = path
         self.project = project
@@ -76,6 +76,7 @@ class Hit:
         self.subject = subject
         self.predicate = predicate
         self.corrects = corrects
+        self.expired = expired  # past its `expires` (shown only with include_stale)
         self.coverage = 1.0  # the share of the query matched (best match; 1 for filters)
         self.exact = True  # has every word of the query as typed
 
@@ -94,7 +95,7 @@ class Hit:
             "score": round(self.score, 6), "title": self.title, "snippet": self.snippet,
             "section": self.section, "line": self.line, "tags": self.tags,
             "updated": self.updated, "fuzzy": self.fuzzy, "coverage": round(self.coverage, 4),
-            "exact": self.exact,
+            "exact": self.exact, "expired": self.expired,
         }
         if self.explain is not None:
             data["explain"] = self.explain
@@ -103,7 +104,7 @@ class Hit:
 
 _COLUMNS = ("d.rowid, d.id, d.path, d.kind, d.project, d.type, d.importance, d.status, d.title,"
             " d.section, d.line, d.tags, d.updated, d.updated_ts, d.subject, d.predicate,"
-            " d.corrects")
+            " d.corrects, d.expires_ts")
 
 
 def search(store: StoreLike, query: str | Query, *, project: str | None = None,
@@ -222,7 +223,7 @@ class RankContext:
 
     def _hit(self, row: Sequence[Any]) -> Hit:
         (rowid, doc_id, path, kind, project, doc_type, importance, status, title, section,
-         line, tags, updated, updated_ts, subject, predicate, corrects,
+         line, tags, updated, updated_ts, subject, predicate, corrects, expires_ts,
          bm25, imp_factor, rec_factor, type_factor) = row
         relevance = 1.0 if bm25 is None else -bm25
         score = relevance * imp_factor * rec_factor * type_factor
@@ -230,7 +231,7 @@ class RankContext:
                   importance=importance, status=status, score=score, title=title,
                   snippet_marked="", section=section or None, line=line, tags=tags,
                   updated=updated, rowid=rowid, subject=subject, predicate=predicate,
-                  corrects=corrects)
+                  corrects=corrects, expired=expires_ts is not None and expires_ts <= self.now_ts)
         if self.explain:
             hit.explain = {
                 "bm25": None if bm25 is None else round(-bm25, 6),
@@ -332,7 +333,8 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     strict_match = parsed.match if parsed.plain else None
     strict = ctx.run(strict_match, limit=size, snippets=False) if strict_match else []
     if len(strict) >= min(ctx.limit, bestmatch.STRICT_ENOUGH) \
-            or (strict and parsed.any_match == parsed.match):
+            or (strict and parsed.any_match == parsed.match
+                and not any(unit.begins for unit in parsed.units)):
         # Enough notes have every word as typed (a keyword search): they cover the whole
         # query, so no partial match could rank among them (coverage² × the exact bonus).
         for hit in strict:
@@ -350,10 +352,14 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     weights = ranker.weights(units)
     slots = list(range(len(units)))
     slot_weights: dict[int, float] = {}
+    # A word also matches the words it begins (`migr` → migration), as a lesser match; a
+    # word no note has but that begins some is not looked for as a misspelling.
+    beginnings = _word_beginnings(ranker, units, weights, slot_weights)
+    completed = {slot for slot, _, _ in beginnings}
     # The typo fallback, word by word: a word the index does not have at all is matched by
     # its closest words. The misspelt word counts as much as the rarest of them; a note
     # matching one gets that times how close the word it has is.
-    alternatives = _close_units(ranker, units, weights)
+    alternatives = _close_units(ranker, units, weights, skip=completed)
     extra = [unit for _, unit, _ in alternatives]
     alternative_weights = ranker.term_weights([unit.text for unit in extra])
     for (slot, _unit, _closeness), weight in zip(alternatives, alternative_weights, strict=True):
@@ -362,7 +368,11 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         units.append(unit)
         weights.append(slot_weights[slot] * closeness)
         slots.append(slot)
-    expression = parsed.matching_any([unit.match for unit in extra])
+    for slot, unit, weight in beginnings:
+        units.append(unit)
+        weights.append(weight)
+        slots.append(slot)
+    expression = parsed.matching_any([unit.match for unit in extra + [u for _, u, _ in beginnings]])
     candidates = ctx.run(expression, limit=size, snippets=False)
     if strict:
         # The strict matches are always candidates, however many notes match some word of
@@ -410,8 +420,30 @@ def _rank_named_facts(parsed: Query, hits: list[Hit]) -> None:
             hit.explain["score"] = round(hit.score, 6)
 
 
-def _close_units(ranker: bestmatch.BestMatch, units: list[Unit],
-                 weights: list[float]) -> list[tuple[int, Unit, float]]:
+def _word_beginnings(ranker: bestmatch.BestMatch, units: list[Unit], weights: list[float],
+                     slot_weights: dict[int, float]) -> list[tuple[int, Unit, float]]:
+    """(slot, unit, weight) for the words each bare word of the query begins, when the stemmer
+    leaves the word whole (`migr`, `kube`, `deploy`; not `running`, whose stem `run` would
+    begin `runtime`). Such a match counts PREFIX_SHARE of the word. For a word no note has,
+    the word's weight is the rarity of the words it begins (one FTS5 count; none: no unit,
+    and the word is left to the misspelling search), recorded in `slot_weights`."""
+    found = []
+    for slot, (unit, weight) in enumerate(zip(units, weights, strict=True)):
+        stems = ranker.tokens.get(slot, set())
+        if unit.begins is None or len(stems) != 1 or len(next(iter(stems))) != len(unit.text):
+            continue
+        if weight == 0:
+            weight = ranker.match_weight(unit.begins)
+            if weight == 0:
+                continue
+            slot_weights[slot] = weight
+        found.append((slot, Unit(unit.begins, unit.text, unit.text + "…"),
+                      weight * bestmatch.PREFIX_SHARE))
+    return found
+
+
+def _close_units(ranker: bestmatch.BestMatch, units: list[Unit], weights: list[float],
+                 skip: set[int] | None = None) -> list[tuple[int, Unit, float]]:
     """(slot, unit, closeness 0-1) for the closest words of each unit no note has, found
     among the index's own terms that start alike. Those are stems, which the stemmer does not
     always leave as they are (`respons` would become `respon`): each is matched as a prefix
@@ -419,7 +451,8 @@ def _close_units(ranker: bestmatch.BestMatch, units: list[Unit],
     found = []
     for slot, (unit, weight) in enumerate(zip(units, weights, strict=True)):
         stems = ranker.tokens.get(slot, set())
-        if weight != 0 or unit.required or len(stems) != 1 or not unit.match.startswith('"') \
+        if weight != 0 or slot in (skip or ()) or unit.required or len(stems) != 1 \
+                or not unit.match.startswith('"') \
                 or unit.match.endswith("*") or not fuzzy.can_expand(unit.text):
             continue
         stem = next(iter(stems))

@@ -6,8 +6,9 @@ its project and of `global`, say what to do.
   only merges into a correction), never into a note that is about another subject/predicate.
   `force` turns merging off; the duplicates are then reported as `similar`.
 - **supersedes**: active notes of the *same* scope with the same `subject` + `predicate`
-  (case-insensitive), plus the notes a correction names in `corrects`. A project note never
-  retires a global note by subject/predicate, since the global note serves every project.
+  (case-insensitive). A project note never retires a global note by subject/predicate, since
+  the global note serves every project. The note a correction names in `corrects` is never
+  retired by it: it stays active, and the correction ranks ahead of it (docs/lifecycle.md).
 - **similar**: notes that score high but may say the opposite (a negation, another number,
   a swapped value): the new note is written, and these are reported for a person to decide.
 """
@@ -115,13 +116,12 @@ def decide(
         for note in pool:
             if (
                 note.project == project
+                and note.id not in corrects
                 and _same_key(note.subject, subject)
                 and _same_key(note.predicate, predicate)
             ):
                 supersedes.append(note.id)
-    for ref in corrects:
-        if ref and ref not in supersedes:
-            supersedes.append(ref)
     decision.supersedes = supersedes
-    decision.similar = [i for i in duplicates + similar if i not in supersedes]
+    # A correction differs from what it corrects on purpose: that is no news to report.
+    decision.similar = [i for i in duplicates + similar if i not in supersedes and i not in corrects]
     return decision

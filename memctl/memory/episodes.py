@@ -18,6 +18,7 @@ from memctl.core import arguments, sections
 from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd
 from memctl.core.ids import new_id
+from memctl.core.note import monotonic_stamp
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
 from memctl.core.secrets import guard, masked_title
 from memctl.disk.layout import EPISODE, EPISODES_DIR, classify, slugify
@@ -385,3 +386,109 @@ def find_episode(store: Store, ref: str) -> Episode:
     return matches[0]
 
 
+
+
+# --- changing an episode ---------------------------------------------------------------------
+
+_SECTION_ORDER = ("steps", "outcome", "summary", "links")
+
+
+def _splice_section(body: str, key: str, lines: Sequence[str], *, replace: bool) -> str:
+    """Replace (or add to) the own text of one section of an episode's body; a missing section
+    is added before the first section that comes after it in the template's order (else at
+    the end). Every other byte of the body stays."""
+    if sections.find_section(body, key, _EPISODE_SECTIONS) is not None:
+        if replace:
+            return sections.replace_own_body(body, key, lines, _EPISODE_SECTIONS)
+        return sections.insert_lines(body, key, lines, _EPISODE_SECTIONS)
+    eol = sections.dominant_eol(body)
+    block = f"## {_EPISODE_SECTIONS[key][0]}{eol}" + eol.join(lines) + eol + eol
+    for later in _SECTION_ORDER[_SECTION_ORDER.index(key) + 1:]:
+        section = sections.find_section(body, later, _EPISODE_SECTIONS)
+        if section is not None:
+            return body[: section.start] + block + body[section.start:]
+    return sections.insert_lines(body, key, lines, _EPISODE_SECTIONS)
+
+
+def update_episode(
+    store: Store,
+    ref: str,
+    *,
+    outcome: str | None = None,
+    summary: str | None = None,
+    steps: Sequence[str] = (),
+    links: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    finish: bool = False,
+    allow_secret: bool = False,
+) -> Episode:
+    """Change an episode in place, with one commit: a new `outcome` (front matter and the
+    Outcome section), `summary` (replaces the Summary section), `steps` appended to Steps,
+    `links` (note ids, resolved like `add`'s) and `tags` added. `updated` and `checksum` are
+    stamped; every other byte of the file (hand edits) stays.
+
+    `finish` is the end of an `in_progress` episode: the outcome is required and must be a
+    final one, and an episode that already ended is refused."""
+    new_outcome = arguments.outcome(outcome) if outcome is not None or finish else None
+    if finish and new_outcome == "in_progress":
+        raise ArgumentError("outcome", "finishing an episode needs how it ended "
+                                       "(completed, partial or failed)")
+    new_summary = _clean(summary) or None
+    parsed_steps = [parse_step(step) for step in steps]
+    clean_tags = [tag.strip() for tag in tags if tag.strip()]
+    if new_outcome is None and new_summary is None and not parsed_steps and not links \
+            and not clean_tags:
+        raise UsageError(f"nothing to change: give {arg('outcome')}, {arg('summary')}, "
+                         f"{arg('step')}, {arg('link')} or {arg('tags')}")
+    guard({"text": "\n".join([new_summary or "", *(s.render() for s in parsed_steps)]),
+           "tags": clean_tags, "links": list(links)}, allow_secret)
+    linked = [store.find_note(link) for link in links]
+
+    with store.lock("episode update"):
+        episode = find_episode(store, ref)
+        if finish and episode.outcome != "in_progress":
+            raise MemctlError(f"episode {episode.id} has already ended ({episode.outcome or 'no outcome'}); "
+                              f"{cmd('episode update')} changes it")
+        text, _info = store.read_text(episode.path)
+        parsed = parse_text(text)
+        if parsed.problem is not None:
+            raise MemctlError(f"{episode.path}:{parsed.problem.line}: {parsed.problem.message}")
+        body = parsed.body
+        if new_outcome is not None:
+            body = _splice_section(body, "outcome", [new_outcome], replace=True)
+        if new_summary is not None:
+            body = _splice_section(body, "summary", new_summary.splitlines() or [""], replace=True)
+        if parsed_steps:
+            first = len(episode.steps) + 1
+            body = _splice_section(body, "steps", [f"{number}. {step.render()}" for number, step
+                                                   in enumerate(parsed_steps, first)], replace=False)
+        new_links = []
+        for note in linked:
+            if note.id not in episode.links and note.id not in [n.id for n in new_links]:
+                new_links.append(note)
+        if new_links:
+            body = _splice_section(body, "links", [
+                f"- {note.id}: {' '.join(note.title.split())[:80]}" for note in new_links],
+                replace=False)
+        fields: dict[str, Any] = {}
+        if not parsed.meta.get("id"):
+            fields["id"] = episode.id  # the id it was known by survives the change
+        if new_outcome is not None:
+            fields["outcome"] = new_outcome
+        if new_links:
+            fields["links"] = [*episode.links, *(note.id for note in new_links)]
+        if [t for t in clean_tags if t not in episode.tags]:
+            fields["tags"] = [*episode.tags, *(t for t in clean_tags if t not in episode.tags)]
+        fields["updated"] = format_time(monotonic_stamp(now(), episode.updated))
+        try:
+            changed = set_fields(text[: len(text) - len(parsed.body)] + body, fields)
+            changed = set_fields(changed, {"checksum": compute_checksum(changed)})
+        except ValueError as exc:
+            raise MemctlError(f"{episode.path}: cannot change its fields safely ({exc}); "
+                              "edit the file by hand") from None
+        store.write_text(episode.path, changed)
+        final = parse_episode(changed, episode.path, episode.project)
+        verb = "finished" if finish else "updated"
+        store.commit(f"episode {final.id} {verb} ({final.outcome}): {masked_title(final.goal)}",
+                     [episode.path])
+    return final

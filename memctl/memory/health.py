@@ -109,23 +109,33 @@ def _read_all(store: Store) -> tuple[list[Note], list[dict[str, Any]], list[dict
 
 def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar: float
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Near-duplicates and contradiction candidates among live notes, per project + global
-    (the similar pairs of unchanged notes come from the last report: memctl.memory.paircache)."""
+    """Near-duplicates and contradiction candidates among live notes, within each project and
+    between a project and global (the similar pairs of unchanged notes come from the last
+    report: memctl.memory.paircache)."""
     pool = live(notes, moment)
     by_id = {note.id: note for note in pool}
     scopes: dict[str, list[Note]] = {}
     for note in pool:
         scopes.setdefault(note.path.split("/", 1)[0], []).append(note)
-    global_notes = scopes.get(GLOBAL, [])
+    global_items = [(note.id, note.body) for note in scopes.get(GLOBAL, [])]
     seen: set[tuple[str, str]] = set()
     duplicates: list[dict[str, Any]] = []
     contradictions: list[dict[str, Any]] = []
     cached = paircache.load(root, similar)
     kept: dict[str, object] = {}
+    briefs: dict[str, dict[str, Any]] = {}  # one brief per note, shared by its pairs
+
+    def brief(note_id: str) -> dict[str, Any]:
+        if note_id not in briefs:
+            briefs[note_id] = _brief(by_id[note_id])
+        return briefs[note_id]
+
     for project in sorted(scopes):
-        group = scopes[project] if project == GLOBAL else scopes[project] + global_notes
-        items = [(note.id, note.body) for note in group]
-        pairs, kept[project] = paircache.group_pairs(items, cached.get(project), similar)
+        items = [(note.id, note.body) for note in scopes[project]]
+        # global's own pairs once, in its own group; every project's notes with global's.
+        partners = [] if project == GLOBAL else global_items
+        pairs, kept[project] = paircache.group_pairs(items, cached.get(project), similar,
+                                                     partners)
         for a, b, _score in pairs:
             key = (min(a, b), max(a, b))
             if key in seen or a == b:
@@ -133,7 +143,7 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
             seen.add(key)
             verdict = compare(by_id[a].body, by_id[b].body, duplicate_threshold=dup,
                               similar_threshold=similar)
-            entry = {"a": _brief(by_id[key[0]]), "b": _brief(by_id[key[1]]),
+            entry = {"a": brief(key[0]), "b": brief(key[1]),
                      "score": round(verdict.score, 1), "reasons": list(verdict.reasons)}
             if verdict.duplicate:
                 duplicates.append(entry)
@@ -241,7 +251,9 @@ def build_report(store: Store, moment: datetime | None = None) -> dict[str, Any]
     for note_id, recent in _top_accessed(store, moment - timedelta(days=TOP_RECALLED_DAYS)):
         if note_id in by_id:
             count, last = counts.get(note_id, (0, None))
-            top.append({**_brief(by_id[note_id]), "recalls_30d": recent,
+            # Accesses are search hits and recalls; `recalls_30d` is the same number under
+            # its older, narrower name, kept for readers of the JSON (docs/health.md).
+            top.append({**_brief(by_id[note_id]), "accesses_30d": recent, "recalls_30d": recent,
                         "access_count": count, "last_accessed": last})
     top = top[:TOP_RECALLED_LIMIT]
 
@@ -421,11 +433,11 @@ def to_markdown(report: dict[str, Any]) -> str:
                   [[k, v, bar(v, largest)] for k, v in totals["by_type"].items()])
     out += _table(["project", "notes"], [[k, v] for k, v in totals["by_project"].items()])
     out += _table(["status", "notes"], [[k, v] for k, v in totals["by_status"].items()])
-    out += [f"## Most recalled in the last {TOP_RECALLED_DAYS} days", ""]
-    out += _table(["id", "project", "recalls", "title"],
-                  [[e["id"], e["project"], e["recalls_30d"], e["title"]]
+    out += [f"## Most accessed by search or recall in the last {TOP_RECALLED_DAYS} days", ""]
+    out += _table(["id", "project", "accesses", "title"],
+                  [[e["id"], e["project"], e["accesses_30d"], e["title"]]
                    for e in report["top_recalled"]])
-    out += [f"## Not recalled in {report['unrecalled_days']:g} days "
+    out += [f"## Idle {report['unrecalled_days']:g}+ days: no search hit, recall or edit "
             f"({len(report['unrecalled'])})", ""]
     out += _table(["id", "project", "days", "title"],
                   [[e["id"], e["project"], e["days"], e["title"]] for e in report["unrecalled"]])

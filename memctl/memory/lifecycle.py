@@ -36,11 +36,13 @@ from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
 from memctl.disk.atomic import fsync_dir, make_dirs
 from memctl.disk.counters import get_counters
+from memctl.disk.gitops import last_message_starting
 from memctl.disk.layout import ARCHIVED, NOTE, classify
 from memctl.store import Store
 
 ARCHIVE = "archive"
 DEMOTE = "demote"
+SWEEP_SUBJECT = "archive sweep: "  # how a sweep's commit starts (`restore --last-sweep` finds it)
 
 
 @dataclass(frozen=True)
@@ -217,10 +219,11 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
             changed.append(_demote(store, item, moment))
         for item in plan.archive:
             changed.extend(_archive(store, item, moment))
+        # One `archive <id>: <reason>` line per note: `restore --last-sweep` reads them.
         lines = [f"archive {item.id}: {item.reason}" for item in plan.archive]
         lines += [f"demote {item.id} to {item.new_importance}: {item.reason}"
                   for item in plan.demote]
-        title = f"archive sweep: {len(plan.archive)} archived, {len(plan.demote)} demoted"
+        title = f"{SWEEP_SUBJECT}{len(plan.archive)} archived, {len(plan.demote)} demoted"
         plan.commit = store.commit(title + "\n\n" + "\n".join(lines), changed)
     return plan
 
@@ -290,26 +293,101 @@ def _archive(store: Store, item: SweepItem, moment: datetime) -> list[str]:
 
 def restore_note(store: Store, ref: str) -> tuple[Note, str]:
     """Bring an archived (or superseded) note back to active. Returns it and its old path."""
-    note = store.find_note(ref)
-    if note.status == "active":
-        raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")
+    restored = restore_notes(store, [ref])
+    return restored.notes[0]
+
+
+@dataclass
+class RestoreResult:
+    notes: list[tuple[Note, str]] = field(default_factory=list)  # (restored note, old path)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, why), --last-sweep only
+    commit: str | None = None
+
+
+def last_sweep_ids(store: Store) -> list[str]:
+    """The ids the newest archive sweep archived, read from its commit (`run_sweep` writes
+    one `archive <id>: <reason>` line per note); none when no sweep was committed."""
+    message = last_message_starting(store.root, SWEEP_SUBJECT)
+    if message is None:
+        return []
+    ids = []
+    for line in message.splitlines()[1:]:
+        words = line.split(" ", 2)
+        if len(words) >= 2 and words[0] == "archive" and words[1].endswith(":"):
+            ids.append(words[1][:-1])
+    return ids
+
+
+def restore_notes(store: Store, refs: list[str]) -> RestoreResult:
+    """Bring archived (or superseded) notes back to active, with one commit. Every id is
+    resolved and checked first: an unknown or active one is an error and nothing changes."""
+    notes: dict[str, Note] = {}
+    for ref in refs:
+        note = store.find_note(ref)
+        if note.status == "active":
+            raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")
+        notes.setdefault(note.id, note)
+    if not notes:
+        raise MemctlError("no note to restore")
+    result = RestoreResult()
     with store.lock("restore"):
         moment = now()
-        text, _info = store.read_text(note.path)
-        old_path = note.path
-        updates: dict[str, Any] = {"status": "active", "archived_from": None,
-                                   "superseded_by": None}
-        # A note restored while past its expiry would vanish from search again at once.
-        if note.is_expired(moment):
-            updates["expires"] = None
-        target = note.path
-        if classify(note.path) == (ARCHIVED, folder_project(note)):
-            wanted = str(note.meta.get("archived_from") or "")
-            if not wanted or classify(wanted) != (NOTE, folder_project(note)):
-                wanted = notes_relpath(note)
-            target = _free_path(store, wanted, note.id)
-        changed = _move(store, note, target, stamp(text, updates, moment, note))
-        store.commit(f"restore {note.id}: {masked_title(note.title)}", changed)
-    return store.read_note(target), old_path
+        changed: list[str] = []
+        for note in notes.values():
+            target = _restore_one(store, note, moment)
+            changed += [note.path, target]
+            result.notes.append((note, target))
+        if len(notes) == 1:
+            note = next(iter(notes.values()))
+            message = f"restore {note.id}: {masked_title(note.title)}"
+        else:
+            message = f"restore {len(notes)} notes\n\n" + "\n".join(
+                f"restore {note.id}: {masked_title(note.title)}" for note in notes.values())
+        result.commit = store.commit(message, changed)
+    result.notes = [(store.read_note(target), note.path) for note, target in result.notes]
+    return result
+
+
+def restore_last_sweep(store: Store) -> RestoreResult:
+    """Undo the newest archive sweep: restore, with one commit, the notes it archived that
+    are still archived. Those restored, forgotten or changed since are listed as skipped."""
+    ids = last_sweep_ids(store)
+    if not ids:
+        raise MemctlError("no archive sweep in this store's history; nothing to undo")
+    refs, skipped = [], []
+    for note_id in ids:
+        try:
+            note = store.find_note(note_id)
+        except MemctlError:
+            skipped.append((note_id, "not found (forgotten since?)"))
+            continue
+        if note.status != "archived":
+            skipped.append((note_id, f"{note.status} now"))
+            continue
+        refs.append(note.id)
+    if not refs:
+        raise MemctlError(f"every note the last archive sweep archived ({len(ids)}) was restored, "
+                          "changed or forgotten since; nothing to undo")
+    result = restore_notes(store, refs)
+    result.skipped = skipped
+    return result
+
+
+def _restore_one(store: Store, note: Note, moment: datetime) -> str:
+    """Move one note back and make it active; returns where it is now (under the lock)."""
+    text, _info = store.read_text(note.path)
+    updates: dict[str, Any] = {"status": "active", "archived_from": None,
+                               "superseded_by": None}
+    # A note restored while past its expiry would vanish from search again at once.
+    if note.is_expired(moment):
+        updates["expires"] = None
+    target = note.path
+    if classify(note.path) == (ARCHIVED, folder_project(note)):
+        wanted = str(note.meta.get("archived_from") or "")
+        if not wanted or classify(wanted) != (NOTE, folder_project(note)):
+            wanted = notes_relpath(note)
+        target = _free_path(store, wanted, note.id)
+    _move(store, note, target, stamp(text, updates, moment, note))
+    return target
 
 

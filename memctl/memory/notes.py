@@ -10,7 +10,7 @@ from typing import Any
 
 from memctl.core import arguments
 from memctl.core.clock import format_time, now
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError, NoteFormatError, UsageError, arg, cmd
 from memctl.core.ids import new_id
 from memctl.core.importance import infer_importance
 from memctl.core.note import (
@@ -23,12 +23,13 @@ from memctl.core.note import (
     stamp,
     title_of,
 )
-from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.core.noteformat import compute_checksum, parse_text, render_note, replace_body, set_fields
 from memctl.core.secrets import guard, mask_secrets, masked_title, scan
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template
 from memctl.index.db import ensure_fresh
 from memctl.memory.checks import MERGED, decide
+from memctl.memory.drafts import MARK, Draft, fingerprint
 from memctl.store import Store
 
 
@@ -39,10 +40,12 @@ class AddResult:
     action: str  # "created" or "merged"
     superseded: list[str] = field(default_factory=list)
     similar: list[str] = field(default_factory=list)
+    corrects: str | None = None  # a correction: the note it corrects, which stays active
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "path": self.path, "action": self.action,
-                "superseded": self.superseded, "similar": self.similar}
+                "superseded": self.superseded, "similar": self.similar,
+                "corrects": self.corrects}
 
 
 def build_note_text(store: Store, *, note_id: str, text: str, note_type: str, project: str,
@@ -88,6 +91,9 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
     """Write one note after the write-time checks (duplicates, supersession, secrets)."""
     text = arguments.note_text(text)
     note_type = arguments.note_type(note_type)
+    if corrects and note_type != "correction":
+        # Only a correction is linked to what it corrects and ranked ahead of it.
+        raise UsageError(f"{arg('corrects')} is for a correction: add {arg('type')} correction")
     project = arguments.scope_name(project)
     if importance is not None:
         arguments.importance(importance)
@@ -138,14 +144,16 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         for old_id in decision.supersedes:
             old = by_id.get(old_id) or store.find_note(old_id)
             if old.status != "active":
-                continue  # already retired: `corrects:` still names it
+                continue  # already retired
             changed.append(_mark_superseded(store, old, note_id, moment))
             superseded.append(old.id)
         message = f"add {note_type} {note_id}: {masked_title(title)}"
         if superseded:
             message += f" (supersedes {', '.join(superseded)})"
+        if corrects:
+            message += f" (corrects {corrects})"
         store.commit(message, changed)
-    return AddResult(note_id, relpath, "created", superseded, list(decision.similar))
+    return AddResult(note_id, relpath, "created", superseded, list(decision.similar), corrects)
 
 
 
@@ -172,16 +180,22 @@ def _active_notes(store: Store, project: str) -> list[Note]:
     """Active notes of the project and global, the scope of the write-time checks.
 
     Read from the index (fields and body), not from every file: an add stays fast as the
-    store grows. The files it then changes are read afresh."""
-    index = ensure_fresh(store)
+    store grows. The files it then changes are read afresh. Only these two folders need be
+    current, so only they are walked (memctl.index.db.ensure_fresh)."""
+    index = ensure_fresh(store, [project, GLOBAL])
     notes = []
     for meta, body in index.active_notes_with_bodies([project, GLOBAL]):
-        fields = {key: meta.get(key) for key in _NOTE_FIELDS}
-        fields["tags"] = list(meta.get("tags") or [])
-        fields["pinned"] = bool(meta.get("pinned"))
-        fields["title"] = meta.get("title") or ""
-        notes.append(Note(**fields, body=body, has_id=meta["id"] != derive_id(meta["path"])))
+        notes.append(_indexed_note(meta, body))
     return notes
+
+
+def _indexed_note(meta: dict[str, Any], body: str) -> Note:
+    """A note as the index holds it (for a file that no longer parses: its last good version)."""
+    fields = {key: meta.get(key) for key in _NOTE_FIELDS}
+    fields["tags"] = list(meta.get("tags") or [])
+    fields["pinned"] = bool(meta.get("pinned"))
+    fields["title"] = meta.get("title") or ""
+    return Note(**fields, body=body, has_id=meta["id"] != derive_id(meta["path"]))
 
 
 _NOTE_FIELDS = ("id", "type", "project", "importance", "created", "updated", "status", "path",
@@ -193,6 +207,101 @@ def _mark_superseded(store: Store, old: Note, new_id_value: str, moment: Any) ->
     text, _info = store.read_text(old.path)
     store.write_text(old.path, stamp(text, {"status": "superseded", "superseded_by": new_id_value}, moment, old))
     return old.path
+
+
+@dataclass
+class UpdateResult:
+    """A note changed in place: which of its fields changed (`text` for the body), and what
+    the write-time checks found among the other notes."""
+
+    note: Note
+    changed: list[str]
+    superseded: list[str] = field(default_factory=list)
+    similar: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.note.id, "path": self.note.path, "changed": self.changed,
+                "superseded": self.superseded, "similar": self.similar}
+
+
+def update_note(store: Store, ref: str, *, text: str | None = None, importance: int | None = None,
+                tags: list[str] | None = None, subject: str | None = None,
+                predicate: str | None = None, expires: str | None = None,
+                pinned: bool | None = None, allow_secret: bool = False) -> UpdateResult:
+    """Change one note in place: its text and/or fields. None leaves a field as it is; an
+    empty subject, predicate or expires removes it; `tags` replaces the tags. The values go
+    through the same validators and secret guard as `add`, and a changed text or subject +
+    predicate meets the same checks: another active note of the same scope with the same
+    subject + predicate is superseded by this one, near-duplicates and possible
+    contradictions are reported as `similar` (never merged: this note keeps its id).
+    Nothing changed, nothing written."""
+    moment = now()
+    new_text = arguments.note_text(text) if text is not None else None
+    wanted: dict[str, Any] = {}
+    if importance is not None:
+        wanted["importance"] = arguments.importance(importance)
+    if tags is not None:
+        wanted["tags"] = arguments.tags(tags)
+    if subject is not None:
+        wanted["subject"] = arguments.short_line(subject, "subject")
+    if predicate is not None:
+        wanted["predicate"] = arguments.short_line(predicate, "predicate")
+    if expires is not None:
+        wanted["expires"] = arguments.expiry(expires, moment) if expires.strip() else None
+    if pinned is not None:
+        wanted["pinned"] = True if pinned else None  # unpinned: the field goes
+    if new_text is None and not wanted:
+        raise UsageError("nothing to change: give the new text or a field to set")
+    guard({"text": new_text, "tags": wanted.get("tags"), "subject": wanted.get("subject"),
+           "predicate": wanted.get("predicate")}, allow_secret)
+
+    with store.lock("update"):
+        note = store.find_note(ref)
+        current = {"importance": note.importance, "tags": list(note.tags),
+                   "subject": note.subject, "predicate": note.predicate,
+                   "expires": note.expires, "pinned": True if note.pinned else None}
+        fields = {key: value for key, value in wanted.items() if current[key] != value}
+        text_changed = new_text is not None and new_text != note.body.strip("\n")
+        if not fields and not text_changed:
+            return UpdateResult(note, [])
+        file_text, _info = store.read_text(note.path)
+        if text_changed:
+            try:
+                file_text = replace_body(file_text, new_text or "")
+            except ValueError as exc:
+                raise MemctlError(f"{note.path}: cannot change a file whose front matter does "
+                                  f"not parse ({exc})") from None
+        stamped = stamp(file_text, fields, moment, note)
+
+        superseded: list[str] = []
+        similar: list[str] = []
+        changed_paths = [note.path]
+        if note.status == "active" and (text_changed or "subject" in fields
+                                        or "predicate" in fields):
+            pool = [other for other in _active_notes(store, note.project) if other.id != note.id]
+            decision = decide(
+                new_text if new_text is not None else note.body, note_type=note.type,
+                project=note.project, existing=pool,
+                subject=fields["subject"] if "subject" in fields else note.subject,
+                predicate=fields["predicate"] if "predicate" in fields else note.predicate,
+                force=True, moment=moment,
+                duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
+                similar_threshold=store.settings.get("duplicates.similar_threshold"))
+            by_id = {other.id: other for other in pool}
+            for old_id in decision.supersedes:
+                old = by_id.get(old_id)
+                if old is not None and old.status == "active":
+                    changed_paths.append(_mark_superseded(store, old, note.id, moment))
+                    superseded.append(old.id)
+            similar = list(decision.similar)
+        store.write_text(note.path, stamped)
+        updated = store.read_note(note.path)
+        message = f"update {note.id}: {masked_title(updated.title)}"
+        if superseded:
+            message += f" (supersedes {', '.join(superseded)})"
+        store.commit(message, changed_paths)
+    return UpdateResult(updated, (["text"] if text_changed else []) + list(fields),
+                        superseded, similar)
 
 
 def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note]:
@@ -208,60 +317,138 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
     return store.read_note(old.path), new
 
 
-def edit_note(store: Store, ref: str, editor: str | None = None) -> tuple[Note, bool]:
+@dataclass
+class EditResult:
+    """What `memctl edit` did: `changed` when the note was saved; `reopened` when the edit
+    went on from the draft a failed save had kept; `broken` when the file is left as it was
+    and still does not parse."""
+
+    note: Note
+    changed: bool
+    reopened: bool = False
+    broken: NoteFormatError | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.note.id, "path": self.note.path, "changed": self.changed,
+                "reopened": self.reopened,
+                "problem": None if self.broken is None else str(self.broken)}
+
+
+def edit_note(store: Store, ref: str, editor: str | None = None, fresh: bool = False) -> EditResult:
     """Open the note in $EDITOR on a copy, validate, then stamp `updated` and save.
 
     The note file is replaced only with a valid result; an invalid one is kept in
-    `.memctl/edit/` and named in the error so no typing is lost."""
-    note = store.find_note(ref)
-    original, _info = store.read_text(note.path)
+    `.memctl/edit/` and named in the error, and the next edit of the note opens it again with
+    the reason on top (`fresh` drops it): no typing is lost (memctl.memory.drafts). A file
+    that does not parse is opened as it is, for fixing; its last good version (the index's)
+    gives the id it must keep."""
+    note, original, broken = _editable(store, ref)
     editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     draft_dir = store.state_dir / "edit"
     draft_dir.mkdir(exist_ok=True)
-    draft = draft_dir / f"{note.id}.md"
-    draft.write_bytes(original.encode("utf-8"))
+    draft = Draft(draft_dir, note.id)
+    where = store.relpath(draft.path)
+    reopened = draft.exists() and not fresh
+    if reopened:
+        kept, _removed, _leftover = draft.read()
+        base = draft.base
+        problem = _validate_edited(kept, note, original)
+        stale = base is not None and base != fingerprint(original)
+        draft.reopen(kept, _draft_header(note.id, problem, stale), base)
+    else:
+        draft.start(original)
     try:
-        result = subprocess.run([*shlex.split(editor), str(draft)])
+        result = subprocess.run([*shlex.split(editor), str(draft.path)])
     except FileNotFoundError:
         raise MemctlError(f"editor {editor!r} not found; set $EDITOR") from None
+    kept_note = (f"the note is unchanged and your edit is kept: {cmd(f'edit {note.id}')} opens "
+                 f"it again ({arg('fresh')}: start again from the note)")
     if result.returncode != 0:
-        raise MemctlError(f"editor exited with {result.returncode}; the note is unchanged (your copy: {draft})")
+        raise MemctlError(f"editor exited with {result.returncode}; {kept_note} ({where})")
     try:
-        edited = draft.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise MemctlError(f"the edited note is not UTF-8 text; the note is unchanged (your copy: {draft})") from None
+        edited, removed, leftover = draft.read()
+    except FileNotFoundError:
+        draft.discard()
+        raise MemctlError(f"the editor removed the copy it was given ({where}); the note is "
+                          "unchanged") from None
+    if leftover is not None:
+        raise MemctlError(f"{where}:{leftover}: a line memctl put at the top of the draft "
+                          f"(`# memctl: …`) was changed or moved, so it is not removed by "
+                          f"itself; delete it; {kept_note}")
     if edited == original:
-        draft.unlink()
-        return note, False
-    problem = _validate_edited(edited, note, original)
+        draft.discard()
+        return EditResult(note, False, reopened, broken)
+    problem = _validate_edited(edited, note, original, first_line=removed + 1)
     if problem:
-        raise MemctlError(f"{problem}; the note is unchanged (your edited copy: {store.relpath(draft)})")
+        line, message = problem
+        raise MemctlError(f"{where}{f':{line}' if line else ''}: {message}; {kept_note}")
+    text = edited.decode("utf-8")  # validated
     with store.lock("edit"):
         moment = now()
-        stamped = stamp(edited, {}, moment, note)
+        stamped = stamp(text, {}, moment, note)
         store.write_text(note.path, stamped)
         store.commit(f"edit {note.id}: {masked_title(title_of(parse_text(stamped).meta, parse_text(stamped).body))}", [note.path])
-    draft.unlink()
-    return store.read_note(note.path), True
+    draft.discard()
+    return EditResult(store.read_note(note.path), True, reopened)
 
 
-def _validate_edited(text: str, original: Note, original_text: str) -> str | None:
+def _editable(store: Store, ref: str) -> tuple[Note, bytes, NoteFormatError | None]:
+    """The note to edit and its file's bytes. A file that does not parse is edited as it is;
+    the note is then its last good version, from the index (docs/format.md)."""
+    entry = store.find_entry(ref)
+    try:
+        note = store.read_note(entry["path"])
+    except NoteFormatError as broken:
+        return _indexed_note(entry, ""), broken.data, broken
+    text, _info = store.read_text(note.path)
+    return note, text.encode("utf-8"), None
+
+
+def _draft_header(note_id: str, problem: tuple[int | None, str] | None, stale: bool) -> list[str]:
+    """The lines on top of a reopened draft; a problem's line is counted in the draft as it
+    will be, below these lines."""
+    lines = [f"{MARK} your edit of note {note_id}, kept because it could not be saved."]
+    if problem:
+        lines.append("")  # the problem, once the size of the header is known
+    if stale:
+        lines.append(f"{MARK} the note has changed since this edit began; saving puts this "
+                     "edit in its place.")
+    lines.append(f"{MARK} fix it and save: the lines starting with `{MARK}` are removed.")
+    lines.append(f"{MARK} to start again from the note: memctl edit {note_id} --fresh")
+    if problem:
+        line, message = problem
+        message = " ".join(message.split())  # one line, whatever the message holds
+        lines[1] = f"{MARK} line {line + len(lines)}: {message}" if line else f"{MARK} {message}"
+    return lines
+
+
+def _validate_edited(data: bytes, original: Note, original_data: bytes,
+                     first_line: int = 1) -> tuple[int | None, str] | None:
+    """Why the edited file cannot be saved, with the line (counted from `first_line`, the
+    draft's line of the file's first line) when there is one; None when it can."""
+    shift = first_line - 1
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[:exc.start].count(b"\n") + 1 + shift, "not UTF-8 text"
+    if "\x00" in text:
+        return text.count("\n", 0, text.index("\x00")) + 1 + shift, "binary content (NUL bytes)"
     parsed = parse_text(text)
     if parsed.problem is not None:
-        return f"line {parsed.problem.line}: {parsed.problem.message}"
+        return parsed.problem.line + shift, parsed.problem.message
     edited = note_from_parsed(parsed, text=text, relpath=original.path, project=original.project)
     if original.has_id and edited.id != original.id:
-        return f"the id changed from {original.id} to {edited.id}; ids are permanent"
+        return None, f"the id changed from {original.id} to {edited.id}; ids are permanent"
     if edited.warnings:
-        return "; ".join(edited.warnings)
-    before = {(f.kind, f.masked) for f in scan(original_text)}
+        return None, "; ".join(edited.warnings)
+    before = {(f.kind, f.masked) for f in scan(original_data.decode("utf-8", "replace"))}
     added = [f for f in scan(text) if (f.kind, f.masked) not in before]
     if added:
-        shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in added[:3])
-        return (f"the edit adds what looks like a secret: {shown}; the store is synced through "
-                "git, so it was not saved")
+        shown = ", ".join(f"{f.kind} {f.masked} (line {f.line + shift})" for f in added[:3])
+        return added[0].line + shift, (f"the edit adds what looks like a secret: {shown}; the "
+                                       "store is synced through git, so it was not saved")
     if not parsed.body.strip():
-        return "the note body is empty (use `memctl forget` to delete a note)"
+        return None, "the note body is empty (use `memctl forget` to delete a note)"
     return None
 
 

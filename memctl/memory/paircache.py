@@ -1,10 +1,12 @@
 """The health report's near-duplicate pairs, kept between runs in `.memctl/health-pairs.json`.
 
-Comparing every live note with every other note of its project is quadratic (~0.3 s for 800
-notes here, minutes for 5,000). Between two reports most notes do not change, and a pair of
-unchanged texts scores as it did: so a note whose text is unchanged keeps its pairs with the
-other unchanged notes, and only new or edited notes are compared again, each with its whole
-group. When more than a third of a group changed, the group is compared afresh.
+Finding a group's pairs costs about a second for 5,000 notes (memctl.core.similarity scores
+only the candidate pairs of memctl.core.nearpairs). Between two reports most notes do not
+change, and a pair of unchanged texts scores as it did: so a note whose text is unchanged
+keeps its pairs with the other unchanged notes, and only new or edited notes are compared
+again, each with its whole group. When more than a third of a group changed, the group is
+compared afresh. A group is a project's notes with `global`'s as partners (pairs of two
+global notes belong to `global`'s own group).
 
 The file is derived and local like the index: delete it any time. A test holds the result
 equal to comparing everything again. (One exception, by construction: past 131,068 distinct
@@ -23,19 +25,23 @@ from memctl.core.similarity import pairs_involving, similar_pairs
 from memctl.disk.atomic import atomic_write_text
 from memctl.disk.layout import state_path
 
-FORMAT = 2  # bump when memctl.core.similarity scores texts differently (2: long notes capped)
+# Bump when memctl.core.similarity scores texts differently (2: long notes capped; 3:
+# candidate pairs, and a project's group no longer holds the pairs of two global notes).
+FORMAT = 3
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
 
 Pair = tuple[str, str, float]
 
 
-def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: float
-                ) -> tuple[list[Pair], dict[str, object]]:
-    """Pure: the similar pairs of one group (key, text), and what to keep of it for next time.
-    `previous` is what this returned last time for the group (anything else is ignored)."""
-    digests = {key: _digest(text) for key, text in items}
-    unique = len(digests) == len(items)  # a key twice (a copied note): no shortcut
+def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: float,
+                partners: Sequence[tuple[str, str]] = ()) -> tuple[list[Pair], dict[str, object]]:
+    """Pure: the similar pairs of one group (key, text) and of it with its `partners` (see
+    `similarity.similar_pairs`), and what to keep of it for next time. `previous` is what
+    this returned last time for the group (anything else is ignored)."""
+    everything = [*items, *partners]
+    digests = {key: _digest(text) for key, text in everything}
+    unique = len(digests) == len(everything)  # a key twice (a copied note): no shortcut
     before = _entry(previous)
     if unique and before is not None:
         old_items, old_pairs = before
@@ -44,13 +50,14 @@ def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: f
         if len(changed) * REFRESH_SHARE <= len(digests):
             # Each pair in the order of its two texts now, as similar_pairs gives it (the
             # notes may have been listed in another order last time).
-            position = {key: number for number, (key, _) in enumerate(items)}
+            position = {key: number for number, (key, _) in enumerate(everything)}
             kept = [(a, b, score) if position[a] < position[b] else (b, a, score)
                     for a, b, score in old_pairs if a in unchanged and b in unchanged]
-            fresh = pairs_involving(items, changed, threshold=threshold) if changed else []
+            fresh = pairs_involving(items, changed, threshold=threshold,
+                                    partners=partners) if changed else []
             pairs = sorted(kept + fresh, key=lambda p: (-p[2], p[0], p[1]))
             return pairs, {"items": digests, "pairs": [list(p) for p in pairs]}
-    pairs = similar_pairs(items, threshold=threshold)
+    pairs = similar_pairs(items, threshold=threshold, partners=partners)
     entry: dict[str, object] = {"items": digests if unique else {},
                                 "pairs": [list(p) for p in pairs]}
     return pairs, entry

@@ -3,7 +3,8 @@
 L2 `MEMORY.md`, the scratchpad, then the notes that matter now — within a budget, because
 context is the agent's scarcest resource. How the notes are chosen, in order:
 
-1. only live notes of the project and `global` (never superseded, archived or expired);
+1. only live notes of the project and `global` (never superseded, archived or expired),
+   and never one whose file looks like it holds a secret (counted in `secrets_left_out`);
 2. without a query: corrections, then rules, then the rest by importance and recency;
 3. with a query: the notes it really matches first (search hits covering at least half of
    the query: corrections, then rules, then the others in search order), then only the notes
@@ -17,7 +18,8 @@ When the whole block would pass `total_chars`, it is cut from the least valuable
 notes are dropped lowest-ranked first down to three, then the scratchpad, then MEMORY.md
 are shortened at a line boundary, then the last notes go. `truncated` says anything was cut.
 Every note shown has its access counter bumped, and says when it was last written (its
-`updated`, else `created`, as a date).
+`updated`, else `created`, as a date), which live corrections it has, and which notes of the
+block it may contradict (the comparison `health` makes, among the block's notes only).
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ from typing import Any
 
 from memctl.core import arguments
 from memctl.core.clock import now, parse_time
-from memctl.core.errors import CLI, Front, MemctlError
+from memctl.core.errors import CLI, Front, MemctlError, NoteFormatError
+from memctl.core.secrets import scan
 from memctl.core.sections import parse_sections, strip_comments
+from memctl.core.similarity import compare, similar_pairs
 from memctl.disk.counters import record_access as record
 from memctl.disk.layout import GLOBAL
-from memctl.index.db import Index, ensure_fresh
+from memctl.index.db import Index, ParseError, ensure_fresh
 from memctl.index.search import search
 from memctl.memory import project_memory, scratchpad
 from memctl.store import Store
@@ -78,6 +82,9 @@ class Candidate:
     search_rank: int | None = None  # 0 = best hit for the query; None = not a hit
     date: str = ""  # YYYY-MM-DD of `updated` (else `created`), shown to the agent
     pinned: bool = False
+    corrects: str | None = None  # for a correction: the note it corrects
+    corrected_by: list[str] = field(default_factory=list)  # live corrections of this note
+    contradicts: list[str] = field(default_factory=list)  # notes of the block it may contradict
 
 
 @dataclass
@@ -91,6 +98,8 @@ class RecalledNote:
     path: str
     reason: str
     date: str = ""  # YYYY-MM-DD of `updated` (else `created`)
+    corrected_by: list[str] = field(default_factory=list)
+    contradicts: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +112,8 @@ class RecalledNote:
             "cut": self.cut,
             "path": self.path,
             "reason": self.reason,
+            "corrected_by": list(self.corrected_by),
+            "contradicts": list(self.contradicts),
         }
 
 
@@ -123,12 +134,14 @@ class RecallResult:
     scratchpad_cut: bool = False
     warnings: list[str] = field(default_factory=list)
     no_match: bool = False  # a query was given and no note matches it
+    secrets_left_out: int = 0  # notes left out because they look like they hold a secret
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "project": self.project,
             "query": self.query,
             "no_match": self.no_match,
+            "secrets_left_out": self.secrets_left_out,
             "memory_md": self.memory_md,
             "scratchpad": self.scratchpad,
             "notes": [note.to_dict() for note in self.notes],
@@ -287,7 +300,12 @@ def choose(
 def _note_line(note: RecalledNote, project: str) -> str:
     where = "" if note.project == project else f", {note.project}"
     when = f", {note.date}" if note.date else ""
-    return f"- `{note.id}` ({note.type}{where}{when}) {note.text}"
+    marks = [f"⚠ contradicts {', '.join(f'`{other}`' for other in note.contradicts)}"
+             ] if note.contradicts else []
+    if note.corrected_by:
+        marks.append(f"corrected by {', '.join(f'`{other}`' for other in note.corrected_by)}")
+    return (f"- `{note.id}` ({note.type}{where}{when}) {note.text}"
+            + "".join(f" [{mark}]" for mark in marks))
 
 
 def render(
@@ -362,6 +380,8 @@ def assemble(
                 candidate.path,
                 reason,
                 candidate.date,
+                list(candidate.corrected_by),
+                list(candidate.contradicts),
             )
         )
     memory_shown = compact(memory_md) if memory_md else None
@@ -464,6 +484,7 @@ def _candidate(row: dict[str, Any], rank: int | None) -> Candidate:
         search_rank=rank,
         date=str(row.get("updated") or row.get("created") or "")[:10],
         pinned=row.get("pinned") is True,
+        corrects=str(row["corrects"]) if row.get("corrects") else None,
     )
 
 
@@ -475,6 +496,50 @@ def _readable(read: Callable[[], str | None], warnings: list[str]) -> str | None
     except MemctlError as exc:
         warnings.append(f"{exc} (left out of this block)")
         return None
+
+
+def _last_good(store: Store, path: str) -> tuple[ParseError, str] | None:
+    """The problem of a note file that does not parse, and its last good body (the index's)."""
+    with ensure_fresh(store) as index:
+        return index.last_good(path)
+
+
+def _without_secrets(store: Store, readable: list[tuple[Candidate, str]]
+                     ) -> tuple[list[tuple[Candidate, str]], int]:
+    """The notes to show, and how many were left out because their file looks like it holds
+    a secret: the scan `memctl health` runs (memctl.core.secrets, docs/security.md), since a
+    recall block goes into an agent's context and from there anywhere."""
+    kept = []
+    for candidate, reason in readable:
+        try:
+            text = store.read_text(candidate.path)[0]
+        except MemctlError:
+            text = candidate.text  # unreadable now: what the block would show
+        if not scan(text):
+            kept.append((candidate, reason))
+    return kept, len(readable) - len(kept)
+
+
+def _mark_known_conflicts(store: Store, notes: Sequence[Candidate],
+                          corrections: dict[str, list[str]]) -> None:
+    """Mark what `add` and `health` know about the notes of the block: the live corrections
+    of each note, and the pairs that may contradict each other (the comparison `health`
+    makes, docs/lifecycle.md), among these few notes only, never the store. A correction and
+    the note it corrects are linked by that, not marked as a contradiction."""
+    by_id = {candidate.id: candidate for candidate in notes}
+    for candidate in notes:
+        candidate.corrected_by = list(corrections.get(candidate.id, []))
+    settings = store.settings
+    similar = float(settings.get("duplicates.similar_threshold"))
+    duplicate = float(settings.get("duplicates.merge_threshold"))
+    for a, b, _score in similar_pairs([(c.id, c.text) for c in notes], threshold=similar):
+        first, second = by_id[a], by_id[b]
+        if first.corrects == b or second.corrects == a:
+            continue
+        if compare(first.text, second.text, duplicate_threshold=duplicate,
+                   similar_threshold=similar).similar:
+            first.contradicts.append(b)
+            second.contradicts.append(a)
 
 
 def _query_ranks(store: Store, index: Index, project: str, query: str, limit: int) -> dict[str, int]:
@@ -511,6 +576,7 @@ def recall(
         ranks = _query_ranks(store, index, project, query, limit) if query else {}
         rows, live = index.recall_candidates(scopes, budget.max_notes, list(ranks),
                                              moment.timestamp(), HALF_LIFE_DAYS)
+        corrections = index.corrections_of([str(row["id"]) for row in rows], moment.timestamp())
     candidates = [
         _candidate(row, ranks.get(str(row["id"])))
         for row in rows
@@ -519,9 +585,19 @@ def recall(
     chosen, _ = choose(candidates, budget.max_notes, moment, queried=query is not None)
     omitted = max(0, live - len(chosen))
     readable = []
+    warnings: list[str] = []
     for candidate, reason in chosen:
         try:
             note = store.read_note(candidate.path)
+        except NoteFormatError:
+            # A file that does not parse is recalled by its last good version, as search finds
+            # it by its index entry; the block names the file to fix (docs/format.md).
+            kept = _last_good(store, candidate.path)
+            if kept is not None:
+                candidate.text = one_line(kept[1]) or candidate.title
+                readable.append((candidate, reason))
+                warnings.append(f"{kept[0]} (its last good version is recalled)")
+            continue
         except MemctlError:
             continue  # changed under us or unreadable now; the next recall sees it again
         if note.is_stale(moment):
@@ -529,7 +605,14 @@ def recall(
         candidate.text = one_line(note.body) or note.title
         readable.append((candidate, reason))
 
-    warnings = []
+    readable, secrets_left_out = _without_secrets(store, readable)
+    if secrets_left_out:
+        one = secrets_left_out == 1
+        warnings.append(
+            f"{secrets_left_out} {'note was' if one else 'notes were'} left out: "
+            f"{'it looks like it holds' if one else 'they look like they hold'} a secret "
+            f"({wording.command('health')} lists {'it' if one else 'them'})")
+    _mark_known_conflicts(store, [candidate for candidate, _ in readable], corrections)
     memory_text = _readable(lambda: project_memory.read_memory(store, project), warnings)
     scratch_text = _readable(lambda: scratchpad.read_scratch(store, project), warnings)
     view = project_memory.show(store, project) if memory_text is not None else None
@@ -551,6 +634,7 @@ def recall(
         wording=wording,
         no_match=query is not None and not ranks,
     )
+    result.secrets_left_out = secrets_left_out
     if record_access and result.notes:
         record(store, [note.id for note in result.notes], moment)
     return result

@@ -7,8 +7,10 @@ found by heading, in English or Chinese; a missing one is added at the end.
     ## Focus            one paragraph, replaced by `scratch focus`
     ## Open questions   `- question`
     ## Next steps       `1. step` (numbered, so `scratch done 2` has something to point at)
-    ## Done             `- [x] [11-30 10:12] step`
-    ## Notes            `- [11-30 10:15] observation`
+    ## Done             `- [x] [2026-11-30 10:12] step`
+    ## Notes            `- [2026-11-30 10:15] observation`
+
+Stamps carry the year; items written before they did (`[11-30 10:12]`) read the same.
 """
 
 from __future__ import annotations
@@ -34,26 +36,12 @@ if TYPE_CHECKING:
 FILE_NAME = "SCRATCHPAD.md"
 TEMPLATE_NAME = "SCRATCHPAD.md"
 
-ALIASES: Mapping[str, Sequence[str]] = {
-    "focus": ("Focus", "当前焦点", "current focus", "current task", "焦点", "当前任务"),
-    "questions": (
-        "Open questions",
-        "待解决问题",
-        "questions",
-        "question",
-        "open question",
-        "问题",
-        "疑问",
-        "开放问题",
-    ),
-    "next": ("Next steps", "下一步", "next", "next step", "todo", "to do", "待办", "下一步计划"),
-    "done": ("Done", "已完成", "completed", "finished", "完成"),
-    "notes": ("Notes", "笔记", "note", "observations", "results", "记录", "观察", "备注"),
-}
+ALIASES: Mapping[str, Sequence[str]] = sections.SCRATCHPAD_ALIASES
 
 _ITEM = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)(.*)$")
 _CHECKBOX = re.compile(r"^\[[ xX]\][ \t]*")
-_STAMP = re.compile(r"^\[\d\d-\d\d(?: \d\d:\d\d)?\][ \t]*")
+# `[2026-11-30 10:12]`, and the year-less `[11-30 10:12]` / `[11-30]` of older files.
+_STAMP = re.compile(r"^\[(?:\d{4}-)?\d\d-\d\d(?: \d\d:\d\d)?\][ \t]*")
 
 
 @dataclass(frozen=True)
@@ -89,7 +77,8 @@ class Scratchpad:
 
 
 def time_stamp(moment: datetime) -> str:
-    return moment.astimezone().strftime("%m-%d %H:%M")
+    """`2026-11-30 10:12`, local time: a scratchpad outlives a year-end."""
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def items(text: str, key: str) -> list[Item]:
@@ -200,51 +189,67 @@ def add_note(text: str, note: str, moment: datetime) -> str:
     )
 
 
-def find_step(text: str, ref: str) -> Item | None:
-    """A next step by number (`2`) or by its words (exact, else the one step containing them).
+def find_item(text: str, key: str, ref: str, what: str) -> Item | None:
+    """An item of a section (`next`, `questions`) by its position (`2`) or by its words
+    (exact, else the one item containing them). `what` names the items in messages.
 
     None when nothing matches; an ambiguous reference is an error naming the candidates."""
-    steps = items(text, "next")
+    found = items(text, key)
     ref = ref.strip()
     if ref.isdigit():
         number = int(ref)
-        if not 1 <= number <= len(steps):
+        if not 1 <= number <= len(found):
             raise UsageError(
-                f"there is no next step {number}; the scratchpad has {len(steps)} "
+                f"there is no {what} {number}; the scratchpad has {len(found)} "
                 f"(see {cmd('scratch show')})"
             )
-        return steps[number - 1]
+        return found[number - 1]
     wanted = " ".join(ref.lower().split())
-    exact = [s for s in steps if " ".join(s.text.lower().split()) == wanted]
+    exact = [s for s in found if " ".join(s.text.lower().split()) == wanted]
     if exact:
         return exact[0]
-    partial = [s for s in steps if wanted and wanted in s.text.lower()]
+    partial = [s for s in found if wanted and wanted in s.text.lower()]
     if len(partial) > 1:
         listed = "; ".join(f"{s.number}. {s.text}" for s in partial)
-        raise MemctlError(f"{ref!r} matches several next steps ({listed}); give its number")
+        raise MemctlError(f"{ref!r} matches several {what}s ({listed}); give its number")
     return partial[0] if partial else None
 
 
-def mark_done(text: str, ref: str, moment: datetime) -> tuple[str, str, bool]:
-    """Move a next step to Done with the time. Returns (new text, the step, was it listed).
+def find_step(text: str, ref: str) -> Item | None:
+    """A next step by number (`2`) or by its words (see `find_item`)."""
+    return find_item(text, "next", ref, "next step")
 
-    A reference that matches no step is recorded as done anyway: work that was never
-    planned still happened."""
+
+def mark_done(text: str, ref: str, moment: datetime) -> tuple[str, str]:
+    """Move a next step to Done with the time. Returns (new text, the step).
+
+    A reference that matches no step is an error: recording it anyway turned a mistyped
+    reference into a made-up Done item (`scratch note` records work never planned)."""
     step = find_step(text, ref)
     if step is None:
-        if ref.strip().isdigit():
-            raise UsageError(f"there is no next step {ref.strip()}")
-        done_text = ref.strip()
-        lines = sections.format_item(f"[x] [{time_stamp(moment)}] {done_text}")
-        return sections.insert_lines(text, "done", lines, ALIASES), done_text, False
+        raise MemctlError(f"{ref.strip()!r} is not one of the next steps (see {cmd('scratch show')}); "
+                          f"to record work that was never planned, use {cmd('scratch note')}")
     original_lines = text[step.start : step.end]
-    text = text[: step.start] + text[step.end :]
-    text = _renumber(text)
+    text = _renumber(text[: step.start] + text[step.end :])
     continuation = [line.strip() for line in original_lines.splitlines()[1:] if line.strip()]
     lines = sections.format_item(
         "\n".join([f"[x] [{time_stamp(moment)}] {_first_line_text(original_lines)}"] + continuation)
     )
-    return sections.insert_lines(text, "done", lines, ALIASES), step.text, True
+    return sections.insert_lines(text, "done", lines, ALIASES), step.text
+
+
+def resolve_question(text: str, ref: str, answer: str | None, moment: datetime) -> tuple[str, str]:
+    """Take an open question off the list and keep it, with its answer when given, as a
+    timed note (`- [time] resolved: question → answer`). Returns (new text, the question)."""
+    question = find_item(text, "questions", ref, "open question")
+    if question is None:
+        raise MemctlError(f"{ref.strip()!r} is not one of the open questions "
+                          f"(see {cmd('scratch show')})")
+    text = _renumber(text[: question.start] + text[question.end :], "questions")
+    record = f"resolved: {question.text}"
+    if answer is not None and answer.strip():
+        record += f" → {answer.strip()}"
+    return add_note(text, record, moment), question.text
 
 
 def _first_line_text(lines: str) -> str:
@@ -254,12 +259,12 @@ def _first_line_text(lines: str) -> str:
     return _CHECKBOX.sub("", value, count=1).strip()
 
 
-def _renumber(text: str) -> str:
-    """Number the numbered next steps 1, 2, 3 again; only their digits change."""
+def _renumber(text: str, key: str = "next") -> str:
+    """Number the numbered items of a section 1, 2, 3 again; only their digits change."""
     changed = True
     while changed:
         changed = False
-        for expected, step in enumerate(items(text, "next"), start=1):
+        for expected, step in enumerate(items(text, key), start=1):
             if not step.marker[0].isdigit() or step.marker[:-1] == str(expected):
                 continue
             line = text[step.start : step.end]
@@ -273,7 +278,7 @@ def _renumber(text: str) -> str:
 
 # --- the file in the store -----------------------------------------------------------------
 
-ACTIONS = ("focus", "question", "next", "done", "note")
+ACTIONS = ("focus", "question", "next", "done", "note", "resolve")
 
 
 @dataclass
@@ -332,15 +337,19 @@ def update(
     text: str,
     moment: datetime | None = None,
     allow_secret: bool = False,
+    answer: str | None = None,
 ) -> ScratchView:
-    """One scratchpad change: focus, question, next, done (number or words), note."""
+    """One scratchpad change: focus, question, next, done (number or words), note, resolve
+    (a question by number or words, with an optional `answer`)."""
     action = action.strip().lower()
     if action not in ACTIONS:
         raise UsageError(f"invalid action {action!r} (choose from {', '.join(ACTIONS)})")
-    if "\x00" in text:
+    if answer is not None and action != "resolve":
+        raise UsageError(f"{arg('answer')} only goes with resolving a question")
+    if "\x00" in text or "\x00" in (answer or ""):
         raise UsageError("the text contains NUL bytes")
 
-    check_secrets(text, allow_secret)
+    check_secrets(text + "\n" + (answer or ""), allow_secret)
     moment = moment or now()
     relpath = scratch_relpath(project)
     with store.lock(f"scratch {action}"):
@@ -354,8 +363,11 @@ def update(
             new = add_next(base, text)
             message = f"next step {len(items(new, 'next'))}: {masked_title(text)}"
         elif action == "done":
-            new, step, listed = mark_done(base, text, moment)
-            message = f"done: {masked_title(step)}" + ("" if listed else " (was not a next step)")
+            new, step = mark_done(base, text, moment)
+            message = f"done: {masked_title(step)}"
+        elif action == "resolve":
+            new, question = resolve_question(base, text, answer, moment)
+            message = f"resolved: {masked_title(question)}"
         else:
             new, message = add_note(base, text, moment), f"note: {masked_title(text)}"
         store.write_text(relpath, new)

@@ -17,14 +17,17 @@ __all__ = ["CLOSE", "OPEN", "Hit", "SearchResult", "search"]
 
 class SearchResult:
     """Hits best first; the files that do not parse (the index kept their last good
-    version); whether the query was cut to its first words."""
+    version); whether the query was cut to its first words; with no hit, how many stale
+    entries (superseded, archived, expired) `include_stale` would show."""
 
-    __slots__ = ("hits", "parse_errors", "truncated")
+    __slots__ = ("hits", "parse_errors", "truncated", "stale_matches")
 
-    def __init__(self, hits: list[Hit], parse_errors: list[ParseError], truncated: bool) -> None:
+    def __init__(self, hits: list[Hit], parse_errors: list[ParseError], truncated: bool,
+                 stale_matches: int = 0) -> None:
         self.hits = hits
         self.parse_errors = parse_errors
         self.truncated = truncated
+        self.stale_matches = stale_matches
 
 
 def search(store: Store, query: str | Query, *, project: str | None, all_projects: bool = False,
@@ -47,5 +50,12 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
     hits = ranked_search(store, parsed, project=project, all_projects=all_projects,
                          types=chosen_types, tags=list(tags), since=since, limit=limit,
                          include_stale=include_stale, explain=explain, index=index)
+    stale = 0
+    if not hits and not include_stale:
+        # Nothing live matches: say whether stale entries do, rather than a bare "no matches".
+        stale = sum(1 for hit in ranked_search(
+            store, parsed, project=project, all_projects=all_projects, types=chosen_types,
+            tags=list(tags), since=since, limit=limit, include_stale=True, index=index)
+            if hit.status != "active" or hit.expired)
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
-    return SearchResult(hits, index.parse_errors(), parsed.truncated)
+    return SearchResult(hits, index.parse_errors(), parsed.truncated, stale)

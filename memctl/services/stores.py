@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from memctl.core.vocab import GLOBAL
-from memctl.disk.layout import resolve_project, resolve_store_path
+from memctl.disk import repositories
+from memctl.disk.layout import choose_project, resolve_project, resolve_store_path
 from memctl.store import Store
 
-__all__ = ["GLOBAL", "Store", "current_project", "open_store", "store_location"]
+__all__ = ["GLOBAL", "Store", "current_project", "open_store", "project_and_note", "store_location"]
 
 
 def store_location(option: str | None) -> Path:
@@ -29,4 +30,10 @@ def current_project(store: Store, option: str | None, global_scope: bool = False
     shell stands in, else `default`."""
     if global_scope:
         return GLOBAL
-    return resolve_project(option, store.root)
+    return resolve_project(option, store.root, repository=repositories.lookup(store.root))
+
+
+def project_and_note(store: Store, option: str | None) -> tuple[str, str | None]:
+    """`current_project`, and a note for the user when a git repository's folder name had to
+    change to make the project name (worded with `arg()` markers; None otherwise)."""
+    return choose_project(option, store.root, repository=repositories.lookup(store.root))

@@ -5,28 +5,41 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memctl.core import arguments
+from memctl.core.errors import UsageError, arg
+from memctl.core.ids import id_argument
 from memctl.core.note import Note
+from memctl.core.vocab import GLOBAL
 from memctl.disk.atomic import atomic_write_text
 from memctl.exchange.sync import clone_store
 from memctl.index.db import RefreshStats, open_index
 from memctl.memory.health import bar, build_report, problems_of, report_month, to_markdown
-from memctl.memory.lifecycle import SweepPlan, restore_note, run_sweep
+from memctl.memory.lifecycle import (
+    RestoreResult,
+    SweepPlan,
+    restore_last_sweep,
+    restore_note,
+    restore_notes,
+    run_sweep,
+)
 from memctl.store import Store
 
-__all__ = ["archive", "create_store", "bar", "health", "problems_of", "reindex", "report_month", "restore",
-           "write_health_markdown"]
+__all__ = ["archive", "create_store", "bar", "health", "health_markdown", "problems_of", "reindex",
+           "report_month", "restore", "restore_many", "review", "write_health_markdown"]
 
 
-def create_store(root: Path, clone_url: str | None = None) -> tuple[Store, bool, list[str]]:
+def create_store(root: Path, clone_url: str | None = None,
+                 force: bool = False) -> tuple[Store, bool, list[str]]:
     """`memctl init`: a new store (or a partial one completed), or this machine's copy of an
-    existing one from its git remote. Returns the store, whether anything was created, and
-    warnings for the user."""
+    existing one from its git remote. A folder holding other files than memory becomes a
+    store only with `force` (`Store.init`). Returns the store, whether anything was
+    created, and warnings for the user."""
     if clone_url:
         store, refused = clone_store(clone_url, root)
         warnings = [f"{path}: not checked out (links, .memctl/ and .git* files never come from "
                     "a remote; docs/security.md)" for path in refused]
         return store, True, warnings
-    store, created = Store.init(root)
+    store, created = Store.init(root, force=force)
     return store, created, []
 
 
@@ -46,6 +59,37 @@ def health(store: Store) -> dict[str, Any]:
     return build_report(store)
 
 
+def health_markdown(report: dict[str, Any]) -> str:
+    """The health report as Markdown (what `health --markdown` writes)."""
+    return to_markdown(report)
+
+
+REVIEW_KEYS = ("near_duplicates", "contradictions", "expired", "unrecalled")
+
+
+def review(store: Store, project: str | None) -> dict[str, Any]:
+    """What a consolidation pass works through (docs/agents.md, the `consolidate` prompt):
+    the health report's near-duplicates, possible contradictions, expired notes and notes
+    nobody recalled for `unrecalled_days`, of `project` + global (every project when None),
+    and the report's `problems` and `unrecalled_days`."""
+    if project is not None:
+        arguments.scope_name(project)
+    report = build_report(store)
+    scope = None if project is None else {project, GLOBAL}
+
+    def mine(entry: dict[str, Any]) -> bool:
+        if scope is None:
+            return True
+        briefs = [entry["a"], entry["b"]] if "a" in entry else [entry]
+        return any(brief.get("project") in scope for brief in briefs)
+
+    picked: dict[str, Any] = {key: [e for e in report.get(key, []) if mine(e)]
+                              for key in REVIEW_KEYS}
+    picked.update({"project": project, "unrecalled_days": report.get("unrecalled_days"),
+                   "problems": report.get("problems", [])})
+    return picked
+
+
 def write_health_markdown(report: dict[str, Any], target: Path) -> None:
     atomic_write_text(target, to_markdown(report))
 
@@ -56,3 +100,15 @@ def archive(store: Store, *, dry_run: bool = False) -> SweepPlan:
 
 def restore(store: Store, ref: str) -> tuple[Note, str]:
     return restore_note(store, ref)
+
+
+def restore_many(store: Store, refs: list[str], *, last_sweep: bool = False) -> RestoreResult:
+    """`restore ID…` or `restore --last-sweep` (the notes the newest sweep archived that are
+    still archived): all in one commit, or nothing when an id is unknown or active."""
+    if last_sweep and refs:
+        raise UsageError(f"give note ids or {arg('last_sweep')}, not both")
+    if last_sweep:
+        return restore_last_sweep(store)
+    if not refs:
+        raise UsageError(f"give the ids of the notes to restore, or {arg('last_sweep')}")
+    return restore_notes(store, [id_argument(ref) for ref in refs])

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memctl.core import arguments
-from memctl.core.errors import ArgumentError, UsageError, arg
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
+from memctl.core.ids import id_argument
 from memctl.core.sections import section_key
 from memctl.memory import episodes, project_memory
 from memctl.memory import scratchpad as scratch
@@ -15,17 +17,21 @@ from memctl.memory.project_memory import MemoryView
 from memctl.memory.scratchpad import ScratchView
 from memctl.store import Store
 
-__all__ = ["SCRATCH_ACTIONS", "Episode", "MemoryView", "ScratchView", "add_episode",
-           "edit_project_memory", "find_episode", "list_episodes", "project_memory_add",
-           "project_memory_replace", "project_memory_section", "project_memory_show", "scratchpad"]
+__all__ = ["SCRATCH_ACTIONS", "AgentFile", "Episode", "MemoryView", "ScratchView", "add_episode",
+           "agent_files", "edit_project_memory", "find_episode", "finish_episode", "list_episodes",
+           "project_memory_add",
+           "project_memory_replace", "project_memory_section", "project_memory_show", "scratchpad",
+           "update_episode"]
 
-SCRATCH_ACTIONS = ("show", "focus", "question", "next", "done", "note", "clear")
+SCRATCH_ACTIONS = ("show", "focus", "question", "next", "done", "note", "resolve", "clear")
 
 
 def scratchpad(store: Store, project: str, action: str, text: str | None = None, *,
                archive: bool = False, outcome: str | None = None, goal: str | None = None,
-               summary: str | None = None, allow_secret: bool = False) -> ScratchView:
-    """One scratchpad action (`SCRATCH_ACTIONS`); every one but show and clear takes text."""
+               summary: str | None = None, allow_secret: bool = False,
+               answer: str | None = None) -> ScratchView:
+    """One scratchpad action (`SCRATCH_ACTIONS`); every one but show and clear takes text.
+    `resolve` takes the question's number or words as text, and an optional `answer`."""
     if action not in SCRATCH_ACTIONS:
         raise ArgumentError("action", f"{action!r} (choose from {', '.join(SCRATCH_ACTIONS)})")
     if action == "show":
@@ -33,7 +39,8 @@ def scratchpad(store: Store, project: str, action: str, text: str | None = None,
     if action == "clear":
         return scratch.clear(store, project, archive=archive, outcome=outcome, goal=goal,
                              summary=summary)
-    return scratch.update(store, project, action, text or "", allow_secret=allow_secret)
+    return scratch.update(store, project, action, text or "", allow_secret=allow_secret,
+                          answer=answer)
 
 
 def add_episode(store: Store, project: str, *, goal: str, outcome: str,
@@ -49,11 +56,63 @@ def list_episodes(store: Store, projects: list[str] | None, *, outcome: str | No
                   limit: int | None = None) -> tuple[list[Episode], list[str]]:
     if limit is not None:
         arguments.limit(limit)
+    for project in projects or ():
+        arguments.scope_name(project)
     return episodes.list_episodes(store, projects, outcome=outcome, limit=limit)
 
 
 def find_episode(store: Store, ref: str) -> Episode:
-    return episodes.find_episode(store, ref)
+    return episodes.find_episode(store, id_argument(ref))
+
+
+def update_episode(store: Store, ref: str, *, outcome: str | None = None,
+                   summary: str | None = None, steps: Sequence[str] = (),
+                   links: Sequence[str] = (), tags: Sequence[str] | str | None = None,
+                   allow_secret: bool = False) -> Episode:
+    """Change an episode in place (docs/agents.md): a new outcome, a new summary, steps and
+    linked notes added, tags added. One commit; hand edits of the file stay."""
+    return episodes.update_episode(
+        store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
+        links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
+        allow_secret=allow_secret)
+
+
+def finish_episode(store: Store, ref: str, *, outcome: str | None,
+                   summary: str | None = None, steps: Sequence[str] = (),
+                   links: Sequence[str] = (), tags: Sequence[str] | str | None = None,
+                   allow_secret: bool = False) -> Episode:
+    """End an `in_progress` episode: `outcome` (completed, partial or failed) is required;
+    the rest as `update_episode`. An episode that already ended is refused."""
+    return episodes.update_episode(
+        store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
+        links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
+        allow_secret=allow_secret, finish=True)
+
+
+@dataclass
+class AgentFile:
+    """A project's `MEMORY.md` or `SCRATCHPAD.md` that exists (the MCP server lists them)."""
+
+    project: str
+    kind: str  # "memory" or "scratchpad"
+    path: str  # relative to the store
+    size: int  # bytes
+
+
+def agent_files(store: Store) -> list[AgentFile]:
+    """Every project's `MEMORY.md` and `SCRATCHPAD.md` that exists, by project. A link in
+    their place is left out (memctl never follows one: docs/security.md)."""
+    found: list[AgentFile] = []
+    for project in store.projects():
+        for kind, relpath in (("memory", project_memory.memory_relpath(project)),
+                              ("scratchpad", scratch.scratch_relpath(project))):
+            try:
+                path = store.resolve(relpath)
+                if path.is_file():
+                    found.append(AgentFile(project, kind, relpath, path.stat().st_size))
+            except (MemctlError, OSError):
+                continue
+    return found
 
 
 def project_memory_show(store: Store, project: str) -> MemoryView:

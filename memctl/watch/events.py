@@ -98,6 +98,18 @@ class Coalescer:
         return batch
 
 
+    def take_now(self, now: float) -> tuple[Batch | None, float | None]:
+        """(the pending batch, None) at once, quiet window or not: a reader waits on it (its
+        cookie, memctl.disk.watchstate). (None, when) while half of a move may still come:
+        applying before `when` could show a note in two places."""
+        if now < self._not_before:
+            return None, self._not_before
+        if self._first is None or not self._batch:
+            return None, None
+        batch, self._batch, self._first, self._not_before = self._batch, Batch(), None, 0.0
+        return batch, None
+
+
 def interpret(event_type: str, is_dir: bool, src: str | None, dest: str | None,
               is_memory: Callable[[str], bool], is_watched_top: Callable[[str], bool],
               coalescer: Coalescer, now: float) -> None:

@@ -25,7 +25,14 @@ from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.layout import classify
 from memctl.disk.locking import LockTimeout, store_lock
-from memctl.disk.watchstate import BEAT_INTERVAL, Heartbeat, WatchLock
+from memctl.disk.watchstate import (
+    BEAT_INTERVAL,
+    COOKIE_PREFIX,
+    COOKIE_STALE_AFTER,
+    Heartbeat,
+    WatchLock,
+    is_cookie,
+)
 from memctl.index.db import INDEXED_KINDS, open_index
 from memctl.watch.events import MAX_DELAY, QUIET, Batch, Coalescer, interpret, relative
 
@@ -154,6 +161,8 @@ class Watcher:
         self._index_id: tuple[int, int] | None = None
         self._full_every = full_check_every
         self._dirty = False  # memory files changed since the last commit (with --commit)
+        # Readers' cookies seen, not yet answered (store-relative paths; docs/watch.md).
+        self._cookies: set[str] = set()
         self._last_commit = 0.0
 
     @staticmethod
@@ -170,6 +179,12 @@ class Watcher:
     def _on_event(self, event: Any) -> None:
         src = relative(self.root, event.src_path) if event.src_path else None
         dest = relative(self.root, getattr(event, "dest_path", "") or "") or None
+        if src is not None and is_cookie(src.rpartition("/")[2]) and not event.is_directory:
+            if event.event_type == "created" and src.count("/") == 1:
+                with self._cond:
+                    self._cookies.add(src)
+                    self._cond.notify()
+            return  # a cookie's other events (closed, deleted: our own answer) mean nothing
         with self._cond:
             interpret(event.event_type, event.is_directory, src, dest, self.is_memory,
                       self.is_watched_top, self._coalescer, time.monotonic())
@@ -197,6 +212,12 @@ class Watcher:
         # The first full pass runs once the watches are in place: a change made during it
         # arrives as an event and is reconciled right after.
         self._apply(Batch(full=True), announce=announce)
+        self._sweep_cookies()
+        try:
+            # Cookies are never committed, nor shown by `git status` (docs/watch.md).
+            gitops.exclude_locally(self.root, f"{COOKIE_PREFIX}*")
+        except (OSError, MemctlError):
+            pass  # no repository, or a read-only one: nothing to keep them out of
         self._heartbeat.beat("ready", watches=len(self._watches))
 
     def _open_index(self) -> None:
@@ -301,24 +322,35 @@ class Watcher:
             now = time.monotonic()
             next_tick, next_beat = now + 0.5, now + BEAT_INTERVAL
             next_full = now + self._full_every
+            held_until: float | None = None  # a move's other half may come until then
             while True:
-                batch, hold = None, False
+                batch, hold, cookies = None, False, set()
                 with self._cond:
                     if self._stopping:
                         return
                     due = self._coalescer.due_at()
                     now = time.monotonic()
                     wake = next_tick if due is None else min(next_tick, due)
+                    if self._cookies:
+                        wake = now if held_until is None else min(wake, held_until)
                     if wake > now:
                         self._cond.wait(wake - now)
                         now = time.monotonic()
-                    due = self._coalescer.due_at()
-                    if due is not None and now >= due:
-                        hold = self._git_busy()
-                        batch = self._coalescer.take(now, hold=hold)
-                if batch:
-                    self._apply(batch)
-                elif hold:
+                    if self._cookies:
+                        # A reader waits: apply what came before its cookie now, without the
+                        # quiet window (and without waiting for git: a pass per cookie).
+                        batch, held_until = self._coalescer.take_now(now)
+                        if held_until is None:
+                            cookies, self._cookies = self._cookies, set()
+                    else:
+                        due = self._coalescer.due_at()
+                        if due is not None and now >= due:
+                            hold = self._git_busy()
+                            batch = self._coalescer.take(now, hold=hold)
+                applied = self._apply(batch) if batch else True
+                if cookies and applied:
+                    self._answer(cookies)
+                if not batch and hold:
                     time.sleep(0.05)  # git holds its index lock: look again shortly
                 if now < next_tick:
                     continue
@@ -328,6 +360,7 @@ class Watcher:
                 if now >= next_full:
                     next_full = now + self._full_every
                     self._apply(Batch(full=True))
+                    self._sweep_cookies()
                 if now >= next_beat:
                     next_beat = now + BEAT_INTERVAL
                     self._beat()
@@ -344,15 +377,20 @@ class Watcher:
     def _git_busy(self) -> bool:
         return os.path.exists(os.path.join(self.root, ".git", "index.lock"))
 
-    def _apply(self, batch: Batch, *, announce: bool = True) -> None:
+    def _apply(self, batch: Batch, *, announce: bool = True) -> bool:
+        """One pass over the batch; False when the index could not be written."""
         for name in sorted(batch.gone_tops):
             self._unwatch(name)
+        early: set[str] = set()
         for name in sorted(batch.new_tops):
             if name not in self._watches and os.path.isdir(os.path.join(self.root, name)):
                 self._watch(name, recursive=True)
                 self._check_limit(fatal=False)
+                # Cookies dropped before the folder was watched sent no event to us; the
+                # pass below, which walks the folder, covers what was written before them.
+                early.update(self._cookies_in(name))
         if not batch.paths and not batch.full:
-            return
+            return True
         # New folders are named in `paths` too: refresh walks them, which also catches files
         # written before their watch was in place.
         try:
@@ -367,8 +405,10 @@ class Watcher:
             self._open_index()
             with self._cond:
                 self._coalescer.add_full(time.monotonic(), wait=2.0)
-            return
+            return False
         self._failing = False
+        if early:
+            self._answer(early)
         report = BatchReport(
             added=len(stats.added), updated=len(stats.updated), removed=len(stats.removed),
             unchanged=stats.unchanged, errors=[f"{p}:{line}: {msg}" for p, line, msg in stats.errors],
@@ -378,6 +418,41 @@ class Watcher:
             self._dirty = True
         if announce and (batch.events or report.changed or report.errors):
             self.on_batch(report)  # a periodic check that found nothing is not worth a line
+        return True
+
+    # --- readers' cookies (memctl.disk.watchstate.sync_with_watcher) -------------------------
+
+    def _answer(self, cookies: set[str]) -> None:
+        """Tell the readers waiting on these cookies that the index holds everything before
+        them, by deleting the cookies; never while our index or lock is not the store's
+        (the reader then checks the files itself)."""
+        if self._index is None or _file_id(self._index.path) != self._index_id \
+                or self._lock is None or not self._lock.still_held():
+            return
+        for relpath in cookies:
+            try:
+                os.unlink(os.path.join(self.root, relpath))
+            except OSError:
+                pass  # the reader gave up and took it back
+
+    def _cookies_in(self, top: str) -> list[str]:
+        try:
+            with os.scandir(os.path.join(self.root, top)) as entries:
+                return [f"{top}/{entry.name}" for entry in entries if is_cookie(entry.name)]
+        except OSError:
+            return []
+
+    def _sweep_cookies(self) -> None:
+        """Remove cookies left by readers killed while they waited."""
+        limit = time.time() - COOKIE_STALE_AFTER
+        for top in self._tops_on_disk():
+            for relpath in self._cookies_in(top):
+                path = os.path.join(self.root, relpath)
+                try:
+                    if os.lstat(path).st_mtime < limit:
+                        os.unlink(path)
+                except OSError:
+                    pass
 
     # --- periodic work ----------------------------------------------------------------------
 

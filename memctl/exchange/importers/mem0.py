@@ -1,74 +1,309 @@
-"""A mem0 export (JSON): a list of memories, or an object holding one under `results`,
-`memories` or `data`. Each memory becomes a `fact` note with the memory text as its body;
-its categories become tags and its mem0 id decides the note id."""
+"""mem0 and OpenMemory exports.
+
+Read:
+- OpenMemory's export zip (its backup router writes `memories.json`, the database's rows:
+  user, apps, categories, memories with `state` and `category_ids`; and `memories.jsonl.gz`,
+  one memory per line with its app and category names), or those files unzipped in a folder,
+  or either file alone;
+- a mem0 JSON export: a list of memories, or an object holding one under `results`,
+  `memories`, `data` or `items` (`memory`, `categories`, `metadata`, `created_at`, …).
+
+Each memory becomes a note with the memory text as its body; its mem0 id decides the note id.
+Categories (resolved from their ids) become tags; a memory in the `preferences` category, or
+whose metadata says `type: preference`, is a `preference`, the others `fact`s. States map as:
+`active` → active; `paused` (OpenMemory serves it to no app until resumed) and `archived` →
+archived, with `mem0_state` saying which; `deleted` → not imported (listed as skipped), and a
+note an earlier import made of it is retired like any record a source no longer has.
+"""
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import re
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memctl.core.clock import parse_time
-from memctl.exchange.bundle import BundleFile, Problem
-from memctl.exchange.importers.common import file_time, make_note, raise_hazards, read_text_file, stable_id
+from memctl.core.note import NOTE_TYPES
+from memctl.exchange.bundle import Problem, read_zip_members
+from memctl.exchange.importers.common import (
+    MAX_SOURCE_BYTES,
+    OPENMEMORY_FILES,
+    Imported,
+    file_time,
+    make_note,
+    raise_hazards,
+    read_text_file,
+    record_key,
+    stable_id,
+)
+
+_STATES = {"active": "active", "paused": "archived", "archived": "archived"}
+_PREFERENCE_CATEGORIES = {"preferences", "preference"}
+_TAG_JUNK = re.compile(r"[^\w]+")
 
 
-def _records(value: Any) -> list[Any] | None:
-    if isinstance(value, list):
-        return value
+@dataclass
+class _Memory:
+    label: str  # where it is in the export, for messages
+    record: dict[str, Any]
+    categories: list[str] = field(default_factory=list)
+    app: str | None = None
+
+
+def import_mem0(source: Path, project: str) -> Imported:
+    parts, problems = _read_parts(source)
+    raise_hazards(source, problems)
+    memories, user, problems = _memories(parts, source.name)
+    scope = f"mem0:{user}" if user else f"mem0:{source.name}"
+    imported = Imported(scope=scope, problems=problems)
+    fallback = file_time(source)
+    deleted = 0
+    imported.found = len(memories)
+    for item in memories:
+        record = item.record
+        memory = record.get("memory") or record.get("text") or record.get("content")
+        identity = str(record.get("id") or record.get("hash") or memory)
+        key = record_key(scope, identity)
+        if not isinstance(memory, str) or not memory.strip():
+            imported.problems.append(Problem(item.label, "no memory text", hazard=False))
+            imported.kept.add(key)
+            continue
+        state = str(record.get("state") or "active").strip().lower()
+        if state == "deleted":
+            deleted += 1
+            continue
+        if state not in _STATES:
+            imported.problems.append(Problem(item.label, f"unknown state {state!r}", hazard=False))
+            imported.kept.add(key)
+            continue
+        created = _time(record.get("created_at")) or fallback
+        updated = _time(record.get("updated_at")) or created
+        metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        categories = item.categories or _names(record.get("categories")) \
+            or _names(metadata.get("categories"))
+        kind = str(metadata.get("type") or metadata.get("memory_type") or "").strip().lower()
+        if kind not in NOTE_TYPES:
+            kind = "preference" if {c.lower() for c in categories} & _PREFERENCE_CATEGORIES else "fact"
+        extra: dict[str, Any] = {"mem0_id": str(record["id"]) if record.get("id") else None,
+                                 "mem0_state": state if state != "active" else None,
+                                 "mem0_app": item.app, "mem0_user_id": user}
+        for name in ("user_id", "agent_id", "run_id"):
+            if name == "user_id" and user:
+                continue
+            if isinstance(record.get(name), (str, int)):
+                extra[f"mem0_{name}"] = str(record[name])
+        imported.notes.append(make_note(
+            project=project, note_id=stable_id("mem0", project, identity),
+            body=memory.strip() + "\n", note_type=kind,
+            tags=["mem0"] + [tag for tag in (_tag(c) for c in categories) if tag],
+            created=created, updated=updated, source_key=key, status=_STATES[state],
+            extra=extra,
+        ))
+    if deleted:
+        imported.skipped.append(Problem(source.name, f"{deleted} deleted "
+                                        f"memor{'y' if deleted == 1 else 'ies'}: not imported",
+                                        hazard=False))
+    return imported
+
+
+# --- reading the export -----------------------------------------------------------------------
+
+
+def _read_parts(source: Path) -> tuple[dict[str, bytes], list[Problem]]:
+    """The export's parts by name (`memories.json`, `memories.jsonl.gz`, or the one JSON file
+    given), read within the size limits; hazards as problems."""
+    if source.is_dir():
+        parts: dict[str, bytes] = {}
+        problems: list[Problem] = []
+        for name in OPENMEMORY_FILES:
+            if (source / name).exists():
+                data, problem = _read_bytes(source / name, name)
+                if problem is not None:
+                    problems.append(problem)
+                elif data is not None:
+                    parts[name] = data
+        return parts, problems
+    if zipfile.is_zipfile(source) and not source.name.lower().endswith((".json", ".jsonl")):
+        raw, problems = read_zip_members(source)
+        found: dict[str, bytes] = {}
+        for name, data in sorted(raw.items()):
+            base = name.rsplit("/", 1)[-1]
+            if base in OPENMEMORY_FILES and base not in found:
+                found[base] = data
+        return found, problems
+    data, problem = _read_bytes(source, source.name)
+    if problem is not None or data is None:
+        return {}, [problem] if problem else []
+    name = "memories.jsonl.gz" if source.name.lower().endswith(".gz") else source.name
+    return {name: data}, []
+
+
+def _read_bytes(path: Path, shown: str) -> tuple[bytes | None, Problem | None]:
+    if path.name.lower().endswith(".gz"):
+        try:
+            info = path.lstat()
+        except OSError as exc:
+            return None, Problem(shown, f"cannot be read: {exc.strerror}")
+        if path.is_symlink():
+            return None, Problem(shown, "a symbolic link")
+        if info.st_size > MAX_SOURCE_BYTES:
+            return None, Problem(shown, f"over the {MAX_SOURCE_BYTES // 2**20} MB size limit")
+        return path.read_bytes(), None
+    text, problem = read_text_file(path, shown)
+    return (text.encode("utf-8") if text is not None else None), problem
+
+
+def _gunzip(data: bytes, shown: str) -> tuple[str | None, Problem | None]:
+    """Decompressed text, never more than the size limit whatever the header says."""
+    out = io.BytesIO()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as handle:
+            while chunk := handle.read(64 * 1024):
+                out.write(chunk)
+                if out.tell() > MAX_SOURCE_BYTES:
+                    return None, Problem(shown, f"expands over the {MAX_SOURCE_BYTES // 2**20} MB "
+                                                "size limit")
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        return None, Problem(shown, f"not a gzip file: {exc}", hazard=False)
+    try:
+        return out.getvalue().decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, Problem(shown, "not text: invalid UTF-8", hazard=False)
+
+
+def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str | None, list[Problem]]:
+    """Every memory of the export, categories and app resolved; the user it belongs to."""
+    problems: list[Problem] = []
+    memories: dict[str, _Memory] = {}
+    order: list[str] = []
+    user: str | None = None
+    lines: dict[str, _Memory] = {}
+    gz = parts.get("memories.jsonl.gz")
+    if gz is not None:
+        text, problem = _gunzip(gz, "memories.jsonl.gz")
+        if problem is not None:
+            problems.append(problem)
+        for number, line in enumerate((text or "").splitlines(), 1):
+            if not line.strip():
+                continue
+            label = f"memories.jsonl.gz:{number}"
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError) as exc:
+                problems.append(Problem(label, f"not JSON: {exc}", hazard=False))
+                continue
+            if not isinstance(record, dict):
+                problems.append(Problem(label, "a memory must be an object", hazard=False))
+                continue
+            lines[str(record.get("id"))] = _Memory(label, record, _names(record.get("categories")),
+                                                   record.get("app") if isinstance(record.get("app"), str) else None)
+    for name, data in parts.items():
+        if name == "memories.jsonl.gz":
+            continue
+        text = data.decode("utf-8", "replace")
+        if name.lower().endswith(".jsonl"):
+            values: Any = []
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    values.append(json.loads(line))
+                except (ValueError, RecursionError) as exc:
+                    problems.append(Problem(f"{name}:{number}", f"not JSON: {exc}", hazard=False))
+        else:
+            try:
+                values = json.loads(text)
+            except (ValueError, RecursionError) as exc:
+                problems.append(Problem(name, f"not JSON: {exc}", hazard=False))
+                continue
+        found, owner = _from_json(values, name, problems)
+        user = user or owner
+        for item in found:
+            key = str(item.record.get("id") or f"{name}#{len(order)}")
+            memories[key] = item
+            order.append(key)
+    for key, item in lines.items():
+        if key in memories:
+            known = memories[key]
+            known.categories = known.categories or item.categories
+            known.app = known.app or item.app
+        else:
+            memories[key] = item
+            order.append(key)
+    if not memories and not problems:
+        problems.append(Problem(shown, "no memories found (expected a list, `results`/`memories` "
+                                       "holding one, or OpenMemory's memories.json)", hazard=False))
+    return [memories[key] for key in order], user, problems
+
+
+def _from_json(value: Any, name: str, problems: list[Problem]) -> tuple[list[_Memory], str | None]:
+    if isinstance(value, dict) and isinstance(value.get("memories"), list) \
+            and ("categories" in value or "user" in value or "export_meta" in value):
+        return _openmemory(value, name, problems)
+    records = value if isinstance(value, list) else None
     if isinstance(value, dict):
         for key in ("results", "memories", "data", "items"):
             if isinstance(value.get(key), list):
-                return value[key]
-    return None
-
-
-def import_mem0(source: Path, project: str) -> tuple[list[BundleFile], list[Problem]]:
-    text, problem = read_text_file(source, source.name)
-    if problem is not None:
-        return [], raise_hazards(source, [problem])
-    assert text is not None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        return [], [Problem(source.name, f"not JSON: {exc}", hazard=False)]
-    records = _records(value)
+                records = value[key]
+                break
     if records is None:
-        return [], [Problem(source.name, "no list of memories found (expected a list, or "
-                                         "`results`/`memories` holding one)", hazard=False)]
-    fallback = file_time(source)
-    files: list[BundleFile] = []
-    problems: list[Problem] = []
+        problems.append(Problem(name, "no list of memories found (expected a list, or "
+                                      "`results`/`memories` holding one)", hazard=False))
+        return [], None
+    found = []
     for number, record in enumerate(records):
-        label = f"{source.name}[{number}]"
+        label = f"{name}[{number}]"
         if not isinstance(record, dict):
             problems.append(Problem(label, "a memory must be an object", hazard=False))
             continue
-        memory = record.get("memory") or record.get("text") or record.get("content")
-        if not isinstance(memory, str) or not memory.strip():
-            problems.append(Problem(label, "no memory text", hazard=False))
+        found.append(_Memory(label, record, _names(record.get("categories"))))
+    users = {str(r.record["user_id"]) for r in found if isinstance(r.record.get("user_id"), (str, int))}
+    return found, (users.pop() if len(users) == 1 else None)
+
+
+def _openmemory(value: dict[str, Any], name: str, problems: list[Problem]) -> tuple[list[_Memory], str | None]:
+    """OpenMemory's `memories.json`: category ids resolved through `categories` (and the
+    `memory_categories` rows), app ids through `apps`."""
+    categories = {str(c.get("id")): str(c.get("name")) for c in value.get("categories") or []
+                  if isinstance(c, dict) and c.get("name")}
+    apps = {str(a.get("id")): str(a.get("name")) for a in value.get("apps") or []
+            if isinstance(a, dict) and a.get("name")}
+    links: dict[str, list[str]] = {}
+    for row in value.get("memory_categories") or []:
+        if isinstance(row, dict):
+            links.setdefault(str(row.get("memory_id")), []).append(str(row.get("category_id")))
+    user = value.get("user") if isinstance(value.get("user"), dict) else {}
+    found = []
+    for number, record in enumerate(value["memories"]):
+        label = f"{name}: memories[{number}]"
+        if not isinstance(record, dict):
+            problems.append(Problem(label, "a memory must be an object", hazard=False))
             continue
-        identity = str(record.get("id") or record.get("hash") or memory)
-        created = _time(record.get("created_at"), parse_time) or fallback
-        updated = _time(record.get("updated_at"), parse_time) or created
-        metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-        categories = record.get("categories") or metadata.get("categories") or []
-        tags = ["mem0"] + [str(c) for c in categories if isinstance(c, (str, int))] \
-            if isinstance(categories, list) else ["mem0"]
-        note_type = str(metadata.get("type") or "fact").lower()
-        extra: dict[str, Any] = {"mem0_id": str(record["id"]) if record.get("id") else None}
-        for key in ("user_id", "agent_id", "run_id"):
-            if isinstance(record.get(key), (str, int)):
-                extra[f"mem0_{key}"] = str(record[key])
-        files.append(make_note(
-            project=project, note_id=stable_id("mem0", project, identity),
-            body=memory.strip() + "\n", note_type=note_type, tags=tags,
-            created=created, updated=updated, extra=extra,
-        ))
-    return files, raise_hazards(source, problems)
+        ids = [str(i) for i in record.get("category_ids") or []] + links.get(str(record.get("id")), [])
+        names = [categories[i] for i in dict.fromkeys(ids) if i in categories]
+        found.append(_Memory(label, record, names, apps.get(str(record.get("app_id")))))
+    owner = user.get("user_id")
+    return found, str(owner) if isinstance(owner, (str, int)) and str(owner) else None
 
 
-def _time(value: Any, parse_time: Any) -> str | None:
+def _names(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [str(item) for item in value if isinstance(item, (str, int)) and str(item).strip()]
+
+
+def _tag(category: str) -> str:
+    """A category as a tag: `AI, ML & Technology` → `ai-ml-technology`."""
+    return _TAG_JUNK.sub("-", category.strip().lower()).strip("-")
+
+
+def _time(value: Any) -> str | None:
     if isinstance(value, str) and parse_time(value) is not None:
         return value.strip()
     return None
+

@@ -1,0 +1,77 @@
+"""The typer app with only the command module a command line needs.
+
+`memctl.cli.app` imports every command module, and typer then builds a click command for
+every command, before the one asked for runs. An agent runs `memctl add` and `memctl show`
+on every step, so those load the commands of their own module alone (`memctl show`, 10k
+notes: ~60 ms less; bench/bench_write.py). Anything else (no command, `--help`, `--version`,
+a word no module is known to register, or one its module turned out not to register) gets
+the whole app, so help, suggestions for a typo and usage errors are typer's own.
+"""
+
+from __future__ import annotations
+
+from memctl.cli.base import app
+
+# The first word of a command line -> the module registering it (tests/test_layers.py holds
+# this in step with memctl.cli.app).
+MODULE_OF = {
+    **dict.fromkeys(("init", "add", "show", "get", "list", "edit", "forget"), "notes"),
+    **dict.fromkeys(("search", "reindex"), "search"),
+    **dict.fromkeys(("supersede", "archive", "restore", "health"), "lifecycle"),
+    **dict.fromkeys(("recall", "mcp", "project", "scratch", "episode"), "agent"),
+    **dict.fromkeys(("export", "import", "sync", "log", "merge-file", "conflicts"), "sync"),
+    "watch": "watch",
+}
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The command a command line names, after the global `--store PATH`; None when an
+    option comes first (`--help`, `--version`) or no command is given."""
+    position = 0
+    while position < len(argv):
+        token = argv[position]
+        if token == "--store":
+            position += 2
+        elif token.startswith("--store="):
+            position += 1
+        elif token.startswith("-"):
+            return None
+        else:
+            return token
+    return None
+
+
+def _load(module: str) -> None:
+    # Lazy on purpose, each one: a command line loads its own module only (module docstring).
+    if module == "notes":
+        from memctl.cli import notes  # noqa: F401 - registers its commands on `app`
+    elif module == "search":
+        from memctl.cli import search  # noqa: F401
+    elif module == "lifecycle":
+        from memctl.cli import lifecycle  # noqa: F401
+    elif module == "agent":
+        from memctl.cli import agent  # noqa: F401
+    elif module == "sync":
+        from memctl.cli import sync  # noqa: F401
+    elif module == "watch":
+        from memctl.cli import watch  # noqa: F401
+
+
+def _registered(word: str) -> bool:
+    names = {command.name or command.callback.__name__.replace("_", "-")
+             for command in app.registered_commands if command.callback is not None}
+    names.update(group.name for group in app.registered_groups if group.name)
+    return word in names
+
+
+def main(argv: list[str]) -> None:
+    word = command_word(argv)
+    module = MODULE_OF.get(word or "")
+    if module is not None:
+        _load(module)
+    if module is None or not _registered(word or ""):
+        from memctl.cli.app import app as whole_app  # every command module
+
+        whole_app()
+        return
+    app()

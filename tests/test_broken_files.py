@@ -1,0 +1,334 @@
+"""A note file that does not parse, one rule for every command (docs/format.md): `show`
+prints it as it is with `path:line`, `edit` opens it for fixing, `recall` and `search` use the
+last good version, `export` leaves it out naming it (the zip always imports), `sync` names it.
+And `memctl edit` never loses typing: a failed save keeps the draft, the next edit reopens it
+with the reason on top, and only memctl's own lines are removed on save (docs/format.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Cli, git, tree_snapshot
+
+from memctl.core.noteformat import parse_text
+
+# Records the text the editor was given (in $SEEN), then makes the replacements in $EDITS
+# (a JSON list of [old, new]) and appends $APPEND: a person at the keyboard, scripted.
+EDITOR = """import json, os, sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8", newline="").read()
+open(os.environ["SEEN"], "w", encoding="utf-8", newline="").write(text)
+for old, new in json.loads(os.environ.get("EDITS", "[]")):
+    assert old in text, old
+    text = text.replace(old, new, 1)
+text += os.environ.get("APPEND", "")
+open(path, "w", encoding="utf-8", newline="").write(text)
+"""
+
+
+def edit(cli: Cli, note_id: str, *args: str, edits: list[tuple[str, str]] = (), append: str = ""):
+    """`memctl edit` with the scripted editor; returns (result, the text the editor saw)."""
+    script = cli.store.parent / "editor.py"
+    script.write_text(EDITOR)
+    seen = cli.store.parent / "seen.txt"
+    result = cli("edit", note_id, *args, env={
+        "EDITOR": f"{sys.executable} {script}", "SEEN": str(seen),
+        "EDITS": json.dumps([list(pair) for pair in edits]), "APPEND": append})
+    return result, seen.read_text(encoding="utf-8")
+
+
+def add(cli: Cli, text: str) -> dict:
+    return cli.ok("add", text, "--json", "--force").json()
+
+
+def break_tags(cli: Cli, path: str) -> str:
+    """An unclosed `[` on the `tags` line (line 6 of a note memctl wrote); returns the text."""
+    file = cli.store / path
+    text = file.read_text(encoding="utf-8")
+    assert text.splitlines()[5] == "tags: []"
+    broken = text.replace("tags: []", "tags: [postgres", 1)
+    file.write_text(broken, encoding="utf-8")
+    return broken
+
+
+# --- the line of a YAML error -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", ["type: [broken", "type: {broken", 'type: "broken', "tags: [a, b"])
+def test_an_unclosed_bracket_or_quote_is_reported_on_the_line_that_opened_it(line: str):
+    text = f"---\nid: abc\n{line}\nproject: demo\nimportance: 5\n---\nbody\n"
+    problem = parse_text(text).problem
+    assert problem is not None and problem.line == 3, problem
+
+
+# --- show, edit, recall, search ------------------------------------------------------------------
+
+
+def test_show_prints_a_file_that_does_not_parse_as_it_is_with_path_and_line(cli: Cli):
+    note = add(cli, "Postgres is the database we use")
+    broken = break_tags(cli, note["path"])
+    shown = cli("show", note["id"])
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout == broken
+    assert f"{note['path']}:6: front matter does not parse" in shown.stderr
+    assert f"memctl edit {note['id']}" in shown.stderr
+    data = cli.ok("show", note["id"], "--json").json()
+    assert (data["id"], data["path"], data["line"], data["raw"]) == (note["id"], note["path"], 6, broken)
+
+
+def test_edit_opens_a_file_that_does_not_parse_and_saves_the_fix(cli: Cli):
+    note = add(cli, "Postgres is the database we use")
+    broken = break_tags(cli, note["path"])
+    result, seen = edit(cli, note["id"], edits=[("tags: [postgres", "tags: [postgres]")])
+    assert result.exit_code == 0, result.stderr
+    assert seen == broken  # the file as it is, for fixing
+    assert cli.ok("show", note["id"], "--json").json()["tags"] == ["postgres"]
+    assert git(cli.store, "status", "--porcelain") == ""
+    assert git(cli.store, "log", "-1", "--format=%s").startswith(f"edit {note['id']}")
+
+
+def test_edit_of_a_broken_file_left_as_it_is_says_it_still_does_not_parse(cli: Cli):
+    note = add(cli, "Postgres is the database we use")
+    broken = break_tags(cli, note["path"])
+    result, _seen = edit(cli, note["id"])
+    assert result.exit_code == 0 and "unchanged" in result.stderr
+    assert f"{note['path']}:6: " in result.stderr and "still does not parse" in result.stderr
+    assert (cli.store / note["path"]).read_text(encoding="utf-8") == broken
+
+
+def test_recall_and_search_use_the_last_good_version_of_a_file_that_does_not_parse(cli: Cli):
+    note = add(cli, "Postgres is the database we use")
+    file = cli.store / note["path"]
+    break_tags(cli, note["path"])
+    file.write_text(file.read_text().replace("Postgres is the database", "Half-typed"))
+    recalled = cli.ok("recall", "postgres", "--json")
+    block = recalled.json()
+    assert [(n["id"], n["text"]) for n in block["notes"]] == [
+        (note["id"], "Postgres is the database we use")]
+    assert any(w.startswith(f"{note['path']}:6: ") for w in block["warnings"])
+    assert f"{note['path']}:6: " in recalled.stderr
+    hits = cli.ok("search", "postgres", "--json").json()
+    assert [hit["id"] for hit in hits] == [note["id"]]
+
+
+# --- export and import ------------------------------------------------------------------------------
+
+
+def test_export_leaves_out_a_broken_note_naming_it_and_the_zip_imports(cli: Cli, tmp_path: Path):
+    kept = add(cli, "Redis holds the sessions")
+    note = add(cli, "Postgres is the database we use")
+    other = Cli(tmp_path / "other")
+    other.ok("init", str(other.store))
+    cli.ok("export", str(tmp_path / "first.zip"))
+    other.ok("import", str(tmp_path / "first.zip"))
+    good = (other.store / note["path"]).read_bytes()
+
+    break_tags(cli, note["path"])
+    exported = cli("export", str(tmp_path / "second.zip"), "--json")
+    assert exported.exit_code == 0, exported.stderr
+    assert exported.json()["broken"] == [{"path": note["path"], "line": 6, "message": (
+        "front matter does not parse: did not find expected ',' or ']' (the '[' on this line "
+        "is not closed)")}]
+    assert f"{note['path']}:6: " in exported.stderr and "left out of the zip" in exported.stderr
+    imported = other("import", str(tmp_path / "second.zip"), "--json")
+    assert imported.exit_code == 0, imported.stderr
+    # Left out is not removed: the other machine keeps the version it has.
+    assert (other.store / note["path"]).read_bytes() == good
+    assert (other.store / kept["path"]).is_file()
+
+
+def test_import_skip_invalid_never_deletes_a_note_a_bundle_lists_as_removed_and_broken(
+        cli: Cli, tmp_path: Path):
+    """A bundle made by an export that packed a broken note also listed the note's id as
+    removed (its file no longer read as that id): skipping the file must not delete the note."""
+    from memctl.exchange.bundle import BundleFile, manifest_for, write_zip
+
+    note = add(cli, "Postgres is the database we use")
+    good = (cli.store / note["path"]).read_bytes()
+    oid = git(cli.store, "hash-object", note["path"]).strip()
+    broken = BundleFile(note["path"], good.replace(b"tags: []", b"tags: [postgres"), None, (oid,))
+    removed = {f"id:{note['id']}": {"path": note["path"], "history": [oid]}}
+    manifest = manifest_for([broken], machine="laptop", time="2026-11-30T12:00:00.000Z",
+                            extra={"project": None, "removed": removed})
+    write_zip(tmp_path / "old.zip", [broken], manifest)
+
+    refused = cli("import", str(tmp_path / "old.zip"))
+    assert refused.exit_code == 1 and f"{note['path']}: line 6:" in refused.stderr
+    report = cli("import", str(tmp_path / "old.zip"), "--skip-invalid", "--json")
+    assert report.exit_code == 0, report.stderr
+    assert [item["path"] for item in report.json()["rejected"]] == [note["path"]]
+    assert (cli.store / note["path"]).read_bytes() == good
+    assert report.json()["deleted"] == []
+
+
+# --- sync -------------------------------------------------------------------------------------------
+
+
+def test_sync_names_a_file_that_does_not_parse_with_path_and_line(tmp_path: Path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    laptop = Cli(tmp_path / "laptop")
+    laptop.ok("init", str(laptop.store))
+    note = add(laptop, "Postgres is the database we use")
+    laptop.ok("sync", "--remote", str(remote))
+    break_tags(laptop, note["path"])
+    synced = laptop("sync", "--json")
+    assert synced.exit_code == 0, synced.stderr
+    assert synced.json()["broken"] == [{"path": note["path"], "line": 6, "message": (
+        "front matter does not parse: did not find expected ',' or ']' (the '[' on this line "
+        "is not closed)")}]
+    assert f"{note['path']}:6: " in synced.stderr and "synced as it is" in synced.stderr
+
+
+# --- memctl edit keeps every keystroke -------------------------------------------------------------
+
+
+def test_a_failed_save_names_the_draft_line_the_user_edited(cli: Cli):
+    note = add(cli, "Keep me")
+    before = (cli.store / note["path"]).read_bytes()
+    result, seen = edit(cli, note["id"], edits=[("type: fact", "type: [fact")])
+    assert seen.splitlines()[2] == "type: fact"  # the third line of the file
+    assert result.exit_code == 1
+    assert f".memctl/edit/{note['id']}.md:3: front matter does not parse" in result.stderr
+    assert "unchanged" in result.stderr and "--fresh" in result.stderr
+    assert (cli.store / note["path"]).read_bytes() == before
+
+
+def test_the_next_edit_reopens_the_kept_draft_with_the_reason_on_top(cli: Cli):
+    note = add(cli, "Keep me")
+    failed, _seen = edit(cli, note["id"], edits=[("type: fact", "type: [fact")],
+                         append="Words I typed and must not lose.\n")
+    assert failed.exit_code == 1
+    draft = cli.store / ".memctl" / "edit" / f"{note['id']}.md"
+
+    reopened, seen = edit(cli, note["id"], edits=[("type: [fact", "type: fact")])
+    assert reopened.exit_code == 0, reopened.stderr
+    lines = seen.splitlines()
+    header = [line for line in lines if line.startswith("# memctl:")]
+    assert lines[:len(header)] == header and len(header) >= 3
+    # The reason, with the line as it is in the reopened draft (below the header).
+    assert lines[len(header) + 2] == "type: [fact"
+    assert f"# memctl: line {len(header) + 3}: front matter does not parse" in seen
+    assert "memctl edit " + note["id"] + " --fresh" in seen
+    assert "Words I typed and must not lose." in seen
+    saved = (cli.store / note["path"]).read_text(encoding="utf-8")
+    assert "Words I typed and must not lose." in saved and "# memctl" not in saved
+    assert not draft.exists()
+    assert "from your kept edit" in reopened.stderr
+
+
+def test_a_second_failure_after_reopening_names_the_line_in_the_reopened_draft(cli: Cli):
+    note = add(cli, "Keep me")
+    edit(cli, note["id"], edits=[("type: fact", "type: [fact")])
+    again, seen = edit(cli, note["id"], edits=[("type: [fact", "type: fact"),
+                                               ("project: demo", "project: [demo")])
+    assert again.exit_code == 1
+    number = next(n for n, line in enumerate(seen.splitlines(), 1) if line == "project: demo")
+    assert f".memctl/edit/{note['id']}.md:{number}: " in again.stderr
+
+
+def test_fresh_drops_the_kept_draft_and_starts_from_the_note(cli: Cli):
+    note = add(cli, "Keep me")
+    edit(cli, note["id"], edits=[("type: fact", "type: [fact")], append="a half-done edit\n")
+    result, seen = edit(cli, note["id"], "--fresh")
+    assert result.exit_code == 0 and "unchanged" in result.stderr
+    assert seen == (cli.store / note["path"]).read_text(encoding="utf-8")
+    assert not (cli.store / ".memctl" / "edit" / f"{note['id']}.md").exists()
+    assert edit(cli, note["id"])[1] == seen  # no draft left to reopen
+
+
+def test_only_memctls_own_lines_are_removed_on_save(cli: Cli):
+    note = add(cli, "Keep me")
+    edit(cli, note["id"], edits=[("type: fact", "type: [fact")], append="First words.\n")
+    # The person deletes one of memctl's lines, fixes the field and types lines of their own
+    # that look like memctl's.
+    script = cli.store.parent / "drop_line.py"
+    script.write_text(
+        "import sys\npath = sys.argv[1]\nlines = open(path, encoding='utf-8').read().split('\\n')\n"
+        "lines = [l for l in lines if not l.startswith('# memctl: line ')]\n"
+        "text = '\\n'.join(lines).replace('type: [fact', 'type: fact')\n"
+        "text += '# memctl: a heading I typed\\n# memctl:\\n'\n"
+        "open(path, 'w', encoding='utf-8').write(text)\n")
+    cli.ok("edit", note["id"], env={"EDITOR": f"{sys.executable} {script}"})
+    saved = (cli.store / note["path"]).read_text(encoding="utf-8")
+    assert saved.startswith("---\n")
+    assert saved.endswith("Keep me\nFirst words.\n# memctl: a heading I typed\n# memctl:\n")
+
+
+def test_a_changed_memctl_line_is_never_taken_for_the_note_nor_dropped(cli: Cli):
+    note = add(cli, "Keep me")
+    before = (cli.store / note["path"]).read_bytes()
+    edit(cli, note["id"], edits=[("type: fact", "type: [fact")])
+    result, seen = edit(cli, note["id"], edits=[("# memctl: your edit", "# memctl: MY edit"),
+                                                ("type: [fact", "type: fact")])
+    assert result.exit_code == 1
+    assert f".memctl/edit/{note['id']}.md:1: " in result.stderr
+    assert (cli.store / note["path"]).read_bytes() == before
+    draft = cli.store / ".memctl" / "edit" / f"{note['id']}.md"
+    assert "# memctl: MY edit" in draft.read_text(encoding="utf-8")  # nothing dropped
+
+
+def test_a_note_that_itself_starts_like_memctls_lines_is_reopened_without_them(cli: Cli):
+    """No line is added that could be taken for the person's own, so none is removed."""
+    hand = cli.store / "demo" / "notes" / "tools.md"
+    hand.parent.mkdir(parents=True, exist_ok=True)
+    hand.write_text("# memctl: how we use it\nline two\n", encoding="utf-8")
+    note_id = cli.ok("list", "--json").json()[0]["id"]
+    failed, _seen = edit(cli, note_id, append="key AKIAIOSFODNN7EXAMPLE\n")
+    assert failed.exit_code == 1 and "secret" in failed.stderr
+    assert f".memctl/edit/{note_id}.md:3: " in failed.stderr
+    reopened, seen = edit(cli, note_id, edits=[("key AKIAIOSFODNN7EXAMPLE", "no key here")])
+    assert reopened.exit_code == 0, reopened.stderr
+    assert seen == "# memctl: how we use it\nline two\nkey AKIAIOSFODNN7EXAMPLE\n"
+    assert hand.read_text(encoding="utf-8").endswith("# memctl: how we use it\nline two\nno key here\n")
+
+
+def test_an_edit_that_fails_changes_nothing_in_the_store(cli: Cli):
+    note = add(cli, "Keep me")
+    before = tree_snapshot(cli.store)
+    head = git(cli.store, "rev-parse", "HEAD")
+    edit(cli, note["id"], edits=[("type: fact", "type: [fact")])
+    again, seen = edit(cli, note["id"])  # reopened and saved as it was: still refused
+    assert again.exit_code == 1 and "type: [fact" in seen
+    assert tree_snapshot(cli.store) == before and git(cli.store, "rev-parse", "HEAD") == head
+
+
+def test_the_show_tool_gives_a_model_the_file_as_it_is_with_path_and_line(cli: Cli):
+    """The MCP `show` of a note that does not parse: the problem and the raw file, and the
+    structured result still valid under the tool's output schema (last good fields)."""
+    pytest.importorskip("mcp.server.mcpserver")
+    import anyio
+    import jsonschema
+    from conftest import PINNED_NOW, memctl_executable
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    note = add(cli, "Postgres is the database we use")
+    broken = break_tags(cli, note["path"])
+    params = StdioServerParameters(
+        command=memctl_executable(), args=["mcp"], cwd=str(cli.store.parent),
+        env={"MEMCTL_STORE": str(cli.store), "MEMCTL_PROJECT": "demo", "MEMCTL_NOW": PINNED_NOW,
+             "NO_COLOR": "1"})
+    outcome = {}
+
+    async def main() -> None:
+        with open(cli.store.parent / "mcp-stderr.log", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    with anyio.fail_after(60):
+                        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+                        outcome["schema"] = tools["show"].output_schema
+                        outcome["result"] = await session.call_tool("show", {"id": note["id"]})
+
+    anyio.run(main)
+    result = outcome["result"]
+    assert not result.is_error, result.content[0].text
+    assert result.content[0].text.startswith(f"{note['path']}:6: front matter does not parse")
+    assert result.content[0].text.endswith(broken)
+    jsonschema.validate(result.structured_content, outcome["schema"])
+    shown = result.structured_content["note"]
+    assert (shown["id"], shown["line"], shown["raw"]) == (note["id"], 6, broken)

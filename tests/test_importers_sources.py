@@ -1,0 +1,488 @@
+"""Importers on realistic sources (tests/data/importers/): what each one brings in, and what
+importing the same source again does: nothing new when it did not change; when it did,
+exactly the changed records are updated and the vanished ones retired, and a note edited here
+since the import is never overwritten (docs/sync.md, "Importing again")."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import PINNED_NOW, git, tree_snapshot
+
+from memctl.core.clock import parse_time
+
+DATA = Path(__file__).parent / "data" / "importers"
+# File times the importers date notes by: a day before the pinned clock, and an hour after
+# that for an edit (never today's date).
+BEFORE = parse_time(PINNED_NOW) - timedelta(days=1)
+NEWS = ("added", "updated", "retired", "conflicts", "conflict_copies", "deleted", "revived",
+        "rejected")
+
+
+def copy_fixture(name: str, tmp_path: Path) -> Path:
+    target = tmp_path / name
+    shutil.copytree(DATA / name, target, symlinks=True)
+    settle(target)
+    return target
+
+
+def settle(root: Path, hours: int = 0) -> None:
+    """Every file's time, at BEFORE plus `hours` (an edit is made later than the import)."""
+    moment = (BEFORE + timedelta(hours=hours)).timestamp()
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            os.utime(path, (moment, moment))
+
+
+def imported(cli, source: Path, *options: str) -> dict:
+    return cli.ok("import", str(source), "--json", *options).json()
+
+
+def news(report: dict) -> dict:
+    """What a report says changed (empty when a re-import brought nothing new)."""
+    return {key: report[key] for key in NEWS if report[key]}
+
+
+def notes(cli, project: str = "demo", status: str = "active") -> dict[str, dict]:
+    listed = cli.ok("list", "--json", "--project", project, "--status", status).json()
+    return {n["id"]: cli.ok("show", n["id"], "--json").json() for n in listed}
+
+
+def by_origin(shown: dict[str, dict]) -> dict[str, dict]:
+    return {note["imported_from"]: note for note in shown.values()}
+
+
+def edit_file(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+# --- CLAUDE.md / AGENTS.md --------------------------------------------------------------------
+
+
+def test_claude_md_follows_its_imports_and_nested_agent_files(cli, tmp_path):
+    repo = copy_fixture("claude-repo", tmp_path)
+    (tmp_path / "team-notes.md").write_text("## Outside\nThe repository must not import me.\n")
+    (repo / "docs" / "fenced-not-an-import.md").write_text("## Fenced\nOnly named in a code block.\n")
+    report = imported(cli, repo / "CLAUDE.md")
+    found = by_origin(notes(cli))
+    assert set(found) == {
+        "CLAUDE.md: (preamble)", "CLAUDE.md: Conventions", "CLAUDE.md: Commands",
+        "CLAUDE.md: Architecture", "CLAUDE.md: Pitfalls",
+        "docs/testing.md: Unit tests", "docs/testing.md: Integration tests",  # @docs/testing.md
+        "docs/conventions/naming.md: Test names",  # two hops: imported by docs/testing.md
+        "packages/api/AGENTS.md: Rules", "packages/api/AGENTS.md: Commands",  # nested
+    }
+    assert len(report["added"]) == len(found)
+    assert found["docs/testing.md: Integration tests"]["body"].startswith("## Integration tests\n")
+    assert found["docs/testing.md: Unit tests"]["tags"] == ["claude-md"]
+    assert found["packages/api/AGENTS.md: Rules"]["type"] == "rule"
+    assert found["packages/api/AGENTS.md: Rules"]["tags"] == ["agents-md"]
+    skipped = {item["path"]: item["reason"] for item in report["skipped"]}
+    assert skipped["CLAUDE.md: @../team-notes.md"] == "outside the imported folder: not read"
+    assert "home or absolute path" in skipped["CLAUDE.md: @~/.claude/payments-personal.md"]
+    assert skipped["CLAUDE.md: @package.json"].startswith("not Markdown")
+    stored = "".join(p.read_text() for p in cli.store.rglob("*.md"))
+    assert "must not import me" not in stored and "Only named in a code block" not in stored
+    assert "installed code" not in stored  # node_modules/left-pad/AGENTS.md
+    assert news(imported(cli, repo / "CLAUDE.md")) == {}
+
+
+def test_imports_stop_after_five_hops(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "CLAUDE.md").write_text("## Start\nSee @hop1.md\n")
+    for hop in range(1, 8):
+        (repo / f"hop{hop}.md").write_text(f"## Hop {hop}\nNext: @hop{hop + 1}.md\n")
+    report = imported(cli, repo / "CLAUDE.md")
+    origins = set(by_origin(notes(cli)))
+    assert "hop5.md: Hop 5" in origins and "hop6.md: Hop 6" not in origins
+    assert {"path": "hop5.md: @hop6.md",
+            "reason": "more than 5 hops of @imports (Claude Code's limit): not imported"} in report["skipped"]
+
+
+def test_an_import_through_a_link_is_not_followed(cli, tmp_path):
+    secret_dir = tmp_path / "elsewhere"
+    secret_dir.mkdir()
+    (secret_dir / "notes.md").write_text("## Private\nOutside the repository.\n")
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    os.symlink(secret_dir / "notes.md", repo / "docs" / "linked.md")
+    os.symlink(secret_dir, repo / "shared")
+    (repo / "CLAUDE.md").write_text("## Start\nRead @docs/linked.md and @shared/notes.md\n")
+    report = imported(cli, repo / "CLAUDE.md")
+    reasons = {item["path"]: item["reason"] for item in report["skipped"]}
+    assert reasons["CLAUDE.md: @docs/linked.md"] == "goes through a symbolic link: not followed"
+    assert reasons["CLAUDE.md: @shared/notes.md"] == "goes through a symbolic link: not followed"
+    assert "Outside the repository" not in "".join(p.read_text() for p in cli.store.rglob("*.md"))
+
+
+def test_reimporting_an_edited_claude_md_updates_and_retires_exactly_what_changed(cli, tmp_path):
+    repo = copy_fixture("claude-repo", tmp_path)
+    source = repo / "CLAUDE.md"
+    imported(cli, source)
+    before = by_origin(notes(cli))
+    edit_file(source, "- Never log card numbers; use `mask.PAN()`.\n",
+              "- Never log card numbers; use `mask.PAN()`.\n- Amounts are int64 cents.\n")
+    edit_file(source, "## Pitfalls\nThe sandbox acquirer declines every amount ending in 13.\n", "")
+    settle(repo, hours=1)
+    report = imported(cli, source)
+    conventions = before["CLAUDE.md: Conventions"]["id"]
+    pitfalls = before["CLAUDE.md: Pitfalls"]["id"]
+    assert news(report) == {"updated": [conventions], "retired": [pitfalls]}
+    assert not (cli.store / ".conflicts").exists()
+    after = cli.ok("show", conventions, "--json").json()
+    assert "int64 cents" in after["body"] and after["created"] == before["CLAUDE.md: Conventions"]["created"]
+    gone = cli.ok("show", pitfalls, "--json").json()
+    assert gone["status"] == "archived" and gone["path"].startswith("demo/archive/")
+    assert pitfalls not in notes(cli)
+    assert news(imported(cli, source)) == {}
+    # The section comes back: the archived note is brought back, not duplicated.
+    source.write_text(source.read_text() + "## Pitfalls\nThe sandbox declines amounts ending in 13.\n")
+    settle(repo, hours=2)
+    assert news(imported(cli, source)) == {"updated": [pitfalls]}
+    assert cli.ok("show", pitfalls, "--json").json()["status"] == "active"
+
+
+def test_a_note_edited_here_is_kept_and_the_source_change_becomes_a_conflict_copy(cli, tmp_path):
+    repo = copy_fixture("claude-repo", tmp_path)
+    source = repo / "CLAUDE.md"
+    imported(cli, source)
+    found = by_origin(notes(cli))
+    architecture = found["CLAUDE.md: Architecture"]
+    commands = found["CLAUDE.md: Commands"]
+    for note, old, new in ((architecture, "nothing else touches", "NOTHING else touches"),
+                           (commands, "make lint", "make lint-all")):
+        edit_file(cli.store / note["path"], old, new)
+    cli.ok("reindex")  # the edits are in the store; the next import sees them
+    edit_file(source, "Ledger writes go through `ledger.Post`; nothing else touches the `entries` table.",
+              "Ledger writes go through `ledger.Post` only.")
+    edit_file(source, "## Commands\n", "## Build commands\n")  # the old heading is gone
+    settle(repo, hours=1)
+    report = imported(cli, source)
+    assert sorted(report["conflicts"]) == sorted([architecture["id"], commands["id"]])
+    assert report["updated"] == [] and report["retired"] == []
+    assert len(report["added"]) == 1  # the section under its new heading
+    kept = cli.ok("show", architecture["id"], "--json").json()
+    assert "NOTHING else touches" in kept["body"]
+    [copy] = report["conflict_copies"]
+    assert "`ledger.Post` only." in (cli.store / copy).read_text()
+    assert cli.ok("show", commands["id"], "--json").json()["status"] == "active"  # edited: kept
+    assert news(imported(cli, source)) == {}
+    # Taking the source's version resolves it; the note then follows the source again.
+    cli.ok("conflicts", "keep", copy)
+    assert "`ledger.Post` only." in cli.ok("show", architecture["id"], "--json").json()["body"]
+    assert news(imported(cli, source)) == {}
+
+
+def test_a_folder_import_splits_agent_files_into_sections(cli, tmp_path):
+    repo = copy_fixture("claude-repo", tmp_path)
+    imported(cli, repo, "--from", "markdown")
+    origins = set(by_origin(notes(cli)))
+    assert {"CLAUDE.md: Conventions", "packages/api/AGENTS.md: Rules",
+            "docs/testing.md"} <= origins
+    assert "CLAUDE.md" not in origins  # not one whole-file note
+
+
+# --- Obsidian vault ---------------------------------------------------------------------------
+
+
+def test_an_obsidian_vault_keeps_its_fields_tags_links_and_says_what_it_skipped(cli, tmp_path):
+    vault = copy_fixture("obsidian-vault", tmp_path)
+    report = imported(cli, vault)
+    assert {(item["path"], item["reason"]) for item in report["skipped"]} == {
+        ("Templates/Daily note.md", "template (the vault's templates folder)"),
+        ("Inbox/Untitled.md", "empty note (no text)"),
+        ("Attachments/diagram.png",
+         "attachment: not imported (memctl keeps text); embedded by Projects/Payments.md"),
+    }
+    found = by_origin(notes(cli))
+    assert set(found) == {"Projects/Payments.md", "Tech/Postgres.md", "Tech/Ledger rules.md",
+                          "Daily/2025-03-01.md"}
+    payments, postgres = found["Projects/Payments.md"], found["Tech/Postgres.md"]
+    ledger = found["Tech/Ledger rules.md"]
+    assert payments["body"] == (vault / "Projects" / "Payments.md").read_text().split("---\n", 2)[2]
+    assert payments["status"] == "active" and payments["original_status"] == "done"
+    assert payments["author"] == {"name": "Ann", "team": "payments"}
+    assert payments["created"] == payments["updated"] == "2025-03-02"
+    assert payments["modified"] == "2025-03-02" and payments["aliases"] == ["Payments service"]
+    assert set(payments["tags"]) == {"work", "projects", "golang", "payments/ledger"}
+    assert payments["links"] == [postgres["id"], ledger["id"]]  # `notatag`, `NotALink` are code
+    assert payments["attachments"] == ["Attachments/diagram.png"]
+    assert postgres["links"] == [payments["id"]]  # through the alias `Payments service`
+    assert postgres["type"] == "decision" and postgres["importance"] == 8
+    assert ledger["original_id"] == "20250112-ledger" and set(ledger["tags"]) == {"ledger", "rules", "tech"}
+    hits = {hit["id"] for hit in cli.ok("search", "Postgres", "--json").json()}
+    assert payments["id"] in hits  # the link's text is searchable
+    assert news(imported(cli, vault)) == {}
+
+    edit_file(vault / "Projects" / "Payments.md", "Written in Go.", "Written in Go 1.22.")
+    (vault / "Daily" / "2025-03-01.md").unlink()
+    (vault / "Tech" / "Kafka.md").write_text("# Kafka\n\nOrdered partitions per merchant.\n")
+    settle(vault, hours=1)
+    again = imported(cli, vault)
+    assert news(again) == {"added": [again["added"][0]], "updated": [payments["id"]],
+                           "retired": [found["Daily/2025-03-01.md"]["id"]]}
+    assert news(imported(cli, vault)) == {}
+
+
+def test_a_template_outside_the_configured_folder_is_skipped_by_its_placeholders(cli, tmp_path):
+    vault = tmp_path / "vault"
+    (vault / "_templates").mkdir(parents=True)
+    (vault / "_templates" / "Meeting.md").write_text("---\ndate: {{date}}\n---\n# {{title}}\n")
+    (vault / "Note.md").write_text("A note.\n")
+    report = imported(cli, vault)
+    assert len(report["added"]) == 1
+    assert report["skipped"] == [{"path": "_templates/Meeting.md",
+                                  "reason": "template ({{…}} placeholders)"}]
+
+
+# --- Cline memory bank ------------------------------------------------------------------------
+
+
+def test_a_cline_memory_bank_lands_in_memory_md_the_scratchpad_and_typed_notes(cli, tmp_path):
+    repo = copy_fixture("cline-repo", tmp_path)
+    report = imported(cli, repo)
+    assert {"demo/MEMORY.md", "demo/SCRATCHPAD.md"} <= set(report["added"])
+    memory = cli.ok("project", "show", "--json").json()["text"]
+    sections = {name: memory.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0]
+                for name in ("Constraints", "Decisions", "Progress", "Lessons")}
+    assert "- PCI scope: card numbers never leave the vault service." in sections["Constraints"]
+    assert "- Kafka over SQS: we need ordered partitions per merchant." in sections["Decisions"]
+    assert "idempotency key" in sections["Decisions"]
+    assert "- Streaming settlement is live for 40% of merchants." in sections["Progress"]
+    assert "- Duplicate webhook deliveries are dropped only after 24 h." in sections["Lessons"]
+    scratch = cli.ok("scratch", "show", "--json").json()
+    assert scratch["focus"] == "Moving refunds onto the streaming settlement path."
+    assert scratch["next"] == ["Write the refund consumer", "Backfill refunds from March",
+                               "Switch the batch job off", "Refund consumer", "Third acquirer"]
+    found = by_origin(notes(cli))
+    assert set(found) == {f"memory-bank/{name}.md" for name in
+                          ("projectbrief", "productContext", "activeContext", "systemPatterns",
+                           "techContext")}  # progress.md is all MEMORY.md and scratchpad
+    patterns = found["memory-bank/systemPatterns.md"]
+    assert patterns["type"] == "decision" and "Outbox pattern" in patterns["body"]
+    assert "Kafka over SQS" not in patterns["body"]  # in MEMORY.md, not twice
+    assert found["memory-bank/projectbrief.md"]["importance"] == 8
+    assert "table-driven" in found["memory-bank/activeContext.md"]["body"]
+    assert news(imported(cli, repo)) == {}
+
+    bank = repo / "memory-bank"
+    edit_file(bank / "progress.md", "- Payments settle through the streaming path for two acquirers.\n",
+              "- Payments settle through the streaming path for two acquirers.\n"
+              "- Refunds settle through it too.\n")
+    edit_file(bank / "progress.md", "## Known issues\n- Duplicate webhook deliveries are dropped "
+                                    "only after 24 h.\n", "")
+    settle(repo, hours=1)
+    again = imported(cli, repo)
+    assert news(again) == {"updated": ["demo/MEMORY.md"]}
+    after = cli.ok("project", "show", "--json").json()["text"]
+    assert "- Refunds settle through it too." in after and "Duplicate webhook" not in after
+    assert [line for line in memory.splitlines() if "memctl import" not in line
+            and "Duplicate webhook" not in line] == \
+        [line for line in after.splitlines() if "memctl import" not in line
+         and "Refunds settle through it too" not in line]  # nothing else moved
+    assert news(imported(cli, repo)) == {}
+
+
+def test_an_edited_memory_md_block_is_kept_and_the_source_change_is_a_conflict_copy(cli, tmp_path):
+    repo = copy_fixture("cline-repo", tmp_path)
+    imported(cli, repo)
+    memory_file = cli.store / "demo" / "MEMORY.md"
+    edit_file(memory_file, "with a `-refund` suffix.", "with a `-refund` suffix (agreed with Bob).")
+    cli.ok("project", "add", "decisions", "Hand-written decision")
+    edit_file(repo / "memory-bank" / "activeContext.md", "with a `-refund` suffix.", "with `-r`.")
+    settle(repo, hours=1)
+    report = imported(cli, repo)
+    assert report["conflicts"] == ["demo/MEMORY.md"] and report["updated"] == []
+    text = memory_file.read_text()
+    assert "(agreed with Bob)" in text and "Hand-written decision" in text
+    [copy] = report["conflict_copies"]
+    copied = (cli.store / copy).read_text()
+    assert "with `-r`." in copied and "Hand-written decision" in copied
+    assert news(imported(cli, repo)) == {}
+
+
+# --- Claude Code auto-memory ------------------------------------------------------------------
+
+
+def test_a_claude_code_project_folder_is_read_as_auto_memory_not_as_a_bundle(cli, tmp_path):
+    projects = copy_fixture("claude-code-projects", tmp_path)
+    folder = projects / "-home-ann-payments"
+    report = imported(cli, folder)
+    found = by_origin(notes(cli))
+    assert {note["original_type"]: note["type"] for note in found.values()} == {
+        "feedback": "rule", "user": "preference", "project": "fact"}
+    assert found["memory/user_role.md"]["description"] == "role and how she likes answers"
+    assert found["memory/debugging.md"]["title"] == "Debugging the acquirer sandbox"
+    assert "demo/MEMORY.md" in report["added"]
+    assert "- Ledger entries are never updated, only reversed (2026-11-12)." in \
+        cli.ok("project", "show", "--json").json()["text"]
+    scratch = cli.ok("scratch", "show", "--json").json()
+    assert scratch["focus"] == "Refund consumer for the streaming settlement path."
+    assert scratch["next"] == ["Backfill March refunds"]
+    # The memory folder itself is the same source: nothing new.
+    assert news(imported(cli, folder / "memory")) == {}
+    (folder / "memory" / "project_freeze.md").unlink()  # as Claude Code forgets: file and pointer
+    edit_file(folder / "memory" / "MEMORY.md", "- [Release freeze](project_freeze.md)\n", "")
+    settle(projects, hours=1)
+    assert news(imported(cli, folder)) == {"retired": [found["memory/project_freeze.md"]["id"]]}
+
+
+# --- mem0 / OpenMemory ------------------------------------------------------------------------
+
+
+def openmemory_zip(tmp_path: Path, memories: dict | None = None, lines: bytes | None = None) -> Path:
+    """An export zip as OpenMemory's backup router writes it."""
+    source = DATA / "openmemory"
+    target = tmp_path / "memories_export_ann.zip"
+    payload = memories if memories is not None else json.loads((source / "memories.json").read_text())
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("memories.json", json.dumps(payload, indent=2))
+        archive.writestr("memories.jsonl.gz",
+                         gzip.compress(lines if lines is not None else (source / "memories.jsonl").read_bytes()))
+    settle(tmp_path)
+    return target
+
+
+def test_an_openmemory_export_zip_maps_states_categories_and_types(cli, tmp_path):
+    report = imported(cli, openmemory_zip(tmp_path))
+    assert len(report["added"]) == 5
+    assert report["skipped"] == [{"path": "memories_export_ann.zip",
+                                  "reason": "1 deleted memory: not imported"}]
+    everything = {note["body"].strip(): note for note in notes(cli, status="any").values()}
+    assert "Lives in Berlin" not in everything  # deleted
+    dark = everything["Prefers dark mode in every editor"]
+    assert dark["type"] == "preference" and dark["status"] == "active"
+    assert dark["tags"] == ["mem0", "preferences"] and dark["mem0_app"] == "cursor"
+    assert dark["created"] == "2025-06-01T10:00:00.123456+00:00" and dark["mem0_user_id"] == "ann"
+    pnpm = everything["Uses pnpm, never npm, for JavaScript projects"]  # categorised by the join rows
+    assert pnpm["type"] == "preference" and set(pnpm["tags"]) == {"mem0", "ai-ml-technology", "preferences"}
+    paused = everything["Is training for a marathon in April"]
+    assert paused["status"] == "archived" and paused["mem0_state"] == "paused"
+    assert set(paused["tags"]) == {"mem0", "health", "personal"} and paused["type"] == "fact"
+    assert everything["Used Vim before switching to Helix"]["mem0_state"] == "archived"
+    assert everything["Works on the payments service, written in Go"]["type"] == "fact"
+    assert news(imported(cli, openmemory_zip(tmp_path))) == {}
+
+    payload = json.loads((DATA / "openmemory" / "memories.json").read_text())
+    for memory in payload["memories"]:
+        if memory["content"].startswith("Prefers dark mode"):
+            memory["content"] = "Prefers dark mode, except in the terminal"
+            memory["updated_at"] = "2025-08-01T10:00:00+00:00"
+        if memory["content"].startswith("Works on the payments"):
+            memory["state"] = "deleted"
+    again = imported(cli, openmemory_zip(tmp_path, payload, lines=b""))
+    assert news(again) == {"updated": [dark["id"]],
+                           "retired": [everything["Works on the payments service, written in Go"]["id"]]}
+    assert cli.ok("show", dark["id"], "--json").json()["body"] == "Prefers dark mode, except in the terminal\n"
+
+
+def test_an_import_that_recognises_nothing_says_so_and_changes_nothing(cli, store_path, tmp_path):
+    stray = tmp_path / "photos.zip"
+    with zipfile.ZipFile(stray, "w") as archive:
+        archive.writestr("IMG_0001.jpg", b"\xff\xd8\xff")
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    (pictures / "cat.png").write_bytes(b"\x89PNG\r\n")
+    empty_export = tmp_path / "empty.json"
+    empty_export.write_text("[]")
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    for source, words in ((stray, "nothing in"), (pictures, "found nothing to import"),
+                          (empty_export, "no memories found"),
+                          (openmemory_zip(tmp_path), "nothing in")):
+        options = ("--from", "bundle") if source.name.endswith("ann.zip") else ()
+        result = cli("import", str(source), *options)
+        assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+        assert words in result.stderr
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("entry", ["../evil.json", "/abs/memories.json"])
+def test_an_openmemory_zip_with_a_hostile_entry_is_refused(cli, store_path, tmp_path, entry):
+    target = tmp_path / "memories_export_x.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("memories.json", (DATA / "openmemory" / "memories.json").read_text())
+        archive.writestr(entry, "{}")
+    before = tree_snapshot(store_path)
+    result = cli("import", str(target))
+    assert result.exit_code == 1 and result.stderr.startswith("error:")
+    assert tree_snapshot(store_path) == before
+
+
+# --- what every import keeps to ---------------------------------------------------------------
+
+
+def test_a_linked_agents_md_is_skipped_and_a_repository_folder_reads_its_claude_md(cli, tmp_path):
+    repo = copy_fixture("claude-repo", tmp_path)
+    os.symlink("CLAUDE.md", repo / "AGENTS.md")  # the usual way to serve both agents
+    report = imported(cli, repo, "--from", "agents")
+    assert {"path": "AGENTS.md", "reason": "a symbolic link: not followed"} in report["skipped"]
+    assert "CLAUDE.md: Conventions" in by_origin(notes(cli))
+    assert news(imported(cli, repo / "CLAUDE.md")) == {}  # the same source, named as a file
+
+
+@pytest.mark.parametrize("fixture, target", [("claude-repo", "CLAUDE.md"),
+                                             ("cline-repo", "memory-bank/progress.md")])
+def test_an_imported_secret_is_refused_unless_allowed(cli, store_path, tmp_path, fixture, target):
+    source = copy_fixture(fixture, tmp_path)
+    key = "AKIA" + "QYLPMN5HHHFPZAM2"  # an AWS access key id, split so no scanner flags this file
+    with open(source / target, "a", encoding="utf-8") as handle:
+        handle.write(f"\n## Current status\nDeploy key {key} is in the vault now.\n")
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    refused = cli("import", str(source / "CLAUDE.md" if fixture == "claude-repo" else source))
+    assert refused.exit_code == 1 and "secret" in refused.stderr
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
+    cli.ok("import", str(source / "CLAUDE.md" if fixture == "claude-repo" else source),
+           "--allow-secret")
+    assert key in "".join(p.read_text() for p in store_path.rglob("*.md"))
+
+
+def test_a_dry_run_reimport_lists_the_changes_and_makes_none(cli, store_path, tmp_path):
+    repo = copy_fixture("cline-repo", tmp_path)
+    imported(cli, repo)
+    edit_file(repo / "memory-bank" / "productContext.md", "twice a month", "every week")
+    (repo / "memory-bank" / "techContext.md").unlink()
+    settle(repo, hours=1)
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    planned = cli.ok("import", str(repo), "--dry-run")
+    assert "would write demo/notes/fact/product-context-" in planned.stderr + planned.stdout
+    assert "would remove demo/notes/fact/tech-context-" in planned.stderr + planned.stdout
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
+    report = imported(cli, repo)
+    assert len(report["updated"]) == 2 and len(report["retired"]) == 1  # the note, MEMORY.md
+
+
+def test_the_import_output_names_what_was_skipped_and_retired(cli, tmp_path):
+    vault = copy_fixture("obsidian-vault", tmp_path)
+    first = cli.ok("import", str(vault))
+    shown = first.stdout + first.stderr
+    assert "skipped Templates/Daily note.md: template (the vault's templates folder)" in shown
+    assert "skipped Inbox/Untitled.md: empty note (no text)" in shown
+    daily = by_origin(notes(cli))["Daily/2025-03-01.md"]["id"]
+    (vault / "Daily" / "2025-03-01.md").unlink()
+    again = cli.ok("import", str(vault))
+    assert f"retired {daily}: the source no longer has it (archived; `memctl restore {daily}` " \
+           "brings it back)" in again.stdout + again.stderr
+    assert "1 retired" in again.stdout + again.stderr
+
+
+def test_a_record_left_out_as_invalid_is_not_retired(cli, tmp_path):
+    vault = copy_fixture("obsidian-vault", tmp_path)
+    imported(cli, vault)
+    ledger = by_origin(notes(cli))["Tech/Ledger rules.md"]["id"]
+    edit_file(vault / "Tech" / "Ledger rules.md", "  - rules\n", "  - rules\nsource: [unclosed\n")
+    settle(vault, hours=1)
+    assert cli("import", str(vault)).exit_code == 1  # refused whole, as before
+    report = imported(cli, vault, "--skip-invalid")
+    assert [item["path"] for item in report["rejected"]] == ["Tech/Ledger rules.md"]
+    assert news(report) == {"rejected": report["rejected"]}  # Payments still links to it
+    assert cli.ok("show", ledger, "--json").json()["status"] == "active"

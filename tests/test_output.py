@@ -1,0 +1,253 @@
+"""What people read: tables that give the room to the text and never cut a path, search hits
+that stay compact at 80 columns, one style for every error, examples in --help, and words
+that agree with the JSON. Run as the installed `memctl` with COLUMNS set, as in a terminal."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Cli, run_memctl
+from rich.cells import cell_len
+
+LONG_TITLE = ("Deploy checklist: run the migrations first, then restart the workers, "
+              "then clear the CDN cache")
+
+
+def lines_of(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines()]
+
+
+def assert_fits(text: str, columns: int) -> None:
+    for line in text.splitlines():
+        assert cell_len(line.rstrip()) <= columns, line
+
+
+# --- list: the title gets the room --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("project", ["demo", "a-rather-long-project-name"])
+def test_list_at_80_columns_gives_the_title_the_room(store_path: Path, project: str) -> None:
+    added = run_memctl("add", LONG_TITLE, "--type", "decision", "--json", store=store_path,
+                       project=project).json()
+    shown = run_memctl("list", "--json", store=store_path, project=project).json()[0]
+    result = run_memctl("list", store=store_path, project=project, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    assert_fits(result.stdout, 80)
+    row = next(line.strip() for line in lines_of(result.stdout) if added["id"] in line)
+    # the short columns are whole, the title is cut with "…" and still has the most room
+    for value in (added["id"], "decision", str(shown["importance"]), shown["updated"][:10]):
+        assert f"{value}  " in row, (value, row)
+    title = row[row.index(LONG_TITLE[:10]):]
+    assert title.endswith("…") and LONG_TITLE.startswith(title[:-1])
+    assert len(title) >= 24, row
+    project_cell = row.split()[3]
+    assert project_cell == project or (project_cell.endswith("…") and len(project_cell) < len(title))
+
+
+def test_list_at_200_columns_shows_the_whole_title_as_written(store_path: Path) -> None:
+    title = "[draft] " + LONG_TITLE  # brackets are text, never markup
+    added = run_memctl("add", title, "--json", store=store_path).json()
+    result = run_memctl("list", store=store_path, env={"COLUMNS": "200"})
+    row = next(line.strip() for line in lines_of(result.stdout) if added["id"] in line)
+    assert row.endswith(title) and "…" not in row
+
+
+# --- search: compact hits ----------------------------------------------------------------------
+
+
+def hits_of(stdout: str) -> list[list[str]]:
+    """The printed hits: each starts with its number, its other lines are indented."""
+    hits: list[list[str]] = []
+    for line in lines_of(stdout):
+        if re.match(r"^ *\d+  \S", line):
+            hits.append([line])
+        else:
+            assert hits and line.startswith("   "), f"a line outside any hit: {line!r}"
+            hits[-1].append(line)
+    return hits
+
+
+def test_search_hits_take_at_most_three_lines_at_80_columns(store_path: Path) -> None:
+    project = "a-rather-long-project-name"
+    run_memctl("project", "add", "decisions", "We deploy with blue-green switches because the "
+               "migrations must run before any worker restarts and the CDN cache is cleared "
+               "last, after the health checks pass on every machine of the fleet",
+               store=store_path, project=project)
+    note = run_memctl("add", LONG_TITLE + ". " + "The deploy takes ten minutes; " * 8,
+                      "--type", "skill", "--json", store=store_path, project=project).json()
+    result = run_memctl("search", "deploy", store=store_path, project=project,
+                        env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    assert_fits(result.stdout, 80)
+    hits = hits_of(result.stdout)
+    assert len(hits) == 2, result.stdout
+    assert all(len(hit) <= 3 for hit in hits), result.stdout
+    assert any(hit[0].split()[1] == note["id"] for hit in hits), "a note's id is shown whole"
+    memory = next(hit for hit in hits if "MEMORY.md" in hit[0])
+    assert re.search(r"\bMEMORY\.md:\d+\b", memory[0]) and "Decisions" in " ".join(memory)
+    assert " ".join(hits[0] + hits[1]).count("…") >= 1, "long text is cut with …"
+
+
+def test_search_explain_adds_its_line_to_the_compact_hit(store_path: Path) -> None:
+    run_memctl("add", LONG_TITLE, store=store_path)
+    result = run_memctl("search", "deploy", "--explain", store=store_path,
+                        env={"COLUMNS": "80"})
+    (hit,) = hits_of(result.stdout)
+    assert "bm25" in " ".join(hit) and "importance" in " ".join(hit)
+
+
+# --- conflicts: paths whole at any width --------------------------------------------------------
+
+
+EDITOR = """import os, sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+head, sep, _ = text.partition("\\n---\\n")
+open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
+"""
+
+
+def _conflict(tmp_path: Path) -> Cli:
+    """A real conflict copy with a long path: one note edited on two stores, carried by zip."""
+    laptop, desktop = Cli(tmp_path / "laptop", "a-rather-long-project-name"), Cli(tmp_path / "desktop")
+    for cli in (laptop, desktop):
+        cli.ok("init", str(cli.store))
+    note = laptop.ok("add", "The session cache time to live on the frontend edge servers is sixty "
+                     "seconds", "--json", env={"MEMCTL_NOW": "2026-11-01T00:00:00Z"}).json()["id"]
+    laptop.ok("export", str(tmp_path / "one.zip"))
+    desktop.ok("import", str(tmp_path / "one.zip"))
+    script = tmp_path / "editor.py"
+    script.write_text(EDITOR)
+    for cli, body, now in ((laptop, "sixty", "2026-11-02T00:00:00Z"),
+                           (desktop, "ninety", "2026-11-03T00:00:00Z")):
+        cli.ok("edit", note, env={"EDITOR": f"{sys.executable} {script}", "NEW_BODY": body,
+                                  "MEMCTL_NOW": now})
+    desktop.ok("export", str(tmp_path / "two.zip"))
+    laptop.ok("import", str(tmp_path / "two.zip"))
+    return laptop
+
+
+def _column(stdout: str, header: str, next_header: str) -> str:
+    """The text of one column of a table, its folded lines joined."""
+    lines = lines_of(stdout)
+    rule = next(number for number, line in enumerate(lines) if line.strip().startswith("─"))
+    heading = lines[rule - 1]
+    start = re.search(rf"(?<!\S){re.escape(header)}(?!\S)", heading).start()
+    end = re.search(rf"(?<!\S){re.escape(next_header)}(?!\S)", heading).start()
+    return "".join(line[start:end].strip() for line in lines[rule + 1:])
+
+
+@pytest.mark.parametrize("columns", [200, 120, 80])
+def test_conflicts_shows_paths_whole_at_any_width(tmp_path: Path, columns: int) -> None:
+    laptop = _conflict(tmp_path)
+    (copy,) = laptop.ok("conflicts", "--json").json()
+    assert len(copy["path"]) > 100
+    result = run_memctl("conflicts", store=laptop.store, env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.stderr
+    assert_fits(result.stdout, columns)
+    assert _column(result.stdout, "copy", "id") == copy["path"]
+    heading = "version" if columns < 120 else "current version"  # two lines when narrow
+    assert _column(result.stdout, heading, "updated") == copy["current"]
+
+
+# --- errors: one style -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ["add", "some text", "--bogus"],           # unknown option
+    ["add"],                                   # missing argument
+    ["list", "--sort", "sideways"],            # bad choice
+    ["add", "x", "--importance", "11"],        # a value memctl's validators refuse
+    ["nosuchcommand"],                         # unknown command
+    ["--bogus", "list"],                       # unknown global option
+    ["conflicts", "keep"],                     # missing argument of a subcommand
+    ["project", "add", "decisions"],
+], ids=lambda args: " ".join(args))
+def test_usage_errors_are_one_plain_error_line(cli: Cli, args: list[str]) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ")
+    assert not {"╭", "│", "╰"} & set(result.stderr + result.stdout)
+    lines = result.stderr.splitlines()
+    assert len(lines) <= 2 and all(line.startswith("hint: try 'memctl ") for line in lines[1:])
+
+
+def test_usage_errors_of_the_installed_program(store_path: Path) -> None:
+    for args in (["search", "x", "--type", "banana"], ["show"], ["health", "--strikt"]):
+        result = run_memctl(*args, store=store_path)
+        assert result.exit_code == 2 and result.stderr.startswith("error: "), args
+        assert "╭" not in result.stderr and "Traceback" not in result.stderr
+        assert result.stderr.splitlines()[-1] == f"hint: try 'memctl {args[0]} --help'"
+
+
+# --- help: examples ----------------------------------------------------------------------------
+
+
+MAIN_COMMANDS = ["init", "add", "search", "recall", "get", "list", "show", "edit", "forget",
+                 "sync", "health", "import", "export"]
+
+
+def test_search_help_shows_examples() -> None:
+    result = run_memctl("search", "--help", env={"COLUMNS": "120"})
+    assert result.exit_code == 0
+    assert "Examples:" in result.stdout and "memctl search postgres" in result.stdout
+
+
+def test_every_main_command_has_examples_that_parse() -> None:
+    import typer
+
+    from memctl.cli.app import app
+
+    root = typer.main.get_command(app)
+    for name in MAIN_COMMANDS:
+        command = root.commands[name]  # type: ignore[attr-defined]
+        assert command.epilog and "Examples:" in command.epilog, name
+        commands = [line[line.index("memctl "):] for line in command.epilog.split("\n")
+                    if "memctl " in line]
+        assert commands, name
+        for line in commands:
+            words = shlex.split(line)
+            assert words[1] == name, line
+            # parsed as the command line would be: every option and value is accepted
+            with root.make_context("memctl", [name]) as parent:
+                command.make_context(name, words[2:], parent=parent)
+
+
+# --- words that agree with the JSON ------------------------------------------------------------
+
+
+def test_add_says_created_and_merged_like_its_json(cli: Cli) -> None:
+    text = cli.ok("add", "The blog backend uses PostgreSQL 16; no ORM.")
+    first = cli.ok("list", "--json").json()[0]
+    assert text.stderr.startswith(f"created {first['id']}  ")
+    again = cli.ok("add", "the blog backend uses PostgreSQL 16, no ORM", "--json").json()
+    assert again["action"] == "merged"
+    merged = cli.ok("add", "The blog backend uses PostgreSQL 16 - no ORM")
+    assert merged.stderr.startswith(f"merged into {first['id']}  ")
+
+
+def test_health_counts_what_its_words_say(cli: Cli, tmp_path: Path) -> None:
+    """A note only ever found by `search`, never recalled: health calls its count accesses
+    (search hits and recalls), not recalls."""
+    note = cli.ok("add", "Blue-green deploys need the load balancer drained first", "--json").json()
+    cli.ok("search", "drained")
+    report = cli.ok("health", "--json").json()
+    (top,) = report["top_recalled"]
+    assert (top["id"], top["accesses_30d"], top["recalls_30d"]) == (note["id"], 1, 1)
+    text = run_memctl("health", store=cli.store, env={"COLUMNS": "120"}).stdout
+    assert "recalled" not in text and "recalls" not in text
+    heading = next(line for line in lines_of(text) if "most accessed" in line)
+    assert "search or recall" in heading
+    columns = lines_of(text)[lines_of(text).index(heading) + 1].split()
+    row = next(line for line in lines_of(text) if line.startswith(note["id"]))
+    assert columns[2] == "accesses" and row.split()[2] == "1"
+    markdown = tmp_path / "report.md"
+    cli.ok("health", "--markdown", str(markdown))
+    written = markdown.read_text(encoding="utf-8")
+    assert "Most accessed by search or recall" in written and "recalls" not in written
+    shown = cli.ok("show", note["id"], env={"COLUMNS": "120"}).stdout
+    assert "accessed 1 time (search hits and recalls)" in shown

@@ -1,0 +1,118 @@
+"""Project names: letters and digits of any script (`数据平台`), in NFC, never a path that
+leaves the store; a git repository's folder name made into one is said (docs/format.md)."""
+
+from __future__ import annotations
+
+import subprocess
+import unicodedata
+from pathlib import Path
+
+import pytest
+from conftest import Cli, git, run_memctl, tree_snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.core.arguments import project_name
+from memctl.core.errors import ArgumentError
+from memctl.core.vocab import project_from_folder, valid_project_name
+from memctl.disk.layout import classify
+from memctl.disk.storefiles import StoreFiles
+
+
+def test_a_chinese_project_name_works_end_to_end(cli: Cli, store_path: Path) -> None:
+    added = cli.ok("add", "数据平台的调度器是 Airflow", "--project", "数据平台", "--json").json()
+    assert added["path"].startswith("数据平台/notes/fact/")
+    listed = cli.ok("list", "--project", "数据平台", "--json").json()
+    assert [note["id"] for note in listed] == [added["id"]]
+    hits = cli.ok("search", "Airflow", "--project", "数据平台", "--json").json()
+    assert [hit["id"] for hit in hits] == [added["id"]]
+    assert cli.ok("search", "Airflow", "--json").json() == []  # another project's note
+    cli.ok("scratch", "focus", "迁移调度器", "--project", "数据平台")
+    episode = cli.ok("episode", "add", "--goal", "迁移", "--outcome", "completed",
+                     "--project", "数据平台", "--json").json()
+    assert episode["path"].startswith("数据平台/episodes/")
+    assert (store_path / "数据平台" / "SCRATCHPAD.md").is_file()
+    assert git(store_path, "status", "--porcelain") == ""
+    # MEMCTL_PROJECT takes the same names.
+    assert cli.ok("list", "--json", env={"MEMCTL_PROJECT": "数据平台"}).json()[0]["id"] == added["id"]
+
+
+def test_a_name_in_either_unicode_form_is_one_project(cli: Cli, store_path: Path) -> None:
+    composed, decomposed = "café", "cafe\u0301"
+    assert unicodedata.normalize("NFC", decomposed) == composed != decomposed
+    added = cli.ok("add", "The café menu service runs on Go", "--project", decomposed,
+                   "--json").json()
+    assert added["path"].startswith(f"{composed}/")
+    assert [p.name for p in store_path.iterdir() if p.name.startswith("caf")] == [composed]
+    listed = cli.ok("list", "--project", composed, "--json").json()
+    assert [note["id"] for note in listed] == [added["id"]]
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "a\\b", "..", ".", ".hidden", "-x", "x y",
+                                  "x\u202ey", "x\x01", "x²", "数" * 40, "", " "])
+def test_names_that_are_no_folder_of_the_store_are_refused(cli: Cli, store_path: Path,
+                                                          name: str) -> None:
+    before = tree_snapshot(store_path)
+    result = cli("add", "x", "--project", name)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith("error:") and "Traceback" not in result.stderr
+    assert tree_snapshot(store_path) == before
+    with pytest.raises(ArgumentError):
+        project_name(name)
+    if name:
+        from_env = cli("list", env={"MEMCTL_PROJECT": name})
+        assert from_env.exit_code == 2 and "MEMCTL_PROJECT" in from_env.stderr
+
+
+def test_hand_made_folders_are_projects_by_the_same_rule(cli: Cli, store_path: Path) -> None:
+    (store_path / "数据平台" / "notes").mkdir(parents=True)
+    (store_path / "数据平台" / "notes" / "by-hand.md").write_text("调度器每天凌晨两点运行\n")
+    (store_path / "x y").mkdir()
+    (store_path / "x y" / "stray.md").write_text("not a project\n")
+    listed = cli.ok("list", "--all-projects", "--json").json()
+    assert [(note["project"], note["path"]) for note in listed] == \
+        [("数据平台", "数据平台/notes/by-hand.md")]
+    assert classify("数据平台/notes/by-hand.md") == ("note", "数据平台")
+    assert classify("x y/stray.md") is None
+    assert "x y/" in cli.ok("health", "--json").json()["ignored"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_a_valid_name_is_always_a_plain_folder_of_the_store(tmp_path_factory, text: str) -> None:
+    """Whatever a folder is called, the project made of it is valid or empty; a valid name is
+    one folder that `StoreFiles.resolve` accepts and `classify` reads back."""
+    made = project_from_folder(text)
+    assert made == "" or valid_project_name(made)
+    for name in (made, text):
+        if not valid_project_name(name):
+            continue
+        assert "/" not in name and "\\" not in name and name not in (".", "..")
+        assert not name.startswith((".", "-")) and unicodedata.normalize("NFC", name) == name
+        assert all(unicodedata.category(char)[0] not in "CZ" for char in name)
+        root = tmp_path_factory.getbasetemp()
+        assert StoreFiles(root).resolve(f"{name}/MEMORY.md") == root / name / "MEMORY.md"
+        assert classify(f"{name}/MEMORY.md") == ("memory", name)
+
+
+def test_a_repository_folder_whose_name_changes_is_said(tmp_path: Path, store_path: Path,
+                                                        monkeypatch) -> None:
+    repo = tmp_path / "my app (old)"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo)
+    added = run_memctl("add", "The old app still serves /v1", "--json", store=store_path,
+                       project=None)
+    assert added.exit_code == 0, added.stderr
+    assert added.json()["path"].startswith("my-app-old/")  # stdout stays one JSON document
+    notes = [line for line in added.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1
+    assert "'my-app-old'" in notes[0] and "'my app (old)'" in notes[0] and "--project" in notes[0]
+
+    chinese = tmp_path / "数据平台"
+    chinese.mkdir()
+    subprocess.run(["git", "init", "-q", str(chinese)], check=True)
+    monkeypatch.chdir(chinese)
+    kept = run_memctl("add", "调度器是 Airflow", "--json", store=store_path, project=None)
+    assert kept.exit_code == 0, kept.stderr
+    assert kept.json()["path"].startswith("数据平台/") and "note:" not in kept.stderr
