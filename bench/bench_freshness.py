@@ -134,7 +134,8 @@ def write(store: Path, env: dict[str, str], how: str, word: str, number: int) ->
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
         return time.perf_counter()
-    subprocess.run([*MEMCTL, "add", text], env=env, check=True, capture_output=True)
+    # --force: the probes differ in one word, and the duplicate check would merge them.
+    subprocess.run([*MEMCTL, "add", text, "--force"], env=env, check=True, capture_output=True)
     return time.perf_counter()
 
 

@@ -7,9 +7,12 @@ Prints each figure with the command that produced it:
    changed and with one file changed;
 3. `memctl search` end to end as a subprocess (start-up, freshness check, query, output);
 4. the ranked query alone (`memctl.index.search.search` on an open, fresh index) p50/p95;
-5. `rg` (or `grep -r`) over the same files for the same words, side by side.
+5. `rg` (or `grep -r`) over the same files for the same words, side by side;
+6. a search that finds nothing beside one with hits: the ranked query alone (in process) and
+   `memctl search` end to end, medians over the same number of runs, alternated.
 
     .venv/bin/python bench/bench_search.py [--sizes 1000,10000,100000] [--out bench/out]
+        [--figures reindex,freshness,e2e,ranked,grep,miss]
 
 The load average is printed with each block: on a shared machine, CPU time is the fairer
 figure when it is far below the wall time.
@@ -40,6 +43,9 @@ QUESTIONS = ["what is the database connection pool timeout", "数据库连接池
              "上次部署失败的原因是什么", "when did we switch the queue to kafka",
              "postgress connection", "博客后端用的是什么数据库", "who owns the kubernetes upgrade"]
 GREP_WORDS = ["数据库", "连接池", "PostgreSQL", "timeout"]
+# Words no note has and none is close to: the search runs its fuzzy fallback and finds nothing.
+MISSES = ["zqxwvy", "flibbertigibbet", "qqqqzzzz", "xyzzyplugh", "snarfblat"]
+HITS = ["postgresql", "timeout", "kubernetes", "connection pool", "deploy"]
 
 _CHILD_RUN = """
 import resource, subprocess, sys, time
@@ -207,6 +213,66 @@ def ranked(root: Path, size: int) -> None:
              f"[{load()}]", f"python -c <search(store, q, index=fresh index)> for {queries}")
 
 
+_MISS_VS_HIT = """
+import statistics, sys, time
+from memctl.index.db import ensure_fresh
+from memctl.index.search import search
+from memctl.store import Store
+store = Store(sys.argv[1])
+index = ensure_fresh(store)
+sets = {"hit": sys.argv[2].split("|"), "miss": sys.argv[3].split("|")}
+walls = {"hit": [], "miss": []}
+cpus = {"hit": [], "miss": []}
+found = {"hit": 0, "miss": 0}
+for _ in range(20):
+    for name, queries in sets.items():
+        for query in queries:
+            wall, cpu = time.perf_counter(), time.process_time()
+            found[name] += bool(search(store, query, project="blog-backend", limit=20,
+                                       index=index))
+            walls[name].append((time.perf_counter() - wall) * 1000)
+            cpus[name].append((time.process_time() - cpu) * 1000)
+for name in sets:
+    print(name, statistics.median(walls[name]), statistics.median(cpus[name]), found[name])
+"""
+
+
+def miss_vs_hit(root: Path, size: int) -> None:
+    """A search with no hit beside searches with hits: the fuzzy fallback reads the kept
+    vocabulary (memctl/index/fuzzy.py), so a miss should cost no more than a hit."""
+    subprocess.run([MEMCTL, "--store", str(root), "search", "warm", "--json"],
+                   capture_output=True, check=True, env=ENV)
+    command = [PYTHON, "-c", _MISS_VS_HIT, str(root), "|".join(HITS), "|".join(MISSES)]
+    lines = subprocess.run(command, check=True, capture_output=True, text=True,
+                           env=ENV).stdout.split("\n")
+    figures = {line.split()[0]: line.split()[1:] for line in lines if line.strip()}
+    (hit_wall, hit_cpu, hits), (miss_wall, miss_cpu, misses) = figures["hit"], figures["miss"]
+    show(f"ranked query alone, {size} notes: with hits p50 {float(hit_wall):.2f} ms wall / "
+         f"{float(hit_cpu):.2f} ms CPU ({hits} of 100 found something); no hit p50 "
+         f"{float(miss_wall):.2f} ms / {float(miss_cpu):.2f} ms CPU ({misses} of 100)  [{load()}]",
+         f"python -c <search(store, q, index=fresh index)> x20 for {HITS} and {MISSES}")
+    import resource
+
+    times: dict[str, list[float]] = {"hit": [], "miss": []}
+    cpus: dict[str, list[float]] = {"hit": [], "miss": []}
+    for number in range(30):  # alternated, so a slow minute of the machine hits both
+        for name, queries in (("hit", HITS), ("miss", MISSES)):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run([MEMCTL, "--store", str(root), "search", queries[number % 5],
+                            "--json"], capture_output=True, check=True,
+                           env={**ENV, "MEMCTL_PROJECT": "blog-backend"})
+            times[name].append((time.perf_counter() - start) * 1000)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[name].append((after.ru_utime - before.ru_utime + after.ru_stime
+                               - before.ru_stime) * 1000)
+    show(f"memctl search end to end, {size} notes: with hits median "
+         f"{statistics.median(times['hit']):.0f} ms wall, {statistics.median(cpus['hit']):.0f} "
+         f"ms CPU; no hit {statistics.median(times['miss']):.0f} ms wall, "
+         f"{statistics.median(cpus['miss']):.0f} ms CPU (30 runs each, alternated)  [{load()}]",
+         f"MEMCTL_PROJECT=blog-backend {MEMCTL} --store {root} search '<word>' --json")
+
+
 def grep_side_by_side(root: Path, size: int) -> None:
     tool = shutil.which("rg")
     for word in GREP_WORDS:
@@ -232,20 +298,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--figures", default="reindex,freshness,e2e,ranked,grep,miss",
+                        help="which blocks to run (comma-separated)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
+    figures = set(args.figures.split(","))
     print(f"# bench_search on {os.cpu_count()} cores, python {sys.version.split()[0]}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
     for size in sizes:
         print(f"\n## {size} notes", flush=True)
         root = corpus(args.out, size)
         warm_up(root)
-        cold_reindex(root, size)
-        freshness(root, size)
-        end_to_end(root, size)
-        if size >= 10_000:
+        if "reindex" in figures:
+            cold_reindex(root, size)
+        if "freshness" in figures:
+            freshness(root, size)
+        if "e2e" in figures:
+            end_to_end(root, size)
+        if size >= 10_000 and "ranked" in figures:
             ranked(root, size)
+        if size >= 10_000 and "grep" in figures:
             grep_side_by_side(root, size)
+        if "miss" in figures:
+            miss_vs_hit(root, size)
 
 
 if __name__ == "__main__":

@@ -424,3 +424,73 @@ def test_classifying_once_per_folder_agrees_with_classifying_each_file(parts: li
 
     path = "/".join(parts)
     assert _kind_of(path) == _indexed_kind(path)
+
+
+# --- the fuzzy fallback's vocabulary, kept with the index -------------------------------------
+
+
+def _recounted(index) -> dict[tuple[str, str], int]:
+    """The vocabulary counted afresh from the entries (what `fuzzy_words` must hold)."""
+    from collections import Counter
+
+    from memctl.index.fuzzy import vocabulary
+
+    counts: Counter[tuple[str, str]] = Counter()
+    for project, title, tags, subject, predicate in index.conn.execute(
+            "SELECT project, title, tags, subject, predicate FROM docs"):
+        counts.update((project, word) for word in vocabulary([(title, tags, subject, predicate)]))
+    return dict(counts)
+
+
+def _kept(index) -> dict[tuple[str, str], int]:
+    rows = index.conn.execute("SELECT project, length, word, docs FROM fuzzy_words").fetchall()
+    assert all(length == len(word) and docs > 0 for _, length, word, docs in rows)
+    return {(project, word): docs for project, _, word, docs in rows}
+
+
+def test_the_fuzzy_vocabulary_follows_every_change_of_the_entries(root: Path) -> None:
+    """A search that finds nothing reads the words of titles, tags, subjects and predicates
+    from `fuzzy_words`, counted up and down as entries come and go (index/fuzzy.py): after
+    adds, edits, moves, deletions and a rebuild it holds what counting afresh gives."""
+    index = ensure_fresh(root)
+    assert _kept(index) == _recounted(index) and ("blog", "postgres") in _kept(index)
+    write(root, "blog/notes/fact/k8s-cccccccccccccccc.md", "Kubernetes upgrade plan\nDrain nodes.",
+          id="cccccccccccccccc", project="blog", tags=["kubernetes", "infra"],
+          subject="cluster", predicate="upgrade")
+    write(root, "ops/notes/fact/k8s-dddddddddddddddd.md", "Kubernetes on call rota",
+          id="dddddddddddddddd", tags=["kubernetes"])  # its project: the folder's
+    index = ensure_fresh(root)
+    assert _kept(index)[("blog", "kubernetes")] == 1 and _kept(index)[("ops", "kubernetes")] == 1
+    assert _kept(index) == _recounted(index)
+    path = root / "blog/notes/fact/k8s-cccccccccccccccc.md"
+    path.write_text(path.read_text().replace("Kubernetes upgrade plan", "Nomad upgrade plan")
+                    .replace("kubernetes, ", ""))
+    index = ensure_fresh(root)
+    assert ("blog", "kubernetes") not in _kept(index) and ("blog", "nomad") in _kept(index)
+    assert _kept(index) == _recounted(index)
+    (root / "ops/notes/fact/k8s-dddddddddddddddd.md").rename(root / "blog/notes/fact/moved.md")
+    index = ensure_fresh(root)
+    assert ("ops", "kubernetes") not in _kept(index) and _kept(index) == _recounted(index)
+    (root / "blog/notes/decision/pg-aaaaaaaaaaaaaaaa.md").unlink()
+    (root / "blog/SCRATCHPAD.md").write_text("# Scratchpad\n\n## Focus\nmigrate the queue\n")
+    index = ensure_fresh(root)
+    assert ("blog", "postgres") not in _kept(index) and ("blog", "scratchpad") in _kept(index)
+    assert _kept(index) == _recounted(index)
+    before = _kept(index)
+    index.rebuild()
+    assert _kept(index) == before == _recounted(index)
+
+
+def test_a_search_that_finds_nothing_reads_the_kept_vocabulary(root: Path) -> None:
+    """The fuzzy fallback asks `fuzzy_words` for the words of the projects in scope whose
+    length could be close, and no longer reads every title in scope (index/fuzzy.py)."""
+    write(root, "ops/notes/fact/k8s-dddddddddddddddd.md", "Kubernetes on call rota",
+          id="dddddddddddddddd", project="ops", tags=["kubernetes"])
+    index = ensure_fresh(root)
+    statements: list[str] = []
+    index.conn.set_trace_callback(statements.append)
+    assert ids(search(root, "kubernets", project="ops", index=index)) == ["dddddddddddddddd"]
+    assert ids(search(root, "kubernets", project="blog", index=index)) == []  # not in scope
+    assert ids(search(root, "postgress", project="blog", index=index)) == ["aaaaaaaaaaaaaaaa"]
+    assert any("FROM fuzzy_words" in sql for sql in statements)
+    assert not any("SELECT d.title, d.tags" in sql for sql in statements)

@@ -21,6 +21,7 @@ import os
 import sqlite3
 import stat as stat_module
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from memctl.disk.filescan import (
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
 from memctl.disk.layout import classify, is_memory_name, root_of, state_path
 from memctl.disk.watchstate import sync_with_watcher, watcher_is_live
+from memctl.index.fuzzy import count_words, vocabulary
 from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7  # 7: `fuzzy_words`, the vocabulary of the fuzzy fallback (index/fuzzy.py)
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
 EXTRACT_VERSION = 1
 INDEX_FILE = "index.sqlite"
@@ -75,6 +77,8 @@ CREATE TABLE IF NOT EXISTS docs(
 );
 CREATE TABLE IF NOT EXISTS doc_tags(tag TEXT NOT NULL, doc INTEGER NOT NULL,
     PRIMARY KEY(tag, doc)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fuzzy_words(project TEXT NOT NULL, length INTEGER NOT NULL,
+    word TEXT NOT NULL, docs INTEGER NOT NULL, PRIMARY KEY(project, length, word)) WITHOUT ROWID;
 """
 # Secondary indexes: a rebuild drops them and creates them again once every row is in (a sort
 # is much cheaper than 100k inserts at random places in a B-tree).
@@ -95,7 +99,7 @@ _SCHEMA += ";\n".join(_INDEXES.values()) + ";\n"
 _FTS_SCHEMA = (f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, tags, body, scope,"
                f" tokenize='{FTS_TOKENIZE}')")
 _SCHEMA += _FTS_SCHEMA + ";"
-_TABLES = ("meta", "files", "folders", "docs", "doc_tags", "fts")
+_TABLES = ("meta", "files", "folders", "docs", "doc_tags", "fts", "fuzzy_words")
 
 
 class RefreshStats:
@@ -366,6 +370,8 @@ class Index:
         self.conn = conn
         self.path = path
         self.last_refresh: RefreshStats | None = None
+        # (project, word) of the entries removed in the pass under way (fuzzy vocabulary).
+        self._words_gone: Counter[tuple[str, str]] = Counter()
 
     def close(self) -> None:
         self.conn.close()
@@ -588,7 +594,7 @@ class Index:
             if clear:
                 for name in _INDEXES:
                     conn.execute(f"DROP INDEX IF EXISTS {name}")
-                for table in ("files", "docs", "doc_tags"):
+                for table in ("files", "docs", "doc_tags", "fuzzy_words"):
                     conn.execute(f"DELETE FROM {table}")
                 # Far faster than deleting every row of an FTS table that keeps its content.
                 conn.execute("DROP TABLE fts")
@@ -599,6 +605,7 @@ class Index:
             from memctl.index.workers import prepare_all
 
             writer = Writer(conn)
+            self._words_gone = Counter()
             for path in removed:
                 gone_ids.update((doc_id, path) for doc_id in self._delete_docs(path))
                 conn.execute("DELETE FROM files WHERE path = ?", (path,))
@@ -610,6 +617,9 @@ class Index:
                 self._store(prepared, prepared.path in hashes, writer, stats, gone_ids,
                             new_ids)
             writer.flush()
+            # The fuzzy vocabulary follows the entries added and removed (index/fuzzy.py).
+            writer.words.subtract(self._words_gone)
+            count_words(conn, writer.words)
             if clear:
                 for statement in _INDEXES.values():
                     conn.execute(statement)
@@ -663,12 +673,15 @@ class Index:
 
     def _delete_docs(self, path: str) -> list[str]:
         conn = self.conn
-        rows = conn.execute("SELECT rowid, id FROM docs WHERE path = ?", (path,)).fetchall()
-        for rowid, _ in rows:
+        rows = conn.execute("SELECT rowid, id, project, title, tags, subject, predicate FROM docs"
+                            " WHERE path = ?", (path,)).fetchall()
+        for rowid, _, project, title, tags, subject, predicate in rows:
             conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
             conn.execute("DELETE FROM doc_tags WHERE doc = ?", (rowid,))
+            self._words_gone.update((project, word) for word in vocabulary(
+                [(title, tags, subject, predicate)]))
         conn.execute("DELETE FROM docs WHERE path = ?", (path,))
-        return [doc_id for _, doc_id in rows]
+        return [row[1] for row in rows]
 
     # --- reading --------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 import stat as stat_module
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_text
 from memctl.core.sections import parse_headings, strip_comments
 from memctl.core.tokenize import scope_token, to_index
 from memctl.disk.layout import slugify
+from memctl.index.fuzzy import doc_words
 
 if TYPE_CHECKING:
     from memctl.core.note import Note
@@ -376,6 +378,7 @@ def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
         _to_json(doc.meta),
         to_index(doc.title), to_index(tag_text), to_index(doc.body), scope_token(doc.project),
         sorted({tag.lower() for tag in doc.tags}),
+        doc_words(doc.title, doc.tags, doc.subject, doc.predicate),
     )
 
 
@@ -419,6 +422,9 @@ class Writer:
         self.fts: list[tuple[Any, ...]] = []
         self.tags: list[tuple[str, int]] = []
         self.files: list[tuple[Any, ...]] = []
+        # (project, word) -> entries added with it: the fuzzy vocabulary's counts, written
+        # once at the end of the pass (memctl.index.fuzzy.count_words).
+        self.words: Counter[tuple[str, str]] = Counter()
 
     def add(self, row: tuple[Any, ...]) -> None:
         rowid = self.next_rowid
@@ -426,6 +432,7 @@ class Writer:
         self.docs.append((rowid, *row[:22]))
         self.fts.append((rowid, *row[22:26]))
         self.tags.extend((tag, rowid) for tag in row[26])
+        self.words.update((row[3], word) for word in row[27])
         if len(self.docs) >= self.BATCH:
             self.flush()
 

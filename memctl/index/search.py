@@ -136,6 +136,7 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
     ctx = RankContext(index.conn, where, params, now_ts, half_life, limit, explain)
     if scope is not None:
         ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
+        ctx.projects = scope
     if parsed.any_match is not None:
         hits = _best_match(ctx, parsed)
     else:
@@ -169,6 +170,7 @@ class RankContext:
         # Projects in scope as an FTS5 condition: FTS5 intersects the posting lists, so hits
         # in other projects never reach the join (the SQL WHERE still checks them).
         self.scope_match: str | None = None
+        self.projects: list[str] | None = None  # the projects in scope (None: all)
 
     def factors_sql(self) -> tuple[str, str, str]:
         importance = "(0.5 + d.importance / 10.0)"
@@ -465,10 +467,10 @@ def _close_units(ranker: bestmatch.BestMatch, units: list[Unit], weights: list[f
 
 def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:
     """No exact hit: run again with each word OR its close words (`memctl.index.fuzzy`)."""
-    rows = ctx.conn.execute(
-        f"SELECT d.title, d.tags, d.subject, d.predicate FROM docs d WHERE {ctx.where}",
-        ctx.params)
-    expansion = fuzzy.expand(parsed.words, fuzzy.vocabulary(rows))
+    # The vocabulary kept with the index, read for the projects in scope and the lengths
+    # that could be close: not every title in scope at each miss (memctl.index.fuzzy).
+    expansion = fuzzy.expand(parsed.words,
+                             lambda word: fuzzy.stored_words(ctx.conn, ctx.projects, word))
     if expansion is None:
         return []
     hits = ctx.run(expansion.all_of())
