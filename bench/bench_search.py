@@ -145,8 +145,9 @@ def warm_up(root: Path) -> None:
                     pass
 
 
-def cold_reindex(root: Path, size: int) -> None:
-    """`memctl reindex` with no index file, three times up to 10k notes (median shown)."""
+def cold_reindex(root: Path, size: int) -> dict[str, float]:
+    """`memctl reindex` with no index file, three times up to 10k notes (median shown and
+    returned: wall and CPU seconds, peak RSS in MB)."""
     command = [MEMCTL, "--store", str(root), "reindex"]
     runs = []
     for _ in range(3 if size <= 10_000 else 1):
@@ -160,19 +161,23 @@ def cold_reindex(root: Path, size: int) -> None:
     spread = f" (runs: {', '.join(f'{run[0]:.2f}' for run in runs)} s)" if len(runs) > 1 else ""
     show(f"cold reindex, {size} notes: {wall:.2f} s wall{spread}, {cpu:.2f} s CPU (all "
          f"processes), peak RSS {rss_kb / 1024:.0f} MB  [{load()}]", " ".join(command))
+    return {"wall_s": wall, "cpu_s": cpu, "rss_mb": rss_kb / 1024}
 
 
-def freshness(root: Path, size: int) -> None:
+def freshness(root: Path, size: int) -> dict[str, float]:
+    """Medians in ms: nothing changed (wall, CPU), one file changed (wall)."""
     command = [PYTHON, "-c", _REFRESH, str(root)]
     wall, cpu = map(float, subprocess.run(command, check=True, capture_output=True,
                                           text=True, env=ENV).stdout.split())
     show(f"freshness check, nothing changed, {size} notes: median {wall:.1f} ms wall, "
          f"{cpu:.1f} ms CPU  [{load()}]", "python -c <Index.refresh() x9> " + str(root))
     command = [PYTHON, "-c", _ONE_CHANGED, str(root)]
+    unchanged, unchanged_cpu = wall, cpu
     wall = float(subprocess.run(command, check=True, capture_output=True, text=True,
                                 env=ENV).stdout)
     show(f"freshness check, one file changed, {size} notes: median {wall:.1f} ms  [{load()}]",
          "python -c <append to one note; Index.refresh()> x9 " + str(root))
+    return {"unchanged_ms": unchanged, "unchanged_cpu_ms": unchanged_cpu, "one_changed_ms": wall}
 
 
 def end_to_end(root: Path, size: int, runs: int = 15) -> None:
@@ -237,9 +242,10 @@ for name in sets:
 """
 
 
-def miss_vs_hit(root: Path, size: int) -> None:
+def miss_vs_hit(root: Path, size: int) -> dict[str, float]:
     """A search with no hit beside searches with hits: the fuzzy fallback reads the kept
-    vocabulary (memctl/index/fuzzy.py), so a miss should cost no more than a hit."""
+    vocabulary (memctl/index/fuzzy.py), so a miss should cost no more than a hit. Returns
+    the medians in ms: the ranked query alone and `memctl search` end to end."""
     subprocess.run([MEMCTL, "--store", str(root), "search", "warm", "--json"],
                    capture_output=True, check=True, env=ENV)
     command = [PYTHON, "-c", _MISS_VS_HIT, str(root), "|".join(HITS), "|".join(MISSES)]
@@ -271,15 +277,24 @@ def miss_vs_hit(root: Path, size: int) -> None:
          f"ms CPU; no hit {statistics.median(times['miss']):.0f} ms wall, "
          f"{statistics.median(cpus['miss']):.0f} ms CPU (30 runs each, alternated)  [{load()}]",
          f"MEMCTL_PROJECT=blog-backend {MEMCTL} --store {root} search '<word>' --json")
+    return {"ranked_hit_ms": float(hit_wall), "ranked_miss_ms": float(miss_wall),
+            "e2e_hit_ms": statistics.median(times["hit"]),
+            "e2e_miss_ms": statistics.median(times["miss"]),
+            "e2e_hit_cpu_ms": statistics.median(cpus["hit"]),
+            "e2e_miss_cpu_ms": statistics.median(cpus["miss"])}
+
+
+def grep_command(word: str, root: Path) -> list[str]:
+    """`rg -l` for a word (fixed string, any case), or `grep -r -l` where rg is missing."""
+    tool = shutil.which("rg")
+    if tool:
+        return [tool, "-l", "-F", "-i", word, str(root)]
+    return ["grep", "-r", "-l", "-F", "-i", "--include=*.md", word, str(root)]
 
 
 def grep_side_by_side(root: Path, size: int) -> None:
-    tool = shutil.which("rg")
     for word in GREP_WORDS:
-        if tool:
-            command = [tool, "-l", "-F", "-i", word, str(root)]
-        else:
-            command = ["grep", "-r", "-l", "-F", "-i", "--include=*.md", word, str(root)]
+        command = grep_command(word, root)
         times = []
         for _ in range(3):
             start = time.perf_counter()

@@ -29,6 +29,8 @@ functions' annotations to build their schemas, and they must be real objects.
 import hmac
 import json
 import logging
+import os
+import signal
 import socket
 import sys
 import threading
@@ -53,7 +55,7 @@ from memctl.core.vocab import (
     OUTCOMES,
     PROJECT_NAME,
 )
-from memctl.services import notes, retrieval, serving, upkeep, working
+from memctl.services import notes, retrieval, serving, upkeep, watching, working
 from memctl.services import recall as recalling
 from memctl.services.stores import Store
 
@@ -134,14 +136,44 @@ def _require_sdk() -> Any:
     return MCPServer
 
 
-def serve(store: Store, default_project: str) -> None:
-    """Run the server on stdin/stdout until the client goes away."""
+def serve(store: Store, default_project: str, *, watch: bool = True) -> None:
+    """Run the server on stdin/stdout until the client goes away. With `watch`, a watcher
+    thread keeps the index fresh, so a call does not walk the store (docs/agents.md)."""
     server = build_server(store, default_project)
-    server.run("stdio")
+    with _watching(store, watch):
+        server.run("stdio")
+
+
+@contextmanager
+def _watching(store: Store, enabled: bool) -> Iterator[None]:
+    """The server's own watcher (`memctl watch` in a thread) while the server runs. It is
+    stopped however the server ends: the client gone (stdin closed), SIGTERM or SIGHUP (then
+    the process still dies of the signal, as it would without a watcher), an error."""
+    if not enabled:
+        yield
+        return
+    keeper = watching.BackgroundWatcher(store, say=_say)
+
+    def terminate(signum: int, frame: object) -> None:
+        keeper.stop()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    caught = [sig for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+              if sig is not None]
+    before = {sig: signal.signal(sig, terminate) for sig in caught}
+    keeper.start()
+    try:
+        yield
+    finally:
+        keeper.stop()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
-               port: int = DEFAULT_HTTP_PORT, allow_remote: bool = False) -> None:
+               port: int = DEFAULT_HTTP_PORT, allow_remote: bool = False,
+               watch: bool = True) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted. Every request must
     carry the bearer token (`serving.http_token`); a non-loopback host is refused unless
     `allow_remote` (docs/agents.md, "The HTTP transport", has the security notes)."""
@@ -177,8 +209,9 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     if not arguments.is_loopback(host):
         _say("warning: listening on a non-loopback address; the token and all memory travel "
              "unencrypted unless a TLS proxy is in front (docs/agents.md)")
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                  lifespan="on", server_header=False)).run(sockets=[listener])
+    with _watching(store, watch):
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                      lifespan="on", server_header=False)).run(sockets=[listener])
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -96,13 +96,31 @@ def test_clones_of_one_remote_share_a_project_whatever_their_url(tmp_path: Path,
     assert add_here(first, store_path, "Deploys go through CI", monkeypatch)[0] == "shop-api"
     assert add_here(second, store_path, "CI runs on every push", monkeypatch)[0] == "shop-api"
     registry = (store_path / ".memctl" / REGISTRY_FILE).read_text(encoding="utf-8")
-    assert json.loads(registry)["projects"]["shop-api"]["repository"] == "github.com/alice/shop-api"
+    recorded = json.loads(registry)["projects"]["shop-api"]
+    assert recorded["origin"] == "github.com/alice/shop-api" and recorded["commit"] == root_commit(first)
     assert "ghp_notarealtoken" not in registry and "alice@" not in registry
+
+    # The remote renamed: the same repository, the same project.
+    git(second, "remote", "set-url", "origin", "git@github.com:alice/shop-service.git")
+    assert add_here(second, store_path, "The repository was renamed", monkeypatch)[0] == "shop-api"
 
     unrelated = repository(tmp_path / "c" / "shop-api")
     git(unrelated, "remote", "add", "origin", "git@github.com:bob/shop-api.git")
-    assert add_here(unrelated, store_path, "Bob's fork", monkeypatch)[0] == numbered_name(
-        "shop-api", "github.com/bob/shop-api")
+    assert add_here(unrelated, store_path, "Bob's own shop", monkeypatch)[0] == numbered_name(
+        "shop-api", f"commit:{root_commit(unrelated)}")
+
+
+def test_a_repository_keeps_its_project_when_it_gains_commits_and_a_remote(
+        tmp_path: Path, store_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "shop-api"
+    folder.mkdir()
+    git(folder, "init", "-q", "-b", "main")
+    assert add_here(folder, store_path, "Started today", monkeypatch)[0] == "shop-api"
+    git(folder, "commit", "-q", "--allow-empty", "-m", "first")
+    git(folder, "remote", "add", "origin", "git@github.com:alice/shop-api.git")  # rewrites .git/config
+    assert add_here(folder, store_path, "Pushed to GitHub", monkeypatch)[0] == "shop-api"
+    other = repository(tmp_path / "elsewhere" / "shop-api")
+    assert add_here(other, store_path, "Unrelated", monkeypatch)[0] != "shop-api"
 
 
 def test_origin_urls_become_host_and_path() -> None:

@@ -503,12 +503,16 @@ def mcp(
     allow_remote: bool = typer.Option(
         False, "--allow-remote", help="With --http: allow a --host other machines can reach."
     ),
+    no_watch: bool = typer.Option(
+        False, "--no-watch", help="No watcher thread: each call checks the files itself "
+        "(slower on a large store; docs/agents.md)."
+    ),
 ) -> None:
     """Serve memctl to MCP clients over stdio, or HTTP with --http (needs the optional `mcp`
     extra of memctl)."""
     store = get_store()
     if http:
         serve_http(store, current_project(project), host=host, port=port,
-                   allow_remote=allow_remote)
+                   allow_remote=allow_remote, watch=not no_watch)
     else:
-        serve(store, current_project(project))
+        serve(store, current_project(project), watch=not no_watch)

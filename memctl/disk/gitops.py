@@ -411,8 +411,8 @@ def repository_facts(worktree: Path) -> tuple[Path, bool, str | None, str | None
     """What tells the repository of a working tree from another, for the project it stands
     for (memctl/disk/repositories.py): the folder of its main working tree (of every
     `git worktree` the same; a bare repository's own folder), whether that is a bare
-    repository, the URL of its `origin` remote, and, without one, its first commit (the
-    smallest root of its branches). None when git cannot tell (no git, a repository
+    repository, the URL of its `origin` remote, and its first commit (the smallest root of its
+    branches: the same in every clone). None when git cannot tell (no git, a repository
     git refuses to read)."""
     try:
         listing = run_git(worktree, "worktree", "list", "--porcelain", check=False)
@@ -423,13 +423,11 @@ def repository_facts(worktree: Path) -> tuple[Path, bool, str | None, str | None
         return None
     main, bare = Path(stanza[0][len("worktree "):]), "bare" in stanza[1:]
     origin = run_git(worktree, "config", "--get", "remote.origin.url", check=False).stdout.strip() or None
-    first_commit = None
-    if origin is None:
-        # Every branch's roots, so the worktrees of one repository (an orphan branch included)
-        # agree on the smallest.
-        roots = run_git(worktree, "rev-list", "--max-parents=0", "--all", check=False).stdout.split()
-        first_commit = min(roots) if roots else None
-    return main, bare, origin, first_commit
+    # Every branch's roots, so the worktrees of one repository (an orphan branch included) agree
+    # on the smallest. A walk of the whole history: asked once per working tree (the caller keeps
+    # the answer).
+    roots = run_git(worktree, "rev-list", "--max-parents=0", "--all", check=False).stdout.split()
+    return main, bare, origin, min(roots) if roots else None
 
 
 def committed_paths(root: Path) -> list[str]:

@@ -7,8 +7,8 @@ names one (docs/agents.md, "Which project a repository is").
   records in `.memctl/repositories.json` (local to this machine) which repository holds each
   name it gave: the first keeps the folder's name; another gets the name followed by eight hex
   digits of a checksum of what identifies it (`shop-api-5e0a1b2c`), the same every time. A
-  repository is known by its `origin` remote (host and path: an SSH and an HTTPS clone agree),
-  else by its first commit, else by its folder.
+  repository is known by its first commit (the same in every clone, whatever its remote's URL),
+  else by its `origin` remote (host and path), else by its folder (`same_repository`).
 - The answer is kept for each working tree with the identity of its `.git`, so a command run
   there again calls no git (`memctl search` starts fast: tests/test_layers.py); a new `.git` in
   the same place (another clone) is worked out afresh.
@@ -72,10 +72,9 @@ def repository_project(worktree: Path, registry: Path | None, fallback: str
     base = project_from_folder(folder) or fallback
     if registry is None:
         return base, folder, None
-    identity = origin_key(origin) if origin else f"{_COMMIT}{first_commit}" if first_commit \
-        else f"{_FOLDER}{main}"
+    facts_now = {"origin": origin_key(origin) if origin else None, "commit": first_commit, "folder": str(main)}
     records = _load(registry)  # again: another process may have recorded a name meanwhile
-    project, holder = _claim(records["projects"], base, identity, main)
+    project, holder = _claim(records["projects"], base, facts_now)
     records["worktrees"][key] = {"git": signature, "project": project, "folder": folder, "holder": holder}
     _save(registry, records)
     return project, folder, holder
@@ -122,27 +121,45 @@ def numbered_name(base: str, identity: str, attempt: int = 1) -> str:
     return stem + suffix
 
 
-def _claim(projects: dict[str, object], base: str, identity: str, main: Path) -> tuple[str, str | None]:
-    """The name for the repository `identity` (its main working tree at `main`), recorded in
-    `projects`; and the folder of the repository holding `base` when it is another."""
+def identity(facts: dict[str, str | None]) -> str:
+    """What the checksum of a namesake's project name is taken of: its first commit, else its
+    `origin` (host and path), else its folder."""
+    if facts.get("commit"):
+        return f"{_COMMIT}{facts['commit']}"
+    return str(facts["origin"]) if facts.get("origin") else f"{_FOLDER}{facts['folder']}"
+
+
+def same_repository(record: dict[str, object], facts: dict[str, str | None]) -> bool:
+    """Whether a recorded repository is the one described by `facts`. Two first commits decide
+    when both are known (every clone, and a fork, has its repository's; a renamed remote
+    changes nothing); else two `origin`s; else the folder (a repository that gained its first
+    commit since is still itself). A record known only by a folder that is gone is free: that
+    repository moved (and is this one) or was deleted."""
+    for key in ("commit", "origin"):
+        if record.get(key) and facts.get(key):
+            return record[key] == facts[key]
+    if record.get("folder") == facts["folder"]:
+        return True
+    return not record.get("origin") and not record.get("commit") \
+        and not Path(str(record.get("folder") or "")).exists()
+
+
+def _claim(projects: dict[str, object], base: str, facts: dict[str, str | None]) -> tuple[str, str | None]:
+    """The name for the repository `facts` describe, recorded in `projects` (with what is known
+    of it now, and the first commit it was known by); and the folder of the repository holding
+    `base` when that is another."""
     name, attempt, holder = base, 0, None
     while True:
         record = projects.get(name)
-        if not isinstance(record, dict) or record.get("repository") == identity or _moved_away(record):
-            projects[name] = {"repository": identity, "folder": str(main)}
+        if not isinstance(record, dict) or same_repository(record, facts):
+            known = record if isinstance(record, dict) else {}
+            projects[name] = {"origin": facts["origin"] or known.get("origin"),
+                              "commit": facts["commit"] or known.get("commit"), "folder": facts["folder"]}
             return name, holder
         if holder is None:
             holder = str(record.get("folder") or "")
         attempt += 1
-        name = numbered_name(base, identity, attempt)
-
-
-def _moved_away(record: dict[str, object]) -> bool:
-    """A repository known only by its folder, and that folder is gone: moved (and then it is
-    the one coming back under its new path) or deleted; its name is free."""
-    repository = record.get("repository")
-    return isinstance(repository, str) and repository.startswith(_FOLDER) \
-        and not Path(repository[len(_FOLDER):]).exists()
+        name = numbered_name(base, identity(facts), attempt)
 
 
 def _load(registry: Path | None) -> dict[str, dict[str, object]]:

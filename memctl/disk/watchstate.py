@@ -27,6 +27,7 @@ except ImportError:  # Windows: `watch --status` and every read work; a watcher 
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from memctl.disk.layout import StoreLike
@@ -193,6 +194,17 @@ class Heartbeat:
             pass
 
 
+def clear_own_heartbeat(store: StoreLike) -> None:
+    """Remove the heartbeat if this process wrote it: a process ending while its watcher
+    thread is still busy (`memctl mcp`, memctl.services.watching) leaves none behind."""
+    status = read_status(store)
+    if status is not None and status.pid == os.getpid() and status.host == _hostname():
+        try:
+            heartbeat_path(store).unlink()
+        except FileNotFoundError:
+            pass
+
+
 class WatchLock:
     """The single-watcher lock of one store, held until `release`."""
 
@@ -272,6 +284,23 @@ def is_cookie(name: str) -> bool:
     return name.startswith(COOKIE_PREFIX)
 
 
+# A watcher running in a thread of this very process (`memctl mcp`'s, memctl.services.watching)
+# answers cookies here too: store root -> a function waiting, until a `time.monotonic()`
+# deadline, for the given cookie paths to be gone, woken by the watcher's answer instead of
+# polling the files. Set only while that watcher is ready (docs/watch.md).
+_IN_PROCESS: dict[str, Callable[[list[str], float], bool]] = {}
+
+
+def answer_in_process(store: StoreLike, wait_gone: Callable[[list[str], float], bool] | None
+                      ) -> None:
+    """Register (or, with None, withdraw) the cookie waiter of this process's own watcher."""
+    root = os.fspath(root_of(store))
+    if wait_gone is None:
+        _IN_PROCESS.pop(root, None)
+    else:
+        _IN_PROCESS[root] = wait_gone
+
+
 def sync_with_watcher(store: StoreLike, tops: list[str], wait: float | None = None) -> bool:
     """True once the running watcher has indexed every change made before this call in the
     project folders `tops` (their names); False when it did not say so within `wait` seconds
@@ -291,6 +320,10 @@ def sync_with_watcher(store: StoreLike, tops: list[str], wait: float | None = No
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
             pending.append(path)
         deadline = time.monotonic() + wait
+        wait_gone = _IN_PROCESS.get(root)
+        if wait_gone is not None and wait_gone(pending, deadline):
+            pending = []
+            return True
         pause = 0.0005
         while pending:
             pending = [path for path in pending if os.path.lexists(path)]

@@ -1,8 +1,127 @@
-"""`memctl watch`: keeping the index in step with the files while the command runs."""
+"""`memctl watch`: keeping the index in step with the files while the command runs; and the
+same watcher run in a thread of `memctl mcp` (`BackgroundWatcher`, docs/watch.md)."""
 
 from __future__ import annotations
 
-from memctl.disk.watchstate import read_status
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from memctl.disk.watchstate import (
+    WatcherRunning,
+    answer_in_process,
+    clear_own_heartbeat,
+    read_status,
+)
+from memctl.store import Store
 from memctl.watch.watcher import BatchReport, Watcher
 
-__all__ = ["BatchReport", "Watcher", "read_status"]
+__all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "read_status"]
+
+# While another process's watcher holds the store, look this often whether it is gone, so
+# that the server takes over when it stops.
+TAKE_OVER_EVERY = 5.0
+# How long `stop` waits for the watcher's thread (the MCP client gives a server 2 s to exit
+# once its stdin is closed).
+STOP_WAIT = 1.5
+
+
+class BackgroundWatcher:
+    """`memctl watch` in a thread of a long-running process (`memctl mcp`): the index stays in
+    step with the files, so a call skips the walk of the store (`index.db.ensure_fresh` asks
+    this watcher, through its cookies, to settle first: memctl.disk.watchstate). When it cannot
+    watch (another watcher holds the store: then that one is trusted, and this one takes over
+    once it stops; a read-only store; no inotify) every call checks the files itself, as
+    without a watcher. `stop` ends it and removes its heartbeat."""
+
+    def __init__(self, store: Store, *, say: Callable[[str], None] = lambda text: None) -> None:
+        self.store = store
+        self.say = say
+        self.ready = threading.Event()  # set while the watcher is live (its first pass done)
+        self.problem: str | None = None  # why it does not watch, when it does not
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._wake = threading.Event()
+        self._watcher: Watcher | None = None
+        self._thread: threading.Thread | None = None
+        self._answered = threading.Condition()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="memctl-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching: the watches, the lock and the heartbeat go (within STOP_WAIT; a
+        heartbeat left by a thread still busy then is removed here)."""
+        with self._lock:
+            self._stopping = True
+            watcher = self._watcher
+        self._wake.set()
+        if watcher is not None:
+            watcher.stop()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(STOP_WAIT)
+            if thread.is_alive():
+                clear_own_heartbeat(self.store)
+
+    def _run(self) -> None:
+        said_other = False
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+                watcher = self._watcher = Watcher(self.store.root, on_message=self._message,
+                                                  on_answer=self._answer)
+            try:
+                watcher.run(on_ready=self._on_ready)
+                return  # stopped
+            except WatcherRunning:
+                if not said_other:
+                    said_other = True
+                    found = read_status(self.store)
+                    who = f" (pid {found.pid})" if found is not None else ""
+                    self.problem = "another watcher runs"
+                    self.say(f"another watcher{who} keeps the index of {self.store.root} fresh; "
+                             f"calls rely on it, and this server watches once it stops")
+            except Exception as exc:  # noqa: BLE001 - whatever stops the watcher, calls go on
+                self.problem = _reason(exc)
+                self.say(f"not watching the store ({self.problem}); each call checks the files "
+                         f"itself")
+                return
+            finally:
+                self.ready.clear()
+                answer_in_process(self.store, None)
+            self._wake.wait(TAKE_OVER_EVERY)
+
+    def _on_ready(self) -> None:
+        self.problem = None
+        answer_in_process(self.store, self._wait_gone)
+        self.ready.set()
+        self.say(f"watching {self.store.root}: the index stays fresh between calls")
+
+    def _message(self, text: str) -> None:
+        self.say(f"watcher: {text}")
+
+    def _answer(self) -> None:
+        with self._answered:
+            self._answered.notify_all()
+
+    def _wait_gone(self, paths: list[str], deadline: float) -> bool:
+        """Wait until the cookies `paths` are answered (deleted by the watcher), or until
+        `deadline`; woken by each answer, and looking again every 50 ms regardless."""
+        with self._answered:
+            while True:
+                if not any(os.path.lexists(path) for path in paths):
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._answered.wait(min(left, 0.05))
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__

@@ -134,6 +134,7 @@ class Watcher:
                  on_batch: Callable[[BatchReport], None] | None = None,
                  on_message: Callable[[str], None] | None = None,
                  on_commit: Callable[[str, int], None] | None = None,
+                 on_answer: Callable[[], None] | None = None,
                  quiet: float = QUIET, max_delay: float = MAX_DELAY,
                  full_check_every: float = FULL_CHECK_EVERY,
                  commit_every: float = COMMIT_EVERY) -> None:
@@ -142,6 +143,9 @@ class Watcher:
         self.on_batch = on_batch or (lambda report: None)
         self.on_message = on_message or (lambda text: None)
         self.on_commit = on_commit or (lambda sha, files: None)
+        # Called once readers' cookies are answered: a reader in this process waits on it
+        # (memctl.disk.watchstate.answer_in_process) instead of polling the files.
+        self.on_answer = on_answer or (lambda: None)
         self.full_check_every = full_check_every
         self.commit_every = commit_every
         self._cond = threading.Condition()
@@ -434,6 +438,7 @@ class Watcher:
                 os.unlink(os.path.join(self.root, relpath))
             except OSError:
                 pass  # the reader gave up and took it back
+        self.on_answer()
 
     def _cookies_in(self, top: str) -> list[str]:
         try:

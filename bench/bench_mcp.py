@@ -1,0 +1,230 @@
+"""`memctl mcp` as an MCP client sees it: per-call latency of `search`, `recall` and
+`remember`, with the server's own watcher thread and without it (`--no-watch`), and the
+server's start-up (spawn → `initialize` answered), on stores made by bench/gen_corpus.py.
+
+    .venv/bin/python bench/bench_mcp.py [--sizes 1000,10000] [--calls 50] [--starts 8]
+                                        [--seed 42] [--out bench/out/mcp]
+
+The server is driven over stdio by the official SDK client (`mcp.client.stdio.stdio_client`,
+`ClientSession`), as an agent's client drives it: each latency is one `call_tool` round trip
+(JSON-RPC, the tool, its structured result). Every call's arguments differ (queries from a
+fixed list, notes with words of their own), the first few calls of each server are not
+counted, and with the watcher the timing starts once the watcher says it is live. After the
+timed calls, `--hand` notes are written by hand (a file dropped into the project) and
+searched for at once: a call that does not find the note just written is a miss (target 0).
+
+Stores: bench/gen_corpus.py with the seed (reused from `--out`'s parent, as bench_search.py
+does), copied, `memctl init` and `memctl reindex`. The load average is printed with each
+block: the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+HERE = Path(__file__).resolve().parent
+MEMCTL = str(Path(sys.executable).parent / "memctl")
+PROJECT = "blog-backend"
+SEARCHES = ["数据库 连接池", "postgresql timeout", "缓存", "how do we deploy the cache",
+            "which port does redis listen on", "登录超时", "kubernetes upgrade", "connection pool",
+            "为什么登录会超时", "deploy*"]
+RECALLS = ["fix the flaky login test", "数据库迁移", "deploy the cache", "redis timeout",
+           "kubernetes upgrade plan"]
+WARM_UP = 3
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def corpus(out: Path, size: int, seed: int) -> Path:
+    source = out.parent / (f"corpus-{size}" if seed == 42 else f"corpus-{size}-{seed}")
+    if not (source / "memctl.toml").is_file():
+        subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(source), str(size),
+                        "--seed", str(seed)], check=True)
+    return source
+
+
+def prepare(out: Path, size: int, seed: int) -> tuple[Path, dict[str, str]]:
+    store = out / f"store-{size}"
+    if store.exists():
+        shutil.rmtree(store)
+    shutil.copytree(corpus(out, size, seed), store, ignore=shutil.ignore_patterns(".memctl", ".git"))
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MEMCTL_NOW", "MEMCTL_ALWAYS_WALK", "MEMCTL_WATCH_SYNC_WAIT")}
+    env.update(MEMCTL_STORE=str(store), MEMCTL_PROJECT=PROJECT)
+    subprocess.run([MEMCTL, "init", str(store)], env=env, check=True, capture_output=True)
+    subprocess.run([MEMCTL, "reindex"], env=env, check=True, capture_output=True)
+    return store, env
+
+
+def server_env(store: Path) -> dict[str, str]:
+    """What the server gets besides the SDK client's default environment (PATH, HOME...)."""
+    names = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
+    return {"MEMCTL_STORE": str(store), "MEMCTL_PROJECT": PROJECT,
+            **{name: os.environ[name] for name in names if name in os.environ}}
+
+
+def watcher_live(store: Path) -> bool:
+    """The heartbeat as every memctl command reads it (memctl.disk.watchstate)."""
+    from memctl.disk.watchstate import read_status
+
+    found = read_status(store)
+    return found is not None and found.live
+
+
+class Session:
+    """One `memctl mcp` over stdio and an initialized SDK session on it."""
+
+    def __init__(self, store: Path, watch: bool, errlog) -> None:
+        self.store = store
+        self.args = ["mcp"] if watch else ["mcp", "--no-watch"]
+        self.errlog = errlog
+
+    async def __aenter__(self) -> Session:
+        from contextlib import AsyncExitStack
+
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=MEMCTL, args=self.args,
+                                       env=server_env(self.store), cwd=str(self.store.parent))
+        self._stack = AsyncExitStack()
+        start = time.perf_counter()
+        read, write = await self._stack.enter_async_context(
+            stdio_client(params, errlog=self.errlog))
+        self.session = await self._stack.enter_async_context(ClientSession(read, write))
+        await self.session.initialize()
+        self.startup_ms = (time.perf_counter() - start) * 1000
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self, tool: str, arguments: dict) -> tuple[float, object]:
+        start = time.perf_counter()
+        result = await self.session.call_tool(tool, arguments)
+        elapsed = (time.perf_counter() - start) * 1000
+        if result.is_error:
+            raise SystemExit(f"{tool} {arguments}: {result.content[0].text}")
+        return elapsed, result.structured_content
+
+
+def unique_word(rng: random.Random) -> str:
+    return "zq" + "".join(rng.choice("bcdfghjklmnpstvwxz") for _ in range(10))
+
+
+async def measure(store: Path, watch: bool, calls: int, hand: int, rng: random.Random,
+                  errlog) -> dict[str, object]:
+    async with Session(store, watch, errlog) as server:
+        if watch:
+            with anyio.fail_after(600):
+                while not watcher_live(store):
+                    await anyio.sleep(0.05)
+        elif watcher_live(store):
+            raise SystemExit("a watcher is live for the store: the figures would not be "
+                             "those of --no-watch")
+        figures: dict[str, object] = {"load": load()}
+        for tool in ("search", "recall", "remember"):
+            times = []
+            for number in range(calls + WARM_UP):
+                if tool == "search":
+                    arguments = {"query": SEARCHES[number % len(SEARCHES)]}
+                elif tool == "recall":
+                    arguments = {"query": RECALLS[number % len(RECALLS)]}
+                else:
+                    words = " ".join(unique_word(rng) for _ in range(3))
+                    arguments = {"text": f"Benchmark note {number}: the {words} switch lives "
+                                         f"in the gateway settings", "tags": ["bench"]}
+                elapsed, _ = await server.call(tool, arguments)
+                if number >= WARM_UP:
+                    times.append(elapsed)
+            figures[tool] = times
+        misses = 0
+        for number in range(hand):
+            word = unique_word(rng)
+            path = store / PROJECT / "notes" / "fact" / f"by-hand-{number}-{word}.md"
+            path.write_text(f"Written by hand {number}: the {word} flag is off.\n",
+                            encoding="utf-8")
+            _, found = await server.call("search", {"query": word})
+            misses += not any(hit["id"] and word in json.dumps(hit, ensure_ascii=False)
+                              for hit in found["hits"])  # type: ignore[index]
+        figures["hand"] = (misses, hand)
+        return figures
+
+
+async def startups(store: Path, starts: int, errlog) -> dict[bool, list[float]]:
+    """Spawn → `initialize` answered, alternating with and without the watcher."""
+    found: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(starts):
+        for watch in (True, False):
+            async with Session(store, watch, errlog) as server:
+                found[watch].append(server.startup_ms)
+            with anyio.fail_after(30):  # the last server's heartbeat is gone before the next
+                while watcher_live(store):
+                    await anyio.sleep(0.02)
+    return found
+
+
+def line(label: str, times: list[float]) -> str:
+    return (f"{label}: median {statistics.median(times):.1f} ms, p95 "
+            f"{percentile(times, 95):.1f} ms ({len(times)} calls)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--starts", type=int, default=8)
+    parser.add_argument("--hand", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", default=str(HERE / "out" / "mcp"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "bench/bench_mcp.py " + " ".join(sys.argv[1:])
+    print(f"$ .venv/bin/python {command.strip()}", flush=True)
+    results: dict[str, object] = {}
+    with open(out / "server-stderr.log", "w") as errlog:
+        for size in (int(text) for text in args.sizes.split(",")):
+            store, _env = prepare(out, size, args.seed)
+            rng = random.Random(args.seed)
+            print(f"\n{size} notes ({load()})", flush=True)
+            for watch in (True, False):
+                figures = anyio.run(measure, store, watch, args.calls, args.hand, rng, errlog)
+                label = "watcher thread" if watch else "--no-watch"
+                print(f"  {label} ({figures['load']}):", flush=True)
+                for tool in ("search", "recall", "remember"):
+                    print("    " + line(tool, figures[tool]), flush=True)  # type: ignore[arg-type]
+                misses, tries = figures["hand"]  # type: ignore[misc]
+                print(f"    written by hand, then searched at once: {misses} misses in {tries}",
+                      flush=True)
+                results[f"{size}/{label}"] = figures
+            started = anyio.run(startups, store, args.starts, errlog)
+            for watch in (True, False):
+                label = "watcher thread" if watch else "--no-watch"
+                print("  " + line(f"start-up, spawn → initialize, {label}",
+                                  started[watch]).replace(" calls)", " starts)"), flush=True)
+                results[f"{size}/start-up/{label}"] = started[watch]
+            print(f"  ({load()})", flush=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,616 @@
+"""The scale table: every figure an agent pays for, at 1k, 10k and 100k notes, in one run.
+
+    .venv/bin/python bench/bench_scale.py [--sizes 1000,10000,100000] [--out bench/out]
+                                          [--seed 42] [--tries 100] [--only BLOCK,...] [--keep]
+
+For each size the store is made once with bench/gen_corpus.py (fixed seed) then `memctl
+init` and `memctl reindex`, and kept in OUT/scale/store-SIZE-seedSEED (reused while its
+marker file says the same size and seed). Nothing is measured on that store: each run of this
+script copies it (`cp -a`, file times kept, so the copied index is still fresh; git's own
+index refreshed once so that `git status` does not hash every file again) and measures on the
+copy, so commands that write (add, remember, the freshness probes, health's pair cache,
+access counters) find the same store every run. The copy is removed at the end (`--keep`
+leaves it).
+
+Blocks (`--only`, comma-separated; all by default), in the order they run:
+
+- `reindex`, `freshness`: bench/bench_search.py's cold reindex (no index file; median of 3 up
+  to 10k notes) and freshness check (`Index.refresh()`, nothing changed / one file changed);
+- `search`: `memctl search WORD --all-projects --limit 20 --json` end to end beside
+  `rg -l -F -i WORD STORE` (`grep -r -l` where ripgrep is missing: `apt-get install -y
+  ripgrep`), the two alternated, first with no watcher, then with a real `memctl watch`
+  running. With the watcher, `memctl watch --status --json` must say `live` before and after,
+  and a Python that imported memctl checks that `ensure_fresh` was answered by the watcher
+  (no walk); only the search subprocess is timed;
+- `miss`: bench/bench_search.py's search with no hit beside searches with hits;
+- `health`: `memctl health --json` with no pair cache (first report), then again (second);
+  peak RSS of the largest process;
+- `recall`, `write`: `memctl recall QUERY`, then `memctl add TEXT --json` (git commit
+  included) and `memctl show ID --json` of the note just added (bench/bench_write.py's loop);
+- `mcp`: search, recall and remember through the MCP SDK client (bench/bench_mcp.py);
+- `fresh`: write → searchable, --tries times, by hand and with `memctl add`, with and
+  without a running watcher (bench/bench_freshness.py): misses and write → found.
+
+Every command runs with MEMCTL_NOW=2026-11-30T12:00:00Z (the corpus's dates are around it)
+and MEMCTL_PROJECT=blog-backend. The 1-minute load average is printed with each figure: on
+this shared 2-core machine, a figure taken at a load above ~1 is slowed by others.
+
+Prints each figure as it is taken (with its command), then a Markdown table with the targets
+of the scale issue and a list of commands; writes OUT/scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_freshness  # noqa: E402
+import bench_search  # noqa: E402
+import bench_write  # noqa: E402
+import gen_corpus  # noqa: E402
+
+MEMCTL = bench_search.MEMCTL
+PYTHON = sys.executable
+PROJECT = "blog-backend"
+NOW = "2026-11-30T12:00:00Z"
+RECALL_QUERIES = ["fix the flaky login test", "数据库连接池超时", "deploy the redis cache",
+                  "为什么登录会超时"]
+
+# One environment for every child, bench_search's own included (its functions read
+# bench_search.ENV): the clock pinned, no forced walk, no other store or project.
+for _name in ("MEMCTL_ALWAYS_WALK", "MEMCTL_WATCH_SYNC_WAIT", "MEMCTL_STORE"):
+    bench_search.ENV.pop(_name, None)
+bench_search.ENV.update(MEMCTL_NOW=NOW, MEMCTL_PROJECT=PROJECT, NO_COLOR="1")
+
+
+# Targets of the scale issue, on this 2-core machine: figure -> (text, {size: check}).
+def _at_most(limit: float) -> Callable[[float], bool]:
+    return lambda value: value <= limit
+
+
+def _within(share: float) -> Callable[[float], bool]:
+    return lambda value: abs(value) <= share
+
+
+TARGETS: dict[str, tuple[str, dict[int, Callable[[float], bool]]]] = {
+    "reindex_wall_s": ("10k ≤ 2 s, 100k ≤ 20 s", {10_000: _at_most(2), 100_000: _at_most(20)}),
+    "search_nowatch_ratio": ("10k ≤ 1.0× rg -l", {10_000: _at_most(1.0)}),
+    "search_watch_ratio": ("10k ≤ 0.5× rg -l", {10_000: _at_most(0.5)}),
+    "miss_e2e_diff": ("within ±20 % at 10k, 100k",
+                      {10_000: _within(0.20), 100_000: _within(0.20)}),
+    "miss_ranked_diff": ("within ±20 % at 10k, 100k",
+                         {10_000: _within(0.20), 100_000: _within(0.20)}),
+    "health_first_s": ("10k ≤ 2 s, 100k ≤ 30 s", {10_000: _at_most(2), 100_000: _at_most(30)}),
+    "health_rss_mb": ("≤ 500 MB", {size: _at_most(500) for size in (1_000, 10_000, 100_000)}),
+    "add_ms": ("10k ≤ 200 ms", {10_000: _at_most(bench_write.TARGETS["add"])}),
+    "show_ms": ("10k ≤ 120 ms", {10_000: _at_most(bench_write.TARGETS["show"])}),
+    "mcp_search_ms": ("10k ≤ 15 ms", {10_000: _at_most(15)}),
+    "mcp_recall_ms": ("10k ≤ 40 ms", {10_000: _at_most(40)}),
+    **{f"fresh_{watching}_{how}": ("0 misses", {size: _at_most(0)
+                                                 for size in (1_000, 10_000, 100_000)})
+       for watching in ("none", "watch") for how in ("hand", "add")},
+}
+
+
+Options = argparse.Namespace  # --seed, --tries, ... (main)
+
+
+class Results:
+    """The figures of one size: value, unit, load average, command."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, dict[str, object]] = {}
+
+    def put(self, key: str, value: float, unit: str, command: str,
+            **extra: object) -> None:
+        self.figures[key] = {"value": value, "unit": unit, "load": os.getloadavg()[0],
+                             "command": command, **extra}
+
+
+def load() -> str:
+    return bench_search.load()
+
+
+def env_for(store: Path) -> dict[str, str]:
+    return dict(bench_search.ENV, MEMCTL_STORE=str(store))
+
+
+def percentile(values: list[float], p: float) -> float:
+    return bench_write.percentile(values, p)
+
+
+# --- the stores -----------------------------------------------------------------------------
+
+def prepared_store(out: Path, size: int, seed: int) -> Path:
+    """gen_corpus's store of `size` notes made a memctl store (git history, index built),
+    made once per size and seed. Only ever copied, never measured on."""
+    store = out / "scale" / f"store-{size}-seed{seed}"
+    marker = out / "scale" / f"store-{size}-seed{seed}.json"
+    key = {"size": size, "seed": seed, "generator": "bench/gen_corpus.py"}
+    if marker.is_file() and json.loads(marker.read_text()) == key and store.is_dir():
+        return store
+    marker.unlink(missing_ok=True)
+    if store.exists():
+        shutil.rmtree(store)
+    started = time.perf_counter()
+    gen_corpus.generate(store, size, seed)
+    env = env_for(store)
+    subprocess.run([MEMCTL, "init", str(store)], env=env, check=True, capture_output=True)
+    subprocess.run([MEMCTL, "reindex"], env=env, check=True, capture_output=True)
+    marker.write_text(json.dumps(key))
+    bench_search.show(f"made the store of {size} notes (seed {seed}) in "
+                      f"{time.perf_counter() - started:.0f} s",
+                      f"gen_corpus.generate({store}, {size}, {seed}); memctl init; memctl reindex")
+    return store
+
+
+def git(store: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(store), *args], check=True, capture_output=True)
+
+
+def work_copy(source: Path, out: Path, size: int) -> Path:
+    """A copy of the prepared store to measure on (file times kept: its index is fresh)."""
+    target = out / "scale" / f"work-{size}"
+    if target.exists():
+        shutil.rmtree(target)
+    started = time.perf_counter()
+    subprocess.run(["cp", "-a", str(source), str(target)], check=True)
+    # git's index holds inode numbers and change times, all new in a copy: refresh it once,
+    # or every `git status` of the copy (health, add) would hash every file again.
+    git(target, "update-index", "-q", "--refresh")
+    bench_search.warm_up(target)
+    print(f"  (copied to {target} and read once in {time.perf_counter() - started:.0f} s)",
+          flush=True)
+    return target
+
+
+# --- measuring one command --------------------------------------------------------------------
+
+def timed(command: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one subprocess, its own children included; output discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in ok:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): "
+                         f"{done.stderr.decode(errors='replace')[-400:]}")
+    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+
+
+def child(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall ms, CPU ms, peak RSS MB of its largest process) of one command, measured by a
+    Python of its own (bench_search._CHILD_RUN), so each peak is this command's alone."""
+    output = subprocess.run([PYTHON, "-c", bench_search._CHILD_RUN, *command], env=env,
+                            check=True, capture_output=True, text=True).stdout.split()
+    if output[3] != "0":
+        raise SystemExit(f"{' '.join(command)} failed with {output[3]}")
+    return float(output[0]) * 1000, float(output[1]) * 1000, int(output[2]) / 1024
+
+
+# --- blocks -------------------------------------------------------------------------------------
+
+def block_reindex(store: Path, size: int, results: Results, _: Options) -> None:
+    figures = bench_search.cold_reindex(store, size)
+    command = f"{MEMCTL} --store {store} reindex   (no index file)"
+    results.put("reindex_wall_s", figures["wall_s"], "s", command)
+    results.put("reindex_cpu_s", figures["cpu_s"], "s", command)
+    results.put("reindex_rss_mb", figures["rss_mb"], "MB", command)
+
+
+def block_freshness(store: Path, size: int, results: Results, _: Options) -> None:
+    figures = bench_search.freshness(store, size)
+    results.put("fresh_check_ms", figures["unchanged_ms"], "ms",
+                "python -c <Index.refresh() x9, nothing changed> (bench/bench_search.py)")
+    results.put("fresh_check_one_ms", figures["one_changed_ms"], "ms",
+                "python -c <append to one note; Index.refresh()> x9 (bench/bench_search.py)")
+
+
+_SERVED = """
+import sys
+from memctl.index.db import ensure_fresh
+from memctl.store import Store
+store = Store(sys.argv[1])
+served = 0
+for _ in range(5):
+    index = ensure_fresh(store)
+    served += index.last_refresh is None  # set only when it walked the store itself
+    index.close()
+print(served)
+"""
+
+
+def watcher_status(store: Path, env: dict[str, str]) -> dict[str, object]:
+    done = subprocess.run([MEMCTL, "--store", str(store), "watch", "--status", "--json"],
+                          env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def served_by_watcher(store: Path, env: dict[str, str]) -> int:
+    """Of 5 freshness checks, how many the running watcher answered (no walk)."""
+    return int(subprocess.run([PYTHON, "-c", _SERVED, str(store)], env=env, check=True,
+                              capture_output=True, text=True).stdout)
+
+
+def start_watcher(store: Path, env: dict[str, str]) -> bench_freshness.Watcher:
+    """A real `memctl watch`, once `memctl watch --status` says it keeps the index fresh."""
+    watcher = bench_freshness.Watcher(env)
+    deadline = time.perf_counter() + 60
+    while not watcher_status(store, env)["live"]:
+        if time.perf_counter() > deadline:
+            watcher.stop()
+            raise SystemExit("the watcher never became live (memctl watch --status)")
+        time.sleep(0.1)
+    return watcher
+
+
+def search_beside_grep(store: Path, env: dict[str, str], rounds: int) -> dict[str, float]:
+    """`memctl search --all-projects` and `rg -l` for the same words, alternated."""
+    times: dict[str, list[float]] = {"memctl": [], "grep": []}
+    cpus: dict[str, list[float]] = {"memctl": [], "grep": []}
+    for word in bench_search.GREP_WORDS:  # one untimed run of each: the OS cache, counters
+        timed(memctl_search(store, word), env)
+        timed(bench_search.grep_command(word, store), env, ok=(0, 1))
+    for number in range(rounds):
+        for word in bench_search.GREP_WORDS:
+            order = ("memctl", "grep") if number % 2 == 0 else ("grep", "memctl")
+            for label in order:
+                if label == "memctl":
+                    wall, cpu = timed(memctl_search(store, word), env)
+                else:
+                    wall, cpu = timed(bench_search.grep_command(word, store), env, ok=(0, 1))
+                times[label].append(wall)
+                cpus[label].append(cpu)
+    return {"memctl_ms": statistics.median(times["memctl"]),
+            "memctl_cpu_ms": statistics.median(cpus["memctl"]),
+            "grep_ms": statistics.median(times["grep"]),
+            "grep_cpu_ms": statistics.median(cpus["grep"]), "runs": len(times["memctl"])}
+
+
+def memctl_search(store: Path, word: str) -> list[str]:
+    return [MEMCTL, "--store", str(store), "search", word, "--all-projects", "--limit", "20",
+            "--json"]
+
+
+def block_search(store: Path, size: int, results: Results, _: Options) -> None:
+    env = env_for(store)
+    rounds = 5 if size <= 10_000 else 2
+    tool = Path(bench_search.grep_command("x", store)[0]).name
+    grep_shown = " ".join(bench_search.grep_command("<word>", store))
+    memctl_shown = " ".join(memctl_search(store, "<word>"))
+    words = ", ".join(bench_search.GREP_WORDS)
+    for watching in (False, True):
+        watcher = start_watcher(store, env) if watching else None
+        before = after = 0
+        live = False
+        try:
+            if watcher is not None:
+                before = served_by_watcher(store, env)
+            figures = search_beside_grep(store, env, rounds)
+            if watcher is not None:
+                after = served_by_watcher(store, env)
+                live = bool(watcher_status(store, env)["live"])
+        finally:
+            if watcher is not None:
+                watcher.stop()
+        suffix = "watch" if watching else "nowatch"
+        ratio = figures["memctl_ms"] / figures["grep_ms"]
+        extra: dict[str, object] = {"cpu_ms": figures["memctl_cpu_ms"], "runs": figures["runs"]}
+        if watcher is not None:
+            extra.update(served_before=before, served_after=after, live_after=live)
+            if before < 5 or after < 5 or not live:
+                print(f"  WARNING: the watcher answered {before}/5 and {after}/5 freshness "
+                      f"checks (live after: {live}): the searches may have walked the store")
+        results.put(f"grep_{suffix}_ms", figures["grep_ms"], "ms", f"{grep_shown}   ({words})",
+                    cpu_ms=figures["grep_cpu_ms"], tool=tool)
+        results.put(f"search_{suffix}_ms", figures["memctl_ms"], "ms",
+                    f"MEMCTL_PROJECT={PROJECT} {memctl_shown}   ({words})"
+                    + ("   with `memctl watch` running" if watching else ""), **extra)
+        results.put(f"search_{suffix}_ratio", ratio, "×", "the two above, same run")
+        state = (f"with a live watcher (it answered {before}/5 checks before, {after}/5 after)"
+                 if watching else "no watcher")
+        bench_search.show(
+            f"search end to end, {size} notes, {state}: memctl {figures['memctl_ms']:.0f} ms "
+            f"(CPU {figures['memctl_cpu_ms']:.0f}), {tool} -l {figures['grep_ms']:.0f} ms "
+            f"(CPU {figures['grep_cpu_ms']:.0f}): {ratio:.2f}× over {figures['runs']} runs each, "
+            f"alternated  [{load()}]", f"{memctl_shown} | {grep_shown}")
+
+
+def block_miss(store: Path, size: int, results: Results, _: Options) -> None:
+    figures = bench_search.miss_vs_hit(store, size)
+    command = (f"MEMCTL_PROJECT={PROJECT} {MEMCTL} --store {store} search '<word>' --json   "
+               f"(hits: {', '.join(bench_search.HITS)}; no hit: {', '.join(bench_search.MISSES)})")
+    results.put("miss_e2e_hit_ms", figures["e2e_hit_ms"], "ms", command)
+    results.put("miss_e2e_miss_ms", figures["e2e_miss_ms"], "ms", command)
+    results.put("miss_e2e_diff", figures["e2e_miss_ms"] / figures["e2e_hit_ms"] - 1, "%",
+                "the two above, 30 runs each, alternated")
+    results.put("miss_ranked_diff", figures["ranked_miss_ms"] / figures["ranked_hit_ms"] - 1,
+                "%", "python -c <search(store, q, index=fresh index)> x20 (bench/bench_search.py)",
+                hit_ms=figures["ranked_hit_ms"], miss_ms=figures["ranked_miss_ms"])
+
+
+def block_health(store: Path, size: int, results: Results, _: Options) -> None:
+    env = env_for(store)
+    command = [MEMCTL, "--store", str(store), "health", "--json"]
+    pairs = store / ".memctl" / "health-pairs.json"
+    runs = 3 if size <= 10_000 else 1
+    first: list[tuple[float, float, float]] = []
+    second: list[tuple[float, float, float]] = []
+    for _ in range(runs):
+        pairs.unlink(missing_ok=True)  # the first report: no pairs kept from an earlier one
+        first.append(child(command, env))
+        second.append(child(command, env))
+    shown = " ".join(command)
+    peak = max(run[2] for run in first + second)
+    for label, runs_of in (("first", first), ("second", second)):
+        wall = statistics.median(run[0] for run in runs_of) / 1000
+        cpu = statistics.median(run[1] for run in runs_of) / 1000
+        results.put(f"health_{label}_s", wall, "s",
+                    shown + ("   (no .memctl/health-pairs.json)" if label == "first"
+                             else "   (right after the first)"),
+                    cpu_s=cpu, runs=[round(run[0] / 1000, 3) for run in runs_of])
+        bench_search.show(f"health, {label} report, {size} notes: {wall:.2f} s wall, {cpu:.2f} s"
+                          f" CPU (median of {len(runs_of)})  [{load()}]", shown)
+    results.put("health_rss_mb", peak, "MB", shown + "   (peak RSS of its largest process)")
+    bench_search.show(f"health, peak RSS, {size} notes: {peak:.0f} MB", shown)
+
+
+def block_recall(store: Path, size: int, results: Results, _: Options) -> None:
+    env = env_for(store)
+    runs = 12 if size <= 10_000 else 8
+    walls, cpus, peaks = [], [], []
+    child([MEMCTL, "--store", str(store), "recall", RECALL_QUERIES[0]], env)  # untimed
+    for number in range(runs):
+        query = RECALL_QUERIES[number % len(RECALL_QUERIES)]
+        wall, cpu, peak = child([MEMCTL, "--store", str(store), "recall", query], env)
+        walls.append(wall)
+        cpus.append(cpu)
+        peaks.append(peak)
+    shown = f"MEMCTL_PROJECT={PROJECT} {MEMCTL} --store {store} recall '<query>'"
+    results.put("recall_ms", statistics.median(walls), "ms",
+                f"{shown}   ({' | '.join(RECALL_QUERIES)})", p95_ms=percentile(walls, 95),
+                cpu_ms=statistics.median(cpus), rss_mb=max(peaks))
+    bench_search.show(f"recall, {size} notes: median {statistics.median(walls):.0f} ms, p95 "
+                      f"{percentile(walls, 95):.0f} ms, CPU {statistics.median(cpus):.0f} ms, "
+                      f"peak RSS {max(peaks):.0f} MB over {runs} runs  [{load()}]", shown)
+
+
+def block_write(store: Path, size: int, results: Results, options: Options) -> None:
+    """bench/bench_write.py's loop: add a note of random words, show it."""
+    env = env_for(store)
+    rng = random.Random(options.seed)
+    runs = 15
+    times: dict[str, list[float]] = {"add": [], "show": []}
+    cpus: dict[str, list[float]] = {"add": [], "show": []}
+    added: list[str] = []
+    for run in range(runs):
+        text = f"bench note {run}: {bench_write.words(rng, 12)}"
+        wall, cpu, stdout = bench_write.timed(MEMCTL, env, ["add", text, "--json"])
+        times["add"].append(wall)
+        cpus["add"].append(cpu)
+        added.append(json.loads(stdout)["id"])
+        wall, cpu, _ = bench_write.timed(MEMCTL, env, ["show", added[-1], "--json"])
+        times["show"].append(wall)
+        cpus["show"].append(cpu)
+    for label, args in (("add", "add '<text>' --json   (commit included)"),
+                        ("show", "show <id> --json   (the note just added)")):
+        median = statistics.median(times[label])
+        shown = f"MEMCTL_STORE={store} MEMCTL_PROJECT={PROJECT} {MEMCTL} {args}"
+        results.put(f"{label}_ms", median, "ms", shown, p95_ms=percentile(times[label], 95),
+                    cpu_ms=statistics.median(cpus[label]))
+        bench_search.show(f"{label}, {size} notes: median {median:.0f} ms, p95 "
+                          f"{percentile(times[label], 95):.0f} ms, CPU "
+                          f"{statistics.median(cpus[label]):.0f} ms over {runs} runs  "
+                          f"[{load()}]", shown)
+
+
+def block_mcp(store: Path, size: int, results: Results, _: Options) -> None:
+    try:
+        import bench_mcp  # noqa: PLC0415 - written beside this script; optional until then
+    except ImportError:
+        print("  MCP: bench/bench_mcp.py is not there: not measured", flush=True)
+        return
+    figures = bench_mcp.scale_figures(store, env_for(store), size)
+    for tool in ("search", "recall", "remember"):
+        if tool in figures:
+            median = figures[tool]["median_ms"]
+            results.put(f"mcp_{tool}_ms", median, "ms", figures[tool]["command"],
+                        **{k: v for k, v in figures[tool].items()
+                           if k not in ("median_ms", "command")})
+            bench_search.show(f"MCP {tool}, {size} notes: median {median:.1f} ms  [{load()}]",
+                              figures[tool]["command"])
+
+
+def block_fresh(store: Path, size: int, results: Results, options: Options) -> None:
+    """bench/bench_freshness.py: a write, then a search at once for a word only it holds."""
+    env = env_for(store)
+    rng = random.Random(options.seed)
+    tries = options.tries
+    searcher = bench_freshness.Searcher(store, env, str(HERE.parent))
+    looks = {"search": lambda word: bench_freshness.found(env, word),
+             "in_process": searcher.found}
+    try:
+        for watching in (False, True):
+            watcher = start_watcher(store, env) if watching else None
+            try:
+                for how in ("hand", "add"):
+                    figures: dict[str, object] = {}
+                    for label, look in looks.items():
+                        misses, latencies = bench_freshness.run(store, env, how, tries, rng, look)
+                        figures[label] = {"misses": misses, "tries": tries,
+                                          "median_ms": statistics.median(latencies),
+                                          "p95_ms": percentile(latencies, 95)}
+                    key = f"fresh_{'watch' if watching else 'none'}_{how}"
+                    total = sum(int(figure["misses"]) for figure in figures.values())  # type: ignore[index]
+                    write = "a file written by hand" if how == "hand" else "memctl add"
+                    results.put(key, total, "misses",
+                                f"{write}, then `memctl search WORD --json` and an in-process "
+                                f"search (bench/bench_freshness.py), {tries} tries each"
+                                + (", `memctl watch` running" if watching else ""), **figures)
+                    bench_search.show(
+                        f"write → searchable, {size} notes, {write}, "
+                        f"{'watcher running' if watching else 'no watcher'}: "
+                        + "; ".join(f"{label} {figure['misses']}/{tries} misses, write → found "  # type: ignore[index]
+                                    f"median {figure['median_ms']:.0f} ms"  # type: ignore[index]
+                                    for label, figure in figures.items())
+                        + f"  [{load()}]", "bench_freshness.run(...)")
+            finally:
+                if watcher is not None:
+                    watcher.stop()
+    finally:
+        searcher.stop()
+
+
+BLOCK_RUNS: dict[str, Callable[[Path, int, Results, Options], None]] = {
+    "reindex": block_reindex, "freshness": block_freshness, "search": block_search,
+    "miss": block_miss, "health": block_health, "recall": block_recall, "write": block_write,
+    "mcp": block_mcp, "fresh": block_fresh,
+}
+BLOCKS = list(BLOCK_RUNS)
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+ROWS: list[tuple[str, str]] = [
+    ("reindex_wall_s", "cold `reindex`, wall"),
+    ("reindex_cpu_s", "cold `reindex`, CPU of all processes"),
+    ("reindex_rss_mb", "cold `reindex`, peak RSS"),
+    ("fresh_check_ms", "freshness check, nothing changed"),
+    ("fresh_check_one_ms", "freshness check, one file changed"),
+    ("grep_nowatch_ms", "`rg -l` (no watcher)"),
+    ("search_nowatch_ms", "`search --all-projects` end to end, no watcher"),
+    ("search_nowatch_ratio", "… ÷ `rg -l`"),
+    ("grep_watch_ms", "`rg -l` (watcher running)"),
+    ("search_watch_ms", "`search --all-projects` end to end, live watcher"),
+    ("search_watch_ratio", "… ÷ `rg -l`"),
+    ("miss_e2e_hit_ms", "`search` end to end, words with hits"),
+    ("miss_e2e_miss_ms", "`search` end to end, words with no hit"),
+    ("miss_e2e_diff", "… no hit vs hit"),
+    ("miss_ranked_diff", "ranked query alone, no hit vs hit"),
+    ("health_first_s", "`health` first report"),
+    ("health_second_s", "`health` second report"),
+    ("health_rss_mb", "`health` peak RSS"),
+    ("recall_ms", "`recall`"),
+    ("add_ms", "`add` (commit included)"),
+    ("show_ms", "`show`"),
+    ("mcp_search_ms", "MCP search (SDK client)"),
+    ("mcp_recall_ms", "MCP recall"),
+    ("mcp_remember_ms", "MCP remember"),
+    ("fresh_none_hand", "write → searchable, by hand, no watcher: misses"),
+    ("fresh_none_add", "write → searchable, `add`, no watcher: misses"),
+    ("fresh_watch_hand", "write → searchable, by hand, watcher: misses"),
+    ("fresh_watch_add", "write → searchable, `add`, watcher: misses"),
+]
+
+
+def cell(key: str, size: int, figure: dict[str, object] | None) -> str:
+    if figure is None:
+        return "—"
+    value, unit = float(figure["value"]), str(figure["unit"])  # type: ignore[arg-type]
+    if unit == "%":
+        text = f"{value * 100:+.0f} %"
+    elif unit == "×":
+        text = f"{value:.2f}×"
+    elif unit == "misses":
+        parts = [f"{figure[look]['misses']}/{figure[look]['tries']}"  # type: ignore[index]
+                 for look in ("search", "in_process")]
+        text = " · ".join(parts)
+    elif unit == "s":
+        text = f"{value:.2f} s"
+    elif unit == "ms":
+        text = f"{value:.1f} ms" if value < 20 else f"{value:.0f} ms"
+    else:
+        text = f"{value:.0f} {unit}"
+    if key in TARGETS and size in TARGETS[key][1]:
+        text += " ✓" if TARGETS[key][1][size](value) else " ✗"
+    return f"{text} (load {float(figure['load']):.1f})"  # type: ignore[arg-type]
+
+
+def table(all_results: dict[int, Results]) -> str:
+    sizes = sorted(all_results)
+    lines = ["| figure | " + " | ".join(f"{size:,} notes" for size in sizes) + " | target |",
+             "|---|" + "---|" * len(sizes) + "---|"]
+    for key, label in ROWS:
+        if not any(key in all_results[size].figures for size in sizes):
+            continue
+        cells = [cell(key, size, all_results[size].figures.get(key)) for size in sizes]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {TARGETS.get(key, ('',))[0]} |")
+    return "\n".join(lines)
+
+
+def commands(all_results: dict[int, Results]) -> str:
+    shown: dict[str, str] = {}
+    for size in sorted(all_results):
+        for key, figure in all_results[size].figures.items():
+            shown.setdefault(key, str(figure["command"]))
+    labels = dict(ROWS)
+    return "\n".join(f"- {labels.get(key, key)}: `{command}`" for key, command in shown.items())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--tries", type=int, default=100,
+                        help="write → searchable probes per case (target: 0 misses in 100)")
+    parser.add_argument("--only", default=",".join(BLOCKS),
+                        help=f"blocks to run, comma-separated ({', '.join(BLOCKS)})")
+    parser.add_argument("--keep", action="store_true", help="keep the measured copies")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    blocks = args.only.split(",")
+    unknown = set(blocks) - set(BLOCKS)
+    if unknown:
+        parser.error(f"unknown blocks: {', '.join(sorted(unknown))}")
+    out = args.out.resolve()
+    (out / "scale").mkdir(parents=True, exist_ok=True)
+    version = subprocess.run([MEMCTL, "--version"], capture_output=True, text=True,
+                             env=bench_search.ENV).stdout.strip()
+    grep_tool = "rg" if shutil.which("rg") else "grep -r (ripgrep missing)"
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "cores": os.cpu_count(),
+            "python": sys.version.split()[0], "sqlite": sqlite3.sqlite_version,
+            "memctl": version, "seed": args.seed, "sizes": sizes, "blocks": blocks,
+            "tries": args.tries, "grep": grep_tool, "now": NOW,
+            "command": " ".join([Path(PYTHON).name, "bench/bench_scale.py", *sys.argv[1:]])}
+    print(f"# bench_scale: {version}, {meta['cores']} cores, python {meta['python']}, sqlite "
+          f"{meta['sqlite']}, {meta['date']}, {grep_tool}  [{load()}]", flush=True)
+    all_results: dict[int, Results] = {}
+    for size in sizes:
+        print(f"\n## {size} notes", flush=True)
+        store = work_copy(prepared_store(out, size, args.seed), out, size)
+        results = all_results[size] = Results()
+        try:
+            for name, block in BLOCK_RUNS.items():
+                if name in blocks:
+                    block(store, size, results, args)
+        finally:
+            if not args.keep:
+                shutil.rmtree(store, ignore_errors=True)
+        (out / "scale.json").write_text(json.dumps(
+            {"meta": meta, "results": {str(n): r.figures for n, r in all_results.items()}},
+            indent=1, ensure_ascii=False))
+    print(f"\n## Scale table ({meta['date']}; load = 1-minute load average when taken)\n")
+    print(table(all_results))
+    print("\nCommands:\n")
+    print(commands(all_results))
+    print(f"\nwrote {out / 'scale.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Candidate pairs for the similarity checks (memctl/core/nearpairs.py): the lanes count exactly
+what they say, and on a store like the benchmark's the candidates find every pair the full
+comparison finds while scoring a small share of all pairs (bench/bench_health.py measures
+the same at 1k-100k notes)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections import Counter
+from itertools import combinations
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.core import nearpairs
+from memctl.core.nearpairs import LONG_DIVISOR, SHORT_DIVISOR, Shape, candidate_pairs, matches
+from memctl.core.similarity import (
+    _compared,
+    candidates,
+    compare,
+    exhaustive_pairs,
+    similar_pairs,
+    tokens,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from gen_corpus import sentence  # noqa: E402
+
+
+def _bound_holds(a: list[str] | None, b: list[str] | None, divisor: int) -> bool:
+    """The rule, counted the slow way: shared elements (each occurrence its own element)
+    at least (n_a + n_b) / divisor."""
+    if not a or not b:
+        return False
+    shared = sum(min(a.count(e), b.count(e)) for e in set(a))
+    return shared * divisor >= len(a) + len(b)
+
+
+def _brute(shapes: list[Shape], own: int) -> set[tuple[int, int]]:
+    return {(i, j) for i, j in combinations(range(len(shapes)), 2) if i < own and (
+        _bound_holds(shapes[i].short, shapes[j].short, SHORT_DIVISOR)
+        or _bound_holds(shapes[i].long, shapes[j].long, LONG_DIVISOR))}
+
+
+WORDS = st.sampled_from(["the", "a", "port", "5432", "5433", "deploy", "deploys", "数", "据",
+                         "库", "redis", "cache", "never", "on", "fridays", "连", "接", "池"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(WORDS, max_size=14), min_size=2, max_size=24), st.data())
+def test_the_lanes_count_exactly_what_the_rule_says(token_lists: list[list[str]], data) -> None:
+    """Whatever the texts (repeated words, empty ones, some the group's own and some its
+    partners), the pairs found are those whose bags meet the bound, no more, no fewer; with
+    `rows`, those of the pairs that involve a row; one text against the rest, the same."""
+    shapes = [Shape(words) for words in token_lists]
+    own = data.draw(st.integers(1, len(shapes)))
+    expected = _brute(shapes, own)
+    assert set(candidate_pairs(shapes, own=own)) == expected
+    rows = set(data.draw(st.lists(st.integers(0, len(shapes) - 1), max_size=4)))
+    assert set(candidate_pairs(shapes, own=own, rows=rows)) == \
+        {pair for pair in expected if pair[0] in rows or pair[1] in rows}
+    others = shapes[1:]
+    assert matches(shapes[0], others) == sorted(
+        j - 1 for i, j in _brute(shapes, 1) if i == 0)
+
+
+def test_long_texts_are_paired_by_shared_runs_of_words(monkeypatch) -> None:
+    """Long texts count shingles of SHINGLE words: an edited copy is a candidate, a text on
+    another subject written with the same common words is not. Dense and sparse elements
+    (a lane integer, or counted pair by pair) give the same pairs."""
+    rng = random.Random(3)
+    vocabulary = [f"w{n}" for n in range(400)]
+    common = ["the", "of", "and", "to", "in", "is"]
+
+    def text() -> list[str]:
+        return [rng.choice(common) if rng.random() < 0.4 else rng.choice(vocabulary)
+                for _ in range(600)]
+
+    base, other = text(), text()
+    edited = [rng.choice(vocabulary) if rng.random() < 0.15 else word for word in base]
+    shapes = [Shape(base), Shape(other), Shape(edited)]
+    assert shapes[0].short is None and shapes[0].long  # long texts: the long regime only
+    assert candidate_pairs(shapes) == [(0, 2)]
+    monkeypatch.setattr(nearpairs, "DENSE_SHARE", 10**9)  # every element a lane integer
+    assert candidate_pairs(shapes) == [(0, 2)]
+
+
+def _corpus(seed: int, projects: int, per_project: int, shared: int
+            ) -> tuple[dict[str, list[tuple[str, str]]], list[tuple[str, str]]]:
+    """Notes as bench/gen_corpus.py writes them (English, Chinese, mixed; one to six
+    sentences), in projects plus a `global` group."""
+    rng = random.Random(seed)
+
+    def body() -> str:
+        language = rng.choices(["zh", "en", "mixed"], weights=[40, 30, 30])[0]
+        return " ".join(sentence(rng, language) for _ in range(rng.choice([1, 1, 2, 2, 3, 4, 6])))
+
+    groups = {f"p{p}": [(f"p{p}-{n}", body()) for n in range(per_project)] for p in range(projects)}
+    return groups, [(f"g-{n}", body()) for n in range(shared)]
+
+
+def test_on_a_store_like_the_benchmark_the_candidates_find_what_comparing_all_pairs_finds() -> None:
+    """The health report's groups (a project's notes with global's as partners; global's own
+    pairs in global's group): the candidate search finds exactly the pairs, with the same
+    scores, that the full comparison (`exhaustive_pairs`, kept as the reference) finds,
+    while scoring a small share of all pairs."""
+    groups, shared = _corpus(seed=11, projects=3, per_project=350, shared=120)
+    partner_keys = {key for key, _ in shared}
+    scored = total = found = 0
+    for own, partners in [*((items, shared) for items in groups.values()), (shared, [])]:
+        everything = own + partners
+        reference = [(a, b, score) for a, b, score in exhaustive_pairs(everything)
+                     if not (a in partner_keys and b in partner_keys) or not partners]
+        assert similar_pairs(own, partners=partners) == reference
+        shapes = [Shape(tokens(_compared(text)[0])) for _, text in everything]
+        scored += len(candidate_pairs(shapes, own=len(own)))
+        total += len(own) * (len(own) - 1) // 2 + len(own) * len(partners)
+        found += len(reference)
+    assert found > 150  # template siblings: plenty of pairs to find
+    assert scored < total / 10
+
+
+def test_add_and_the_report_see_the_same_candidates() -> None:
+    """`candidates` (the write-time check of `add`) scores what the pairs of the report
+    would have scored: the same notes, the same scores."""
+    groups, _ = _corpus(seed=5, projects=1, per_project=300, shared=0)
+    items = groups["p0"]
+    pairs = similar_pairs(items)
+    counts = Counter(key for a, b, _ in pairs for key in (a, b))
+    for new_key, _ in counts.most_common(5):
+        new_text = dict(items)[new_key]
+        found = candidates(new_text, [item for item in items if item[0] != new_key])
+        expected = sorted(((b if a == new_key else a), score) for a, b, score in pairs
+                          if new_key in (a, b))
+        assert sorted(found) == expected and len(found) > 1
+        assert all(compare(new_text, dict(items)[key]).score == score for key, score in found)
+
+
+_TEXTS = st.sampled_from(
+    ["use port 5432", "use port 5433", "Use port 5432 for the dev db", "使用 Redis 做缓存",
+     "使用 Memcached 做缓存", "deploy on fridays", "never deploy on fridays", "a", "",
+     "The blog backend uses PostgreSQL 16", "blog backend uses postgresql 16!"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_TEXTS, min_size=1, max_size=10), st.lists(_TEXTS, max_size=6),
+       st.lists(st.tuples(st.sampled_from(["edit", "edit-partner", "add", "drop"]),
+                          st.integers(0, 20), _TEXTS), max_size=5))
+def test_pairs_kept_with_partners_equal_finding_them_again(
+        texts: list[str], shared: list[str], edits: list[tuple[str, int, str]]) -> None:
+    """The health report's cache for a project's group with global's notes as partners: after
+    edits of either side, the pairs given are those found afresh (memory/paircache.py)."""
+    import json
+
+    from memctl.memory.paircache import group_pairs
+
+    items = [(f"n{i}", text) for i, text in enumerate(texts)]
+    partners = [(f"g{i}", text) for i, text in enumerate(shared)]
+    _, entry = group_pairs(items, None, 70, partners)
+    for action, number, text in edits:
+        if action == "add":
+            items.append((f"n{len(items) + number + 100}", text))
+        elif action == "edit":
+            items[number % len(items)] = (items[number % len(items)][0], text)
+        elif action == "edit-partner" and partners:
+            partners[number % len(partners)] = (partners[number % len(partners)][0], text)
+        elif action == "drop" and len(items) > 1:
+            del items[number % len(items)]
+        entry = json.loads(json.dumps(entry))
+        pairs, entry = group_pairs(items, entry, 70, partners)
+        fresh = similar_pairs(items, threshold=70, partners=partners)
+        assert [(a, b, round(v, 9)) for a, b, v in pairs] == [(a, b, round(v, 9)) for a, b, v in fresh]
+        assert not any(a.startswith("g") and b.startswith("g") for a, b, _ in pairs)
