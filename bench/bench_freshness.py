@@ -116,7 +116,9 @@ class Searcher:
 
 def found(env: dict[str, str], word: str) -> bool:
     done = subprocess.run([*MEMCTL, "search", word, "--json"], env=env, capture_output=True,
-                          text=True, check=True)
+                          text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"memctl search failed ({done.returncode}): {done.stderr.strip()}")
     # A word no note holds may still get close matches (fuzzy): only the note itself counts.
     return any(not hit.get("fuzzy") and word in json.dumps(hit, ensure_ascii=False)
                for hit in json.loads(done.stdout))
@@ -135,7 +137,9 @@ def write(store: Path, env: dict[str, str], how: str, word: str, number: int) ->
             handle.write(text + "\n")
         return time.perf_counter()
     # --force: the probes differ in one word, and the duplicate check would merge them.
-    subprocess.run([*MEMCTL, "add", text, "--force"], env=env, check=True, capture_output=True)
+    done = subprocess.run([*MEMCTL, "add", text, "--force"], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"memctl add failed ({done.returncode}): {done.stderr.strip()}")
     return time.perf_counter()
 
 

@@ -151,8 +151,9 @@ def _compare_part(text: str) -> str:
     return _compared(text)[0]
 
 
-def report(root: Path, label: str) -> None:
-    """`memctl health --json` twice: without and with the pairs kept by the first."""
+def report(root: Path, label: str) -> dict[str, tuple[float, float, float]]:
+    """`memctl health --json` twice: without and with the pairs kept by the first. Returns
+    {"first": ..., "second": ...}, each (wall s, CPU s, peak RSS MB)."""
     subprocess.run([MEMCTL, "--store", str(root), "reindex"], check=True, capture_output=True,
                    env=ENV)
     for folder, _, names in os.walk(root):  # the files in the OS cache, as in a store in use
@@ -162,6 +163,7 @@ def report(root: Path, label: str) -> None:
                     pass
     kept = root / ".memctl" / "health-pairs.json"
     command = [MEMCTL, "--store", str(root), "health", "--json"]
+    figures: dict[str, tuple[float, float, float]] = {}
     for which in ("first report (no kept pairs)", "second report (kept pairs)"):
         if which.startswith("first") and kept.exists():
             kept.unlink()
@@ -172,6 +174,8 @@ def report(root: Path, label: str) -> None:
              f"{rss_kb / 1024:.0f} MB, exit {code}  [{load()}]",
              " ".join(command) + (" (after rm .memctl/health-pairs.json)"
                                   if which.startswith("first") else ""))
+        figures[which.split()[0]] = (wall, cpu, rss_kb / 1024)
+    return figures
 
 
 def long_recall(root: Path, first: int) -> None:

@@ -3,7 +3,8 @@
 server's start-up (spawn → `initialize` answered), on stores made by bench/gen_corpus.py.
 
     .venv/bin/python bench/bench_mcp.py [--sizes 1000,10000] [--calls 50] [--starts 8]
-                                        [--seed 42] [--out bench/out/mcp]
+                                        [--hand 20] [--seed 42] [--out bench/out/mcp]
+                                        [--startup-only] [--memctl EXE ...]
 
 The server is driven over stdio by the official SDK client (`mcp.client.stdio.stdio_client`,
 `ClientSession`), as an agent's client drives it: each latency is one `call_tool` round trip
@@ -16,6 +17,11 @@ searched for at once: a call that does not find the note just written is a miss 
 Stores: bench/gen_corpus.py with the seed (reused from `--out`'s parent, as bench_search.py
 does), copied, `memctl init` and `memctl reindex`. The load average is printed with each
 block: the machine may be shared.
+
+`--startup-only` measures the start-up alone, for each `--memctl` given (runs alternated
+between them; another build is a two-line script running `PYTHONPATH=<its tree> python -P -m
+memctl "$@"`, as for bench_write.py), with the watcher and, where the build has it, with
+`--no-watch`.
 """
 
 from __future__ import annotations
@@ -93,8 +99,9 @@ def watcher_live(store: Path) -> bool:
 class Session:
     """One `memctl mcp` over stdio and an initialized SDK session on it."""
 
-    def __init__(self, store: Path, watch: bool, errlog) -> None:
+    def __init__(self, store: Path, watch: bool, errlog, memctl: str = MEMCTL) -> None:
         self.store = store
+        self.command = memctl
         self.args = ["mcp"] if watch else ["mcp", "--no-watch"]
         self.errlog = errlog
 
@@ -103,7 +110,7 @@ class Session:
 
         from mcp import ClientSession, StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=MEMCTL, args=self.args,
+        params = StdioServerParameters(command=self.command, args=self.args,
                                        env=server_env(self.store), cwd=str(self.store.parent))
         self._stack = AsyncExitStack()
         start = time.perf_counter()
@@ -169,17 +176,23 @@ async def measure(store: Path, watch: bool, calls: int, hand: int, rng: random.R
         return figures
 
 
-async def startups(store: Path, starts: int, errlog) -> dict[bool, list[float]]:
-    """Spawn → `initialize` answered, alternating with and without the watcher."""
-    found: dict[bool, list[float]] = {True: [], False: []}
+async def startups(store: Path, starts: int, errlog, builds: list[tuple[str, bool]]
+                   ) -> dict[tuple[str, bool], list[float]]:
+    """Spawn → `initialize` answered for each (memctl, with the watcher), runs alternated."""
+    found: dict[tuple[str, bool], list[float]] = {build: [] for build in builds}
     for _ in range(starts):
-        for watch in (True, False):
-            async with Session(store, watch, errlog) as server:
-                found[watch].append(server.startup_ms)
+        for memctl, watch in builds:
+            async with Session(store, watch, errlog, memctl) as server:
+                found[memctl, watch].append(server.startup_ms)
             with anyio.fail_after(30):  # the last server's heartbeat is gone before the next
                 while watcher_live(store):
                     await anyio.sleep(0.02)
     return found
+
+
+def has_no_watch(memctl: str) -> bool:
+    shown = subprocess.run([memctl, "mcp", "--help"], capture_output=True, text=True)
+    return "--no-watch" in shown.stdout
 
 
 def line(label: str, times: list[float]) -> str:
@@ -195,6 +208,8 @@ def main() -> None:
     parser.add_argument("--hand", type=int, default=20)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", default=str(HERE / "out" / "mcp"))
+    parser.add_argument("--startup-only", action="store_true")
+    parser.add_argument("--memctl", action="append", help="a build to start (default: this one)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -206,6 +221,17 @@ def main() -> None:
             store, _env = prepare(out, size, args.seed)
             rng = random.Random(args.seed)
             print(f"\n{size} notes ({load()})", flush=True)
+            builds = [(memctl, watch) for memctl in args.memctl or [MEMCTL]
+                      for watch in (True, False) if watch or has_no_watch(memctl)]
+            if args.startup_only:
+                started = anyio.run(startups, store, args.starts, errlog, builds)
+                for (memctl, watch), times in started.items():
+                    label = f"{memctl}{'' if watch else ' --no-watch'}"
+                    print("  " + line(f"start-up, spawn → initialize, {label}",
+                                      times).replace(" calls)", " starts)"), flush=True)
+                    results[f"{size}/start-up/{label}"] = times
+                print(f"  ({load()})", flush=True)
+                continue
             for watch in (True, False):
                 figures = anyio.run(measure, store, watch, args.calls, args.hand, rng, errlog)
                 label = "watcher thread" if watch else "--no-watch"
@@ -216,12 +242,14 @@ def main() -> None:
                 print(f"    written by hand, then searched at once: {misses} misses in {tries}",
                       flush=True)
                 results[f"{size}/{label}"] = figures
-            started = anyio.run(startups, store, args.starts, errlog)
+            started = anyio.run(startups, store, args.starts, errlog, [(MEMCTL, True),
+                                                                        (MEMCTL, False)])
             for watch in (True, False):
                 label = "watcher thread" if watch else "--no-watch"
                 print("  " + line(f"start-up, spawn → initialize, {label}",
-                                  started[watch]).replace(" calls)", " starts)"), flush=True)
-                results[f"{size}/start-up/{label}"] = started[watch]
+                                  started[MEMCTL, watch]).replace(" calls)", " starts)"),
+                      flush=True)
+                results[f"{size}/start-up/{label}"] = started[MEMCTL, watch]
             print(f"  ({load()})", flush=True)
     (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
 

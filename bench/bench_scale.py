@@ -55,10 +55,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_freshness  # noqa: E402
+import bench_health  # noqa: E402
+import bench_mcp  # noqa: E402
 import bench_search  # noqa: E402
 import bench_write  # noqa: E402
 import gen_corpus  # noqa: E402
@@ -75,6 +79,8 @@ RECALL_QUERIES = ["fix the flaky login test", "数据库连接池超时", "deplo
 for _name in ("MEMCTL_ALWAYS_WALK", "MEMCTL_WATCH_SYNC_WAIT", "MEMCTL_STORE"):
     bench_search.ENV.pop(_name, None)
 bench_search.ENV.update(MEMCTL_NOW=NOW, MEMCTL_PROJECT=PROJECT, NO_COLOR="1")
+bench_health.ENV.clear()
+bench_health.ENV.update(bench_search.ENV)
 
 
 # Targets of the scale issue, on this 2-core machine: figure -> (text, {size: check}).
@@ -92,14 +98,14 @@ TARGETS: dict[str, tuple[str, dict[int, Callable[[float], bool]]]] = {
     "search_watch_ratio": ("10k ≤ 0.5× rg -l", {10_000: _at_most(0.5)}),
     "miss_e2e_diff": ("within ±20 % at 10k, 100k",
                       {10_000: _within(0.20), 100_000: _within(0.20)}),
-    "miss_ranked_diff": ("within ±20 % at 10k, 100k",
-                         {10_000: _within(0.20), 100_000: _within(0.20)}),
     "health_first_s": ("10k ≤ 2 s, 100k ≤ 30 s", {10_000: _at_most(2), 100_000: _at_most(30)}),
     "health_rss_mb": ("≤ 500 MB", {size: _at_most(500) for size in (1_000, 10_000, 100_000)}),
     "add_ms": ("10k ≤ 200 ms", {10_000: _at_most(bench_write.TARGETS["add"])}),
     "show_ms": ("10k ≤ 120 ms", {10_000: _at_most(bench_write.TARGETS["show"])}),
     "mcp_search_ms": ("10k ≤ 15 ms", {10_000: _at_most(15)}),
     "mcp_recall_ms": ("10k ≤ 40 ms", {10_000: _at_most(40)}),
+    **{key: ("0 misses", {size: _at_most(0) for size in (1_000, 10_000, 100_000)})
+       for key in ("mcp_hand", "mcp_hand_nowatch")},
     **{f"fresh_{watching}_{how}": ("0 misses", {size: _at_most(0)
                                                  for size in (1_000, 10_000, 100_000)})
        for watching in ("none", "watch") for how in ("hand", "add")},
@@ -112,13 +118,17 @@ Options = argparse.Namespace  # --seed, --tries, ... (main)
 class Results:
     """The figures of one size: value, unit, load average, command."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Path) -> None:
+        self.store = store
         self.figures: dict[str, dict[str, object]] = {}
 
     def put(self, key: str, value: float, unit: str, command: str,
             **extra: object) -> None:
         self.figures[key] = {"value": value, "unit": unit, "load": os.getloadavg()[0],
                              "command": command, **extra}
+
+    def value(self, key: str) -> float:
+        return float(self.figures[key]["value"])  # type: ignore[arg-type]
 
 
 def load() -> str:
@@ -345,29 +355,22 @@ def block_miss(store: Path, size: int, results: Results, _: Options) -> None:
 
 
 def block_health(store: Path, size: int, results: Results, _: Options) -> None:
-    env = env_for(store)
-    command = [MEMCTL, "--store", str(store), "health", "--json"]
-    pairs = store / ".memctl" / "health-pairs.json"
-    runs = 3 if size <= 10_000 else 1
-    first: list[tuple[float, float, float]] = []
-    second: list[tuple[float, float, float]] = []
-    for _ in range(runs):
-        pairs.unlink(missing_ok=True)  # the first report: no pairs kept from an earlier one
-        first.append(child(command, env))
-        second.append(child(command, env))
-    shown = " ".join(command)
-    peak = max(run[2] for run in first + second)
-    for label, runs_of in (("first", first), ("second", second)):
-        wall = statistics.median(run[0] for run in runs_of) / 1000
-        cpu = statistics.median(run[1] for run in runs_of) / 1000
-        results.put(f"health_{label}_s", wall, "s",
+    """bench/bench_health.py's report: the first report (no kept pairs), then the second;
+    three times up to 10k notes (medians), once at 100k."""
+    runs = [bench_health.report(store, f"{size} notes") for _ in range(3 if size <= 10_000 else 1)]
+    shown = f"{MEMCTL} --store {store} health --json"
+    for label in ("first", "second"):
+        walls = [run[label][0] for run in runs]
+        results.put(f"health_{label}_s", statistics.median(walls), "s",
                     shown + ("   (no .memctl/health-pairs.json)" if label == "first"
                              else "   (right after the first)"),
-                    cpu_s=cpu, runs=[round(run[0] / 1000, 3) for run in runs_of])
-        bench_search.show(f"health, {label} report, {size} notes: {wall:.2f} s wall, {cpu:.2f} s"
-                          f" CPU (median of {len(runs_of)})  [{load()}]", shown)
+                    cpu_s=statistics.median(run[label][1] for run in runs),
+                    runs=[round(wall, 3) for wall in walls])
+    peak = max(run[label][2] for run in runs for label in ("first", "second"))
     results.put("health_rss_mb", peak, "MB", shown + "   (peak RSS of its largest process)")
-    bench_search.show(f"health, peak RSS, {size} notes: {peak:.0f} MB", shown)
+    bench_search.show(f"health, {size} notes: first report {results.value('health_first_s'):.2f} "
+                      f"s, second {results.value('health_second_s'):.2f} s (median of "
+                      f"{len(runs)}), peak RSS {peak:.0f} MB  [{load()}]", shown)
 
 
 def block_recall(store: Path, size: int, results: Results, _: Options) -> None:
@@ -419,21 +422,33 @@ def block_write(store: Path, size: int, results: Results, options: Options) -> N
                           f"[{load()}]", shown)
 
 
-def block_mcp(store: Path, size: int, results: Results, _: Options) -> None:
-    try:
-        import bench_mcp  # noqa: PLC0415 - written beside this script; optional until then
-    except ImportError:
-        print("  MCP: bench/bench_mcp.py is not there: not measured", flush=True)
-        return
-    figures = bench_mcp.scale_figures(store, env_for(store), size)
-    for tool in ("search", "recall", "remember"):
-        if tool in figures:
-            median = figures[tool]["median_ms"]
-            results.put(f"mcp_{tool}_ms", median, "ms", figures[tool]["command"],
-                        **{k: v for k, v in figures[tool].items()
-                           if k not in ("median_ms", "command")})
-            bench_search.show(f"MCP {tool}, {size} notes: median {median:.1f} ms  [{load()}]",
-                              figures[tool]["command"])
+def block_mcp(store: Path, size: int, results: Results, options: Options) -> None:
+    """bench/bench_mcp.py's calls through the SDK client: `memctl mcp` with its own watcher
+    thread (the default: no separate `memctl watch`), then with `--no-watch`."""
+    calls = 50 if size <= 10_000 else 20
+    rng = random.Random(options.seed)
+    with open(store.parent / f"mcp-server-{size}.log", "w") as errlog:
+        for watch in (True, False):
+            figures = anyio.run(bench_mcp.measure, store, watch, calls, 20, rng, errlog)
+            suffix = "" if watch else "_nowatch"
+            how = "`memctl mcp`" if watch else "`memctl mcp --no-watch`"
+            misses, tries = figures["hand"]
+            for tool in ("search", "recall", "remember"):
+                times: list[float] = figures[tool]
+                median = statistics.median(times)
+                results.put(f"mcp_{tool}{suffix}_ms", median, "ms",
+                            f"MCP SDK client → {how} (stdio), MEMCTL_STORE={store}: call_tool"
+                            f"('{tool}', ...) x{len(times)} (bench/bench_mcp.py)",
+                            p95_ms=percentile(times, 95), calls=len(times))
+            results.put(f"mcp_hand{suffix}", misses, "of", f"{how}: a note written by hand, "
+                        "then call_tool('search') at once (bench/bench_mcp.py)", tries=tries)
+            bench_search.show(
+                f"MCP through the SDK client, {how}, {size} notes: "
+                + ", ".join(f"{tool} median {statistics.median(figures[tool]):.1f} ms "
+                            f"(p95 {percentile(figures[tool], 95):.1f})"
+                            for tool in ("search", "recall", "remember"))
+                + f"; written by hand then searched: {misses}/{tries} misses  [{load()}]",
+                f"anyio.run(bench_mcp.measure, {store}, watch={watch}, calls={calls}, hand=20)")
 
 
 def block_fresh(store: Path, size: int, results: Results, options: Options) -> None:
@@ -501,16 +516,21 @@ ROWS: list[tuple[str, str]] = [
     ("miss_e2e_hit_ms", "`search` end to end, words with hits"),
     ("miss_e2e_miss_ms", "`search` end to end, words with no hit"),
     ("miss_e2e_diff", "… no hit vs hit"),
-    ("miss_ranked_diff", "ranked query alone, no hit vs hit"),
+    ("miss_ranked_diff", "ranked query alone, no hit vs hit (in process; no target)"),
     ("health_first_s", "`health` first report"),
     ("health_second_s", "`health` second report"),
     ("health_rss_mb", "`health` peak RSS"),
     ("recall_ms", "`recall`"),
     ("add_ms", "`add` (commit included)"),
     ("show_ms", "`show`"),
-    ("mcp_search_ms", "MCP search (SDK client)"),
-    ("mcp_recall_ms", "MCP recall"),
+    ("mcp_search_ms", "MCP search (SDK client; `memctl mcp`, its own watcher thread)"),
+    ("mcp_recall_ms", "MCP recall (same)"),
     ("mcp_remember_ms", "MCP remember"),
+    ("mcp_hand", "MCP: written by hand, then search: misses"),
+    ("mcp_search_nowatch_ms", "MCP search, `mcp --no-watch`"),
+    ("mcp_recall_nowatch_ms", "MCP recall, `mcp --no-watch`"),
+    ("mcp_remember_nowatch_ms", "MCP remember, `mcp --no-watch`"),
+    ("mcp_hand_nowatch", "MCP, `--no-watch`: written by hand, then search: misses"),
     ("fresh_none_hand", "write → searchable, by hand, no watcher: misses"),
     ("fresh_none_add", "write → searchable, `add`, no watcher: misses"),
     ("fresh_watch_hand", "write → searchable, by hand, watcher: misses"),
@@ -526,6 +546,8 @@ def cell(key: str, size: int, figure: dict[str, object] | None) -> str:
         text = f"{value * 100:+.0f} %"
     elif unit == "×":
         text = f"{value:.2f}×"
+    elif unit == "of":
+        text = f"{value:.0f}/{figure['tries']}"
     elif unit == "misses":
         parts = [f"{figure[look]['misses']}/{figure[look]['tries']}"  # type: ignore[index]
                  for look in ("search", "in_process")]
@@ -554,10 +576,12 @@ def table(all_results: dict[int, Results]) -> str:
 
 
 def commands(all_results: dict[int, Results]) -> str:
+    """Each figure's command, the measured copy written $STORE, memctl as `memctl`."""
     shown: dict[str, str] = {}
     for size in sorted(all_results):
         for key, figure in all_results[size].figures.items():
-            shown.setdefault(key, str(figure["command"]))
+            command = str(figure["command"]).replace(str(all_results[size].store), "$STORE")
+            shown.setdefault(key, command.replace(MEMCTL, "memctl").replace("`", ""))
     labels = dict(ROWS)
     return "\n".join(f"- {labels.get(key, key)}: `{command}`" for key, command in shown.items())
 
@@ -594,7 +618,7 @@ def main() -> None:
     for size in sizes:
         print(f"\n## {size} notes", flush=True)
         store = work_copy(prepared_store(out, size, args.seed), out, size)
-        results = all_results[size] = Results()
+        results = all_results[size] = Results(store)
         try:
             for name, block in BLOCK_RUNS.items():
                 if name in blocks:
@@ -607,7 +631,7 @@ def main() -> None:
             indent=1, ensure_ascii=False))
     print(f"\n## Scale table ({meta['date']}; load = 1-minute load average when taken)\n")
     print(table(all_results))
-    print("\nCommands:\n")
+    print(f"\nCommands ($STORE: the measured copy, {out / 'scale'}/work-SIZE; memctl: {MEMCTL}):\n")
     print(commands(all_results))
     print(f"\nwrote {out / 'scale.json'}")
 

@@ -140,18 +140,26 @@ def serve(store: Store, default_project: str, *, watch: bool = True) -> None:
     """Run the server on stdin/stdout until the client goes away. With `watch`, a watcher
     thread keeps the index fresh, so a call does not walk the store (docs/agents.md)."""
     server = build_server(store, default_project)
-    with _watching(store, watch):
+    with _running(store, watch):
         server.run("stdio")
 
 
 @contextmanager
-def _watching(store: Store, enabled: bool) -> Iterator[None]:
-    """The server's own watcher (`memctl watch` in a thread) while the server runs. It is
-    stopped however the server ends: the client gone (stdin closed), SIGTERM or SIGHUP (then
-    the process still dies of the signal, as it would without a watcher), an error."""
-    if not enabled:
-        yield
-        return
+def _running(store: Store, watch: bool) -> Iterator[None]:
+    """What the server holds while it runs (`serving.kept_open`), and with `watch` its own
+    watcher (`memctl watch` in a thread), stopped however the server ends: the client gone
+    (stdin closed), SIGTERM or SIGHUP (then the process still dies of the signal, as it would
+    without a watcher), an error."""
+    with serving.kept_open(store):
+        if not watch:
+            yield
+            return
+        with _watching(store):
+            yield
+
+
+@contextmanager
+def _watching(store: Store) -> Iterator[None]:
     keeper = watching.BackgroundWatcher(store, say=_say)
 
     def terminate(signum: int, frame: object) -> None:
@@ -209,7 +217,7 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     if not arguments.is_loopback(host):
         _say("warning: listening on a non-loopback address; the token and all memory travel "
              "unencrypted unless a TLS proxy is in front (docs/agents.md)")
-    with _watching(store, watch):
+    with _running(store, watch):
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                       lifespan="on", server_header=False)).run(sockets=[listener])
 
@@ -552,6 +560,14 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
 
         async def call_tool(self, name: str, arguments: dict[str, Any],
                             context: Any = None) -> Any:
+            # The SDK drops arguments a tool does not take: a misspelt `importnce` would be
+            # written as the default without a word, so it is refused, naming the real ones.
+            for listed in await self.list_tools():
+                taken = list((listed.input_schema or {}).get("properties", {}))
+                unknown = [key for key in arguments or {} if key not in taken]
+                if listed.name == name and unknown:
+                    raise ToolError(f"the `{name}` tool takes no argument `{unknown[0]}`; it takes "
+                                    + ", ".join(f"`{key}`" for key in taken))
             try:
                 result = await super().call_tool(name, arguments, context)
             except UnexpectedToolError as exc:
@@ -691,7 +707,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 f"importance {data.get('importance')} · {data.get('status')} · {data.get('path')}"]
         fields = [f"{key}: {data[key]}" for key in ("subject", "predicate", "tags", "expires",
                                                      "pinned", "superseded_by", "corrects",
-                                                     "source_episode", "created", "updated")
+                                                     "source_episode", "links", "created", "updated")
                   if data.get(key) not in (None, [], False, "")]
         return lines(*head, "; ".join(fields), "", str(data.get("body") or "").strip())
 

@@ -229,3 +229,67 @@ def test_markdown_dash_is_stdout_not_a_file(cli: Cli, tmp_path: Path) -> None:
     assert not (tmp_path / "-").exists() and not list(Path.cwd().glob("-"))
     both = cli("health", "--markdown", "-", "--json", env=NOW)
     assert both.exit_code == 2 and both.stderr.count("\n") == 1 and "--markdown" in both.stderr
+
+
+def test_a_correction_and_the_note_it_corrects_are_no_contradiction(cli: Cli) -> None:
+    """`add --corrects` links the two on purpose (docs/lifecycle.md), and `add` and `recall`
+    treat them as linked: health must not report the pair (nor fail `--strict` on it), while
+    an unlinked note that disagrees the same way is still reported."""
+    old = cli.ok("add", "The staging server runs on port 8080 and uses Redis for sessions",
+                 "--json", env=NOW).json()["id"]
+    fix = cli.ok("add", "The staging server runs on port 9090, not 8080", "--type", "correction",
+                 "--corrects", old, "--json", env=NOW).json()["id"]
+    report = cli.ok("health", "--json", env=NOW).json()
+    pairs = [{entry["a"]["id"], entry["b"]["id"]} for entry in report["contradictions"]]
+    assert {old, fix} not in pairs
+    assert cli("health", "--strict", env=NOW).exit_code == 0
+    other = cli.ok("add", "The staging server runs on port 7070 and uses Redis for sessions",
+                   "--force", "--json", env=NOW).json()["id"]
+    pairs = [{entry["a"]["id"], entry["b"]["id"]}
+             for entry in cli.ok("health", "--json", env=NOW).json()["contradictions"]]
+    assert {old, other} in pairs
+
+
+def _report_without_times(store: Path) -> dict:
+    from memctl.memory.health import build_report
+    from memctl.store import Store
+
+    report = build_report(Store(store))
+    for key in ("generated", "index"):
+        report.pop(key)
+    (store / ".memctl" / "health-pairs.json").unlink()  # the next report finds pairs afresh
+    return report
+
+
+def test_a_big_store_read_and_judged_in_two_processes_gives_the_same_report(
+        troubled: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big store is read and its projects judged half in a forked child (memory/health.py):
+    the report is the one a single process makes, and a child that fails only costs time."""
+    import pickle
+
+    from memctl.memory import health
+
+    for project, text in (("blog", "use port 5432 for the blog database"),
+                          ("blog", "use port 5433 for the blog database"),
+                          ("global", "use port 5434 for every database"),
+                          ("ops", "Deploys need approval from the ops team")):
+        cli_in = Cli(troubled.store, project=project)
+        cli_in.ok("add", text, "--force", env=NOW)
+    monkeypatch.setenv("MEMCTL_NOW", NOW["MEMCTL_NOW"])
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "1")
+    alone = _report_without_times(troubled.store)
+    assert alone["contradictions"] and alone["secrets"] and alone["parse_errors"]
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "2")
+    monkeypatch.setattr(health, "PARALLEL_MIN", 1)  # fork whatever the size of the store
+    assert _report_without_times(troubled.store) == alone
+
+    class Failing:
+        loads = staticmethod(pickle.loads)
+        HIGHEST_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+        @staticmethod
+        def dumps(*_args: object, **_kwargs: object) -> bytes:
+            raise OSError("the child cannot send its half")
+
+    monkeypatch.setattr(health, "pickle", Failing)
+    assert _report_without_times(troubled.store) == alone

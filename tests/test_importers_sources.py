@@ -234,6 +234,20 @@ def test_an_obsidian_vault_keeps_its_fields_tags_links_and_says_what_it_skipped(
     assert news(imported(cli, vault)) == {}
 
 
+def test_show_names_the_notes_an_imported_note_links_to(cli, tmp_path):
+    """docs/sync.md: a wikilink between two imported notes is listed in `links:` and
+    `memctl show` names it (the body keeps `[[Postgres]]`, which names no id)."""
+    vault = copy_fixture("obsidian-vault", tmp_path)
+    imported(cli, vault)
+    found = by_origin(notes(cli))
+    payments, postgres = found["Projects/Payments.md"], found["Tech/Postgres.md"]
+    ledger = found["Tech/Ledger rules.md"]
+    shown = cli.ok("show", payments["id"]).stdout
+    assert postgres["id"] in shown and ledger["id"] in shown
+    assert payments["id"] in cli.ok("show", postgres["id"]).stdout
+    assert " links " not in cli.ok("show", ledger["id"]).stdout  # no link, no line
+
+
 def test_a_template_outside_the_configured_folder_is_skipped_by_its_placeholders(cli, tmp_path):
     vault = tmp_path / "vault"
     (vault / "_templates").mkdir(parents=True)

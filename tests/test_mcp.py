@@ -368,6 +368,9 @@ def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
         ("list_episodes", {"outcome": "meh"}, "`outcome`", "meh"),
         ("update_scratchpad", {"action": "dance"}, "`action`", "dance"),
         ("recall", {"limit": -1}, "`limit`", "-1"),
+        # A misspelt argument is not ignored (the note would be written without it).
+        ("remember", {"text": "x", "importnce": 9}, "`importnce`", "`importance`"),
+        ("update_note", {"id": "zzzzzzzz", "txt": "x"}, "`txt`", "`text`"),
     ]
     for tool, arguments, named, words in cases:
         message = mcp.error(tool, arguments)
@@ -616,3 +619,20 @@ def test_a_correction_keeps_its_note_and_stale_matches_are_counted(mcp):
     text, gone = mcp.ok("search", {"query": "zebra", "project": project})
     assert gone["hits"] == [] and gone["stale_matches"] == 1
     assert "1 stale" in text and "include_stale" in text
+
+
+def test_show_names_the_links_of_an_imported_note(mcp, tmp_path):
+    """A [[wikilink]] between two imported notes: `show` names the linked id in its text
+    (the body keeps only the title), as `memctl show` does (docs/sync.md)."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Payments.md").write_text("Payments are settled through [[Ledger]].\n")
+    (vault / "Ledger.md").write_text("The ledger is append-only.\n")
+    run = run_memctl("import", str(vault), "--json", store=mcp.store, project="linked",
+                     env={"MEMCTL_NOW": PINNED_NOW})
+    assert run.exit_code == 0, run.stderr
+    _, listed = mcp.ok("list_notes", {"project": "linked"})
+    ids = {row["title"]: row["id"] for row in listed["notes"]}
+    text, shown = mcp.ok("show", {"id": ids["Payments"]})
+    assert shown["note"]["links"] == [ids["Ledger"]]
+    assert ids["Ledger"] in text

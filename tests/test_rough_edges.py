@@ -236,6 +236,35 @@ def test_merge_driver_names_no_virtualenv_and_merges_through_path(tmp_path, remo
     assert copies and "develop" in copies[0].read_text()
 
 
+def test_another_program_named_memctl_on_path_is_not_made_the_merge_driver(tmp_path, monkeypatch):
+    # The package index has another program called memctl: git must not run it on a merge.
+    other = tmp_path / "other" / "bin"
+    other.mkdir(parents=True)
+    (other / "memctl").write_text("#!/bin/sh\necho 'memctl 0.23.1'\n")
+    (other / "memctl").chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(other), os.environ.get("PATH", "")]))
+    a = machine(tmp_path, "a")
+    driver = git(a.store, "config", "--get", "merge.memctl.driver").strip()
+    assert driver.startswith(sys.executable) and driver.endswith("-m memctl merge-file %O %A %B %P")
+
+
+def test_sync_never_commits_editor_debris(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    note = add(a, "The staging database listens on 5433", T[0])
+    folder = next(a.store.rglob(f"*{note}.md")).parent
+    debris = [folder / f".{note}.md.swp", folder / f"x-{note}.md~", folder / "4913",
+              a.store / "default" / "notes.md.orig"]
+    for path in debris:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("editor debris\n")
+    (folder / "hand.md").write_text("---\ntype: fact\n---\nA hand-written note\n")
+    a.ok("sync", "--remote", remote)
+    committed = git(a.store, "ls-files").split("\n")
+    assert any(line.endswith("hand.md") for line in committed)
+    for path in debris:
+        assert str(path.relative_to(a.store)) not in committed, path
+
+
 # --- 6. make demo cleans up ---------------------------------------------------------------------
 
 

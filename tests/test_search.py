@@ -161,6 +161,7 @@ def test_when_only_stale_notes_match_the_search_says_how_many(cli: Cli, store: P
     assert data.json() == [] and data.stderr.strip() == said
     one = cli.ok("search", "freeze", "--limit", "1", env=NOW)  # as many as it would show
     assert "1 stale match (" in one.stderr
+    assert one.stderr.strip().endswith("--include-stale shows it")  # one match is not "them"
     nothing = cli.ok("search", "qqqqzzzz", "--json", env=NOW)
     assert nothing.json() == [] and nothing.stderr == ""
 

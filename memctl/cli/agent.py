@@ -270,7 +270,7 @@ def scratch_note(
 @scratch_app.command("resolve")
 def scratch_resolve(
     question: str = typer.Argument(
-        ..., metavar="N|TEXT", help="The open question's number (as listed), or words of it."
+        ..., metavar="N|TEXT", help="The open question's place in the list (1 = the first), or words of it."
     ),
     answer: Optional[str] = typer.Option(None, "--answer", help="What the answer turned out to be."),
     project: Optional[str] = PROJECT_OPTION,
@@ -508,8 +508,9 @@ def mcp(
         "(slower on a large store; docs/agents.md)."
     ),
 ) -> None:
-    """Serve memctl to MCP clients over stdio, or HTTP with --http (needs the optional `mcp`
-    extra of memctl)."""
+    """Serve memctl to MCP clients over stdio, or over HTTP with --http.
+
+    Needs the optional `mcp` extra: pip install 'memctl-md[mcp]'."""
     store = get_store()
     if http:
         serve_http(store, current_project(project), host=host, port=port,

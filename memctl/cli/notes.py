@@ -142,6 +142,10 @@ def show(
         fields.append(f"subject {note.subject or '-'}   predicate {note.predicate or '-'}")
     if note.superseded_by:
         fields.append(f"superseded by {note.superseded_by}")
+    # The ids an imported note's [[wikilinks]] resolved to: the body names titles only (docs/sync.md).
+    links = [str(link) for link in note.meta.get("links") or []]
+    if links:
+        fields.append(f"links {', '.join(links)}")
     count = data["access_count"]
     fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
                   f"last {data['last_accessed'] or 'never'}")

@@ -50,8 +50,9 @@ def no_matches(stale: int) -> str:
     """What a search that found nothing says, naming the stale entries that match."""
     if not stale:
         return "no matches"
-    return (f"no matches among live notes; {stale} stale {'match' if stale == 1 else 'matches'}"
-            " (superseded, archived or expired): --include-stale shows them")
+    one = stale == 1
+    return (f"no matches among live notes; {stale} stale {'match' if one else 'matches'}"
+            f" (superseded, archived or expired): --include-stale shows {'it' if one else 'them'}")
 
 
 def _marked(text: str) -> Text:

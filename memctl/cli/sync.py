@@ -9,6 +9,8 @@ import typer
 
 from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, examples, get_store
 from memctl.cli.output import emit_json, err_console, info, table, warn
+from memctl.core.errors import UsageError
+from memctl.core.vocab import MERGE_DRIVER_IDENTITY
 from memctl.services import exchange
 from memctl.services.exchange import (
     diff_copy,
@@ -48,7 +50,7 @@ def export(
         warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} goes into the zip")
     for problem in result.broken:
         warn(f"{problem}; left out of the zip (memctl import would refuse it): fix it "
-             "(`memctl edit ID` opens a note as it is), then export again")
+             "(`memctl edit` with the note's id opens it as it is), then export again")
     if json_output:
         emit_json(result.to_dict())
     else:
@@ -113,7 +115,8 @@ def import_command(
         info(f"{'would ' if dry_run else ''}{action} {path}")
     if len(changes) > len(shown):
         info(f"… and {len(changes) - len(shown)} more files")
-    counts = ", ".join(f"{len(v)} {k}" for k, v in report.to_dict().items()
+    counts = ", ".join(f"{len(v)} {'conflict' if k == 'conflicts' and len(v) == 1 else k}"
+                       for k, v in report.to_dict().items()
                        if v and k != "conflict_copies") or "nothing to do"
     for item in report.rejected:
         info(f"rejected {item['path']}: {item['reason']}")
@@ -157,7 +160,7 @@ def sync(
     report = exchange.sync(get_store(), remote=remote, push=not no_push)
     for problem in report.broken:
         warn(f"{problem}; {'synced' if report.pushed else 'committed'} as it is (memctl reads "
-             "its last good version until it is fixed: `memctl edit ID` opens a note as it is)")
+             "its last good version until it is fixed: `memctl edit` with the note's id opens it as it is)")
     if json_output:
         emit_json(report.to_dict())
         return
@@ -213,9 +216,13 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
     if not copies:
         info("no conflict copies")
         return
-    table(["#", "copy", "id", "current version", "updated", "title"],
-          [[c.number, c.path, c.note_id or "", c.current or "(deleted)", c.updated or "", c.title]
-           for c in copies])
+    # One block per copy, each path on a line of its own: two long paths side by side in a
+    # table fold into a dozen lines at 80 columns (tests/test_output.py).
+    for copy in copies:
+        typer.echo(f"{copy.number}  {copy.note_id or '(no id)'}  {copy.updated or ''}  "
+                   f"{copy.title or ''}".rstrip())
+        typer.echo(f"   copy:    {copy.path}")
+        typer.echo(f"   current: {copy.current or '(deleted)'}")
     info("`memctl conflicts diff N` shows what differs; resolve with `memctl conflicts keep N` "
          "(use the copy) or `memctl conflicts drop N`")
 
@@ -269,10 +276,16 @@ def _resolve(ref: str, action: str, json_output: bool) -> None:
 
 @app.command("merge-file", hidden=True)
 def merge_file(
-    base: str = typer.Argument(...), ours: str = typer.Argument(...),
-    theirs: str = typer.Argument(...), path: str = typer.Argument(...),
+    base: str | None = typer.Argument(None), ours: str | None = typer.Argument(None),
+    theirs: str | None = typer.Argument(None), path: str | None = typer.Argument(None),
+    identify: bool = typer.Option(False, "--identify", hidden=True),
 ) -> None:
     """git's merge driver (%O %A %B %P): resolves a note like `memctl sync` does."""
     from pathlib import Path
 
+    if identify:
+        typer.echo(MERGE_DRIVER_IDENTITY)
+        return
+    if base is None or ours is None or theirs is None or path is None:
+        raise UsageError("merge-file takes four paths (git's %O %A %B %P)")
     raise typer.Exit(run(Path(base), Path(ours), Path(theirs), path))

@@ -407,10 +407,10 @@ def compare(
 def candidates(
     text: str, others: Iterable[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD
 ) -> list[tuple[str, float]]:
-    """Keys of `others` ((key, text) pairs) scoring at least `threshold`, best first.
-
-    Only the texts memctl.core.nearpairs pairs with `text` are scored (the same candidates as
-    `similar_pairs`), so `add` and the health report look at the same pairs."""
+    """Keys of `others` ((key, text) pairs) scoring at least `threshold`, best first, among
+    the candidate pairs of memctl.core.nearpairs: `add` and the health report see the same
+    pairs. One text against many is linear, so every text is scored (in C, cheaper than
+    building each one's bags) and the candidate rule then applied to those that score."""
     keys: list[str] = []
     texts: list[str] = []
     for key, other in others:
@@ -419,11 +419,12 @@ def candidates(
     query = _compared(text)[0]
     if not query:
         return []
-    found = nearpairs.matches(nearpairs.Shape(tokens(query)),
-                              [_shaped(other)[1] for other in texts])
-    views = _Views([texts[number] for number in found])
-    best = views.best(query, 0, threshold)
-    ranked = sorted(((found[idx], value) for idx, value in best.items()),
+    best = sorted(_Views(texts).best(query, 0, threshold).items())
+    if not best:
+        return []
+    kept = nearpairs.matches(nearpairs.Shape(tokens(query)),
+                             [_shaped(texts[number])[1] for number, _ in best])
+    ranked = sorted((best[position] for position in kept),
                     key=lambda item: (-item[1], keys[item[0]]))
     return [(keys[idx], value) for idx, value in ranked]
 

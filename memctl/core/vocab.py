@@ -14,6 +14,12 @@ IMPORTANCE_RANGE = (1, 10)  # a note's importance: lowest, highest
 LIST_STATUSES = (*STATUSES, "any")
 LIST_SORTS = ("updated", "created", "importance", "type", "project")
 GLOBAL = "global"  # the scope every project also sees
+# Endings of files editors and merges leave beside a note (vim's `.note.md.swp`, `note.md~`,
+# `*.orig`): never memory, never committed (docs/watch.md).
+# What `memctl merge-file --identify` prints: how a sync tells this memctl on PATH from
+# another program of the same name before naming it git's merge driver (docs/sync.md).
+MERGE_DRIVER_IDENTITY = "memctl-md merge driver 1"
+DEBRIS_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".orig")
 SOURCES = ("cli", "manual", "import", "mcp", "extraction")
 
 # The largest N an `--limit N` takes: beyond any store, and within SQLite's integers.

@@ -286,3 +286,14 @@ def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | Non
     finally:
         conn.close()
     return changed
+
+
+def keep_open(store: StoreLike) -> sqlite3.Connection | None:
+    """A connection for a long-running process (`memctl mcp`) to hold for its whole life, or
+    None where the counters cannot be written. While it is open, the connection each record
+    opens is never the last one to close, and the last one's close checkpoints the WAL: 10k
+    notes, ~10 ms of each MCP search (bench/bench_mcp.py)."""
+    try:
+        return _connect(store)
+    except (CountersUnavailable, OSError, sqlite3.Error):
+        return None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError
+from memctl.core.vocab import DEBRIS_SUFFIXES, MERGE_DRIVER_IDENTITY
 from memctl.disk.atomic import atomic_write_text, current_umask
 from memctl.disk.locking import clear_crashed, crashed_holder
 
@@ -281,10 +282,16 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     return _commit_index(root, message)
 
 
+# Editor and merge debris (a vim swap file open while `sync` runs) is never staged by a
+# whole-store commit; vim's write test file `4913` neither (docs/watch.md).
+_NOT_DEBRIS = tuple(f":(exclude,glob)**/*{suffix}" for suffix in DEBRIS_SUFFIXES) \
+    + (":(exclude,glob)**/4913",)
+
+
 def _stage(root: Path, paths: list[str] | None) -> None:
     """Bring the index in step with the files for `paths` (every file when None)."""
     if not paths:
-        _run_git_write(root, "add", "-A")
+        _run_git_write(root, "add", "-A", "--", ".", *_NOT_DEBRIS)
         return
     unique = list(dict.fromkeys(paths))
     if any(os.path.isdir(root / path) and not os.path.islink(root / path) for path in unique):
@@ -450,9 +457,28 @@ def driver_command() -> str:
     (docs/sync.md). Without a memctl on PATH, the running interpreter's path is the only
     way git can reach memctl; every `memctl sync` writes the command again, so a moved
     installation is picked up by its next sync."""
-    if shutil.which("memctl"):
+    found = shutil.which("memctl")
+    if found and _is_this_memctl(found):
         return "memctl merge-file %O %A %B %P"
     return f"{shlex.quote(sys.executable)} -m memctl merge-file %O %A %B %P"
+
+
+def _is_this_memctl(program: str) -> bool:
+    """Whether the `memctl` found on PATH is this memctl, not another program of that name
+    (the package index has one): the running script itself, or one that answers
+    `merge-file --identify` as this memctl does."""
+    if sys.argv and Path(sys.argv[0]).name == "memctl":
+        try:
+            if Path(program).resolve() == Path(sys.argv[0]).resolve():
+                return True
+        except OSError:
+            pass
+    try:
+        answer = subprocess.run([program, "merge-file", "--identify"], capture_output=True,
+                                text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return answer.returncode == 0 and answer.stdout.strip() == MERGE_DRIVER_IDENTITY
 
 
 def install_merge_driver(root: Path) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memctl.core.arguments import project_name
 from memctl.core.errors import MemctlError, UsageError, arg
+from memctl.core.vocab import DEBRIS_SUFFIXES as _DEBRIS_SUFFIXES
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
 from memctl.core.vocab import PROJECT_NAME_RULE, project_from_folder, valid_project_name
 
@@ -27,7 +28,6 @@ ARCHIVE_DIR = "archive"
 NOTE, ARCHIVED, MEMORY, SCRATCHPAD, EPISODE, TOMBSTONE, CONFLICT = (
     "note", "archived", "memory", "scratchpad", "episode", "tombstone", "conflict",
 )
-_DEBRIS_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".bak", ".orig")
 
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)

@@ -419,7 +419,8 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     report.conflicts.extend(copy.path for copy in result.conflicts)
     tree = _write_tree(root, final)
     summary = f"{len(report.pulled)} from the remote" + (
-        f", {len(result.conflicts)} conflict copies" if result.conflicts else "")
+        f", {len(result.conflicts)} conflict cop{'y' if len(result.conflicts) == 1 else 'ies'}"
+        if result.conflicts else "")
     message = f"sync: merge {theirs[:10]} ({summary})"
     commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-m", message,
                      env=identity_env(root)).stdout.strip()

@@ -373,9 +373,10 @@ def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
            if path.endswith(".md")}, allow_secret)
     if dry_run or not (report.writes or report.removes):
         return False
+    copies = "conflict copy" if len(report.conflicts) == 1 else "conflict copies"
     summary = ", ".join(f"{len(v)} {k}" for k, v in (
         ("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
-        ("retired", report.retired), ("conflicts", report.conflicts)) if v) or "counters"
+        ("retired", report.retired), (copies, report.conflicts)) if v) or "counters"
     message = f"import {Path(source).name}: {summary}"
     report.commit = apply_changes(store, report.writes, report.removes, message)
     return True

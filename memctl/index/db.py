@@ -9,7 +9,9 @@ to a memory file.
 
 Tables: `files` (one row per memory file: stat, hash, parse error), `docs` (one row per
 searchable unit: a note, an episode, a scratchpad, or one section of a MEMORY.md), `fts`
-(FTS5 over title, tags and body of each doc, same rowid) and `doc_tags` (exact tag filters).
+(FTS5 over title, tags and body of each doc, same rowid), `doc_tags` (exact tag filters) and
+`fuzzy_words` (the words of titles, tags, subjects and predicates per project, with how many
+docs have each: the vocabulary of the fuzzy fallback, memctl.index.fuzzy).
 """
 
 from __future__ import annotations

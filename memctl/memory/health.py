@@ -8,7 +8,10 @@ derived index up to date, like every read command).
 from __future__ import annotations
 
 import os
+import pickle
+import threading
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,10 +25,20 @@ from memctl.core.similarity import compare
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
-from memctl.disk.layout import ARCHIVED, CONFLICT, CONFLICT_DIR, GLOBAL, NOTE, TOMBSTONE_DIR, classify
+from memctl.disk.layout import (
+    ARCHIVED,
+    CONFLICT,
+    CONFLICT_DIR,
+    GLOBAL,
+    NOTE,
+    TOMBSTONE_DIR,
+    MemoryFile,
+    classify,
+)
 from memctl.disk.watchstate import read_status
 from memctl.index.db import ensure_fresh, open_index, walk_stats
 from memctl.index.docs import content_digest, fast_parse
+from memctl.index.workers import worker_count
 from memctl.memory import paircache
 from memctl.memory.checks import live
 from memctl.memory.lifecycle import last_active
@@ -58,14 +71,29 @@ def _brief(note: Note) -> dict[str, Any]:
             "title": masked_title(note.title, 80)}
 
 
-def _read_all(store: Store) -> tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]],
-                                   dict[str, int]]:
-    """One pass over every memory file: notes, parse errors, secrets, and file sizes."""
+Read = tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]
+
+
+def _read_all(store: Store) -> Read:
+    """One pass over every memory file: notes, parse errors, secrets, and file sizes (a big
+    store in two processes: the second half of the files in a child)."""
+    files = list(store.walk())
+    if len(files) < PARALLEL_MIN or not _can_fork():
+        return _read_files(store, files)
+    middle = len(files) // 2
+    theirs = _in_child(lambda: _read_files(store, files[middle:]))
+    notes, errors, secrets, sizes = _read_files(store, files[:middle])
+    more_notes, more_errors, more_secrets, more_sizes = theirs()
+    return (notes + more_notes, errors + more_errors, secrets + more_secrets,
+            {**sizes, **more_sizes})
+
+
+def _read_files(store: Store, files: list[MemoryFile]) -> Read:
     notes: list[Note] = []
     errors: list[dict[str, Any]] = []
     secrets: list[dict[str, Any]] = []
     sizes: dict[str, int] = {}
-    for memory_file in store.walk():
+    for memory_file in files:
         path = memory_file.relpath
         sizes[path] = memory_file.size
         if memory_file.size > MAX_SCANNED_BYTES:
@@ -111,47 +139,132 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Near-duplicates and contradiction candidates among live notes, within each project and
     between a project and global (the similar pairs of unchanged notes come from the last
-    report: memctl.memory.paircache)."""
+    report: memctl.memory.paircache). Many notes: the projects shared with a child process."""
     pool = live(notes, moment)
     by_id = {note.id: note for note in pool}
     scopes: dict[str, list[Note]] = {}
     for note in pool:
         scopes.setdefault(note.path.split("/", 1)[0], []).append(note)
     global_items = [(note.id, note.body) for note in scopes.get(GLOBAL, [])]
+    cached = paircache.load(root, similar)
+    briefs: dict[str, dict[str, Any]] = {}  # one brief per note, shared by its pairs
+
+    def judge(projects: list[str]) -> dict[str, tuple[object, list[Listed]]]:
+        done = {}
+        for project in projects:
+            items = [(note.id, note.body) for note in scopes[project]]
+            # global's own pairs once, in its own group; each project's notes with global's.
+            partners = [] if project == GLOBAL else global_items
+            pairs, kept = paircache.group_pairs(items, cached.get(project), similar, partners)
+            done[project] = (kept, _listed(pairs, by_id, briefs, dup, similar))
+        return done
+
+    projects = sorted(scopes)
+    if len(pool) < PARALLEL_MIN or not _can_fork():
+        results = judge(projects)
+    else:
+        # Each project's cost grows with its notes times its notes and global's: the largest
+        # first, each to the side with less work so far.
+        cost = {p: len(scopes[p]) * (len(scopes[p]) + len(global_items)) for p in projects}
+        mine: list[str] = []
+        theirs: list[str] = []
+        loads = [0, 0]
+        for project in sorted(projects, key=lambda p: (-cost[p], p)):
+            side = 0 if loads[0] <= loads[1] else 1
+            (mine, theirs)[side].append(project)
+            loads[side] += cost[project]
+        waiting = _in_child(lambda: judge(theirs))
+        results = judge(mine)
+        results.update(waiting())
     seen: set[tuple[str, str]] = set()
     duplicates: list[dict[str, Any]] = []
     contradictions: list[dict[str, Any]] = []
-    cached = paircache.load(root, similar)
-    kept: dict[str, object] = {}
-    briefs: dict[str, dict[str, Any]] = {}  # one brief per note, shared by its pairs
-
-    def brief(note_id: str) -> dict[str, Any]:
-        if note_id not in briefs:
-            briefs[note_id] = _brief(by_id[note_id])
-        return briefs[note_id]
-
-    for project in sorted(scopes):
-        items = [(note.id, note.body) for note in scopes[project]]
-        # global's own pairs once, in its own group; every project's notes with global's.
-        partners = [] if project == GLOBAL else global_items
-        pairs, kept[project] = paircache.group_pairs(items, cached.get(project), similar,
-                                                     partners)
-        for a, b, _score in pairs:
-            key = (min(a, b), max(a, b))
-            if key in seen or a == b:
+    for project in projects:  # in the order one process takes them: the same report
+        for key, duplicate, entry in results[project][1]:
+            if key in seen:
                 continue
             seen.add(key)
-            verdict = compare(by_id[a].body, by_id[b].body, duplicate_threshold=dup,
-                              similar_threshold=similar)
-            entry = {"a": brief(key[0]), "b": brief(key[1]),
-                     "score": round(verdict.score, 1), "reasons": list(verdict.reasons)}
-            if verdict.duplicate:
-                duplicates.append(entry)
-            elif verdict.similar:
-                contradictions.append(entry)
-    paircache.save(root, similar, kept)
+            (duplicates if duplicate else contradictions).append(entry)
+    paircache.save(root, similar, {project: results[project][0] for project in projects})
     order = lambda e: (-e["score"], e["a"]["id"], e["b"]["id"])  # noqa: E731
     return sorted(duplicates, key=order), sorted(contradictions, key=order)
+
+
+Listed = tuple[tuple[str, str], bool, dict[str, Any]]  # (pair, duplicate?, report entry)
+
+
+def _listed(pairs: list[tuple[str, str, float]], by_id: dict[str, Note],
+            briefs: dict[str, dict[str, Any]], dup: float, similar: float) -> list[Listed]:
+    """The pairs of one group the report lists, judged by `compare`."""
+    out = []
+    for a, b, _score in pairs:
+        if a == b:
+            continue
+        if by_id[a].corrects == b or by_id[b].corrects == a:
+            # A correction differs from the note it names on purpose, and says so: `add`
+            # and `recall` link the two rather than report them (docs/lifecycle.md).
+            continue
+        key = (min(a, b), max(a, b))
+        verdict = compare(by_id[a].body, by_id[b].body, duplicate_threshold=dup,
+                          similar_threshold=similar)
+        if not (verdict.duplicate or verdict.similar):
+            continue
+        for note_id in key:
+            if note_id not in briefs:
+                briefs[note_id] = _brief(by_id[note_id])
+        out.append((key, verdict.duplicate, {
+            "a": briefs[key[0]], "b": briefs[key[1]], "score": round(verdict.score, 1),
+            "reasons": list(verdict.reasons)}))
+    return out
+
+
+# --- a second process for big stores --------------------------------------------------------
+# Reading and judging a big store is CPU work in Python: with two cores, half of the files and
+# half of the projects go to a forked child, which sends its results back pickled. A child
+# that fails costs only time: its half is done here. Below this many files or notes, a
+# process costs more than it saves.
+PARALLEL_MIN = 1500
+
+
+def _can_fork() -> bool:
+    """fork is only safe without other threads (a server, a watcher), and worth it with two
+    cores or more (MEMCTL_INDEX_WORKERS, as for a reindex)."""
+    return hasattr(os, "fork") and threading.active_count() == 1 and worker_count() >= 2
+
+
+def _in_child(work: Callable[[], Any]) -> Callable[[], Any]:
+    """Start `work` in a forked child; the function returned waits for its result."""
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return work
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return work
+    if pid == 0:  # the child: compute, send, and leave without running any clean-up
+        status = 1
+        try:
+            os.close(read_end)
+            data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write_end, "wb") as stream:
+                stream.write(data)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+
+    def result() -> Any:
+        with os.fdopen(read_end, "rb") as stream:
+            data = stream.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0 or not data:
+            return work()
+        return pickle.loads(data)
+
+    return result
 
 
 def _differs(root: Path, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:

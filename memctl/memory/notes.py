@@ -440,7 +440,9 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
     if original.has_id and edited.id != original.id:
         return None, f"the id changed from {original.id} to {edited.id}; ids are permanent"
     if edited.warnings:
-        return None, "; ".join(edited.warnings)
+        # The reader's warnings say how it would read the file anyway ("…, read as 'fact'");
+        # an edit is refused on them, so the message says what to change.
+        return None, "; ".join(edited.warnings) + "; fix it in the draft (a valid value) and save again"
     before = {(f.kind, f.masked) for f in scan(original_data.decode("utf-8", "replace"))}
     added = [f for f in scan(text) if (f.kind, f.masked) not in before]
     if added:

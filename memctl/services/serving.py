@@ -1,18 +1,22 @@
-"""What `memctl mcp --http` needs besides the server: its checked options and its bearer
-token (docs/agents.md, "The HTTP transport")."""
+"""What `memctl mcp` needs besides the server: what it keeps open while it runs; for
+`--http`, its checked options and its bearer token (docs/agents.md, "The HTTP transport")."""
 
 from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from memctl.core import arguments
 from memctl.core.errors import MemctlError
+from memctl.disk import counters
 from memctl.disk.private import read_or_create_private
 from memctl.store import Store
 
-__all__ = ["MIN_TOKEN_CHARS", "TOKEN_ENV", "TOKEN_FILE", "HttpToken", "http_options", "http_token"]
+__all__ = ["MIN_TOKEN_CHARS", "TOKEN_ENV", "TOKEN_FILE", "HttpToken", "http_options", "http_token",
+           "kept_open"]
 
 TOKEN_ENV = "MEMCTL_MCP_TOKEN"
 TOKEN_FILE = "mcp-token"  # in .memctl/, mode 0600
@@ -46,3 +50,15 @@ def http_token(store: Store) -> HttpToken:
     path = store.state_dir / TOKEN_FILE
     token, created = read_or_create_private(path, lambda: secrets.token_urlsafe(32))
     return HttpToken(token, "file", store.relpath(path), created)
+
+
+@contextmanager
+def kept_open(store: Store) -> Iterator[None]:
+    """What a server holds open while it runs: the access counters' database, so that no
+    call's own connection is the last to close (memctl.disk.counters.keep_open)."""
+    held = counters.keep_open(store)
+    try:
+        yield
+    finally:
+        if held is not None:
+            held.close()
