@@ -99,7 +99,7 @@ def judged(pairs: list[tuple[str, str, float]], texts: dict[str, str]) -> set[tu
 
 def recall(root: Path, label: str, recall_groups: int | None) -> None:
     from memctl.core import nearpairs
-    from memctl.core.similarity import _shaped, exhaustive_pairs, similar_pairs
+    from memctl.core.similarity import _shape, exhaustive_pairs, similar_pairs
 
     scopes, shared = groups_of(root)
     shared_keys = {key for key, _ in shared}
@@ -112,7 +112,7 @@ def recall(root: Path, label: str, recall_groups: int | None) -> None:
         found = similar_pairs(own, partners=partners)
         times["candidates"] += time.process_time() - start
         everything = own + partners
-        shapes = [_shaped(_compare_part(text))[1] for _, text in everything]
+        shapes = [_shape(_compare_part(text)) for _, text in everything]
         totals["scored"] += len(nearpairs.candidate_pairs(shapes, own=len(own)))
         totals["pairs"] += len(own) * (len(own) - 1) // 2 + len(own) * len(partners)
         if recall_groups is not None and number >= recall_groups:

@@ -119,6 +119,7 @@ class Session:
         self.session = await self._stack.enter_async_context(ClientSession(read, write))
         await self.session.initialize()
         self.startup_ms = (time.perf_counter() - start) * 1000
+        self.startup_cpu_ms = children_cpu_ms()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -131,6 +132,23 @@ class Session:
         if result.is_error:
             raise SystemExit(f"{tool} {arguments}: {result.content[0].text}")
         return elapsed, result.structured_content
+
+
+def children_cpu_ms() -> float:
+    """CPU time (user + system) used so far by this process's running children: the server
+    (the SDK client starts it directly)."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():  # field 4, the parent
+            total += (int(fields[11]) + int(fields[12])) / tick * 1000
+    return total
 
 
 def unique_word(rng: random.Random) -> str:
@@ -150,7 +168,10 @@ async def measure(store: Path, watch: bool, calls: int, hand: int, rng: random.R
         figures: dict[str, object] = {"load": load()}
         for tool in ("search", "recall", "remember"):
             times = []
+            server_cpu = client_cpu = 0.0
             for number in range(calls + WARM_UP):
+                if number == WARM_UP:
+                    server_cpu, client_cpu = children_cpu_ms(), time.process_time()
                 if tool == "search":
                     arguments = {"query": SEARCHES[number % len(SEARCHES)]}
                 elif tool == "recall":
@@ -163,6 +184,10 @@ async def measure(store: Path, watch: bool, calls: int, hand: int, rng: random.R
                 if number >= WARM_UP:
                     times.append(elapsed)
             figures[tool] = times
+            # CPU per call, the server's (its watcher's work included) and this client's: the
+            # fairer figures when the machine is busy with other work.
+            figures[f"{tool} cpu"] = ((children_cpu_ms() - server_cpu) / calls,
+                                      (time.process_time() - client_cpu) * 1000 / calls)
         misses = 0
         for number in range(hand):
             word = unique_word(rng)
@@ -184,6 +209,8 @@ async def startups(store: Path, starts: int, errlog, builds: list[tuple[str, boo
         for memctl, watch in builds:
             async with Session(store, watch, errlog, memctl) as server:
                 found[memctl, watch].append(server.startup_ms)
+                found.setdefault((memctl, watch, "cpu"), []).append(  # type: ignore[index]
+                    server.startup_cpu_ms)
             with anyio.fail_after(30):  # the last server's heartbeat is gone before the next
                 while watcher_live(store):
                     await anyio.sleep(0.02)
@@ -225,11 +252,13 @@ def main() -> None:
                       for watch in (True, False) if watch or has_no_watch(memctl)]
             if args.startup_only:
                 started = anyio.run(startups, store, args.starts, errlog, builds)
-                for (memctl, watch), times in started.items():
+                for key, times in started.items():
+                    memctl, watch, *cpu = key  # type: ignore[misc]
                     label = f"{memctl}{'' if watch else ' --no-watch'}"
-                    print("  " + line(f"start-up, spawn → initialize, {label}",
+                    what = "server CPU to initialize" if cpu else "spawn → initialize"
+                    print("  " + line(f"start-up, {what}, {label}",
                                       times).replace(" calls)", " starts)"), flush=True)
-                    results[f"{size}/start-up/{label}"] = times
+                    results[f"{size}/start-up/{what}/{label}"] = times
                 print(f"  ({load()})", flush=True)
                 continue
             for watch in (True, False):
@@ -237,7 +266,10 @@ def main() -> None:
                 label = "watcher thread" if watch else "--no-watch"
                 print(f"  {label} ({figures['load']}):", flush=True)
                 for tool in ("search", "recall", "remember"):
-                    print("    " + line(tool, figures[tool]), flush=True)  # type: ignore[arg-type]
+                    server, client = figures[f"{tool} cpu"]  # type: ignore[misc]
+                    print("    " + line(tool, figures[tool])  # type: ignore[arg-type]
+                          + f"; CPU per call: server {server:.1f} ms, client {client:.1f} ms",
+                          flush=True)
                 misses, tries = figures["hand"]  # type: ignore[misc]
                 print(f"    written by hand, then searched at once: {misses} misses in {tries}",
                       flush=True)
@@ -246,10 +278,11 @@ def main() -> None:
                                                                         (MEMCTL, False)])
             for watch in (True, False):
                 label = "watcher thread" if watch else "--no-watch"
-                print("  " + line(f"start-up, spawn → initialize, {label}",
-                                  started[MEMCTL, watch]).replace(" calls)", " starts)"),
-                      flush=True)
-                results[f"{size}/start-up/{label}"] = started[MEMCTL, watch]
+                for key, what in (((MEMCTL, watch), "spawn → initialize"),
+                                  ((MEMCTL, watch, "cpu"), "server CPU to initialize")):
+                    print("  " + line(f"start-up, {what}, {label}", started[key]  # type: ignore[index]
+                                      ).replace(" calls)", " starts)"), flush=True)
+                    results[f"{size}/start-up/{what}/{label}"] = started[key]  # type: ignore[index]
             print(f"  ({load()})", flush=True)
     (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
 

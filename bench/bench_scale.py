@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_scale.py [--sizes 1000,10000,100000] [--out bench/out]
                                           [--seed 42] [--tries 100] [--only BLOCK,...] [--keep]
+    .venv/bin/python bench/bench_scale.py --table bench/out/scale.json   # the table again
 
 For each size the store is made once with bench/gen_corpus.py (fixed seed) then `memctl
 init` and `memctl reindex`, and kept in OUT/scale/store-SIZE-seedSEED (reused while its
@@ -226,7 +227,8 @@ def block_reindex(store: Path, size: int, results: Results, _: Options) -> None:
 def block_freshness(store: Path, size: int, results: Results, _: Options) -> None:
     figures = bench_search.freshness(store, size)
     results.put("fresh_check_ms", figures["unchanged_ms"], "ms",
-                "python -c <Index.refresh() x9, nothing changed> (bench/bench_search.py)")
+                "python -c <Index.refresh() x9, nothing changed> (bench/bench_search.py)",
+                cpu_ms=figures["unchanged_cpu_ms"])
     results.put("fresh_check_one_ms", figures["one_changed_ms"], "ms",
                 "python -c <append to one note; Index.refresh()> x9 (bench/bench_search.py)")
 
@@ -345,8 +347,10 @@ def block_miss(store: Path, size: int, results: Results, _: Options) -> None:
     figures = bench_search.miss_vs_hit(store, size)
     command = (f"MEMCTL_PROJECT={PROJECT} {MEMCTL} --store {store} search '<word>' --json   "
                f"(hits: {', '.join(bench_search.HITS)}; no hit: {', '.join(bench_search.MISSES)})")
-    results.put("miss_e2e_hit_ms", figures["e2e_hit_ms"], "ms", command)
-    results.put("miss_e2e_miss_ms", figures["e2e_miss_ms"], "ms", command)
+    results.put("miss_e2e_hit_ms", figures["e2e_hit_ms"], "ms", command,
+                cpu_ms=figures["e2e_hit_cpu_ms"])
+    results.put("miss_e2e_miss_ms", figures["e2e_miss_ms"], "ms", command,
+                cpu_ms=figures["e2e_miss_cpu_ms"])
     results.put("miss_e2e_diff", figures["e2e_miss_ms"] / figures["e2e_hit_ms"] - 1, "%",
                 "the two above, 30 runs each, alternated")
     results.put("miss_ranked_diff", figures["ranked_miss_ms"] / figures["ranked_hit_ms"] - 1,
@@ -531,17 +535,20 @@ ROWS: list[tuple[str, str]] = [
     ("mcp_recall_nowatch_ms", "MCP recall, `mcp --no-watch`"),
     ("mcp_remember_nowatch_ms", "MCP remember, `mcp --no-watch`"),
     ("mcp_hand_nowatch", "MCP, `--no-watch`: written by hand, then search: misses"),
-    ("fresh_none_hand", "write → searchable, by hand, no watcher: misses"),
-    ("fresh_none_add", "write → searchable, `add`, no watcher: misses"),
-    ("fresh_watch_hand", "write → searchable, by hand, watcher: misses"),
-    ("fresh_watch_add", "write → searchable, `add`, watcher: misses"),
+    ("fresh_none_hand", "write → searchable, by hand, no watcher: misses (`search` · in process)"),
+    ("fresh_none_add", "write → searchable, `add`, no watcher: misses (`search` · in process)"),
+    ("fresh_watch_hand", "write → searchable, by hand, watcher: misses (`search` · in process)"),
+    ("fresh_watch_add", "write → searchable, `add`, watcher: misses (`search` · in process)"),
 ]
 
 
 def cell(key: str, size: int, figure: dict[str, object] | None) -> str:
+    """`value ✓/✗, CPU … (load …)`: the mark where the issue sets a target for this size;
+    the CPU time where it was measured (on a loaded machine the steadier figure)."""
     if figure is None:
         return "—"
     value, unit = float(figure["value"]), str(figure["unit"])  # type: ignore[arg-type]
+    cpu = ""
     if unit == "%":
         text = f"{value * 100:+.0f} %"
     elif unit == "×":
@@ -549,18 +556,25 @@ def cell(key: str, size: int, figure: dict[str, object] | None) -> str:
     elif unit == "of":
         text = f"{value:.0f}/{figure['tries']}"
     elif unit == "misses":
-        parts = [f"{figure[look]['misses']}/{figure[look]['tries']}"  # type: ignore[index]
-                 for look in ("search", "in_process")]
-        text = " · ".join(parts)
+        text = " · ".join(f"{figure[look]['misses']}/{figure[look]['tries']}"  # type: ignore[index]
+                          for look in ("search", "in_process"))
     elif unit == "s":
         text = f"{value:.2f} s"
+        if "cpu_s" in figure:
+            cpu = f", CPU {float(figure['cpu_s']):.2f} s"  # type: ignore[arg-type]
     elif unit == "ms":
         text = f"{value:.1f} ms" if value < 20 else f"{value:.0f} ms"
+        if "cpu_ms" in figure:
+            cpu = f", CPU {float(figure['cpu_ms']):.0f} ms"  # type: ignore[arg-type]
     else:
         text = f"{value:.0f} {unit}"
     if key in TARGETS and size in TARGETS[key][1]:
         text += " ✓" if TARGETS[key][1][size](value) else " ✗"
-    return f"{text} (load {float(figure['load']):.1f})"  # type: ignore[arg-type]
+    if "served_before" in figure and (min(int(figure["served_before"]),  # type: ignore[call-overload]
+                                          int(figure["served_after"])) < 5  # type: ignore[call-overload]
+                                      or not figure["live_after"]):
+        text += " ⚠ the watcher did not answer every check: some searches walked"
+    return f"{text}{cpu} (load {float(figure['load']):.1f})"  # type: ignore[arg-type]
 
 
 def table(all_results: dict[int, Results]) -> str:
@@ -596,7 +610,12 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(BLOCKS),
                         help=f"blocks to run, comma-separated ({', '.join(BLOCKS)})")
     parser.add_argument("--keep", action="store_true", help="keep the measured copies")
+    parser.add_argument("--table", type=Path, metavar="SCALE_JSON",
+                        help="print the table of an earlier run's scale.json, measure nothing")
     args = parser.parse_args()
+    if args.table:
+        print_table(json.loads(args.table.read_text()))
+        return
     sizes = [int(size) for size in args.sizes.split(",")]
     blocks = args.only.split(",")
     unknown = set(blocks) - set(BLOCKS)
@@ -626,14 +645,25 @@ def main() -> None:
         finally:
             if not args.keep:
                 shutil.rmtree(store, ignore_errors=True)
-        (out / "scale.json").write_text(json.dumps(
-            {"meta": meta, "results": {str(n): r.figures for n, r in all_results.items()}},
-            indent=1, ensure_ascii=False))
-    print(f"\n## Scale table ({meta['date']}; load = 1-minute load average when taken)\n")
-    print(table(all_results))
-    print(f"\nCommands ($STORE: the measured copy, {out / 'scale'}/work-SIZE; memctl: {MEMCTL}):\n")
-    print(commands(all_results))
+        saved = {"meta": meta, "results": {str(n): {"store": str(r.store), "figures": r.figures}
+                                           for n, r in all_results.items()}}
+        (out / "scale.json").write_text(json.dumps(saved, indent=1, ensure_ascii=False))
+    print_table(saved)
     print(f"\nwrote {out / 'scale.json'}")
+
+
+def print_table(saved: dict[str, object]) -> None:
+    """The table and commands of a run, from what it saved in scale.json."""
+    meta: dict[str, object] = saved["meta"]  # type: ignore[assignment]
+    all_results: dict[int, Results] = {}
+    for size, entry in saved["results"].items():  # type: ignore[attr-defined]
+        all_results[int(size)] = Results(Path(entry["store"]))
+        all_results[int(size)].figures = entry["figures"]
+    print(f"\n## Scale table ({meta['date']}, {meta['memctl']}, {meta['cores']} cores; load = "
+          f"1-minute load average when taken)\n\n    {meta['command']}\n")
+    print(table(all_results))
+    print(f"\nCommands ($STORE: the measured copy of the store of each size; memctl: {MEMCTL}):\n")
+    print(commands(all_results))
 
 
 if __name__ == "__main__":

@@ -55,9 +55,55 @@ from memctl.core.vocab import (
     OUTCOMES,
     PROJECT_NAME,
 )
-from memctl.services import notes, retrieval, serving, upkeep, watching, working
-from memctl.services import recall as recalling
+from memctl.services import retrieval, serving, watching, working
 from memctl.services.stores import Store
+
+
+class _OnFirstUse:
+    """A services module imported when a tool first uses it, not when the server starts:
+    `notes`, `upkeep` and `recall` bring the write-time checks, YAML, the secret scanner,
+    similarity, health, sync and the importers, which answering `initialize` does not need
+    (docs/architecture.md, "Lazy imports")."""
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
+        self._module: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._module is None:
+            self._module = self._load()
+        return getattr(self._module, name)
+
+
+def _load_notes() -> Any:
+    from memctl.services import notes as module
+
+    return module
+
+
+def _load_upkeep() -> Any:
+    from memctl.services import upkeep as module
+
+    return module
+
+
+def _load_recall() -> Any:
+    from memctl.services import recall as module
+
+    return module
+
+
+notes = _OnFirstUse(_load_notes)
+upkeep = _OnFirstUse(_load_upkeep)
+recalling = _OnFirstUse(_load_recall)
+
+
+def _warm_up() -> None:
+    """Import what the tools use, once the client has its answer to `initialize`: the
+    first call then does not wait for it."""
+    for module in (notes, upkeep, recalling):
+        module.__name__  # noqa: B018 - the attribute access imports the module
+
 
 INSTALL_HINT = "pip install 'memctl-md[mcp]'"  # the distribution is memctl-md (docs/agents.md)
 DEFAULT_HTTP_PORT = 8765
@@ -103,15 +149,15 @@ class McpWording(Front):
              "add": "the `remember` tool", "forget": "the `forget` tool",
              "edit": "the `update_note` tool", "supersede": "the `supersede` tool",
              "restore": "the `restore` tool", "health": "the `review` tool",
-             "scratch show": "the `update_scratchpad` tool (action show)",
-             "scratch note": "the `update_scratchpad` tool (action note)",
+             "scratch show": "the `update_scratchpad` tool, action show",
+             "scratch note": "the `update_scratchpad` tool, action note",
              "episode list": "the `list_episodes` tool",
              "episode show": "the `show` tool",
              "episode update": "the `update_episode` tool",
-             "project show": "the `project_memory` tool (action show)",
-             "project add": "the `project_memory` tool (action add)",
-             "project edit": "the `project_memory` tool (action replace)",
-             "project replace": "the `project_memory` tool (action replace)"}
+             "project show": "the `project_memory` tool, action show",
+             "project add": "the `project_memory` tool, action add",
+             "project edit": "the `project_memory` tool, action replace",
+             "project replace": "the `project_memory` tool, action replace"}
 
     def option(self, name: str) -> str:
         return f"`{self.ARGUMENTS.get(name, name.lower() if name.isupper() else name)}`"
@@ -140,27 +186,56 @@ def serve(store: Store, default_project: str, *, watch: bool = True) -> None:
     """Run the server on stdin/stdout until the client goes away. With `watch`, a watcher
     thread keeps the index fresh, so a call does not walk the store (docs/agents.md)."""
     server = build_server(store, default_project)
-    with _running(store, watch):
+    with _running(store, watch, server):
         server.run("stdio")
 
 
+def _after_initialize(server: Any, action: Callable[[], None]) -> None:
+    """Run `action` when the client says it has the answer to `initialize`."""
+    from mcp_types import NotificationParams
+
+    async def initialized(context: Any, params: Any) -> None:
+        action()
+
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if lowlevel is not None and hasattr(lowlevel, "add_notification_handler"):
+        lowlevel.add_notification_handler("notifications/initialized", NotificationParams,
+                                          initialized)
+
+
 @contextmanager
-def _running(store: Store, watch: bool) -> Iterator[None]:
+def _running(store: Store, watch: bool, server: Any) -> Iterator[None]:
     """What the server holds while it runs (`serving.kept_open`), and with `watch` its own
     watcher (`memctl watch` in a thread), stopped however the server ends: the client gone
     (stdin closed), SIGTERM or SIGHUP (then the process still dies of the signal, as it would
     without a watcher), an error."""
+    warm_up = threading.Thread(target=_warm_up, name="memctl-warm-up", daemon=True)
     with serving.kept_open(store):
         if not watch:
+            _after_initialize(server, warm_up.start)
             yield
             return
-        with _watching(store):
+        with _watching(store, server, warm_up.start):
             yield
+
+
+# The watcher begins once the client has its answer to `initialize` (its first pass would
+# slow the answer down: bench/bench_mcp.py), or this many seconds after the start at the
+# latest (a client that sends no `notifications/initialized`).
+WATCH_AFTER = 1.0
 
 
 @contextmanager
-def _watching(store: Store) -> Iterator[None]:
+def _watching(store: Store, server: Any, warm_up: Callable[[], None]) -> Iterator[None]:
     keeper = watching.BackgroundWatcher(store, say=_say)
+    started = threading.Lock()
+
+    def begin() -> None:
+        if started.acquire(blocking=False):  # once: several HTTP clients each initialize
+            warm_up()
+            keeper.go()
+
+    _after_initialize(server, begin)
 
     def terminate(signum: int, frame: object) -> None:
         keeper.stop()
@@ -170,7 +245,7 @@ def _watching(store: Store) -> Iterator[None]:
     caught = [sig for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
               if sig is not None]
     before = {sig: signal.signal(sig, terminate) for sig in caught}
-    keeper.start()
+    keeper.start(after=WATCH_AFTER)
     try:
         yield
     finally:
@@ -217,7 +292,7 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     if not arguments.is_loopback(host):
         _say("warning: listening on a non-loopback address; the token and all memory travel "
              "unencrypted unless a TLS proxy is in front (docs/agents.md)")
-    with _running(store, watch):
+    with _running(store, watch, server):
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                       lifespan="on", server_header=False)).run(sockets=[listener])
 
@@ -1108,7 +1183,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         rows = [episode.to_dict(with_body=False) for episode in found]
         text = (lines(f"{len(rows)} episode{'s' if len(rows) != 1 else ''}, newest first:",
                       *(f"- `{row['id']}` ({row['project']}, {row['outcome']}, "
-                        f"{str(row['created'])[:10]}, {len(row['steps'])} steps) {row['goal']}"
+                        f"{str(row['created'])[:10]}, {len(row['steps'])} step{'' if len(row['steps']) == 1 else 's'}) {row['goal']}"
                         for row in rows))
                 if rows else "No episodes.")
         return reply(text, {"episodes": rows, "count": len(rows), "unreadable_files": problems})

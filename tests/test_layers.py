@@ -38,7 +38,12 @@ LAZY_IMPORTS = {
     "memctl.cli.notes": {"memctl.services.upkeep"},  # sync, import, health: `init` alone
     "memctl.cli.commands": {"memctl.cli.app", "memctl.cli.notes", "memctl.cli.search",
                             "memctl.cli.lifecycle", "memctl.cli.agent", "memctl.cli.sync",
-                            "memctl.cli.watch"},
+                            "memctl.cli.watch", "memctl.cli.mcp"},
+    # The services only some tools use, imported at their first use or once the client is
+    # answered: `memctl mcp` answers `initialize` without them (bench/bench_mcp.py
+    # --startup-only; the figures in bench/README.md, "The MCP server").
+    "memctl.mcp_server": {"memctl.services.notes", "memctl.services.upkeep",
+                          "memctl.services.recall"},
     "memctl.disk.storefiles": {"memctl.core.note", "memctl.core.noteformat",  # YAML, the model
                                "memctl.disk.atomic", "memctl.disk.journal",  # tempfile, git
                                "memctl.disk.locking"},

@@ -15,12 +15,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctl.core import nearpairs
-from memctl.core.nearpairs import LONG_DIVISOR, SHORT_DIVISOR, Shape, candidate_pairs, matches
+from memctl.core.nearpairs import (
+    LONG_DIVISOR,
+    SHORT_DIVISOR,
+    TINY_DIVISOR,
+    Shape,
+    candidate_pairs,
+    matches,
+)
 from memctl.core.similarity import (
     _compared,
     candidates,
     compare,
     exhaustive_pairs,
+    normalize,
+    score,
     similar_pairs,
     tokens,
 )
@@ -40,7 +49,8 @@ def _bound_holds(a: list[str] | None, b: list[str] | None, divisor: int) -> bool
 
 def _brute(shapes: list[Shape], own: int) -> set[tuple[int, int]]:
     return {(i, j) for i, j in combinations(range(len(shapes)), 2) if i < own and (
-        _bound_holds(shapes[i].short, shapes[j].short, SHORT_DIVISOR)
+        _bound_holds(shapes[i].tiny, shapes[j].tiny, TINY_DIVISOR)
+        or _bound_holds(shapes[i].short, shapes[j].short, SHORT_DIVISOR)
         or _bound_holds(shapes[i].long, shapes[j].long, LONG_DIVISOR))}
 
 
@@ -173,3 +183,17 @@ def test_pairs_kept_with_partners_equal_finding_them_again(
         fresh = similar_pairs(items, threshold=70, partners=partners)
         assert [(a, b, round(v, 9)) for a, b, v in pairs] == [(a, b, round(v, 9)) for a, b, v in fresh]
         assert not any(a.startswith("g") and b.startswith("g") for a, b, _ in pairs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("abcd54 数据'"), min_size=1, max_size=16),
+       st.text(st.sampled_from("abcd54 数据'"), min_size=1, max_size=16))
+def test_no_pair_of_one_or_two_word_texts_that_scores_is_missed(a: str, b: str) -> None:
+    """Texts of one or two words are compared by their characters too, and that bound follows
+    from the scores: `5432` / `5433` (75) or `3a` / `3da` (80) share no word, yet are found."""
+    na, nb = normalize(a), normalize(b)
+    items = [("a", a), ("b", b)]
+    if na and nb and len(tokens(na)) <= 2 and len(tokens(nb)) <= 2 and score(a, b) >= 70:
+        assert [(x, y) for x, y, _ in similar_pairs(items)] == [("a", "b")]
+    assert similar_pairs(items) == exhaustive_pairs(items) or len(tokens(na)) > 2 \
+        or len(tokens(nb)) > 2

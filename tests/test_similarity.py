@@ -209,3 +209,63 @@ def test_a_replaced_word_is_found_in_texts_of_many_words() -> None:
     words = " ".join(f"step{i} runs" for i in range(150))  # 300 words
     assert "value" in compare(words + " on mysql", words + " on postgresql").reasons
     assert "value" not in compare(words + " pushing code", words + " push code").reasons
+
+
+_PIECES = st.sampled_from(
+    ["deploy the blog backend on fridays. ", "数据库连接池的超时是三十秒，", "[the docs](https://x.io/a) ",
+     "[unclosed ", "] ", "](", ") ", "don't ", "ＡＢＣ全角 ", "\n\n## Heading\n", "使用PostgreSQL16。",
+     "it’s fine ", "a\u3000b ", "[x]", "(y) ", "   ", "\t", "'quoted' "])
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=40), st.integers(1, 400), st.lists(_PIECES, max_size=8))
+def test_a_long_text_read_from_its_start_compares_the_same_part(
+        pieces: list[str], repeat: int, tail: list[str]) -> None:
+    """A long text's compared part is normalised from its first characters only when that
+    gives what normalising the text up to MAX_SOURCE_CHARS gives (links across the cut, a cut
+    far from any blank, too little text left after normalising: the whole way instead)."""
+    from memctl.core.similarity import _compared, _compared_whole
+
+    text = "".join(pieces) * repeat + "".join(tail)
+    _compared.cache_clear()
+    assert _compared(text) == _compared_whole(text)
+
+
+def test_the_start_of_a_long_text_is_enough_unless_a_link_straddles_the_cut() -> None:
+    from memctl.core.similarity import _START_CHARS, _compared_from_start, _compared_whole
+
+    plain = "deploy the blog backend on fridays " * 400
+    assert _compared_from_start(plain) == _compared_whole(plain)
+    straddling = "[" + "see the runbook " * 500 + "](https://example.invalid/runbook) " + plain
+    assert _compared_from_start(straddling) is None  # read the whole way instead
+    assert _compared_whole(straddling)[0].startswith("see the runbook")
+    assert len(plain) > _START_CHARS
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["数据库", "使用", "PostgreSQL", "16", " ", "。", "，", "'", "don't",
+                                 "can't", "cannot", "Ｐｏｓｔ", "_", "[a](b)", "\n", "ok'", "'s",
+                                 "x", "库'", "\u3000", "won't"]), max_size=30))
+def test_normalising_with_blanks_around_cjk_runs_gives_the_same_text(parts: list[str]) -> None:
+    """normalize puts a blank on both sides of every CJK run where it used to insert one only
+    between a CJK character and another non-blank (the look-arounds of `_BOUNDARY`), and
+    skips the contraction pass on text without an apostrophe or `cannot`: the same text."""
+    import re
+    import unicodedata
+
+    from memctl.core import similarity
+
+    text = "".join(parts)
+    cjk = similarity._CJK
+    boundary = re.compile(rf"(?<=[{cjk}])(?=[^{cjk}\s])|(?<=[^{cjk}\s])(?=[{cjk}])")
+
+    def before(value: str) -> str:
+        value = unicodedata.normalize("NFKC", value)
+        value = similarity._reduce_links(value)
+        value = value.replace("\u2019", "'").replace("\u2018", "'").casefold()
+        value = similarity._CONTRACTION.sub(similarity._expand_contraction, value)
+        value = similarity._NON_WORD.sub(" ", value.replace("_", " "))
+        value = boundary.sub(" ", value)
+        return " ".join(part.strip("'") for part in value.split() if part.strip("'"))
+
+    assert normalize(text) == before(text)

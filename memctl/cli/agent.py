@@ -1,5 +1,5 @@
-"""Agent-facing commands: `project` (L2 MEMORY.md), `scratch` (working memory), `episode`,
-`recall` and `mcp`."""
+"""Agent-facing commands: `project` (L2 MEMORY.md), `scratch` (working memory), `episode`
+and `recall` (`mcp` is in `memctl.cli.mcp`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from memctl.core import arguments
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.sections import section_key
 from memctl.core.vocab import OUTCOMES
-from memctl.mcp_server import DEFAULT_HTTP_PORT, serve, serve_http
 from memctl.services import recall as recalling
 from memctl.services import working
 
@@ -444,7 +443,7 @@ def episode_update(
         info(f"updated episode {episode.id} ({episode.outcome})  {episode.path}")
 
 
-# --- recall and mcp --------------------------------------------------------------------------
+# --- recall --------------------------------------------------------------------------------
 
 
 @app.command(epilog=examples(
@@ -483,37 +482,3 @@ def recall(
         emit_json(result.to_dict())
     else:
         _write(result.markdown)
-
-
-@app.command()
-def mcp(
-    project: Optional[str] = PROJECT_OPTION,
-    http: bool = typer.Option(
-        False, "--http", help="Serve streamable HTTP instead of stdio: several clients on one "
-        "store, each sending the bearer token (docs/agents.md has the security notes)."
-    ),
-    host: str = typer.Option(
-        "127.0.0.1", "--host", help="With --http: the address to listen on; a loopback address "
-        "unless --allow-remote."
-    ),
-    port: int = typer.Option(
-        DEFAULT_HTTP_PORT, "--port", callback=checked(arguments.port),
-        help="With --http: the TCP port.",
-    ),
-    allow_remote: bool = typer.Option(
-        False, "--allow-remote", help="With --http: allow a --host other machines can reach."
-    ),
-    no_watch: bool = typer.Option(
-        False, "--no-watch", help="No watcher thread: each call checks the files itself "
-        "(slower on a large store; docs/agents.md)."
-    ),
-) -> None:
-    """Serve memctl to MCP clients over stdio, or over HTTP with --http.
-
-    Needs the optional `mcp` extra: pip install 'memctl-md[mcp]'."""
-    store = get_store()
-    if http:
-        serve_http(store, current_project(project), host=host, port=port,
-                   allow_remote=allow_remote, watch=not no_watch)
-    else:
-        serve(store, current_project(project), watch=not no_watch)

@@ -9,6 +9,7 @@ from memctl.cli import notes  # noqa: F401 - each import registers its commands 
 from memctl.cli import search  # noqa: F401
 from memctl.cli import lifecycle  # noqa: F401
 from memctl.cli import agent  # noqa: F401
+from memctl.cli import mcp  # noqa: F401
 from memctl.cli import sync  # noqa: F401
 from memctl.cli import watch  # noqa: F401
 # isort: on

@@ -18,7 +18,8 @@ MODULE_OF = {
     **dict.fromkeys(("init", "add", "show", "get", "list", "edit", "forget"), "notes"),
     **dict.fromkeys(("search", "reindex"), "search"),
     **dict.fromkeys(("supersede", "archive", "restore", "health"), "lifecycle"),
-    **dict.fromkeys(("recall", "mcp", "project", "scratch", "episode"), "agent"),
+    **dict.fromkeys(("recall", "project", "scratch", "episode"), "agent"),
+    "mcp": "mcp",
     **dict.fromkeys(("export", "import", "sync", "log", "merge-file", "conflicts"), "sync"),
     "watch": "watch",
 }
@@ -51,6 +52,8 @@ def _load(module: str) -> None:
         from memctl.cli import lifecycle  # noqa: F401
     elif module == "agent":
         from memctl.cli import agent  # noqa: F401
+    elif module == "mcp":
+        from memctl.cli import mcp  # noqa: F401
     elif module == "sync":
         from memctl.cli import sync  # noqa: F401
     elif module == "watch":

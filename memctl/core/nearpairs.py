@@ -2,31 +2,40 @@
 
 `memctl.core.similarity` scores two texts 0..100 with three ratios (characters, sorted words,
 word sequence). Scoring every pair of a project is quadratic: minutes for 5,000 notes, and for
-a few thousand long documents hours. Here each text becomes a bag of *elements* and a pair is
-a candidate when the bags overlap enough; only candidates are scored, exactly as before.
+a few thousand long documents hours. Here each text becomes a bag of *elements*, and a pair is
+a candidate when the bags share enough; only candidates are scored, exactly as before.
 
 - **Short texts** (at most SHORT_MAX words) are bags of their words (each occurrence counted:
-  `the` twice is two elements; a Latin word cut to STEM characters, so `deploy` and `deploys`
-  share one; every CJK character a word, as `similarity.tokens` says). Candidates share at
-  least half of their elements by the Dice coefficient, 2·shared ≥ ½·(n_a + n_b).
-- **Long texts** (at least LONG_MIN words) are bags of their adjacent word pairs, of which a
-  fixed hash keeps one in SAMPLE (the same pairs in every text, so shared pairs stay shared);
-  candidates share a third of them (2·shared ≥ ⅓·(n_a + n_b)). Single words say little about
-  long texts: two unrelated ones share most of their commonest words.
-  Texts of LONG_MIN..SHORT_MAX words are both, so any two texts within a factor of two of each
+  `the` twice is two elements; a Latin word by its first STEM letters, so `deploy` and
+  `deploys` share one; every CJK character a word, as `similarity.tokens` says). Candidates
+  share at least half of their elements by the Dice coefficient: 2·shared ≥ ½·(n_a + n_b).
+  `similarity` reports a contradiction only when more than half of the longer text's words
+  are shared, in order, or all but one: every such pair of short texts meets this bound,
+  but for two texts of one word each, which the next regime covers.
+- **Texts of one or two words** (up to TINY_MAX characters) are also bags of their
+  characters; candidates share two thirds of them. A ratio of 70 or more over their
+  characters (or their sorted words: the same characters) needs 70 % shared, and over their
+  words the same words: no pair of two such texts is missed.
+- **Long texts** (at least LONG_MIN words) are bags of their shingles (SHINGLE words in a
+  row) that start with one of a fixed eighth of all words (a crc32 of the word: the same
+  shingles are kept in every text, so shared ones stay shared); candidates share a tenth of
+  them. Single words say little about long texts (two unrelated ones share most of their
+  commonest words); runs of four say whether one is an edited copy of the other.
+  Texts of LONG_MIN..SHORT_MAX words are both, so two texts within a factor of two of each
   other's length (the ratios need 0.54) meet in at least one of the two.
 
-These bounds are not implied by the scores, so a pair can be missed: a score of 70 or more
-with less than half of the words shared (`bench/bench_health.py` measures how many pairs
-the full comparison finds that the candidates miss: 0.06 % on the 10k benchmark store).
-`similarity.exhaustive_pairs` keeps the full comparison as the reference.
+These bounds are not implied by the scores, so a pair can be missed: one that scores 70 or
+more with less than half of its words shared (a typo in most words), or two long texts that
+only share their commonest words (their sorted words align). bench/bench_health.py measures
+it: 99.92 % of the pairs scoring 70+ on the 10k benchmark store, all of those the report
+lists. `similarity.exhaustive_pairs` keeps the full comparison as the reference.
 
-How the overlaps are counted: texts are numbered, and each element gets one Python integer with
-a lane of 8 bits (16 for long texts) per text holding 1 where the text has the element. The
-sum of the integers of one text's elements holds, in each lane, what that text shares with
-every other (additions in C over a few hundred machine words); adding a per-lane bias turns
-"at least the bound" into the top bit of each lane. So a text costs one addition per element,
-and the pairs come out of the top bits.
+How shares are counted: the texts are numbered, and an element held by many texts gets one
+Python integer with a lane of 8 bits (16 for long texts) per text, holding 1 where the text
+has the element. The sum of the integers of one text's elements holds, in each lane, what that
+text shares with every other (additions in C over a few hundred machine words); a bias per
+lane turns "at least the bound" into the top bit of the lane. Elements held by few texts are
+counted pair by pair instead, so memory stays linear in the number of elements.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from collections.abc import Collection, Sequence
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 
 SHORT_MAX = 250  # words; an 8-bit lane holds the counts of the bound below up to 254
 LONG_MIN = 120  # words; < SHORT_MAX / 2, so texts within a factor of 2 share a regime
@@ -44,6 +53,9 @@ SAMPLE = 8  # a shingle is kept when its first word is one of a fixed eighth of 
 SHORT_DIVISOR = 4  # shared ≥ (n_a + n_b) / 4: Dice ≥ 1/2
 LONG_DIVISOR = 20  # shared ≥ (n_a + n_b) / 20: Dice ≥ 1/10
 DENSE_SHARE = 64  # an element held by 1/64 of the texts or more gets a lane integer
+TINY_WORDS = 2  # texts of one or two words are also compared by their characters
+TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below up to 192
+TINY_DIVISOR = 3  # shared ≥ (n_a + n_b) / 3: Dice ≥ 2/3
 
 Pair = tuple[int, int]
 
@@ -59,50 +71,63 @@ def short_elements(tokens: Sequence[str]) -> list[str]:
     return out
 
 
-class _Hashes:
-    """A fixed hash of each word (crc32: the same in every process, unlike `hash`)."""
+class _Anchors:
+    """Whether each word starts the shingles a long text keeps: a fixed hash (crc32, the same
+    in every process, unlike `hash`) picks one word in SAMPLE."""
 
     def __init__(self) -> None:
-        self.known: dict[str, int] = {}
+        self.known: dict[str, bool] = {}
 
-    def of(self, tokens: Sequence[str]) -> list[int]:
+    def of(self, tokens: Sequence[str]) -> list[bool]:
         known = self.known
-        out = []
-        for token in tokens:
-            value = known.get(token)
-            if value is None:
-                value = known[token] = zlib.crc32(token.encode("utf-8", "surrogatepass"))
-            out.append(value)
-        return out
+        if len(known) > 1 << 18:
+            known.clear()  # a server process sees words without end: bounded memory
+        flags = list(map(known.get, tokens))
+        if None in flags:
+            for token in set(tokens).difference(known):
+                known[token] = not zlib.crc32(token.encode("utf-8", "surrogatepass")) % SAMPLE
+            flags = list(map(known.__getitem__, tokens))
+        return flags  # type: ignore[return-value]
 
 
-_HASHES = _Hashes()
+_ANCHORS = _Anchors()
 
 
 def long_elements(tokens: Sequence[str]) -> list[str]:
     """The bag of a long text: its shingles (SHINGLE words in a row) that start with a word
     the fixed hash picks (one word in SAMPLE: the same shingles are kept in every text, at the
     cost of one hash per distinct word), numbered as in `short_elements`."""
-    values = _HASHES.of(tokens)
-    if len(_HASHES.known) > 1 << 18:
-        _HASHES.known.clear()  # a server process sees words without end: bounded memory
-    last = len(tokens) - SHINGLE + 1
-    kept = ["\x1e".join(tokens[position:position + SHINGLE])
-            for position, value in enumerate(values) if not value % SAMPLE and position < last]
-    counts = Counter(kept)
+    starts = compress(range(len(tokens) - SHINGLE + 1), _ANCHORS.of(tokens))
+    counts = Counter(["\x1e".join(tokens[start:start + SHINGLE]) for start in starts])
     out = list(counts)
     out.extend(f"{pair}\x1f{number}" for pair, count in counts.items() if count > 1
                for number in range(1, count))
     return out
 
 
+def tiny_elements(text: str) -> list[str]:
+    """The bag of a text of one or two words: its characters, numbered as in
+    `short_elements`."""
+    counts = Counter(text)
+    out = list(counts)
+    out.extend(f"{char}\x1f{number}" for char, count in counts.items() if count > 1
+               for number in range(1, count))
+    return out
+
+
 class Shape:
-    """What the candidate search needs of one text: its bags in the regimes that apply."""
+    """What the candidate search needs of one text (`tokens`, and the normalised `text` they
+    come from when it is at hand): its bags in the regimes that apply."""
 
-    __slots__ = ("short", "long")
+    __slots__ = ("tiny", "short", "long")
 
-    def __init__(self, tokens: Sequence[str]) -> None:
+    def __init__(self, tokens: Sequence[str], text: str | None = None) -> None:
         size = len(tokens)
+        if 0 < size <= TINY_WORDS:
+            text = " ".join(tokens) if text is None else text
+            self.tiny = tiny_elements(text) if len(text) <= TINY_MAX else None
+        else:
+            self.tiny = None
         self.short = short_elements(tokens) if 0 < size <= SHORT_MAX else None
         self.long = long_elements(tokens) if size >= LONG_MIN else None
 
@@ -115,6 +140,7 @@ def candidate_pairs(shapes: Sequence[Shape], own: int | None = None,
     pairs involving one of those texts."""
     own = len(shapes) if own is None else own
     found: set[Pair] = set()
+    found.update(_lane_pairs([shape.tiny for shape in shapes], own, rows, 8, TINY_DIVISOR))
     found.update(_lane_pairs([shape.short for shape in shapes], own, rows, 8, SHORT_DIVISOR))
     found.update(_lane_pairs([shape.long for shape in shapes], own, rows, 16, LONG_DIVISOR))
     return sorted(found)
@@ -212,7 +238,8 @@ def matches(query: Shape, others: Sequence[Shape]) -> list[int]:
     """The numbers of the texts of `others` that `candidate_pairs` pairs with `query` (the
     same bounds), counted directly: one pass over their elements, for a single new text."""
     found: set[int] = set()
-    for regime, divisor in (("short", SHORT_DIVISOR), ("long", LONG_DIVISOR)):
+    for regime, divisor in (("tiny", TINY_DIVISOR), ("short", SHORT_DIVISOR),
+                            ("long", LONG_DIVISOR)):
         mine = getattr(query, regime)
         if not mine:
             continue

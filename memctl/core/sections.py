@@ -152,12 +152,23 @@ def _normalize(title: str) -> str:
     return " ".join(value.split())
 
 
+# Built once per table of aliases (the tables are module constants): every recall reads the
+# headings of MEMORY.md and the scratchpad, and rebuilding the table for each heading was a
+# tenth of an MCP `recall` on 10k notes (bench/bench_mcp.py).
+_ALIAS_INDEXES: dict[int, tuple[Mapping[str, Sequence[str]], dict[str, str]]] = {}
+
+
 def _alias_index(aliases: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    cached = _ALIAS_INDEXES.get(id(aliases))
+    if cached is not None and cached[0] is aliases:
+        return cached[1]
     index = {}
     for key, names in aliases.items():
         index[_normalize(key)] = key
         for name in names:
             index[_normalize(name)] = key
+    if aliases and len(_ALIAS_INDEXES) < 16:  # a table made on the fly is not kept
+        _ALIAS_INDEXES[id(aliases)] = (aliases, index)
     return index
 
 

@@ -57,7 +57,7 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 # Punctuation (ASCII and full-width, which NFKC mostly folds) becomes a space; apostrophes
 # are kept so that "don't" stays one negating word.
 _NON_WORD = re.compile(rf"[^\w\s'{_CJK}]")
-_BOUNDARY = re.compile(rf"(?<=[{_CJK}])(?=[^{_CJK}\s])|(?<=[^{_CJK}\s])(?=[{_CJK}])")
+_CJK_RUN = re.compile(f"[{_CJK}]+")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _CONTRACTION = re.compile(r"\b(won|can|shan|\w+)'t\b|\bcannot\b")
 _IRREGULAR = {"won": "will", "can": "can", "shan": "shall"}
@@ -105,9 +105,13 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     text = _reduce_links(text)
     text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
-    text = _CONTRACTION.sub(_expand_contraction, text)
+    if "'" in text or "cannot" in text:  # (most Chinese text has neither: no regex pass)
+        text = _CONTRACTION.sub(_expand_contraction, text)
     text = _NON_WORD.sub(" ", text.replace("_", " "))
-    text = _BOUNDARY.sub(" ", text)
+    # A blank on both sides of every CJK run: where one was already, the split below drops
+    # the extra (one pass over the runs, rather than look-arounds at every character;
+    # tests/test_similarity.py holds it equal to inserting blanks only where needed).
+    text = _CJK_RUN.sub(r" \g<0> ", text)
     return " ".join(part.strip("'") for part in text.split() if part.strip("'"))
 
 
@@ -149,6 +153,40 @@ def _reduce_links(text: str) -> str:
 @functools.lru_cache(maxsize=1 << 15)
 def _compared(text: str) -> tuple[str, bool]:
     """The part of `text` that is compared, normalised, and whether the text was cut."""
+    if len(text) > _START_CHARS:
+        found = _compared_from_start(text)
+        if found is not None:
+            return found
+    return _compared_whole(text)
+
+
+# A long text's compared part is read from its start: normalising its first _START_CHARS
+# characters (up to a blank) gives the same part as normalising its first MAX_SOURCE_CHARS
+# when they alone make more than MAX_COMPARED_CHARS and no Markdown link straddles the cut
+# (a link is reduced as a whole). A 30 KB document is then normalised in a fifth of the time;
+# tests/test_similarity.py holds the two equal.
+_START_CHARS = MAX_COMPARED_CHARS * 3 // 2
+_BLANK = re.compile(r"\s")
+
+
+def _compared_from_start(text: str) -> tuple[str, bool] | None:
+    blank = _BLANK.search(text, _START_CHARS, _START_CHARS + 2_000)
+    if blank is None:
+        return None
+    start = text[:blank.start()]
+    opening = start.rfind("[")
+    if opening >= 0 and start.find("]", opening) < 0:
+        return None  # a link may begin here and end after the cut
+    link = start.rfind("](")
+    if link >= 0 and start.find(")", link) < 0:
+        return None
+    norm = normalize(start)
+    if len(norm) <= MAX_COMPARED_CHARS:
+        return None
+    return _capped(norm), True
+
+
+def _compared_whole(text: str) -> tuple[str, bool]:
     cut = len(text) > MAX_SOURCE_CHARS
     if cut:
         source = text[:MAX_SOURCE_CHARS]
@@ -161,13 +199,18 @@ def _compared(text: str) -> tuple[str, bool]:
     norm = normalize(text)
     if len(norm) <= MAX_COMPARED_CHARS:
         return norm, cut
+    return _capped(norm), True
+
+
+def _capped(norm: str) -> str:
+    """The first MAX_COMPARED_CHARS characters of a longer normalised text."""
     end = MAX_COMPARED_CHARS
     if norm[end] != " " and not _CJK_CHAR.match(norm[end]):
         # A Latin word straddles the cap: leave it out (a CJK run is cut between tokens).
         blank = norm.rfind(" ", 0, end)
         if blank > 0:
             end = blank
-    return norm[:end], True
+    return norm[:end]
 
 
 def _expand_contraction(match: re.Match[str]) -> str:
@@ -213,20 +256,15 @@ class _Views:
     the characters, the words sorted (what `token_sort_ratio` compares), and the token
     sequence with every distinct token coded as one character (a token-level ratio in C)."""
 
-    def __init__(self, norms: Sequence[str], codebook: dict[str, str] | None = None,
-                 token_lists: Sequence[Sequence[str]] | None = None) -> None:
+    def __init__(self, norms: Sequence[str], codebook: dict[str, str] | None = None) -> None:
         self.codebook = codebook if codebook is not None else {}
         self.chars = list(norms)
         self.sorted = [" ".join(sorted(n.split())) for n in norms]
-        self.coded = [self.code(n) for n in norms] if token_lists is None else \
-            [self.code_tokens(t) for t in token_lists]
+        self.coded = [self.code(n) for n in norms]
 
     def code(self, norm: str) -> str:
-        return self.code_tokens(tokens(norm))
-
-    def code_tokens(self, words: Sequence[str]) -> str:
         out = []
-        for token in words:
+        for token in tokens(norm):
             char = self.codebook.get(token)
             if char is None:
                 # Planes 15-16 are private use: no clash with real text. Past 131,068 distinct
@@ -422,8 +460,8 @@ def candidates(
     best = sorted(_Views(texts).best(query, 0, threshold).items())
     if not best:
         return []
-    kept = nearpairs.matches(nearpairs.Shape(tokens(query)),
-                             [_shaped(texts[number])[1] for number, _ in best])
+    kept = nearpairs.matches(nearpairs.Shape(tokens(query), query),
+                             [_shape(texts[number]) for number, _ in best])
     ranked = sorted((best[position] for position in kept),
                     key=lambda item: (-item[1], keys[item[0]]))
     return [(keys[idx], value) for idx, value in ranked]
@@ -454,12 +492,19 @@ def pairs_involving(
     return _candidate_pairs(items, partners, keys, threshold)
 
 
+def forget() -> None:
+    """Drop the remembered normalised texts and bags (a server process, after a health
+    report of a big store, need not keep them)."""
+    _compared.cache_clear()
+    _shape.cache_clear()
+
+
 @functools.lru_cache(maxsize=1 << 14)
-def _shaped(norm: str) -> tuple[str, nearpairs.Shape, tuple[str, ...]]:
-    """A normalised text, its bags for the candidate search, and its tokens (remembered, as
-    `_compared`: global's notes are partners in every project's group)."""
-    words = tuple(tokens(norm))
-    return norm, nearpairs.Shape(words), words
+def _shape(norm: str) -> nearpairs.Shape:
+    """A normalised text's bags for the candidate search (remembered, as `_compared`:
+    global's notes are partners in every project's group). Not its tokens: a long Chinese
+    text's are thousands of one-character strings."""
+    return nearpairs.Shape(tokens(norm), norm)
 
 
 def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[str, str]],
@@ -469,12 +514,15 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
 
     everything = [*items, *partners]
     all_keys = [key for key, _ in everything]
-    shaped = [_shaped(_compared(text)[0]) for _, text in everything]
+    norms = [_compared(text)[0] for _, text in everything]
     rows = None if keys is None else [number for number, key in enumerate(all_keys) if key in keys]
-    found = nearpairs.candidate_pairs([shape for _, shape, _ in shaped], own=len(items),
+    found = nearpairs.candidate_pairs([_shape(norm) for norm in norms], own=len(items),
                                       rows=rows)
-    views = _Views([norm for norm, _, _ in shaped],
-                   token_lists=[words for _, _, words in shaped])
+    # The three views of the texts in some candidate pair only (a long text's word codes cost
+    # a millisecond: not worth it for a text no pair needs).
+    involved = sorted({number for pair in found for number in pair})
+    at = {number: position for position, number in enumerate(involved)}
+    views = _Views([norms[number] for number in involved])
     partners_of: dict[int, list[int]] = {}
     for first, second in found:
         partners_of.setdefault(first, []).append(second)
@@ -484,7 +532,7 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
         for view in each_view:
             # One C call per text and view over its candidates, not a Python call per pair.
             for _, value, idx in process.extract(
-                view[first], [view[other] for other in others], scorer=fuzz.ratio,
+                view[at[first]], [view[at[other]] for other in others], scorer=fuzz.ratio,
                 processor=None, score_cutoff=threshold, limit=None,
             ):
                 pair = (first, others[idx])

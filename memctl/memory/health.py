@@ -21,7 +21,8 @@ from memctl.core.errors import MemctlError
 from memctl.core.note import Note, note_from_parsed
 from memctl.core.noteformat import parse_text
 from memctl.core.secrets import mask_secrets, masked_title, scan
-from memctl.core.similarity import compare
+from memctl.core.similarity import MAX_COMPARED_CHARS, Comparison, compare
+from memctl.core.similarity import forget as forget_texts
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
@@ -139,7 +140,8 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Near-duplicates and contradiction candidates among live notes, within each project and
     between a project and global (the similar pairs of unchanged notes come from the last
-    report: memctl.memory.paircache). Many notes: the projects shared with a child process."""
+    report: memctl.memory.paircache). Many notes: the projects, then the pairs to judge,
+    shared with a child process."""
     pool = live(notes, moment)
     by_id = {note.id: note for note in pool}
     scopes: dict[str, list[Note]] = {}
@@ -147,21 +149,19 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
         scopes.setdefault(note.path.split("/", 1)[0], []).append(note)
     global_items = [(note.id, note.body) for note in scopes.get(GLOBAL, [])]
     cached = paircache.load(root, similar)
-    briefs: dict[str, dict[str, Any]] = {}  # one brief per note, shared by its pairs
 
-    def judge(projects: list[str]) -> dict[str, tuple[object, list[Listed]]]:
+    def find(projects: list[str]) -> dict[str, tuple[list[tuple[str, str, float]], object]]:
         done = {}
         for project in projects:
             items = [(note.id, note.body) for note in scopes[project]]
             # global's own pairs once, in its own group; each project's notes with global's.
             partners = [] if project == GLOBAL else global_items
-            pairs, kept = paircache.group_pairs(items, cached.get(project), similar, partners)
-            done[project] = (kept, _listed(pairs, by_id, briefs, dup, similar))
+            done[project] = paircache.group_pairs(items, cached.get(project), similar, partners)
         return done
 
     projects = sorted(scopes)
     if len(pool) < PARALLEL_MIN or not _can_fork():
-        results = judge(projects)
+        results = find(projects)
     else:
         # Each project's cost grows with its notes times its notes and global's: the largest
         # first, each to the side with less work so far.
@@ -173,48 +173,56 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
             side = 0 if loads[0] <= loads[1] else 1
             (mine, theirs)[side].append(project)
             loads[side] += cost[project]
-        waiting = _in_child(lambda: judge(theirs))
-        results = judge(mine)
+        waiting = _in_child(lambda: find(theirs))
+        results = find(mine)
         results.update(waiting())
+    # Each pair once, in the order one process takes them: the same report either way.
     seen: set[tuple[str, str]] = set()
+    todo: list[tuple[str, str]] = []
+    for project in projects:
+        for a, b, _score in results[project][0]:
+            key = (min(a, b), max(a, b))
+            if a != b and key not in seen:
+                seen.add(key)
+                todo.append((a, b))
+    compared = sum(min(len(by_id[note_id].body), MAX_COMPARED_CHARS)
+                   for pair in todo for note_id in pair)
+    if compared < PARALLEL_CHARS or not _can_fork():
+        listed = _listed(todo, by_id, dup, similar)
+    else:  # judging a pair of long notes takes milliseconds: half of them in a child
+        middle = len(todo) // 2
+        waiting = _in_child(lambda: _listed(todo[middle:], by_id, dup, similar))
+        listed = _listed(todo[:middle], by_id, dup, similar)
+        listed += waiting()
     duplicates: list[dict[str, Any]] = []
     contradictions: list[dict[str, Any]] = []
-    for project in projects:  # in the order one process takes them: the same report
-        for key, duplicate, entry in results[project][1]:
-            if key in seen:
-                continue
-            seen.add(key)
-            (duplicates if duplicate else contradictions).append(entry)
-    paircache.save(root, similar, {project: results[project][0] for project in projects})
+    briefs: dict[str, dict[str, Any]] = {}  # one brief per note, shared by its pairs
+    for (a, b), verdict in listed:
+        for note_id in (a, b):
+            if note_id not in briefs:
+                briefs[note_id] = _brief(by_id[note_id])
+        (duplicates if verdict.duplicate else contradictions).append({
+            "a": briefs[a], "b": briefs[b], "score": round(verdict.score, 1),
+            "reasons": list(verdict.reasons)})
+    paircache.save(root, similar, {project: results[project][1] for project in projects})
+    forget_texts()  # the normalised texts of every note: not kept past the report
     order = lambda e: (-e["score"], e["a"]["id"], e["b"]["id"])  # noqa: E731
     return sorted(duplicates, key=order), sorted(contradictions, key=order)
 
 
-Listed = tuple[tuple[str, str], bool, dict[str, Any]]  # (pair, duplicate?, report entry)
-
-
-def _listed(pairs: list[tuple[str, str, float]], by_id: dict[str, Note],
-            briefs: dict[str, dict[str, Any]], dup: float, similar: float) -> list[Listed]:
-    """The pairs of one group the report lists, judged by `compare`."""
+def _listed(pairs: list[tuple[str, str]], by_id: dict[str, Note], dup: float, similar: float
+            ) -> list[tuple[tuple[str, str], Comparison]]:
+    """The pairs the report lists, judged by `compare`: (the pair's ids in order, verdict)."""
     out = []
-    for a, b, _score in pairs:
-        if a == b:
-            continue
+    for a, b in pairs:
         if by_id[a].corrects == b or by_id[b].corrects == a:
             # A correction differs from the note it names on purpose, and says so: `add`
             # and `recall` link the two rather than report them (docs/lifecycle.md).
             continue
-        key = (min(a, b), max(a, b))
         verdict = compare(by_id[a].body, by_id[b].body, duplicate_threshold=dup,
                           similar_threshold=similar)
-        if not (verdict.duplicate or verdict.similar):
-            continue
-        for note_id in key:
-            if note_id not in briefs:
-                briefs[note_id] = _brief(by_id[note_id])
-        out.append((key, verdict.duplicate, {
-            "a": briefs[key[0]], "b": briefs[key[1]], "score": round(verdict.score, 1),
-            "reasons": list(verdict.reasons)}))
+        if verdict.duplicate or verdict.similar:
+            out.append(((min(a, b), max(a, b)), verdict))
     return out
 
 
@@ -224,6 +232,7 @@ def _listed(pairs: list[tuple[str, str, float]], by_id: dict[str, Note],
 # that fails costs only time: its half is done here. Below this many files or notes, a
 # process costs more than it saves.
 PARALLEL_MIN = 1500
+PARALLEL_CHARS = 500_000  # characters compared by the pairs to judge: 2,500 short pairs
 
 
 def _can_fork() -> bool:

@@ -46,10 +46,20 @@ class BackgroundWatcher:
         self._watcher: Watcher | None = None
         self._thread: threading.Thread | None = None
         self._answered = threading.Condition()
+        self._go = threading.Event()
 
-    def start(self) -> None:
+    def start(self, *, after: float = 0.0) -> None:
+        """Start the thread; it begins to watch at `go()`, or `after` seconds at the latest
+        (the server asks it to wait until its client is answered: the watcher's first pass
+        would compete with the server's start-up for the interpreter)."""
+        if after <= 0:
+            self._go.set()
+        self._after = after
         self._thread = threading.Thread(target=self._run, name="memctl-watch", daemon=True)
         self._thread.start()
+
+    def go(self) -> None:
+        self._go.set()
 
     def stop(self) -> None:
         """Stop watching: the watches, the lock and the heartbeat go (within STOP_WAIT; a
@@ -58,6 +68,7 @@ class BackgroundWatcher:
             self._stopping = True
             watcher = self._watcher
         self._wake.set()
+        self._go.set()
         if watcher is not None:
             watcher.stop()
         thread = self._thread
@@ -67,6 +78,7 @@ class BackgroundWatcher:
                 clear_own_heartbeat(self.store)
 
     def _run(self) -> None:
+        self._go.wait(self._after)
         said_other = False
         while True:
             with self._lock:
