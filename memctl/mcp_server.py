@@ -191,11 +191,15 @@ def serve(store: Store, default_project: str, *, watch: bool = True) -> None:
 
 
 def _after_initialize(server: Any, action: Callable[[], None]) -> None:
-    """Run `action` when the client says it has the answer to `initialize`."""
+    """Run `action` when the first client says it has the answer to `initialize` (once:
+    over HTTP every client says it)."""
     from mcp_types import NotificationParams
 
+    first = threading.Lock()
+
     async def initialized(context: Any, params: Any) -> None:
-        action()
+        if first.acquire(blocking=False):
+            action()
 
     lowlevel = getattr(server, "_lowlevel_server", None)
     if lowlevel is not None and hasattr(lowlevel, "add_notification_handler"):
@@ -228,12 +232,10 @@ WATCH_AFTER = 1.0
 @contextmanager
 def _watching(store: Store, server: Any, warm_up: Callable[[], None]) -> Iterator[None]:
     keeper = watching.BackgroundWatcher(store, say=_say)
-    started = threading.Lock()
 
     def begin() -> None:
-        if started.acquire(blocking=False):  # once: several HTTP clients each initialize
-            warm_up()
-            keeper.go()
+        warm_up()
+        keeper.go()
 
     _after_initialize(server, begin)
 
@@ -651,7 +653,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                 "server's log has the details)") from None
             except ToolError as exc:
                 raise ToolError(tool_error_text(exc)) from None
-            await notify_if_files_changed(context)
+            if name not in read_only_tools:  # a read makes no file appear (~2 ms a call saved)
+                await notify_if_files_changed(context)
             return result
 
         async def list_resources(self) -> list[Any]:
@@ -747,15 +750,24 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             return default_project
         return arguments.scope_name(project)
 
+    read_only_tools: set[str] = set()
+
     def tool(title: str, description: str, *, read_only: bool = False,
              destructive: bool = False, idempotent: bool = False
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        return server.tool(
+        register = server.tool(
             title=title, description=description,
             annotations=ToolAnnotations(
                 title=title, read_only_hint=read_only,
                 destructive_hint=None if read_only else destructive,
                 idempotent_hint=idempotent, open_world_hint=False))
+
+        def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+            if read_only:
+                read_only_tools.add(function.__name__)
+            return register(function)
+
+        return decorate
 
     def reply(text: str, data: dict[str, Any]) -> Any:
         """A result: the text a model reads, and the same facts as structured content (plain

@@ -265,9 +265,12 @@ def test_a_big_store_read_and_judged_in_two_processes_gives_the_same_report(
         troubled: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """A big store is read and its projects judged half in a forked child (memory/health.py):
     the report is the one a single process makes, and a child that fails only costs time."""
+    import os
     import pickle
 
+    from memctl.core.errors import MemctlError
     from memctl.memory import health
+    from memctl.store import Store
 
     for project, text in (("blog", "use port 5432 for the blog database"),
                           ("blog", "use port 5433 for the blog database"),
@@ -293,3 +296,48 @@ def test_a_big_store_read_and_judged_in_two_processes_gives_the_same_report(
 
     monkeypatch.setattr(health, "pickle", Failing)
     assert _report_without_times(troubled.store) == alone
+
+    def broken(_store: object) -> None:
+        raise MemctlError("the index is busy (another memctl is updating it); try again")
+
+    started: list[int] = []
+    real_init = health._Child.__init__
+
+    def recording(child: health._Child, work: object) -> None:
+        real_init(child, work)  # type: ignore[arg-type]
+        started.append(child.pid)
+
+    monkeypatch.setattr(health._Child, "__init__", recording)
+    monkeypatch.setattr(health, "_index_drift", broken)  # fails while a child reads
+    with pytest.raises(MemctlError, match="busy"):
+        health.build_report(Store(troubled.store))
+    assert started and all(started)
+    for pid in started:  # stopped and waited for: no child left behind
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_big_json_document_is_written_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--json` writes what json.dumps gives, but in pieces: the report of a 100k-note store
+    is hundreds of MB, and joining it whole first took gigabytes (bench/bench_health.py)."""
+    import io
+    import sys
+
+    from memctl.cli.output import emit_json
+
+    brief = {"id": "01jdz4k2m8x7b3qv", "project": "blog", "type": "fact", "path": "blog/x.md",
+             "title": "数据库连接池的超时是三十秒"}
+    report = {"contradictions": [{"a": brief, "b": brief, "score": 71.5, "reasons": ["value"]}
+                                 for _ in range(20_000)], "ok": False}
+    writes: list[int] = []
+
+    class Recording(io.StringIO):
+        def write(self, text: str) -> int:
+            writes.append(len(text))
+            return super().write(text)
+
+    out = Recording()
+    monkeypatch.setattr(sys, "stdout", out)
+    emit_json(report)
+    assert out.getvalue() == json.dumps(report, ensure_ascii=False, indent=2) + "\n"
+    assert len(writes) > 10 and max(writes) < len(out.getvalue()) / 10

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import PINNED_NOW, git, memctl_executable
-from test_mcp import server_env, subprocess_env
+from test_mcp import free_port, http_call, server_env, subprocess_env
 from test_reliability import without_file_permission_override
 from test_watch import WatchProcess
 
@@ -194,3 +195,40 @@ def test_a_read_only_store_is_served_without_a_watcher(store: Path) -> None:
         subprocess.run(["chmod", "-R", "u+w", str(store)], check=True)
     assert not heartbeat_path(store).exists()
     assert "Traceback" not in server_log(store)
+
+
+@pytest.mark.parametrize("args", [(), ("--no-watch",)])
+def test_over_http_several_clients_are_served_and_the_watcher_stops_with_the_server(
+        store: Path, args: tuple[str, ...]) -> None:
+    """Each HTTP client initializes: what the server does once its first client is answered
+    (the watcher, importing the tools' services) is done once, without an error."""
+    port = free_port()
+    env = {**subprocess_env(store), "MEMCTL_MCP_TOKEN": "token-for-the-test-0123456789"}
+    process = subprocess.Popen([memctl_executable(), "mcp", "--http", "--port", str(port), *args],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None and time.monotonic() < deadline, "never listened"
+            time.sleep(0.05)
+        word = "heronquill"
+        (store / "demo" / "notes" / "fact" / "http.md").write_text(f"Over HTTP: {word}.\n")
+        for _ in range(3):
+            paths = http_call(f"http://127.0.0.1:{port}/mcp", env["MEMCTL_MCP_TOKEN"],
+                              lambda session: found(session, word))
+            assert paths == ["demo/notes/fact/http.md"]
+        if not args:
+            deadline = time.monotonic() + PATIENCE
+            while live_watcher(store) is None:
+                assert time.monotonic() < deadline, "the server's watcher never went live"
+                time.sleep(0.05)
+            assert live_watcher(store).pid == process.pid
+    finally:
+        process.terminate()
+        errors = process.communicate(timeout=PATIENCE)[1]
+    assert "Traceback" not in errors and "raised" not in errors, errors
+    assert not heartbeat_path(store).exists()

@@ -17,7 +17,19 @@ _err_console = None
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    """The document as `json.dumps(data, ensure_ascii=False, indent=2)` gives it, written in
+    pieces: a health report of 100k notes is hundreds of MB of text, and building it whole
+    (with the millions of pieces the encoder joins) took gigabytes."""
+    encoder = json.JSONEncoder(ensure_ascii=False, indent=2, default=str)
+    write = sys.stdout.write
+    pieces: list[str] = []
+    for piece in encoder.iterencode(data):
+        pieces.append(piece)
+        if len(pieces) >= 4096:
+            write("".join(pieces))
+            pieces.clear()
+    pieces.append("\n")
+    write("".join(pieces))
     sys.stdout.flush()
 
 

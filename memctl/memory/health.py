@@ -7,8 +7,10 @@ derived index up to date, like every read command).
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
+import signal
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -69,24 +71,53 @@ PROBLEM_SECTIONS = (
 
 def _brief(note: Note) -> dict[str, Any]:
     return {"id": note.id, "project": note.project, "type": note.type, "path": note.path,
-            "title": masked_title(note.title, 80)}
+            "title": _masked_title(note.title)}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _masked_title(title: str) -> str:
+    # Remembered: a note is described in several lists of one report (idle, pairs, ...), and
+    # masking runs the secret scanner over the title each time.
+    return masked_title(title, 80)
 
 
 Read = tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]
 
 
 def _read_all(store: Store) -> Read:
-    """One pass over every memory file: notes, parse errors, secrets, and file sizes (a big
-    store in two processes: the second half of the files in a child)."""
-    files = list(store.walk())
-    if len(files) < PARALLEL_MIN or not _can_fork():
-        return _read_files(store, files)
-    middle = len(files) // 2
-    theirs = _in_child(lambda: _read_files(store, files[middle:]))
-    notes, errors, secrets, sizes = _read_files(store, files[:middle])
-    more_notes, more_errors, more_secrets, more_sizes = theirs()
-    return (notes + more_notes, errors + more_errors, secrets + more_secrets,
-            {**sizes, **more_sizes})
+    """One pass over every memory file: notes, parse errors, secrets, and file sizes."""
+    return _Reading(store).result()
+
+
+class _Reading:
+    """`_read_all`, started: a big store is read in two processes, three fifths of the files
+    in a child while this one checks the index (`_index_drift`), then reads the rest."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.files = list(store.walk())
+        self.middle = len(self.files)
+        self.child: _Child | None = None
+        if len(self.files) >= PARALLEL_MIN and _can_fork():
+            self.middle = len(self.files) * 2 // 5
+            rest = self.files[self.middle:]
+            self.child = _Child(lambda: _read_files(store, rest))
+
+    def result(self) -> Read:
+        try:
+            notes, errors, secrets, sizes = _read_files(self.store, self.files[:self.middle])
+        except BaseException:
+            self.discard()
+            raise
+        if self.child is None:
+            return notes, errors, secrets, sizes
+        more_notes, more_errors, more_secrets, more_sizes = self.child.result()
+        return (notes + more_notes, errors + more_errors, secrets + more_secrets,
+                {**sizes, **more_sizes})
+
+    def discard(self) -> None:
+        if self.child is not None:
+            self.child.discard()
 
 
 def _read_files(store: Store, files: list[MemoryFile]) -> Read:
@@ -156,7 +187,9 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
             items = [(note.id, note.body) for note in scopes[project]]
             # global's own pairs once, in its own group; each project's notes with global's.
             partners = [] if project == GLOBAL else global_items
-            done[project] = paircache.group_pairs(items, cached.get(project), similar, partners)
+            # (popped: the last report's pairs of a group are not kept once used)
+            done[project] = paircache.group_pairs(items, cached.pop(project, None), similar,
+                                                  partners)
         return done
 
     projects = sorted(scopes)
@@ -173,9 +206,8 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
             side = 0 if loads[0] <= loads[1] else 1
             (mine, theirs)[side].append(project)
             loads[side] += cost[project]
-        waiting = _in_child(lambda: find(theirs))
-        results = find(mine)
-        results.update(waiting())
+        results, more = _alongside(lambda: find(theirs), lambda: find(mine))
+        results.update(more)
     # Each pair once, in the order one process takes them: the same report either way.
     seen: set[tuple[str, str]] = set()
     todo: list[tuple[str, str]] = []
@@ -185,26 +217,29 @@ def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar:
             if a != b and key not in seen:
                 seen.add(key)
                 todo.append((a, b))
+    paircache.save(root, similar, {project: results[project][1] for project in projects})
+    del results, seen  # a big store's pairs: not kept while they are judged
     compared = sum(min(len(by_id[note_id].body), MAX_COMPARED_CHARS)
                    for pair in todo for note_id in pair)
     if compared < PARALLEL_CHARS or not _can_fork():
         listed = _listed(todo, by_id, dup, similar)
     else:  # judging a pair of long notes takes milliseconds: half of them in a child
         middle = len(todo) // 2
-        waiting = _in_child(lambda: _listed(todo[middle:], by_id, dup, similar))
-        listed = _listed(todo[:middle], by_id, dup, similar)
-        listed += waiting()
+        listed, more_listed = _alongside(lambda: _listed(todo[middle:], by_id, dup, similar),
+                                         lambda: _listed(todo[:middle], by_id, dup, similar))
+        listed += more_listed
     duplicates: list[dict[str, Any]] = []
     contradictions: list[dict[str, Any]] = []
     briefs: dict[str, dict[str, Any]] = {}  # one brief per note, shared by its pairs
-    for (a, b), verdict in listed:
+    listed.reverse()  # taken from the end: each verdict goes once its entry is made
+    while listed:
+        (a, b), verdict = listed.pop()
         for note_id in (a, b):
             if note_id not in briefs:
                 briefs[note_id] = _brief(by_id[note_id])
         (duplicates if verdict.duplicate else contradictions).append({
             "a": briefs[a], "b": briefs[b], "score": round(verdict.score, 1),
             "reasons": list(verdict.reasons)})
-    paircache.save(root, similar, {project: results[project][1] for project in projects})
     forget_texts()  # the normalised texts of every note: not kept past the report
     order = lambda e: (-e["score"], e["a"]["id"], e["b"]["id"])  # noqa: E731
     return sorted(duplicates, key=order), sorted(contradictions, key=order)
@@ -227,10 +262,11 @@ def _listed(pairs: list[tuple[str, str]], by_id: dict[str, Note], dup: float, si
 
 
 # --- a second process for big stores --------------------------------------------------------
-# Reading and judging a big store is CPU work in Python: with two cores, half of the files and
-# half of the projects go to a forked child, which sends its results back pickled. A child
-# that fails costs only time: its half is done here. Below this many files or notes, a
-# process costs more than it saves.
+# Reading and judging a big store is CPU work in Python: with two cores, a share of the files,
+# of the projects and of the pairs to judge goes to a forked child, which sends its results
+# back pickled. A child that fails costs only time: its share is done here; when this process
+# fails, the child is stopped and waited for. Below this many files or notes, a process costs
+# more than it saves.
 PARALLEL_MIN = 1500
 PARALLEL_CHARS = 500_000  # characters compared by the pairs to judge: 2,500 short pairs
 
@@ -241,39 +277,69 @@ def _can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1 and worker_count() >= 2
 
 
-def _in_child(work: Callable[[], Any]) -> Callable[[], Any]:
-    """Start `work` in a forked child; the function returned waits for its result."""
-    try:
-        read_end, write_end = os.pipe()
-    except OSError:
-        return work
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return work
-    if pid == 0:  # the child: compute, send, and leave without running any clean-up
-        status = 1
-        try:
-            os.close(read_end)
-            data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write_end, "wb") as stream:
-                stream.write(data)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
+class _Child:
+    """`work` started in a forked child (or, when no child can be had, done on `result()`)."""
 
-    def result() -> Any:
-        with os.fdopen(read_end, "rb") as stream:
+    def __init__(self, work: Callable[[], Any]) -> None:
+        self.work = work
+        self.pid = 0
+        self.read_end = -1
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            return
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            return
+        if pid == 0:  # the child: compute, send, and leave without running any clean-up
+            status = 1
+            try:
+                os.close(read_end)
+                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write_end, "wb") as stream:
+                    stream.write(data)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        self.pid, self.read_end = pid, read_end
+
+    def result(self) -> Any:
+        """The child's result (its work done here if it failed)."""
+        if not self.pid:
+            return self.work()
+        with os.fdopen(self.read_end, "rb") as stream:
             data = stream.read()
-        _, status = os.waitpid(pid, 0)
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
         if status != 0 or not data:
-            return work()
+            return self.work()
         return pickle.loads(data)
 
-    return result
+    def discard(self) -> None:
+        """Stop the child and wait for it (this process failed: its result is not wanted)."""
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(self.pid, 0)
+            os.close(self.read_end)
+            self.pid = 0
+
+
+def _alongside(theirs: Callable[[], Any], mine: Callable[[], Any]) -> tuple[Any, Any]:
+    """`mine` here while `theirs` runs in a child: (mine's result, theirs')."""
+    child = _Child(theirs)
+    try:
+        own = mine()
+    except BaseException:
+        child.discard()
+        raise
+    return own, child.result()
 
 
 def _differs(root: Path, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:
@@ -356,8 +422,13 @@ def build_report(store: Store, moment: datetime | None = None) -> dict[str, Any]
     """The whole report as one JSON-ready dictionary (see docs/health.md for each key)."""
     moment = moment or now()
     settings = store.settings
-    drift = _index_drift(store)
-    notes, parse_errors, secrets, sizes = _read_all(store)
+    reading = _Reading(store)  # a big store: a child reads while the index is checked
+    try:
+        drift = _index_drift(store)
+    except BaseException:
+        reading.discard()
+        raise
+    notes, parse_errors, secrets, sizes = reading.result()
     counts = _counters(store, [n.id for n in notes])
 
     totals = {

@@ -47,6 +47,7 @@ class BackgroundWatcher:
         self._thread: threading.Thread | None = None
         self._answered = threading.Condition()
         self._go = threading.Event()
+        self._after = 0.0
 
     def start(self, *, after: float = 0.0) -> None:
         """Start the thread; it begins to watch at `go()`, or `after` seconds at the latest
