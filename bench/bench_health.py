@@ -33,23 +33,9 @@ PYTHON = sys.executable
 MEMCTL = str(Path(sys.executable).parent / "memctl")
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
-_CHILD_RUN = """
-import resource, subprocess, sys, time
-start = time.perf_counter()
-code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
-wall = time.perf_counter() - start
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, code)
-"""
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
-
-
-def show(figure: str, command: str) -> None:
-    print(f"  {figure}\n      $ {command}", flush=True)
+sys.path.insert(0, str(HERE))
+# One way of timing a command and of printing a figure for every script of bench/.
+from bench_search import _CHILD_RUN, load, show  # noqa: E402
 
 
 def corpus(out: Path, size: int) -> Path:

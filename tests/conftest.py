@@ -159,3 +159,13 @@ def tree_snapshot(root: Path) -> dict[str, bytes]:
             continue
         snapshot[rel] = path.read_bytes()
     return snapshot
+
+
+# An $EDITOR for `memctl edit` in tests: replaces the note's body with $NEW_BODY, keeps its
+# front matter as it is.
+BODY_EDITOR = """import os, sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+head, sep, _ = text.partition("\\n---\\n")
+open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
+"""

@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import Cli, git, memctl_executable, tree_snapshot
+from conftest import BODY_EDITOR, Cli, git, memctl_executable, tree_snapshot
 
 from memctl.disk.counters import record_access
 from memctl.store import Store
@@ -29,12 +29,7 @@ def machines(tmp_path):
     return stores
 
 
-EDITOR = """import os, sys
-path = sys.argv[1]
-text = open(path, encoding="utf-8").read()
-head, sep, _ = text.partition("\\n---\\n")
-open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
-"""
+EDITOR = BODY_EDITOR
 
 
 def edit(cli: Cli, note_id: str, body: str, now: str) -> None:

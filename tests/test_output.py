@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Cli, run_memctl
+from conftest import BODY_EDITOR, Cli, run_memctl
 from rich.cells import cell_len
 
 LONG_TITLE = ("Deploy checklist: run the migrations first, then restart the workers, "
@@ -103,12 +103,7 @@ def test_search_explain_adds_its_line_to_the_compact_hit(store_path: Path) -> No
 # --- conflicts: paths whole at any width --------------------------------------------------------
 
 
-EDITOR = """import os, sys
-path = sys.argv[1]
-text = open(path, encoding="utf-8").read()
-head, sep, _ = text.partition("\\n---\\n")
-open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
-"""
+EDITOR = BODY_EDITOR
 
 
 def _conflict(tmp_path: Path) -> Cli:

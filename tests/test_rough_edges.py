@@ -12,16 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLE, Cli, git, tree_snapshot
+from conftest import BODY_EDITOR, REPO, SAMPLE, Cli, git, tree_snapshot
 
 T = ["2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z", "2026-11-30T11:00:00.000Z",
      "2026-11-30T12:00:00.000Z"]
-EDITOR = """import os, sys
-path = sys.argv[1]
-text = open(path, encoding="utf-8").read()
-head, sep, _ = text.partition("\\n---\\n")
-open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
-"""
+EDITOR = BODY_EDITOR
 
 
 @pytest.fixture
