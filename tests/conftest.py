@@ -169,3 +169,26 @@ text = open(path, encoding="utf-8").read()
 head, sep, _ = text.partition("\\n---\\n")
 open(path, "w", encoding="utf-8").write(head + sep + os.environ["NEW_BODY"] + "\\n")
 """
+
+
+# Two machines and a remote, for sync tests: a bare repository, stores made by `memctl init`
+# (or cloned from the remote), and `memctl edit` replacing a note's body at a pinned time.
+@pytest.fixture
+def remote(tmp_path) -> str:
+    path = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
+    return str(path)
+
+
+def machine(tmp_path: Path, name: str, remote: str | None = None) -> Cli:
+    root = tmp_path / name
+    cli = Cli(root)
+    cli.ok("init", str(root), *(("--clone", remote) if remote else ()))
+    return cli
+
+
+def edit(cli: Cli, note_id: str, body: str, now: str) -> None:
+    script = cli.store.parent / "editor.py"
+    script.write_text(BODY_EDITOR)
+    cli.ok("edit", note_id, env={"EDITOR": f"{sys.executable} {script}", "NEW_BODY": body,
+                                 "MEMCTL_NOW": now})

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import BODY_EDITOR, Cli, git, memctl_executable, tree_snapshot
+from conftest import Cli, edit, git, memctl_executable, tree_snapshot
 
 from memctl.disk.counters import record_access
 from memctl.store import Store
@@ -27,16 +26,6 @@ def machines(tmp_path):
         Store.init(root)
         stores.append(Cli(root))
     return stores
-
-
-EDITOR = BODY_EDITOR
-
-
-def edit(cli: Cli, note_id: str, body: str, now: str) -> None:
-    script = cli.store.parent / "editor.py"
-    script.write_text(EDITOR)
-    cli.ok("edit", note_id, env={"EDITOR": f"{sys.executable} {script}", "NEW_BODY": body,
-                                 "MEMCTL_NOW": now})
 
 
 def add(cli: Cli, text: str, now: str = T1, *extra: str) -> str:

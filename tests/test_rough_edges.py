@@ -12,36 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BODY_EDITOR, REPO, SAMPLE, Cli, git, tree_snapshot
+from conftest import REPO, SAMPLE, Cli, edit, git, machine, tree_snapshot
 
 T = ["2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z", "2026-11-30T11:00:00.000Z",
      "2026-11-30T12:00:00.000Z"]
-EDITOR = BODY_EDITOR
-
-
-@pytest.fixture
-def remote(tmp_path) -> str:
-    path = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
-    return str(path)
-
-
-def machine(tmp_path: Path, name: str, remote: str | None = None) -> Cli:
-    root = tmp_path / name
-    cli = Cli(root)
-    cli.ok("init", str(root), *(("--clone", remote) if remote else ()))
-    return cli
 
 
 def add(cli: Cli, text: str, now: str) -> str:
     return cli.ok("add", text, "--json", "--force", env={"MEMCTL_NOW": now}).json()["id"]
-
-
-def edit(cli: Cli, note_id: str, body: str, now: str) -> None:
-    script = cli.store.parent / "editor.py"
-    script.write_text(EDITOR)
-    cli.ok("edit", note_id, env={"EDITOR": f"{sys.executable} {script}", "NEW_BODY": body,
-                                 "MEMCTL_NOW": now})
 
 
 def body_of(cli: Cli, note_id: str) -> str:

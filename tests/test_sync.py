@@ -6,41 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import BODY_EDITOR, Cli, git, tree_snapshot
+from conftest import Cli, edit, git, machine, tree_snapshot
 
 from memctl.disk.counters import record_access
 
 T = ["2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z", "2026-11-30T11:00:00.000Z",
      "2026-11-30T12:00:00.000Z", "2026-11-30T13:00:00.000Z", "2026-11-30T14:00:00.000Z"]
-EDITOR = BODY_EDITOR
-
-
-@pytest.fixture
-def remote(tmp_path) -> str:
-    path = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
-    return str(path)
-
-
-def machine(tmp_path: Path, name: str, remote: str | None = None) -> Cli:
-    root = tmp_path / name
-    cli = Cli(root)
-    if remote:
-        cli.ok("init", str(root), "--clone", remote)
-    else:
-        cli.ok("init", str(root))
-    return cli
-
-
-def edit(cli: Cli, note_id: str, body: str, now: str) -> None:
-    script = cli.store.parent / "editor.py"
-    script.write_text(EDITOR)
-    cli.ok("edit", note_id, env={"EDITOR": f"{sys.executable} {script}", "NEW_BODY": body,
-                                 "MEMCTL_NOW": now})
 
 
 def add(cli: Cli, text: str, now: str) -> str:
