@@ -63,7 +63,7 @@ def groups_of(root: Path) -> tuple[dict[str, list[tuple[str, str]]], list[tuple[
     from memctl.memory.health import _read_all
     from memctl.store import Store
 
-    notes = _read_all(Store(root))[0]
+    notes = _read_all(Store(root))[0][0]
     scopes: dict[str, list[tuple[str, str]]] = {}
     for note in sorted(live(notes, now()), key=lambda note: note.path):
         scopes.setdefault(note.path.split("/", 1)[0], []).append((note.id, note.body))

@@ -41,9 +41,12 @@ NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 NOW_TEXT = stamp(NOW)
 OLDEST = datetime(2025, 1, 15, tzinfo=UTC)
 
-CLASSES = ("keyword", "partial", "typo", "question")
+CLASSES = ("keyword", "partial", "typo", "question", "agent")
 # Per language; above the required 40/30/30/60 so each cell has a little more weight.
-QUERY_COUNTS = {"keyword": 48, "partial": 36, "typo": 36, "question": 72}
+QUERY_COUNTS = {"keyword": 48, "partial": 36, "typo": 36, "question": 72, "agent": 60}
+# The classes made in one pass from the generator's main random stream; `agent` questions come
+# after, from a stream of their own, so adding them left every earlier query as it was.
+MAIN_CLASSES = CLASSES[:4]
 LANG_WEIGHTS = {"en": 45, "zh": 45, "mixed": 10}
 STALE_ODDS = (("superseded", 0.08), ("archived", 0.03), ("expired", 0.04))
 
@@ -1627,7 +1630,8 @@ def make_query(rng: random.Random, note: Note, cls: str) -> str | None:
     return None
 
 
-def make_queries(rng: random.Random, notes: list[Note], projects: list[Project]) -> list[dict[str, object]]:
+def make_queries(rng: random.Random, notes: list[Note], projects: list[Project],
+                 seed: int) -> list[dict[str, object]]:
     """Queries per language and class, each from a different active note (its label)."""
     # Which keys also have a stale version: those queries can show a stale leak.
     stale_of: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
@@ -1644,7 +1648,7 @@ def make_queries(rng: random.Random, notes: list[Note], projects: list[Project])
                 by_frame.setdefault(note.frame, deque()).append(note)
         for pool in by_frame.values():
             rng.shuffle(pool)
-        for cls in CLASSES:
+        for cls in MAIN_CLASSES:
             wanted, made, misses = QUERY_COUNTS[cls], 0, 0
             order = [name for name in sorted(by_frame) if by_frame[name]]
             rng.shuffle(order)
@@ -1670,6 +1674,71 @@ def make_queries(rng: random.Random, notes: list[Note], projects: list[Project])
                                 "stale_versions": stale_of.get((note.project, note.frame, note.key), [])})
             if made < wanted:
                 raise SystemExit(f"only {made} {lang} {cls} queries could be made; enlarge the corpus")
+    used = {query["relevant"][0] for query in queries}  # type: ignore[index]
+    queries.extend(make_agent_queries(random.Random(f"agent-{seed}"), notes, projects, used, stale_of))
+    return queries
+
+
+# What an agent adds around its question: where it works and what the answer is for. The
+# words are ordinary (the project's name, `release`, `checklist`, `上线`, `清单`…) and occur
+# in other notes, MEMORY.md and scratchpads of the store, as such context does in a real one.
+AGENT_TASKS = [("release checklist", "上线清单"), ("incident report", "事故报告"), ("on-call handover", "值班交接"),
+               ("migration plan", "迁移方案"), ("runbook", "运维手册"), ("deploy script", "部署脚本"),
+               ("weekly status update", "周报")]
+AGENT_BEFORE = {"en": ["In {project}, ", "For the {project} project: ", "Working on {project_words}. ",
+                       "Quick question about {project}: ", "", ""],
+                "zh": ["{project_zh}这边，", "在{project_zh}项目里，", "问一下{project_zh}：", "{project}项目：", "", ""]}
+AGENT_INLINE = ["", "", " right now", " these days", " currently"]  # English, before the question mark
+AGENT_AFTER = {"en": ["", "", " I need it for the {task}.", " (for the {task})", " I'm updating the {task}."],
+               "zh": ["", "？", "，我在写{task_zh}", "？要写进{task_zh}", "，目前是怎样的？"]}
+AGENT_TYPO_SHARE = 0.25  # relayed from a person as typed
+
+
+def agent_question(rng: random.Random, note: Note, project: Project) -> str:
+    """One of the note's questions inside the context an agent gives it (its project, its
+    task), sometimes with one slip of the fingers from the person it relays."""
+    frame = FRAME_BY_NAME[note.frame]
+    lang = note.lang
+    question = fmt(rng.choice(list(frame.queries["question"][lang])), note.slots).rstrip("?？")
+    if rng.random() < AGENT_TYPO_SHARE:
+        question = (en_typo(rng, question) if lang == "en" else zh_typo(rng, question)) or question
+    task, task_zh = rng.choice(AGENT_TASKS)
+    slots = {"project": project.name, "project_words": project.name.replace("-", " "), "project_zh": project.zh,
+             "task": task, "task_zh": task_zh}
+    before = fmt(rng.choice(AGENT_BEFORE[lang]), slots)
+    after = fmt(rng.choice(AGENT_AFTER[lang]), slots)
+    if lang == "zh":
+        return unspace_cjk(tidy(before + question + after))
+    if before.endswith(", ") or before.endswith(": "):
+        question = question[0].lower() + question[1:]
+    return question_style(rng, before + question + rng.choice(AGENT_INLINE)) + after
+
+
+def make_agent_queries(rng: random.Random, notes: list[Note], projects: list[Project], used: set[str],
+                       stale_of: dict[tuple[str, str, tuple[str, ...]], list[str]]) -> list[dict[str, object]]:
+    """`agent` questions, per language from active notes no other query is about, spread over
+    the frames as the other classes are."""
+    queries: list[dict[str, object]] = []
+    by_name = {project.name: project for project in projects}
+    for lang in ("en", "zh"):
+        by_frame: dict[str, list[Note]] = {}
+        for note in notes:
+            if note.lang == lang and note.stale_reason is None and note.id not in used:
+                by_frame.setdefault(note.frame, []).append(note)
+        order = sorted(by_frame)
+        for pool in by_frame.values():
+            rng.shuffle(pool)
+        wanted = QUERY_COUNTS["agent"]
+        for made in range(1, wanted + 1):
+            pool = by_frame[order[(made - 1) % len(order)]] or max(by_frame.values(), key=len)
+            if not pool:
+                raise SystemExit(f"only {made - 1} {lang} agent queries could be made; enlarge the corpus")
+            note = pool.pop()
+            project = by_name.get(note.project) or rng.choice(projects)
+            queries.append({"id": f"{lang}-agent-{made:03d}", "lang": lang, "class": "agent",
+                            "query": agent_question(rng, note, project), "relevant": [note.id],
+                            "project": project.name, "frame": note.frame,
+                            "stale_versions": stale_of.get((note.project, note.frame, note.key), [])})
     return queries
 
 
@@ -1698,7 +1767,7 @@ def generate(out: Path, seed: int = 7, notes_count: int = 3200) -> dict[str, obj
     for name in [p.name for p in projects] + ["global"]:
         write_file(store / name / "MEMORY.md", memory_md(rng, name), NOW - timedelta(days=1))
         write_file(store / name / "SCRATCHPAD.md", scratchpad_md(rng, name), NOW - timedelta(hours=3))
-    queries = make_queries(rng, notes, projects)
+    queries = make_queries(rng, notes, projects, seed)
     with (out / "queries.jsonl").open("w", encoding="utf-8") as handle:
         for query in queries:
             handle.write(json.dumps(query, ensure_ascii=False) + "\n")

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memctl.core.note import Note
+    from memctl.index.db import Index
 
 
 class Store(StoreFiles):
@@ -102,30 +103,36 @@ class Store(StoreFiles):
         # is answered without walking the store (memctl.index.db.find_entry).
         return find_entry(self, wanted)
 
-    def commit(self, message: str, paths: list[str] | None = None) -> str | None:
+    def commit(self, message: str, paths: list[str] | None = None,
+               index: Index | None = None) -> str | None:
+        """Commit `paths` (everything when None) and index them again. `index`: the
+        connection the command already holds (`add`'s checks read through it), so the
+        index is not opened and closed once more: closing SQLite's last connection
+        checkpoints its write-ahead log to disk (bench/bench_write.py)."""
         # Lazy: git's module (subprocess) and the atomic writer (tempfile) are not needed by
         # a read, and every `memctl search` opens a Store (tests/test_layers.py).
         from memctl.disk import gitops
 
         commit_id = gitops.commit_all(self.root, message, paths)
         if paths:
-            self._refresh_index(paths)
+            self._refresh_index(paths, index)
         return commit_id
 
-    def _refresh_index(self, paths: list[str]) -> None:
+    def _refresh_index(self, paths: list[str], held: Index | None = None) -> None:
         """Read-your-writes: the next search sees this change even while a watcher (which
         lets commands skip their own walk) has not yet picked it up."""
         import sqlite3
 
-        if not index_path(self).exists():
+        if held is None and not index_path(self).exists():
             return
 
         try:
-            index = open_index(self)
+            index = open_index(self) if held is None else held
             try:
                 index.refresh(paths)
             finally:
-                index.close()
+                if held is None:
+                    index.close()
         except (sqlite3.Error, MemctlError):
             pass  # best effort: the next command's freshness check catches up
 

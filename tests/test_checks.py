@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from conftest import Cli, git
+from conftest import write_memory_file as write
 
 from memctl.core.note import Note
 from memctl.core.noteformat import parse_text
+from memctl.core.tokenize import from_index
+from memctl.index.db import ensure_fresh
+from memctl.index.nearwords import check_pool
+from memctl.memory import notes as notes_module
 from memctl.memory.checks import CREATED, MERGED, decide
+from memctl.memory.notes import _indexed_note
+from memctl.store import Store
 
 T0 = "2026-11-01T10:00:00.000Z"
 
@@ -259,3 +269,101 @@ def test_cli_importance_markers_apply_when_none_is_given(cli: Cli) -> None:
     assert _meta(cli.store, marked["path"])["importance"] == "8"
     assert _meta(cli.store, chinese["path"])["importance"] == "7"
     assert _meta(cli.store, given["path"])["importance"] == "3"  # the user's value wins
+
+
+# --- the checks' candidates from the index (memctl.index.nearwords) ---------------------------
+
+_WORDS = ("cache", "redis", "timeout", "deploy", "staging", "port", "the", "a", "uses", "not",
+          "never", "always", "database", "postgres", "mysql", "16", "5432", "5433", "blog",
+          "api", "limit", "数据库", "连接池", "超时", "缓存", "ops", "approval", "nginx")
+
+
+def _text(rng: random.Random) -> str:
+    shape = rng.random()
+    if shape < 0.1:  # one or two words: they pair by their characters too
+        return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 2)))
+    if shape < 0.15:  # a long text: every note is a candidate
+        return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(120, 160)))
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 14)))
+
+
+def _big_project(store: Path, rng: random.Random, count: int) -> list[str]:
+    """`count` notes dropped by hand into `blog` and `global` (some with a subject and a
+    predicate, a few superseded): their texts."""
+    texts = []
+    for number in range(count):
+        text = _text(rng)
+        texts.append(text)
+        meta: dict[str, object] = {"id": f"n{number:015d}", "type": "fact"}
+        if rng.random() < 0.1:
+            meta.update(subject=rng.choice(["api", "blog"]), predicate="limit")
+        if rng.random() < 0.05:
+            meta["status"] = "superseded"
+        project = "global" if rng.random() < 0.3 else "blog"
+        write(store, f"{project}/notes/fact/n{number}.md", text, **meta)
+    return texts
+
+
+def test_the_checks_see_the_same_notes_through_the_index_as_through_every_note(
+        store_path: Path) -> None:
+    """The decision on a new text is the same with the notes the index finds for it as with
+    every active note of its project and global: merges, similar notes (contradictions),
+    supersession, for short, one-word, long, Chinese texts, and repeated words."""
+    rng = random.Random(7)
+    texts = _big_project(store_path, rng, 400)
+    store = Store.open(store_path)
+    index = ensure_fresh(store, ["blog", "global"])
+    every = [_indexed_note(meta, body) for meta, body in index.conn.execute(
+        "SELECT d.meta, f.body FROM docs d JOIN fts f ON f.rowid = d.rowid WHERE d.kind = 'note'"
+        " AND d.status = 'active' AND d.project IN ('blog', 'global')").fetchall()
+        for meta, body in [(json.loads(meta), from_index(body))]]
+    compared = smaller = 0
+    for number in range(250):
+        base = rng.choice(texts).split()
+        if number % 3 == 0 and base:  # a near copy of a note: a merge or a contradiction
+            base[rng.randrange(len(base))] = rng.choice(_WORDS)
+            text = " ".join(base)
+        else:
+            text = _text(rng)
+        subject, predicate = ("api", "limit") if number % 7 == 0 else (None, None)
+        found = [_indexed_note(meta, body) for meta, body in check_pool(
+            index.conn, ["blog", "global"], text,
+            same_key_project="blog" if subject else None)]
+        everything = decide(text, note_type="fact", project="blog", existing=every,
+                            subject=subject, predicate=predicate)
+        through_index = decide(text, note_type="fact", project="blog", existing=found,
+                               subject=subject, predicate=predicate)
+        assert (through_index.action, through_index.merged_into, through_index.similar,
+                through_index.supersedes) == (everything.action, everything.merged_into,
+                                              everything.similar, everything.supersedes), text
+        compared += 1
+        smaller += len(found) < len(every) // 4
+    assert compared == 250 and smaller > 150  # most texts read a fraction of the notes
+    index.close()
+
+
+def test_a_duplicate_in_a_big_project_is_caught_reading_only_its_candidates(
+        cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`memctl add` in a project of 600 notes merges a near-duplicate and reports a possible
+    contradiction as before, with its checks reading a handful of notes, not all 600."""
+    for number in range(600):
+        write(cli.store, f"demo/notes/fact/filler-{number}.md",
+              f"Filler note {number}: service {number % 37} restarts at {number} past the hour",
+              id=f"f{number:015d}", type="fact")
+    write(cli.store, "demo/notes/fact/pg.md", "The blog backend uses PostgreSQL 16; no ORM.",
+          id="pg0000000000000x", type="fact")
+    seen: list[int] = []
+    real_decide = notes_module.decide
+
+    def counting(text: str, **kwargs: object) -> object:
+        seen.append(len(kwargs["existing"]))  # type: ignore[arg-type]
+        return real_decide(text, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(notes_module, "decide", counting)
+    cli.ok("add", "warm the index up: an unrelated note about kafka partitions")
+    merged = cli.ok("add", "the blog backend uses PostgreSQL 16, no ORM", "--json").json()
+    assert (merged["action"], merged["id"]) == ("merged", "pg0000000000000x")
+    similar = cli.ok("add", "The blog backend uses PostgreSQL 15; no ORM.", "--json").json()
+    assert similar["action"] == "created" and similar["similar"] == ["pg0000000000000x"]
+    assert seen[0] >= 600  # the first add keeps the words of every note, and reads them all
+    assert max(seen[1:]) < 20

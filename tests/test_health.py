@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import Cli, git, run_memctl, tree_snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 KEY = "AKIAIOSFODNN7EXAMPLE"
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
@@ -341,3 +344,115 @@ def test_a_big_json_document_is_written_in_pieces(monkeypatch: pytest.MonkeyPatc
     emit_json(report)
     assert out.getvalue() == json.dumps(report, ensure_ascii=False, indent=2) + "\n"
     assert len(writes) > 10 and max(writes) < len(out.getvalue()) / 10
+
+
+def _listed_pairs(cli: Cli, count: int) -> None:
+    """`health.listed_pairs = count` in the store's memctl.toml."""
+    settings = cli.store / "memctl.toml"
+    text = settings.read_text()
+    if "listed_pairs =" in text:
+        text = "\n".join(f"listed_pairs = {count}" if line.startswith("listed_pairs =") else line
+                         for line in text.splitlines()) + "\n"
+    else:
+        text += f"\n[health]\nlisted_pairs = {count}\n"
+    settings.write_text(text)
+
+
+def _every_verdict(report: dict, store: Path) -> dict[tuple[str, str], object]:
+    """Every pair of live notes within a project, judged the slow way (`compare`)."""
+    from itertools import combinations
+
+    from memctl.core.similarity import compare
+    from memctl.memory.health import _read_all
+    from memctl.store import Store
+
+    notes = [n for n in _read_all(Store(store))[0][0] if n.status == "active"]
+    verdicts = {}
+    for first, second in combinations(notes, 2):
+        if first.path.split("/")[0] == second.path.split("/")[0]:
+            key = (min(first.id, second.id), max(first.id, second.id))
+            verdicts[key] = compare(first.body, second.body)
+    return verdicts
+
+
+def test_pairs_are_counted_by_note_and_the_most_alike_listed_per_project(cli: Cli) -> None:
+    """Notes written from one template make far more pairs than anyone can act on (the 100k
+    benchmark store: ~400,000): each kind is counted by the notes it involves, exactly, and
+    each project lists its most alike pairs, at most `health.listed_pairs` (docs/health.md)."""
+    for port in range(5430, 5437):  # 7 notes, 21 pairs that may contradict each other
+        cli.ok("add", f"use port {port} for the dev database", "--force", env=NOW)
+    ops = Cli(cli.store, project="ops")
+    ops.ok("add", "deploys start at 09:00 on weekdays", "--force", env=NOW)
+    ops.ok("add", "deploys start at 10:00 on weekdays", "--force", env=NOW)
+    ops.ok("add", "The ops wiki lives on Confluence", env=NOW)
+    _listed_pairs(cli, 3)
+    report = cli.ok("health", "--json", env=NOW).json()
+    verdicts = _every_verdict(report, cli.store)
+    contradicting = {note_id for key, verdict in verdicts.items() if verdict.similar
+                     for note_id in key}
+    assert len(contradicting) == 9  # the slow way: every pair judged
+    assert report["pair_counts"]["contradictions"] == {"notes": 9, "listed": 4}
+    assert report["pair_counts"]["near_duplicates"] == {"notes": 0, "pairs": 0, "listed": 0}
+    assert report["pair_counts"]["similar"] == 22 and report["pair_counts"]["listed_per_project"] == 3
+    listed = {(e["a"]["id"], e["b"]["id"]): e["score"] for e in report["contradictions"]}
+    by_project = Counter(e["a"]["project"] for e in report["contradictions"])
+    assert by_project == {"demo": 3, "ops": 1}
+    demo_left = [verdicts[key].score for key in verdicts
+                 if key not in listed and verdicts[key].similar]
+    assert min(listed.values()) >= max(demo_left)  # the most alike are the ones listed
+    problem = next(p for p in report["problems"] if p["kind"] == "contradictions")
+    assert problem == {"kind": "contradictions", "count": 9,
+                       "message": "possible contradictions: 9 notes"}
+    _listed_pairs(cli, 0)  # none listed: still counted, still a problem for --strict
+    quiet = cli("health", "--json", "--strict", env=NOW)
+    assert quiet.exit_code == 1 and "possible contradictions: 9 notes" in quiet.stderr
+    assert quiet.json()["contradictions"] == []
+
+
+def test_the_terminal_shows_the_first_pairs_and_how_many_more(cli: Cli) -> None:
+    for port in range(5430, 5437):  # 21 pairs
+        cli.ok("add", f"use port {port} for the dev database", "--force", env=NOW)
+    shown = cli.ok("health", env=NOW).stdout
+    assert "possible contradictions (7 notes; the 21 most alike pairs)" in shown
+    assert "… and 1 more (--json lists all)" in shown
+    assert len(cli.ok("health", "--json", env=NOW).json()["contradictions"]) == 21
+
+
+_TEXTS = st.sampled_from(
+    ["use port 5432", "use port 5433", "use port 5434 now", "Use port 5432 for the dev db",
+     "使用 Redis 做缓存", "使用 Memcached 做缓存", "deploy on fridays", "never deploy on fridays",
+     "deploy on fridays!", "The blog backend uses PostgreSQL 16", "blog backend uses postgresql 16!",
+     "The blog backend uses MySQL 16"])
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(_TEXTS, min_size=2, max_size=16), st.integers(0, 4))
+def test_judging_stops_early_yet_counts_and_lists_what_judging_every_pair_gives(
+        texts: list[str], listed: int) -> None:
+    """`_judged` judges only what the report needs (memory/health.py): the notes it counts
+    are those of every pair judged the slow way, the near-duplicate pairs all of them, and
+    the pairs listed the first `listed` of each kind, the most alike first."""
+    from memctl.core.similarity import compare, similar_pairs
+    from memctl.memory.health import _judged
+
+    class Note:  # what `_judged` reads of a note
+        def __init__(self, note_id: str, body: str) -> None:
+            self.id, self.body, self.corrects = note_id, body, None
+
+    items = [(f"n{number:02d}", text) for number, text in enumerate(texts)]
+    by_id = {key: Note(key, text) for key, text in items}
+    pairs = similar_pairs(items)
+    got = _judged(pairs, by_id, 88, 70, listed)
+    kinds: dict[str, list[tuple]] = {"duplicates": [], "contradictions": []}
+    for a, b, _score in pairs:
+        verdict = compare(by_id[a].body, by_id[b].body)
+        key = (min(a, b), max(a, b))
+        if verdict.duplicate or verdict.similar:
+            kinds["duplicates" if verdict.duplicate else "contradictions"].append(
+                (*key, verdict.score, verdict.reasons))
+    assert got.duplicate_notes == {n for pair in kinds["duplicates"] for n in pair[:2]}
+    assert got.contradiction_notes == {n for pair in kinds["contradictions"] for n in pair[:2]}
+    assert got.duplicate_pairs == len(kinds["duplicates"])
+    assert got.duplicates == kinds["duplicates"][:listed]
+    assert got.contradictions == kinds["contradictions"][:listed]
+    assert got.similar == len(pairs) and got.judged <= len(pairs)

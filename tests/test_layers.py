@@ -6,8 +6,10 @@ of memctl's own modules sit at the top of a file except on the documented lazy p
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,13 @@ LAZY_IMPORTS = {
     # One command module per command line: `memctl show` on 10k notes ~60 ms less of imports
     # and typer's set-up of every command (bench/bench_write.py, docs/architecture.md).
     "memctl.cli.notes": {"memctl.services.upkeep"},  # sync, import, health: `init` alone
+    # `show` and `add` answered without typer, each loading only its own command
+    # (bench/bench_write.py; `memctl show` pinned below).
+    "memctl.cli.fast": {"memctl.cli.showing", "memctl.cli.adding"},
+    # The episode rules (sections, templates, the secret scanner): only for an episode's id
+    # (`show`) or a note naming its episode (`add --source-episode`).
+    "memctl.services.showing": {"memctl.memory.episodes"},
+    "memctl.services.notes": {"memctl.memory.episodes"},
     "memctl.cli.commands": {"memctl.cli.app", "memctl.cli.notes", "memctl.cli.search",
                             "memctl.cli.lifecycle", "memctl.cli.agent", "memctl.cli.sync",
                             "memctl.cli.watch", "memctl.cli.mcp"},
@@ -58,7 +67,8 @@ LAZY_IMPORTS = {
 # What `memctl search` loads of memctl: the fast path, the store, the index and its query.
 SEARCH_MODULES = {
     "memctl", "memctl.cli", "memctl.cli.context", "memctl.cli.fast", "memctl.cli.output",
-    "memctl.cli.searching", "memctl.core", "memctl.core.arguments", "memctl.core.clock",
+    "memctl.cli.plaintext", "memctl.cli.searching", "memctl.core", "memctl.core.arguments",
+    "memctl.core.clock",
     "memctl.core.errors", "memctl.core.stopwords", "memctl.index.bestmatch",
     "memctl.core.query", "memctl.core.tokenize", "memctl.core.vocab", "memctl.disk",
     "memctl.disk.counters", "memctl.disk.filescan", "memctl.disk.layout", "memctl.disk.repositories",
@@ -67,6 +77,11 @@ SEARCH_MODULES = {
     "memctl.index.db", "memctl.index.fuzzy", "memctl.index.scope", "memctl.index.search",
     "memctl.services", "memctl.services.retrieval", "memctl.services.stores", "memctl.store",
 }
+# What `memctl show ID` (a note's) loads of memctl besides what a search loads: the note
+# model and its reader, nothing of the write-time checks (similarity, the secret scanner,
+# templates, drafts) nor of episodes.
+SHOW_MODULES = {"memctl.cli.showing", "memctl.core.ids", "memctl.core.note",
+                "memctl.core.noteformat", "memctl.services.showing"}
 # The front ends reach memory through the services alone (and the pure core: errors, the
 # validators, the vocabulary), so both get the same checks and messages.
 FRONT_ENDS = ("memctl.cli", "memctl.mcp_server")
@@ -281,25 +296,106 @@ def test_the_package_root_imports_nothing_of_memctl() -> None:
     assert [target for target, *_ in import_sites("memctl")] == []
 
 
-def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
-    script = (
-        "import sys, atexit\n"
-        "atexit.register(lambda: print(sorted(m for m in sys.modules"
-        " if m == 'memctl' or m.startswith('memctl.')), file=sys.stderr))\n"
-        "sys.argv = ['memctl', 'search', 'postgres', '--json']\n"
-        "from memctl.cli import main\n"
-        "main()\n"
-    )
-    env = {"MEMCTL_STORE": str(sample_store), "MEMCTL_PROJECT": "blog-backend", "PATH": "/usr/bin:/bin"}
-    subprocess.run([memctl_executable(), "search", "postgres"], env=env, capture_output=True, check=True)
-    completed = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+# Modules `memctl search` must not load, whether it prints hits (without rich, to a pipe:
+# memctl.cli.plaintext) or JSON, and whether it walks the store or a live watcher answers:
+# each cost milliseconds of every search (docs/architecture.md, "Lazy imports, and why").
+SEARCH_NEVER_LOADS = ("typer", "yaml", "rapidfuzz", "watchdog", "mcp", "rich", "dataclasses",
+                      "inspect", "typing", "socket", "subprocess", "threading", "tempfile",
+                      "hashlib")
+_LOADED_BY_SEARCH = """
+import atexit, json, sys
+never = set(sys.argv[1].split(","))
+atexit.register(lambda: print(json.dumps({
+    "memctl": sorted(m for m in sys.modules if m == "memctl" or m.startswith("memctl.")),
+    "never": sorted(m for m in sys.modules if m.split(".")[0] in never)}), file=sys.stderr))
+sys.argv = ["memctl", "search", *sys.argv[2:]]
+from memctl.cli import main
+main()
+"""
+
+
+def loaded_by_search(env: dict[str, str], *args: str) -> dict:
+    completed = subprocess.run([sys.executable, "-c", _LOADED_BY_SEARCH, ",".join(SEARCH_NEVER_LOADS),
+                                *args], env=env, capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
-    loaded = set(eval(completed.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own output
-    assert loaded == SEARCH_MODULES
-    probe = script.replace("m == 'memctl' or m.startswith('memctl.')",
-                           "m in ('typer', 'yaml', 'rapidfuzz', 'watchdog', 'mcp', 'dataclasses')")
-    completed = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
-    assert completed.stderr.strip().splitlines()[-1] == "[]"
+    assert completed.stdout.strip(), "hits were printed"
+    return json.loads(completed.stderr.strip().splitlines()[-1])
+
+
+def watcher_live(env: dict[str, str]) -> bool:
+    status = subprocess.run([memctl_executable(), "watch", "--status", "--json"], env=env,
+                            capture_output=True, text=True)
+    return status.returncode == 0 and json.loads(status.stdout)["live"]
+
+
+def live_watcher(env: dict[str, str]) -> subprocess.Popen:
+    """A real `memctl watch`, once `memctl watch --status` calls it live."""
+    watcher = subprocess.Popen([memctl_executable(), "watch"], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and watcher.poll() is None:
+        if watcher_live(env):
+            return watcher
+        time.sleep(0.1)
+    watcher.terminate()
+    raise AssertionError("memctl watch did not become live")
+
+
+def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
+    """The pinned memctl modules, and none of the heavy ones, with and without a live
+    watcher, printing hits or JSON."""
+    env = {"MEMCTL_STORE": str(sample_store), "MEMCTL_PROJECT": "blog-backend", "PATH": "/usr/bin:/bin",
+           "COLUMNS": "100"}
+    subprocess.run([memctl_executable(), "search", "postgres"], env=env, capture_output=True, check=True)
+    for watching in (False, True):
+        watcher = live_watcher(env) if watching else None
+        try:
+            for output in (["--json"], []):
+                loaded = loaded_by_search(env, "postgres", *output)
+                assert set(loaded["memctl"]) == SEARCH_MODULES, output
+                assert loaded["never"] == [], output
+            # The searches read a live heartbeat (the watcher path: its cookies, the host check).
+            assert watcher_live(env) == watching
+        finally:
+            if watcher is not None:
+                watcher.terminate()
+                watcher.wait(10)
+
+
+_LOADED_BY_SHOW = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(
+    m for m in sys.modules if m == "memctl" or m.startswith("memctl.")
+    or m.split(".")[0] in ("typer", "rapidfuzz", "secrets", "watchdog", "mcp"))), file=sys.stderr))
+sys.argv = ["memctl", "show", *sys.argv[1:]]
+from memctl.cli import main
+main()
+"""
+
+
+def test_memctl_show_loads_only_what_it_needs(sample_store: Path) -> None:
+    """`memctl show ID` of a note: what a search loads and the note's reader (SHOW_MODULES),
+    without typer, the write-time checks or the episode rules; an episode's id loads those
+    rules (lazily) and still no typer."""
+    env = {"MEMCTL_STORE": str(sample_store), "MEMCTL_PROJECT": "blog-backend", "PATH": "/usr/bin:/bin"}
+    listed = subprocess.run([memctl_executable(), "list", "--json", "--all-projects"], env=env,
+                            capture_output=True, text=True, check=True)
+    note_id = json.loads(listed.stdout)[0]["id"]
+    episodes = subprocess.run([memctl_executable(), "episode", "list", "--json"], env=env,
+                              capture_output=True, text=True, check=True)
+    episode_id = json.loads(episodes.stdout)[0]["id"]
+    for args, expected in (([note_id, "--json"], SEARCH_MODULES | SHOW_MODULES),
+                           ([note_id], SEARCH_MODULES | SHOW_MODULES)):
+        completed = subprocess.run([sys.executable, "-c", _LOADED_BY_SHOW, *args], env=env,
+                                   capture_output=True, text=True)
+        assert completed.returncode == 0, completed.stderr
+        assert note_id in completed.stdout
+        assert set(json.loads(completed.stderr.strip().splitlines()[-1])) == expected, args
+    completed = subprocess.run([sys.executable, "-c", _LOADED_BY_SHOW, episode_id], env=env,
+                               capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    loaded = set(json.loads(completed.stderr.strip().splitlines()[-1]))
+    assert "memctl.memory.episodes" in loaded and "typer" not in loaded
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -21,6 +21,7 @@ from memctl.core.nearpairs import (
     TINY_DIVISOR,
     Shape,
     candidate_pairs,
+    candidate_partners,
     matches,
 )
 from memctl.core.similarity import (
@@ -63,11 +64,15 @@ WORDS = st.sampled_from(["the", "a", "port", "5432", "5433", "deploy", "deploys"
 def test_the_lanes_count_exactly_what_the_rule_says(token_lists: list[list[str]], data) -> None:
     """Whatever the texts (repeated words, empty ones, some the group's own and some its
     partners), the pairs found are those whose bags meet the bound, no more, no fewer; with
-    `rows`, those of the pairs that involve a row; one text against the rest, the same."""
+    `rows`, those of the pairs that involve a row; one text against the rest, the same; by
+    first text (`candidate_partners`, what the scoring reads), each pair once."""
     shapes = [Shape(words) for words in token_lists]
     own = data.draw(st.integers(1, len(shapes)))
     expected = _brute(shapes, own)
     assert set(candidate_pairs(shapes, own=own)) == expected
+    by_first = [(i, j) for i, others in candidate_partners(shapes, own=own).items()
+                for j in others]
+    assert sorted(by_first) == sorted(expected)
     rows = set(data.draw(st.lists(st.integers(0, len(shapes) - 1), max_size=4)))
     assert set(candidate_pairs(shapes, own=own, rows=rows)) == \
         {pair for pair in expected if pair[0] in rows or pair[1] in rows}
@@ -94,6 +99,8 @@ def test_long_texts_are_paired_by_shared_runs_of_words(monkeypatch) -> None:
     assert shapes[0].short is None and shapes[0].long  # long texts: the long regime only
     assert candidate_pairs(shapes) == [(0, 2)]
     monkeypatch.setattr(nearpairs, "DENSE_SHARE", 10**9)  # every element a lane integer
+    assert candidate_pairs(shapes) == [(0, 2)]
+    monkeypatch.setattr(nearpairs, "DENSE_SHARE", 1)  # held by two texts: counted pair by pair
     assert candidate_pairs(shapes) == [(0, 2)]
 
 

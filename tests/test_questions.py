@@ -46,6 +46,16 @@ def test_unspaced_chinese_becomes_pairs_and_runs_without_function_words() -> Non
     assert units == ["API", "服务", "部署", "署失", "失败", "部署失败", "原因"]
 
 
+def test_what_an_agent_says_around_its_question_is_not_units() -> None:
+    # The request around a question (bench/gen_qa.py's `agent` class): neither the asking nor
+    # "right now" is something a note must contain.
+    units = [u.label for u in parse("Quick question: which port does staging redis use currently?").units]
+    assert units == ["port", "staging", "redis", "use"]
+    assert split_chinese("支付服务这边目前是怎样的") == ["支付服务"]
+    assert split_chinese("问一下我在写值班交接") == ["在写值班交接"]
+    assert split_chinese("为啥挂了") == ["挂"]
+
+
 def test_explicit_syntax_keeps_its_meaning() -> None:
     query = parse('"real-time queue" kysely OR 缓存 -mysql migr* tag:db')
     labels = [(u.label, u.required) for u in query.units]
@@ -98,6 +108,27 @@ def test_more_of_the_query_and_rarer_words_beat_the_commonest(cli: Cli) -> None:
     common = add(cli, "service deploy config checklist")
     found = ids(cli, "pgbouncer pooling transaction service deploy")
     assert found[0] == rare and (common not in found or found.index(common) > 0)
+
+
+def test_the_name_of_the_project_searched_ranks_nothing(cli: Cli) -> None:
+    # An agent says where it works: `In chat-bot, …`. Every note searched is in chat-bot, so
+    # the name must not lift the one note that happens to mention it above the answer.
+    project = ("--project", "chat-bot")
+    answer = add(cli, "The message queue runs in region eu-west-1", *project)
+    mentions = add(cli, "Vault path kv/chat-bot/queue holds the message credentials", *project)
+    for number in range(6):
+        add(cli, f"region note {number}: the CDN edge is in region ap-south-{number}", *project)
+    question = "In chat-bot, which region hosts the message queue?"
+    assert ids(cli, question, "--project", "chat-bot")[0] == answer
+    explained = cli.ok("search", "--json", "--explain", "--project", "chat-bot", "--", question, env=NOW).json()
+    assert explained[0]["explain"]["scope_words"] == ["chat-bot"]
+    assert "chat-bot" not in explained[0]["explain"]["matched"]
+    # Spelt as words (`data pipeline`) it is the same; searched across projects, or alone,
+    # the name is a word like any other.
+    assert ids(cli, "working on chat bot: which region hosts the message queue",
+               "--project", "chat-bot")[0] == answer
+    assert ids(cli, "chat-bot", "--project", "chat-bot") == [mentions]
+    assert ids(cli, question, "--all-projects")[0] == mentions
 
 
 def test_partial_words_match_part_of_the_query(cli: Cli) -> None:

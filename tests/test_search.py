@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ from conftest import write_memory_file as write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memctl.index import fuzzy
 from memctl.index.search import search
 
 
@@ -208,6 +213,49 @@ def test_fuzzy_fallback_when_nothing_matches(cli: Cli, store: Path) -> None:
     assert hit_ids(cli, "qqqqzzzz") == []
     human = cli.ok("search", "kysley")
     assert "close" in human.stderr and "pg00000000000001" in human.stdout
+
+
+_LOADS_RAPIDFUZZ = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print('rapidfuzz' in sys.modules, file=sys.stderr))\n"
+    "sys.argv = ['memctl', *sys.argv[1:]]\n"
+    "from memctl.cli import main\n"
+    "main()\n")
+
+
+def test_a_search_nothing_is_close_to_ends_without_loading_rapidfuzz(store: Path) -> None:
+    """A word no word of the vocabulary could be close to (`fuzzy.reachable`) ends the fuzzy
+    fallback before rapidfuzz is imported, so a miss costs no more start-up than a hit
+    (bench/bench_search.py `miss`); a misspelling still loads it and finds its note."""
+    env = {**os.environ, "MEMCTL_STORE": str(store), "MEMCTL_PROJECT": "demo"}
+
+    def run(query: str) -> tuple[bool, list[dict[str, object]]]:
+        done = subprocess.run([sys.executable, "-c", _LOADS_RAPIDFUZZ, "search", query,
+                               "--json"], env=env, capture_output=True, text=True, check=True)
+        return done.stderr.strip().splitlines()[-1] == "True", json.loads(done.stdout)
+
+    assert run("zqxwvy") == (False, [])
+    loaded, hits = run("postgress")
+    assert loaded and hits[0]["id"] == "pg00000000000001" and hits[0]["fuzzy"] is True
+
+
+_LETTERS = st.text("abcdeilnorstz", min_size=1, max_size=14)
+
+
+@settings(max_examples=400, deadline=None)
+@given(word=st.text("abcdeilnorstz", min_size=4, max_size=14), vocab=st.lists(_LETTERS, max_size=40))
+def test_the_words_within_reach_hold_every_word_rapidfuzz_finds_close(
+        word: str, vocab: list[str]) -> None:
+    """The bound `fuzzy.reachable` filters by never drops a word `fuzz.ratio` puts at or
+    above the cutoff, and keeps the vocabulary's order: the close words are the same as
+    when every word was compared."""
+    from rapidfuzz import fuzz
+
+    kept = fuzzy.reachable(word, vocab)
+    assert kept == [other for other in vocab if other in set(kept)]
+    for other in vocab:
+        if fuzz.ratio(word, other) >= fuzzy.SCORE_CUTOFF:
+            assert other in kept, (word, other)
 
 
 def test_a_bare_word_also_finds_the_words_it_begins_ranked_below(cli: Cli, store: Path) -> None:

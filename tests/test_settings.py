@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 
 import pytest
 from conftest import REPO, Cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctl.core.errors import MemctlError
-from memctl.disk.settings import DEFAULTS, Settings, default_toml
+from memctl.disk.settings import DEFAULTS, Settings, _simple_toml, default_toml
 
 
 def test_init_writes_every_default_and_the_docs_show_the_same_text(store_path):
@@ -52,3 +56,64 @@ def test_a_file_of_comments_gives_the_defaults(store_path, text):
     (store_path / "memctl.toml").write_text(text)
     assert Settings.load(store_path).get("search.default_limit") == \
         DEFAULTS["search"]["default_limit"]
+
+
+# Files of the kinds the simple reader knows, and near misses it must leave to tomllib.
+KEYS = st.sampled_from(["default_limit", "max_notes", "x-y_z", "A1", "note_chars"])
+VALUES = st.one_of(st.integers(-10**6, 10**6).map(str),
+                   st.sampled_from(["0.5", "-0.0", "+3", "+0", "-0", "1.25", "true", "false",
+                                    '"text"', '"é 注释 #"', '""', '"tab\there"']))
+COMMENTS = st.sampled_from(["", "  # why", "#", "\t# tab", " # é 注释"])
+NEAR_MISSES = st.sampled_from([
+    "007 = 1", "a = 007", "a = 1e3", "a = 1_000", "a = .5", "a = 1.", "a = inf", "a = 'lit'",
+    'a = "esc\\"aped"', "a.b = 1", '"quoted" = 1', "[a.b]", "[[array]]", "a = [1, 2]",
+    "a = {b = 1}", "a = 1979-05-27", "a =", "= 1", "[search", "a = 1 2", "a = \x01",
+    "# bell \x07", "a = 1\r", "\ufeff[search]", "[search]", "max_notes = 1", "top = 1"])
+
+
+@st.composite
+def toml_files(draw: st.DrawFn) -> str:
+    lines = [] if draw(st.booleans()) else ["# memctl settings", ""]
+    for name in draw(st.lists(st.sampled_from(["search", "recall", "ttl", "health"]), unique=True)):
+        lines.append(draw(st.sampled_from([f"[{name}]", f"[ {name} ]", f"[{name}]  # why"])))
+        for key in draw(st.lists(KEYS, unique=True, max_size=4)):
+            lines.append(draw(st.sampled_from(["", "  ", "\t"])) + f"{key}"
+                         + draw(st.sampled_from([" = ", "=", " =\t"])) + draw(VALUES) + draw(COMMENTS))
+        lines.extend(draw(st.lists(st.sampled_from(["", "# note"]), max_size=1)))
+    if lines and draw(st.integers(0, 3)) == 0:
+        lines.insert(draw(st.integers(0, len(lines))), draw(NEAR_MISSES))
+    return draw(st.sampled_from(["\n", "\r\n"])).join(lines)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=toml_files())
+def test_the_simple_reader_reads_what_tomllib_reads_or_leaves_it(text: str) -> None:
+    read = _simple_toml(text.encode("utf-8"))
+    try:
+        expected = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        assert read is None
+        return
+    assert read is None or read == expected
+    if read is not None:  # -0.0 and 0.0 compare equal: the types and signs must match too
+        assert repr(read) == repr(expected)
+
+
+@pytest.mark.parametrize("text", ["[search]\n[search]\n", "[search]\na = 1\na = 2\n", "a = 1\n",
+                                  "[search]\na = 1e3\n", "[search]\na = 'x'\n", "[search]\na = \"\\n\"\n",
+                                  "[search.x]\n", "[search]\r\na = 1\r", "[search]\na = 01\n"])
+def test_what_the_simple_reader_leaves_to_tomllib(text: str) -> None:
+    """A table or key twice, a key outside a table, and any value or line beyond the simple
+    ones: tomllib reads it (or words its error)."""
+    assert _simple_toml(text.encode("utf-8")) is None
+
+
+def test_the_file_of_an_older_memctl_is_read_without_tomllib(store_path):
+    """A store made before a setting was added (the sample store's file has no [health])
+    or with one value changed is read without importing tomllib and typing (~10 ms)."""
+    (store_path / "memctl.toml").write_text((REPO / "sample_memory" / "memctl.toml").read_text())
+    script = ("import sys; from memctl.disk.settings import Settings; "
+              f"print(Settings.load({str(store_path)!r}).get('search.default_limit'), "
+              "'tomllib' in sys.modules, 'typing' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["20", "False", "False"]

@@ -185,6 +185,62 @@ def test_pairs_kept_between_reports_equal_comparing_everything_again(
             [(a, b, round(v, 9)) for a, b, v in similar_pairs(items, threshold=70)]
 
 
+def test_token_codes_kept_from_group_to_group_never_make_two_tokens_one(monkeypatch) -> None:
+    """The pair search codes tokens once for every group of a report (`_Views.remembered`:
+    `global`'s notes are in every project's group). Past CODES distinct tokens the codes
+    repeat, and a token of one group could get the code of another group's: the group is
+    then coded on its own, and its scores are the texts' scores."""
+    from memctl.core import similarity
+
+    monkeypatch.setattr(similarity, "CODES", 21)
+    similarity.forget()
+    try:
+        words = " ".join(f"t{n}" for n in range(20))
+        assert similar_pairs([("a1", words), ("a2", words.replace("t19", "zz"))])  # 21 codes
+        # `u` would get t0's code: "u x y" and "t0 x y" would be the same token sequence.
+        assert similar_pairs([("b1", "u x y"), ("b2", "t0 x y")]) == [
+            ("b1", "b2", score("u x y", "t0 x y"))]
+        assert score("u x y", "t0 x y") < 80
+    finally:
+        similarity.forget()
+
+
+def test_kept_pairs_that_do_not_read_right_are_found_afresh() -> None:
+    """The kept pairs are positions among the kept items (memory/paircache.py): a position
+    the entry does not have, or anything but a number, makes the group be compared again,
+    never read into a wrong pair (-1 would name the last note)."""
+    from memctl.memory.paircache import group_pairs
+
+    items = [("a", "use port 5432"), ("b", "use port 5433"), ("c", "deploy on fridays"),
+             ("d", "never deploy on fridays")]
+    fresh, entry = group_pairs(items, None, 70)
+    assert fresh and len(entry["pairs"]) == 3 * len(fresh)
+    assert group_pairs(items, entry, 70)[0] == fresh
+    for bad in ([0, -1, 90.0], [0, 9, 90.0], [0, 1, "90"], [True, 3, 90.0], [0, 1.0, 90.0],
+                [0, 1]):
+        assert group_pairs(items, {"items": entry["items"], "pairs": bad}, 70)[0] == fresh
+
+
+def test_a_pair_judged_with_the_score_it_was_found_with_is_compared_the_same() -> None:
+    """The health report judges the pairs `similar_pairs` finds with the scores it found them
+    with (`judge`, no second scoring): the same score as `score`, the same verdict as
+    `compare`, for short, Chinese and long (cut) texts."""
+    from memctl.core.similarity import judge
+
+    words = " ".join(f"step{i} runs" for i in range(150))
+    long_text = "deploy the blog backend on fridays " * 400
+    texts = [text for pair in DUPLICATES + CONTRADICTIONS + UNRELATED for text in pair[:2]]
+    texts += [words + " on mysql", words + " on postgresql", long_text,
+              long_text + "but never on a holiday", "deploy the blog backend on fridays"]
+    found = similar_pairs([(str(number), text) for number, text in enumerate(texts)])
+    assert len(found) > 20
+    for a, b, value in found:
+        first, second = texts[int(a)], texts[int(b)]
+        assert value == score(first, second)
+        for thresholds in ({}, {"duplicate_threshold": 95, "similar_threshold": 80}):
+            assert judge(first, second, value, **thresholds) == compare(first, second, **thresholds)
+
+
 def test_long_texts_are_compared_by_their_start() -> None:
     """A bounded part of a long note is compared (the module docstring): the cut falls
     between words, and a pair with a cut text is a duplicate only if the texts are the same."""

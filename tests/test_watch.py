@@ -27,7 +27,7 @@ from memctl.disk.watchstate import (
     store_identity,
     watcher_is_live,
 )
-from memctl.index.db import ensure_fresh
+from memctl.index.db import Index, ensure_fresh, fresh_during, open_index
 from memctl.services.retrieval import search
 from memctl.store import Store
 from memctl.watch.events import Coalescer, interpret, relative
@@ -295,6 +295,19 @@ def search_ids(store: Path, query: str) -> list[str]:
     result = run_memctl("search", query, "--all-projects", "--json", store=store, project=None)
     assert result.exit_code == 0, result.stderr
     return [hit["id"] for hit in json.loads(result.stdout)]
+
+
+def test_a_search_while_it_runs_does_not_close_the_counters_last(watcher: WatchProcess,
+                                                                 notes_store: Path) -> None:
+    """`memctl watch` holds the access counters open, so a search's own connection is not the
+    last to close: it leaves the WAL as it is instead of checkpointing it with an fsync (the
+    WAL file is gone after a last close). The access still counts."""
+    wal = notes_store / ".memctl" / "counters.sqlite-wal"
+    assert search_ids(notes_store, "zebra3q") == [nid(3)]
+    assert wal.exists()
+    shown = run_memctl("show", nid(3), "--json", store=notes_store, project=None)
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.json()["access_count"] == 1
 
 
 def test_saves_of_every_kind_reach_the_index(watcher: WatchProcess, notes_store: Path) -> None:
@@ -597,4 +610,38 @@ def test_a_reader_the_watcher_does_not_answer_checks_the_files_and_takes_its_coo
     with ensure_fresh(notes_store) as index:
         assert index.last_refresh is not None  # walked
         assert index.get(nid(300))["path"] == "demo/notes/fact/fresh.md"
+    assert _cookies(notes_store) == []
+
+
+def test_a_search_works_while_the_watcher_answers_and_again_if_the_index_changed(
+        watcher: WatchProcess, notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search asks the watcher and runs its query while the answer comes (`fresh_during`);
+    when the index changed meanwhile (here: another connection indexed a note written during
+    the first run), the query runs again on the index now current; when nothing changed, it
+    runs once. No walk either way, and no cookie left behind."""
+    monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "30")  # the watcher's answer, never the walk
+    store = Store.open(notes_store)
+    late = "demo/notes/fact/late.md"
+    runs: list[list[str]] = []
+
+    def work(index: Index) -> list[str]:
+        runs.append([row[0] for row in index.conn.execute("SELECT id FROM docs WHERE id = ?",
+                                                           (nid(400),))])
+        if len(runs) == 1:  # written and indexed by another connection after the query read
+            (notes_store / late).write_text(note_text(nid(400), "a quoll note"))
+            with open_index(notes_store) as other:
+                other.refresh([late])
+        return runs[-1]
+
+    def unchanged(index: Index) -> int:
+        runs.append([])
+        return index.count("note")
+
+    index, count = fresh_during(store, unchanged)
+    assert index.last_refresh is None  # the watcher answered: no walk
+    assert runs == [[]] and count == 20  # nothing changed: one run
+    runs.clear()
+    index, found = fresh_during(store, work)
+    assert index.last_refresh is None
+    assert runs == [[], [nid(400)]] and found == [nid(400)]
     assert _cookies(notes_store) == []

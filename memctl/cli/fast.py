@@ -1,11 +1,13 @@
-"""The fast path of `memctl search`: the command agents and people run most, answered
-without importing typer (~45 ms of every start-up on this kind of machine).
+"""The fast path of `memctl search`, `show` and `add`: the commands agents run on nearly
+every step, answered without importing typer (~45 ms of every start-up on this kind of
+machine).
 
 Only argument lists understood completely are answered here: the options spelled as the
 typer command declares them (tests/test_fastpath.py holds the two in step), with valid
 values. Anything else (help, a typo, an invalid value, `--`, `-n5`) goes to the typer app,
 which parses it afresh, so usage errors and help text come from one place. Either way the
-same `run_search` does the work. MEMCTL_NO_FAST_PATH=1 turns the fast path off.
+same `run_search`, `run_show` or `run_add` does the work (the last two imported only for
+their command: a search loads neither). MEMCTL_NO_FAST_PATH=1 turns the fast path off.
 
 A query may start with `-` (`memctl search -mysql`): both parsers read a word after one `-`
 as the query unless it is short options of the command (`is_query_word`).
@@ -20,6 +22,7 @@ from memctl.cli.context import choose_store, run_command
 from memctl.cli.searching import run_search
 from memctl.core import arguments
 from memctl.core.errors import ArgumentError
+from memctl.core.vocab import NOTE_TYPES
 
 # option spelling -> run_search keyword
 SEARCH_FLAGS = {
@@ -169,9 +172,125 @@ def parse_search(argv: list[str]) -> tuple[str | None, dict[str, object]] | None
     return store, kwargs
 
 
+def _command_args(argv: list[str], command: str) -> tuple[str | None, list[str]] | None:
+    """(the --store option, the arguments after the command) for `[--store PATH] COMMAND
+    …`, or None when the command line is anything else."""
+    store: str | None = None
+    position = 0
+    if argv[:1] == ["--store"] and len(argv) > 1 and not argv[1].startswith("-"):
+        store, position = argv[1], 2
+    elif argv[:1] and argv[0].startswith("--store="):
+        store, position = argv[0][len("--store="):], 1
+    if argv[position:position + 1] != [command]:
+        return None
+    return store, argv[position + 1:]
+
+
+def parse_show(argv: list[str]) -> tuple[str | None, str, bool] | None:
+    """(the --store option, the id, --json) for `[--store PATH] show ID [--json]` (`--json`
+    before or after the id), or None when the typer app should take the arguments."""
+    found = _command_args(argv, "show")
+    if found is None:
+        return None
+    store, rest = found
+    json_output = "--json" in rest
+    words = [token for token in rest if token != "--json"]
+    if len(words) != 1 or words[0].startswith("-") or len(rest) - len(words) > 1:
+        return None  # help, another option, `--`, no id or two
+    return store, words[0], json_output
+
+
+# `memctl add`: option spelling -> run_add keyword (tests/test_fastpath.py holds these equal
+# to the typer command's options).
+ADD_FLAGS = {"--global": "global_scope", "-g": "global_scope", "--force": "force",
+             "--allow-secret": "allow_secret", "--json": "json_output"}
+ADD_VALUES = {"--type": "note_type", "-t": "note_type", "--project": "project",
+              "-p": "project", "--importance": "importance", "-i": "importance",
+              "--tags": "tags", "--subject": "subject", "--predicate": "predicate",
+              "--expires": "expires", "--corrects": "corrects",
+              "--source-episode": "source_episode"}
+
+
+def _add_value(key: str, value: str) -> object:
+    """The value as the typer command would pass it (its choice, its callbacks' validators),
+    or None where typer must decide and word the error."""
+    if key == "note_type":
+        # click's case-insensitive choice, for the plain ASCII spellings of a type.
+        return next((kind for kind in NOTE_TYPES if value.isascii()
+                     and value.casefold() == kind.casefold()), None)
+    try:
+        if key == "project":
+            return arguments.project_name(value)
+        if key == "importance":
+            return arguments.importance(int(value)) if _DIGITS.fullmatch(value) else None
+    except ArgumentError:
+        return None
+    return value
+
+
+def parse_add(argv: list[str]) -> tuple[str | None, dict[str, object]] | None:
+    """(the --store option, the keyword arguments of `run_add`) for `[--store PATH] add …`
+    with one TEXT (or `-`) and options spelled as the typer command declares them, each
+    value valid; None when the typer app should take the arguments."""
+    found = _command_args(argv, "add")
+    if found is None:
+        return None
+    store, rest = found
+    kwargs: dict[str, object] = {}
+    text: str | None = None
+    position = 0
+    while position < len(rest):
+        token = rest[position]
+        position += 1
+        if token in ADD_FLAGS:
+            kwargs[ADD_FLAGS[token]] = True
+            continue
+        name, value = token, None
+        if token.startswith("--") and "=" in token:
+            name, value = token.split("=", 1)
+        if name in ADD_VALUES:
+            if value is None:
+                if position >= len(rest):
+                    return None
+                value = rest[position]
+                position += 1
+            key = ADD_VALUES[name]
+            converted = None if value.startswith("-") else _add_value(key, value)
+            if converted is None:
+                return None
+            kwargs[key] = converted  # given twice: the last one, as click takes it
+            continue
+        if text is not None or (token.startswith("-") and token != "-"):
+            return None  # help, an unknown option, `--`, short options run together, two texts
+        text = token
+    if text is None:
+        return None
+    return store, {"text": text, **kwargs}
+
+
 def run_fast(argv: list[str]) -> int | None:
     """The exit code of a command answered here, or None to hand it to the typer app."""
-    if "search" not in argv or os.environ.get("MEMCTL_NO_FAST_PATH") == "1":
+    if os.environ.get("MEMCTL_NO_FAST_PATH") == "1":
+        return None
+    if "show" in argv:
+        shown = parse_show(argv)
+        if shown is not None:
+            store_option, note_id, json_output = shown
+            choose_store(store_option)
+            # Lazy: `memctl search` never loads what `show` needs (tests/test_layers.py).
+            from memctl.cli.showing import run_show
+
+            return run_command(lambda: run_show(note_id, json_output=json_output))
+    if "add" in argv:
+        adding = parse_add(argv)
+        if adding is not None:
+            store_option, add_kwargs = adding
+            choose_store(store_option)
+            # Lazy: the write-time checks and the git commit, never for a search.
+            from memctl.cli.adding import run_add
+
+            return run_command(lambda: run_add(**add_kwargs))  # type: ignore[arg-type]
+    if "search" not in argv:
         return None
     parsed = parse_search(argv)
     if parsed is None:

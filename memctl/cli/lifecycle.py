@@ -12,6 +12,8 @@ from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.services import notes, upkeep
 from memctl.services.upkeep import bar, report_month
 
+SHOWN_PAIRS = 20  # pairs of each kind shown, as for idle notes (`--json` has all those listed)
+
 
 @app.command()
 def supersede(
@@ -154,9 +156,14 @@ def _render(report: dict[str, Any]) -> None:
              more=len(unrecalled) - 20)
     for key, title in (("contradictions", "possible contradictions"),
                        ("near_duplicates", "near-duplicates")):
-        _section(f"{title} ({len(report[key])})", ["a", "b", "score", "why", "texts"],
+        # Counted by note; the most alike pairs listed (docs/health.md), the first 20 here.
+        pairs = report[key]
+        notes = report.get("pair_counts", {}).get(key, {}).get("notes", 0)
+        _section(f"{title} ({notes} notes; the {len(pairs)} most alike pairs)" if notes
+                 else f"{title} (0)", ["a", "b", "score", "why", "texts"],
                  [[e["a"]["id"], e["b"]["id"], e["score"], ", ".join(e["reasons"]),
-                   f"{e['a']['title']}\n{e['b']['title']}"] for e in report[key]])
+                   f"{e['a']['title']}\n{e['b']['title']}"] for e in pairs[:SHOWN_PAIRS]],
+                 more=len(pairs) - SHOWN_PAIRS)
     _section(f"expired, not archived ({len(report['expired'])})",
              ["id", "project", "expires", "kept because", "title"],
              [[e["id"], e["project"], e["expires"], e["kept_because"] or "", e["title"]]

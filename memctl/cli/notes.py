@@ -7,6 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
+from memctl.cli.adding import run_add
 from memctl.cli.base import (
     JSON_OPTION,
     LIMIT_OPTION,
@@ -19,15 +20,13 @@ from memctl.cli.base import (
     store_path_option,
 )
 from memctl.cli.output import (
-    console,
     emit_json,
     info,
-    print_episode,
-    read_text_argument,
     report_parse_errors,
     table,
     warn,
 )
+from memctl.cli.showing import run_show
 from memctl.core import arguments
 from memctl.core.vocab import NOTE_TYPES, STATUSES
 from memctl.services import notes
@@ -83,25 +82,11 @@ def add(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Write one note (checks for duplicates and conflicts first)."""
-    store = get_store()
-    result = notes.remember(
-        store, read_text_argument(text), note_type=note_type.lower(),
-        project=current_project(project, global_scope), importance=importance, tags=tags,
-        subject=subject, predicate=predicate, expires=expires, corrects=corrects,
-        source_episode=source_episode, force=force, allow_secret=allow_secret, source="cli")
-    if json_output:
-        emit_json(result.to_dict())
-        return
-    # The words of the JSON `action` (docs/format.md): "created", or "merged" into a near-duplicate
-    verb = "merged into" if result.action == "merged" else "created"
-    info(f"{verb} {result.id}  {result.path}")
-    for old in result.superseded:
-        info(f"  supersedes {old}")
-    if result.corrects:
-        info(f"  correction of {result.corrects}: {result.corrects} stays active, the correction "
-             "ranks ahead of it")
-    for other in result.similar:
-        info(f"  similar to {other} (may contradict it: check with `memctl show {other}`)")
+    # Also what the fast path runs (cli/fast.py).
+    run_add(text, note_type=note_type, project=project, global_scope=global_scope,
+            importance=importance, tags=tags, subject=subject, predicate=predicate,
+            expires=expires, corrects=corrects, source_episode=source_episode, force=force,
+            allow_secret=allow_secret, json_output=json_output)
 
 
 @app.command(epilog=examples("memctl show 01m8p0bq", "memctl show 01m8p0bq --json"))
@@ -110,47 +95,7 @@ def show(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Show one note (or episode)."""
-    shown = notes.show(get_store(), note_id)
-    episode, note = shown.episode, shown.note
-    if shown.broken is not None:
-        # A file that does not parse is shown as it is, with its problem: `memctl edit`
-        # opens it for fixing (docs/format.md).
-        note_ref = (shown.last_good or {}).get("id", note_id)
-        warn(f"{shown.broken}; shown as it is: `memctl edit {note_ref}` opens it for "
-             "fixing (search and recall use its last good version)")
-        if json_output:
-            emit_json(shown.to_dict())
-        else:
-            sys.stdout.write(shown.to_dict()["raw"])
-        return
-    if episode is not None:
-        print_episode(episode, json_output)  # as `memctl episode show` prints it
-        return
-    assert note is not None
-    data = shown.to_dict()
-    if json_output:
-        emit_json(data)
-        return
-    from rich.markdown import Markdown
-    from rich.panel import Panel
-
-    fields = [f"[bold]{note.id}[/]  {note.type}  importance {note.importance}  {note.status}",
-              f"project {note.project}   tags {', '.join(note.tags) or '-'}   path {note.path}",
-              f"created {note.created}   updated {note.updated}"
-              + (f"   expires {note.expires}" if note.expires else "")]
-    if note.subject or note.predicate:
-        fields.append(f"subject {note.subject or '-'}   predicate {note.predicate or '-'}")
-    if note.superseded_by:
-        fields.append(f"superseded by {note.superseded_by}")
-    # The ids an imported note's [[wikilinks]] resolved to: the body names titles only (docs/sync.md).
-    links = [str(link) for link in note.meta.get("links") or []]
-    if links:
-        fields.append(f"links {', '.join(links)}")
-    count = data["access_count"]
-    fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
-                  f"last {data['last_accessed'] or 'never'}")
-    console().print(Panel("\n".join(fields), expand=False))
-    console().print(Markdown(note.body))
+    run_show(note_id, json_output=json_output)  # also what the fast path runs (cli/fast.py)
 
 
 

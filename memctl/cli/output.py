@@ -42,6 +42,11 @@ def console():  # -> rich.console.Console (lazy: rich costs start-up time)
     return _console
 
 
+def console_made() -> bool:
+    """Whether this process has made rich's console of stdout (whose width is then fixed)."""
+    return _console is not None
+
+
 def err_console():
     global _err_console
     if _err_console is None:

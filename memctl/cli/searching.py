@@ -6,17 +6,22 @@ from __future__ import annotations
 import sys
 
 from memctl.cli.context import current_project, get_store
-from memctl.cli.output import console, emit_json, report_parse_errors, warn
+from memctl.cli.output import console, console_made, emit_json, report_parse_errors, warn
+from memctl.cli.plaintext import PlainText, plain_console
+from memctl.cli.plaintext import cell_len as plain_cell_len
 from memctl.core.query import parse
 from memctl.services import retrieval
 from memctl.services.retrieval import CLOSE, OPEN
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
     from rich.containers import Lines
     from rich.text import Text
 
+    from memctl.cli.plaintext import PlainConsole
     from memctl.services.retrieval import Hit
 
 
@@ -55,10 +60,8 @@ def no_matches(stale: int) -> str:
             f" (superseded, archived or expired): --include-stale shows {'it' if one else 'them'}")
 
 
-def _marked(text: str) -> Text:
-    from rich.text import Text
-
-    out = Text()
+def _marked(text: str, text_type: type[Text]) -> Text:
+    out = text_type()
     bold = False
     start = 0
     for position, ch in enumerate(text):
@@ -77,17 +80,38 @@ _TITLE_CELLS = 60  # a title shown before a snippet from further into the note i
 
 
 def _print_hits(hits: list[Hit], explain: bool) -> None:
-    from rich.cells import cell_len
-    from rich.text import Text
-
-    out = console()
+    """The hits, laid out by rich on a terminal (with colours) or for text rich must measure;
+    else by `memctl.cli.plaintext`, the same bytes without importing rich (~30 ms of start-up;
+    tests/test_plaintext.py holds the two equal)."""
     rows = [(str(number), _shown_id(hit), hit.type, hit.project)
             for number, hit in enumerate(hits, 1)]
+    explained = [_explained(hit) if explain and hit.explain else None for hit in hits]
+    shown = [*(cell for row in rows for cell in row), *(hit.status for hit in hits),
+             *(line for line in explained if line), *(" ".join(hit.title.split()) for hit in hits),
+             *(" ".join(hit.snippet_marked.split()).replace(OPEN, "").replace(CLOSE, "")
+               for hit in hits)]
+    plain = None if console_made() else plain_console(shown)
+    if plain is None:
+        from rich.cells import cell_len
+        from rich.text import Text
+
+        lay_out_hits(hits, rows, explained, console(), Text, cell_len)
+    else:
+        lay_out_hits(hits, rows, explained, plain, PlainText, plain_cell_len)
+        plain.flush()
+
+
+def lay_out_hits(hits: list[Hit], rows: list[tuple[str, str, str, str]],
+                 explained: list[str | None], out: Console | PlainConsole,
+                 text_type: type[Text], cell_len: Callable[[str], int]) -> None:
+    """Print each hit (its number, id, type and project in `rows`, its --explain line or None)
+    on `out` with `text_type`: rich's console and Text, or their plain counterparts."""
     sizes = [max(cell_len(row[column]) for row in rows) for column in range(4)]
     indent = sizes[0] + 2
     room = max(20, out.width - indent)
-    for hit, (number, shown_id, kind, project) in zip(hits, rows, strict=True):
-        lead = Text()
+    for hit, (number, shown_id, kind, project), explanation in zip(hits, rows, explained,
+                                                                   strict=True):
+        lead = text_type()
         lead.append(shown_id + " " * (sizes[1] - cell_len(shown_id) + 2), style="bold")
         lead.append(kind + " " * (sizes[2] - cell_len(kind) + 2))
         lead.append(project + " " * (sizes[3] - cell_len(project) + 2), style="dim")
@@ -95,12 +119,12 @@ def _print_hits(hits: list[Hit], explain: bool) -> None:
             lead.append(f"[{hit.status}]  ", style="red")
         if hit.expired:
             lead.append("[expired]  ", style="red")
-        lines = _flow(out, lead, _content(hit), room)
-        if explain and hit.explain:
-            lines.extend(Text(_explained(hit), style="cyan").wrap(out, room))
+        lines = _flow(out, lead, _content(hit, text_type), room, text_type)
+        if explanation:
+            lines.extend(text_type(explanation, style="cyan").wrap(out, room))
         for position, line in enumerate(lines):
             margin = number.rjust(sizes[0]) + "  " if position == 0 else " " * indent
-            out.print(Text(margin) + line, no_wrap=True, overflow="ellipsis")
+            out.print(text_type(margin) + line, no_wrap=True, overflow="ellipsis")
 
 
 def _shown_id(hit: Hit) -> str:
@@ -113,12 +137,10 @@ def _shown_id(hit: Hit) -> str:
     return name if hit.kind == "scratchpad" else hit.id
 
 
-def _content(hit: Hit) -> Text:
+def _content(hit: Hit, text_type: type[Text]) -> Text:
     """The title (bold) and the snippet with its matches marked, on one line: the title once
     when the snippet begins with it."""
-    from rich.text import Text
-
-    snippet = _marked(" ".join(hit.snippet_marked.split()))
+    snippet = _marked(" ".join(hit.snippet_marked.split()), text_type)
     plain = snippet.plain
     start = len(plain) - len(plain.lstrip("# "))  # a MEMORY.md section starts with its heading
     title = " ".join(hit.title.split())
@@ -129,14 +151,13 @@ def _content(hit: Hit) -> Text:
             snippet.stylize("bold", 0, len(title))
         return snippet
     shown = title if len(title) <= _TITLE_CELLS else title[:_TITLE_CELLS - 1].rstrip() + "…"
-    return Text(shown, style="bold") + Text("  ") + snippet
+    return text_type(shown, style="bold") + text_type("  ") + snippet
 
 
-def _flow(out: Console, lead: Text, content: Text, room: int) -> list[Text]:
+def _flow(out: Console | PlainConsole, lead: Text, content: Text, room: int,
+          text_type: type[Text]) -> list[Text]:
     """`lead` then `content` wrapped into lines `room` cells wide, at most HIT_LINES of them,
     the last cut with "…" when there is more."""
-    from rich.text import Text
-
     width = lead.cell_len
     if width > room // 2:  # too little room left on the first line: the text starts below it
         lead.rstrip()
@@ -144,7 +165,7 @@ def _flow(out: Console, lead: Text, content: Text, room: int) -> list[Text]:
         return [lead, *_at_most(content.wrap(out, room), HIT_LINES - 1, room)]
     # The lead is ASCII (ids, types, project names, statuses): a placeholder word as wide
     # keeps its place on the first line while the text is wrapped.
-    lines = list((Text("x" * (width - 1) + " ") + content).wrap(out, room))
+    lines = list((text_type("x" * (width - 1) + " ") + content).wrap(out, room))
     lines[0] = lead + lines[0][width:]
     return _at_most(lines, HIT_LINES, room)
 
@@ -174,6 +195,8 @@ def _explained(hit: Hit) -> str:
     line += f" = {hit.score:.4f}"
     if e.get("placed_ahead_of"):
         line += f"; placed ahead of {', '.join(e['placed_ahead_of'])}, which it corrects"
+    if e.get("scope_words"):
+        line += f"; not ranked: {', '.join(e['scope_words'])} (the project searched)"
     if e.get("fuzzy"):
         line += "; fuzzy: " + ", ".join(f"{k} → {'/'.join(v)}" for k, v in e["fuzzy"].items())
     return line

@@ -7,8 +7,8 @@ same millisecond and draw the same 30 bits to collide; merge keeps both notes ev
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 import time
 
 from memctl.core.errors import ArgumentError
@@ -35,7 +35,10 @@ def new_id(millis: int | None = None) -> str:
         # Keep ids of one process ordered even when the clock repeats a millisecond.
         millis = max(millis, _last_millis + 1)
         _last_millis = millis
-    return _encode(millis, 10) + _encode(secrets.randbits(30), 6)
+    # 30 random bits from the system's generator, the one `secrets` draws from: the
+    # `secrets` module itself (hmac, hashlib, random) cost every `memctl show` and `add`
+    # ~8 ms of start-up (tests/test_layers.py).
+    return _encode(millis, 10) + _encode(int.from_bytes(os.urandom(4), "big") >> 2, 6)
 
 
 def is_id(text: str) -> bool:
@@ -57,9 +60,8 @@ def valid_id(text: str) -> bool:
 def id_argument(value: str, argument: str = "ID") -> str:
     """An id (or its first characters) given as an option or tool argument: refused, naming
     the argument (`ID`, a positional argument of the CLI; `id` for a model), when it could
-    not be an id at all, so no lookup ever sees a path. Here
-    rather than in `core/arguments.py`, which `memctl search` loads and this module's
-    `secrets` import would slow."""
+    not be an id at all, so no lookup ever sees a path. Here rather than in
+    `core/arguments.py`, which `memctl search` loads and which needs no id."""
     text = str(value).strip()
     if not text:
         raise ArgumentError(argument, "empty; give an id or its first characters")

@@ -40,10 +40,11 @@ counted pair by pair instead, so memory stays linear in the number of elements.
 
 from __future__ import annotations
 
+import sys
 import zlib
-from collections import Counter
-from collections.abc import Collection, Sequence
-from itertools import chain, compress, repeat
+from collections import Counter, defaultdict, deque
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from itertools import accumulate, chain, compress, repeat
 
 SHORT_MAX = 250  # words; an 8-bit lane holds the counts of the bound below up to 254
 LONG_MIN = 120  # words; < SHORT_MAX / 2, so texts within a factor of 2 share a regime
@@ -63,10 +64,11 @@ Pair = tuple[int, int]
 def short_elements(tokens: Sequence[str]) -> list[str]:
     """The bag of a short text: each word (a Latin word cut to STEM characters; every CJK
     character is a word of one), each occurrence from the second on numbered (`the`,
-    `the\x1f1`, ...), in no particular order."""
-    counts = Counter([token[:STEM] for token in tokens])
+    `the\x1f1`, ...), in no particular order. Interned: the bags of a group's texts are kept
+    together (memctl.core.similarity remembers them), and share a small vocabulary."""
+    counts = Counter(map(sys.intern, [token[:STEM] for token in tokens]))
     out = list(counts)
-    out.extend(f"{word}\x1f{number}" for word, count in counts.items() if count > 1
+    out.extend(sys.intern(f"{word}\x1f{number}") for word, count in counts.items() if count > 1
                for number in range(1, count))
     return out
 
@@ -140,47 +142,81 @@ def candidate_pairs(shapes: Sequence[Shape], own: int | None = None,
     pairs involving one of those texts."""
     own = len(shapes) if own is None else own
     found: set[Pair] = set()
-    found.update(_lane_pairs([shape.tiny for shape in shapes], own, rows, 8, TINY_DIVISOR))
-    found.update(_lane_pairs([shape.short for shape in shapes], own, rows, 8, SHORT_DIVISOR))
-    found.update(_lane_pairs([shape.long for shape in shapes], own, rows, 16, LONG_DIVISOR))
+    for elements, width, divisor in _regimes(shapes):
+        for first, others in _lane_hits(elements, own, rows, width, divisor):
+            found.update((first, other) if first < other else (other, first)
+                         for other in others)
     return sorted(found)
 
 
-def _lane_pairs(elements: Sequence[list[str] | None], own: int,
-                rows: Collection[int] | None, width: int, divisor: int) -> list[Pair]:
-    """The pairs whose bags share at least ceil((n_a + n_b) / divisor) elements (see the
-    module docstring for the lanes)."""
+def candidate_partners(shapes: Sequence[Shape], own: int | None = None) -> dict[int, list[int]]:
+    """The pairs of `candidate_pairs(shapes, own)` by their first text, {i: [j, ...]} with
+    i < j, each j once: what the scoring goes through, without a tuple per pair (at 100,000
+    notes the benchmark store's groups make 6 million candidates)."""
+    own = len(shapes) if own is None else own
+    partners: dict[int, list[int]] = {}
+    several: set[int] = set()  # texts with hits in two regimes: a pair may be in both
+    for elements, width, divisor in _regimes(shapes):
+        for first, others in _lane_hits(elements, own, None, width, divisor):
+            before = partners.get(first)
+            if before is None:
+                partners[first] = others
+            else:
+                before.extend(others)
+                several.add(first)
+    for first in several:
+        partners[first] = sorted(set(partners[first]))
+    return partners
+
+
+def _regimes(shapes: Sequence[Shape]) -> list[tuple[list[list[str] | None], int, int]]:
+    """Each regime's bags, lane width and divisor."""
+    return [([shape.tiny for shape in shapes], 8, TINY_DIVISOR),
+            ([shape.short for shape in shapes], 8, SHORT_DIVISOR),
+            ([shape.long for shape in shapes], 16, LONG_DIVISOR)]
+
+
+def _vector(lanes: Iterable[int], values: Iterable[int], count: int, lane_bytes: int) -> int:
+    """The integer of `count` lanes of `lane_bytes` (little-endian) holding `values` at
+    `lanes` and 0 elsewhere, written in C rather than by a Python loop per lane."""
+    raw = bytearray(count * lane_bytes)
+    if lane_bytes == 1:
+        deque(map(raw.__setitem__, lanes, values), maxlen=0)
+    elif sys.byteorder == "little":  # a machine word per lane, in the integer's own order
+        deque(map(memoryview(raw).cast("H").__setitem__, lanes, values), maxlen=0)
+    else:
+        for lane, value in zip(lanes, values, strict=True):
+            raw[lane * 2:lane * 2 + 2] = value.to_bytes(2, "little")
+    return int.from_bytes(raw, "little")
+
+
+def _lane_hits(elements: Sequence[list[str] | None], own: int, rows: Collection[int] | None,
+               width: int, divisor: int) -> Iterator[tuple[int, list[int]]]:
+    """(i, [j, ...]) for the texts whose bags share at least ceil((n_i + n_j) / divisor)
+    elements (see the module docstring for the lanes): without `rows`, each own text i with
+    the texts j > i; with `rows`, each of those texts with every other."""
     members = [number for number, bag in enumerate(elements) if bag]
     if len(members) < 2:
-        return []
+        return
     bags: list[list[str]] = [elements[number] for number in members]  # type: ignore[misc]
     lane_bytes = width // 8
     count = len(members)
-    size = count * lane_bytes
     own_positions = sum(1 for number in members if number < own)  # own texts come first
     # Which texts hold each element (one held by a single text can be shared with none).
     # Elements held by many texts get a lane integer; the others are counted pair by pair,
     # so memory stays linear in the number of elements: at most DENSE_SHARE integers per
     # element of the average text.
     dense_from = max(2, count // DENSE_SHARE)
-    frequency = Counter(chain.from_iterable(bags))
-    holders: dict[str, list[int]] = {element: [] for element, seen in frequency.items() if seen > 1}
-    del frequency
+    holders: defaultdict[str, list[int]] = defaultdict(list)
     for position, bag in enumerate(bags):
-        for element in bag:
-            found = holders.get(element)
-            if found is not None:
-                found.append(position)
+        deque(map(list.append, map(holders.__getitem__, bag), repeat(position)), maxlen=0)
     lanes: dict[str, int] = {}
     sparse: dict[str, list[int]] = {}
     for element, positions in holders.items():
-        if len(positions) < dense_from:
+        if len(positions) >= dense_from:
+            lanes[element] = _vector(positions, repeat(1), count, lane_bytes)
+        elif len(positions) > 1:
             sparse[element] = positions
-            continue
-        raw = bytearray(size)
-        for position in positions:
-            raw[position * lane_bytes] = 1
-        lanes[element] = int.from_bytes(raw, "little")
     del holders
     bias = 1 << (width - 1)
     ones = int.from_bytes((b"\x01" + b"\x00" * (lane_bytes - 1)) * count, "little")
@@ -193,27 +229,28 @@ def _lane_pairs(elements: Sequence[list[str] | None], own: int,
     if 2 * largest > divisor * bias or largest * (divisor - 2) > (bias - 1) * divisor:
         raise ValueError(f"a bag of {largest} elements does not fit lanes of {width} bits")
     # bound(x, y) = ceil((n_x + n_y) / divisor) = q + ceil((r + n_y) / divisor) for
-    # n_x = q·divisor + r: one lane vector per remainder r, each lane bias - ceil((r + n_y)/d).
+    # n_x = q·divisor + r: one lane vector per remainder r, each lane bias - ceil((r + n_y)/d);
+    # with q·ones taken off, one start per size n_x (made once per size).
     biases = [int.from_bytes(b"".join((bias - (r + n + divisor - 1) // divisor).to_bytes(
         lane_bytes, "little") for n in sizes), "little") for r in range(divisor)]
+    starts: dict[int, int] = {}
     lane_of, sparse_of = lanes.get, sparse.get
     if rows is None:
         wanted: Sequence[int] = range(own_positions)
     else:
         position_of = {number: position for position, number in enumerate(members)}
         wanted = sorted(position_of[number] for number in set(rows) if number in position_of)
-    pairs: list[Pair] = []
+    every = count == len(elements)  # members[k] == k
     for position in wanted:
         bag = bags[position]
-        quotient, remainder = divmod(sizes[position], divisor)
-        total = sum(map(lane_of, bag, repeat(0))) + biases[remainder] - quotient * ones
+        begin = starts.get(sizes[position])
+        if begin is None:
+            quotient, remainder = divmod(sizes[position], divisor)
+            begin = starts[sizes[position]] = biases[remainder] - quotient * ones
+        total = sum(map(lane_of, bag, repeat(0)), begin)
         shared = Counter(chain.from_iterable(filter(None, map(sparse_of, bag))))
         if shared:
-            raw = bytearray(size)
-            for other, number in shared.items():
-                raw[other * lane_bytes:(other + 1) * lane_bytes] = number.to_bytes(
-                    lane_bytes, "little")
-            total += int.from_bytes(raw, "little")
+            total += _vector(shared.keys(), shared.values(), count, lane_bytes)
         flags = total & tops
         if rows is None:
             start = position + 1  # each pair once: with the texts after this one
@@ -222,16 +259,18 @@ def _lane_pairs(elements: Sequence[list[str] | None], own: int,
             flags &= ~(1 << (width * position + width - 1))  # not with itself
             if position >= own_positions:  # a partner pairs with the group's own only
                 flags &= (1 << (width * own_positions)) - 1
-        # The top bit of lane k moved to bit 0 of byte k·lane_bytes: one byte per lane to find.
+        # The top bit of lane k moved to bit 0 of its first byte: one byte per lane is 1 or 0.
         flagged = (flags >> (width * start + width - 1)).to_bytes(
             (count - start) * lane_bytes, "little")
-        first = members[position]
-        at = flagged.find(1)
-        while at >= 0:
-            other = members[start + at // lane_bytes]
-            pairs.append((first, other) if first < other else (other, first))
-            at = flagged.find(1, at + lane_bytes)
-    return pairs
+        if lane_bytes > 1:
+            flagged = flagged[::lane_bytes]
+        # Where the 1s are, in C: the lengths of the runs of 0s between them, summed.
+        runs = flagged.split(b"\x01")
+        runs.pop()
+        hits = list(accumulate(map((1).__add__, map(len, runs)), initial=start - 1))
+        del hits[0]
+        if hits:
+            yield members[position], hits if every else list(map(members.__getitem__, hits))
 
 
 def matches(query: Shape, others: Sequence[Shape]) -> list[int]:
@@ -250,3 +289,36 @@ def matches(query: Shape, others: Sequence[Shape]) -> list[int]:
                     and sum(map(wanted, theirs)) * divisor >= len(mine) + len(theirs):
                 found.add(number)
     return sorted(found)
+
+
+def words(tokens: Sequence[str]) -> set[str]:
+    """The distinct words of a text as its short bag counts them: a Latin word by its first
+    STEM letters, a CJK character as itself (the bag without its occurrence numbers)."""
+    return {token[:STEM] for token in tokens}
+
+
+class Probe:
+    """What one new text needs to find, among other texts known only by their words (as
+    `words` gives them) and their number of tokens, every text `matches` would pair it with
+    (`memctl add` looks for its candidates in the index this way: memctl.index.nearwords).
+
+    - `exhaustive`: a text of LONG_MIN tokens or more pairs in the long regime, by shingles,
+      which words alone do not bound: every text is a candidate.
+    - `tiny`: the text has one or two words, so it also pairs by its characters with every
+      other such text, whatever their words (`Shape.tiny`).
+    - otherwise, the short regime: a pair shares at least (n_a + n_b) / SHORT_DIVISOR
+      elements, and a text shares at most this text's occurrences (`counts`) of the words
+      both hold: `may_pair(shared, size)` with `shared` that sum, `size` its n_b."""
+
+    def __init__(self, tokens: Sequence[str], text: str) -> None:
+        self.size = len(tokens)
+        self.counts = Counter(token[:STEM] for token in tokens)
+        self.tiny = Shape(tokens, text).tiny is not None
+        self.exhaustive = self.size >= LONG_MIN
+
+    def may_pair(self, shared: int, size: int) -> bool:
+        # n_b ≤ SHORT_MAX (beyond, no short bag) and ≤ (SHORT_DIVISOR - 1)·n_a (it shares at
+        # most n_a elements).
+        if not 0 < size <= min(SHORT_MAX, (SHORT_DIVISOR - 1) * self.size):
+            return False
+        return shared * SHORT_DIVISOR >= self.size + size

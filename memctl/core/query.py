@@ -24,6 +24,8 @@ give results (or none), never an FTS5 syntax error.
 
 from __future__ import annotations
 
+import re
+
 from memctl.core.errors import UsageError
 from memctl.core.stopwords import is_english_stop, split_chinese
 from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
@@ -369,3 +371,38 @@ def _group(group: list[Term]) -> str:
     if len(group) == 1:
         return _phrase(group[0])
     return "(" + " OR ".join(_phrase(term) for term in group) + ")"
+
+
+_EDGE_PUNCTUATION = ".,;:!?'\"()[]{}"
+
+
+def without_scope_words(query: Query, project: str) -> tuple[Query, list[str]]:
+    """The query without the words that name the project searched (`In chat-bot, …`,
+    `working on data pipeline`): every note in scope is in that project, so its name ranks
+    nothing, while the few notes that happen to mention it would win on it (docs/search.md,
+    "Scope words"). Returns the query unchanged when nothing names the project or when the
+    name is all it asks about, else a copy without those units, and the words left out."""
+    name_words = [part for part in re.split(r"[-_\s]+", project.casefold()) if part]
+    if not name_words or not query.units:
+        return query, []
+    bare = [unit.label == unit.text and not unit.required and unit.match.startswith('"')
+            for unit in query.units]
+    words = [unit.text.strip(_EDGE_PUNCTUATION).casefold() for unit in query.units]
+    dropped: set[int] = set()
+    for start, word in enumerate(words):
+        if not bare[start]:
+            continue
+        if re.split(r"[-_\s]+", word) == name_words:
+            dropped.add(start)
+            continue
+        end = start + len(name_words)
+        if len(name_words) > 1 and end <= len(words) and all(bare[start:end]) \
+                and words[start:end] == name_words:
+            dropped.update(range(start, end))
+    if not dropped or len(dropped) == len(query.units):
+        return query, []
+    narrowed = Query.__new__(Query)
+    narrowed.__dict__.update(query.__dict__)
+    narrowed.units = [unit for number, unit in enumerate(query.units) if number not in dropped]
+    narrowed.any_match = narrowed.matching_any()
+    return narrowed, [query.units[number].text.strip(_EDGE_PUNCTUATION) for number in sorted(dropped)]

@@ -68,6 +68,7 @@ class SecretFinding:
 # --- normalisation -----------------------------------------------------------------------------
 
 _INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad")
+_ANY_INVISIBLE = re.compile("[" + "".join(sorted(_INVISIBLE)) + "]")
 
 
 class _NfkcTable(dict):  # type: ignore[type-arg]
@@ -145,7 +146,15 @@ class _View:
 def _normalised(text: str) -> _View:
     if text.isascii():
         return _View(text)
+    visible = _ANY_INVISIBLE.search(text) is None
+    if visible and unicodedata.is_normalized("NFKC", text):
+        # Every character is its own NFKC form (a character whose form differs is never in
+        # normalised text), so the tables below would give the text back, a character at a
+        # time: the scan of a long Chinese document spent most of its time there.
+        return _View(text)
     view = text.translate(_NFKC)
+    if visible and len(view) == len(text):
+        return _View(view)  # only invisible characters have an empty form: one for one
     marks = text.translate(_RESIZE)
     if "\x01" not in marks:
         return _View(view)  # one character for one: the offsets are the original's
@@ -521,12 +530,23 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
     return found
 
 
+# Every rule's hints in one search each (text, lower-cased text): most texts hold none, and
+# are then spared a look for each rule's own (the health report scans every file and title).
+_ANY_HINT = re.compile("|".join(re.escape(hint) for rule in _RULES if not rule.lower
+                                for hint in rule.hints))
+_ANY_LOWER_HINT = re.compile("|".join(re.escape(hint) for rule in _RULES if rule.lower
+                                      for hint in rule.hints))
+
+
 def _candidates(text: str) -> list[_Candidate]:
     lowered = text.lower()
     out = _private_keys(text, 0) if "PRIVATE KEY" in text else []
+    if _ANY_HINT.search(text) is None and _ANY_LOWER_HINT.search(lowered) is None:
+        out.extend(_assignments(text, lowered, len(_RULES) + 1))
+        return out
     for priority, rule in enumerate(_RULES, start=1):
         haystack = lowered if rule.lower else text
-        if any(hint in haystack for hint in rule.hints):
+        if any(map(haystack.__contains__, rule.hints)):
             out.extend(_rule_matches(rule, text, priority))
     out.extend(_assignments(text, lowered, len(_RULES) + 1))
     return out

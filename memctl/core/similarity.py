@@ -34,6 +34,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
@@ -57,7 +58,7 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 # Punctuation (ASCII and full-width, which NFKC mostly folds) becomes a space; apostrophes
 # are kept so that "don't" stays one negating word.
 _NON_WORD = re.compile(rf"[^\w\s'{_CJK}]")
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_RUN = re.compile(f"([{_CJK}]+)")  # a group: `split` keeps the runs
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _CONTRACTION = re.compile(r"\b(won|can|shan|\w+)'t\b|\bcannot\b")
 _IRREGULAR = {"won": "will", "can": "can", "shan": "shall"}
@@ -81,9 +82,10 @@ _ANTONYMS = (
 )
 
 
-# Each antonym with where to look for it in `_word_forms`: 0 the words, 1 the CJK characters.
-_ANTONYM_FORMS = tuple((left, right, int(bool(_CJK_CHAR.match(left))),
-                        int(bool(_CJK_CHAR.match(right)))) for left, right in _ANTONYMS)
+# Each word of an antonym pair with where to look for it in `_word_forms`: 0 the words, 1 the
+# characters without blanks (a CJK word).
+_ANTONYM_TERMS = tuple(sorted({(term, int(bool(_CJK_CHAR.match(term))))
+                               for pair in _ANTONYMS for term in pair}))
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,11 @@ def normalize(text: str) -> str:
     text = _NON_WORD.sub(" ", text.replace("_", " "))
     # A blank on both sides of every CJK run: where one was already, the split below drops
     # the extra (one pass over the runs, rather than look-arounds at every character;
-    # tests/test_similarity.py holds it equal to inserting blanks only where needed).
-    text = _CJK_RUN.sub(r" \g<0> ", text)
+    # tests/test_similarity.py holds it equal to inserting blanks only where needed). Split
+    # and joined: the same as substituting " run " for each run, without a Python call per run.
+    text = " ".join(_CJK_RUN.split(text))
+    if "'" not in text:  # nothing to strip: the words as they are
+        return " ".join(text.split())
     return " ".join(part.strip("'") for part in text.split() if part.strip("'"))
 
 
@@ -224,6 +229,8 @@ def _expand_contraction(match: re.Match[str]) -> str:
 
 def tokens(text: str) -> list[str]:
     """Words of a normalised text, each CJK character its own token (no dictionary needed)."""
+    if text.isascii():  # no CJK character: the words as they are
+        return text.split()
     out: list[str] = []
     for word in text.split():
         if _CJK_CHAR.match(word):
@@ -262,18 +269,24 @@ class _Views:
         self.sorted = [" ".join(sorted(n.split())) for n in norms]
         self.coded = [self.code(n) for n in norms]
 
+    @classmethod
+    def remembered(cls, norms: Sequence[str]) -> _Views:
+        """The views of `norms` with this process's codes (`_remembered_views`), or, when
+        those have run out (past CODES distinct tokens), with codes of their own."""
+        with _SHARED_LOCK:  # one group's codes made at once, whatever other threads do
+            made = [_remembered_views(norm) for norm in norms]
+            if len(_SHARED_CODES) > CODES:  # some codes repeat: start again, and not here
+                forget()
+                return cls(norms)
+        views = cls.__new__(cls)
+        views.codebook = _SHARED_CODES
+        views.chars = list(norms)
+        views.sorted = [words for words, _ in made]
+        views.coded = [coded for _, coded in made]
+        return views
+
     def code(self, norm: str) -> str:
-        out = []
-        for token in tokens(norm):
-            char = self.codebook.get(token)
-            if char is None:
-                # Planes 15-16 are private use: no clash with real text. Past 131,068 distinct
-                # tokens codes repeat, which can only make a score a little too high.
-                n = len(self.codebook) % 131068
-                char = chr(0xF0000 + n) if n < 65534 else chr(0x100000 + n - 65534)
-                self.codebook[token] = char
-            out.append(char)
-        return "".join(out)
+        return _code(norm, self.codebook)
 
     def best(self, i_or_query: int | str, start: int, threshold: float) -> dict[int, float]:
         """Index (from `start`) -> best score of each text scoring at least `threshold`."""
@@ -297,6 +310,39 @@ class _Views:
         return best
 
 
+# Past this many distinct tokens codes repeat, which can only make a score a little too high.
+CODES = 131068
+
+
+def _code(norm: str, book: dict[str, str]) -> str:
+    """A text's tokens, each coded as one character (the same character for the same token
+    throughout `book`)."""
+    words = tokens(norm)
+    codes = list(map(book.get, words))  # in C: most tokens have a code already
+    if None in codes:
+        for token in words:  # new tokens get codes in the order they first appear
+            if token not in book:
+                # Planes 15-16 are private use: no clash with real text.
+                n = len(book) % CODES
+                book[token] = chr(0xF0000 + n) if n < 65534 else chr(0x100000 + n - 65534)
+        codes = list(map(book.__getitem__, words))
+    return "".join(codes)
+
+
+# The codes of the pair search, the same for every group of a report: a text's views are then
+# made once (`global`'s notes are partners in every project's group, and their views were
+# made again for each; a score does not depend on which code a token has, only on which
+# tokens share one). `forget` drops both.
+_SHARED_CODES: dict[str, str] = {}
+_SHARED_LOCK = threading.RLock()
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _remembered_views(norm: str) -> tuple[str, str]:
+    """The words of a normalised text sorted, and its tokens coded with `_SHARED_CODES`."""
+    return " ".join(sorted(norm.split())), _code(norm, _SHARED_CODES)
+
+
 def _negations(norm: str) -> int:
     count = 0
     for word in norm.split():
@@ -315,13 +361,21 @@ def _word_forms(norm: str) -> tuple[frozenset[str], str]:
     return frozenset(norm.split()), norm.replace(" ", "")
 
 
+def _antonym_terms(norm: str) -> frozenset[str]:
+    """The words of `_ANTONYMS` a text holds: all the antonym check needs to know of it (a
+    text is split once, and only these few words are kept: `_features`)."""
+    forms = _word_forms(norm)
+    return frozenset(term for term, where in _ANTONYM_TERMS if term in forms[where])
+
+
 def _antonym_swapped(na: str, nb: str) -> bool:
-    # Each text split once, not once per antonym looked for (the health report judges
-    # hundreds of thousands of pairs at 100k notes).
-    fa, fb = _word_forms(na), _word_forms(nb)
-    for left, right, left_cjk, right_cjk in _ANTONYM_FORMS:
-        a_left, a_right = left in fa[left_cjk], right in fa[right_cjk]
-        b_left, b_right = left in fb[left_cjk], right in fb[right_cjk]
+    return _swapped(_antonym_terms(na), _antonym_terms(nb))
+
+
+def _swapped(fa: frozenset[str], fb: frozenset[str]) -> bool:
+    for left, right in _ANTONYMS:
+        a_left, a_right = left in fa, right in fa
+        b_left, b_right = left in fb, right in fb
         if (a_left and not a_right and b_right and not b_left) or (
             a_right and not a_left and b_left and not b_right
         ):
@@ -405,17 +459,36 @@ def _unchecked(a: str, b: str, cut: bool) -> tuple[str, ...]:
     return (UNCHECKED,) if cut and a.strip() != b.strip() else ()
 
 
+class _Features:
+    """What `_reasons` reads of one normalised text, worked out once per text (`_features`):
+    the health report judges each note against many others. Not its tokens (cheap to make
+    again, and a long Chinese text's are thousands of one-character strings to keep)."""
+
+    __slots__ = ("numbers", "negations", "antonyms")
+
+    def __init__(self, norm: str) -> None:
+        self.numbers = Counter(_NUMBER.findall(norm))
+        self.negations = _negations(norm)
+        self.antonyms = _antonym_terms(norm)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _features(norm: str) -> _Features:
+    return _Features(norm)
+
+
 def _reasons(na: str, nb: str) -> tuple[tuple[str, ...], bool]:
     """The signs of disagreement, and whether the texts say mostly the same thing (only then
     do the signs make them a possible contradiction; any sign still blocks a merge)."""
+    fa, fb = _features(na), _features(nb)
     ta, tb = tokens(na), tokens(nb)
     opcodes = _opcodes(ta, tb)
     reasons: list[str] = []
-    if Counter(_NUMBER.findall(na)) != Counter(_NUMBER.findall(nb)):
+    if fa.numbers != fb.numbers:
         reasons.append("number")
-    if _negations(na) != _negations(nb):
+    if fa.negations != fb.negations:
         reasons.append("negation")
-    if _antonym_swapped(na, nb):
+    if _swapped(fa.antonyms, fb.antonyms):
         reasons.append("antonym")
     if _value_changed(ta, tb, opcodes):
         reasons.append("value")
@@ -430,8 +503,22 @@ def compare(
     similar_threshold: float = DEFAULT_SIMILAR_THRESHOLD,
 ) -> Comparison:
     """Compare two texts: duplicate (merge), similar (contradiction candidate), or neither."""
+    return judge(a, b, score(a, b), duplicate_threshold=duplicate_threshold,
+                 similar_threshold=similar_threshold)
+
+
+def judge(
+    a: str,
+    b: str,
+    value: float,
+    *,
+    duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+    similar_threshold: float = DEFAULT_SIMILAR_THRESHOLD,
+) -> Comparison:
+    """`compare` of two texts whose score (`score(a, b)`) is known: the health report judges
+    the pairs `similar_pairs` found with their scores, and scoring two long texts again
+    costs a millisecond (tests/test_similarity.py holds the two verdicts equal)."""
     (na, cut_a), (nb, cut_b) = _compared(a), _compared(b)
-    value = _score_normalized(na, nb)
     if value < similar_threshold:
         return Comparison(value, False, False, ())
     signs, same = _reasons(na, nb)
@@ -440,6 +527,13 @@ def compare(
     duplicate = value >= duplicate_threshold and not reasons  # any sign blocks a merge
     similar = bool(unchecked) or (bool(signs) and same)
     return Comparison(value, duplicate, similar, reasons if similar else ())
+
+
+def compared_tokens(text: str) -> tuple[list[str], str]:
+    """The tokens of the part of `text` that is compared, and that part normalised: what
+    `candidates` bags a text by (memctl.core.nearpairs.Shape)."""
+    norm = _compared(text)[0]
+    return tokens(norm), norm
 
 
 def candidates(
@@ -454,6 +548,8 @@ def candidates(
     for key, other in others:
         keys.append(key)
         texts.append(_compared(other)[0])
+    if not texts:
+        return []  # nothing to score: rapidfuzz (~12 ms to import) is not needed
     query = _compared(text)[0]
     if not query:
         return []
@@ -497,6 +593,10 @@ def forget() -> None:
     report of a big store, need not keep them)."""
     _compared.cache_clear()
     _shape.cache_clear()
+    _features.cache_clear()
+    with _SHARED_LOCK:
+        _remembered_views.cache_clear()
+        _SHARED_CODES.clear()
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -515,29 +615,34 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
     everything = [*items, *partners]
     all_keys = [key for key, _ in everything]
     norms = [_compared(text)[0] for _, text in everything]
-    rows = None if keys is None else [number for number, key in enumerate(all_keys) if key in keys]
-    found = nearpairs.candidate_pairs([_shape(norm) for norm in norms], own=len(items),
-                                      rows=rows)
+    shapes = [_shape(norm) for norm in norms]
+    if keys is None:
+        partners_of = nearpairs.candidate_partners(shapes, own=len(items))
+    else:
+        rows = [number for number, key in enumerate(all_keys) if key in keys]
+        partners_of = {}
+        for first, second in nearpairs.candidate_pairs(shapes, own=len(items), rows=rows):
+            partners_of.setdefault(first, []).append(second)
     # The three views of the texts in some candidate pair only (a long text's word codes cost
     # a millisecond: not worth it for a text no pair needs).
-    involved = sorted({number for pair in found for number in pair})
+    involved = sorted(set(partners_of).union(*partners_of.values()))
     at = {number: position for position, number in enumerate(involved)}
-    views = _Views([norms[number] for number in involved])
-    partners_of: dict[int, list[int]] = {}
-    for first, second in found:
-        partners_of.setdefault(first, []).append(second)
-    best: dict[tuple[int, int], float] = {}
+    views = _Views.remembered([norms[number] for number in involved])
+    pairs: list[tuple[str, str, float]] = []
     each_view = (views.chars, views.sorted, views.coded)
+    ratio, extract = fuzz.ratio, process.extract
     for first, others in partners_of.items():
+        spots = list(map(at.__getitem__, others))
+        best: dict[int, float] = {}
         for view in each_view:
             # One C call per text and view over its candidates, not a Python call per pair.
-            for _, value, idx in process.extract(
-                view[at[first]], [view[at[other]] for other in others], scorer=fuzz.ratio,
-                processor=None, score_cutoff=threshold, limit=None,
-            ):
-                pair = (first, others[idx])
-                best[pair] = max(best.get(pair, 0.0), value)
-    pairs = [(all_keys[i], all_keys[j], value) for (i, j), value in best.items()]
+            for _, value, idx in extract(view[at[first]], list(map(view.__getitem__, spots)),
+                                         scorer=ratio, processor=None, score_cutoff=threshold,
+                                         limit=None):
+                if best.get(idx, 0.0) < value:
+                    best[idx] = value
+        key = all_keys[first]
+        pairs.extend((key, all_keys[others[idx]], value) for idx, value in best.items())
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
     return pairs
 

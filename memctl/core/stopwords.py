@@ -21,16 +21,17 @@ shouldn't so some such tell than that that's the their theirs them themselves th
 there's these they they're this those through to too under until up us very was wasn't we
 we're were weren't what what's when when's where where's whether which while who who's whom
 whose why why's will with won't would wouldn't you you're your yours yourself yourselves get got
+i'd i've i'll now nowadays currently quick question wondering remind know need want
 """.split())
 
 # Longest first, so 什么时候 goes before 什么.
 CHINESE_WORDS = tuple(sorted("""
 什么时候 为什么 怎么样 怎么办 有没有 是不是 能不能 要不要 可不可以 请问 什么 怎么 如何 为何 哪个 哪些
 哪里 哪儿 哪一个 多少 几个 是否 我们 你们 他们 它们 咱们 这个 那个 这些 那些 这里 那里 一下 一个 上次
-之前 之后 以前 的时候 时候 应该 可以 能够 告诉我
+之前 之后 以前 的时候 时候 应该 可以 能够 告诉我 怎样 怎么回事 为啥 啥 能否 这边 那边 目前 现在 问一下
 """.split(), key=len, reverse=True))
 
-CHINESE_CHARS = frozenset("的了吗呢吧啊嘛呀么是和与把被很谁哪")
+CHINESE_CHARS = frozenset("的了吗呢吧啊嘛呀么是和与把被很谁哪我你")
 
 
 def is_english_stop(word: str) -> bool:

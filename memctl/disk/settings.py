@@ -3,6 +3,7 @@ empty or partial file works, and `memctl init` writes this same text for people 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
@@ -38,6 +39,9 @@ SETTINGS: dict[str, dict[str, tuple[Any, str]]] = {
     "memory": {
         "max_bytes": (8192, "MEMORY.md over this is flagged for distilling"),
     },
+    "health": {
+        "listed_pairs": (50, "near-duplicates and contradictions listed per project, the most alike first"),
+    },
 }
 # The range each number must be in: a value out of it is an error naming the setting, never
 # silently used (`archive_after_days = -1` would archive every note at once).
@@ -49,6 +53,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "ttl.archive_after_days": (1, 36500), "ttl.protect_importance": (1, 11),
     "duplicates.merge_threshold": (0, 100), "duplicates.similar_threshold": (0, 100),
     "memory.max_bytes": (256, 100_000_000),
+    "health.listed_pairs": (0, 1_000_000),
 }
 DEFAULTS: dict[str, dict[str, Any]] = {
     section: {key: value for key, (value, _help) in values.items()}
@@ -61,6 +66,7 @@ _SECTION_TITLES = {
     "ttl": "Forgetting: `memctl archive` (days count from the last recall, else the last update)",
     "duplicates": "Write-time checks in `memctl add`",
     "memory": "The L2 project file",
+    "health": "The health report (`memctl health`, docs/health.md)",
 }
 
 
@@ -88,6 +94,48 @@ def _only_comments(raw: bytes) -> bool:
     return all(not line.strip() or line.lstrip().startswith(b"#") for line in raw.splitlines())
 
 
+# One line of the TOML `memctl init` writes, and of a person's edit of it: a `[section]`, or
+# `key = value` with a number, true/false or a string without escapes; comments, blank lines.
+# Compiled at its first use (`re` keeps it), not at import: most files are the default one.
+_SIMPLE_LINE = (
+    r'[ \t]*(?:\[[ \t]*(?P<section>[A-Za-z0-9_-]+)[ \t]*\]'
+    r'|(?P<key>[A-Za-z0-9_-]+)[ \t]*=[ \t]*(?P<value>[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?'
+    r'|true|false|"[^"\\\x00-\x08\x0a-\x1f\x7f]*"))?'
+    r'[ \t]*(?:#[^\x00-\x08\x0a-\x1f\x7f]*)?')
+
+
+def _simple_toml(raw: bytes) -> dict[str, dict[str, Any]] | None:
+    """What `tomllib.loads` reads from a file of `_SIMPLE_LINE`s, or None for anything else
+    (tomllib then reads it, or words its error). tomllib and the `typing` it imports cost
+    ~10 ms of every command, a search included, whenever the file is not the one `memctl init`
+    writes today: an older store's, or one with a value changed (tests/test_settings.py)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    data: dict[str, dict[str, Any]] = {}
+    section: dict[str, Any] | None = None
+    for line in text.replace("\r\n", "\n").split("\n"):  # a lone \r is tomllib's error
+        found = re.fullmatch(_SIMPLE_LINE, line)
+        if found is None:
+            return None
+        name, key, value = found.group("section", "key", "value")
+        if name is not None:
+            if name in data:
+                return None  # a table defined twice: tomllib's error
+            section = data[name] = {}
+        elif key is not None:
+            if section is None or key in section:
+                return None  # a key outside any table, or twice
+            if value[0] == '"':
+                section[key] = value[1:-1]
+            elif value in ("true", "false"):
+                section[key] = value == "true"
+            else:
+                section[key] = float(value) if "." in value else int(value)
+    return data
+
+
 class Settings:
     def __init__(self, values: dict[str, dict[str, Any]] | None = None) -> None:
         self._values = values or {}
@@ -105,6 +153,9 @@ class Settings:
             # The file `memctl init` wrote, untouched (or nothing but comments): its values
             # are the defaults, and skipping the TOML parser saves every command ~6 ms.
             return cls({})
+        simple = _simple_toml(raw)
+        if simple is not None:
+            return cls(simple)
         import tomllib
 
         try:

@@ -68,13 +68,23 @@ class StoreFiles:
         that could leave the store (absolute, `..`, empty parts, NUL) or that passes through a
         symbolic link — file or folder, reading or writing — is refused, so nothing outside
         the store is ever read into a prompt or written over."""
+        self._checked(relpath)
+        return self.root / relpath
+
+    def _checked(self, relpath: str, folders: set[str] | None = None) -> str:
+        """`resolve`, as text. `folders`: the folders this pass of reads already found to be
+        no link (a health report reads every file of a store: each folder is checked once)."""
         parts = relpath.split("/")
         if not relpath or relpath.startswith("/") or "\x00" in relpath \
                 or any(part in ("", ".", "..") for part in parts):
             raise MemctlError(f"{relpath!r} is not a path inside the store")
-        current = str(self.root)  # joined as text: pathlib costs more than the lstat calls
+        root = str(self.root)  # joined as text: pathlib costs more than the lstat calls
+        current = root
+        last = len(parts) - 1
         for number, part in enumerate(parts):
             current = os.path.join(current, part)
+            if folders is not None and number < last and current in folders:
+                continue
             try:
                 info = os.lstat(current)
             except FileNotFoundError:
@@ -86,7 +96,9 @@ class StoreFiles:
                 raise MemctlError(
                     f"{relpath}: {where} is a symbolic link; memctl never follows links inside a "
                     "store (one could point anywhere). Replace it with the file or folder itself")
-        return self.root / relpath
+            if folders is not None and number < last:
+                folders.add(current)
+        return os.path.join(root, relpath)
 
     def path(self, relpath: str) -> Path:
         return self.resolve(relpath)
@@ -147,13 +159,16 @@ class StoreFiles:
 
     # --- reading --------------------------------------------------------------------------
 
-    def read_text(self, relpath: str) -> tuple[str, os.stat_result]:
-        path = self.resolve(relpath)
+    def read_text(self, relpath: str, folders: set[str] | None = None
+                  ) -> tuple[str, os.stat_result]:
+        """The text of a file (UTF-8, no NUL) and its stat. `folders`: see `_checked`."""
+        path = self._checked(relpath, folders)
         try:
-            info = path.stat()
+            info = os.stat(path)
             if not stat_module.S_ISREG(info.st_mode):
                 raise MemctlError(f"{relpath} is not a regular file")
-            data = path.read_bytes()
+            with open(path, "rb") as handle:
+                data = handle.read()
         except FileNotFoundError:
             raise MemctlError(f"{relpath} does not exist") from None
         except PermissionError:

@@ -1,23 +1,30 @@
-"""Best-match ranking: how much of a query each candidate covers (docs/search.md).
+"""Best-match ranking: which entries a query's units reach and how much of it each covers
+(docs/search.md, "Best match").
 
-The search finds candidates with `Query.any_match` (any unit), ranked by BM25 and the usual
-factors, and this module re-ranks the best of them by coverage: the share of the query's
-units a note matches, each unit weighted by its rarity (BM25's idf). A note matching three of
+Each unit's entries in the projects searched are read once, as a set of rowids (`BestMatch.
+rows`: one read of its posting lists, no ranking). From those sets come, exactly:
+- each unit's weight, its rarity where the search looks (BM25's idf over the entries in
+  scope; a word or a pair of characters counts as what it is, a phrase as itself);
+- the coverage of every entry (`Covered`): the weight of the units it matches over the weight
+  of all, a slot (a word with its beginnings and close words) counted once by its best unit;
+- the candidates: the entries covering the most, level by level, until there are POOL of
+  them, none covering less than RELATIVE_FLOOR of the best. An entry is never left out for
+  one that covers less.
+The candidates are then ranked by BM25 and the usual factors times coverage² in one query,
+BM25 over the rarest units that reach every candidate (`memctl.index.search._ranking_units`):
+BM25's idf reads each of its units' posting lists over the whole index, which for a common
+word or a pair of common characters was most of a question's time. A note matching three of
 four rare words then beats one matching the two commonest, and one that has every word as
 typed (the strict `match`) gets a bonus on top. A bare word also matches the words it begins
 (`migr` → migration), at PREFIX_SHARE of its weight (`memctl.index.search._word_beginnings`).
 
-Everything is exact and runs in SQLite with the index's own tokenizer (stems, CJK characters):
-- a unit's rarity: its words are tokenized in a scratch FTS5 table, and each token's document
-  count read from an `fts5vocab` table over the index (a phrase counts as its rarest token);
-- which units a candidate matches: the candidates' text is copied into a second scratch FTS5
-  table and each unit's MATCH is run there. Only the first TEXT_CAP characters of each column
-  are read, so the cost is bounded whatever the size of a note.
-The scratch tables are TEMP tables of the index connection (never written to the index file).
+Everything runs in SQLite with the index's own tokenizer (stems, CJK characters); the scratch
+tables are TEMP tables of the index connection (never written to the index file).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 
@@ -26,11 +33,11 @@ from memctl.core.tokenize import FTS_TOKENIZE, to_index
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
-CANDIDATES = 60  # rows re-ranked by coverage (at least the search's limit)
+CANDIDATES = 60  # rows ranked in full, then by coverage and facts (at least the search's limit)
+POOL = 200  # candidates ranked by BM25: the best-covering entries, whole levels, at least this many
 STRICT_ENOUGH = 5  # this many notes with every word as typed: partial matches are not looked for
-TEXT_CAP = 16_384  # characters of each column of a candidate that the coverage check reads
 COVERAGE_POWER = 2.0  # score × coverage²: half the query's weight matched → a quarter
 EXACT_BONUS = 1.25  # every word as typed (the strict match)
 RELATIVE_FLOOR = 0.4  # hits covering less than 40 % of what the best hit covers are left out
@@ -38,34 +45,70 @@ FACT_BONUS = 2.0  # the query names the note's subject and predicate: an exact f
 PREFIX_SHARE = 0.5  # a word matched only as the beginning of a longer word counts half
 
 _SETUP = (
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_words USING fts5(x, tokenize='{FTS_TOKENIZE}')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_words_v USING fts5vocab(temp, memctl_words, instance)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_vocab USING fts5vocab(main, fts, row)",
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_cand USING fts5(title, tags, body,"
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_stems USING fts5(x, content='',"
     f" tokenize='{FTS_TOKENIZE}')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_stems_v USING fts5vocab(temp, memctl_stems,"
+    " instance)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_vocab USING fts5vocab(main, fts, row)",
+    "CREATE TABLE IF NOT EXISTS temp.memctl_pool(rowid INTEGER PRIMARY KEY, factor REAL NOT NULL)",
 )
 
 
-class Coverage:
-    """What one candidate matched of the query."""
-
-    __slots__ = ("share", "matched", "exact")
-
-    def __init__(self, share: float, matched: list[str], exact: bool) -> None:
-        self.share = share  # 0..1: the weight of the units matched over the weight of all
-        self.matched = matched  # the labels of the units matched
-        self.exact = exact  # matches the strict query (every word as typed)
-
-
 class BestMatch:
-    """Coverage of candidates by a query's units, on one index connection."""
+    """The rows of a query's units and their rarity, on one index connection, in the projects
+    searched (`projects`, and `scope_match` the FTS5 condition on the scope column that says
+    the same; None: every project)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, scope_match: str | None = None,
+                 projects: Sequence[str] | None = None) -> None:
         self.conn = conn
+        self.scope_match = scope_match
+        self.projects = projects
         for statement in _SETUP:
             conn.execute(statement)
-        self.tokens: dict[int, set[str]] = {}  # of the units of the last `weights` call
-        self.documents: int | None = None  # rows of the index, read once
+        self._size: int | None = None  # entries in scope, counted once
+
+    def rows(self, match: str) -> set[int]:
+        """The entries in scope (rowids) that match an FTS5 expression: one read of its
+        posting lists, no ranking, no join. The list is built by SQLite (json_group_array):
+        a row at a time through Python costs three times as much for a common word."""
+        if self.scope_match is not None:
+            match = f"({match}) AND scope : ({self.scope_match})"
+        found = self.conn.execute("SELECT json_group_array(rowid) FROM fts WHERE fts MATCH ?",
+                                  (match,)).fetchone()[0]
+        return set(json.loads(found))
+
+    def in_index(self, match: str) -> bool:
+        """Whether any entry of the index, in any project, matches an FTS5 expression."""
+        return self.conn.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1",
+                                 (match,)).fetchone() is not None
+
+    def rarity(self, count: int) -> float:
+        """BM25's idf of something `count` entries in scope have (0 when none has it): the
+        rarity where the search looks, read from the rows already found."""
+        if count == 0:
+            return 0.0
+        if self._size is None:
+            if self.projects is None:
+                found = self.conn.execute("SELECT max(rowid) FROM fts").fetchone()
+            else:  # every entry is a row of `docs` and of `fts`: the smaller index to count
+                marks = ", ".join("?" * len(self.projects))
+                found = self.conn.execute(f"SELECT count(*) FROM docs WHERE project IN ({marks})",
+                                          list(self.projects)).fetchone()
+            self._size = found[0] or 0
+        size = max(self._size, count)
+        return math.log(1 + (size - count + 0.5) / (count + 0.5))
+
+    def stems(self, texts: Sequence[str]) -> list[set[str]]:
+        """Each text's words as the index keeps them (stems, CJK characters)."""
+        conn = self.conn
+        conn.execute("INSERT INTO temp.memctl_stems(memctl_stems) VALUES ('delete-all')")
+        conn.execute("INSERT INTO temp.memctl_stems(rowid, x) SELECT key, value FROM json_each(?)",
+                     (json.dumps([to_index(text) for text in texts]),))
+        tokens: list[set[str]] = [set() for _ in texts]
+        for doc, term in conn.execute("SELECT doc, term FROM temp.memctl_stems_v"):
+            tokens[doc].add(term)
+        return tokens
 
     def similar_terms(self, stem: str, spread: int = 3) -> list[str]:
         """Terms of the index that begin with the same two characters as `stem` and are about
@@ -79,91 +122,81 @@ class BestMatch:
             "SELECT term FROM temp.memctl_vocab WHERE term >= ? AND term < ?", (start, end))
             if abs(len(term) - len(stem)) <= spread]
 
-    def weights(self, units: Sequence[Unit]) -> list[float]:
-        """Each unit's idf; 0 for a unit none of whose words is in the index."""
-        conn = self.conn
-        conn.execute("DELETE FROM temp.memctl_words")
-        conn.executemany("INSERT INTO temp.memctl_words(rowid, x) VALUES (?, ?)",
-                         [(number, to_index(unit.text)) for number, unit in enumerate(units)])
-        tokens: dict[int, set[str]] = {}
-        for doc, term in conn.execute("SELECT doc, term FROM temp.memctl_words_v"):
-            tokens.setdefault(doc, set()).add(term)
-        self.tokens = tokens
-        counts = self._counts({term for terms in tokens.values() for term in terms})
-        return [self._idf(min((counts[term] for term in tokens.get(number, ())), default=0))
-                for number in range(len(units))]
 
-    def term_weights(self, terms: Sequence[str]) -> list[float]:
-        """The idf of terms of the index (stems, as the index keeps them)."""
-        counts = self._counts(set(terms))
-        return [self._idf(counts[term]) for term in terms]
+class Covered:
+    """How much of a query every entry in scope covers, from the rows of its units."""
 
-    def match_weight(self, match: str) -> float:
-        """The idf of an FTS5 expression (a prefix such as `migr*`): from the number of
-        entries of the index it matches, counted by one query."""
-        found = self.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,))
-        return self._idf(found.fetchone()[0])
-
-    def _counts(self, terms: set[str]) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for term in terms:
-            row = self.conn.execute("SELECT doc FROM temp.memctl_vocab WHERE term = ?",
-                                    (term,)).fetchone()
-            counts[term] = row[0] if row else 0
-        return counts
-
-    def _idf(self, frequency: int) -> float:
-        """BM25's idf; 0 for a term no note has."""
-        if frequency == 0:
-            return 0.0
-        if self.documents is None:
-            self.documents = self.conn.execute("SELECT max(rowid) FROM fts").fetchone()[0] or 0
-        return math.log(1 + (self.documents - frequency + 0.5) / (frequency + 0.5))
-
-    def coverage(self, rowids: Iterable[int], units: Sequence[Unit], weights: Sequence[float],
-                 strict: str | None, slots: Sequence[int] | None = None,
-                 slot_weights: dict[int, float] | None = None) -> dict[int, Coverage]:
-        """The coverage of each candidate (by index rowid). Units sharing a slot are
-        alternatives (a word and its close words): a slot counts once, by the best unit of it
-        a candidate matches, against `slot_weights` (default: its best unit's weight)."""
-        conn = self.conn
-        wanted = list(rowids)
-        conn.execute("DELETE FROM temp.memctl_cand")
-        if not wanted:
-            return {}
-        marks = ", ".join("?" * len(wanted))
-        conn.execute(
-            f"INSERT INTO temp.memctl_cand(rowid, title, tags, body) SELECT rowid,"
-            f" substr(title, 1, {TEXT_CAP}), substr(tags, 1, {TEXT_CAP}),"
-            f" substr(body, 1, {TEXT_CAP}) FROM fts WHERE rowid IN ({marks})", wanted)
-        matched: dict[int, list[int]] = {rowid: [] for rowid in wanted}
-        for number, unit in enumerate(units):
-            for (rowid,) in conn.execute(
-                    "SELECT rowid FROM temp.memctl_cand WHERE memctl_cand MATCH ?", (unit.match,)):
-                matched[rowid].append(number)
-        exact: set[int] = set()
-        if strict is not None:
-            exact = {row[0] for row in conn.execute(
-                "SELECT rowid FROM temp.memctl_cand WHERE memctl_cand MATCH ?", (strict,))}
-        slot_of = list(slots) if slots is not None else list(range(len(units)))
+    def __init__(self, units: Sequence[Unit], found: Sequence[set[int]],
+                 weights: Sequence[float], slots: Sequence[int],
+                 slot_weights: dict[int, float] | None = None,
+                 excluded: set[int] | None = None) -> None:
+        """Units sharing a slot are alternatives (a word, its beginnings, its close words): a
+        slot counts once, by the best unit of it an entry matches, against `slot_weights`
+        (default: its best unit's weight). An entry must match every required unit (a quoted
+        phrase), some other unit if there is one, and nothing `excluded`."""
+        self.units, self.found, self.slots = units, found, slots
         full: dict[int, float] = {}
-        for number, slot in enumerate(slot_of):
+        for number, slot in enumerate(slots):
             full[slot] = max(full.get(slot, 0.0), weights[number])
         full.update(slot_weights or {})
-        total = sum(full.values())
-        found: dict[int, Coverage] = {}
-        for rowid, numbers in matched.items():
-            if total > 0:
-                best: dict[int, float] = {}
+        self.full = full  # each slot's weight
+        self.total = sum(full.values())
+        required = [found[n] for n, unit in enumerate(units) if unit.required]
+        optional = [found[n] for n, unit in enumerate(units) if not unit.required]
+        entries = set().union(*optional) if optional else set(required[0]) if required else set()
+        for rows in required:
+            entries &= rows
+        if excluded:
+            entries -= excluded
+        by_slot: dict[int, list[int]] = {}
+        for number in sorted(range(len(units)), key=lambda n: -weights[n]):
+            by_slot.setdefault(slots[number], []).append(number)
+        # The entries split into groups that cover the same weight, slot by slot: each
+        # group's entries that have the slot's best unit, else its next one..., else none.
+        # Set operations only (a few per group and unit), whatever the number of entries.
+        groups: list[tuple[float, set[int]]] = [(0.0, entries)] if entries else []
+        for numbers in by_slot.values():
+            split: list[tuple[float, set[int]]] = []
+            for weight, rows in groups:
                 for number in numbers:
-                    slot = slot_of[number]
-                    best[slot] = max(best.get(slot, 0.0), weights[number])
-                share = sum(best.values()) / total
-            else:
-                share = len({slot_of[n] for n in numbers}) / len(set(slot_of)) if units else 1.0
-            found[rowid] = Coverage(min(1.0, share), [units[n].label for n in numbers],
-                                    rowid in exact)
-        return found
+                    having = rows & found[number]
+                    if having:
+                        split.append((weight + weights[number], having))
+                        rows = rows - having
+                        if not rows:
+                            break
+                if rows:
+                    split.append((weight, rows))
+            groups = split
+        levels: dict[float, list[set[int]]] = {}
+        for weight, rows in groups:
+            levels.setdefault(weight, []).append(rows)
+        # The entries grouped by the weight of the query they cover, most first.
+        self.levels = sorted(((weight, set().union(*parts)) for weight, parts in levels.items()),
+                             key=lambda level: -level[0])
+
+    def share(self, weight: float) -> float:
+        """0..1: a covered weight over the weight of all the query's units."""
+        return min(1.0, weight / self.total) if self.total > 0 else 1.0
+
+    def matched(self, rowid: int) -> list[str]:
+        """The labels of the units an entry matches (--explain)."""
+        return [self.units[number].label for number, rows in enumerate(self.found)
+                if rowid in rows]
+
+    def needless_slots(self, floor: float) -> set[int]:
+        """The commonest slots, as many as weigh less together than `floor`: an entry that
+        matches nothing else covers less than the floor and is never shown, so they are not
+        needed to rank the candidates (docs/search.md, "How candidates are chosen"). With a
+        margin, so that rounding never makes such an entry a candidate."""
+        needless: set[int] = set()
+        weight = 0.0
+        for slot in sorted(self.full, key=lambda s: (self.full[s], s)):
+            weight += self.full[slot]
+            if weight >= floor * (1 - 1e-6):
+                break
+            needless.add(slot)
+        return needless
 
 
 def names_the_fact(query: str, subject: str | None, predicate: str | None) -> bool:
@@ -175,6 +208,6 @@ def names_the_fact(query: str, subject: str | None, predicate: str | None) -> bo
     return subject.casefold() in text and predicate.casefold() in text
 
 
-def factor(coverage: Coverage) -> float:
-    """What a candidate's score is multiplied by."""
-    return coverage.share ** COVERAGE_POWER * (EXACT_BONUS if coverage.exact else 1.0)
+def factor(share: float, exact: bool) -> float:
+    """What a candidate's score is multiplied by for its coverage (0..1) and exactness."""
+    return share ** COVERAGE_POWER * (EXACT_BONUS if exact else 1.0)

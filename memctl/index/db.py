@@ -40,7 +40,7 @@ from memctl.disk.filescan import (
 )
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
 from memctl.disk.layout import classify, is_memory_name, root_of, state_path
-from memctl.disk.watchstate import sync_with_watcher, watcher_is_live
+from memctl.disk.watchstate import ask_watcher, watcher_is_live
 from memctl.index.fuzzy import count_words, vocabulary
 from memctl.index.scope import scope_sql
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memctl.disk.layout import StoreLike
+    from memctl.disk.watchstate import WatcherQuestion
     from memctl.index.docs import Prepared, Writer
 
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
@@ -102,6 +103,11 @@ _FTS_SCHEMA = (f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, tags, 
                f" tokenize='{FTS_TOKENIZE}')")
 _SCHEMA += _FTS_SCHEMA + ";"
 _TABLES = ("meta", "files", "folders", "docs", "doc_tags", "fts", "fuzzy_words")
+# The words `add` compares notes by, made by memctl.index.nearwords at its first use (not
+# imported here: it loads the similarity rules, which a search never needs): dropped with
+# the rest on a new schema, emptied by a reindex.
+_NEAR_TABLES = ("near_docs", "near_words")
+_TABLES += _NEAR_TABLES
 
 
 class RefreshStats:
@@ -283,6 +289,11 @@ def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:
 def _freshen(store: StoreLike, index: Index, paths: list[str] | None = None) -> Index:
     if _watcher_keeps_it_fresh(store, index, paths):
         return index
+    return _walk(store, index, paths)
+
+
+def _walk(store: StoreLike, index: Index, paths: list[str] | None = None) -> Index:
+    """The index brought in step with the files by its own walk (a corrupt one rebuilt)."""
     try:
         index.last_refresh = index.refresh(paths)
     except sqlite3.DatabaseError as exc:
@@ -318,20 +329,67 @@ def find_entry(store: StoreLike, id_or_prefix: str,
         index.close()
 
 
+def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index, Any]:
+    """(`ensure_fresh(store)`, `work` run on it), with a live watcher's round trip (its
+    cookies) overlapping `work`: the question is asked, `work` runs while the watcher
+    catches up, then its answer is awaited. If the index changed meanwhile (SQLite's
+    `data_version`: another connection committed, as the watcher's pass would), `work`
+    runs again on the index now current; so the result always reflects every change made
+    before the call, as with `ensure_fresh` first. Without a live watcher, or when it does
+    not answer in time: the walk, then `work` (the MCP server's search: the ~5 ms of the
+    round trip mostly hidden behind the query, bench/bench_mcp.py)."""
+    index = open_index(store)
+    question = _ask_watcher(store, index)
+    if question is None:
+        index = _walk(store, index)
+        return index, work(index)
+    try:
+        before = _data_version(index)
+        result = work(index)
+        answered = question.answered()
+    finally:
+        question.close()
+    if not answered:
+        index = _walk(store, index)
+        return index, work(index)
+    if _data_version(index) != before:
+        result = work(index)
+    return index, result
+
+
+def _data_version(index: Index) -> int:
+    return index.conn.execute("PRAGMA data_version").fetchone()[0]
+
+
 def _watcher_keeps_it_fresh(store: StoreLike, index: Index,
                             paths: list[str] | None = None) -> bool:
     """The hook for `memctl watch`: a live watcher that says it has indexed everything
     written before now (its cookies, memctl.disk.watchstate.sync_with_watcher) spares the
     walk; asked about the project folders of `paths` alone when given. MEMCTL_ALWAYS_WALK=1
     turns it off (tests, paranoia)."""
-    if os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
+    question = _ask_watcher(store, index, paths)
+    if question is None:
         return False
     try:
+        return question.answered()
+    finally:
+        question.close()
+
+
+def _ask_watcher(store: StoreLike, index: Index,
+                 paths: list[str] | None = None) -> WatcherQuestion | None:
+    """The question to a live watcher about the project folders of `paths` (all when
+    None), or None when there is none to ask (or it cannot be trusted: see below)."""
+    if os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
+        return None
+    try:
         if not watcher_is_live(store):
-            return False
+            return None
         on_disk = project_folders(str(index.root))
-        indexed = {path.split("/", 1)[0] for (path,) in
-                   index.conn.execute("SELECT path FROM folders")} - {""}
+        # The project folders the index holds files of, the first part of each folder path
+        # (in SQLite: a search on a fresh index, 10k notes, read ~480 rows here).
+        indexed = {top for (top,) in index.conn.execute(
+            "SELECT DISTINCT substr(path, 1, instr(path || '/', '/') - 1) FROM folders")} - {""}
         relative = None if paths is None else index._relative(paths)
         if relative is not None:
             asked = {path.split("/", 1)[0] for path in relative}
@@ -339,10 +397,10 @@ def _watcher_keeps_it_fresh(store: StoreLike, index: Index,
         # A project folder gone or renamed is seen only by the watch of the store folder,
         # which no cookie covers; an empty index may be one just made beside the watcher's.
         if not indexed.issubset(on_disk) or (on_disk and not indexed and relative is None):
-            return False
-        return sync_with_watcher(index.root, sorted(on_disk))
+            return None
+        return ask_watcher(index.root, sorted(on_disk))
     except Exception:  # noqa: BLE001 - a broken heartbeat must never block a read
-        return False
+        return None
 
 
 def _kind_of(relpath: str) -> tuple[str, str] | None:
@@ -598,6 +656,8 @@ class Index:
                     conn.execute(f"DROP INDEX IF EXISTS {name}")
                 for table in ("files", "docs", "doc_tags", "fuzzy_words"):
                     conn.execute(f"DELETE FROM {table}")
+                for table in _NEAR_TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
                 # Far faster than deleting every row of an FTS table that keeps its content.
                 conn.execute("DROP TABLE fts")
                 conn.execute(_FTS_SCHEMA)
@@ -814,15 +874,6 @@ class Index:
                     [*chunk, now_ts]):
                 found.setdefault(corrected, []).append(correction)
         return found
-
-    def active_notes_with_bodies(self, projects: Iterable[str]) -> list[tuple[dict[str, Any], str]]:
-        """(fields, body) of the active notes of these projects, for the write-time checks."""
-        names = list(projects)
-        marks = ", ".join("?" * len(names))
-        rows = self.conn.execute(
-            f"SELECT d.meta, f.body FROM docs d JOIN fts f ON f.rowid = d.rowid"
-            f" WHERE d.kind = 'note' AND d.status = 'active' AND d.project IN ({marks})", names)
-        return [(json.loads(meta), from_index(body or "")) for meta, body in rows]
 
     def parse_errors(self) -> list[ParseError]:
         """Files that do not parse now (each keeps its last good entry, if it had one)."""

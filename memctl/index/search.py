@@ -2,8 +2,9 @@
 
 score = -bm25(title ×4, tags ×2, body ×1) × importance factor × recency factor × type factor
 - importance factor: 0.5 + importance / 10 (1 → 0.6, 5 → 1.0, 10 → 1.5);
-- recency factor: 0.4 + 0.6 × 0.5^(age / half-life), age from `updated`, half-life the
-  `search.recency_half_life_days` setting: an old note keeps 40 % of its weight, never 0;
+- recency factor: RECENCY_FLOOR + (1 - RECENCY_FLOOR) × 0.5^(age / half-life), age from
+  `updated`, half-life the `search.recency_half_life_days` setting: an old note keeps 75 % of
+  its weight, so a year-old exact answer still beats a fresh loose match (docs/search.md);
 - type factor: 1.25 for a correction; a correction is also placed ahead of the note it
   corrects (`corrects: <id>`, or the same subject and predicate), and brought in when that
   note is a hit and the correction is not.
@@ -14,13 +15,14 @@ of titles, tags and subjects (`postgress` → PostgreSQL) and the search runs ag
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
 from memctl.core import arguments
 from memctl.core.clock import now
-from memctl.core.query import Query, Unit, parse
-from memctl.core.tokenize import from_index, scope_token
+from memctl.core.query import Query, Unit, parse, without_scope_words
+from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.layout import GLOBAL
 from memctl.disk.settings import Settings
@@ -114,8 +116,6 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
            kinds: Sequence[str] = ALL_KINDS, index: Index | None = None) -> list[Hit]:
     """Hits for `query`, best first. `index` skips the freshness check when the caller just
     did it (`ensure_fresh`)."""
-    import json
-
     parsed = query if isinstance(query, Query) else parse(query)
     limit = arguments.limit(min(limit, MAX_LIMIT))  # a library caller's huge number must not overflow SQLite
     if index is None:
@@ -137,6 +137,10 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
     if scope is not None:
         ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
         ctx.projects = scope
+    scope_words: list[str] = []
+    if scope is not None and len(scope) == 2 and parsed.any_match is not None:
+        # One project searched: the words naming it rank nothing (docs/search.md).
+        parsed, scope_words = without_scope_words(parsed, scope[0])
     if parsed.any_match is not None:
         hits = _best_match(ctx, parsed)
     else:
@@ -147,6 +151,8 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
     for hit in hits:
         if isinstance(hit.tags, str):
             hit.tags = json.loads(hit.tags)
+        if scope_words and hit.explain is not None:
+            hit.explain["scope_words"] = scope_words
     return hits[:limit]
 
 
@@ -180,7 +186,7 @@ class RankContext:
         return importance, recency, kind
 
     def run(self, match: str | None, exclude: str | None = None, *, limit: int | None = None,
-            snippets: bool = True, rowids: list[int] | None = None) -> list[Hit]:
+            snippets: bool = True) -> list[Hit]:
         """Hits for an FTS5 MATCH (or, with none, every entry in scope but `exclude`), best
         first by BM25 and the factors."""
         limit = self.limit if limit is None else limit
@@ -190,14 +196,11 @@ class RankContext:
             rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
             if self.scope_match is not None:
                 scoped = f"({match}) AND scope : ({self.scope_match})"
-            among = ""
-            if rowids is not None:
-                among = f" AND +fts.rowid IN ({', '.join('?' * len(rowids))})"
             sql = (f"SELECT {_COLUMNS}, {rank}, {importance}, {recency}, {kind}"
                    f" FROM fts JOIN docs d ON d.rowid = fts.rowid"
-                   f" WHERE fts MATCH ? AND {self.where}{among}"
+                   f" WHERE fts MATCH ? AND {self.where}"
                    f" ORDER BY {rank} * {importance} * {recency} * {kind}, d.id LIMIT ?")
-            params = [scoped, *self.params, *(rowids or ()), limit]
+            params = [scoped, *self.params, limit]
         else:
             sql = (f"SELECT {_COLUMNS}, NULL, {importance}, {recency}, {kind} FROM docs d"
                    f" WHERE {self.where}")
@@ -212,7 +215,53 @@ class RankContext:
             self.add_snippets(hits, match)
         return hits
 
-    def add_snippets(self, hits: list[Hit], match: str | None) -> None:
+    def run_pool(self, match: str, pool: list[tuple[float, set[int]]],
+                 limit: int) -> list[Hit]:
+        """The best `limit` of the entries of `pool`, given in groups (what their score is
+        multiplied by: their coverage; the rowids), by BM25 of `match` and the factors times
+        that, without snippets. One evaluation of `match`, joined to the pool (a TEMP table):
+        BM25 and the factors are computed for the pool's entries alone."""
+        conn = self.conn
+        began = not conn.in_transaction
+        if began:
+            conn.execute("BEGIN")
+        try:
+            conn.execute("DELETE FROM temp.memctl_pool")
+            for factor, rowids in pool:
+                if rowids:
+                    conn.execute("INSERT INTO temp.memctl_pool(rowid, factor)"
+                                 " SELECT value, ? FROM json_each(?)",
+                                 (factor, json.dumps(list(rowids))))
+        finally:
+            if began:
+                conn.execute("COMMIT")
+        importance, recency, kind = self.factors_sql()
+        rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
+        scoped = match if self.scope_match is None else f"({match}) AND scope : ({self.scope_match})"
+        # The order by numbers alone, then the columns of the best: SQLite would copy every
+        # column of every entry in the pool into its sorter.
+        sql = (f"SELECT fts.rowid, {rank} AS bm25 FROM fts"
+               f" JOIN temp.memctl_pool c ON c.rowid = fts.rowid JOIN docs d ON d.rowid = fts.rowid"
+               f" WHERE fts MATCH ? AND {self.where}"
+               f" ORDER BY bm25 * {importance} * {recency} * {kind} * c.factor, d.id LIMIT ?")
+        best = dict(conn.execute(sql, [scoped, *self.params, limit]).fetchall())
+        if not best:
+            return []
+        rows = conn.execute(f"SELECT {_COLUMNS}, {importance}, {recency}, {kind} FROM docs d"
+                            f" WHERE d.rowid IN (SELECT value FROM json_each(?))",
+                            (json.dumps(list(best)),)).fetchall()
+        # `_hit` reads the columns, then BM25, then the three factors.
+        return [self._hit((*row[:-3], best[row[0]], *row[-3:])) for row in rows]
+
+    def add_snippets(self, hits: list[Hit], match: str | None, copied: bool = False) -> None:
+        if copied and match is not None:
+            # A best match's expression has many units, common ones among them: evaluating it
+            # over the scope costs more than the snippets. The hits are copied into a TEMP
+            # FTS5 table of their own, where the same expression finds the same words.
+            snippets = self.copied_snippets([hit.rowid for hit in hits], match)
+            for hit in hits:
+                hit.snippet_marked = snippets.get(hit.rowid, "")
+            return
         scoped = match
         if match is not None and self.scope_match is not None:
             scoped = f"({match}) AND scope : ({self.scope_match})"
@@ -278,6 +327,47 @@ class RankContext:
                     missing):
                 found[rowid] = _tidy(from_index(body), cut=160)
         return found
+
+    def copied_snippets(self, rowids: list[int], match: str) -> dict[int, str]:
+        """The snippets of `snippets`, taken from a copy of these rows (title, tags, body)."""
+        conn = self.conn
+        for statement in _SNIPPET_SETUP:
+            conn.execute(statement)
+        began = not conn.in_transaction
+        if began:
+            conn.execute("BEGIN")
+        try:
+            conn.execute("INSERT INTO temp.memctl_snip(memctl_snip) VALUES ('delete-all')")
+            conn.execute("DELETE FROM temp.memctl_text")
+            # A body too long for snippet() gets its beginning (`snippets`), so is not copied.
+            conn.execute("INSERT INTO temp.memctl_text(rowid, title, tags, body) SELECT rowid,"
+                         " title, tags, body FROM fts WHERE rowid IN (SELECT value FROM"
+                         " json_each(?)) AND length(body) <= ?",
+                         (json.dumps(rowids), SNIPPET_MAX_BODY))
+            conn.execute("INSERT INTO temp.memctl_snip(rowid, title, tags, body)"
+                         " SELECT rowid, title, tags, body FROM temp.memctl_text")
+        finally:
+            if began:
+                conn.execute("COMMIT")
+        found: dict[int, str] = {}
+        for rowid, body, title in conn.execute(
+                f"SELECT rowid, snippet(memctl_snip, 2, char(2), char(3), '…', {SNIPPET_TOKENS}),"
+                f" highlight(memctl_snip, 0, char(2), char(3)) FROM temp.memctl_snip"
+                f" WHERE memctl_snip MATCH ?", (match,)):
+            if OPEN not in body and OPEN in title:
+                body = title  # matched in the title only: show the title highlighted
+            found[rowid] = _tidy(from_index(body))
+        missing = [rowid for rowid in rowids if rowid not in found]
+        if missing:
+            found.update(self.snippets(missing, None))
+        return found
+
+
+_SNIPPET_SETUP = (
+    "CREATE TABLE IF NOT EXISTS temp.memctl_text(rowid INTEGER PRIMARY KEY, title, tags, body)",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_snip USING fts5(title, tags, body,"
+    f" content='memctl_text', tokenize='{FTS_TOKENIZE}')",
+)
 
 
 def _tidy(text: str, cut: int | None = None) -> str:
@@ -349,66 +439,164 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         best = sorted(strict, key=lambda hit: (-hit.score, hit.id))[:ctx.limit]
         ctx.add_snippets(best, parsed.match)
         return best
-    ranker = bestmatch.BestMatch(ctx.conn)
+    ranker = bestmatch.BestMatch(ctx.conn, ctx.scope_match, ctx.projects)
     units = list(parsed.units)
-    weights = ranker.weights(units)
+    # Which entries in scope have each unit, read once per unit (no ranking, no join): the
+    # coverage of every entry, exactly, and how rare each unit is where the search looks.
+    found = _unit_rows(ranker, units)
+    weights = [ranker.rarity(len(rows)) for rows in found]
     slots = list(range(len(units)))
     slot_weights: dict[int, float] = {}
+    stems = _stems(ranker, units, found)
     # A word also matches the words it begins (`migr` → migration), as a lesser match; a
     # word no note has but that begins some is not looked for as a misspelling.
-    beginnings = _word_beginnings(ranker, units, weights, slot_weights)
-    completed = {slot for slot, _, _ in beginnings}
+    beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights)
+    completed = {slot for slot, _, _, _ in beginnings}
     # The typo fallback, word by word: a word the index does not have at all is matched by
     # its closest words. The misspelt word counts as much as the rarest of them; a note
     # matching one gets that times how close the word it has is.
-    alternatives = _close_units(ranker, units, weights, skip=completed)
-    extra = [unit for _, unit, _ in alternatives]
-    alternative_weights = ranker.term_weights([unit.text for unit in extra])
-    for (slot, _unit, _closeness), weight in zip(alternatives, alternative_weights, strict=True):
-        slot_weights[slot] = max(slot_weights.get(slot, 0.0), weight)
-    for slot, unit, closeness in alternatives:
+    alternatives = [(slot, unit, closeness, ranker.rows(unit.match)) for slot, unit, closeness
+                    in _close_units(ranker, units, stems, found, skip=completed)]
+    for slot, _unit, _closeness, rows in alternatives:
+        slot_weights[slot] = max(slot_weights.get(slot, 0.0), ranker.rarity(len(rows)))
+    for slot, unit, closeness, rows in alternatives:
         units.append(unit)
         weights.append(slot_weights[slot] * closeness)
         slots.append(slot)
-    for slot, unit, weight in beginnings:
+        found.append(rows)
+    begun: dict[int, int] = {}  # slot → its beginnings unit
+    for slot, unit, weight, rows in beginnings:
+        begun[slot] = len(units)
         units.append(unit)
         weights.append(weight)
         slots.append(slot)
-    expression = parsed.matching_any([unit.match for unit in extra + [u for _, u, _ in beginnings]])
-    candidates = ctx.run(expression, limit=size, snippets=False)
-    if strict:
-        # The strict matches are always candidates, however many notes match some word of
-        # the query with a better BM25; scored again by the same expression as the others.
-        known = {hit.rowid for hit in candidates}
-        missing = [hit.rowid for hit in strict if hit.rowid not in known]
-        if missing:
-            candidates += ctx.run(expression, limit=len(missing), snippets=False, rowids=missing)
-    if not candidates:
+        found.append(rows)
+    extra = [unit for _, unit, _, _ in alternatives] + [unit for _, unit, _, _ in beginnings]
+    excluded = ranker.rows(parsed.negative) if parsed.negative else set()
+    covered = bestmatch.Covered(units, found, weights, slots, slot_weights, excluded)
+    best_weight = _best_covered(ctx, covered.levels)
+    if best_weight is None:
         return []
-    fuzzy_labels = {unit.label for unit in extra}
-    covered = ranker.coverage([hit.rowid for hit in candidates], units, weights,
-                              strict_match, slots, slot_weights)
+    # Nothing rather than noise: an entry covering less than RELATIVE_FLOOR of what the best
+    # one covers is left out (the best is always kept: a question with any matching word has
+    # a result). The candidates are the entries covering the most, level by level, until
+    # there are POOL of them: none is left out for one that covers less.
+    floor = bestmatch.RELATIVE_FLOOR * best_weight
+    pool: list[tuple[float, set[int]]] = []
+    pooled = 0
+    for weight, rowids in covered.levels:
+        if weight < floor * (1 - 1e-9) or pooled >= bestmatch.POOL:
+            break
+        pool.append((weight, rowids))
+        pooled += len(rowids)
+    ranked = _ranking_units(units, found, slots, len(parsed.units), begun,
+                            covered.needless_slots(floor), set().union(*(r for _, r in pool)))
+    required = [units[number].match for number in ranked if units[number].required]
+    optional = [units[number].match for number in ranked if not units[number].required]
+    ranking = " AND ".join(required + (["(" + " OR ".join(optional) + ")"] if optional else []))
+    if parsed.negative:
+        ranking = f"({ranking}) NOT ({parsed.negative})"
+    exact = ranker.rows(strict_match) if strict_match else set()
+    factors: list[tuple[float, set[int]]] = []
+    for weight, rowids in pool:
+        share = covered.share(weight)
+        factors += [(bestmatch.factor(share, False), rowids - exact),
+                    (bestmatch.factor(share, True), rowids & exact)]
+    candidates = ctx.run_pool(ranking, factors, size)
+    fuzzy_labels = {unit.label for _, unit, _, _ in alternatives}
+    ranked_labels = [units[number].label for number in ranked]
     for hit in candidates:
-        coverage = covered[hit.rowid]
-        hit.coverage = coverage.share
-        hit.exact = coverage.exact
-        hit.fuzzy = not coverage.exact and any(label in fuzzy_labels for label in coverage.matched)
-        hit.score *= bestmatch.factor(coverage)
+        hit.coverage = covered.share(next(weight for weight, rows in pool if hit.rowid in rows))
+        hit.exact = hit.rowid in exact
+        matched = covered.matched(hit.rowid)
+        hit.fuzzy = not hit.exact and any(label in fuzzy_labels for label in matched)
+        hit.score *= bestmatch.factor(hit.coverage, hit.exact)
         if hit.explain is not None:
             hit.explain.update({
-                "coverage": round(coverage.share, 4), "matched": coverage.matched,
-                "exact": coverage.exact,
-                "exact_factor": bestmatch.EXACT_BONUS if coverage.exact else 1.0,
+                "coverage": round(hit.coverage, 4), "matched": matched,
+                "bm25_units": ranked_labels, "exact": hit.exact,
+                "exact_factor": bestmatch.EXACT_BONUS if hit.exact else 1.0,
                 "fact": False, "fact_factor": 1.0})
     _rank_named_facts(parsed, candidates)
-    # Nothing rather than noise: a hit covering far less of the query than the best one is
-    # left out (the best is always kept, so a question with any matching word has a result).
-    floor = bestmatch.RELATIVE_FLOOR * max(hit.coverage for hit in candidates)
-    kept = [hit for hit in candidates if hit.coverage >= floor]
-    kept.sort(key=lambda hit: (-hit.score, hit.id))
-    best = kept[:ctx.limit]
-    ctx.add_snippets(best, expression)
+    candidates.sort(key=lambda hit: (-hit.score, hit.id))
+    best = candidates[:ctx.limit]
+    ctx.add_snippets(best, parsed.matching_any([unit.match for unit in extra]), copied=True)
     return best
+
+
+def _unit_rows(ranker: bestmatch.BestMatch, units: list[Unit]) -> list[set[int]]:
+    """Each unit's entries in scope. A run of Chinese is looked for only when each of its
+    pairs is in some entry (a pair none has: neither has the run; the unspaced questions'
+    runs often span two words, and a phrase of common characters is costly to look for)."""
+    found: list[set[int]] = []
+    for unit in units:
+        if _is_cjk_phrase(unit) and any(
+                not rows and _is_cjk_phrase(other) and other.text in unit.text
+                for other, rows in zip(units[:len(found)], found, strict=True)):
+            found.append(set())
+        else:
+            found.append(ranker.rows(unit.match))
+    return found
+
+
+def _is_cjk_phrase(unit: Unit) -> bool:
+    """A unit that is a quoted run of CJK characters (each character a word of the index)."""
+    return not unit.match.endswith("*") and unit.match.startswith('"') \
+        and all(has_cjk(char) for char in unit.text)
+
+
+def _ranking_units(units: list[Unit], found: list[set[int]], slots: list[int], typed: int,
+                   begun: dict[int, int], needless: set[int], pool: set[int]) -> list[int]:
+    """The units the candidates are ranked by (BM25): the rarest unit some candidate has,
+    then the next rarest that a candidate not yet reached has, and so on: the units as typed
+    before the beginnings and close words of a word, the units of `needless` slots never (no
+    candidate matches only those). Each word taken brings the words it begins (BM25 counts
+    both, as it always has), and every quoted phrase is in. The commoner units count in
+    coverage only: BM25's idf reads each of its units' posting lists over the whole index,
+    which for a common word or a pair of common characters was most of a question's time."""
+    optional = [number for number, unit in enumerate(units)
+                if found[number] and not unit.required and slots[number] not in needless]
+    optional.sort(key=lambda number: (number >= typed, len(found[number]), number))
+    chosen = [number for number, unit in enumerate(units) if unit.required and found[number]]
+    uncovered = set(pool) if optional else set()
+    for number in optional:
+        if not uncovered:
+            break
+        if uncovered & found[number]:
+            chosen.append(number)
+            uncovered -= found[number]
+            if number < typed and slots[number] in begun:
+                chosen.append(begun[slots[number]])
+    return sorted(set(chosen))
+
+
+def _best_covered(ctx: RankContext, levels: list[tuple[float, set[int]]]) -> float | None:
+    """The weight covered by the best entry in scope that passes the filters (status, type,
+    tags…), or None when none does."""
+    for weight, rows in levels:
+        rowids = sorted(rows)
+        for start in range(0, len(rowids), 500):
+            if ctx.conn.execute(f"SELECT 1 FROM docs d WHERE d.rowid IN (SELECT value FROM"
+                                f" json_each(?)) AND {ctx.where} LIMIT 1",
+                                [json.dumps(rowids[start:start + 500]), *ctx.params]).fetchone():
+                return weight
+    return None
+
+
+def _stems(ranker: bestmatch.BestMatch, units: list[Unit], found: list[set[int]]) -> list[set[str]]:
+    """The stems of the units that may have beginnings or close words (bare words); none for
+    the others."""
+    wanted = [number for number, unit in enumerate(units)
+              if unit.begins is not None or (not found[number] and not unit.required
+                                             and unit.match.startswith('"')
+                                             and not unit.match.endswith("*")
+                                             and fuzzy.can_expand(unit.text))]
+    stems: list[set[str]] = [set() for _ in units]
+    if wanted:
+        for number, words in zip(wanted, ranker.stems([units[n].text for n in wanted]),
+                                 strict=True):
+            stems[number] = words
+    return stems
 
 
 def _rank_named_facts(parsed: Query, hits: list[Hit]) -> None:
@@ -422,47 +610,51 @@ def _rank_named_facts(parsed: Query, hits: list[Hit]) -> None:
             hit.explain["score"] = round(hit.score, 6)
 
 
-def _word_beginnings(ranker: bestmatch.BestMatch, units: list[Unit], weights: list[float],
-                     slot_weights: dict[int, float]) -> list[tuple[int, Unit, float]]:
-    """(slot, unit, weight) for the words each bare word of the query begins, when the stemmer
-    leaves the word whole (`migr`, `kube`, `deploy`; not `running`, whose stem `run` would
-    begin `runtime`). Such a match counts PREFIX_SHARE of the word. For a word no note has,
-    the word's weight is the rarity of the words it begins (one FTS5 count; none: no unit,
-    and the word is left to the misspelling search), recorded in `slot_weights`."""
+def _word_beginnings(ranker: bestmatch.BestMatch, units: list[Unit], stems: list[set[str]],
+                     weights: list[float], slot_weights: dict[int, float]
+                     ) -> list[tuple[int, Unit, float, set[int]]]:
+    """(slot, unit, weight, rows) for the words each bare word of the query begins, when the
+    stemmer leaves the word whole (`migr`, `kube`, `deploy`; not `running`, whose stem `run`
+    would begin `runtime`). Such a match counts PREFIX_SHARE of the word. For a word no note
+    in scope has, the word's weight is the rarity of the words it begins (none: no unit, and
+    the word is left to the misspelling search), recorded in `slot_weights`."""
     found = []
     for slot, (unit, weight) in enumerate(zip(units, weights, strict=True)):
-        stems = ranker.tokens.get(slot, set())
-        if unit.begins is None or len(stems) != 1 or len(next(iter(stems))) != len(unit.text):
+        words = stems[slot]
+        if unit.begins is None or len(words) != 1 or len(next(iter(words))) != len(unit.text):
             continue
+        rows = ranker.rows(unit.begins)
         if weight == 0:
-            weight = ranker.match_weight(unit.begins)
+            weight = ranker.rarity(len(rows))
             if weight == 0:
                 continue
             slot_weights[slot] = weight
         found.append((slot, Unit(unit.begins, unit.text, unit.text + "…"),
-                      weight * bestmatch.PREFIX_SHARE))
+                      weight * bestmatch.PREFIX_SHARE, rows))
     return found
 
 
-def _close_units(ranker: bestmatch.BestMatch, units: list[Unit], weights: list[float],
-                 skip: set[int] | None = None) -> list[tuple[int, Unit, float]]:
-    """(slot, unit, closeness 0-1) for the closest words of each unit no note has, found
-    among the index's own terms that start alike. Those are stems, which the stemmer does not
-    always leave as they are (`respons` would become `respon`): each is matched as a prefix
-    of the index's terms, which the stemmer does not touch."""
-    found = []
-    for slot, (unit, weight) in enumerate(zip(units, weights, strict=True)):
-        stems = ranker.tokens.get(slot, set())
-        if weight != 0 or slot in (skip or ()) or unit.required or len(stems) != 1 \
+def _close_units(ranker: bestmatch.BestMatch, units: list[Unit], stems: list[set[str]],
+                 found: list[set[int]], skip: set[int] | None = None
+                 ) -> list[tuple[int, Unit, float]]:
+    """(slot, unit, closeness 0-1) for the closest words of each word no note of the index
+    has, found among the index's own terms that start alike. Those are stems, which the
+    stemmer does not always leave as they are (`respons` would become `respon`): each is
+    matched as a prefix of the index's terms, which the stemmer does not touch."""
+    close = []
+    for slot, unit in enumerate(units):
+        words = stems[slot]
+        if found[slot] or slot in (skip or ()) or unit.required or len(words) != 1 \
                 or not unit.match.startswith('"') \
-                or unit.match.endswith("*") or not fuzzy.can_expand(unit.text):
+                or unit.match.endswith("*") or not fuzzy.can_expand(unit.text) \
+                or ranker.in_index(unit.match):
             continue
-        stem = next(iter(stems))
+        stem = next(iter(words))
         # Only the nearest: `postgress` is `postgres`/`postgresql`, not `progress`.
         for word, score in fuzzy.close_words(stem, ranker.similar_terms(stem)):
-            found.append((slot, Unit('"' + word.replace('"', '""') + '" *', word,
+            close.append((slot, Unit('"' + word.replace('"', '""') + '" *', word,
                                      f"{unit.text}→{word}"), score / 100.0))
-    return found
+    return close
 
 
 def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:

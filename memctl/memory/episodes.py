@@ -333,6 +333,12 @@ def _read(store: Store, relpath: str) -> Episode:
     return parse_episode(text, relpath, kind[1] if kind else "")
 
 
+def read_episode(store: Store, relpath: str) -> Episode:
+    """The episode in this file (its path as the index gives it): `memctl show` of an
+    episode's id reads its one file, no walk (memctl.services.showing)."""
+    return _read(store, relpath)
+
+
 def list_episodes(
     store: Store,
     projects: Sequence[str] | None,

@@ -27,7 +27,8 @@ from memctl.core.noteformat import compute_checksum, parse_text, render_note, re
 from memctl.core.secrets import guard, mask_secrets, masked_title, scan
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template
-from memctl.index.db import ensure_fresh
+from memctl.index.db import Index, ensure_fresh
+from memctl.index.nearwords import check_pool
 from memctl.memory.checks import MERGED, decide
 from memctl.memory.drafts import MARK, Draft, fingerprint
 from memctl.store import Store
@@ -113,7 +114,9 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
     corrected = [corrects] if corrects else []
 
     with store.lock("add"):
-        pool = _active_notes(store, project)
+        # The index stays open until the commit has indexed the change (closed on the way
+        # out otherwise, when its last reference goes).
+        pool, index = _check_pool(store, project, text, subject=subject, predicate=predicate)
         decision = decide(
             text, note_type=note_type, project=project, existing=pool, subject=subject,
             predicate=predicate, corrects=corrected, force=force, moment=moment,
@@ -124,7 +127,9 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         if decision.action == MERGED and decision.merged_into:
             target = by_id[decision.merged_into]
             path = _merge_into(store, target, importance, clean_tags, moment)
-            store.commit(f"merge into {target.id}: {masked_title(target.title)}", [path])
+            store.commit(f"merge into {target.id}: {masked_title(target.title)}", [path],
+                         index=index)
+            index.close()
             return AddResult(target.id, path, "merged", [], [])
 
         note_id = new_id()
@@ -152,7 +157,8 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
             message += f" (supersedes {', '.join(superseded)})"
         if corrects:
             message += f" (corrects {corrects})"
-        store.commit(message, changed)
+        store.commit(message, changed, index=index)
+        index.close()
     return AddResult(note_id, relpath, "created", superseded, list(decision.similar), corrects)
 
 
@@ -176,17 +182,22 @@ def _merge_into(store: Store, target: Note, importance: int, tags: list[str], mo
     return target.path
 
 
-def _active_notes(store: Store, project: str) -> list[Note]:
-    """Active notes of the project and global, the scope of the write-time checks.
+def _check_pool(store: Store, project: str, text: str, *, subject: str | None,
+                predicate: str | None) -> tuple[list[Note], Index]:
+    """The active notes of the project and global that the write-time checks of `text` must
+    see (the scope of the checks): those that could be near-duplicates or contradictions of
+    it, found through the words the index keeps for them (memctl.index.nearwords: the same
+    decision as with every note), and with a subject and a predicate the project's notes
+    having both (supersession); and the open index, for the commit to index the change with
+    (`Store.commit`).
 
     Read from the index (fields and body), not from every file: an add stays fast as the
     store grows. The files it then changes are read afresh. Only these two folders need be
     current, so only they are walked (memctl.index.db.ensure_fresh)."""
     index = ensure_fresh(store, [project, GLOBAL])
-    notes = []
-    for meta, body in index.active_notes_with_bodies([project, GLOBAL]):
-        notes.append(_indexed_note(meta, body))
-    return notes
+    rows = check_pool(index.conn, [project, GLOBAL], text,
+                      same_key_project=project if subject and predicate else None)
+    return [_indexed_note(meta, body) for meta, body in rows], index
 
 
 def _indexed_note(meta: dict[str, Any], body: str) -> Note:
@@ -278,12 +289,18 @@ def update_note(store: Store, ref: str, *, text: str | None = None, importance: 
         changed_paths = [note.path]
         if note.status == "active" and (text_changed or "subject" in fields
                                         or "predicate" in fields):
-            pool = [other for other in _active_notes(store, note.project) if other.id != note.id]
+            checked = new_text if new_text is not None else note.body
+            subject_now = fields["subject"] if "subject" in fields else note.subject
+            predicate_now = fields["predicate"] if "predicate" in fields else note.predicate
+            candidates, index = _check_pool(store, note.project, checked,
+                                            subject=subject_now, predicate=predicate_now)
+            index.close()
+            pool = [other for other in candidates if other.id != note.id]
             decision = decide(
-                new_text if new_text is not None else note.body, note_type=note.type,
+                checked, note_type=note.type,
                 project=note.project, existing=pool,
-                subject=fields["subject"] if "subject" in fields else note.subject,
-                predicate=fields["predicate"] if "predicate" in fields else note.predicate,
+                subject=subject_now,
+                predicate=predicate_now,
                 force=True, moment=moment,
                 duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
                 similar_threshold=store.settings.get("duplicates.similar_threshold"))

@@ -8,6 +8,11 @@ again, each with its whole group. When more than a third of a group changed, the
 compared afresh. A group is a project's notes with `global`'s as partners (pairs of two
 global notes belong to `global`'s own group).
 
+Each group is kept as `{"items": {key: digest of its text}, "pairs": [i, j, score, ...]}`:
+a pair as the positions of its two notes among the items, flat (at 100,000 notes the
+benchmark store has ~400,000 pairs, which as `[key, key, score]` lists took ~140 MB to read
+back and more to write).
+
 The file is derived and local like the index: delete it any time. A test holds the result
 equal to comparing everything again. (One exception, by construction: past 131,068 distinct
 words in one group, memctl.core.similarity's word codes repeat and a score can depend on the
@@ -25,9 +30,10 @@ from memctl.core.similarity import pairs_involving, similar_pairs
 from memctl.disk.atomic import atomic_write_text
 from memctl.disk.layout import state_path
 
-# Bump when memctl.core.similarity scores texts differently (2: long notes capped; 3:
-# candidate pairs, and a project's group no longer holds the pairs of two global notes).
-FORMAT = 3
+# Bump when memctl.core.similarity scores texts differently or the entries change (2: long
+# notes capped; 3: candidate pairs, and a project's group no longer holds the pairs of two
+# global notes; 4: pairs as flat positions).
+FORMAT = 4
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
 
@@ -56,11 +62,19 @@ def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: f
             fresh = pairs_involving(items, changed, threshold=threshold,
                                     partners=partners) if changed else []
             pairs = sorted(kept + fresh, key=lambda p: (-p[2], p[0], p[1]))
-            return pairs, {"items": digests, "pairs": [list(p) for p in pairs]}
+            return pairs, _made(digests, pairs)
     pairs = similar_pairs(items, threshold=threshold, partners=partners)
-    entry: dict[str, object] = {"items": digests if unique else {},
-                                "pairs": [list(p) for p in pairs]}
-    return pairs, entry
+    # Keys used twice (a copied note): nothing is kept, the next report compares afresh.
+    return pairs, _made(digests, pairs) if unique else {"items": {}, "pairs": []}
+
+
+def _made(digests: dict[str, str], pairs: Sequence[Pair]) -> dict[str, object]:
+    """The entry kept for a group: its items' digests, and its pairs as flat positions."""
+    position = {key: number for number, key in enumerate(digests)}
+    flat: list[object] = []
+    for a, b, score in pairs:
+        flat += (position[a], position[b], score)
+    return {"items": digests, "pairs": flat}
 
 
 def _entry(value: object) -> tuple[dict[str, str], list[Pair]] | None:
@@ -68,13 +82,18 @@ def _entry(value: object) -> tuple[dict[str, str], list[Pair]] | None:
     if not isinstance(value, dict):
         return None
     items, pairs = value.get("items"), value.get("pairs")
-    if not isinstance(items, dict) or not items or not isinstance(pairs, list):
+    if not isinstance(items, dict) or not items or not isinstance(pairs, list) \
+            or len(pairs) % 3:
         return None
-    try:
-        return ({str(k): str(v) for k, v in items.items()},
-                [(str(a), str(b), float(score)) for a, b, score in pairs])
-    except (TypeError, ValueError):
-        return None
+    keys = [str(key) for key in items]
+    kept: list[Pair] = []
+    for a, b, score in zip(pairs[::3], pairs[1::3], pairs[2::3], strict=True):
+        if type(a) is not int or type(b) is not int or not (0 <= a < len(keys) and
+                                                            0 <= b < len(keys)) \
+                or type(score) not in (int, float):
+            return None
+        kept.append((keys[a], keys[b], float(score)))
+    return {key: str(digest) for key, digest in zip(keys, items.values(), strict=True)}, kept
 
 
 def _digest(text: str) -> str:
@@ -95,10 +114,18 @@ def load(root: str | os.PathLike[str], threshold: float) -> dict[str, object]:
     return data["groups"]
 
 
-def save(root: str | os.PathLike[str], threshold: float, groups: dict[str, object]) -> None:
-    """Best effort: a report is never refused because its cache cannot be written."""
-    text = json.dumps({"format": FORMAT, "threshold": threshold, "groups": groups},
-                      ensure_ascii=False, separators=(",", ":"))
+def encoded(entry: dict[str, object]) -> str:
+    """A group's entry as the JSON `save` writes (made where the group was found: a child
+    process sends text, which is cheap to send, and `save` only joins)."""
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+
+
+def save(root: str | os.PathLike[str], threshold: float, groups: dict[str, str]) -> None:
+    """Best effort: a report is never refused because its cache cannot be written. `groups`:
+    each group's entry, `encoded`."""
+    head = json.dumps({"format": FORMAT, "threshold": threshold}, separators=(",", ":"))
+    text = head[:-1] + ',"groups":{' + ",".join(
+        json.dumps(name, ensure_ascii=False) + ":" + entry for name, entry in groups.items()) + "}}"
     try:
         atomic_write_text(state_path(root, FILE), text)
     except (OSError, MemctlError):

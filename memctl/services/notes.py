@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from memctl.core import arguments
-from memctl.core.errors import ArgumentError, MemctlError, NoteFormatError, cmd
+from memctl.core.errors import ArgumentError, MemctlError, cmd
 from memctl.core.ids import id_argument
 from memctl.core.note import Note
 from memctl.core.vocab import GLOBAL, LIST_SORTS, LIST_STATUSES
-from memctl.disk.counters import get_counters
 from memctl.disk.layout import EPISODE, classify
 from memctl.index.db import Index, ensure_fresh
-from memctl.memory.episodes import Episode, find_episode
 from memctl.memory.listing import list_notes as list_index
 from memctl.memory.notes import (
     AddResult,
@@ -25,6 +22,7 @@ from memctl.memory.notes import (
     supersede_note,
     update_note,
 )
+from memctl.services.showing import Shown, show
 from memctl.store import Store
 
 __all__ = ["AddResult", "EditResult", "Shown", "UpdateResult", "edit", "forget", "get", "list_notes",
@@ -40,56 +38,18 @@ def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
     """Write one note after the write-time checks. `corrects` and `source_episode` are ids
     (or unambiguous prefixes) that must exist: they are resolved to full ids here."""
     corrected = store.find_note(id_argument(corrects, "corrects")).id if corrects else None
-    episode_id = (find_episode(store, id_argument(source_episode, "source_episode")).id
-                  if source_episode else None)
+    episode_id = None
+    if source_episode:
+        # Lazy: the episode rules (their sections, ~8 ms of start-up) only for a note that
+        # names its episode, not for every `memctl add` (tests/test_layers.py).
+        from memctl.memory.episodes import find_episode
+
+        episode_id = find_episode(store, id_argument(source_episode, "source_episode")).id
     return add_note(
         store, text, note_type=note_type, project=project, importance=importance,
         tags=arguments.tags(tags), subject=subject, predicate=predicate, expires=expires,
         source=source, force=force, allow_secret=allow_secret, corrects=corrected,
         source_episode=episode_id)
-
-
-@dataclass
-class Shown:
-    """A note with its access counters, or an episode, or a note file that does not parse
-    (`broken`, with the fields of its last good version, `last_good`): shown as it is, with
-    the problem."""
-
-    note: Note | None = None
-    episode: Episode | None = None
-    access_count: int = 0
-    last_accessed: str | None = None
-    broken: NoteFormatError | None = None
-    last_good: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.episode is not None:
-            return self.episode.to_dict()
-        if self.broken is not None:
-            return {**(self.last_good or {}), "path": self.broken.path, "line": self.broken.line,
-                    "problem": self.broken.problem,
-                    "raw": self.broken.data.decode("utf-8", "replace")}
-        assert self.note is not None
-        data = self.note.to_dict()
-        data.update({"access_count": self.access_count, "last_accessed": self.last_accessed})
-        return data
-
-
-def show(store: Store, ref: str) -> Shown:
-    """The note (or else the episode) with this id or unambiguous id prefix. A note file
-    that does not parse is returned as it is, with its problem (docs/format.md)."""
-    ref = id_argument(ref)
-    try:
-        note = store.find_note(ref)
-    except NoteFormatError as broken:
-        return Shown(broken=broken, last_good=store.find_entry(ref))
-    except MemctlError as not_a_note:
-        try:
-            return Shown(episode=find_episode(store, ref))
-        except MemctlError:
-            raise not_a_note from None
-    count, last = get_counters(store, [note.id]).get(note.id, (0, None))
-    return Shown(note=note, access_count=count, last_accessed=last)
 
 
 def list_notes(store: Store, *, project: str | None, note_type: str | None = None,

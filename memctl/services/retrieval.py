@@ -7,7 +7,7 @@ from memctl.core import arguments
 from memctl.core.query import Query, parse
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.counters import record_access
-from memctl.index.db import ParseError, ensure_fresh
+from memctl.index.db import Index, ParseError, fresh_during
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
 from memctl.index.search import search as ranked_search
 from memctl.store import Store
@@ -46,16 +46,21 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
         arguments.since(since)
     if project is not None:
         arguments.scope_name(project)
-    index = ensure_fresh(store)
-    hits = ranked_search(store, parsed, project=project, all_projects=all_projects,
-                         types=chosen_types, tags=list(tags), since=since, limit=limit,
-                         include_stale=include_stale, explain=explain, index=index)
-    stale = 0
-    if not hits and not include_stale:
-        # Nothing live matches: say whether stale entries do, rather than a bare "no matches".
-        stale = sum(1 for hit in ranked_search(
-            store, parsed, project=project, all_projects=all_projects, types=chosen_types,
-            tags=list(tags), since=since, limit=limit, include_stale=True, index=index)
-            if hit.status != "active" or hit.expired)
+    def ranked(index: Index) -> tuple[list[Hit], int]:
+        hits = ranked_search(store, parsed, project=project, all_projects=all_projects,
+                             types=chosen_types, tags=list(tags), since=since, limit=limit,
+                             include_stale=include_stale, explain=explain, index=index)
+        stale = 0
+        if not hits and not include_stale:
+            # Nothing live matches: say whether stale entries do, not a bare "no matches".
+            stale = sum(1 for hit in ranked_search(
+                store, parsed, project=project, all_projects=all_projects, types=chosen_types,
+                tags=list(tags), since=since, limit=limit, include_stale=True, index=index)
+                if hit.status != "active" or hit.expired)
+        return hits, stale
+
+    # The query runs while a live watcher answers whether it has indexed everything written
+    # before now (run again if it had not: memctl.index.db.fresh_during).
+    index, (hits, stale) = fresh_during(store, ranked)
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
     return SearchResult(hits, index.parse_errors(), parsed.truncated, stale)

@@ -1,0 +1,55 @@
+"""What `memctl show` does once its arguments are parsed: shared by the typer command and
+the fast path (`memctl.cli.fast`), and free of typer so the fast path never imports it."""
+
+from __future__ import annotations
+
+import sys
+
+from memctl.cli.context import get_store
+from memctl.cli.output import console, emit_json, print_episode, warn
+from memctl.services.showing import show
+
+
+def run_show(note_id: str, *, json_output: bool = False) -> None:
+    """Show one note (or episode): JSON on stdout, or a panel and the Markdown for people."""
+    shown = show(get_store(), note_id)
+    episode, note = shown.episode, shown.note
+    if shown.broken is not None:
+        # A file that does not parse is shown as it is, with its problem: `memctl edit`
+        # opens it for fixing (docs/format.md).
+        note_ref = (shown.last_good or {}).get("id", note_id)
+        warn(f"{shown.broken}; shown as it is: `memctl edit {note_ref}` opens it for "
+             "fixing (search and recall use its last good version)")
+        if json_output:
+            emit_json(shown.to_dict())
+        else:
+            sys.stdout.write(shown.to_dict()["raw"])
+        return
+    if episode is not None:
+        print_episode(episode, json_output)  # as `memctl episode show` prints it
+        return
+    assert note is not None
+    data = shown.to_dict()
+    if json_output:
+        emit_json(data)
+        return
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
+    fields = [f"[bold]{note.id}[/]  {note.type}  importance {note.importance}  {note.status}",
+              f"project {note.project}   tags {', '.join(note.tags) or '-'}   path {note.path}",
+              f"created {note.created}   updated {note.updated}"
+              + (f"   expires {note.expires}" if note.expires else "")]
+    if note.subject or note.predicate:
+        fields.append(f"subject {note.subject or '-'}   predicate {note.predicate or '-'}")
+    if note.superseded_by:
+        fields.append(f"superseded by {note.superseded_by}")
+    # The ids an imported note's [[wikilinks]] resolved to: the body names titles only (docs/sync.md).
+    links = [str(link) for link in note.meta.get("links") or []]
+    if links:
+        fields.append(f"links {', '.join(links)}")
+    count = data["access_count"]
+    fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
+                  f"last {data['last_accessed'] or 'never'}")
+    console().print(Panel("\n".join(fields), expand=False))
+    console().print(Markdown(note.body))

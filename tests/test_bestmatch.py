@@ -1,0 +1,92 @@
+"""How a best match chooses its candidates (docs/search.md, "How candidates are chosen"): the
+entries covering the most of the query, whatever their BM25, so a note with the rarest words
+is found among many that have only the common ones; the common units left out of the ranking
+are only those no candidate needs; `--explain` names the units BM25 was computed over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Cli
+from conftest import write_memory_file as write
+
+from memctl.index import bestmatch
+
+FILLER = 200  # notes without any word of the queries: the common words stay under half
+
+
+def note(root: Path, note_id: str, body: str, **meta: object) -> None:
+    meta.setdefault("type", "fact")
+    meta.setdefault("updated", "2026-11-29T00:00:00.000Z")
+    write(root, f"demo/notes/{meta['type']}/{note_id}.md", body, id=note_id, project="demo", **meta)
+
+
+def filler(root: Path) -> None:
+    for number in range(FILLER):
+        note(root, f"fl{number:014d}", f"Weather station {number} reports wind and rain hourly.")
+
+
+def search(cli: Cli, query: str) -> list[dict]:
+    return cli.ok("search", query, "--json", "--explain", "--limit", "20").json()
+
+
+def test_a_note_with_the_rarest_words_is_found_among_many_with_the_common_ones(
+        cli: Cli, store_path: Path) -> None:
+    """80 short, important, fresh notes have the two common words in their title: by BM25 and
+    the factors each ranks far above the one note that has the three rare words in a long
+    body (more than CANDIDATES of them: ranked by BM25 first, it was never a candidate). It
+    covers most of the query, so it is the answer; they cover too little to be shown."""
+    filler(store_path)
+    for number in range(80):
+        note(store_path, f"cm{number:014d}", f"Deploy cache checklist {number}", importance=10)
+    assert 80 > bestmatch.CANDIDATES
+    padding = " ".join(f"paragraph{n} of the incident timeline" for n in range(600))
+    note(store_path, "rare000000000001",
+         f"Postmortem\n\n{padding} The zebrafish quokka narwhal trio broke the build. {padding}",
+         importance=1, updated="2025-06-01T00:00:00.000Z")
+    hits = search(cli, "zebrafish quokka narwhal deploy cache")
+    assert [hit["id"] for hit in hits] == ["rare000000000001"]
+    explain = hits[0]["explain"]
+    assert {"zebrafish", "quokka", "narwhal"} <= set(explain["matched"])
+    # The common words count in coverage, not in BM25: no candidate needs them to be found.
+    assert {unit.rstrip("…") for unit in explain["bm25_units"]} <= {"zebrafish", "quokka", "narwhal"}
+    assert "**zebrafish**" in hits[0]["snippet"]
+
+
+def test_notes_with_only_the_common_words_are_found_when_they_cover_enough(
+        cli: Cli, store_path: Path) -> None:
+    """The common units are left out of the ranking only when no note having nothing else
+    could be shown: here the notes with both common words cover more than RELATIVE_FLOOR of
+    what the best note covers, so they are candidates and are shown after it; a note with one
+    common word covers too little."""
+    filler(store_path)
+    note(store_path, "best000000000001", "The zebrafish deploy cache is warmed at 04:00.")
+    both = [f"both{number:012d}" for number in range(4)]
+    for number, note_id in enumerate(both):
+        note(store_path, note_id, f"Deploy cache size for shard {number} is 2 GB.")
+    for number in range(4):
+        note(store_path, f"one{number:013d}", f"The cache of shard {number} is cold.")
+    hits = search(cli, "zebrafish deploy cache")
+    found = [hit["id"] for hit in hits]
+    assert found[0] == "best000000000001"
+    assert set(found[1:]) == set(both)
+    floor = bestmatch.RELATIVE_FLOOR * hits[0]["coverage"]
+    assert all(hit["coverage"] >= floor for hit in hits)
+    assert all(hit["explain"]["bm25"] > 0 for hit in hits)
+
+
+def test_a_chinese_question_ranks_by_its_rarer_pairs_and_counts_the_common_one(
+        cli: Cli, store_path: Path) -> None:
+    """An unspaced question: the pair in every note (部署) counts in coverage only, not in
+    BM25; the note with the rarer pair (失败) and the run (部署失败) is the answer, and its
+    snippet highlights every unit, the common one too."""
+    for number in range(30):
+        note(store_path, f"dp{number:014d}", f"部署流程第 {number} 步：先备份再发布。")
+    failed = "fa00000000000001"
+    note(store_path, failed, "上次部署失败是因为迁移脚本超时。")
+    hits = search(cli, "上次部署失败的原因是什么")
+    assert [hit["id"] for hit in hits] == [failed]  # the others cover too little
+    explain = hits[0]["explain"]
+    assert {"部署", "失败", "部署失败"} <= set(explain["matched"])
+    assert explain["bm25_units"] and "部署" not in explain["bm25_units"]
+    assert hits[0]["snippet"] == "上次**部署失败**是因为迁移脚本超时。"  # every unit highlighted
