@@ -24,6 +24,10 @@ from memctl.core import arguments
 from memctl.core.errors import ArgumentError
 from memctl.core.vocab import NOTE_TYPES
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 # option spelling -> run_search keyword
 SEARCH_FLAGS = {
     "--all-projects": "all_projects", "-a": "all_projects",
@@ -108,6 +112,58 @@ def _convert(key: str, value: str) -> object:
         return None
 
 
+def _read_option(rest: list[str], position: int, flags: dict[str, str],
+                 values: dict[str, str]) -> tuple[str | None, str | None, int] | None:
+    """The token of `rest` at `position`, read as the typer command would: (a flag's key,
+    None, next) or (a value option's key, its value, next), `--name=value` or `--name value`;
+    (None, the token, next) for anything else; None for a value option with no value."""
+    token = rest[position]
+    if token in flags:
+        return flags[token], None, position + 1
+    name, value = token, None
+    if token.startswith("--") and "=" in token:
+        name, value = token.split("=", 1)
+    if name not in values:
+        return None, token, position + 1
+    if value is not None:
+        return values[name], value, position + 1
+    if position + 1 >= len(rest):
+        return None
+    return values[name], rest[position + 1], position + 2
+
+
+def _options(rest: list[str], flags: dict[str, str], values: dict[str, str],
+             convert: Callable[[str, str], object], repeatable: frozenset[str],
+             kwargs: dict[str, object], word_ok: Callable[[str], bool]) -> list[str] | None:
+    """Fills `kwargs` with the options of `rest` (each value converted and valid; a key of
+    `repeatable` collects its values in the list `kwargs` has for it) and returns the one
+    other word; None when the typer app should take the arguments: a value that does not
+    convert, a second word, or a word `word_ok` refuses."""
+    words: list[str] = []
+    position = 0
+    while position < len(rest):
+        read = _read_option(rest, position, flags, values)
+        if read is None:
+            return None
+        key, token, position = read
+        if token is None:
+            kwargs[key] = True  # type: ignore[index]
+            continue
+        if key is not None:
+            converted = None if token.startswith("-") else convert(key, token)
+            if converted is None:
+                return None
+            if key in repeatable:
+                kwargs[key].append(converted)  # type: ignore[attr-defined]
+            else:
+                kwargs[key] = converted
+            continue
+        if words or not word_ok(token):
+            return None
+        words.append(token)
+    return words
+
+
 def parse_search(argv: list[str]) -> tuple[str | None, dict[str, object]] | None:
     """(the --store option, the keyword arguments of `run_search`) for `[--store PATH] search
     …`, or None when the typer app should take the arguments."""
@@ -130,45 +186,13 @@ def parse_search(argv: list[str]) -> tuple[str | None, dict[str, object]] | None
     kwargs: dict[str, object] = {"project": None, "all_projects": False, "types": [], "tags": [],
                               "since": None, "limit": None, "include_stale": False,
                               "explain": False, "json_output": False}
-    query: str | None = None
-    position = 0
-    while position < len(rest):
-        token = rest[position]
-        if token in SEARCH_FLAGS:
-            kwargs[SEARCH_FLAGS[token]] = True
-            position += 1
-            continue
-        name, value = token, None
-        if token.startswith("--") and "=" in token:
-            name, value = token.split("=", 1)
-        if name in SEARCH_VALUES:
-            if value is None:
-                if position + 1 >= len(rest):
-                    return None
-                value = rest[position + 1]
-                position += 2
-            else:
-                position += 1
-            key = SEARCH_VALUES[name]
-            converted = None if value.startswith("-") else _convert(key, value)
-            if converted is None:
-                return None
-            if key in _REPEATABLE:
-                kwargs[key].append(converted)
-            else:
-                kwargs[key] = converted
-            continue
-        if query is None and is_query_word(token):
-            query = token  # `-mysql`: the query, not an option
-            position += 1
-            continue
-        if token.startswith("-") or query is not None:
-            return None  # help, an unknown option, `--`, short options run together, or a second argument
-        query = token
-        position += 1
-    if query is None:
+    # `-mysql` is the query, not an option; any other word with `-` is help, an unknown
+    # option, `--` or short options run together.
+    words = _options(rest, SEARCH_FLAGS, SEARCH_VALUES, _convert, _REPEATABLE, kwargs,
+                     lambda token: is_query_word(token) or not token.startswith("-"))
+    if not words:
         return None
-    kwargs["query"] = query
+    kwargs["query"] = words[0]
     return store, kwargs
 
 
@@ -237,35 +261,12 @@ def parse_add(argv: list[str]) -> tuple[str | None, dict[str, object]] | None:
         return None
     store, rest = found
     kwargs: dict[str, object] = {}
-    text: str | None = None
-    position = 0
-    while position < len(rest):
-        token = rest[position]
-        position += 1
-        if token in ADD_FLAGS:
-            kwargs[ADD_FLAGS[token]] = True
-            continue
-        name, value = token, None
-        if token.startswith("--") and "=" in token:
-            name, value = token.split("=", 1)
-        if name in ADD_VALUES:
-            if value is None:
-                if position >= len(rest):
-                    return None
-                value = rest[position]
-                position += 1
-            key = ADD_VALUES[name]
-            converted = None if value.startswith("-") else _add_value(key, value)
-            if converted is None:
-                return None
-            kwargs[key] = converted  # given twice: the last one, as click takes it
-            continue
-        if text is not None or (token.startswith("-") and token != "-"):
-            return None  # help, an unknown option, `--`, short options run together, two texts
-        text = token
-    if text is None:
+    # One TEXT, or `-` for stdin; a given twice takes the last value, as click does.
+    words = _options(rest, ADD_FLAGS, ADD_VALUES, _add_value, frozenset(), kwargs,
+                     lambda token: token == "-" or not token.startswith("-"))
+    if not words:
         return None
-    return store, {"text": text, **kwargs}
+    return store, {"text": words[0], **kwargs}
 
 
 def run_fast(argv: list[str]) -> int | None:
