@@ -104,7 +104,9 @@ def test_clones_of_one_remote_share_a_project_whatever_their_url(tmp_path: Path,
     git(second, "remote", "set-url", "origin", "git@github.com:alice/shop-service.git")
     assert add_here(second, store_path, "The repository was renamed", monkeypatch)[0] == "shop-api"
 
-    unrelated = repository(tmp_path / "c" / "shop-api")
+    # Its own first commit: an empty commit with the same message made in the same second
+    # as the seed's would be the same commit, and rightly the same project.
+    unrelated = repository(tmp_path / "c" / "shop-api", first_commit="bob's first commit")
     git(unrelated, "remote", "add", "origin", "git@github.com:bob/shop-api.git")
     assert add_here(unrelated, store_path, "Bob's own shop", monkeypatch)[0] == numbered_name(
         "shop-api", f"commit:{root_commit(unrelated)}")
