@@ -301,30 +301,18 @@ def test_the_show_tool_gives_a_model_the_file_as_it_is_with_path_and_line(cli: C
     """The MCP `show` of a note that does not parse: the problem and the raw file, and the
     structured result still valid under the tool's output schema (last good fields)."""
     pytest.importorskip("mcp.server.mcpserver")
-    import anyio
     import jsonschema
-    from conftest import PINNED_NOW, memctl_executable
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from test_mcp import run_session
 
     note = add(cli, "Postgres is the database we use")
     broken = break_tags(cli, note["path"])
-    params = StdioServerParameters(
-        command=memctl_executable(), args=["mcp"], cwd=str(cli.store.parent),
-        env={"MEMCTL_STORE": str(cli.store), "MEMCTL_PROJECT": "demo", "MEMCTL_NOW": PINNED_NOW,
-             "NO_COLOR": "1"})
-    outcome = {}
 
-    async def main() -> None:
-        with open(cli.store.parent / "mcp-stderr.log", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    with anyio.fail_after(60):
-                        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-                        outcome["schema"] = tools["show"].output_schema
-                        outcome["result"] = await session.call_tool("show", {"id": note["id"]})
+    async def script(session):
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        return {"schema": tools["show"].output_schema,
+                "result": await session.call_tool("show", {"id": note["id"]})}
 
-    anyio.run(main)
+    outcome = run_session(cli.store, script)
     result = outcome["result"]
     assert not result.is_error, result.content[0].text
     assert result.content[0].text.startswith(f"{note['path']}:6: front matter does not parse")

@@ -65,21 +65,24 @@ def subprocess_env(store: Path) -> dict[str, str]:
     return {**inherited, **server_env(store, PINNED_NOW)}
 
 
-def run_session(store: Path, script) -> object:
-    """Start `memctl mcp`, initialize a client session and run `script(session)`."""
+def run_session(store: Path, script, *args: str, prefix: tuple[str, ...] = (),
+                timeout: float = 60.0) -> object:
+    """Start `memctl mcp ARGS` (its command line after `prefix`, such as a wrapper), initialize
+    an SDK client session on it and return `await script(session)`; the client disconnects
+    after. The server's stderr goes to mcp-stderr.log beside the store, appended."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(
-        command=memctl_executable(), args=["mcp"], env=server_env(store), cwd=str(store.parent)
-    )
+    command = [*prefix, memctl_executable(), "mcp", *args]
+    params = StdioServerParameters(command=command[0], args=command[1:],
+                                   env=server_env(store, PINNED_NOW), cwd=str(store.parent))
     outcome = {}
 
     async def main() -> None:
-        with open(store.parent / "mcp-stderr.log", "w") as errlog:
+        with open(store.parent / "mcp-stderr.log", "a") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
-                    with anyio.fail_after(60):
+                    with anyio.fail_after(timeout):
                         outcome["value"] = await script(session)
 
     anyio.run(main)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import PINNED_NOW, git, memctl_executable
-from test_mcp import free_port, http_call, server_env, subprocess_env
+from conftest import git, memctl_executable
+from test_mcp import free_port, http_call, run_session, subprocess_env
 from test_reliability import without_file_permission_override
 from test_watch import WatchProcess
 
@@ -47,25 +47,8 @@ def store(tmp_path: Path) -> Path:
 
 
 def serve(store: Path, script, *args: str, prefix: tuple[str, ...] = ()) -> object:
-    """Run `memctl mcp ARGS` (its command line after `prefix`), initialize an SDK client
-    session on it and return `await script(session)`; the client disconnects after."""
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
-    command = [*prefix, memctl_executable(), "mcp", *args]
-    params = StdioServerParameters(command=command[0], args=command[1:],
-                                   env=server_env(store, PINNED_NOW), cwd=str(store.parent))
-    outcome = {}
-
-    async def main() -> None:
-        with open(store.parent / "mcp-stderr.log", "a") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    with anyio.fail_after(PATIENCE * 2):
-                        outcome["value"] = await script(session)
-
-    anyio.run(main)
-    return outcome["value"]
+    """`memctl mcp ARGS` driven by the SDK client (test_mcp.run_session), with this file's patience."""
+    return run_session(store, script, *args, prefix=prefix, timeout=PATIENCE * 2)
 
 
 def server_log(store: Path) -> str:

@@ -368,10 +368,6 @@ def _antonym_terms(norm: str) -> frozenset[str]:
     return frozenset(term for term, where in _ANTONYM_TERMS if term in forms[where])
 
 
-def _antonym_swapped(na: str, nb: str) -> bool:
-    return _swapped(_antonym_terms(na), _antonym_terms(nb))
-
-
 def _swapped(fa: frozenset[str], fb: frozenset[str]) -> bool:
     for left, right in _ANTONYMS:
         a_left, a_right = left in fa, right in fa

@@ -308,20 +308,6 @@ def answer_in_process(store: StoreLike, wait_gone: Callable[[list[str], float], 
         _IN_PROCESS[root] = wait_gone
 
 
-def sync_with_watcher(store: StoreLike, tops: list[str], wait: float | None = None) -> bool:
-    """True once the running watcher has indexed every change made before this call in the
-    project folders `tops` (their names); False when it did not say so within `wait` seconds
-    (MEMCTL_WATCH_SYNC_WAIT, else COOKIE_WAIT) or no cookie could be written (a read-only
-    store). The caller then checks the files itself. No cookie is left behind."""
-    question = ask_watcher(store, tops)
-    if question is None:
-        return False
-    try:
-        return question.answered(wait)
-    finally:
-        question.close()
-
-
 class WatcherQuestion:
     """Cookies dropped for the running watcher (`ask_watcher`), and the wait for its answer,
     which the asker may start later: it can do its work meanwhile, while the watcher catches

@@ -364,7 +364,7 @@ def _data_version(index: Index) -> int:
 def _watcher_keeps_it_fresh(store: StoreLike, index: Index,
                             paths: list[str] | None = None) -> bool:
     """The hook for `memctl watch`: a live watcher that says it has indexed everything
-    written before now (its cookies, memctl.disk.watchstate.sync_with_watcher) spares the
+    written before now (its cookies, memctl.disk.watchstate.ask_watcher) spares the
     walk; asked about the project folders of `paths` alone when given. MEMCTL_ALWAYS_WALK=1
     turns it off (tests, paranoia)."""
     question = _ask_watcher(store, index, paths)

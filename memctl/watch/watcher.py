@@ -424,7 +424,7 @@ class Watcher:
             self.on_batch(report)  # a periodic check that found nothing is not worth a line
         return True
 
-    # --- readers' cookies (memctl.disk.watchstate.sync_with_watcher) -------------------------
+    # --- readers' cookies (memctl.disk.watchstate.ask_watcher) -------------------------
 
     def _answer(self, cookies: set[str]) -> None:
         """Tell the readers waiting on these cookies that the index holds everything before
