@@ -4,7 +4,7 @@ server's start-up (spawn → `initialize` answered), on stores made by bench/gen
 
     .venv/bin/python bench/bench_mcp.py [--sizes 1000,10000] [--calls 50] [--starts 8]
                                         [--hand 20] [--seed 42] [--out bench/out/mcp]
-                                        [--startup-only] [--memctl EXE ...]
+                                        [--startup-only] [--memctl EXE ...] [--rounds 4]
 
 The server is driven over stdio by the official SDK client (`mcp.client.stdio.stdio_client`,
 `ClientSession`), as an agent's client drives it: each latency is one `call_tool` round trip
@@ -22,7 +22,9 @@ block: the machine may be shared.
 `--startup-only` measures the start-up alone, for each `--memctl` given (runs alternated
 between them; another build is a two-line script running `PYTHONPATH=<its tree> python -P -m
 memctl "$@"`, as for bench_write.py), with the watcher and, where the build has it, with
-`--no-watch`.
+`--no-watch`. Without it, two builds or more (`--memctl OLD --memctl NEW`) have their per-call
+figures (with the watcher) compared: `--rounds` sessions of each, alternated (ABBA...), each
+build on its own copy of the store.
 """
 
 from __future__ import annotations
@@ -160,8 +162,8 @@ def unique_word(rng: random.Random) -> str:
 
 
 async def measure(store: Path, watch: bool, calls: int, hand: int, rng: random.Random,
-                  errlog) -> dict[str, object]:
-    async with Session(store, watch, errlog) as server:
+                  errlog, memctl: str = MEMCTL) -> dict[str, object]:
+    async with Session(store, watch, errlog, memctl) as server:
         if watch:
             with anyio.fail_after(600):
                 while not watcher_live(store):
@@ -222,6 +224,44 @@ async def startups(store: Path, starts: int, errlog, builds: list[tuple[str, boo
     return found
 
 
+def compare(out: Path, size: int, seed: int, builds: list[str], rounds: int, calls: int,
+            hand: int, errlog) -> dict[str, object]:
+    """The per-call figures (with the watcher) of several builds, sessions alternated
+    (ABBA...), each build on its own copy of the store (builds may differ in their index)."""
+    base, _env = prepare(out, size, seed)
+    stores = []
+    for number in range(len(builds)):
+        copy = out / f"store-{size}-build{number}"
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(base, copy, symlinks=True)
+        stores.append(copy)
+    rng = random.Random(seed)
+    found: dict[str, dict[str, list]] = {memctl: {} for memctl in builds}
+    for number in range(rounds):
+        order = list(range(len(builds)))
+        for which in order if number % 2 == 0 else order[::-1]:
+            figures = anyio.run(measure, stores[which], True, calls, hand, rng, errlog,
+                                builds[which])
+            mine = found[builds[which]]
+            for key, value in figures.items():
+                mine.setdefault(key, []).append(value)
+        print(f"  round {number + 1} of {rounds} ({load()})", flush=True)
+    for memctl, figures in found.items():
+        print(f"  {memctl}:", flush=True)
+        for tool in ("search", "recall", "remember"):
+            times = [t for run in figures[tool] for t in run]
+            server = statistics.median(run[0] for run in figures[f"{tool} cpu"])
+            client = statistics.median(run[1] for run in figures[f"{tool} cpu"])
+            print("    " + line(tool, times) + f"; CPU per call (median of {rounds} sessions): "
+                  f"server {server:.1f} ms, client {client:.1f} ms", flush=True)
+        misses = sum(run[0] for run in figures["hand"])
+        tries = sum(run[1] for run in figures["hand"])
+        print(f"    written by hand, then searched at once: {misses} misses in {tries}",
+              flush=True)
+    return {f"{size}/compare/{memctl}": figures for memctl, figures in found.items()}
+
+
 def has_no_watch(memctl: str) -> bool:
     shown = subprocess.run([memctl, "mcp", "--help"], capture_output=True, text=True)
     return "--no-watch" in shown.stdout
@@ -242,6 +282,9 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE / "out" / "mcp"))
     parser.add_argument("--startup-only", action="store_true")
     parser.add_argument("--memctl", action="append", help="a build to start (default: this one)")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="with two builds or more (--memctl) and not --startup-only: "
+                             "sessions of each, alternated, for the per-call figures")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -255,6 +298,10 @@ def main() -> None:
             print(f"\n{size} notes ({load()})", flush=True)
             builds = [(memctl, watch) for memctl in args.memctl or [MEMCTL]
                       for watch in (True, False) if watch or has_no_watch(memctl)]
+            if args.memctl and len(args.memctl) > 1 and not args.startup_only:
+                results.update(compare(out, size, args.seed, args.memctl, args.rounds,
+                                       args.calls, args.hand, errlog))
+                continue
             if args.startup_only:
                 started = anyio.run(startups, store, args.starts, errlog, builds)
                 for key, times in started.items():

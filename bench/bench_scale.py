@@ -21,8 +21,9 @@ Blocks (`--only`, comma-separated; all by default), in the order they run:
   `rg -l -F -i WORD STORE` (`grep -r -l` where ripgrep is missing: `apt-get install -y
   ripgrep`), the two alternated, first with no watcher, then with a real `memctl watch`
   running. With the watcher, `memctl watch --status --json` must say `live` before and after,
-  and a Python that imported memctl checks that `ensure_fresh` was answered by the watcher
-  (no walk); only the search subprocess is timed;
+  a Python that imported memctl checks that `ensure_fresh` was answered by the watcher
+  (no walk), and another that searches were answered by its search server (docs/watch.md);
+  only the search subprocess is timed (a served search's CPU is the asking process's);
 - `miss`: bench/bench_search.py's search with no hit beside searches with hits;
 - `health`: `memctl health --json` with no pair cache (first report), then again (second);
   peak RSS of the largest process;
@@ -253,6 +254,27 @@ def watcher_status(store: Path, env: dict[str, str]) -> dict[str, object]:
     return json.loads(done.stdout)
 
 
+# Whether `memctl search` is answered by the watcher's search server (docs/watch.md): the
+# asking side of memctl.cli.served, as the console script runs it, its output discarded.
+_BY_SERVER = """
+import os, sys
+from memctl.cli import served
+out, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+os.dup2(null, 1)
+count = sum(served.answer(["--store", sys.argv[1], "search", "timeout", "--all-projects",
+                           "--json"]) is not None for _ in range(5))
+os.write(out, str(count).encode())
+"""
+
+
+def served_by_server(store: Path, env: dict[str, str]) -> int:
+    """Of 5 searches, how many the watcher's search server answered."""
+    # -P: memctl as the console script finds it, never a copy in the folder the bench runs in
+    # (the server declines a search of another memctl).
+    return int(subprocess.run([PYTHON, "-P", "-c", _BY_SERVER, str(store)], env=env,
+                              check=True, capture_output=True, text=True).stdout)
+
+
 def served_by_watcher(store: Path, env: dict[str, str]) -> int:
     """Of 5 freshness checks, how many the running watcher answered (no walk)."""
     return int(subprocess.run([PYTHON, "-c", _SERVED, str(store)], env=env, check=True,
@@ -268,6 +290,11 @@ def start_watcher(store: Path, env: dict[str, str]) -> bench_freshness.Watcher:
             watcher.stop()
             raise SystemExit("the watcher never became live (memctl watch --status)")
         time.sleep(0.1)
+    # Its search server listens a moment later (docs/watch.md); searches run on their own
+    # until then (and always with a memctl that has none: served_by_server says so).
+    deadline = time.perf_counter() + 5
+    while not (store / ".memctl" / "search.sock").exists() and time.perf_counter() < deadline:
+        time.sleep(0.05)
     return watcher
 
 
@@ -308,7 +335,7 @@ def block_search(store: Path, size: int, results: Results, _: Options) -> None:
     words = ", ".join(bench_search.GREP_WORDS)
     for watching in (False, True):
         watcher = start_watcher(store, env) if watching else None
-        before = after = 0
+        before = after = by_server = 0
         live = False
         try:
             if watcher is not None:
@@ -316,6 +343,7 @@ def block_search(store: Path, size: int, results: Results, _: Options) -> None:
             figures = search_beside_grep(store, env, rounds)
             if watcher is not None:
                 after = served_by_watcher(store, env)
+                by_server = served_by_server(store, env)
                 live = bool(watcher_status(store, env)["live"])
         finally:
             if watcher is not None:
@@ -324,18 +352,22 @@ def block_search(store: Path, size: int, results: Results, _: Options) -> None:
         ratio = figures["memctl_ms"] / figures["grep_ms"]
         extra: dict[str, object] = {"cpu_ms": figures["memctl_cpu_ms"], "runs": figures["runs"]}
         if watcher is not None:
-            extra.update(served_before=before, served_after=after, live_after=live)
+            extra.update(served_before=before, served_after=after, live_after=live,
+                         by_server=by_server)
             if before < 5 or after < 5 or not live:
                 print(f"  WARNING: the watcher answered {before}/5 and {after}/5 freshness "
                       f"checks (live after: {live}): the searches may have walked the store")
+            if by_server < 5:
+                print(f"  WARNING: the watcher's search server answered {by_server}/5 searches "
+                      f"(docs/watch.md): the others ran on their own")
         results.put(f"grep_{suffix}_ms", figures["grep_ms"], "ms", f"{grep_shown}   ({words})",
                     cpu_ms=figures["grep_cpu_ms"], tool=tool)
         results.put(f"search_{suffix}_ms", figures["memctl_ms"], "ms",
                     f"MEMCTL_PROJECT={PROJECT} {memctl_shown}   ({words})"
                     + ("   with `memctl watch` running" if watching else ""), **extra)
         results.put(f"search_{suffix}_ratio", ratio, "×", "the two above, same run")
-        state = (f"with a live watcher (it answered {before}/5 checks before, {after}/5 after)"
-                 if watching else "no watcher")
+        state = (f"with a live watcher (it answered {before}/5 checks before, {after}/5 after;"
+                 f" its search server {by_server}/5 searches)" if watching else "no watcher")
         bench_search.show(
             f"search end to end, {size} notes, {state}: memctl {figures['memctl_ms']:.0f} ms "
             f"(CPU {figures['memctl_cpu_ms']:.0f}), {tool} -l {figures['grep_ms']:.0f} ms "
@@ -574,6 +606,9 @@ def cell(key: str, size: int, figure: dict[str, object] | None) -> str:
                                           int(figure["served_after"])) < 5  # type: ignore[call-overload]
                                       or not figure["live_after"]):
         text += " ⚠ the watcher did not answer every check: some searches walked"
+    if "by_server" in figure and int(figure["by_server"]) < 5:  # type: ignore[call-overload]
+        text += (f" ⚠ its search server answered {figure['by_server']}/5 searches: the others "
+                 f"ran on their own")
     return f"{text}{cpu} (load {float(figure['load']):.1f})"  # type: ignore[arg-type]
 
 

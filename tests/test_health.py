@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -300,14 +301,14 @@ def test_a_big_store_read_and_judged_in_two_processes_gives_the_same_report(
     monkeypatch.setattr(health, "pickle", Failing)
     assert _report_without_times(troubled.store) == alone
 
-    def broken(_store: object) -> None:
+    def broken(_store: object, _walked: object = None) -> None:
         raise MemctlError("the index is busy (another memctl is updating it); try again")
 
     started: list[int] = []
     real_init = health._Child.__init__
 
-    def recording(child: health._Child, work: object) -> None:
-        real_init(child, work)  # type: ignore[arg-type]
+    def recording(child: health._Child, work: object, leave: tuple[int, ...] = ()) -> None:
+        real_init(child, work, leave)  # type: ignore[arg-type]
         started.append(child.pid)
 
     monkeypatch.setattr(health._Child, "__init__", recording)
@@ -456,3 +457,144 @@ def test_judging_stops_early_yet_counts_and_lists_what_judging_every_pair_gives(
     assert got.duplicates == kinds["duplicates"][:listed]
     assert got.contradictions == kinds["contradictions"][:listed]
     assert got.similar == len(pairs) and got.judged <= len(pairs)
+
+
+def test_no_collection_of_cycles_runs_while_a_report_is_made(
+        troubled: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report makes millions of objects and keeps them to its end: Python's collector of
+    reference cycles would scan them again and again (a twentieth of a 100,000-note report).
+    It is paused while a report is made, in a process where no other thread could count on
+    it, and on again after; a server's threads leave it alone."""
+    import gc
+    import threading
+
+    from memctl.memory import health
+    from memctl.store import Store
+
+    monkeypatch.setenv("MEMCTL_NOW", NOW["MEMCTL_NOW"])
+    inside: list[bool] = []
+    collections: list[int] = []
+
+    def watched(part: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object) -> object:  # (the files read, the pairs found and judged)
+            inside.append(True)
+            try:
+                return part(*args)
+            finally:
+                inside.clear()
+        return run
+
+    def counted(phase: str, info: dict) -> None:
+        if phase == "start" and inside:
+            collections.append(info["generation"])
+
+    monkeypatch.setattr(health, "_read_all", watched(health._read_all))
+    monkeypatch.setattr(health, "_pairs", watched(health._pairs))
+    store = Store(troubled.store)
+    threshold = gc.get_threshold()
+    gc.set_threshold(50)  # a collection every 50 new objects, were the collector on
+    gc.callbacks.append(counted)
+    try:
+        assert health.build_report(store)["totals"]["notes"]
+        assert collections == [] and gc.isenabled()
+        waiting = threading.Event()
+        other = threading.Thread(target=waiting.wait)
+        other.start()  # another thread: the collector runs as it always does
+        try:
+            health.build_report(store)
+        finally:
+            waiting.set()
+            other.join()
+        assert collections and gc.isenabled()
+    finally:
+        gc.callbacks.remove(counted)
+        gc.set_threshold(*threshold)
+
+
+def test_a_big_store_walked_while_a_child_reads_gives_the_same_report(
+        troubled: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child reads the files walked so far while this process walks on (they reach it in
+    memory both share); chunks that no longer fit that memory are read here. Either way,
+    chunk by chunk or all here, the report is the one a single process makes."""
+    from memctl.memory import health
+
+    for number in range(30):
+        Cli(troubled.store, project=f"p{number % 3}").ok(
+            "add", f"note {number} about the {number % 5} cache on port {5400 + number}",
+            "--force", env=NOW)
+    monkeypatch.setenv("MEMCTL_NOW", NOW["MEMCTL_NOW"])
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "1")
+    alone = _report_without_times(troubled.store)
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "2")
+    monkeypatch.setattr(health, "PARALLEL_MIN", 4)  # a child once 4 files are walked
+    monkeypatch.setattr(health, "READ_CHUNK", 3)
+    assert _report_without_times(troubled.store) == alone
+    monkeypatch.setattr(health, "WALKED_BYTES", 700)  # room for the first chunks only
+    assert _report_without_times(troubled.store) == alone
+
+
+def test_the_index_check_reads_the_stamps_the_walk_found(tmp_path: Path) -> None:
+    """The drift check compares the index with the stamps the report's own walk found rather
+    than walking again: the same files and stamps as the index's own walk, whatever lies in
+    the store (tombstones and conflict copies, which the index leaves out, upper-case
+    suffixes, hidden files and folders, editor debris, folders that are no project, links,
+    a folder named like a note)."""
+    import os
+
+    from memctl.index.db import walk_stats
+    from memctl.memory.health import _indexed_stats
+    from memctl.store import Store
+
+    files = ["blog/MEMORY.md", "blog/notes/fact/a.md", "blog/notes/fact/B.MD", "blog/x.Md",
+             "blog/archive/fact/old.md", "blog/episodes/2026-11/e.md", "blog/.hidden.md",
+             "blog/.drafts/d.md", "blog/notes/fact/a.md~", "blog/notes/fact/c.md.swp",
+             "blog/notes/fact/d.txt", "blog/folder.md/inner.md", ".tombstones/t.md",
+             ".conflicts/blog/notes/fact/a.0123456789ab.md", "not a project!/n.md",
+             ".memctl/x.md", "top.md", "global/g.md"]
+    for relpath in files:
+        path = tmp_path / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("---\ntype: fact\n---\ntext\n", encoding="utf-8")
+    os.symlink(tmp_path / "blog/notes/fact/a.md", tmp_path / "blog/notes/fact/link.md")
+    os.symlink(tmp_path / "blog/notes", tmp_path / "global/linked")
+    (tmp_path / "memctl.toml").write_text("", encoding="utf-8")
+    walked = list(Store(tmp_path).walk())
+    assert {each.relpath for each in walked} >= {".tombstones/t.md", "blog/notes/fact/B.MD"}
+    assert _indexed_stats(walked) == walk_stats(tmp_path)
+
+
+def test_the_pairs_kept_are_not_synced_to_disk(troubled: Cli, monkeypatch: pytest.MonkeyPatch
+                                               ) -> None:
+    """`.memctl/health-pairs.json` is derived (delete it any time, docs/health.md): written
+    whole or not at all, but not synced to disk, which was a wait at the end of every report
+    (18 MB at 100,000 notes); a power cut only costs the next report a full comparison."""
+    import os
+
+    from memctl.memory.health import build_report
+    from memctl.store import Store
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    build_report(Store(troubled.store))
+    cache = troubled.store / ".memctl" / "health-pairs.json"
+    assert json.loads(cache.read_text(encoding="utf-8"))["groups"] and synced == []
+    assert not [name for name in os.listdir(cache.parent) if name.endswith(".tmp")]
+
+
+def test_files_are_read_byte_for_byte(tmp_path: Path) -> None:
+    """The report reads every file through `StoreFiles.read_text` (one read call for a whole
+    file, no buffered file object): an empty file, line endings as written, a file bigger
+    than one read, and the file's stamp with it."""
+    from memctl.store import Store
+
+    texts = {"blog/notes/fact/empty.md": b"", "blog/notes/fact/crlf.md": b"---\r\nid: x\r\n---\r\nA\r\n",
+             "blog/notes/fact/big.md": ("---\ntype: fact\n---\n" + "数据库 port 5432\n" * 30000
+                                        ).encode("utf-8")}
+    for relpath, data in texts.items():
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relpath).write_bytes(data)
+    store = Store(tmp_path)
+    for relpath, data in texts.items():
+        text, info = store.read_text(relpath)
+        assert text.encode("utf-8") == data and info.st_size == len(data)

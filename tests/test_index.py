@@ -494,3 +494,78 @@ def test_a_search_that_finds_nothing_reads_the_kept_vocabulary(root: Path) -> No
     assert ids(search(root, "postgress", project="blog", index=index)) == ["aaaaaaaaaaaaaaaa"]
     assert any("FROM fuzzy_words" in sql for sql in statements)
     assert not any("SELECT d.title, d.tags" in sql for sql in statements)
+
+
+def _indexed_rows(index) -> list[tuple]:
+    return sorted(index.conn.execute("SELECT path, mtime_ns, size, hash FROM files"))
+
+
+def test_a_folder_refresh_compares_only_the_sub_folders_that_changed(root: Path) -> None:
+    """`refresh([folder])` (what `add` walks: its project and `global`) reads the stamps the
+    index keeps only for the sub-folders whose digest differs, and ends exactly where a
+    rebuild from the files does: edits in place, new files, a sub-folder gone, a new one,
+    a file that became a folder."""
+    import re
+
+    old = time.time() - 60  # outside the racy window: stamps are recorded as they are
+    for number in range(3):
+        write(root, f"blog/notes/t{number}/n.md", f"topic {number} original")
+    write(root, "blog/episodes/x.md", "a file that will become a folder")
+    for path in root.glob("blog/**/*.md"):
+        os.utime(path, (old, old))
+    index = ensure_fresh(root)
+    statements: list[str] = []
+    index.conn.set_trace_callback(statements.append)
+
+    def looked() -> list[str]:
+        """The folders whose stamps the walk read, before the write that follows it (SQLite
+        hands the statements over with their values in place)."""
+        walk = statements[:next((n for n, sql in enumerate(statements)
+                                 if sql.startswith("BEGIN")), len(statements))]
+        return sorted(folder for sql in walk if "mtime_ns, size FROM files" in sql
+                      for folder in re.findall(r"path > '([^']*)'", sql))
+
+    try:
+        assert not index.refresh(["blog"]).changed and looked() == []
+        write(root, "blog/notes/t0/n.md", "topic zero edited in place")
+        write(root, "blog/notes/t1/new.md", "a new note beside another")
+        shutil.rmtree(root / "blog/notes/t2")
+        write(root, "blog/notes/t3/n.md", "a new sub-folder")
+        (root / "blog/episodes/x.md").unlink()
+        write(root, "blog/episodes/x.md/inside.md", "a folder where a file was")
+        statements.clear()
+        stats = index.refresh(["blog"])
+        assert looked() == ["blog/episodes/", "blog/episodes/x.md/", "blog/notes/t0/",
+                            "blog/notes/t1/", "blog/notes/t2/", "blog/notes/t3/"]
+        assert len(stats.added) == 3 and len(stats.updated) == 1 and len(stats.removed) == 2
+        walked = _indexed_rows(index)
+    finally:
+        index.close()
+    index_path(root).unlink()
+    rebuilt = ensure_fresh(root)
+    try:
+        assert walked == _indexed_rows(rebuilt)
+    finally:
+        rebuilt.close()
+
+
+def test_a_racily_clean_file_still_as_indexed_is_not_indexed_again(root: Path) -> None:
+    """A file indexed less than RACY_NS after it was written keeps no mtime, so every check
+    looks at it again: while its bytes are the indexed ones it is only hashed, never parsed
+    nor written again (`add` after `add`); a same-size rewrite is still found."""
+    path = root / "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"
+    index = ensure_fresh(root)  # just written: recorded without its mtime
+    try:
+        assert index.conn.execute("SELECT mtime_ns FROM files WHERE path = ?",
+                                  (str(path.relative_to(root)),)).fetchone()[0] == 0
+        before = index.conn.total_changes
+        stats = index.refresh(["blog"])
+        assert not stats.changed and index.conn.total_changes == before
+        stamp = path.stat().st_mtime_ns
+        path.write_text(path.read_text(encoding="utf-8").replace("Redis", "Valky"),
+                        encoding="utf-8")
+        os.utime(path, ns=(stamp, stamp))
+        assert len(index.refresh(["blog"]).updated) == 1
+        assert find(root, "Valky") == ["bbbbbbbbbbbbbbbb"]
+    finally:
+        index.close()

@@ -34,7 +34,10 @@ ALLOWED_SIBLING_IMPORTS = {("memctl.cli", "memctl.mcp_server")}
 # Where an import of memctl's own modules may stay inside a function, and why: each keeps
 # something `memctl search` does not need out of its start-up (measured in docs/architecture.md).
 LAZY_IMPORTS = {
-    "memctl.cli": {"memctl.cli.app", "memctl.cli.commands"},  # typer, and every command module
+    "memctl.cli": {"memctl.cli.app", "memctl.cli.commands",  # typer, and every command module
+                   # what a search answered by the watcher's server never needs
+                   # (memctl/cli/served.py, tests/test_search_server.py)
+                   "memctl.cli.fast"},
     # One command module per command line: `memctl show` on 10k notes ~60 ms less of imports
     # and typer's set-up of every command (bench/bench_write.py, docs/architecture.md).
     "memctl.cli.notes": {"memctl.services.upkeep"},  # sync, import, health: `init` alone
@@ -67,7 +70,8 @@ LAZY_IMPORTS = {
 # What `memctl search` loads of memctl: the fast path, the store, the index and its query.
 SEARCH_MODULES = {
     "memctl", "memctl.cli", "memctl.cli.context", "memctl.cli.fast", "memctl.cli.output",
-    "memctl.cli.plaintext", "memctl.cli.searching", "memctl.core", "memctl.core.arguments",
+    "memctl.cli.plaintext", "memctl.cli.searching", "memctl.cli.served", "memctl.core",
+    "memctl.core.arguments",
     "memctl.core.clock",
     "memctl.core.errors", "memctl.core.stopwords", "memctl.index.bestmatch",
     "memctl.core.query", "memctl.core.tokenize", "memctl.core.vocab", "memctl.disk",
@@ -77,11 +81,17 @@ SEARCH_MODULES = {
     "memctl.index.db", "memctl.index.fuzzy", "memctl.index.scope", "memctl.index.search",
     "memctl.services", "memctl.services.retrieval", "memctl.services.stores", "memctl.store",
 }
+# What a search answered by a live watcher's search server loads: the asking side alone, and
+# none of the standard library the search itself needs (docs/watch.md).
+SERVED_MODULES = {"memctl", "memctl.cli", "memctl.cli.served"}
+SERVED_NEVER_LOADS = ("re", "pathlib", "json", "sqlite3", "enum", "datetime", "socket")
 # What `memctl show ID` (a note's) loads of memctl besides what a search loads: the note
-# model and its reader, nothing of the write-time checks (similarity, the secret scanner,
-# templates, drafts) nor of episodes.
-SHOW_MODULES = {"memctl.cli.showing", "memctl.core.ids", "memctl.core.note",
-                "memctl.core.noteformat", "memctl.services.showing"}
+# model and its reader (with their checksum and data classes: `hashing`, `records`, lighter
+# than hashlib and dataclasses), nothing of the write-time checks (similarity, the secret
+# scanner, templates, drafts) nor of episodes.
+SHOW_MODULES = {"memctl.cli.showing", "memctl.core.hashing", "memctl.core.ids",
+                "memctl.core.note", "memctl.core.noteformat", "memctl.core.records",
+                "memctl.services.showing"}
 # The front ends reach memory through the services alone (and the pure core: errors, the
 # validators, the vocabulary), so both get the same checks and messages.
 FRONT_ENDS = ("memctl.cli", "memctl.mcp_server")
@@ -303,19 +313,23 @@ SEARCH_NEVER_LOADS = ("typer", "yaml", "rapidfuzz", "watchdog", "mcp", "rich", "
                       "inspect", "typing", "socket", "subprocess", "threading", "tempfile",
                       "hashlib")
 _LOADED_BY_SEARCH = """
-import atexit, json, sys
+import atexit, sys
 never = set(sys.argv[1].split(","))
-atexit.register(lambda: print(json.dumps({
-    "memctl": sorted(m for m in sys.modules if m == "memctl" or m.startswith("memctl.")),
-    "never": sorted(m for m in sys.modules if m.split(".")[0] in never)}), file=sys.stderr))
+def report():
+    loaded = {"memctl": sorted(m for m in sys.modules if m == "memctl" or m.startswith("memctl.")),
+              "never": sorted(m for m in sys.modules if m.split(".")[0] in never)}
+    import json  # only now: json loads re and enum, which a served search never does
+    print(json.dumps(loaded), file=sys.stderr)
+atexit.register(report)
 sys.argv = ["memctl", "search", *sys.argv[2:]]
 from memctl.cli import main
 main()
 """
 
 
-def loaded_by_search(env: dict[str, str], *args: str) -> dict:
-    completed = subprocess.run([sys.executable, "-c", _LOADED_BY_SEARCH, ",".join(SEARCH_NEVER_LOADS),
+def loaded_by_search(env: dict[str, str], *args: str,
+                     never: tuple[str, ...] = SEARCH_NEVER_LOADS) -> dict:
+    completed = subprocess.run([sys.executable, "-c", _LOADED_BY_SEARCH, ",".join(never),
                                 *args], env=env, capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip(), "hits were printed"
@@ -333,8 +347,9 @@ def live_watcher(env: dict[str, str]) -> subprocess.Popen:
     watcher = subprocess.Popen([memctl_executable(), "watch"], env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
+    server = Path(env["MEMCTL_STORE"]) / ".memctl" / "search.sock"  # its search server's
     while time.monotonic() < deadline and watcher.poll() is None:
-        if watcher_live(env):
+        if watcher_live(env) and server.exists():
             return watcher
         time.sleep(0.1)
     watcher.terminate()
@@ -343,7 +358,8 @@ def live_watcher(env: dict[str, str]) -> subprocess.Popen:
 
 def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
     """The pinned memctl modules, and none of the heavy ones, with and without a live
-    watcher, printing hits or JSON."""
+    watcher, printing hits or JSON; with a live watcher, once searching on its own
+    (MEMCTL_NO_SEARCH_SERVER=1) and once answered by the watcher's search server."""
     env = {"MEMCTL_STORE": str(sample_store), "MEMCTL_PROJECT": "blog-backend", "PATH": "/usr/bin:/bin",
            "COLUMNS": "100"}
     subprocess.run([memctl_executable(), "search", "postgres"], env=env, capture_output=True, check=True)
@@ -351,9 +367,15 @@ def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
         watcher = live_watcher(env) if watching else None
         try:
             for output in (["--json"], []):
-                loaded = loaded_by_search(env, "postgres", *output)
+                alone = dict(env, MEMCTL_NO_SEARCH_SERVER="1") if watching else env
+                loaded = loaded_by_search(alone, "postgres", *output)
                 assert set(loaded["memctl"]) == SEARCH_MODULES, output
                 assert loaded["never"] == [], output
+                if watching:
+                    served = loaded_by_search(env, "postgres", *output,
+                                              never=SEARCH_NEVER_LOADS + SERVED_NEVER_LOADS)
+                    assert set(served["memctl"]) == SERVED_MODULES, output
+                    assert served["never"] == [], output
             # The searches read a live heartbeat (the watcher path: its cookies, the host check).
             assert watcher_live(env) == watching
         finally:

@@ -79,9 +79,14 @@ async def found(session, query: str, **extra: object) -> list[str]:
 
 async def hand_edits_are_seen_at_once(session, store: Path) -> None:
     """Notes written, rewritten and deleted by hand, each followed at once by a search that
-    must see it; the last in a project folder that did not exist a moment before."""
+    must see it, and each after a search that found nothing changed (with the watcher, one
+    that skips its round trip: memctl.disk.changeprobe); then in a sub-folder and in a project
+    folder each made between two searches; the last in a project folder that did not exist a
+    moment before."""
     for number, (word, reword) in enumerate(zip(WORDS[:-1], REWORDS, strict=True)):
         relpath = f"demo/notes/fact/by-hand-{number}.md"
+        assert await found(session, word) == []
+        assert await found(session, word) == []  # nothing changed since the call before
         (store / relpath).write_text(f"Written by hand: the {word} switch is on.\n")
         assert await found(session, word) == [relpath]
         (store / relpath).write_text(f"Rewritten by hand: the {reword} switch is off.\n")
@@ -89,6 +94,12 @@ async def hand_edits_are_seen_at_once(session, store: Path) -> None:
         assert await found(session, word) == []
         (store / relpath).unlink()
         assert await found(session, reword) == []
+    for word, folder in (("ocelotfern", "demo/notes/deep/er"), ("tapirmoss", "latecomer/notes")):
+        (store / folder).mkdir(parents=True)
+        assert await found(session, word, all_projects=True) == []  # sees the new folder
+        assert await found(session, word, all_projects=True) == []
+        (store / folder / "later.md").write_text(f"Written later: the {word} switch.\n")
+        assert await found(session, word, all_projects=True) == [f"{folder}/later.md"]
     (store / "newborn" / "notes" / "fact").mkdir(parents=True)
     (store / "newborn/notes/fact/first.md").write_text(f"A new project's note: {WORDS[-1]}.\n")
     assert await found(session, WORDS[-1], all_projects=True) == ["newborn/notes/fact/first.md"]

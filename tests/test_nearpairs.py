@@ -11,6 +11,7 @@ from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,6 +80,23 @@ def test_the_lanes_count_exactly_what_the_rule_says(token_lists: list[list[str]]
     others = shapes[1:]
     assert matches(shapes[0], others) == sorted(
         j - 1 for i, j in _brute(shapes, 1) if i == 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(WORDS, max_size=14), min_size=2, max_size=40), st.data())
+def test_texts_taken_in_blocks_pair_as_texts_taken_whole(token_lists: list[list[str]],
+                                                         data) -> None:
+    """A big group's texts are taken in blocks whose sums leave out the lanes before the
+    block (`_lane_hits`): blocks of any size, the group's own texts and partners anywhere,
+    the pairs are those whose bags meet the bound."""
+    shapes = [Shape(words) for words in token_lists]
+    own = data.draw(st.integers(1, len(shapes)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nearpairs, "BLOCK_MIN", data.draw(st.integers(1, 6)))
+        patch.setattr(nearpairs, "BLOCKS", data.draw(st.integers(1, 12)))
+        by_first = [(i, j) for i, others in candidate_partners(shapes, own=own).items()
+                    for j in others]
+        assert sorted(by_first) == sorted(_brute(shapes, own))
 
 
 def test_long_texts_are_paired_by_shared_runs_of_words(monkeypatch) -> None:

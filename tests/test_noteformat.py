@@ -200,3 +200,75 @@ def test_a_plain_scalar_is_told_as_by_the_class_of_65k_characters(text):
     from memctl.core.noteformat import _plain_safe
 
     assert bool(_plain_safe().match(text)) == bool(re.match(_PLAIN_SAFE_BEFORE, text))
+
+
+# --- the front matter memctl writes, read without YAML --------------------------------------
+
+# Mostly what a plain value holds, and every character that could end or change one.
+_PLAIN_CHARS = "aZ09_ .:/+@()-\u00e9\u4e2d"
+_ODD_CHARS = ",[]{}#'\"!&*?|>%`~\t\r\\\x7f\x85\xa0\u3000\u2028\ufeff"
+_plain_text = st.from_regex("[A-Za-z0-9_\u00e9\u4e2d][A-Za-z0-9_ .:/+@()\u00e9\u4e2d-]{0,7}",
+                            fullmatch=True)
+_field_text = st.one_of(_plain_text, _plain_text,
+                        st.text(alphabet=st.sampled_from(_PLAIN_CHARS * 4 + _ODD_CHARS),
+                                max_size=8))
+_field_value = st.one_of(
+    _field_text, _field_text,
+    st.builds(lambda items, sep: "[" + sep.join(items) + "]", st.lists(_field_text, max_size=3),
+              st.sampled_from([", "] * 6 + [",", " , ", ",  "])),
+    st.sampled_from(["null", "~", "NULL", "yes", "0123", "2026-11-30T12:00:00.000Z", "[]",
+                     "[ ]", "a: b", "a #b", "a:", "- a", "[a, b]", "'q'", '"q"', "{a: b}"]))
+_field_key = st.one_of(st.from_regex(r"[a-z_][a-z0-9_-]{0,6}", fullmatch=True),
+                       st.sampled_from(["id", "type", "tags", "x-y", "_k", "a b", "-k", "k:",
+                                        "<<", "1", "", "Id"]))
+
+
+@settings(max_examples=3000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_field_key, _field_value,
+                          st.sampled_from([": "] * 8 + [":", ":  ", " : "])),
+                max_size=4), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_front_matter_read_without_yaml_is_what_yaml_reads(fields, newline, last_newline):
+    """Where the reader of memctl's own front matter answers (`_plain_mapping`), the
+    strict YAML loader reads exactly the same fields; anywhere else YAML reads the text."""
+    import yaml
+
+    from memctl.core.noteformat import _plain_mapping, _strict_loader
+
+    text = newline.join(f"{key}{sep}{value}" for key, value, sep in fields)
+    if last_newline and text:
+        text += newline
+    fast = _plain_mapping(text) if text.strip() else None  # empty: `load_yaml_mapping` says {}
+    if fast is None:
+        return
+    assert fast == yaml.load(text, Loader=_strict_loader())  # noqa: S506 - the strict loader
+    assert parse_text(f"---\n{text}{newline if text and not last_newline else ''}---\nbody\n"
+                      ).meta == fast
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(keys, values, max_size=8))
+def test_what_memctl_writes_with_plain_values_is_read_without_yaml(meta):
+    from memctl.core.noteformat import _plain_mapping, render_value
+
+    head = render_note(meta, "body\n").split("---\n")[1]
+    plain = all(render_value(value).strip("[]") == ", ".join(value)
+                if isinstance(value, list) else render_value(value) == value
+                for value in meta.values())
+    assert (_plain_mapping(head) == meta) if plain else True
+    if plain and meta:
+        assert _plain_mapping(head) is not None
+
+
+def test_a_note_memctl_wrote_is_read_without_loading_yaml() -> None:
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from memctl.core.noteformat import parse_text\n"
+              "parsed = parse_text('---\\nid: 01m8sh9tb7rm7mbz\\ntype: fact\\nimportance: 5\\n"
+              "tags: [db, cache]\\ncreated: 2026-11-30T12:00:00.000Z\\nsubject: the api\\n"
+              "---\\nbody\\n')\n"
+              "print(parsed.meta['tags'], parsed.meta['subject'], 'yaml' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "['db', 'cache'] the api False"

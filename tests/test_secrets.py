@@ -275,3 +275,25 @@ def test_the_scanned_view_is_the_nfkc_of_each_character(text: str) -> None:
     assert view.text == text.translate(secrets._NFKC)
     # Offsets are mapped back exactly where some character's form is not one character.
     assert bool(view.maps) == ("\x01" in text.translate(secrets._RESIZE))
+
+
+def test_a_text_without_any_rule_s_hint_compiles_no_rule() -> None:
+    """The rules' expressions are compiled when a text holds one of their hints (`memctl
+    add` imports the scanner for every note; most hold none: ~8 ms of start-up)."""
+    script = ("from memctl.core import secrets\n"
+              "secrets.guard({'text': 'the gateway timeout is 30 s'})\n"
+              "print(sum(rule.rx._compiled is not None for rule in secrets._RULES))\n"
+              "print([f.kind for f in secrets.scan('ghp_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2bC4')])\n"
+              "print(sum(rule.rx._compiled is not None for rule in secrets._RULES))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split("\n")[:3] == ["0", "['github-token']", "1"]
+
+
+def test_the_sha256_without_openssl_is_hashlib_s() -> None:
+    import hashlib
+
+    from memctl.core.hashing import sha256
+
+    for data in (b"", b"abc", "数据库".encode() * 1000):
+        assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()

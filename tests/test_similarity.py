@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -320,8 +323,115 @@ def test_normalising_with_blanks_around_cjk_runs_gives_the_same_text(parts: list
         value = similarity._reduce_links(value)
         value = value.replace("\u2019", "'").replace("\u2018", "'").casefold()
         value = similarity._CONTRACTION.sub(similarity._expand_contraction, value)
-        value = similarity._NON_WORD.sub(" ", value.replace("_", " "))
+        value = re.sub(rf"[^\w\s'{cjk}]", " ", value.replace("_", " "))
         value = boundary.sub(" ", value)
         return " ".join(part.strip("'") for part in value.split() if part.strip("'"))
 
     assert normalize(text) == before(text)
+
+
+@settings(max_examples=1000)
+@given(st.text(alphabet=st.sampled_from("a 1_'\u33ff\u3400\u4dbf\u4dc0\u4e00\u9fff\ua000"
+                                        "\uf8ff\uf900\ufaff\ufb00\u3000。é"), max_size=3)
+       | st.text(max_size=3))
+def test_a_cjk_start_is_told_as_the_class_tells_it(text: str) -> None:
+    """`_starts_cjk` (three comparisons) answers as the class of CJK ranges did, which is
+    compiled only for a text that is not ASCII (its ~3 ms are not in every `memctl add`)."""
+    import re
+
+    from memctl.core import similarity
+
+    assert similarity._starts_cjk(text) == bool(re.match(f"[{similarity._CJK}]", text))
+
+
+def test_an_ascii_text_is_compared_without_compiling_the_cjk_classes() -> None:
+    script = ("from memctl.core import similarity\n"
+              "print(similarity.normalize(\"Don't use the [old](x) pool_size: 20!\"),"
+              " similarity._cjk_rules.cache_info().currsize)\n"
+              "print(similarity.normalize('数据库使用PostgreSQL 16。'),"
+              " similarity._cjk_rules.cache_info().currsize)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines() == ["do not use the old pool size 20 0",
+                                        "数据库使用 postgresql 16 1"]
+
+
+def _judged_the_long_way(a: str, b: str, value: float, duplicate_threshold: float = 88.0,
+                         similar_threshold: float = 70.0):
+    """`judge` as it was before it told apart texts that cannot say the same thing: the signs
+    and difflib's matching for every pair scoring `similar_threshold` or more."""
+    import difflib
+
+    from memctl.core import similarity
+
+    (na, cut_a), (nb, cut_b) = similarity._compared(a), similarity._compared(b)
+    if value < similar_threshold:
+        return similarity.Comparison(value, False, False, ())
+    ta, tb = similarity.tokens(na), similarity.tokens(nb)
+    opcodes = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes() \
+        if len(ta) * len(tb) <= similarity._DIFFLIB_MAX_PRODUCT else similarity._lcs_opcodes(ta, tb)
+    fa, fb = similarity._features(na), similarity._features(nb)
+    signs = tuple(name for name, sign in (
+        ("number", fa.numbers != fb.numbers), ("negation", fa.negations != fb.negations),
+        ("antonym", similarity._swapped(fa.antonyms, fb.antonyms)),
+        ("value", similarity._value_changed(ta, tb, opcodes))) if sign)
+    same = similarity._same_statement(ta, tb, opcodes)
+    unchecked = similarity._unchecked(a, b, cut_a or cut_b)
+    reasons = signs + unchecked
+    similar = bool(unchecked) or (bool(signs) and same)
+    return similarity.Comparison(value, value >= duplicate_threshold and not reasons, similar,
+                                 reasons if similar else ())
+
+
+JUDGED_WORDS = st.sampled_from(["use", "port", "5432", "5433", "never", "not", "always",
+                                "deploy", "deploys", "on", "off", "fridays", "the", "redis",
+                                "mysql", "数", "据", "库", "不", "开启", "关闭", "tabs"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(JUDGED_WORDS, min_size=1, max_size=12),
+       st.lists(JUDGED_WORDS, min_size=1, max_size=12),
+       st.sampled_from([70.0, 75.5, 87.9, 88.0, 95.0, 100.0]))
+def test_judging_tells_apart_texts_that_cannot_say_the_same_as_judging_them_fully(
+        first: list[str], second: list[str], value: float) -> None:
+    """`judge` skips the signs and the word matching of two texts that share too few words in
+    the same order to say the same thing (a possible contradiction needs it, and a score
+    below the merge threshold rules out a duplicate): whatever the texts and the score, the
+    verdict is the one judging them fully gives."""
+    from memctl.core.similarity import judge
+
+    a, b = " ".join(first), " ".join(second)
+    for thresholds in ({}, {"duplicate_threshold": 95.0, "similar_threshold": 75.0}):
+        assert judge(a, b, value, **thresholds) == _judged_the_long_way(a, b, value, **thresholds)
+
+
+def test_texts_that_cannot_say_the_same_are_judged_without_matching_their_words(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two similar texts that share too few words in order (at most half of the longer's) are
+    no contradiction, and below the merge threshold no duplicate: judged without difflib's
+    matching (the health report judges ~60,000 pairs at 100,000 notes, a third of them such)."""
+    from memctl.core import similarity
+
+    def no_matching(*_args: object) -> list[tuple[str, int, int, int, int]]:
+        raise AssertionError("the words were matched")
+
+    monkeypatch.setattr(similarity, "_opcodes", no_matching)
+    apart = ("deploy the blog on fridays after the tests pass",
+             "the tests pass on fridays so deploy the blog after")
+    assert similarity.judge(*apart, 80.0) == similarity.Comparison(80.0, False, False, ())
+    with pytest.raises(AssertionError, match="matched"):  # saying the same: matched as before
+        similarity.judge("use port 5432 for the blog", "use port 5433 for the blog", 80.0)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from("abcde"), max_size=16), st.lists(st.sampled_from("abcde"),
+                                                                  max_size=16))
+def test_the_word_matching_is_difflibs(first: list[str], second: list[str]) -> None:
+    """`_difflib_opcodes` (the matching the `value` sign reads, in one function without junk
+    handling) gives what difflib's SequenceMatcher gives, repeated words and all."""
+    import difflib
+
+    from memctl.core.similarity import _difflib_opcodes
+
+    assert _difflib_opcodes(first, second) == \
+        difflib.SequenceMatcher(a=first, b=second, autojunk=False).get_opcodes()

@@ -527,11 +527,11 @@ def test_a_copy_of_a_watched_store_does_not_trust_the_original_watcher(
         watcher: WatchProcess, notes_store: Path) -> None:
     """`cp -a` of a store while `memctl watch` runs on it copies the heartbeat too; a hand
     edit in the copy must still reach a search of the copy (docs/watch.md)."""
-    import shutil
-
     assert watcher_is_live(notes_store)
     copy = notes_store.with_name("store-copy")
-    shutil.copytree(notes_store, copy, symlinks=True)  # as `cp -a`: .memctl/ and watch.json too
+    # `.memctl/` and watch.json too, and the watcher's search socket, as a socket nobody
+    # listens on (shutil.copytree cannot copy a socket).
+    subprocess.run(["cp", "-a", str(notes_store), str(copy)], check=True)
     assert (copy / ".memctl" / "watch.json").read_bytes()
     assert not watcher_is_live(copy) and read_status(copy) is None
     assert watcher_is_live(notes_store)  # the original's watcher is still trusted there

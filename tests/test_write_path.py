@@ -88,8 +88,9 @@ def test_a_commit_another_git_made_meanwhile_is_never_dropped(
     stays staged and goes into the next commit."""
     real = gitops._head_and_tree
 
-    def person_commits_meanwhile(root: Path) -> tuple[str | None, str | None]:
-        found = real(root)
+    def person_commits_meanwhile(root: Path, *reading: gitops.Started
+                                 ) -> tuple[str | None, str | None]:
+        found = real(root, *reading)
         (root / "theirs.txt").write_text("a person's file\n")
         subprocess.run(["git", "-C", str(root), "add", "theirs.txt"], check=True)
         subprocess.run(["git", "-C", str(root), "commit", "-qm", "a person's commit", "--",
@@ -177,3 +178,142 @@ def test_add_and_show_load_only_the_notes_commands(store_path: Path, argv: list[
                          "memctl.cli.lifecycle", "memctl.cli.watch", "memctl.services.upkeep"}
     usage = subprocess.run([memctl_executable(), *argv], env=env, capture_output=True, text=True)
     assert usage.returncode == done.returncode
+
+
+# --- what an `add`, and a `show` right after it, load and run ------------------------------------
+
+_LOADED = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(
+    m for m in sys.modules if m.split(".")[0] in sys.argv[1].split(",")
+    or m == "memctl.index.docs")), file=sys.stderr))
+sys.argv = ["memctl", *sys.argv[2:]]
+from memctl.cli import main
+main()
+"""
+_HEAVY = ("yaml", "rapidfuzz", "typing", "hashlib", "tempfile", "shutil")
+
+
+def _loaded(store: Path, *args: str) -> tuple[dict, set[str]]:
+    env = {**os.environ, "MEMCTL_STORE": str(store), "MEMCTL_PROJECT": "demo"}
+    done = subprocess.run([sys.executable, "-c", _LOADED, ",".join(_HEAVY), *args], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_add_and_a_show_right_after_it_load_only_what_they_use(store_path: Path) -> None:
+    """An `add` whose text pairs with no note loads neither YAML (memctl reads the front
+    matter it writes itself), rapidfuzz, typing, OpenSSL's hashlib nor tempfile; a `show`
+    of the note just added (indexed without its mtime, as written in the last 2 s) finds
+    it by its hash, so it loads not even the index's parser (bench/bench_write.py)."""
+    _loaded(store_path, "add", "the gateway timeout is 30 s", "--json")
+    added, loaded = _loaded(store_path, "add", "the billing cron runs nightly at 3am", "--json")
+    assert added["action"] == "created" and loaded == {"memctl.index.docs"}
+    shown, loaded = _loaded(store_path, "show", added["id"], "--json")
+    assert shown["body"].strip() == "the billing cron runs nightly at 3am"
+    assert loaded == set()
+    with open_index(store_path) as index:  # still recorded without its mtime: not re-indexed
+        assert index.indexed_files()[added["path"]][0] == 0
+
+
+def test_show_right_after_a_same_size_rewrite_shows_the_rewrite(store_path: Path,
+                                                                cli: Cli) -> None:
+    """The note's stamp is not trusted while it is that recent: a rewrite in the same tick,
+    of the same size, is read by its hash, and shown."""
+    added = cli.ok("add", "the queue is RabbitMQ", "--json").json()
+    path = store_path / added["path"]
+    stamp = path.stat().st_mtime_ns
+    path.write_text(path.read_text(encoding="utf-8").replace("RabbitMQ", "RabbitXY"),
+                    encoding="utf-8")
+    os.utime(path, ns=(stamp, stamp))
+    assert "RabbitXY" in cli.ok("show", added["id"], "--json").json()["body"]
+
+
+@pytest.mark.parametrize("identity", ["user", "memctl"])
+def test_a_commit_is_the_one_git_commit_makes_byte_for_byte(store_path: Path, tmp_path: Path,
+                                                            identity: str) -> None:
+    """`add` reads HEAD while git stages its file and indexes the change while git commits:
+    the commit is still the very one `git commit` makes of the same files (the same id, so
+    the same tree, parent, author, committer, dates and message), with the same reflog
+    entry; committed as the user git knows, or as memctl when it knows none."""
+    from memctl.core.clock import now
+
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_"))}
+    env.update(HOME=str(tmp_path / "home"), GIT_CONFIG_NOSYSTEM="1",
+               MEMCTL_STORE=str(store_path), MEMCTL_PROJECT="demo")
+    if identity == "user":
+        git(store_path, "config", "user.name", "Ada Lovelace")
+        git(store_path, "config", "user.email", "ada@example.invalid")
+    twin = tmp_path / "twin"
+    subprocess.run(["cp", "-a", str(store_path), str(twin)], check=True)
+    done = subprocess.run([memctl_executable(), "add", "the cache is Redis 7", "--json"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    path = json.loads(done.stdout)["path"]
+    (twin / path).parent.mkdir(parents=True, exist_ok=True)
+    (twin / path).write_bytes((store_path / path).read_bytes())
+    stamp = now().strftime("%Y-%m-%dT%H:%M:%S+0000")  # memctl pins git's dates to MEMCTL_NOW
+    twin_env = {**env, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    if identity == "memctl":
+        twin_env.update(GIT_AUTHOR_NAME="memctl", GIT_AUTHOR_EMAIL="memctl@localhost",
+                        GIT_COMMITTER_NAME="memctl", GIT_COMMITTER_EMAIL="memctl@localhost")
+    subject = git(store_path, "log", "-1", "--format=%s").strip()
+    for command in (["add", "--", path], ["commit", "-q", "--no-verify", "-m", subject]):
+        subprocess.run(["git", "-C", str(twin), *command], env=twin_env, check=True)
+    for root in (store_path, twin):
+        assert git(root, "status", "--porcelain") == ""
+    head = git(store_path, "rev-parse", "HEAD")
+    assert head == git(twin, "rev-parse", "HEAD")
+    assert git(store_path, "log", "-1", "--format=%an <%ae>").strip() == (
+        "Ada Lovelace <ada@example.invalid>" if identity == "user" else "memctl <memctl@localhost>")
+    assert git(store_path, "reflog", "-1", "--format=%gs") == git(twin, "reflog", "-1", "--format=%gs")
+
+
+def test_without_git_an_add_says_so_and_keeps_the_note(store_path: Path) -> None:
+    env = {**os.environ, "MEMCTL_STORE": str(store_path), "MEMCTL_PROJECT": "demo",
+           "PATH": str(store_path / "no-such-folder")}
+    done = subprocess.run([sys.executable, "-m", "memctl", "add", "a note while git is gone"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.startswith(
+        "error: git is not installed or not on PATH; install git")
+    assert "Traceback" not in done.stderr
+    assert len(list((store_path / "demo" / "notes" / "fact").glob("*.md"))) == 1
+
+
+def test_an_atomic_write_s_temporary_file_is_made_as_mkstemp_made_it(tmp_path: Path) -> None:
+    """Without tempfile (~6 ms of `add`): a new file beside the target, `.<name>.<random>.tmp`
+    (ignored by the walk, the watcher and the index), readable by its owner alone until the
+    rename gives it its final mode."""
+    import re
+    import stat
+
+    from memctl.disk import atomic
+
+    target = tmp_path / "note.md"
+    made = []
+    for _ in range(3):
+        fd, name = atomic._temp_file(target)
+        os.close(fd)
+        made.append(name)
+        assert re.fullmatch(r"\.note\.md\.[0-9a-f]{12}\.tmp", Path(name).name)
+        assert Path(name).parent == tmp_path
+        assert stat.S_IMODE(os.stat(name).st_mode) == 0o600
+    assert len(set(made)) == 3
+    atomic.atomic_write_text(target, "body\n")
+    assert target.read_text() == "body\n" and len(list(tmp_path.iterdir())) == 4
+
+
+def test_an_add_keeps_its_note_s_words_for_the_next_add_s_checks(store_path: Path,
+                                                                 cli: Cli) -> None:
+    """The words the checks compare a note by (memctl.index.nearwords) are kept while git
+    commits it: the next add finds them kept, and writes nothing before it decides."""
+    first = cli.ok("add", "the api gateway times out after 30 s", "--json").json()
+    with open_index(store_path) as index:
+        kept = index.conn.execute(
+            "SELECT n.hash = f.hash FROM near_docs n JOIN files f ON f.path = n.path"
+            " WHERE n.path = ?", (first["path"],)).fetchall()
+    assert kept == [(1,)]
+    again = cli.ok("add", "the api gateway times out after 30 s", "--json").json()
+    assert again["action"] == "merged" and again["id"] == first["id"]

@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import sys
 
-from memctl.cli.fast import run_fast
+from memctl.cli.served import answer as answer_from_watcher
+from memctl.cli.served import finish
 
 # Lazy on purpose: importing typer costs ~45 ms, and `memctl search` never needs it
-# (tests/test_layers.py pins the modules a search loads).
+# (tests/test_layers.py pins the modules a search loads). The fast path too: a search a live
+# watcher answers loads nothing of it (memctl.cli.served, docs/watch.md).
 
 
 def main() -> None:
+    code = answer_from_watcher(sys.argv[1:])
+    if code is not None:
+        finish(code)  # ends the process
+    from memctl.cli.fast import run_fast
+
     code = run_fast(sys.argv[1:])
     if code is not None:
         sys.exit(code)

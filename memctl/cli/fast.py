@@ -20,6 +20,7 @@ import re
 
 from memctl.cli.context import choose_store, run_command
 from memctl.cli.searching import run_search
+from memctl.cli.served import search_store_option
 from memctl.core import arguments
 from memctl.core.errors import ArgumentError
 from memctl.core.vocab import NOTE_TYPES
@@ -167,20 +168,8 @@ def _options(rest: list[str], flags: dict[str, str], values: dict[str, str],
 def parse_search(argv: list[str]) -> tuple[str | None, dict[str, object]] | None:
     """(the --store option, the keyword arguments of `run_search`) for `[--store PATH] search
     …`, or None when the typer app should take the arguments."""
-    store: str | None = None
-    position = 0
-    while position < len(argv) and argv[position] != "search":
-        token = argv[position]
-        if token == "--store" and position + 1 < len(argv) \
-                and not argv[position + 1].startswith("-"):
-            store = argv[position + 1]
-            position += 2
-        elif token.startswith("--store="):
-            store = token[len("--store="):]
-            position += 1
-        else:
-            return None
-    if position >= len(argv):
+    position, store = search_store_option(argv)
+    if position is None:
         return None
     rest = argv[position + 1:]
     kwargs: dict[str, object] = {"project": None, "all_projects": False, "types": [], "tags": [],

@@ -10,6 +10,7 @@ import typer
 
 from memctl.cli.base import JSON_OPTION, app, get_store
 from memctl.cli.output import emit_json
+from memctl.cli.searchserver import SearchServer
 from memctl.services import stores
 from memctl.services.serving import kept_open
 from memctl.services.watching import BatchReport, Watcher, read_status
@@ -80,8 +81,11 @@ def watch(
     signal.signal(signal.SIGTERM, terminate)
     if hasattr(signal, "SIGHUP"):  # not on Windows, where the watcher then says it cannot run
         signal.signal(signal.SIGHUP, terminate)
+    # Searches answered by a process kept ready while the watcher is live (docs/watch.md,
+    # "Searches answered by the watcher").
+    server = SearchServer(store.root)
     watcher = Watcher(store.root, commit=commit, on_batch=on_batch, on_message=on_message,
-                      on_commit=on_commit)
+                      on_commit=on_commit, on_live=server.live)
     try:
         # The access counters held open while it runs: a search's own connection is then never
         # the last to close, whose close checkpoints the WAL with an fsync (10k notes: ~10-20 ms
@@ -93,6 +97,8 @@ def watch(
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not quiet:
             _say("memctl watch: stopped")
+    finally:
+        server.stop()
 
 
 def _status(store: stores.Store, json_out: bool) -> None:

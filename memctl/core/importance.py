@@ -16,7 +16,8 @@ substrings in Chinese; 千万不要 counts once, not also as 不要.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from memctl.core.records import dataclass
 
 DEFAULT_IMPORTANCE = 5
 MAX_INFERRED = 8

@@ -35,13 +35,16 @@ Python integer with a lane of 8 bits (16 for long texts) per text, holding 1 whe
 has the element. The sum of the integers of one text's elements holds, in each lane, what that
 text shares with every other (additions in C over a few hundred machine words); a bias per
 lane turns "at least the bound" into the top bit of the lane. Elements held by few texts are
-counted pair by pair instead, so memory stays linear in the number of elements.
+counted pair by pair instead, so memory stays linear in the number of elements. A text pairs
+with the texts after it only, so a big group's texts are taken in blocks, each summed over the
+lanes from its block's first text on.
 """
 
 from __future__ import annotations
 
 import sys
 import zlib
+from array import array
 from collections import Counter, defaultdict, deque
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
@@ -57,6 +60,8 @@ DENSE_SHARE = 64  # an element held by 1/64 of the texts or more gets a lane int
 TINY_WORDS = 2  # texts of one or two words are also compared by their characters
 TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below up to 192
 TINY_DIVISOR = 3  # shared ≥ (n_a + n_b) / 3: Dice ≥ 2/3
+BLOCKS = 16  # a group's texts are taken in this many blocks (`_lane_hits`) ...
+BLOCK_MIN = 1024  # ... of this many texts at least
 
 Pair = tuple[int, int]
 
@@ -176,9 +181,11 @@ def _regimes(shapes: Sequence[Shape]) -> list[tuple[list[list[str] | None], int,
             ([shape.long for shape in shapes], 16, LONG_DIVISOR)]
 
 
-def _vector(lanes: Iterable[int], values: Iterable[int], count: int, lane_bytes: int) -> int:
+def _vector(lanes: Iterable[int], values: Iterable[int], count: int, lane_bytes: int,
+            first: int = 0) -> int:
     """The integer of `count` lanes of `lane_bytes` (little-endian) holding `values` at
-    `lanes` and 0 elsewhere, written in C rather than by a Python loop per lane."""
+    `lanes` and 0 elsewhere, written in C rather than by a Python loop per lane; from lane
+    `first` on (the lanes below dropped)."""
     raw = bytearray(count * lane_bytes)
     if lane_bytes == 1:
         deque(map(raw.__setitem__, lanes, values), maxlen=0)
@@ -187,7 +194,17 @@ def _vector(lanes: Iterable[int], values: Iterable[int], count: int, lane_bytes:
     else:
         for lane, value in zip(lanes, values, strict=True):
             raw[lane * 2:lane * 2 + 2] = value.to_bytes(2, "little")
-    return int.from_bytes(raw, "little")
+    return int.from_bytes(memoryview(raw)[first * lane_bytes:] if first else raw, "little")
+
+
+def _packed(values: Iterable[int], lane_bytes: int) -> int:
+    """The integer whose lanes of `lane_bytes` (little-endian) hold `values` in turn."""
+    if lane_bytes == 1:
+        return int.from_bytes(bytes(values), "little")
+    words = array("H", values)
+    if sys.byteorder != "little":
+        words.byteswap()
+    return int.from_bytes(words.tobytes(), "little")
 
 
 def _lane_hits(elements: Sequence[list[str] | None], own: int, rows: Collection[int] | None,
@@ -231,46 +248,67 @@ def _lane_hits(elements: Sequence[list[str] | None], own: int, rows: Collection[
     # bound(x, y) = ceil((n_x + n_y) / divisor) = q + ceil((r + n_y) / divisor) for
     # n_x = q·divisor + r: one lane vector per remainder r, each lane bias - ceil((r + n_y)/d);
     # with q·ones taken off, one start per size n_x (made once per size).
-    biases = [int.from_bytes(b"".join((bias - (r + n + divisor - 1) // divisor).to_bytes(
-        lane_bytes, "little") for n in sizes), "little") for r in range(divisor)]
-    starts: dict[int, int] = {}
-    lane_of, sparse_of = lanes.get, sparse.get
+    biases = []
+    for r in range(divisor):
+        lane_of_size = [bias - (r + n + divisor - 1) // divisor for n in range(largest + 1)]
+        biases.append(_packed(map(lane_of_size.__getitem__, sizes), lane_bytes))
+    sparse_of = sparse.get
     if rows is None:
-        wanted: Sequence[int] = range(own_positions)
+        # Each text pairs with the texts after it only: taken in blocks, each text's sums are
+        # made over the lanes from its block's first text on (the lanes are independent, so
+        # dropping the lower ones drops nothing else): about half the additions of full
+        # lanes when the group has no partners, a quarter with as many partners as texts.
+        step = max(BLOCK_MIN, -(-own_positions // BLOCKS))
+        blocks: list[Sequence[int]] = [range(first, min(first + step, own_positions))
+                                       for first in range(0, own_positions, step)]
     else:
         position_of = {number: position for position, number in enumerate(members)}
-        wanted = sorted(position_of[number] for number in set(rows) if number in position_of)
+        blocks = [sorted(position_of[number] for number in set(rows) if number in position_of)]
     every = count == len(elements)  # members[k] == k
-    for position in wanted:
-        bag = bags[position]
-        begin = starts.get(sizes[position])
-        if begin is None:
-            quotient, remainder = divmod(sizes[position], divisor)
-            begin = starts[sizes[position]] = biases[remainder] - quotient * ones
-        total = sum(map(lane_of, bag, repeat(0)), begin)
-        shared = Counter(chain.from_iterable(filter(None, map(sparse_of, bag))))
-        if shared:
-            total += _vector(shared.keys(), shared.values(), count, lane_bytes)
-        flags = total & tops
-        if rows is None:
-            start = position + 1  # each pair once: with the texts after this one
+    for block in blocks:
+        cut = block[0] if rows is None and block else 0  # the block's lanes start here
+        if cut:
+            shift = width * cut
+            present = set(chain.from_iterable(map(bags.__getitem__, block)))
+            block_lanes = {element: lanes[element] >> shift for element in present
+                           if element in lanes}
+            block_ones, block_tops = ones >> shift, tops >> shift
+            block_biases = [vector >> shift for vector in biases]
         else:
-            start = 0
-            flags &= ~(1 << (width * position + width - 1))  # not with itself
-            if position >= own_positions:  # a partner pairs with the group's own only
-                flags &= (1 << (width * own_positions)) - 1
-        # The top bit of lane k moved to bit 0 of its first byte: one byte per lane is 1 or 0.
-        flagged = (flags >> (width * start + width - 1)).to_bytes(
-            (count - start) * lane_bytes, "little")
-        if lane_bytes > 1:
-            flagged = flagged[::lane_bytes]
-        # Where the 1s are, in C: the lengths of the runs of 0s between them, summed.
-        runs = flagged.split(b"\x01")
-        runs.pop()
-        hits = list(accumulate(map((1).__add__, map(len, runs)), initial=start - 1))
-        del hits[0]
-        if hits:
-            yield members[position], hits if every else list(map(members.__getitem__, hits))
+            block_lanes, block_ones, block_tops, block_biases = lanes, ones, tops, biases
+        lane_of = block_lanes.get
+        starts: dict[int, int] = {}
+        for position in block:
+            bag = bags[position]
+            begin = starts.get(sizes[position])
+            if begin is None:
+                quotient, remainder = divmod(sizes[position], divisor)
+                begin = starts[sizes[position]] = block_biases[remainder] - quotient * block_ones
+            total = sum(map(lane_of, bag, repeat(0)), begin)
+            shared = Counter(chain.from_iterable(filter(None, map(sparse_of, bag))))
+            if shared:
+                total += _vector(shared.keys(), shared.values(), count, lane_bytes, cut)
+            flags = total & block_tops
+            if rows is None:
+                start = position + 1  # each pair once: with the texts after this one
+            else:
+                start = 0
+                flags &= ~(1 << (width * position + width - 1))  # not with itself
+                if position >= own_positions:  # a partner pairs with the group's own only
+                    flags &= (1 << (width * own_positions)) - 1
+            # The top bit of lane k moved to bit 0 of its first byte: one byte per lane is 1
+            # or 0.
+            flagged = (flags >> (width * (start - cut) + width - 1)).to_bytes(
+                (count - start) * lane_bytes, "little")
+            if lane_bytes > 1:
+                flagged = flagged[::lane_bytes]
+            # Where the 1s are, in C: the lengths of the runs of 0s between them, summed.
+            runs = flagged.split(b"\x01")
+            runs.pop()
+            hits = list(accumulate(map((1).__add__, map(len, runs)), initial=start - 1))
+            del hits[0]
+            if hits:
+                yield members[position], hits if every else list(map(members.__getitem__, hits))
 
 
 def matches(query: Shape, others: Sequence[Shape]) -> list[int]:

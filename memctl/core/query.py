@@ -72,17 +72,20 @@ class Unit:
     """One thing a note may match: `match` is its FTS5 expression, `text` what the user
     typed for it (the words to weigh it by), `label` how --explain names it. `begins`, for
     a bare word of MIN_PREFIX_CHARS or more, is the FTS5 expression of the words it begins
-    (`migr` → migration): the search counts those as a lesser match (docs/search.md)."""
+    (`migr` → migration): the search counts those as a lesser match (docs/search.md).
+    `pair`, for a pair of CJK characters, is that pair as one word of the index's pairs table
+    (`match` stays the phrase of its two characters, for snippets)."""
 
-    __slots__ = ("match", "text", "label", "required", "begins")
+    __slots__ = ("match", "text", "label", "required", "begins", "pair")
 
     def __init__(self, match: str, text: str, label: str, required: bool = False,
-                 begins: str | None = None) -> None:
+                 begins: str | None = None, pair: str | None = None) -> None:
         self.match = match
         self.text = text
         self.label = label
         self.required = required  # a quoted phrase: every hit has it
         self.begins = begins
+        self.pair = pair
 
     def __repr__(self) -> str:
         return f"Unit({self.label!r}{', required' if self.required else ''})"
@@ -344,7 +347,7 @@ def _word_units(word: str) -> tuple[list[Unit], bool]:
                 continue
             for start in range(len(piece) - 1):
                 pair = piece[start:start + 2]
-                units.append(Unit(_quote(pair), pair, pair))
+                units.append(Unit(_quote(pair), pair, pair, pair=pair))
             if len(piece) > 2:
                 units.append(Unit(_quote(piece), piece, piece))
     return units, whole

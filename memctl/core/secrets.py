@@ -49,9 +49,10 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from memctl.core.errors import MemctlError, arg
+from memctl.core.lazyre import LazyPattern
+from memctl.core.records import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class SecretFinding:
 # --- normalisation -----------------------------------------------------------------------------
 
 _INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad")
-_ANY_INVISIBLE = re.compile("[" + "".join(sorted(_INVISIBLE)) + "]")
+_ANY_INVISIBLE = LazyPattern("[" + "".join(sorted(_INVISIBLE)) + "]")
 
 
 class _NfkcTable(dict):  # type: ignore[type-arg]
@@ -95,7 +96,7 @@ class _ResizeTable(dict):  # type: ignore[type-arg]
 
 _NFKC = _NfkcTable()
 _RESIZE = _ResizeTable()
-_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_PERCENT = LazyPattern(r"%([0-9A-Fa-f]{2})")
 
 
 class _Map:
@@ -203,18 +204,18 @@ _PLACEHOLDER_WORDS = frozenset(
 _MASK_CHARS = frozenset("*xX.•#_-… ")
 # templates and references: `<password>`, `${X}`, `$X`, `$(cat f)`, `%(x)s`, `%X%`, `{{ x }}`,
 # YAML tags, anchors and aliases (`!vault`, `&pw`, `*pw`), `@env`, `[...]`, `(...)`
-_REFERENCE = re.compile(r"<.*|\$[{(].*|\$[A-Za-z_]\w*|%\(?\w*\)?s|%\w+%|\{.*|[!&*@][A-Za-z_]+|[\[(`].*")
+_REFERENCE = LazyPattern(r"<.*|\$[{(].*|\$[A-Za-z_]\w*|%\(?\w*\)?s|%\w+%|\{.*|[!&*@][A-Za-z_]+|[\[(`].*")
 # algorithm names, versions, dates and times: `sha256`, `HS256`, `v1.2.3-beta`, `2026-12-01T10:00Z`
-_TECH_WORD = re.compile(
+_TECH_WORD = LazyPattern(
     r"(?i)(?:sha|md|hs|rs|es|ps|aes|argon|pbkdf|base|utf|oauth|http|ipv|tls|ssl|rsa|ed|v)"
     r"[-_]?\d{1,4}(?:[-_]?[a-z]{1,8}\d{0,3})?"
     r"|v?\d{1,5}(?:\.\d{1,5}){1,3}(?:[-+][A-Za-z0-9.]{1,20})?"
     r"|\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?)?"
 )
 # code, not a value: `settings.SECRET`, `get_secret(`, `os.environ[`, `allow_secret`, `tokenValue`
-_CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*[(\[].*"
+_CODE_NAME = LazyPattern(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*[(\[].*"
                         r"|[a-z]+(?:_[a-z]+)+|[a-z]+(?:[A-Z][a-z]+)+")
-_PATH = re.compile(r"(?:~|\.{1,2})?/.*|[A-Za-z]:\\.*|[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+")
+_PATH = LazyPattern(r"(?:~|\.{1,2})?/.*|[A-Za-z]:\\.*|[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -283,7 +284,7 @@ def _real_value(value: str, strong: bool) -> bool:
 @dataclass(frozen=True)
 class _Rule:
     kind: str
-    rx: re.Pattern[str]
+    rx: LazyPattern  # compiled the first time a text holds one of `hints`
     hints: tuple[str, ...]  # the rule runs only if one of these is in the text
     group: int = 1  # the secret part
     keep: int = 0  # characters of it left visible; -1: through the first `_` or `-`
@@ -296,102 +297,102 @@ _B = r"(?<![A-Za-z0-9_-])"  # no token character before
 
 _RULES: tuple[_Rule, ...] = (
     _Rule("aws-access-key",
-          re.compile(r"(?<![A-Z0-9])((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|APKA)"
+          LazyPattern(r"(?<![A-Z0-9])((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|APKA)"
                      r"[A-Z0-9]{16})(?![A-Za-z0-9])"),
           ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "APKA"),
           keep=4, check=lambda s: not _weak_token(s[4:])),
     _Rule("github-token",
-          re.compile(_B + r"(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9_])"),
+          LazyPattern(_B + r"(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9_])"),
           ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), keep=4, check=lambda s: _mixed(s[4:])),
     _Rule("github-token",
-          re.compile(_B + r"(github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"),
+          LazyPattern(_B + r"(github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"),
           ("github_pat_",), keep=11, check=lambda s: _mixed(s[11:])),
     _Rule("gitlab-token",
-          re.compile(_B + r"(gl(?:pat|dt|rt|ptt|ft|imt|cbt|soat|oas)-[A-Za-z0-9_-]{20,80}"
+          LazyPattern(_B + r"(gl(?:pat|dt|rt|ptt|ft|imt|cbt|soat|oas)-[A-Za-z0-9_-]{20,80}"
                      r"(?:\.[A-Za-z0-9_-]{2,40}){0,3})(?![A-Za-z0-9_-])"),
           ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glimt-", "glcbt-", "glsoat-", "gloas-"),
           keep=-1, check=lambda s: _mixed(s.split("-", 1)[1])),
     _Rule("npm-token",
-          re.compile(_B + r"(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9_])"), ("npm_",),
+          LazyPattern(_B + r"(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9_])"), ("npm_",),
           keep=4, check=lambda s: _mixed(s[4:])),
     _Rule("huggingface-token",
-          re.compile(_B + r"((?:hf_|api_org_)[A-Za-z0-9]{30,40})(?![A-Za-z0-9_])"),
+          LazyPattern(_B + r"((?:hf_|api_org_)[A-Za-z0-9]{30,40})(?![A-Za-z0-9_])"),
           ("hf_", "api_org_"), keep=-1, check=lambda s: _mixed(s.rsplit("_", 1)[1])),
     _Rule("slack-token",
-          re.compile(r"(?<![A-Za-z0-9-])((?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,250})(?![A-Za-z0-9-])"),
+          LazyPattern(r"(?<![A-Za-z0-9-])((?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,250})(?![A-Za-z0-9-])"),
           ("xox", "xapp-"), keep=5, check=lambda s: _has_digit(s[5:])),
     _Rule("slack-webhook",
-          re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/"
+          LazyPattern(r"https://hooks\.slack\.com/(?:services|workflows)/"
                      r"(T[A-Z0-9]{6,20}/[AB][A-Z0-9]{6,20}/[A-Za-z0-9]{16,64})"),
           ("hooks.slack.com",)),
     _Rule("discord-webhook",
-          re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/"
+          LazyPattern(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/"
                      r"([A-Za-z0-9_-]{60,100})"),
           ("/api/webhooks/",), check=lambda s: not _weak_token(s)),
     _Rule("google-api-key",
-          re.compile(_B + r"(AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"), ("AIza",),
+          LazyPattern(_B + r"(AIza[0-9A-Za-z_-]{35})(?![A-Za-z0-9_-])"), ("AIza",),
           keep=4, check=lambda s: not _weak_token(s[4:])),
     _Rule("stripe-key",
-          re.compile(_B + r"((?:sk|rk)_live_[A-Za-z0-9]{16,255})(?![A-Za-z0-9_])"),
+          LazyPattern(_B + r"((?:sk|rk)_live_[A-Za-z0-9]{16,255})(?![A-Za-z0-9_])"),
           ("_live_",), keep=8, check=lambda s: _mixed(s[8:])),
     _Rule("sendgrid-key",
-          re.compile(r"(?<![A-Za-z0-9_.-])(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])"),
+          LazyPattern(r"(?<![A-Za-z0-9_.-])(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])"),
           ("SG.",), keep=3, check=lambda s: _mixed(s[3:])),
     _Rule("twilio-api-key",
-          re.compile(r"(?<![A-Za-z0-9])(SK[0-9a-f]{32})(?![A-Za-z0-9])"), ("SK",),
+          LazyPattern(r"(?<![A-Za-z0-9])(SK[0-9a-f]{32})(?![A-Za-z0-9])"), ("SK",),
           keep=2, check=lambda s: not _weak_token(s[2:])),
     _Rule("twilio-auth-token",
-          re.compile(r"(?<![A-Za-z0-9])AC[0-9a-f]{32}(?![A-Za-z0-9])"
+          LazyPattern(r"(?<![A-Za-z0-9])AC[0-9a-f]{32}(?![A-Za-z0-9])"
                      r"(?::|[^\n]{0,30}?(?i:token|auth|secret)[^\n]{0,20}?)"
                      r"(?<![A-Za-z0-9])([0-9a-f]{32})(?![A-Za-z0-9])"),
           ("AC",), check=lambda s: not _weak_token(s), context=False),
     _Rule("openai-key",
-          re.compile(_B + r"(sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-|ant-)?"
+          LazyPattern(_B + r"(sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-|ant-)?"
                      r"[A-Za-z0-9_-]{20,300})(?![A-Za-z0-9_-])"),
           ("sk-",), keep=3, check=lambda s: _mixed(s[3:])),
     _Rule("jwt",
-          re.compile(_B + r"(eyJ[A-Za-z0-9_-]{8,3000}\.eyJ[A-Za-z0-9_-]{8,6000}\.[A-Za-z0-9_-]{10,3000})"
+          LazyPattern(_B + r"(eyJ[A-Za-z0-9_-]{8,3000}\.eyJ[A-Za-z0-9_-]{8,6000}\.[A-Za-z0-9_-]{10,3000})"
                      r"(?![A-Za-z0-9_-])"),
           ("eyJ",), keep=3),
     _Rule("azure-storage-key",
-          re.compile(r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)[ \t]{0,3}=[ \t]{0,3}"
+          LazyPattern(r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)[ \t]{0,3}=[ \t]{0,3}"
                      r"([A-Za-z0-9+/]{20,200}={0,2})(?![A-Za-z0-9+/=])"),
           ("accountkey", "sharedaccesskey"), lower=True, check=lambda s: _mixed(s)),
     _Rule("azure-sas-signature",
-          re.compile(r"(?<=[?&;])sig=([A-Za-z0-9%+/]{20,200}={0,2})(?![A-Za-z0-9%+/=])"),
+          LazyPattern(r"(?<=[?&;])sig=([A-Za-z0-9%+/]{20,200}={0,2})(?![A-Za-z0-9%+/=])"),
           ("sig=",), check=lambda s: _mixed(s)),
     _Rule("aws-secret-key",
-          re.compile(r"(?i)aws_?secret_?(?:access_?)?key[\"']?[ \t]{0,5}[:=][ \t]{0,5}[\"']?"
+          LazyPattern(r"(?i)aws_?secret_?(?:access_?)?key[\"']?[ \t]{0,5}[:=][ \t]{0,5}[\"']?"
                      r"([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
           ("aws",), lower=True, check=lambda s: not _weak_token(s)),
     _Rule("bearer-token",
-          re.compile(r"(?<![A-Za-z0-9])[Bb]earer[ \t]{1,5}([A-Za-z0-9._~+/-]{20,1000}={0,2})"
+          LazyPattern(r"(?<![A-Za-z0-9])[Bb]earer[ \t]{1,5}([A-Za-z0-9._~+/-]{20,1000}={0,2})"
                      r"(?![A-Za-z0-9._~+/=-])"),
           ("earer",), keep=0, check=lambda s: _mixed(s) and any(c.isdigit() for c in s)),
     _Rule("basic-auth",
-          re.compile(r"(?i)authorization[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?basic[ \t]{1,5}"
+          LazyPattern(r"(?i)authorization[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?basic[ \t]{1,5}"
                      r"([A-Za-z0-9+/]{8,500}={0,2})(?![A-Za-z0-9+/=])"),
           ("authorization",), lower=True, check=lambda s: not _weak_token(s)),
     _Rule("url-password",
-          re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://([^\s/:@]{0,100}):"
+          LazyPattern(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://([^\s/:@]{0,100}):"
                      r"([^\s/@]{1,200})@(?=[A-Za-z0-9\[_-])"),
           ("://",), group=2),
 )
 
 # Private key blocks: the header, then the body up to the footer (or the end of the text).
-_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
-_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,60}-----")
-_PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{16}|^[ \t]*[A-Za-z0-9+/=]{4,}[ \t]*$", re.MULTILINE)
+_PEM_BEGIN = LazyPattern(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,60}-----")
+_PEM_BODY = LazyPattern(r"[A-Za-z0-9+/=]{16}|^[ \t]*[A-Za-z0-9+/=]{4,}[ \t]*$", re.MULTILINE)
 
 # Assignments: a name holding one of these words, `=`/`:`/`:=`/`=>`, a value.
 _KEYWORD = re.compile(r"pass|pwd|secret|token|key|密码|口令|密钥")  # in lower-cased text
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_NAME_RUN = re.compile(r"[A-Za-z0-9_.-]*")
-_ASSIGN = re.compile(
+_NAME_RUN = LazyPattern(r"[A-Za-z0-9_.-]*")
+_ASSIGN = LazyPattern(
     r"([\"']?)[ \t]{0,5}(:=|=>|=|:)[ \t]{0,5}([\"']?)"
     r"([\x21\x23-\x26\x28-\x2b\x2d-\x3a\x3c-\x7e]{1,200})"  # printable ASCII but space " ' , ;
 )
-_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|密码|口令|密钥")
+_SEGMENT = LazyPattern(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|密码|口令|密钥")
 _PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "密码", "口令"})
 _SECRET_WORDS = frozenset({"secret", "token", "apikey", "密钥", "privatekey", "secretkey",
                            "accesskey", "masterkey", "signingkey", "encryptionkey", "clientsecret"})

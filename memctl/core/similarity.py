@@ -20,7 +20,8 @@ long its notes are (a pasted 900 KB log took seconds in `add` and minutes in `he
   unless they are the same text (but for blanks at either end): the reason `unchecked` is
   given instead, so the new text is written and the pair reported (a short note that
   repeats the start of a long one scores high against it);
-- which words were replaced (the `value` reason) is found with difflib for texts of up to
+- which words were replaced (the `value` reason) is found with difflib's matching
+  (`_difflib_opcodes`, the same steps without its junk handling) for texts of up to
   about 200 words each, as always; for longer ones with the longest common subsequence of
   the words (rapidfuzz, in C), since difflib's matcher takes seconds to minutes on a few
   thousand repetitive words.
@@ -31,16 +32,15 @@ repetition); Markdown links are reduced by a scan, not a regex (see `_reduce_lin
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
 
 from memctl.core import nearpairs
+from memctl.core.records import dataclass
 
 DEFAULT_DUPLICATE_THRESHOLD = 88.0
 DEFAULT_SIMILAR_THRESHOLD = 70.0
@@ -54,11 +54,26 @@ _DIFFLIB_MAX_PRODUCT = 200 * 200
 UNCHECKED = "unchecked"
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"[{_CJK}]")
 # Punctuation (ASCII and full-width, which NFKC mostly folds) becomes a space; apostrophes
-# are kept so that "don't" stays one negating word.
-_NON_WORD = re.compile(rf"[^\w\s'{_CJK}]")
-_CJK_RUN = re.compile(f"([{_CJK}]+)")  # a group: `split` keeps the runs
+# are kept so that "don't" stays one negating word. In ASCII text no character is CJK, so
+# the class without the CJK ranges finds the same: those classes (~3 ms each to compile)
+# are compiled for the first text that has other characters (`_cjk_rules`), not in every
+# `memctl add` (bench/bench_write.py).
+_NON_WORD_ASCII = re.compile(r"[^\w\s']")
+
+
+@functools.cache
+def _cjk_rules() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Punctuation but CJK characters, and the runs of CJK characters (a group: `split`
+    keeps the runs)."""
+    return re.compile(rf"[^\w\s'{_CJK}]"), re.compile(f"([{_CJK}]+)")
+
+
+def _starts_cjk(text: str) -> bool:
+    """Whether `text` starts with a CJK character (of `_CJK`): as `re.match(f"[{_CJK}]",
+    text)`, without compiling that class."""
+    return bool(text) and ("\u3400" <= text[0] <= "\u4dbf" or "\u4e00" <= text[0] <= "\u9fff"
+                           or "\uf900" <= text[0] <= "\ufaff")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _CONTRACTION = re.compile(r"\b(won|can|shan|\w+)'t\b|\bcannot\b")
 _IRREGULAR = {"won": "will", "can": "can", "shan": "shall"}
@@ -84,7 +99,7 @@ _ANTONYMS = (
 
 # Each word of an antonym pair with where to look for it in `_word_forms`: 0 the words, 1 the
 # characters without blanks (a CJK word).
-_ANTONYM_TERMS = tuple(sorted({(term, int(bool(_CJK_CHAR.match(term))))
+_ANTONYM_TERMS = tuple(sorted({(term, int(_starts_cjk(term)))
                                for pair in _ANTONYMS for term in pair}))
 
 
@@ -109,12 +124,18 @@ def normalize(text: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
     if "'" in text or "cannot" in text:  # (most Chinese text has neither: no regex pass)
         text = _CONTRACTION.sub(_expand_contraction, text)
-    text = _NON_WORD.sub(" ", text.replace("_", " "))
-    # A blank on both sides of every CJK run: where one was already, the split below drops
-    # the extra (one pass over the runs, rather than look-arounds at every character;
-    # tests/test_similarity.py holds it equal to inserting blanks only where needed). Split
-    # and joined: the same as substituting " run " for each run, without a Python call per run.
-    text = " ".join(_CJK_RUN.split(text))
+    text = text.replace("_", " ")
+    if text.isascii():  # no CJK run to set apart
+        text = _NON_WORD_ASCII.sub(" ", text)
+    else:
+        non_word, cjk_run = _cjk_rules()
+        text = non_word.sub(" ", text)
+        # A blank on both sides of every CJK run: where one was already, the split below
+        # drops the extra (one pass over the runs, rather than look-arounds at every
+        # character; tests/test_similarity.py holds it equal to inserting blanks only where
+        # needed). Split and joined: the same as substituting " run " for each run, without
+        # a Python call per run.
+        text = " ".join(cjk_run.split(text))
     if "'" not in text:  # nothing to strip: the words as they are
         return " ".join(text.split())
     return " ".join(part.strip("'") for part in text.split() if part.strip("'"))
@@ -210,7 +231,7 @@ def _compared_whole(text: str) -> tuple[str, bool]:
 def _capped(norm: str) -> str:
     """The first MAX_COMPARED_CHARS characters of a longer normalised text."""
     end = MAX_COMPARED_CHARS
-    if norm[end] != " " and not _CJK_CHAR.match(norm[end]):
+    if norm[end] != " " and not _starts_cjk(norm[end]):
         # A Latin word straddles the cap: leave it out (a CJK run is cut between tokens).
         blank = norm.rfind(" ", 0, end)
         if blank > 0:
@@ -233,7 +254,8 @@ def tokens(text: str) -> list[str]:
         return text.split()
     out: list[str] = []
     for word in text.split():
-        if _CJK_CHAR.match(word):
+        # (no call for the Latin words of a text that has other characters too)
+        if word[0] >= "\u3400" and _starts_cjk(word):
             out.extend(word)
         else:
             out.append(word)
@@ -346,7 +368,7 @@ def _remembered_views(norm: str) -> tuple[str, str]:
 def _negations(norm: str) -> int:
     count = 0
     for word in norm.split():
-        if _CJK_CHAR.match(word):
+        if _starts_cjk(word):
             rest = word
             for marker in _ZH_NEGATIONS:
                 count += rest.count(marker)
@@ -381,7 +403,7 @@ def _swapped(fa: frozenset[str], fb: frozenset[str]) -> bool:
 
 def _inflection_of(old: list[str], new: list[str]) -> bool:
     """True when a replaced run of words is a re-wording of the same words (push/pushing)."""
-    if any(_CJK_CHAR.match(t) for t in old + new):
+    if any(_starts_cjk(t) for t in old + new):
         return False  # single characters carry meaning; no stemming without a dictionary
     olds = {t[:4] for t in old if len(t) >= 3}
     news = {t[:4] for t in new if len(t) >= 3}
@@ -390,8 +412,78 @@ def _inflection_of(old: list[str], new: list[str]) -> bool:
 
 def _opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
     if len(ta) * len(tb) <= _DIFFLIB_MAX_PRODUCT:
-        return difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()
+        return _difflib_opcodes(ta, tb)
     return _lcs_opcodes(ta, tb)
+
+
+def _difflib_opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """`difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()`, the same steps
+    without junk (nothing is junk, nothing popular) in one function: half the time of the
+    general matcher, which the health report runs on ~40,000 pairs on the 100,000-note
+    benchmark store (tests/test_similarity.py holds the two equal)."""
+    b2j: dict[str, list[int]] = {}
+    for j, token in enumerate(tb):
+        b2j.setdefault(token, []).append(j)
+    positions = b2j.get
+    none: list[int] = []
+    blocks: list[tuple[int, int, int]] = []
+    queue = [(0, len(ta), 0, len(tb))]
+    while queue:
+        alo, ahi, blo, bhi = queue.pop()
+        # The longest matching block, the first in `ta` (then in `tb`) of those as long
+        # (difflib's find_longest_match): the run ending at (i, j) is one longer than the
+        # one ending at (i - 1, j - 1).
+        besti, bestj, bestsize = alo, blo, 0
+        ending: dict[int, int] = {}
+        for i in range(alo, ahi):
+            longer: dict[int, int] = {}
+            previous = ending.get
+            for j in positions(ta[i], none):
+                if j < blo:
+                    continue
+                if j >= bhi:
+                    break
+                k = longer[j] = previous(j - 1, 0) + 1
+                if k > bestsize:
+                    besti, bestj, bestsize = i - k + 1, j - k + 1, k
+            ending = longer
+        if bestsize:
+            blocks.append((besti, bestj, bestsize))
+            if alo < besti and blo < bestj:
+                queue.append((alo, besti, blo, bestj))
+            if besti + bestsize < ahi and bestj + bestsize < bhi:
+                queue.append((besti + bestsize, ahi, bestj + bestsize, bhi))
+    blocks.sort()
+    opcodes: list[tuple[str, int, int, int, int]] = []
+    i = j = 0
+    # Adjacent blocks joined, then the gaps between them named (difflib's get_opcodes).
+    for ai, bj, size in _joined(blocks) + [(len(ta), len(tb), 0)]:
+        if i < ai and j < bj:
+            opcodes.append(("replace", i, ai, j, bj))
+        elif i < ai:
+            opcodes.append(("delete", i, ai, j, bj))
+        elif j < bj:
+            opcodes.append(("insert", i, ai, j, bj))
+        i, j = ai + size, bj + size
+        if size:
+            opcodes.append(("equal", ai, i, bj, j))
+    return opcodes
+
+
+def _joined(blocks: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Sorted matching blocks with each run of adjacent ones made one."""
+    out: list[tuple[int, int, int]] = []
+    i1 = j1 = k1 = 0
+    for i2, j2, k2 in blocks:
+        if i1 + k1 == i2 and j1 + k1 == j2:
+            k1 += k2
+        else:
+            if k1:
+                out.append((i1, j1, k1))
+            i1, j1, k1 = i2, j2, k2
+    if k1:
+        out.append((i1, j1, k1))
+    return out
 
 
 def _value_changed(ta: list[str], tb: list[str],
@@ -411,6 +503,18 @@ def _same_statement(ta: list[str], tb: list[str],
     shared = sum(i2 - i1 for tag, i1, i2, _j1, _j2 in opcodes if tag == "equal")
     longer = max(len(ta), len(tb))
     return 2 * shared > longer or longer - shared <= 1
+
+
+def _apart(ta: list[str], tb: list[str]) -> bool:
+    """Whether `_same_statement` is False whatever the opcodes: the equal runs of any opcodes
+    are a common subsequence, so they share at most the longest one's words, and those are
+    at most half of the longer text's and two or more short of it (the longest common
+    subsequence in C, bit-parallel)."""
+    from rapidfuzz.distance import Indel
+
+    longer = max(len(ta), len(tb))
+    shared = (len(ta) + len(tb) - Indel.distance(ta, tb)) // 2
+    return 2 * shared <= longer and longer - shared > 1
 
 
 def _lcs_opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
@@ -473,11 +577,14 @@ def _features(norm: str) -> _Features:
     return _Features(norm)
 
 
-def _reasons(na: str, nb: str) -> tuple[tuple[str, ...], bool]:
+def _reasons(na: str, nb: str, ta: list[str] | None = None, tb: list[str] | None = None
+             ) -> tuple[tuple[str, ...], bool]:
     """The signs of disagreement, and whether the texts say mostly the same thing (only then
-    do the signs make them a possible contradiction; any sign still blocks a merge)."""
+    do the signs make them a possible contradiction; any sign still blocks a merge). `ta`,
+    `tb`: the texts' tokens, when made already."""
     fa, fb = _features(na), _features(nb)
-    ta, tb = tokens(na), tokens(nb)
+    if ta is None or tb is None:
+        ta, tb = tokens(na), tokens(nb)
     opcodes = _opcodes(ta, tb)
     reasons: list[str] = []
     if fa.numbers != fb.numbers:
@@ -517,8 +624,15 @@ def judge(
     (na, cut_a), (nb, cut_b) = _compared(a), _compared(b)
     if value < similar_threshold:
         return Comparison(value, False, False, ())
-    signs, same = _reasons(na, nb)
     unchecked = _unchecked(a, b, cut_a or cut_b)
+    ta, tb = tokens(na), tokens(nb)
+    if value < duplicate_threshold and not unchecked and _apart(ta, tb):
+        # Neither a duplicate (the score says so) nor a possible contradiction, whatever the
+        # signs: the texts do not say mostly the same thing. Told in C, before the signs and
+        # the matching of their words: the health report judges ~60,000 pairs on the
+        # 100,000-note benchmark store, and about a third of them are such pairs.
+        return Comparison(value, False, False, ())
+    signs, same = _reasons(na, nb, ta, tb)
     reasons = signs + unchecked
     duplicate = value >= duplicate_threshold and not reasons  # any sign blocks a merge
     similar = bool(unchecked) or (bool(signs) and same)
@@ -532,13 +646,19 @@ def compared_tokens(text: str) -> tuple[list[str], str]:
     return tokens(norm), norm
 
 
+# Up to this many texts, `candidates` first looks whether any pairs with the new one (their
+# bags cost more than scoring them in C, which pays once rapidfuzz is loaded anyway).
+_FEW_TEXTS = 64
+
+
 def candidates(
     text: str, others: Iterable[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD
 ) -> list[tuple[str, float]]:
     """Keys of `others` ((key, text) pairs) scoring at least `threshold`, best first, among
     the candidate pairs of memctl.core.nearpairs: `add` and the health report see the same
     pairs. One text against many is linear, so every text is scored (in C, cheaper than
-    building each one's bags) and the candidate rule then applied to those that score."""
+    building each one's bags) and the candidate rule then applied to those that score; a few
+    texts are first looked at by the rule alone, which keeps the same ones."""
     keys: list[str] = []
     texts: list[str] = []
     for key, other in others:
@@ -549,11 +669,16 @@ def candidates(
     query = _compared(text)[0]
     if not query:
         return []
+    shape = nearpairs.Shape(tokens(query), query)
+    if len(texts) <= _FEW_TEXTS and not nearpairs.matches(shape, list(map(_shape, texts))):
+        # No text is a candidate pair with this one, so none can be kept whatever it scores:
+        # rapidfuzz (~8 ms to import) is not needed. `add` mostly gets a few texts from the
+        # index (memctl.index.nearwords), and most share too few words.
+        return []
     best = sorted(_Views(texts).best(query, 0, threshold).items())
     if not best:
         return []
-    kept = nearpairs.matches(nearpairs.Shape(tokens(query), query),
-                             [_shape(texts[number]) for number, _ in best])
+    kept = nearpairs.matches(shape, [_shape(texts[number]) for number, _ in best])
     ranked = sorted((best[position] for position in kept),
                     key=lambda item: (-item[1], keys[item[0]]))
     return [(keys[idx], value) for idx, value in ranked]
@@ -582,6 +707,13 @@ def pairs_involving(
     """The pairs of `similar_pairs(items, partners=partners)` that involve one of `keys` (for
     the health report's cache: only new or edited notes are compared again)."""
     return _candidate_pairs(items, partners, keys, threshold)
+
+
+def load_scorers() -> None:
+    """Import the scorers in C now rather than at the first pair (~30 ms): a process that
+    is about to fork children which score pairs imports them once, for all of them."""
+    from rapidfuzz import fuzz, process  # noqa: F401
+    from rapidfuzz.distance import Indel  # noqa: F401
 
 
 def forget() -> None:

@@ -90,6 +90,27 @@ def _split_run(match: re.Match[str]) -> str:
     return SEP + SEP.join(match.group()) + SEP
 
 
+def cjk_pairs(text: str) -> str:
+    """Every two CJK characters that are neighbouring words of `text` for the index (one
+    after the other, or with only spaces and punctuation between them), each pair written
+    as one word, separated by spaces: the words of the index's `fts_pairs` table
+    (docs/search.md, "Pairs of characters"). They are exactly the places where the phrase of
+    the two characters matches in the main index, so a query's pair is found in the same
+    entries as a look-up of one word, where the phrase reads both characters' positions in
+    every note that has them. Empty for text without CJK."""
+    if text.isascii():
+        return ""
+    pairs: list[str] = []
+    last, end = "", -1  # the last character of the previous run, and where that run ended
+    for match in _cjk_run().finditer(text):
+        run = match.group()
+        if last and not has_token_chars(text[end:match.start()]):
+            pairs.append(last + run[0])
+        pairs.extend(run[start:start + 2] for start in range(len(run) - 1))
+        last, end = run[-1], match.end()
+    return " ".join(pairs)
+
+
 def from_index(text: str) -> str:
     """Undo `to_index` (exactly, for text that had no control characters)."""
     return text.replace(SEP, "")

@@ -75,13 +75,13 @@ class CountersUnavailable(Exception):
     on without them."""
 
 
-def _connect(store: StoreLike) -> sqlite3.Connection:
+def _connect(store: StoreLike, *, shared: bool = False) -> sqlite3.Connection:
     path = state_path(store, COUNTERS_FILE)
     folder = path.parent if path.parent.exists() else path.parent.parent
     if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise CountersUnavailable(str(path))
     try:
-        return _open_counters(path)
+        return _open_counters(path, shared=shared)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise
@@ -94,12 +94,12 @@ def _connect(store: StoreLike) -> sqlite3.Connection:
                 os.replace(damaged, aside.with_name(aside.name + suffix))
         sys.stderr.write(f"warning: {path.name} was damaged ({exc}); kept as {aside.name}, "
                          "access counts start again\n")
-        return _open_counters(path)
+        return _open_counters(path, shared=shared)
 
 
-def _open_counters(path: Path) -> sqlite3.Connection:
+def _open_counters(path: Path, *, shared: bool = False) -> sqlite3.Connection:
     path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=15, isolation_level=None)
+    conn = sqlite3.connect(path, timeout=15, isolation_level=None, check_same_thread=not shared)
     try:
         conn.execute("PRAGMA busy_timeout=15000")
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -155,26 +155,46 @@ def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | N
     if not unique:
         return
     stamp = _iso(when)
+    held = _HELD.get(os.fspath(state_path(store, COUNTERS_FILE))) if _HELD else None
+    if held is not None and held.current():
+        # The connection the process holds (`keep_open`): no connection opened and closed
+        # per call (~0.4 ms of each MCP search and recall, bench/bench_mcp.py).
+        try:
+            machine = machine_id(store)
+        except OSError:
+            return
+        with held.lock:
+            try:
+                _record(held.conn, machine, unique, stamp)
+            except BaseException:
+                if held.conn.in_transaction:
+                    held.conn.execute("ROLLBACK")
+                raise
+        return
     try:
         conn = _connect(store)
         machine = machine_id(store)
     except (CountersUnavailable, OSError):
         return  # a read-only store: nothing is counted, the read goes on
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT INTO access(machine, id, count, last) VALUES (?, ?, 1, ?)"
-            " ON CONFLICT(machine, id) DO UPDATE SET count = count + 1,"
-            " last = CASE WHEN last IS NULL OR excluded.last > last THEN excluded.last"
-            " ELSE last END",
-            [(machine, note_id, stamp) for note_id in unique])
-        conn.executemany(
-            "INSERT INTO access_days(machine, id, day, count) VALUES (?, ?, ?, 1)"
-            " ON CONFLICT(machine, id, day) DO UPDATE SET count = count + 1",
-            [(machine, note_id, stamp[:10]) for note_id in unique])
-        conn.execute("COMMIT")
+        _record(conn, machine, unique, stamp)
     finally:
         conn.close()
+
+
+def _record(conn: sqlite3.Connection, machine: str, unique: list[str], stamp: str) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(
+        "INSERT INTO access(machine, id, count, last) VALUES (?, ?, 1, ?)"
+        " ON CONFLICT(machine, id) DO UPDATE SET count = count + 1,"
+        " last = CASE WHEN last IS NULL OR excluded.last > last THEN excluded.last"
+        " ELSE last END",
+        [(machine, note_id, stamp) for note_id in unique])
+    conn.executemany(
+        "INSERT INTO access_days(machine, id, day, count) VALUES (?, ?, ?, 1)"
+        " ON CONFLICT(machine, id, day) DO UPDATE SET count = count + 1",
+        [(machine, note_id, stamp[:10]) for note_id in unique])
+    conn.execute("COMMIT")
 
 
 def get_counters(store: StoreLike, ids: Iterable[str] | None = None
@@ -288,12 +308,59 @@ def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | Non
     return changed
 
 
-def keep_open(store: StoreLike) -> sqlite3.Connection | None:
-    """A connection for a long-running process (`memctl mcp`) to hold for its whole life, or
-    None where the counters cannot be written. While it is open, the connection each record
-    opens is never the last one to close, and the last one's close checkpoints the WAL: 10k
-    notes, ~10 ms of each MCP search (bench/bench_mcp.py)."""
+class HeldCounters:
+    """The counters' connection a long-running process holds (`keep_open`); `close` it."""
+
+    def __init__(self, path: str, conn: sqlite3.Connection) -> None:
+        import threading  # only a long-running process holds one (not `memctl search`)
+
+        self.path = path
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        info = os.stat(path)
+        self.identity = (info.st_dev, info.st_ino)
+
+    def current(self) -> bool:
+        """Whether the file at its path is still the one it holds (`.memctl/` deleted and
+        made again holds another: the records go there, through a connection of their own).
+        The open connection keeps its file's inode from being given to a new file. Never in
+        a forked child: a SQLite connection must not cross a fork."""
+        if os.getpid() != self.pid:
+            return False
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self.identity
+
+    def close(self) -> None:
+        if _HELD.get(self.path) is self:
+            del _HELD[self.path]
+        with self.lock:
+            self.conn.close()
+
+
+# The connection each store's counters are held open by in this process (`keep_open`), by
+# the counters file's path: `record_access` writes through it.
+_HELD: dict[str, HeldCounters] = {}
+
+
+def keep_open(store: StoreLike) -> HeldCounters | None:
+    """A connection for a long-running process (`memctl mcp`, `memctl watch`) to hold for its
+    whole life, or None where the counters cannot be written. While it is open, no connection
+    a record opens is the last one to close, and the last one's close checkpoints the WAL (10k
+    notes, ~10 ms of each MCP search); and the records of this process go through it, without
+    a connection of their own (bench/bench_mcp.py)."""
     try:
-        return _connect(store)
+        conn = _connect(store, shared=True)
     except (CountersUnavailable, OSError, sqlite3.Error):
         return None
+    path = os.fspath(state_path(store, COUNTERS_FILE))
+    try:
+        held = HeldCounters(path, conn)
+    except OSError:
+        conn.close()
+        return None
+    _HELD[path] = held
+    return held

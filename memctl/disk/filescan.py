@@ -103,13 +103,22 @@ def scan_keys(root: str, folders: list[tuple[str, str]] | None = None) -> set[st
 
 def folder_digest(keys: list[str]) -> str:
     """The digest of one folder's keys, in any order."""
+    return _blake2b_hex("\n".join(sorted(keys)).encode("utf-8", "surrogateescape"))
+
+
+def content_digest(data: bytes) -> str:
+    """The hash the index keeps of a file's bytes (memctl.index.docs records it; `show`
+    compares a file with it without loading the parser: memctl.index.db.current_entry)."""
+    return _blake2b_hex(data)
+
+
+def _blake2b_hex(data: bytes) -> str:
     try:
         from _blake2 import blake2b  # what hashlib.blake2b is, without loading OpenSSL (~5 ms)
     except ImportError:  # pragma: no cover - a Python built without it
         from hashlib import blake2b
 
-    return blake2b("\n".join(sorted(keys)).encode("utf-8", "surrogateescape"),
-                   digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 def folder_of(path: str) -> str:

@@ -9,16 +9,18 @@ every crash point).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import signal
 from pathlib import Path
-from typing import Any
 
 from memctl.core.errors import MemctlError
+from memctl.core.hashing import sha256
 from memctl.disk import gitops
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 TXN_PREFIX = "txn-"
 FAILED_PREFIX = "failed-txn-"  # a journal that could not be rolled back, set aside
@@ -38,6 +40,8 @@ def keep_backup(target: Path, backup: Path, moving: bool) -> None:
     try:
         os.link(target, backup)  # the original stays in place until the new file replaces it
     except OSError:
+        import shutil  # lazy, as in `recover_pending`
+
         shutil.copy2(target, backup)
 
 
@@ -46,9 +50,14 @@ def recover_pending(root: Path, state: Path) -> list[str]:
     roll back unless its commit was made. Call with the store lock held. Returns a message per
     transaction it cleaned up."""
     messages: list[str] = []
-    if not state.is_dir():
+    pending = sorted(state.glob(f"{TXN_PREFIX}*")) if state.is_dir() else []
+    if not pending:
         return messages
-    for txn in sorted(state.glob(f"{TXN_PREFIX}*")):
+    # Lazy: shutil loads bz2 and lzma (~3 ms), and every command that changes the store
+    # comes here, nearly always to find nothing (`memctl add`, bench/bench_write.py).
+    import shutil
+
+    for txn in pending:
         journal_path = txn / JOURNAL
         if not journal_path.is_file():
             shutil.rmtree(txn, ignore_errors=True)  # killed while staging: nothing was touched
@@ -90,7 +99,7 @@ def roll_back(root: Path, txn: Path, journal: dict[str, Any]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(backup, target)
         elif not op.get("existed") and target.exists() and op.get("sha256"):
-            if hashlib.sha256(target.read_bytes()).hexdigest() == op["sha256"]:
+            if sha256(target.read_bytes()).hexdigest() == op["sha256"]:
                 target.unlink()
                 _remove_empty_parents(root, target.parent)
     if paths and (root / ".git").exists():

@@ -167,8 +167,7 @@ class StoreFiles:
             info = os.stat(path)
             if not stat_module.S_ISREG(info.st_mode):
                 raise MemctlError(f"{relpath} is not a regular file")
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = _read_bytes(path, info.st_size)
         except FileNotFoundError:
             raise MemctlError(f"{relpath} does not exist") from None
         except PermissionError:
@@ -276,3 +275,17 @@ def first_foreign_file(root: Path) -> str | None:
             elif not belongs_in_store(rel):
                 return rel
     return None
+
+
+def _read_bytes(path: str, size: int) -> bytes:
+    """The whole of a file, as `open(path, "rb").read()` gives it, without the buffered file
+    object around the descriptor (a health report reads every file of a store: ~8 µs a
+    file less)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # (Windows: no newline change)
+    try:
+        chunks = [os.read(fd, size + 1)]  # the whole file, and what it may have grown by
+        while chunks[-1]:
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

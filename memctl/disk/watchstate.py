@@ -308,6 +308,38 @@ def answer_in_process(store: StoreLike, wait_gone: Callable[[list[str], float], 
         _IN_PROCESS[root] = wait_gone
 
 
+def answered_in_process(store: StoreLike) -> bool:
+    """Whether this process's own watcher is ready to answer for the store (`memctl mcp`)."""
+    return os.fspath(root_of(store)) in _IN_PROCESS
+
+
+# The change probe of a long-running process (`memctl mcp`'s, memctl.disk.changeprobe), by
+# store root: a call asks it, before anything else, whether any file the index covers changed
+# since the index was last made sure of; if none did, the call skips the cookies
+# (memctl.index.db, docs/watch.md "Skipping the round trip"). Not imported here: a probe is a
+# `ChangeProbe` (`check`, `settle`), which only a long-running process makes. With the pid
+# that made it: a forked child (a parsing worker) shares its descriptor, and reading it there
+# would take events away from the process they are for.
+_PROBES: dict[str, tuple[int, Any]] = {}
+
+
+def use_change_probe(store: StoreLike, probe: Any) -> None:
+    """Register (or, with None, withdraw) this process's change probe of the store."""
+    root = os.fspath(root_of(store))
+    if probe is None:
+        _PROBES.pop(root, None)
+    else:
+        _PROBES[root] = (os.getpid(), probe)
+
+
+def change_probe(store: StoreLike) -> Any:
+    """This process's change probe of the store, or None."""
+    if not _PROBES:
+        return None
+    pid, probe = _PROBES.get(os.fspath(root_of(store)), (0, None))
+    return probe if pid == os.getpid() else None
+
+
 class WatcherQuestion:
     """Cookies dropped for the running watcher (`ask_watcher`), and the wait for its answer,
     which the asker may start later: it can do its work meanwhile, while the watcher catches

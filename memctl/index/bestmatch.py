@@ -68,15 +68,22 @@ class BestMatch:
             conn.execute(statement)
         self._size: int | None = None  # entries in scope, counted once
 
-    def rows(self, match: str) -> set[int]:
+    def rows(self, match: str, table: str = "fts") -> set[int]:
         """The entries in scope (rowids) that match an FTS5 expression: one read of its
         posting lists, no ranking, no join. The list is built by SQLite (json_group_array):
         a row at a time through Python costs three times as much for a common word."""
         if self.scope_match is not None:
             match = f"({match}) AND scope : ({self.scope_match})"
-        found = self.conn.execute("SELECT json_group_array(rowid) FROM fts WHERE fts MATCH ?",
-                                  (match,)).fetchone()[0]
+        found = self.conn.execute(f"SELECT json_group_array(rowid) FROM {table}"
+                                  f" WHERE {table} MATCH ?", (match,)).fetchone()[0]
         return set(json.loads(found))
+
+    def unit_rows(self, unit: Unit) -> set[int]:
+        """The entries in scope that have a unit: a pair of CJK characters is one word of the
+        pairs table, anything else its expression in `fts`."""
+        if unit.pair is not None:
+            return self.rows(pair_match(unit.pair), "fts_pairs")
+        return self.rows(unit.match)
 
     def in_index(self, match: str) -> bool:
         """Whether any entry of the index, in any project, matches an FTS5 expression."""
@@ -121,6 +128,12 @@ class BestMatch:
         return [term for (term,) in self.conn.execute(
             "SELECT term FROM temp.memctl_vocab WHERE term >= ? AND term < ?", (start, end))
             if abs(len(term) - len(stem)) <= spread]
+
+
+def pair_match(pair: str) -> str:
+    """The FTS5 expression of a pair of CJK characters in the pairs table (one token; CJK
+    characters are never a double quote)."""
+    return f'"{pair}"'
 
 
 class Covered:

@@ -31,6 +31,7 @@ from memctl.core.errors import MemctlError, UsageError, cmd
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.filescan import (
+    content_digest,
     folder_digest,
     folder_of,
     project_folders,
@@ -40,7 +41,12 @@ from memctl.disk.filescan import (
 )
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
 from memctl.disk.layout import classify, is_memory_name, root_of, state_path
-from memctl.disk.watchstate import ask_watcher, watcher_is_live
+from memctl.disk.watchstate import (
+    answered_in_process,
+    ask_watcher,
+    change_probe,
+    watcher_is_live,
+)
 from memctl.index.fuzzy import count_words, vocabulary
 from memctl.index.scope import scope_sql
 
@@ -48,6 +54,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from typing import Any
 
+    from memctl.disk.changeprobe import ChangeProbe, Ticket
     from memctl.disk.layout import StoreLike
     from memctl.disk.watchstate import WatcherQuestion
     from memctl.index.docs import Prepared, Writer
@@ -55,7 +62,7 @@ if TYPE_CHECKING:
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 7  # 7: `fuzzy_words`, the vocabulary of the fuzzy fallback (index/fuzzy.py)
+SCHEMA_VERSION = 8  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters)
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
 EXTRACT_VERSION = 1
 INDEX_FILE = "index.sqlite"
@@ -102,7 +109,14 @@ _SCHEMA += ";\n".join(_INDEXES.values()) + ";\n"
 _FTS_SCHEMA = (f"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, tags, body, scope,"
                f" tokenize='{FTS_TOKENIZE}')")
 _SCHEMA += _FTS_SCHEMA + ";"
-_TABLES = ("meta", "files", "folders", "docs", "doc_tags", "fts", "fuzzy_words")
+# The pairs of CJK characters of the same columns, each pair one token (tokenize.cjk_pairs),
+# for the entries that have any: a question's pair of characters is one posting list here
+# instead of a phrase of two common characters in `fts` (docs/search.md, "Pairs of
+# characters"). Same rowids as `fts`.
+_PAIRS_SCHEMA = ("CREATE VIRTUAL TABLE IF NOT EXISTS fts_pairs USING fts5(title, tags, body,"
+                 " scope, tokenize='unicode61')")
+_SCHEMA += _PAIRS_SCHEMA + ";"
+_TABLES = ("meta", "files", "folders", "docs", "doc_tags", "fts", "fts_pairs", "fuzzy_words")
 # The words `add` compares notes by, made by memctl.index.nearwords at its first use (not
 # imported here: it loads the similarity rules, which a search never needs): dropped with
 # the rest on a new schema, emptied by a reindex.
@@ -167,6 +181,9 @@ def _in_folder(folder: str) -> tuple[str, str, int]:
 
 # Files modified less than this long before they were read are re-checked next time.
 RACY_NS = 2_000_000_000
+# Up to this many changed files, a refresh first looks for those that are only racily clean
+# (`Index._racy_unchanged`), one query each; beyond, all go to the parser.
+_RACY_CHECK_MAX = 200
 
 
 def index_path(store: StoreLike) -> Path:
@@ -282,14 +299,59 @@ def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:
     `paths` (store-relative folders or files): only what is under them must be current, and
     only they are walked (the write-time checks of `add` read one project and `global`: a
     tenth of a 10k store's stat calls, bench/bench_write.py). A live `memctl watch` keeps the
-    index fresh by itself, so the walk is skipped then."""
-    return _freshen(store, open_index(store), paths)
+    index fresh by itself, so the walk is skipped then; and when this process's change probe
+    saw no change since the index was last made sure of, so is the watcher's round trip."""
+    probe, ticket = _probe_ticket(store)
+    index = open_index(store)
+    if _still_fresh(store, index, probe, ticket):
+        return index
+    index = _freshen(store, index, paths)
+    if paths is None:
+        _settle(probe, ticket, index)
+    return index
 
 
 def _freshen(store: StoreLike, index: Index, paths: list[str] | None = None) -> Index:
     if _watcher_keeps_it_fresh(store, index, paths):
         return index
     return _walk(store, index, paths)
+
+
+def _probe_ticket(store: StoreLike) -> tuple[ChangeProbe | None, Ticket | None]:
+    """This process's change probe of the store (`memctl mcp`'s) and what it finds now: asked
+    before the index is made sure of in any other way (docs/watch.md, "Skipping the round
+    trip"). (None, None) without one, or with MEMCTL_ALWAYS_WALK=1."""
+    probe = change_probe(store)
+    if probe is None or os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
+        return None, None
+    try:
+        return probe, probe.check(index_path(store))
+    except Exception:  # noqa: BLE001 - a probe that fails says nothing: the usual way runs
+        return None, None
+
+
+def _still_fresh(store: StoreLike, index: Index, probe: ChangeProbe | None,
+                 ticket: Ticket | None) -> bool:
+    """True when the probe saw nothing change since it was armed with this very index file
+    (the one just opened), and a watcher keeps the store: what inotify cannot see (a write
+    from another machine to a network file system) is then missed no more often than through
+    the watcher's cookies, which rest on inotify too."""
+    if probe is None or ticket is None or not ticket.quiet:
+        return False
+    try:
+        return probe.vouches(ticket, index.path) and (
+            answered_in_process(store) or watcher_is_live(store))
+    except Exception:  # noqa: BLE001 - a probe that fails says nothing: the usual way runs
+        return False
+
+
+def _settle(probe: ChangeProbe | None, ticket: Ticket | None, index: Index) -> None:
+    """The whole index was made sure of (the watcher answered, or the walk): arm the probe."""
+    if probe is not None and ticket is not None:
+        try:
+            probe.settle(ticket, index.path)
+        except Exception:  # noqa: BLE001 - an unarmed probe only costs the next call its round trip
+            pass
 
 
 def _walk(store: StoreLike, index: Index, paths: list[str] | None = None) -> Index:
@@ -337,11 +399,16 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
     runs again on the index now current; so the result always reflects every change made
     before the call, as with `ensure_fresh` first. Without a live watcher, or when it does
     not answer in time: the walk, then `work` (the MCP server's search: the ~5 ms of the
-    round trip mostly hidden behind the query, bench/bench_mcp.py)."""
+    round trip mostly hidden behind the query, bench/bench_mcp.py). With this process's change
+    probe finding nothing changed since the index was last made sure of, `work` alone."""
+    probe, ticket = _probe_ticket(store)
     index = open_index(store)
+    if _still_fresh(store, index, probe, ticket):
+        return index, work(index)  # nothing changed since the index was made sure of
     question = _ask_watcher(store, index)
     if question is None:
         index = _walk(store, index)
+        _settle(probe, ticket, index)
         return index, work(index)
     try:
         before = _data_version(index)
@@ -351,7 +418,9 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
         question.close()
     if not answered:
         index = _walk(store, index)
+        _settle(probe, ticket, index)
         return index, work(index)
+    _settle(probe, ticket, index)
     if _data_version(index) != before:
         result = work(index)
     return index, result
@@ -401,6 +470,24 @@ def _ask_watcher(store: StoreLike, index: Index,
         return ask_watcher(index.root, sorted(on_disk))
     except Exception:  # noqa: BLE001 - a broken heartbeat must never block a read
         return None
+
+
+def _holds(path: Path, size: int, digest: str | None) -> bool:
+    """Whether the file at `path` holds `size` bytes hashing to `digest` (never following a
+    link: the index reads files as memctl.index.docs.read_file does)."""
+    if not digest:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        data = os.read(fd, size + 1)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return len(data) == size and content_digest(data) == digest
 
 
 def _kind_of(relpath: str) -> tuple[str, str] | None:
@@ -498,13 +585,40 @@ class Index:
             removed = sorted({key.rsplit("\t", 2)[0] for key in gone} - set(candidates))
             stats.unchanged = total - len(changed)
         else:
-            found, known_stats, removed = self._stat_paths(paths)
+            found, known_stats, removed, same = self._stat_paths(paths)
             candidates = [path for path, st in found.items() if known_stats.get(path) != st]
-            stats.unchanged = len(found) - len(candidates)
+            stats.unchanged = same + len(found) - len(candidates)
+        if candidates and len(candidates) <= _RACY_CHECK_MAX:
+            still = self._racy_unchanged(candidates)
+            candidates = [path for path in candidates if path not in still]
+            stats.unchanged += len(still)
         if candidates or removed:
             self._apply(sorted(candidates), removed, stats, progress)
         stats.elapsed_ms = (time.perf_counter() - started) * 1000
         return stats
+
+    def _racy_unchanged(self, candidates: list[str]) -> set[str]:
+        """The candidates indexed without their mtime (written less than RACY_NS before they
+        were read: racily clean) that still hold the bytes indexed and are still that recent.
+        Indexing them again would hash them, find them the same and record them once more
+        without an mtime: nothing would change. So they are checked by their hash alone,
+        without the parser and without a write (`add` right after `add`, and `show`:
+        bench/bench_write.py); once older, the next refresh records their stamp."""
+        still: set[str] = set()
+        now = time.time_ns()
+        for path in candidates:
+            row = self.conn.execute("SELECT mtime_ns, size, hash FROM files WHERE path = ?",
+                                    (path,)).fetchone()
+            if row is None or row[0] != 0:
+                continue
+            try:
+                info = os.lstat(self.root / path)
+            except OSError:
+                continue
+            if stat_module.S_ISREG(info.st_mode) and info.st_size == row[1] \
+                    and now - info.st_mtime_ns < RACY_NS and _holds(self.root / path, row[1], row[2]):
+                still.add(path)
+        return still
 
     def _relative(self, paths: Iterable[str]) -> list[str] | None:
         """Store-relative `/` paths; None (walk everything) when the store itself is named."""
@@ -599,31 +713,64 @@ class Index:
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return stats
 
-    def _stat_paths(self, paths: Iterable[str]
-                    ) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]], list[str]]:
-        """(found now, indexed before, removed) for the named paths and what is under them."""
+    def _stat_paths(self, paths: Iterable[str]) -> tuple[
+            dict[str, tuple[int, int]], dict[str, tuple[int, int]], list[str], int]:
+        """(found now, indexed before, removed, how many files were found as indexed) for
+        the named paths and what is under them. In a folder, only the sub-folders whose
+        digest differs from the one the index keeps are compared file by file (as the
+        whole store's walk does, memctl.disk.filescan): `add` walks a project and `global`
+        (10k notes: ~1,000 files, a few ms less, bench/bench_write.py)."""
         current: dict[str, tuple[int, int]] = {}
         known: dict[str, tuple[int, int]] = {}
         removed: set[str] = set()
+        same = 0
         for rel in paths:
             full = self.root / rel
             try:
                 info = os.lstat(full)
             except OSError:
                 info = None
-            # Indexed entries at this path or below it ('0' sorts right after '/').
-            for path, mtime, size in self.conn.execute(
-                    "SELECT path, mtime_ns, size FROM files WHERE path = ?"
-                    " OR (path > ? AND path < ?)", (rel, rel + "/", rel + "0")):
-                known[path] = (mtime, size)
             if info is not None and stat_module.S_ISDIR(info.st_mode):
-                keys = scan_keys(str(self.root), folders=[(rel + "/", str(full))])
-                current.update(p for p in map(split_key, keys) if _kind_of(p[0]))
-            elif info is not None and stat_module.S_ISREG(info.st_mode) and _kind_of(rel):
-                current[rel] = (info.st_mtime_ns, info.st_size)
+                # A file indexed at this very path (a folder now) is gone.
+                for path, mtime, size in self.conn.execute(
+                        "SELECT path, mtime_ns, size FROM files WHERE path = ?", (rel,)):
+                    known[path] = (mtime, size)
+                same += self._stat_folder(rel, str(full), current, known)
+            else:
+                # Indexed entries at this path or below it ('0' sorts right after '/').
+                for path, mtime, size in self.conn.execute(
+                        "SELECT path, mtime_ns, size FROM files WHERE path = ?"
+                        " OR (path > ? AND path < ?)", (rel, rel + "/", rel + "0")):
+                    known[path] = (mtime, size)
+                if info is not None and stat_module.S_ISREG(info.st_mode) and _kind_of(rel):
+                    current[rel] = (info.st_mtime_ns, info.st_size)
             removed.update(p for p in known if (p == rel or p.startswith(rel + "/"))
                            and p not in current)
-        return current, known, sorted(removed)
+        return current, known, sorted(removed), same
+
+    def _stat_folder(self, rel: str, full: str, current: dict[str, tuple[int, int]],
+                     known: dict[str, tuple[int, int]]) -> int:
+        """Adds to `current` and `known` the files of the folders under `rel` whose digest
+        differs from the index's (or that only one of them has); returns the number of
+        files in the others, which are exactly as indexed."""
+        on_disk = scan(str(self.root), folders=[(rel + "/", full)])
+        stored = dict(self.conn.execute(
+            "SELECT path, digest FROM folders WHERE path >= ? AND path < ?", (rel + "/", rel + "0")))
+        same = 0
+        for folder, keys in on_disk.items():
+            if stored.pop(folder, None) == folder_digest(keys):
+                same += len(keys)
+                continue
+            self._indexed_in(folder, known)
+            current.update(p for p in map(split_key, keys) if _kind_of(p[0]))
+        for folder in stored:  # indexed, and no file the index covers there now
+            self._indexed_in(folder, known)
+        return same
+
+    def _indexed_in(self, folder: str, known: dict[str, tuple[int, int]]) -> None:
+        """Adds to `known` the files the index holds directly in `folder`."""
+        for path, mtime, size in self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)):
+            known[path] = (mtime, size)
 
     def _apply(self, candidates: list[str], removed: list[str], stats: RefreshStats,
                progress: Callable[[int, int], None] | None, clear: bool = False) -> None:
@@ -661,6 +808,8 @@ class Index:
                 # Far faster than deleting every row of an FTS table that keeps its content.
                 conn.execute("DROP TABLE fts")
                 conn.execute(_FTS_SCHEMA)
+                conn.execute("DROP TABLE fts_pairs")
+                conn.execute(_PAIRS_SCHEMA)
             # Lazy: the parser (YAML, the note model) is needed only when a file changed, and
             # `memctl search` on a fresh index must not pay for it (tests/test_layers.py).
             from memctl.index.docs import Writer
@@ -739,6 +888,7 @@ class Index:
                             " WHERE path = ?", (path,)).fetchall()
         for rowid, _, project, title, tags, subject, predicate in rows:
             conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
+            conn.execute("DELETE FROM fts_pairs WHERE rowid = ?", (rowid,))
             conn.execute("DELETE FROM doc_tags WHERE doc = ?", (rowid,))
             self._words_gone.update((project, word) for word in vocabulary(
                 [(title, tags, subject, predicate)]))
@@ -783,13 +933,13 @@ class Index:
         file changed: indexed again first); None when the whole store must be looked at:
         no such id, two files with it, or its file gone or no longer holding it."""
         kind_list = list(kinds)
-        sql = ("SELECT d.meta, d.path, f.mtime_ns, f.size FROM docs d JOIN files f"
+        sql = ("SELECT d.meta, d.path, f.mtime_ns, f.size, f.hash FROM docs d JOIN files f"
                " ON f.path = d.path WHERE d.id = ? AND d.kind IN ("
                + ", ".join("?" * len(kind_list)) + ")")
         rows = self.conn.execute(sql, (doc_id, *kind_list)).fetchall()
         if len(rows) != 1:
             return None
-        meta, path, mtime_ns, size = rows[0]
+        meta, path, mtime_ns, size, digest = rows[0]
         try:
             info = os.lstat(self.root / path)
         except OSError:
@@ -797,6 +947,12 @@ class Index:
         if not stat_module.S_ISREG(info.st_mode):
             return None
         if (info.st_mtime_ns, info.st_size) == (mtime_ns, size):
+            return json.loads(meta)
+        if mtime_ns == 0 and info.st_size == size and _holds(self.root / path, size, digest):
+            # Indexed without its mtime (written too recently to trust its stamp: RACY_NS),
+            # and its bytes are still the ones indexed: what indexing it again would find,
+            # without the parser nor a write (`memctl show` right after `add`,
+            # bench/bench_write.py). The stamp is recorded by the next walk.
             return json.loads(meta)
         # Changed since (or written too recently to trust its stamp: RACY_NS): index this
         # one file again; it must still hold the id.

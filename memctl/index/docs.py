@@ -14,19 +14,22 @@ import re
 import sqlite3
 import stat as stat_module
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
 from memctl.core.clock import parse_time
 from memctl.core.note import note_from_parsed, title_of
 from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_text
+from memctl.core.records import dataclass, field
 from memctl.core.sections import parse_headings, strip_comments
-from memctl.core.tokenize import scope_token, to_index
+from memctl.core.tokenize import cjk_pairs, scope_token, to_index
+from memctl.disk.filescan import content_digest
 from memctl.disk.layout import slugify
 from memctl.index.fuzzy import doc_words
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from memctl.core.note import Note
     from memctl.core.noteformat import ParsedFile
 
@@ -291,13 +294,6 @@ def _memory_docs(path: str, project: str, body: str, body_line: int, updated: st
 # --- from a path to rows ready for the database (runs in worker processes too) -------------
 
 
-def content_digest(data: bytes) -> str:
-    """The hash the index keeps of a file's bytes."""
-    import hashlib
-
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
 @dataclass
 class Prepared:
     path: str
@@ -379,7 +375,14 @@ def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
         to_index(doc.title), to_index(tag_text), to_index(doc.body), scope_token(doc.project),
         sorted({tag.lower() for tag in doc.tags}),
         doc_words(doc.title, doc.tags, doc.subject, doc.predicate),
+        _pairs_row(doc.title, tag_text, doc.body, doc.project),
     )
+
+
+def _pairs_row(title: str, tags: str, body: str, project: str) -> tuple[str, ...] | None:
+    """The entry's row of `fts_pairs` (its pairs of CJK characters), None when it has none."""
+    pairs = (cjk_pairs(title), cjk_pairs(tags), cjk_pairs(body))
+    return (*pairs, scope_token(project)) if any(pairs) else None
 
 
 def prepare_file(root: str, path: str, kind: str, project: str, old_hash: str | None,
@@ -420,6 +423,7 @@ class Writer:
                                        ).fetchone()[0]
         self.docs: list[tuple[Any, ...]] = []
         self.fts: list[tuple[Any, ...]] = []
+        self.pairs: list[tuple[Any, ...]] = []
         self.tags: list[tuple[str, int]] = []
         self.files: list[tuple[Any, ...]] = []
         # (project, word) -> entries added with it: the fuzzy vocabulary's counts, written
@@ -433,6 +437,8 @@ class Writer:
         self.fts.append((rowid, *row[22:26]))
         self.tags.extend((tag, rowid) for tag in row[26])
         self.words.update((row[3], word) for word in row[27])
+        if row[28] is not None:
+            self.pairs.append((rowid, *row[28]))
         if len(self.docs) >= self.BATCH:
             self.flush()
 
@@ -447,10 +453,12 @@ class Writer:
                 self.docs)
             conn.executemany("INSERT INTO fts(rowid, title, tags, body, scope)"
                              " VALUES (?, ?, ?, ?, ?)", self.fts)
+            conn.executemany("INSERT INTO fts_pairs(rowid, title, tags, body, scope)"
+                             " VALUES (?, ?, ?, ?, ?)", self.pairs)
             conn.executemany("INSERT OR IGNORE INTO doc_tags(tag, doc) VALUES (?, ?)",
                              self.tags)
         if self.files:
             conn.executemany(
                 "INSERT OR REPLACE INTO files(path, mtime_ns, size, hash, kind, error,"
                 " error_line) VALUES (?, ?, ?, ?, ?, NULL, NULL)", self.files)
-        self.docs, self.fts, self.tags, self.files = [], [], [], []
+        self.docs, self.fts, self.pairs, self.tags, self.files = [], [], [], [], []

@@ -215,12 +215,13 @@ class RankContext:
             self.add_snippets(hits, match)
         return hits
 
-    def run_pool(self, match: str, pool: list[tuple[float, set[int]]],
-                 limit: int) -> list[Hit]:
+    def run_pool(self, match: str | None, pool: list[tuple[float, set[int]]],
+                 limit: int, pairs: str | None = None) -> list[Hit]:
         """The best `limit` of the entries of `pool`, given in groups (what their score is
         multiplied by: their coverage; the rowids), by BM25 of `match` and the factors times
         that, without snippets. One evaluation of `match`, joined to the pool (a TEMP table):
-        BM25 and the factors are computed for the pool's entries alone."""
+        BM25 and the factors are computed for the pool's entries alone. `pairs`, an
+        expression over the pairs table (pairs of CJK characters), adds its BM25 there."""
         conn = self.conn
         began = not conn.in_transaction
         if began:
@@ -236,15 +237,17 @@ class RankContext:
             if began:
                 conn.execute("COMMIT")
         importance, recency, kind = self.factors_sql()
-        rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
-        scoped = match if self.scope_match is None else f"({match}) AND scope : ({self.scope_match})"
-        # The order by numbers alone, then the columns of the best: SQLite would copy every
-        # column of every entry in the pool into its sorter.
-        sql = (f"SELECT fts.rowid, {rank} AS bm25 FROM fts"
-               f" JOIN temp.memctl_pool c ON c.rowid = fts.rowid JOIN docs d ON d.rowid = fts.rowid"
-               f" WHERE fts MATCH ? AND {self.where}"
-               f" ORDER BY bm25 * {importance} * {recency} * {kind} * c.factor, d.id LIMIT ?")
-        best = dict(conn.execute(sql, [scoped, *self.params, limit]).fetchall())
+        if pairs is None and match is not None:
+            rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
+            # The order by numbers alone, then the columns of the best: SQLite would copy
+            # every column of every entry in the pool into its sorter.
+            sql = (f"SELECT fts.rowid, {rank} AS bm25 FROM fts JOIN temp.memctl_pool c"
+                   f" ON c.rowid = fts.rowid JOIN docs d ON d.rowid = fts.rowid"
+                   f" WHERE fts MATCH ? AND {self.where}"
+                   f" ORDER BY bm25 * {importance} * {recency} * {kind} * c.factor, d.id LIMIT ?")
+            best = dict(conn.execute(sql, [self._scoped(match), *self.params, limit]).fetchall())
+        else:
+            best = self._pool_with_pairs(match, pairs, limit)
         if not best:
             return []
         rows = conn.execute(f"SELECT {_COLUMNS}, {importance}, {recency}, {kind} FROM docs d"
@@ -252,6 +255,36 @@ class RankContext:
                             (json.dumps(list(best)),)).fetchall()
         # `_hit` reads the columns, then BM25, then the three factors.
         return [self._hit((*row[:-3], best[row[0]], *row[-3:])) for row in rows]
+
+    def _scoped(self, match: str) -> str:
+        return match if self.scope_match is None else f"({match}) AND scope : ({self.scope_match})"
+
+    def _pool_with_pairs(self, match: str | None, pairs: str | None,
+                         limit: int) -> dict[int, float]:
+        """`run_pool`'s best entries (rowid → BM25) when some units are pairs of CJK
+        characters: BM25 of the words in `fts` plus BM25 of the pairs in `fts_pairs`, each
+        one evaluation joined to the pool, summed and ordered with the factors in one
+        statement, as `run_pool` orders."""
+        weights = ", ".join(map(str, WEIGHTS))
+        parts, names, params = [], [], []
+        for table, expression in (("fts", match), ("fts_pairs", pairs)):
+            if expression is not None:
+                # Materialized: an auxiliary function such as bm25 cannot be evaluated once
+                # SQLite flattens its query into the aggregate below.
+                names.append(f"s_{table}")
+                parts.append(f"s_{table} AS MATERIALIZED (SELECT {table}.rowid AS rowid,"
+                             f" bm25({table}, {weights}) AS score FROM {table}"
+                             f" JOIN temp.memctl_pool c ON c.rowid = {table}.rowid"
+                             f" WHERE {table} MATCH ?)")
+                params.append(self._scoped(expression))
+        importance, recency, kind = self.factors_sql()
+        union = " UNION ALL ".join(f"SELECT rowid, score FROM {name}" for name in names)
+        sql = (f"WITH {', '.join(parts)} SELECT t.rowid, t.bm25 FROM"
+               f" (SELECT rowid, sum(score) AS bm25 FROM ({union}) GROUP BY rowid) t"
+               f" CROSS JOIN temp.memctl_pool c ON c.rowid = t.rowid"
+               f" CROSS JOIN docs d ON d.rowid = t.rowid WHERE {self.where}"
+               f" ORDER BY t.bm25 * {importance} * {recency} * {kind} * c.factor, d.id LIMIT ?")
+        return dict(self.conn.execute(sql, [*params, *self.params, limit]).fetchall())
 
     def add_snippets(self, hits: list[Hit], match: str | None, copied: bool = False) -> None:
         if copied and match is not None:
@@ -491,10 +524,14 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         pooled += len(rowids)
     ranked = _ranking_units(units, found, slots, len(parsed.units), begun,
                             covered.needless_slots(floor), set().union(*(r for _, r in pool)))
+    # BM25 in `fts` for the words, in `fts_pairs` for the pairs of CJK characters, summed.
     required = [units[number].match for number in ranked if units[number].required]
-    optional = [units[number].match for number in ranked if not units[number].required]
+    optional = [units[number].match for number in ranked
+                if not units[number].required and units[number].pair is None]
+    pairs = [bestmatch.pair_match(units[number].pair) for number in ranked
+             if units[number].pair is not None]
     ranking = " AND ".join(required + (["(" + " OR ".join(optional) + ")"] if optional else []))
-    if parsed.negative:
+    if ranking and parsed.negative:
         ranking = f"({ranking}) NOT ({parsed.negative})"
     exact = ranker.rows(strict_match) if strict_match else set()
     factors: list[tuple[float, set[int]]] = []
@@ -502,7 +539,7 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         share = covered.share(weight)
         factors += [(bestmatch.factor(share, False), rowids - exact),
                     (bestmatch.factor(share, True), rowids & exact)]
-    candidates = ctx.run_pool(ranking, factors, size)
+    candidates = ctx.run_pool(ranking or None, factors, size, " OR ".join(pairs) or None)
     fuzzy_labels = {unit.label for _, unit, _, _ in alternatives}
     ranked_labels = [units[number].label for number in ranked]
     for hit in candidates:
@@ -535,7 +572,7 @@ def _unit_rows(ranker: bestmatch.BestMatch, units: list[Unit]) -> list[set[int]]
                 for other, rows in zip(units[:len(found)], found, strict=True)):
             found.append(set())
         else:
-            found.append(ranker.rows(unit.match))
+            found.append(ranker.unit_rows(unit))
     return found
 
 

@@ -16,10 +16,10 @@ its project and of `global`, say what to do.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from memctl.core.note import Note
+from memctl.core.records import dataclass, field
 from memctl.core.similarity import (
     DEFAULT_DUPLICATE_THRESHOLD,
     DEFAULT_SIMILAR_THRESHOLD,

@@ -12,17 +12,17 @@ is refused naming it, so nothing a person typed is ever dropped (docs/format.md)
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
+from memctl.core.hashing import sha256
 from memctl.disk.atomic import atomic_write_bytes
 
 MARK = "# memctl:"
 
 
 def fingerprint(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def _bare(line: bytes) -> bytes:

@@ -8,14 +8,18 @@ derived index up to date, like every read command).
 from __future__ import annotations
 
 import functools
+import gc
+import marshal
+import mmap
 import os
 import pickle
 import signal
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,7 @@ from memctl.core.note import Note, note_from_parsed
 from memctl.core.noteformat import parse_text
 from memctl.core.secrets import mask_secrets, masked_title, scan
 from memctl.core.similarity import forget as forget_texts
-from memctl.core.similarity import judge
+from memctl.core.similarity import judge, load_scorers
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
@@ -35,6 +39,7 @@ from memctl.disk.layout import (
     CONFLICT_DIR,
     GLOBAL,
     NOTE,
+    TOMBSTONE,
     TOMBSTONE_DIR,
     MemoryFile,
     classify,
@@ -85,15 +90,22 @@ def _masked_title(title: str) -> str:
 Read = tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]
 
 
-def _read_all(store: Store, alongside: Callable[[], Any] = lambda: None) -> tuple[Read, Any]:
+def _read_all(store: Store, alongside: Callable[[list[MemoryFile]], Any] = lambda files: None
+              ) -> tuple[Read, Any]:
     """One pass over every memory file: notes, parse errors, secrets, and file sizes; and
-    `alongside()`, done here while a child reads its share of a big store."""
-    files = list(store.walk())
-    size = max(1, min(READ_CHUNK, len(files) // 16))  # at least 16 tasks to share
-    chunks = [files[start:start + size] for start in range(0, len(files), size)]
-    parallel = len(files) >= PARALLEL_MIN
-    first, read = _shared(len(chunks), lambda number: _read_files(store, chunks[number]),
-                          alongside, parallel)
+    `alongside(files walked)`, done here while a child reads its share of a big store."""
+    walk = store.walk()
+    files = list(islice(walk, PARALLEL_MIN))
+    both = _read_walking(store, files, walk, alongside) \
+        if len(files) == PARALLEL_MIN and _can_fork() else None
+    if both is None:
+        files += walk
+        size = max(1, min(READ_CHUNK, len(files) // 16))  # at least 16 tasks to share
+        chunks = [files[start:start + size] for start in range(0, len(files), size)]
+        parallel = len(files) >= PARALLEL_MIN
+        both = _shared(len(chunks), lambda number: _read_files(store, chunks[number]),
+                       lambda: alongside(files), parallel)
+    first, read = both
     notes: list[Note] = []
     errors: list[dict[str, Any]] = []
     secrets: list[dict[str, Any]] = []
@@ -292,10 +304,11 @@ def _judged(pairs: list[tuple[str, str, float]], by_id: dict[str, Note], dup: fl
 
 # --- a second process for big stores --------------------------------------------------------
 # Reading and judging a big store is CPU work in Python: with two cores, a share of the files
-# and of the projects (their pairs found and judged) goes to a forked child, which sends its
-# results back pickled. A child that fails costs only time: its share is done here; when this
-# process fails, the child is stopped and waited for. Below this many files or notes, a
-# process costs more than it saves.
+# (from the first PARALLEL_MIN walked on: `_read_walking`) and of the projects (their pairs
+# found and judged) goes to a forked child, which sends its results back (its notes as plain
+# values, the rest pickled). A child that fails costs only time: its share is done here;
+# when this process fails, the child is stopped and waited for. Below this many files or
+# notes, a process costs more than it saves.
 PARALLEL_MIN = 1500
 READ_CHUNK = 200  # files read as one task of the queue (`_shared`)
 
@@ -307,9 +320,10 @@ def _can_fork() -> bool:
 
 
 class _Child:
-    """`work` started in a forked child (or, when no child can be had, done on `result()`)."""
+    """`work` started in a forked child (or, when no child can be had, done on `result()`).
+    `leave`: file descriptors the child closes first (pipes only this process writes to)."""
 
-    def __init__(self, work: Callable[[], Any]) -> None:
+    def __init__(self, work: Callable[[], Any], leave: Sequence[int] = ()) -> None:
         self.work = work
         self.pid = 0
         self.read_end = -1
@@ -327,6 +341,8 @@ class _Child:
             status = 1
             try:
                 os.close(read_end)
+                for descriptor in leave:
+                    os.close(descriptor)
                 data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_end, "wb") as stream:
                     stream.write(data)
@@ -418,6 +434,106 @@ def _shared(tasks: int, work: Callable[[int], Any], first: Callable[[], Any],
     return before, [done[task] if task in done else work(task) for task in range(tasks)]
 
 
+# While this process walks a big store, a child reads the files walked so far: each chunk of
+# READ_CHUNK files is written to memory both processes share, and its place put on the queue
+# (a pipe of RECORD-byte records: chunk number, offset, length), from which both take.
+RECORD = 12
+WALKED_BYTES = 64 << 20  # room for the walked chunks (~120 bytes a file); the rest: read here
+
+
+def _read_walking(store: Store, files: list[MemoryFile], rest: Iterator[MemoryFile],
+                  alongside: Callable[[list[MemoryFile]], Any]
+                  ) -> tuple[Any, list[Read]] | None:
+    """`_shared` for reading the files of a big store, started as soon as the walk has found
+    `files` (PARALLEL_MIN of them) rather than once it is over: a forked child reads the
+    chunks this process walks meanwhile (`rest`, added to `files`; 100,000 files: ~1 s),
+    then this one does `alongside(files)` and takes its share. (alongside's result, each
+    chunk's Read in the walk's order), or None when no child can be had (nothing of `rest`
+    walked then)."""
+    try:
+        walked = mmap.mmap(-1, WALKED_BYTES)
+    except (OSError, ValueError):
+        return None
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        walked.close()
+        return None
+    chunks: list[list[MemoryFile]] = []
+    used = 0
+
+    def offer(chunk: list[MemoryFile]) -> None:
+        """A chunk walked: kept here, and put on the queue when it fits the shared memory."""
+        nonlocal used
+        number = len(chunks)
+        chunks.append(chunk)
+        data = marshal.dumps([(each.relpath, each.kind, each.project, each.mtime_ns, each.size)
+                              for each in chunk])
+        if used + len(data) > WALKED_BYTES:
+            return  # left off the queue: read here, once the queue is empty
+        walked[used:used + len(data)] = data
+        try:  # (not waiting on a full queue: this process takes from it only once walked)
+            os.write(write_end, b"".join(value.to_bytes(4, "little")
+                                         for value in (number, used, len(data))))
+        except BlockingIOError:
+            return
+        used += len(data)
+
+    def taken(in_child: bool) -> dict[int, Any]:
+        done = {}
+        while True:
+            record = os.read(read_end, RECORD)
+            if len(record) != RECORD:  # empty: the walk is over and every chunk taken
+                return done
+            number = int.from_bytes(record[:4], "little")
+            if in_child:
+                start = int.from_bytes(record[4:8], "little")
+                end = start + int.from_bytes(record[8:], "little")
+                chunk = [MemoryFile(*each) for each in marshal.loads(walked[start:end])]
+                notes, errors, secrets, sizes = _read_files(store, chunk)
+                # Plain values, as marshal takes them: half the time of pickling the notes
+                # here and of unpickling them there.
+                done[number] = marshal.dumps(([note.__dict__ for note in notes], errors,
+                                              secrets, sizes))
+            else:
+                done[number] = _read_files(store, chunks[number])
+
+    try:
+        os.set_blocking(write_end, False)
+        for start in range(0, len(files), READ_CHUNK):
+            offer(files[start:start + READ_CHUNK])
+        child = _Child(lambda: taken(True), leave=(write_end,))
+        if not child.pid:  # no child: everything is read here, as without one
+            return None
+        try:
+            chunk: list[MemoryFile] = []
+            for memory_file in rest:
+                files.append(memory_file)
+                chunk.append(memory_file)
+                if len(chunk) == READ_CHUNK:
+                    offer(chunk)
+                    chunk = []
+            if chunk:
+                offer(chunk)
+            os.close(write_end)  # the queue ends once every chunk is taken
+            write_end = -1
+            before = alongside(files)
+            done = taken(False)
+        except BaseException:
+            child.discard()
+            raise
+        for number, data in child.result().items():
+            fields, errors, secrets, sizes = marshal.loads(data)
+            done[number] = ([_note_of(each) for each in fields], errors, secrets, sizes)
+    finally:
+        if write_end >= 0:
+            os.close(write_end)
+        os.close(read_end)
+        walked.close()
+    return before, [done[number] if number in done else _read_files(store, chunks[number])
+                    for number in range(len(chunks))]
+
+
 def _differs(root: Path, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:
     """An mtime of 0 means the file was too new to trust its stamp when indexed: compare the
     content instead."""
@@ -431,14 +547,25 @@ def _differs(root: Path, path: str, indexed: tuple[int, int, str], on_disk: tupl
         return True
 
 
-def _index_drift(store: Store) -> dict[str, Any]:
+def _note_of(fields: dict[str, Any]) -> Note:
+    """A note from its attributes, as unpickling makes it (without calling its __init__)."""
+    note = object.__new__(Note)
+    note.__dict__ = fields
+    return note
+
+
+def _index_drift(store: Store, walked: list[MemoryFile] | None = None) -> dict[str, Any]:
     """Compare what the index knows with the files, before and after bringing it up to date.
 
     `before` is normal after hand edits (every command catches up first); `after` should be
     empty: anything left means the index cannot follow the files (a live watcher that missed
-    events, or a file the index cannot take)."""
-    def drift(indexed: dict[str, tuple[int, int, str]]) -> dict[str, list[str]]:
-        on_disk = walk_stats(store.root)
+    events, or a file the index cannot take). `walked`: the memory files the report has just
+    walked, whose stamps are the files' as the index sees them before its update (no walk
+    again: 100,000 files, ~1 s)."""
+    def drift(indexed: dict[str, tuple[int, int, str]],
+              on_disk: dict[str, tuple[int, int]] | None = None) -> dict[str, list[str]]:
+        if on_disk is None:
+            on_disk = walk_stats(store.root)
         return {
             "missing": sorted(p for p in on_disk if p not in indexed),
             "stale": sorted(p for p, st in on_disk.items()
@@ -447,7 +574,7 @@ def _index_drift(store: Store) -> dict[str, Any]:
         }
 
     with open_index(store) as index:
-        before = drift(index.indexed_files())
+        before = drift(index.indexed_files(), None if walked is None else _indexed_stats(walked))
     index = ensure_fresh(store)
     try:
         refreshed = index.last_refresh
@@ -464,6 +591,23 @@ def _index_drift(store: Store) -> dict[str, Any]:
         "drifted": sum(len(v) for v in after.values()),
         "indexed_docs": indexed_notes,
     }
+
+
+def _checked_index(store: Store, walked: list[MemoryFile]) -> dict[str, Any]:
+    """`_index_drift`, done while a child reads; and the scorers the pair search uses loaded
+    meanwhile, so that the child which then shares the pairs starts with them (loaded in
+    both processes otherwise)."""
+    drift = _index_drift(store, walked)
+    load_scorers()
+    return drift
+
+
+def _indexed_stats(walked: list[MemoryFile]) -> dict[str, tuple[int, int]]:
+    """`walk_stats` of the store, from its memory files: the files the index covers are the
+    projects' memory files (not tombstones nor conflict copies), each with the stamp its walk
+    read (tests/test_health.py holds the two equal)."""
+    return {each.relpath: (each.mtime_ns, each.size) for each in walked
+            if each.kind not in (TOMBSTONE, CONFLICT)}
 
 
 def _git_state(store: Store) -> dict[str, Any]:
@@ -500,11 +644,28 @@ def _watcher_state(store: Store) -> dict[str, Any]:
 
 def build_report(store: Store, moment: datetime | None = None) -> dict[str, Any]:
     """The whole report as one JSON-ready dictionary (see docs/health.md for each key)."""
+    # The report makes millions of objects and keeps most of them to its end: Python's
+    # collection of reference cycles would scan them again and again (a twentieth of a
+    # 100,000-note report, and in a forked child it writes to every page it scans, which
+    # the child then copies). It makes no cycles to collect: paused meanwhile, when no
+    # other thread could be counting on it (a server's threads run reports of their own).
+    paused = threading.active_count() == 1 and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _build_report(store, moment)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
     moment = moment or now()
     settings = store.settings
-    # A big store: a child reads while this process checks the index, then finds and judges
-    # pairs while this one makes the rest of the report.
-    (notes, parse_errors, secrets, sizes), drift = _read_all(store, lambda: _index_drift(store))
+    # A big store: a child reads while this process walks on and checks the index, then
+    # finds and judges pairs while this one makes the rest of the report.
+    (notes, parse_errors, secrets, sizes), drift = _read_all(
+        store, lambda files: _checked_index(store, files))
     duplicates, contradictions, pair_counts, sections = _pairs(
         store.root, notes, moment, settings.get("duplicates.merge_threshold"),
         settings.get("duplicates.similar_threshold"), settings.get("health.listed_pairs"),
@@ -533,6 +694,9 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
               ) -> dict[str, dict[str, Any]]:
     """The parts of the report besides the pairs, the files read and the index, each `head`,
     `expired`, `field_warnings`, `tail` and `state` in the report's order."""
+    # git's answers are waited for while the rest is made (a store of 10,000 files: ~50 ms,
+    # most of it `git status`).
+    git = _meanwhile(lambda: _git_state(store))
     settings = store.settings
     counts = _counters(store, [n.id for n in notes])
 
@@ -601,8 +765,32 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         "tail": {"memory_over_budget": over, "conflicts": conflicts, "links": links,
                  "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
                  "ignored": ignored},
-        "state": {"git": _git_state(store), "watcher": _watcher_state(store)},
+        "state": {"git": git(), "watcher": _watcher_state(store)},
     }
+
+
+def _meanwhile(work: Callable[[], Any]) -> Callable[[], Any]:
+    """`work` started in a thread; the function returned waits for it and gives its result.
+    For waiting on other programs only: no fork may happen meanwhile (`_can_fork`)."""
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # noqa: BLE001 - raised again where it is waited for
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="memctl-health-git", daemon=True)
+    thread.start()
+
+    def finished() -> Any:
+        thread.join()
+        if failure:
+            raise failure[0]
+        return result[0]
+
+    return finished
 
 
 def _links_and_ignored(store: Store) -> tuple[list[dict[str, str]], list[str]]:

@@ -55,7 +55,8 @@ def http_token(store: Store) -> HttpToken:
 @contextmanager
 def kept_open(store: Store) -> Iterator[None]:
     """What a server holds open while it runs: the access counters' database, so that no
-    call's own connection is the last to close (memctl.disk.counters.keep_open)."""
+    other connection is the last to close, and through which its calls record accesses
+    (memctl.disk.counters.keep_open)."""
     held = counters.keep_open(store)
     try:
         yield

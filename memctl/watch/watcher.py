@@ -135,6 +135,7 @@ class Watcher:
                  on_message: Callable[[str], None] | None = None,
                  on_commit: Callable[[str, int], None] | None = None,
                  on_answer: Callable[[], None] | None = None,
+                 on_live: Callable[[bool], None] | None = None,
                  quiet: float = QUIET, max_delay: float = MAX_DELAY,
                  full_check_every: float = FULL_CHECK_EVERY,
                  commit_every: float = COMMIT_EVERY) -> None:
@@ -146,6 +147,9 @@ class Watcher:
         # Called once readers' cookies are answered: a reader in this process waits on it
         # (memctl.disk.watchstate.answer_in_process) instead of polling the files.
         self.on_answer = on_answer or (lambda: None)
+        # Told True once the watcher is ready (its first pass done) and False when it stops
+        # or starts over: `memctl watch` answers searches only meanwhile (cli/searchserver.py).
+        self.on_live = on_live or (lambda live: None)
         self.full_check_every = full_check_every
         self.commit_every = commit_every
         self._cond = threading.Condition()
@@ -223,6 +227,7 @@ class Watcher:
         except (OSError, MemctlError):
             pass  # no repository, or a read-only one: nothing to keep them out of
         self._heartbeat.beat("ready", watches=len(self._watches))
+        self.on_live(True)
 
     def _open_index(self) -> None:
         self._index = open_index(self.root)
@@ -533,6 +538,7 @@ class Watcher:
     # --- shutting down ----------------------------------------------------------------------
 
     def _teardown(self) -> None:
+        self.on_live(False)
         observer, self._observer = self._observer, None
         self._watches.clear()
         if observer is not None:

@@ -1,0 +1,79 @@
+"""The access counters' connection a long-running process holds (`memctl mcp`: counters.keep_open):
+its calls, on other threads, record through it; a counters file replaced meanwhile gets the
+records through a connection of its own; once closed, records open their own again. Real SQLite."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from memctl.disk import counters
+from memctl.disk.layout import state_path
+
+NOTE = "aaaaaaaaaaaaaaaa"
+
+
+def record_elsewhere(store: Path, ids: list[str], when: str) -> None:
+    """As the server records: on a worker thread, not the one that holds the connection."""
+    worker = threading.Thread(target=counters.record_access, args=(store, ids, when))
+    worker.start()
+    worker.join()
+
+
+def test_a_held_connection_takes_the_records_of_every_thread(store_path: Path) -> None:
+    held = counters.keep_open(store_path)
+    assert held is not None
+    try:
+        before = held.conn.total_changes
+        record_elsewhere(store_path, [NOTE, NOTE, "bbbbbbbbbbbbbbbb"], "2026-11-01T00:00:00Z")
+        record_elsewhere(store_path, [NOTE], "2026-11-02T00:00:00Z")
+        assert held.conn.total_changes - before == 6  # two rows per id and call, through it
+        assert not held.conn.in_transaction
+        assert counters.get_counters(store_path, [NOTE]) == {
+            NOTE: (2, "2026-11-02T00:00:00.000Z")}
+    finally:
+        held.close()
+    record_elsewhere(store_path, [NOTE], "2026-11-03T00:00:00Z")  # its own connection again
+    assert counters.get_counters(store_path, [NOTE])[NOTE][0] == 3
+
+
+def test_a_counters_file_replaced_while_held_gets_the_records(store_path: Path) -> None:
+    held = counters.keep_open(store_path)
+    assert held is not None
+    try:
+        record_elsewhere(store_path, [NOTE], "2026-11-01T00:00:00Z")
+        path = state_path(store_path, counters.COUNTERS_FILE)
+        for suffix in ("", "-wal", "-shm"):
+            aside = Path(f"{path}{suffix}")
+            if aside.exists():
+                aside.rename(aside.with_name(aside.name + ".old"))
+        changes = held.conn.total_changes
+        record_elsewhere(store_path, [NOTE], "2026-11-05T00:00:00Z")
+        assert held.conn.total_changes == changes  # not into the file moved away
+        assert counters.get_counters(store_path, [NOTE]) == {
+            NOTE: (1, "2026-11-05T00:00:00.000Z")}
+    finally:
+        held.close()
+
+
+def test_a_forked_child_records_through_a_connection_of_its_own(store_path: Path) -> None:
+    """A SQLite connection must not cross a fork: a child (a parsing worker) opens its own."""
+    held = counters.keep_open(store_path)
+    assert held is not None
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                if not held.current():  # the parent's connection is not the child's
+                    counters.record_access(store_path, [NOTE], "2026-11-01T00:00:00Z")
+                    code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert held.current()  # still the parent's
+        assert counters.get_counters(store_path, [NOTE])[NOTE][0] == 1
+    finally:
+        held.close()
