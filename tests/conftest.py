@@ -150,6 +150,13 @@ def git(root: Path, *args: str) -> str:
                           check=True).stdout
 
 
+def python_lines(script: str) -> list[str]:
+    """The lines a Python script prints, run in a fresh interpreter: what a module loads or
+    compiles on its own, with nothing imported before it."""
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
 def tree_snapshot(root: Path) -> dict[str, bytes]:
     """Every file of a store but .git/ and .memctl/, for 'nothing changed' assertions."""
     snapshot = {}

@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git
-from test_watch import WatchProcess, nid, note_text
+from test_watch import WatchProcess, commit_notes, nid, note_text
 
 from memctl.disk.changeprobe import ChangeProbe
 from memctl.disk.watchstate import COOKIE_PREFIX, change_probe, use_change_probe
@@ -327,12 +326,7 @@ class CreatedNames:
 
 @pytest.fixture
 def watched_store(store_path: Path):
-    folder = store_path / "demo" / "notes" / "fact"
-    folder.mkdir(parents=True)
-    for i in range(5):
-        (folder / f"n{i}.md").write_text(note_text(nid(i), f"original body {i} zebra{i}q"))
-    git(store_path, "add", "-A")
-    git(store_path, "commit", "-qm", "five notes")
+    commit_notes(store_path, 5)
     watcher = WatchProcess(store_path).ready()
     yield store_path
     watcher.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 
+from conftest import python_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -260,15 +261,10 @@ def test_what_memctl_writes_with_plain_values_is_read_without_yaml(meta):
 
 
 def test_a_note_memctl_wrote_is_read_without_loading_yaml() -> None:
-    import subprocess
-    import sys
-
     script = ("import sys\n"
               "from memctl.core.noteformat import parse_text\n"
               "parsed = parse_text('---\\nid: 01m8sh9tb7rm7mbz\\ntype: fact\\nimportance: 5\\n"
               "tags: [db, cache]\\ncreated: 2026-11-30T12:00:00.000Z\\nsubject: the api\\n"
               "---\\nbody\\n')\n"
               "print(parsed.meta['tags'], parsed.meta['subject'], 'yaml' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.strip() == "['db', 'cache'] the api False"
+    assert python_lines(script) == ["['db', 'cache'] the api False"]

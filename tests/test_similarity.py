@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from conftest import python_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -350,10 +348,8 @@ def test_an_ascii_text_is_compared_without_compiling_the_cjk_classes() -> None:
               " similarity._cjk_rules.cache_info().currsize)\n"
               "print(similarity.normalize('数据库使用PostgreSQL 16。'),"
               " similarity._cjk_rules.cache_info().currsize)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.splitlines() == ["do not use the old pool size 20 0",
-                                        "数据库使用 postgresql 16 1"]
+    assert python_lines(script) == ["do not use the old pool size 20 0",
+                                    "数据库使用 postgresql 16 1"]
 
 
 def _judged_the_long_way(a: str, b: str, value: float, duplicate_threshold: float = 88.0,

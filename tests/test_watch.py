@@ -272,16 +272,21 @@ class WatchProcess:
                 self.proc.wait()
 
 
+def commit_notes(store: Path, count: int) -> Path:
+    """`count` committed notes in project `demo` (`n0.md`…, body `original body i zebraiq`)."""
+    folder = store / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    for i in range(count):
+        (folder / f"n{i}.md").write_text(note_text(nid(i), f"original body {i} zebra{i}q"))
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", f"{count} notes")
+    return store
+
+
 @pytest.fixture
 def notes_store(store_path: Path) -> Path:
     """A store with 20 committed notes in project `demo`."""
-    folder = store_path / "demo" / "notes" / "fact"
-    folder.mkdir(parents=True)
-    for i in range(20):
-        (folder / f"n{i}.md").write_text(note_text(nid(i), f"original body {i} zebra{i}q"))
-    git(store_path, "add", "-A")
-    git(store_path, "commit", "-qm", "twenty notes")
-    return store_path
+    return commit_notes(store_path, 20)
 
 
 @pytest.fixture
