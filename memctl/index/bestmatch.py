@@ -72,10 +72,9 @@ class BestMatch:
         """The entries in scope (rowids) that match an FTS5 expression: one read of its
         posting lists, no ranking, no join. The list is built by SQLite (json_group_array):
         a row at a time through Python costs three times as much for a common word."""
-        if self.scope_match is not None:
-            match = f"({match}) AND scope : ({self.scope_match})"
         found = self.conn.execute(f"SELECT json_group_array(rowid) FROM {table}"
-                                  f" WHERE {table} MATCH ?", (match,)).fetchone()[0]
+                                  f" WHERE {table} MATCH ?",
+                                  (in_scope(match, self.scope_match),)).fetchone()[0]
         return set(json.loads(found))
 
     def unit_rows(self, unit: Unit) -> set[int]:
@@ -128,6 +127,12 @@ class BestMatch:
         return [term for (term,) in self.conn.execute(
             "SELECT term FROM temp.memctl_vocab WHERE term >= ? AND term < ?", (start, end))
             if abs(len(term) - len(stem)) <= spread]
+
+
+def in_scope(match: str, scope_match: str | None) -> str:
+    """An FTS5 expression limited to the projects searched (`scope_match`, the condition on
+    the scope column; None: every project). Both `fts` and `fts_pairs` have that column."""
+    return match if scope_match is None else f"({match}) AND scope : ({scope_match})"
 
 
 def pair_match(pair: str) -> str:

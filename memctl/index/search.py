@@ -191,16 +191,13 @@ class RankContext:
         first by BM25 and the factors."""
         limit = self.limit if limit is None else limit
         importance, recency, kind = self.factors_sql()
-        scoped = match
         if match is not None:
             rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
-            if self.scope_match is not None:
-                scoped = f"({match}) AND scope : ({self.scope_match})"
             sql = (f"SELECT {_COLUMNS}, {rank}, {importance}, {recency}, {kind}"
                    f" FROM fts JOIN docs d ON d.rowid = fts.rowid"
                    f" WHERE fts MATCH ? AND {self.where}"
                    f" ORDER BY {rank} * {importance} * {recency} * {kind}, d.id LIMIT ?")
-            params = [scoped, *self.params, limit]
+            params = [bestmatch.in_scope(match, self.scope_match), *self.params, limit]
         else:
             sql = (f"SELECT {_COLUMNS}, NULL, {importance}, {recency}, {kind} FROM docs d"
                    f" WHERE {self.where}")
@@ -245,7 +242,8 @@ class RankContext:
                    f" ON c.rowid = fts.rowid JOIN docs d ON d.rowid = fts.rowid"
                    f" WHERE fts MATCH ? AND {self.where}"
                    f" ORDER BY bm25 * {importance} * {recency} * {kind} * c.factor, d.id LIMIT ?")
-            best = dict(conn.execute(sql, [self._scoped(match), *self.params, limit]).fetchall())
+            scoped = bestmatch.in_scope(match, self.scope_match)
+            best = dict(conn.execute(sql, [scoped, *self.params, limit]).fetchall())
         else:
             best = self._pool_with_pairs(match, pairs, limit)
         if not best:
@@ -255,9 +253,6 @@ class RankContext:
                             (json.dumps(list(best)),)).fetchall()
         # `_hit` reads the columns, then BM25, then the three factors.
         return [self._hit((*row[:-3], best[row[0]], *row[-3:])) for row in rows]
-
-    def _scoped(self, match: str) -> str:
-        return match if self.scope_match is None else f"({match}) AND scope : ({self.scope_match})"
 
     def _pool_with_pairs(self, match: str | None, pairs: str | None,
                          limit: int) -> dict[int, float]:
@@ -276,7 +271,9 @@ class RankContext:
                              f" bm25({table}, {weights}) AS score FROM {table}"
                              f" JOIN temp.memctl_pool c ON c.rowid = {table}.rowid"
                              f" WHERE {table} MATCH ?)")
-                params.append(self._scoped(expression))
+                params.append(bestmatch.in_scope(expression, self.scope_match))
+        if not names:
+            return {}
         importance, recency, kind = self.factors_sql()
         union = " UNION ALL ".join(f"SELECT rowid, score FROM {name}" for name in names)
         sql = (f"WITH {', '.join(parts)} SELECT t.rowid, t.bm25 FROM"
@@ -295,9 +292,7 @@ class RankContext:
             for hit in hits:
                 hit.snippet_marked = snippets.get(hit.rowid, "")
             return
-        scoped = match
-        if match is not None and self.scope_match is not None:
-            scoped = f"({match}) AND scope : ({self.scope_match})"
+        scoped = match if match is None else bestmatch.in_scope(match, self.scope_match)
         # The scoped MATCH for the snippets too: FTS5 then streams only this scope's matches
         # (a prefix such as `deploy*` matches thousands of notes store-wide). Scope tokens
         # live in their own column, so they are never highlighted.
