@@ -90,3 +90,23 @@ def test_a_chinese_question_ranks_by_its_rarer_pairs_and_counts_the_common_one(
     assert {"部署", "失败", "部署失败"} <= set(explain["matched"])
     assert explain["bm25_units"] and "部署" not in explain["bm25_units"]
     assert hits[0]["snippet"] == "上次**部署失败**是因为迁移脚本超时。"  # every unit highlighted
+
+
+def test_a_long_chinese_name_weighs_as_its_words_not_its_characters(
+        cli: Cli, store_path: Path) -> None:
+    """A question names its project in Chinese (数据管道, four characters) and asks about one
+    rare word (Celery). The name's units (three pairs and the run) weigh half each
+    (query.LONG_PIECE_SHARE), about two words: the note that has only Celery covers more than
+    RELATIVE_FLOOR of what the note having only the name covers, so it is shown. At full weight
+    the name outweighed Celery four to one and the answer was left out."""
+    filler(store_path)
+    named = "nm00000000000001"
+    note(store_path, named, "数据管道的监控服务在 3 月换成了 VictoriaMetrics 1.103。")
+    answer = "ce00000000000001"
+    note(store_path, answer, "Celery 锁定在 5.3，因为 5.4 改了重试语义。")
+    hits = search(cli, "数据管道这边，能把Celery升到最新版？")
+    found = [hit["id"] for hit in hits]
+    assert answer in found and named in found
+    by_id = {hit["id"]: hit for hit in hits}
+    assert by_id[answer]["explain"]["matched"] == ["Celery"]
+    assert by_id[answer]["coverage"] >= bestmatch.RELATIVE_FLOOR * by_id[named]["coverage"]

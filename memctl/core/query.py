@@ -12,7 +12,8 @@ What a user may type:
 
 Best match (docs/search.md): besides the strict `match` (every word, as typed), a query has
 `units`, what a note may match part of: each content word, each overlapping pair of
-characters of a Chinese run (with the run itself, so a longer matching run counts more),
+characters of a Chinese run (with the run itself, so a longer matching run counts more; the
+units of a piece longer than two characters weigh half each, LONG_PIECE_SHARE),
 each `a OR b` group, each prefix. Function and question words (`the`, `did`, `what`, 的, 什么)
 are not units. `any_match` finds every note that matches a unit (and every quoted phrase, and
 no excluded word); the search then ranks by how much of the query a note covers.
@@ -39,6 +40,13 @@ MAX_TERM_CHARS = 200
 # A bare word this long or longer also matches the words it begins (`migr` → migration);
 # shorter ones would match too much of the index to be worth it (`co`, `run`).
 MIN_PREFIX_CHARS = 4
+
+# The units of a Chinese piece longer than two characters (its n-1 overlapping pairs and the
+# piece itself) each weigh half their rarity: the piece then weighs about n/2 words, as many as
+# it has, instead of n. At full weight a four-character name (数据管道, the project a question
+# is about) outweighed the rare word that answers it (Celery) four to one, and the note having
+# only that word fell below the relative floor (bench/README.md, "Retrieval quality").
+LONG_PIECE_SHARE = 0.5
 
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and builds each class with
@@ -76,16 +84,18 @@ class Unit:
     `pair`, for a pair of CJK characters, is that pair as one word of the index's pairs table
     (`match` stays the phrase of its two characters, for snippets)."""
 
-    __slots__ = ("match", "text", "label", "required", "begins", "pair")
+    __slots__ = ("match", "text", "label", "required", "begins", "pair", "share")
 
     def __init__(self, match: str, text: str, label: str, required: bool = False,
-                 begins: str | None = None, pair: str | None = None) -> None:
+                 begins: str | None = None, pair: str | None = None,
+                 share: float = 1.0) -> None:
         self.match = match
         self.text = text
         self.label = label
         self.required = required  # a quoted phrase: every hit has it
         self.begins = begins
         self.pair = pair
+        self.share = share  # what its rarity is multiplied by, for its weight in the query
 
     def __repr__(self) -> str:
         return f"Unit({self.label!r}{', required' if self.required else ''})"
@@ -345,11 +355,12 @@ def _word_units(word: str) -> tuple[list[Unit], bool]:
             if len(piece) == 1:
                 units.append(Unit(_quote(piece), piece, piece))
                 continue
+            share = 1.0 if len(piece) == 2 else LONG_PIECE_SHARE
             for start in range(len(piece) - 1):
                 pair = piece[start:start + 2]
-                units.append(Unit(_quote(pair), pair, pair, pair=pair))
+                units.append(Unit(_quote(pair), pair, pair, pair=pair, share=share))
             if len(piece) > 2:
-                units.append(Unit(_quote(piece), piece, piece))
+                units.append(Unit(_quote(piece), piece, piece, share=share))
     return units, whole
 
 

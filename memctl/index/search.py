@@ -472,7 +472,8 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     # Which entries in scope have each unit, read once per unit (no ranking, no join): the
     # coverage of every entry, exactly, and how rare each unit is where the search looks.
     found = _unit_rows(ranker, units)
-    weights = [ranker.rarity(len(rows)) for rows in found]
+    weights = [ranker.rarity(len(rows)) * unit.share
+               for unit, rows in zip(units, found, strict=True)]
     slots = list(range(len(units)))
     slot_weights: dict[int, float] = {}
     stems = _stems(ranker, units, found)
