@@ -37,7 +37,10 @@ LAZY_IMPORTS = {
     "memctl.cli": {"memctl.cli.app", "memctl.cli.commands",  # typer, and every command module
                    # what a search answered by the watcher's server never needs
                    # (memctl/cli/served.py, tests/test_search_server.py)
-                   "memctl.cli.fast"},
+                   "memctl.cli.fast",
+                   # the walk of a search without a watcher, started before the search's
+                   # imports (docs/search.md, tests/test_walkahead.py)
+                   "memctl.services.walkahead"},
     # One command module per command line: `memctl show` on 10k notes ~60 ms less of imports
     # and typer's set-up of every command (bench/bench_write.py, docs/architecture.md).
     "memctl.cli.notes": {"memctl.services.upkeep"},  # sync, import, health: `init` alone
@@ -62,6 +65,9 @@ LAZY_IMPORTS = {
     "memctl.store": {"memctl.disk.gitops", "memctl.disk.atomic",  # subprocess, tempfile
                      "memctl.disk.locking"},  # init: refused first where a store cannot be locked
     "memctl.index.db": {"memctl.index.docs", "memctl.index.workers"},  # the parser
+    # `re` (~10 ms, through the project-name rule) after a search's walk has started in
+    # its helper processes, not before (tests/test_walkahead.py).
+    "memctl.disk.filescan": {"memctl.core.vocab"},
     # git and the atomic writer only for a working tree the store has not met yet: a command
     # run in a known repository calls no git (tests/test_repositories.py).
     "memctl.disk.repositories": {"memctl.disk.gitops", "memctl.disk.atomic"},
@@ -81,6 +87,9 @@ SEARCH_MODULES = {
     "memctl.index.db", "memctl.index.fuzzy", "memctl.index.scope", "memctl.index.search",
     "memctl.services", "memctl.services.retrieval", "memctl.services.stores", "memctl.store",
 }
+# What a search with no live watcher loads besides: the walk of the store it starts in helper
+# processes before its other imports (memctl.cli.main, docs/search.md).
+WALK_AHEAD_MODULES = {"memctl.services.walkahead"}
 # What a search answered by a live watcher's search server loads: the asking side alone, and
 # none of the standard library the search itself needs (docs/watch.md).
 SERVED_MODULES = {"memctl", "memctl.cli", "memctl.cli.served"}
@@ -369,7 +378,8 @@ def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
             for output in (["--json"], []):
                 alone = dict(env, MEMCTL_NO_SEARCH_SERVER="1") if watching else env
                 loaded = loaded_by_search(alone, "postgres", *output)
-                assert set(loaded["memctl"]) == SEARCH_MODULES, output
+                assert set(loaded["memctl"]) == SEARCH_MODULES | (
+                    set() if watching else WALK_AHEAD_MODULES), output
                 assert loaded["never"] == [], output
                 if watching:
                     served = loaded_by_search(env, "postgres", *output,

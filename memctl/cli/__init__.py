@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from memctl.cli.served import answer as answer_from_watcher
-from memctl.cli.served import finish
+from memctl.cli.served import finish, search_store_option, walk_root
 
 # Lazy on purpose: importing typer costs ~45 ms, and `memctl search` never needs it
 # (tests/test_layers.py pins the modules a search loads). The fast path too: a search a live
@@ -18,10 +18,22 @@ def main() -> None:
     code = answer_from_watcher(sys.argv[1:])
     if code is not None:
         finish(code)  # ends the process
+    root = walk_root(sys.argv[1:])
+    if root is not None:
+        # Lazy, and first: the search's walk of the store runs in helper processes while
+        # the rest of the search is imported (docs/search.md, "Never stale").
+        from memctl.services.walkahead import walk_ahead
+
+        walk_ahead(root)
     from memctl.cli.fast import run_fast
 
     code = run_fast(sys.argv[1:])
     if code is not None:
+        if search_store_option(sys.argv[1:])[0] is not None:
+            # A search answered here has closed its index and counters and started no
+            # thread: the end of the process need not tear the interpreter down, module by
+            # module (~6 ms after a search's imports: docs/search.md, "Never stale").
+            finish(code)
         sys.exit(code)
     # The typer app, with the command module this command line needs (memctl.cli.commands).
     from memctl.cli.commands import main as typer_main

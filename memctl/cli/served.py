@@ -298,6 +298,31 @@ def answer(argv: list[str]) -> int | None:
     return code
 
 
+def walk_root(argv: list[str]) -> str | None:
+    """The store's folder when `memctl ARGV` is a search that will walk the store itself: no
+    live watcher keeps its index fresh (a stale or missing heartbeat, as in `answer`), or
+    MEMCTL_ALWAYS_WALK=1. The walk then starts at once, in helper processes, while this
+    process imports the rest of the search (memctl.disk.filescan.walk_ahead, docs/search.md);
+    None for any other command line, or when the heartbeat says a watcher answers."""
+    if "search" not in argv:
+        return None
+    command, option = search_store_option(argv)
+    if command is None:
+        return None
+    try:
+        root = store_root(option)
+        if os.environ.get("MEMCTL_ALWAYS_WALK") != "1":
+            try:
+                beat = os.stat(os.path.join(root, STATE_DIR, HEARTBEAT_FILE)).st_mtime
+            except FileNotFoundError:
+                beat = None
+            if beat is not None and abs(time.time() - beat) <= STALE_AFTER:
+                return None  # a live watcher: its cookies spare the walk (docs/watch.md)
+        return root
+    except (OSError, ValueError):
+        return None  # no working folder, a path the system refuses: the search says so
+
+
 def _interrupted() -> int:
     """Ctrl-C while the answer is awaited or written: what run_command says of it."""
     try:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 import stat as stat_module
 
-from memctl.core.vocab import valid_project_name
+# memctl.core.vocab (`valid_project_name`) is imported where a name is checked, not here: it
+# loads `re` (~10 ms), and `memctl search` starts its walk ahead (below) before that.
 
 _MD_SUFFIXES = (".md", ".MD", ".Md", ".mD")
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
 def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, list[str]]:
@@ -27,58 +29,82 @@ def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, l
     folders with a project name, no dot folders or dot files, `*.md`. Each folder is opened
     once and its entries are stat'ed relative to it (cheaper than full paths).
     """
-    found: dict[str, list[str]] = {}
     if folders is None:
-        folders = []
-        try:
-            with os.scandir(root) as top:
-                for entry in top:
-                    try:
-                        if entry.is_dir(follow_symlinks=False) and valid_project_name(entry.name):
-                            folders.append((entry.name + "/", entry.path))
-                    except OSError:
-                        continue
-        except OSError:
-            return found
-    s_isreg, s_isdir = stat_module.S_ISREG, stat_module.S_ISDIR
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+        from memctl.core.vocab import valid_project_name
+
+        folders = [(name + "/", path) for name, path in _top_folders(root)
+                   if valid_project_name(name)]
+    return _walk(folders)
+
+
+def _top_folders(root: str) -> list[tuple[str, str]]:
+    """(name, path) of the real folders (not links) at the top of `root` whose name does not
+    start with `.`: the project folders among them are what the walk covers."""
+    tops: list[tuple[str, str]] = []
+    try:
+        with os.scandir(root) as top:
+            for entry in top:
+                try:
+                    if entry.name[0] != "." and entry.is_dir(follow_symlinks=False):
+                        tops.append((entry.name, entry.path))
+                except OSError:
+                    continue
+    except OSError:
+        return []  # as if the store held nothing: the caller creates or reports it
+    return tops
+
+
+def _walk(folders: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """The keys of `folders` ((store-relative folder with its `/`, path) pairs, popped) and of
+    every folder below them, by folder."""
+    found: dict[str, list[str]] = {}
     while folders:
         here, folder = folders.pop()
-        keys: list[str] = []
-        add = keys.append
-        try:
-            fd = os.open(folder, flags)
-        except OSError:
-            continue
-        try:
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name[0] == ".":
-                        continue
-                    try:
-                        if name.endswith(_MD_SUFFIXES):
-                            info = entry.stat(follow_symlinks=False)
-                            if s_isreg(info.st_mode):
-                                add(f"{here}{name}\t{info.st_mtime_ns}\t{info.st_size}")
-                            elif s_isdir(info.st_mode):
-                                folders.append((f"{here}{name}/", f"{folder}/{name}"))
-                        elif entry.is_dir(follow_symlinks=False):
-                            folders.append((f"{here}{name}/", f"{folder}/{name}"))
-                    except OSError:
-                        continue
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        keys = _list_folder(here, folder, folders)
         if keys:
             found[here] = keys
     return found
 
 
+def _list_folder(here: str, folder: str, below: list[tuple[str, str]]) -> list[str]:
+    """The keys of the files in `folder` (`here` from the store), its subfolders added to
+    `below`."""
+    keys: list[str] = []
+    add = keys.append
+    try:
+        fd = os.open(folder, _FOLDER_FLAGS)
+    except OSError:
+        return keys
+    s_isreg, s_isdir = stat_module.S_ISREG, stat_module.S_ISDIR
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                name = entry.name
+                if name[0] == ".":
+                    continue
+                try:
+                    if name.endswith(_MD_SUFFIXES):
+                        info = entry.stat(follow_symlinks=False)
+                        if s_isreg(info.st_mode):
+                            add(f"{here}{name}\t{info.st_mtime_ns}\t{info.st_size}")
+                        elif s_isdir(info.st_mode):
+                            below.append((f"{here}{name}/", f"{folder}/{name}"))
+                    elif entry.is_dir(follow_symlinks=False):
+                        below.append((f"{here}{name}/", f"{folder}/{name}"))
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return keys
+
+
 def project_folders(root: str) -> set[str]:
     """The names of the top-level folders `scan` walks (and `memctl watch` watches): real
     folders, not links, with a project's name."""
+    from memctl.core.vocab import valid_project_name
+
     names: set[str] = set()
     try:
         with os.scandir(root) as top:
@@ -134,3 +160,347 @@ def split_key(key: str) -> tuple[str, tuple[int, int]]:
 def walk_stats(root: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
     """(mtime_ns, size) of every file the index covers, by store-relative path."""
     return dict(split_key(key) for key in scan_keys(str(root)))
+
+
+# --- the walk in forked processes ----------------------------------------------------------
+#
+# The stat calls of a walk are the kernel's work (~5 µs a file here), so one process cannot
+# make them much cheaper, and a second thread is slower still (the GIL). A short-lived
+# command (`memctl search`) forks instead: `walk_ahead` starts helper processes at the very
+# beginning of the command, before its imports, and `scan_folders` (the freshness check)
+# walks what they have not taken yet and then gathers what they found. Everything they walk
+# is walked after the command began, so every write made before it is seen, as with the
+# walk made here (docs/search.md, "Never stale").
+#
+# The top-level folders are the units of work: each is a record in a pipe that the helpers,
+# and then the command itself, read one at a time (a read of a pipe takes its bytes whole),
+# so whoever is free takes the next one. A helper sends back, for each folder it walked, the
+# digest and the number of files, as soon as it has walked the record (~50 bytes a folder,
+# where the keys would be ~100 bytes a file: 10k notes, ~25 KB instead of ~1 MB through the
+# pipe); the keys of a folder whose digest differs from the index's are listed again when
+# asked for (`Walked.keys`). Any failure (no fork, a helper killed, an incomplete answer)
+# makes the command walk the whole store itself. `memctl search` forks its helpers with
+# nothing loaded but the interpreter, `os` and this module (no SQLite, no thread, nothing
+# buffered); they leave with `os._exit`.
+
+_RECORD = 2  # bytes of a record
+# At most this many records (2 bytes each, within PIPE_BUF: written whole, before any
+# helper reads), so more top-level folders than this share records.
+_MAX_RECORDS = 1024
+_MAX_HELPERS = 3
+_ANSWER_PIPE = 1 << 20  # what a helper's answers may fill before it waits for the command
+_LENGTH = 8  # bytes of the length before each record's answer
+
+
+class Walked:
+    """The result of a walk, by store-relative folder: each folder's digest and its keys, and
+    the number of files. A helper process sends only digests and counts (its keys are ~100
+    bytes a file); the keys of one of its folders are listed again when asked for, which the
+    freshness check does only for a folder whose digest differs from the index's."""
+
+    __slots__ = ("root", "digests", "files", "_keys")
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.digests: dict[str, str] = {}
+        self.files = 0
+        self._keys: dict[str, list[str]] = {}
+
+    def add(self, folder: str, keys: list[str]) -> None:
+        self.digests[folder] = folder_digest(keys)
+        self._keys[folder] = keys
+        self.files += len(keys)
+
+    def add_digest(self, folder: str, digest: str, count: int) -> None:
+        self.digests[folder] = digest
+        self.files += count
+
+    def keys(self, folder: str) -> list[str]:
+        """The keys of `folder` (none for a folder the walk did not find)."""
+        keys = self._keys.get(folder)
+        if keys is None and folder in self.digests:
+            keys = _list_folder(folder, os.path.join(self.root, folder[:-1]), [])
+        return keys or []
+
+    def as_scan(self) -> dict[str, list[str]]:
+        """What `scan` returns for the same files."""
+        return {folder: self.keys(folder) for folder in self.digests}
+
+
+def scan_folders(root: str) -> Walked:
+    """The walk of `scan(root)` with each folder's digest: the one `walk_ahead` started for
+    this store if there is one, else made here."""
+    global _ahead
+    ahead, _ahead = _ahead, None
+    if ahead is not None:
+        if ahead.walks(root):
+            walked = ahead.finish(root)
+            if walked is not None:
+                return walked
+        else:
+            ahead.abandon()  # another folder's: of no use here
+    walked = Walked(root)
+    for folder, keys in scan(root).items():
+        walked.add(folder, keys)
+    return walked
+
+
+def walking_ahead(root: str) -> bool:
+    """Whether helper processes are walking the store at `root` for this process."""
+    return _ahead is not None and _ahead.walks(root)
+
+
+def walk_ahead(root: str, helpers: int | None = None) -> bool:
+    """Start walking the store at `root` in `helpers` forked processes (default: one per
+    core but one, at most 3; MEMCTL_WALK_WORKERS=N), for the next `scan_folders(root)` of
+    this process; whether they were started. Only in a process with no other thread (a fork
+    copies just the calling one), on Linux (/proc tells the threads)."""
+    global _ahead
+    if helpers is None:
+        helpers = walk_workers()
+    if helpers < 1 or not hasattr(os, "fork") or not _single_threaded():
+        return False
+    tops = _top_folders(root)
+    records = min(len(tops), _MAX_RECORDS)
+    helpers = min(helpers, records - 1)  # the command itself takes records too
+    if helpers < 1:
+        return False
+    groups = [tops[number::records] for number in range(records)]
+    try:
+        started = _WalkAhead.start(root, groups, helpers)
+    except OSError:  # the store's folder gone meanwhile: the command walks (or says so)
+        return False
+    if started is None:
+        return False
+    if _ahead is not None:
+        _ahead.abandon()
+    else:
+        import atexit
+
+        atexit.register(_abandon_at_exit)  # a command that ends before its walk is used
+    _ahead = started
+    return True
+
+
+def _abandon_at_exit() -> None:
+    global _ahead
+    ahead, _ahead = _ahead, None
+    if ahead is not None:
+        ahead.abandon()
+
+
+def walk_workers() -> int:
+    """MEMCTL_WALK_WORKERS, else one per core but one (at most 3): the helpers of a walk
+    ahead; 0 walks in the command alone."""
+    try:
+        chosen = os.environ.get("MEMCTL_WALK_WORKERS")
+        if chosen is not None:
+            return int(chosen)
+        return min(_MAX_HELPERS, len(os.sched_getaffinity(0)) - 1)
+    except (ValueError, AttributeError, OSError):
+        return 0
+
+
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+_ahead: _WalkAhead | None = None
+
+
+class _WalkAhead:
+    """Helper processes walking groups of top-level folders, and the queue they take them
+    from."""
+
+    def __init__(self, identity: tuple[int, int], groups: list[list[tuple[str, str]]],
+                 queue: int) -> None:
+        self.identity = identity  # of the store's folder
+        self.groups = groups
+        self.queue = queue  # the read end of the records' pipe
+        self.helpers: list[tuple[int, int]] = []  # (pid, the read end of its answer's pipe)
+
+    @classmethod
+    def start(cls, root: str, groups: list[list[tuple[str, str]]],
+              helpers: int) -> _WalkAhead | None:
+        identity = _identity(root)
+        queue, queue_in = os.pipe()
+        try:
+            os.write(queue_in, b"".join(number.to_bytes(_RECORD, "big")
+                                        for number in range(len(groups))))
+        except OSError:
+            os.close(queue)
+            raise
+        finally:
+            os.close(queue_in)  # the queue's end: a read of it, emptied, returns nothing
+        ahead = cls(identity, groups, queue)
+        for _ in range(helpers):
+            if not ahead._fork():
+                break
+        if not ahead.helpers:
+            ahead.abandon()
+            return None
+        return ahead
+
+    def _fork(self) -> bool:
+        import _signal  # the C half of `signal`, without the `enum` that `signal` loads
+
+        try:
+            answer, answer_in = os.pipe()
+        except OSError:
+            return False
+        _widen(answer_in)
+        # Ctrl-C is held back across the fork, so it never reaches the helper while it still
+        # runs the command's code; the command gets it once the mask is restored.
+        blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
+        try:
+            pid = os.fork()
+        except OSError:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
+            os.close(answer)
+            os.close(answer_in)
+            return False
+        if pid == 0:  # the helper: never returns
+            status = 1
+            try:
+                _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # Ctrl-C ends it
+                _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
+                os.close(answer)
+                _quiet_standard_streams()
+                self._help(answer_in)
+                status = 0
+            finally:
+                # No cleanup of the command's state in the copy: its buffers, its files.
+                os._exit(status)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
+        os.close(answer_in)
+        self.helpers.append((pid, answer))
+        return True
+
+    def _help(self, answer: int) -> None:
+        """In a helper: walk records from the queue until it is empty, sending what each
+        record holds as soon as it is walked (the last one is then all the command waits
+        for): its length, then (record, [(folder, digest, number of files), ...])."""
+        import marshal
+
+        while record := os.read(self.queue, _RECORD):
+            number = int.from_bytes(record, "big")
+            folders = _walk([(name + "/", path) for name, path in self.groups[number]])
+            data = marshal.dumps((number, [(folder, folder_digest(keys), len(keys))
+                                           for folder, keys in folders.items()]))
+            view = memoryview(len(data).to_bytes(_LENGTH, "big") + data)
+            while view:
+                view = view[os.write(answer, view):]
+
+    def walks(self, root: str) -> bool:
+        """Whether this walk is of the folder `root` names (the same folder, by identity)."""
+        try:
+            return _identity(root) == self.identity
+        except OSError:
+            return False
+
+    def finish(self, root: str) -> Walked | None:
+        """The whole walk: the records no helper took, walked here, and the helpers' answers;
+        None if any helper failed (the caller then walks everything itself)."""
+        import marshal
+
+        from memctl.core.vocab import valid_project_name
+
+        try:
+            walked = Walked(root)
+            named: dict[str, bool] = {}  # top-level folder -> whether it is a project's
+
+            def wanted(folder: str) -> bool:
+                top = folder[:folder.find("/")]
+                if top not in named:
+                    named[top] = valid_project_name(top)
+                return named[top]
+
+            done: set[int] = set()
+            while record := os.read(self.queue, _RECORD):
+                number = int.from_bytes(record, "big")
+                done.add(number)
+                folders = [(name + "/", path) for name, path in self.groups[number]
+                           if valid_project_name(name)]
+                for folder, keys in _walk(folders).items():
+                    walked.add(folder, keys)
+            while self.helpers:
+                pid, answer = self.helpers.pop()
+                try:
+                    data = _read_all(answer)
+                finally:
+                    os.close(answer)
+                if os.waitpid(pid, 0)[1] != 0:
+                    return None
+                position = 0
+                while position < len(data):
+                    end = position + _LENGTH + int.from_bytes(
+                        data[position:position + _LENGTH], "big")
+                    if end > len(data):
+                        return None
+                    number, folders = marshal.loads(data[position + _LENGTH:end])
+                    position = end
+                    if number in done or not 0 <= number < len(self.groups):
+                        return None
+                    done.add(number)
+                    for folder, digest, count in folders:
+                        if wanted(folder):
+                            walked.add_digest(folder, digest, count)
+            return walked if len(done) == len(self.groups) else None
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+        finally:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Stop the helpers still running and let go of the pipes."""
+        import _signal
+
+        while self.helpers:
+            pid, answer = self.helpers.pop()
+            os.close(answer)
+            try:
+                os.kill(pid, _signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        if self.queue >= 0:
+            os.close(self.queue)
+            self.queue = -1
+
+
+def _identity(root: str) -> tuple[int, int]:
+    info = os.stat(root)
+    return info.st_dev, info.st_ino
+
+
+def _widen(fd: int) -> None:
+    """Let a helper's answers fill more than the 64 KiB of a pipe before it must wait for
+    the command to read them (which it does once it has walked its own share), up to what
+    the system allows (1 MiB by default on Linux): ~20k folders, a store of ~400k notes."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _ANSWER_PIPE)
+    except (ImportError, AttributeError, OSError):
+        pass  # a smaller pipe: the answer takes more hand-overs
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _quiet_standard_streams() -> None:
+    """In a helper: stdin, stdout and stderr on /dev/null, so that a reader of the command's
+    output never waits for a helper to let go of it."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != null:
+            os.dup2(null, fd)
+    if null > 2:
+        os.close(null)

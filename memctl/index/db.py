@@ -36,8 +36,10 @@ from memctl.disk.filescan import (
     folder_of,
     project_folders,
     scan,
+    scan_folders,
     scan_keys,
     split_key,
+    walking_ahead,
 )
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
 from memctl.disk.layout import classify, is_memory_name, root_of, state_path
@@ -407,6 +409,8 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
         return index, work(index)  # nothing changed since the index was made sure of
     question = _ask_watcher(store, index)
     if question is None:
+        if walking_ahead(str(index.root)):
+            return _work_while_walking(store, index, probe, ticket, work)
         index = _walk(store, index)
         _settle(probe, ticket, index)
         return index, work(index)
@@ -424,6 +428,29 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
     if _data_version(index) != before:
         result = work(index)
     return index, result
+
+
+def _work_while_walking(store: StoreLike, index: Index, probe: ChangeProbe | None,
+                        ticket: Ticket | None, work: Callable[[Index], Any]
+                        ) -> tuple[Index, Any]:
+    """`work` run first, while this command's helper processes walk the store
+    (memctl.disk.filescan.walk_ahead), then the walk. The result stands when the walk
+    changed nothing in the index (this connection's `total_changes`) and no other
+    connection committed meanwhile (`data_version`); else `work` runs again on the index now
+    current. So it reflects every change made before the command, as with the walk first,
+    and on an unchanged store the query costs no time of its own: it runs while the
+    helpers walk (docs/search.md)."""
+    version, changes = _data_version(index), index.conn.total_changes
+    try:
+        result, done = work(index), True
+    except Exception:  # noqa: BLE001 - a broken index, or an answer the walk may change:
+        result, done = None, False  # `work` runs again once the index is current
+    walked = _walk(store, index)
+    _settle(probe, ticket, walked)
+    if not done or walked is not index or walked.conn.total_changes != changes \
+            or _data_version(walked) != version:
+        result = work(walked)
+    return walked, result
 
 
 def _data_version(index: Index) -> int:
@@ -641,23 +668,24 @@ class Index:
     def _differing_keys(self) -> tuple[set[str], set[str], int]:
         """(indexed keys, keys on disk) of the folders whose digest differs from the one the
         index stored, and the number of files on disk (see memctl.disk.filescan)."""
-        on_disk = scan(str(self.root))
+        # The walk `memctl search` started ahead, if any (memctl.disk.filescan.walk_ahead).
+        on_disk = scan_folders(str(self.root))
         stored = dict(self.conn.execute("SELECT path, digest FROM folders"))
-        differing = [folder for folder, keys in on_disk.items()
-                     if stored.get(folder) != folder_digest(keys)]
-        differing.extend(folder for folder in stored if folder not in on_disk)
-        total = sum(map(len, on_disk.values()))
+        differing = [folder for folder, digest in on_disk.digests.items()
+                     if stored.get(folder) != digest]
+        differing.extend(folder for folder in stored if folder not in on_disk.digests)
+        total = on_disk.files
         known: set[str] = set()
         current: set[str] = set()
         if len(differing) > _FOLDER_BY_FOLDER_MAX:
             known = self._known_keys()
-            for keys in on_disk.values():
-                current.update(keys)
+            for folder in on_disk.digests:
+                current.update(on_disk.keys(folder))
             return known, current, total
         for folder in differing:
             known.update(f"{path}\t{mtime}\t{size}" for path, mtime, size in
                          self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)))
-            current.update(on_disk.get(folder, ()))
+            current.update(on_disk.keys(folder))
         return known, current, total
 
     def _store_folder_digests(self, touched: Iterable[str] | None) -> None:
