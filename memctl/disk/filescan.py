@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import stat as stat_module
 
+from memctl.disk.forking import fork_child, read_all, stop_child
+
 # memctl.core.vocab (`valid_project_name`) is imported where a name is checked, not here: it
 # loads `re` (~10 ms), and `memctl search` starts its walk ahead (below) before that.
 
@@ -345,38 +347,10 @@ class _WalkAhead:
         return ahead
 
     def _fork(self) -> bool:
-        import _signal  # the C half of `signal`, without the `enum` that `signal` loads
-
-        try:
-            answer, answer_in = os.pipe()
-        except OSError:
+        started = fork_child(self._help)
+        if started is None:
             return False
-        _widen(answer_in)
-        # Ctrl-C is held back across the fork, so it never reaches the helper while it still
-        # runs the command's code; the command gets it once the mask is restored.
-        blocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
-        try:
-            pid = os.fork()
-        except OSError:
-            _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
-            os.close(answer)
-            os.close(answer_in)
-            return False
-        if pid == 0:  # the helper: never returns
-            status = 1
-            try:
-                _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # Ctrl-C ends it
-                _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
-                os.close(answer)
-                _quiet_standard_streams()
-                self._help(answer_in)
-                status = 0
-            finally:
-                # No cleanup of the command's state in the copy: its buffers, its files.
-                os._exit(status)
-        _signal.pthread_sigmask(_signal.SIG_SETMASK, blocked)
-        os.close(answer_in)
-        self.helpers.append((pid, answer))
+        self.helpers.append(started)
         return True
 
     def _help(self, answer: int) -> None:
@@ -385,6 +359,8 @@ class _WalkAhead:
         for): its length, then (record, [(folder, digest, number of files), ...])."""
         import marshal
 
+        _widen(answer)
+        _quiet_standard_streams()
         while record := os.read(self.queue, _RECORD):
             number = int.from_bytes(record, "big")
             folders = _walk([(name + "/", path) for name, path in self.groups[number]])
@@ -429,7 +405,7 @@ class _WalkAhead:
             while self.helpers:
                 pid, answer = self.helpers.pop()
                 try:
-                    data = _read_all(answer)
+                    data = read_all(answer)
                 finally:
                     os.close(answer)
                 if os.waitpid(pid, 0)[1] != 0:
@@ -456,16 +432,10 @@ class _WalkAhead:
 
     def abandon(self) -> None:
         """Stop the helpers still running and let go of the pipes."""
-        import _signal
-
         while self.helpers:
             pid, answer = self.helpers.pop()
             os.close(answer)
-            try:
-                os.kill(pid, _signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+            stop_child(pid)
         if self.queue >= 0:
             os.close(self.queue)
             self.queue = -1
@@ -486,13 +456,6 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _ANSWER_PIPE)
     except (ImportError, AttributeError, OSError):
         pass  # a smaller pipe: the answer takes more hand-overs
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _quiet_standard_streams() -> None:

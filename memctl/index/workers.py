@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import marshal
 import os
-import signal
 import threading
 from collections.abc import Iterator
 
+from memctl.disk.forking import fork_child, stop_child
 from memctl.index.docs import MAX_INDEXED_BYTES, Prepared, prepare_file
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of `add`)
@@ -72,58 +72,29 @@ def prepare_all(root: str, items: list[Item], *, parallel_min: int = PARALLEL_MI
     finally:
         for pid, stream in children.values():
             stream.close()
-            try:
-                os.kill(pid, signal.SIGKILL)  # done already, or no longer wanted
-            except OSError:
-                pass
-            os.waitpid(pid, 0)
+            stop_child(pid)  # done already, or no longer wanted
 
 
 def _start(root: str, chunks: list[list[Item]]) -> tuple[int, BinaryIO] | None:
     """Fork one worker for these chunks: (its pid, the pipe it answers on), or None when the
     system refuses a process or a pipe (limits reached)."""
-    try:
-        read_fd, write_fd = os.pipe()
-    except OSError:
+    started = fork_child(lambda write_fd: _work(root, chunks, write_fd))
+    if started is None:
         return None
-    # Ctrl-C is held back across the fork, so it can never reach the new process while it
-    # still runs the caller's code; the caller gets it as soon as the mask is restored.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        pid = os.fork()
-    except OSError:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        os.close(read_fd)
-        os.close(write_fd)
-        return None
-    if pid == 0:  # the worker: never returns
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it; the caller cleans up
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-            os.close(read_fd)
-            _work(root, chunks, write_fd)
-        finally:
-            os._exit(1)
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    os.close(write_fd)
+    pid, read_fd = started
     return pid, os.fdopen(read_fd, "rb", buffering=1 << 20)
 
 
 def _work(root: str, chunks: list[list[Item]], write_fd: int) -> None:
-    status = 1
-    try:
-        with os.fdopen(write_fd, "wb", buffering=1 << 20) as out:
-            for chunk in chunks:
-                data = marshal.dumps([_pack(prepare_file(root, *item, MAX_INDEXED_BYTES))
-                                      for item in chunk])
-                out.write(len(data).to_bytes(_LENGTH, "little"))
-                out.write(data)
-                out.flush()
-        status = 0
-    except BaseException:  # noqa: BLE001 - the caller redoes whatever a worker did not send
-        pass
-    finally:
-        os._exit(status)  # no cleanup of the caller's state (SQLite, buffers) in the copy
+    """In a worker: each chunk prepared and sent as soon as it is (the caller redoes whatever
+    a worker did not send)."""
+    with os.fdopen(write_fd, "wb", buffering=1 << 20) as out:
+        for chunk in chunks:
+            data = marshal.dumps([_pack(prepare_file(root, *item, MAX_INDEXED_BYTES))
+                                  for item in chunk])
+            out.write(len(data).to_bytes(_LENGTH, "little"))
+            out.write(data)
+            out.flush()
 
 
 def _pack(prepared: Prepared) -> tuple[object, ...]:

@@ -13,7 +13,6 @@ import marshal
 import mmap
 import os
 import pickle
-import signal
 import sys
 import threading
 from collections import Counter
@@ -33,6 +32,7 @@ from memctl.core.similarity import judge, load_scorers
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
+from memctl.disk.forking import fork_child, stop_child
 from memctl.disk.layout import (
     ARCHIVED,
     CONFLICT,
@@ -327,30 +327,15 @@ class _Child:
         self.work = work
         self.pid = 0
         self.read_end = -1
-        try:
-            read_end, write_end = os.pipe()
-        except OSError:
-            return
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(read_end)
-            os.close(write_end)
-            return
-        if pid == 0:  # the child: compute, send, and leave without running any clean-up
-            status = 1
-            try:
-                os.close(read_end)
-                for descriptor in leave:
-                    os.close(descriptor)
-                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-                with os.fdopen(write_end, "wb") as stream:
-                    stream.write(data)
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(write_end)
-        self.pid, self.read_end = pid, read_end
+        started = fork_child(self._send, close=leave)
+        if started is not None:
+            self.pid, self.read_end = started
+
+    def _send(self, write_end: int) -> None:
+        """In the child: compute and send."""
+        data = pickle.dumps(self.work(), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(write_end, "wb") as stream:
+            stream.write(data)
 
     def result(self) -> Any:
         """The child's result (its work done here if it failed)."""
@@ -367,11 +352,7 @@ class _Child:
     def discard(self) -> None:
         """Stop the child and wait for it (this process failed: its result is not wanted)."""
         if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            os.waitpid(self.pid, 0)
+            stop_child(self.pid)
             os.close(self.read_end)
             self.pid = 0
 
