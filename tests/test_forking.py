@@ -5,19 +5,26 @@ the walk of `memctl search` use it)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from memctl.disk.forking import fork_child, read_all, stop_child
 
 
-def test_a_child_sends_its_work_and_leaves_with_status_0() -> None:
-    started = fork_child(lambda write_end: os.write(write_end, b"walked 3 folders"))
+def run_child(work: Callable[[int], object]) -> tuple[bytes, int]:
+    """What a forked child running `work` sends, and its exit code."""
+    started = fork_child(work)
     assert started is not None
     pid, read_end = started
     try:
-        assert read_all(read_end) == b"walked 3 folders"
+        sent = read_all(read_end)
     finally:
         os.close(read_end)
-    assert os.waitpid(pid, 0)[1] == 0
+    return sent, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_a_child_sends_its_work_and_leaves_with_status_0() -> None:
+    assert run_child(lambda write_end: os.write(write_end, b"walked 3 folders")) \
+        == (b"walked 3 folders", 0)
 
 
 def test_a_child_that_raises_leaves_with_status_1() -> None:
@@ -28,14 +35,7 @@ def test_a_child_that_raises_leaves_with_status_1() -> None:
         os.write(write_end, b"half")
         raise RuntimeError("the work failed")
 
-    started = fork_child(fail)
-    assert started is not None
-    pid, read_end = started
-    try:
-        assert read_all(read_end) == b"half"
-    finally:
-        os.close(read_end)
-    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 1
+    assert run_child(fail) == (b"half", 1)
 
 
 def test_a_child_closes_the_descriptors_it_is_given_and_can_be_stopped() -> None:

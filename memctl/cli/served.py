@@ -274,13 +274,10 @@ def answer(argv: list[str]) -> int | None:
     try:
         if os.isatty(1):
             return None  # a terminal: rich lays the hits out and colours them here
-        state = os.path.join(store_root(option), STATE_DIR)
-        # The heartbeat is rewritten every 2 s by a watcher that runs: a stale one means no
-        # watcher (or a hung one), and the search is made here (watchstate.watcher_is_live).
-        if abs(time.time() - os.stat(os.path.join(state, HEARTBEAT_FILE)).st_mtime) \
-                > STALE_AFTER:
+        root = store_root(option)
+        if not heartbeat_is_fresh(root):
             return None
-        answered = _ask(os.path.join(state, SOCKET_FILE), argv)
+        answered = _ask(socket_path(root), argv)
     except (OSError, ValueError, AttributeError):
         return None  # no server, a dead socket, a platform without SO_PEERCRED or O_PATH
     except KeyboardInterrupt:
@@ -298,6 +295,17 @@ def answer(argv: list[str]) -> int | None:
     return code
 
 
+def heartbeat_is_fresh(root: str) -> bool:
+    """Whether the store at `root` has a watcher's heartbeat younger than STALE_AFTER. A
+    watcher that runs rewrites it every 2 s: a stale one means no watcher (or a hung one),
+    a missing one none at all (watchstate.watcher_is_live)."""
+    try:
+        beat = os.stat(os.path.join(root, STATE_DIR, HEARTBEAT_FILE)).st_mtime
+    except FileNotFoundError:
+        return False
+    return abs(time.time() - beat) <= STALE_AFTER
+
+
 def walk_root(argv: list[str]) -> str | None:
     """The store's folder when `memctl ARGV` is a search that will walk the store itself: no
     live watcher keeps its index fresh (a stale or missing heartbeat, as in `answer`), or
@@ -311,13 +319,8 @@ def walk_root(argv: list[str]) -> str | None:
         return None
     try:
         root = store_root(option)
-        if os.environ.get("MEMCTL_ALWAYS_WALK") != "1":
-            try:
-                beat = os.stat(os.path.join(root, STATE_DIR, HEARTBEAT_FILE)).st_mtime
-            except FileNotFoundError:
-                beat = None
-            if beat is not None and abs(time.time() - beat) <= STALE_AFTER:
-                return None  # a live watcher: its cookies spare the walk (docs/watch.md)
+        if os.environ.get("MEMCTL_ALWAYS_WALK") != "1" and heartbeat_is_fresh(root):
+            return None  # a live watcher: its cookies spare the walk (docs/watch.md)
         return root
     except (OSError, ValueError):
         return None  # no working folder, a path the system refuses: the search says so
