@@ -12,7 +12,7 @@ from conftest import write_memory_file as write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.core.tokenize import cjk_pairs
+from memctl.core.tokenize import _CJK_CLASS, cjk_pairs, has_token_chars
 from memctl.index.db import ensure_fresh, index_path
 from memctl.index.search import search
 
@@ -33,6 +33,32 @@ def test_pairs_are_where_the_phrase_of_two_characters_matches(text: str) -> None
     expected = [first + second for first, second in zip(words, words[1:], strict=False)
                 if not first.isascii() and not second.isascii()]
     assert cjk_pairs(text).split() == expected
+
+
+def _pairs_run_by_run(text: str) -> str:
+    """The plain loop `cjk_pairs` is held equal to: the pairs inside each run of CJK, and the
+    last and first characters of two runs with nothing of a token between them."""
+    pairs: list[str] = []
+    last, end = "", -1
+    for match in re.finditer(f"[{_CJK_CLASS}]+", text):
+        run = match.group()
+        if last and not has_token_chars(text[end:match.start()]):
+            pairs.append(last + run[0])
+        pairs.extend(run[start:start + 2] for start in range(len(run) - 1))
+        last, end = run[-1], match.end()
+    return " ".join(pairs)
+
+
+# CJK that is a letter (数, カ, 한) and CJK that is not (the radical ⺀, the sound mark ゛, the
+# katakana middle dot ・), CJK punctuation (not CJK here), letters, digits, `_`, a private-use
+# character, an ideograph beyond the BMP, spaces and other punctuation.
+_TRICKY = list("数据库カタ한⺀゛，。、・ab1_\ue000\U00020000 \n-!")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_TRICKY), max_size=40))
+def test_pairs_in_one_pass_equal_the_run_by_run_loop(text: str) -> None:
+    assert cjk_pairs(text) == _pairs_run_by_run(text)
 
 
 def pairs_rows(root: Path) -> dict[str, tuple[str, str, str]]:

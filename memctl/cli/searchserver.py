@@ -41,6 +41,7 @@ import time
 
 from memctl.cli import served
 from memctl.cli.fast import parse_add, parse_search, parse_show, run_fast
+from memctl.core.tokenize import warm_patterns
 
 # Messages from the watcher on the server's stdin.
 LISTEN = b"L"
@@ -443,8 +444,10 @@ class Server:
 
 
 def _preload() -> None:
-    """What a search may import later, imported once here rather than in each worker: the
-    fuzzy matcher of a misspelt word (index/fuzzy.py imports it at its first use)."""
+    """What a search may import or compile later, done once here rather than in each worker:
+    the fuzzy matcher of a misspelt word (index/fuzzy.py imports it at its first use), the
+    patterns of CJK text (compiled at their first use)."""
+    warm_patterns()
     try:
         from rapidfuzz import fuzz, process  # noqa: F401
         from rapidfuzz.distance import JaroWinkler  # noqa: F401

@@ -100,15 +100,28 @@ def cjk_pairs(text: str) -> str:
     every note that has them. Empty for text without CJK."""
     if text.isascii():
         return ""
-    pairs: list[str] = []
-    last, end = "", -1  # the last character of the previous run, and where that run ended
-    for match in _cjk_run().finditer(text):
-        run = match.group()
-        if last and not has_token_chars(text[end:match.start()]):
-            pairs.append(last + run[0])
-        pairs.extend(run[start:start + 2] for start in range(len(run) - 1))
-        last, end = run[-1], match.end()
-    return " ".join(pairs)
+    # One pass in C: each match is a CJK character and the CJK character after it, either
+    # right after it or past characters that are neither CJK nor a token's (`has_token_chars`:
+    # not alphanumeric, `_` included, not private use). Half the time of a loop over the
+    # runs (reindex at 100k notes: bench/bench_scale.py); tests/test_pairs_index.py holds
+    # it equal to that loop.
+    return " ".join(map("".join, _cjk_pairs().findall(text)))
+
+
+@functools.cache
+def _cjk_pairs() -> re.Pattern[str]:
+    # The gap is greedy and stops at the first character it cannot take, so each match
+    # costs at most the gap it crosses once: linear in the text.
+    cjk = f"[{_CJK_CLASS}]"
+    gap = f"(?:[^\\w\ue000-\uf8ff{_CJK_CLASS}]|_)+"
+    return re.compile(f"({cjk})(?:(?=({cjk}))|{gap}(?=({cjk})))")
+
+
+def warm_patterns() -> None:
+    """Compile the patterns compiled at their first use now (a server that forks a process
+    per search: memctl.cli.searchserver)."""
+    _cjk_run()
+    _cjk_pairs()
 
 
 def from_index(text: str) -> str:
