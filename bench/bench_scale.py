@@ -298,27 +298,38 @@ def start_watcher(store: Path, env: dict[str, str]) -> bench_freshness.Watcher:
     return watcher
 
 
-def search_beside_grep(store: Path, env: dict[str, str], rounds: int) -> dict[str, float]:
-    """`memctl search --all-projects` and `rg -l` for the same words, alternated."""
-    times: dict[str, list[float]] = {"memctl": [], "grep": []}
-    cpus: dict[str, list[float]] = {"memctl": [], "grep": []}
+# The floor of a search with no watcher: a Python that starts, walks the store as
+# `memctl search` does (the same helper processes, memctl.disk.filescan) and ends, with none
+# of the search's imports, query or output.
+WALK_ONLY = ("import os, sys; from memctl.disk import filescan; "
+             "filescan.walk_ahead(sys.argv[1]); filescan.scan_folders(sys.argv[1]); os._exit(0)")
+
+
+def search_beside_grep(store: Path, env: dict[str, str], rounds: int,
+                       floor: bool = False) -> dict[str, float]:
+    """`memctl search --all-projects` and `rg -l` for the same words, alternated (and, with
+    `floor`, the walk alone: WALK_ONLY)."""
+    commands = {"memctl": lambda word: (memctl_search(store, word), (0,)),
+                "grep": lambda word: (bench_search.grep_command(word, store), (0, 1))}
+    if floor:
+        commands["floor"] = lambda word: ([PYTHON, "-c", WALK_ONLY, str(store)], (0,))
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    cpus: dict[str, list[float]] = {label: [] for label in commands}
     for word in bench_search.GREP_WORDS:  # one untimed run of each: the OS cache, counters
-        timed(memctl_search(store, word), env)
-        timed(bench_search.grep_command(word, store), env, ok=(0, 1))
+        for make in commands.values():
+            command, ok = make(word)
+            timed(command, env, ok=ok)
     for number in range(rounds):
         for word in bench_search.GREP_WORDS:
-            order = ("memctl", "grep") if number % 2 == 0 else ("grep", "memctl")
-            for label in order:
-                if label == "memctl":
-                    wall, cpu = timed(memctl_search(store, word), env)
-                else:
-                    wall, cpu = timed(bench_search.grep_command(word, store), env, ok=(0, 1))
+            labels = list(commands)
+            for label in labels if number % 2 == 0 else reversed(labels):
+                command, ok = commands[label](word)
+                wall, cpu = timed(command, env, ok=ok)
                 times[label].append(wall)
                 cpus[label].append(cpu)
-    return {"memctl_ms": statistics.median(times["memctl"]),
-            "memctl_cpu_ms": statistics.median(cpus["memctl"]),
-            "grep_ms": statistics.median(times["grep"]),
-            "grep_cpu_ms": statistics.median(cpus["grep"]), "runs": len(times["memctl"])}
+    figures = {f"{label}_{kind}": statistics.median(values[label])
+               for label in commands for kind, values in (("ms", times), ("cpu_ms", cpus))}
+    return {**figures, "runs": len(times["memctl"])}
 
 
 def memctl_search(store: Path, word: str) -> list[str]:
@@ -340,7 +351,7 @@ def block_search(store: Path, size: int, results: Results, _: Options) -> None:
         try:
             if watcher is not None:
                 before = served_by_watcher(store, env)
-            figures = search_beside_grep(store, env, rounds)
+            figures = search_beside_grep(store, env, rounds, floor=not watching)
             if watcher is not None:
                 after = served_by_watcher(store, env)
                 by_server = served_by_server(store, env)
@@ -366,6 +377,12 @@ def block_search(store: Path, size: int, results: Results, _: Options) -> None:
                     f"MEMCTL_PROJECT={PROJECT} {memctl_shown}   ({words})"
                     + ("   with `memctl watch` running" if watching else ""), **extra)
         results.put(f"search_{suffix}_ratio", ratio, "×", "the two above, same run")
+        if "floor_ms" in figures:
+            results.put("walk_only_ms", figures["floor_ms"], "ms",
+                        f"{PYTHON} -c '<WALK_ONLY in bench/bench_scale.py>' $STORE",
+                        cpu_ms=figures["floor_cpu_ms"])
+            results.put("walk_only_ratio", figures["floor_ms"] / figures["grep_ms"], "×",
+                        "the walk alone ÷ `rg -l`, same run")
         state = (f"with a live watcher (it answered {before}/5 checks before, {after}/5 after;"
                  f" its search server {by_server}/5 searches)" if watching else "no watcher")
         bench_search.show(
@@ -546,6 +563,8 @@ ROWS: list[tuple[str, str]] = [
     ("grep_nowatch_ms", "`rg -l` (no watcher)"),
     ("search_nowatch_ms", "`search --all-projects` end to end, no watcher"),
     ("search_nowatch_ratio", "… ÷ `rg -l`"),
+    ("walk_only_ms", "Python start + the store's walk alone (the floor of the above)"),
+    ("walk_only_ratio", "… ÷ `rg -l`"),
     ("grep_watch_ms", "`rg -l` (watcher running)"),
     ("search_watch_ms", "`search --all-projects` end to end, live watcher"),
     ("search_watch_ratio", "… ÷ `rg -l`"),
