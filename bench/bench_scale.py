@@ -15,18 +15,20 @@ leaves it).
 
 Blocks (`--only`, comma-separated; all by default), in the order they run:
 
-- `reindex`, `freshness`: bench/bench_search.py's cold reindex (no index file; median of 3 up
-  to 10k notes) and freshness check (`Index.refresh()`, nothing changed / one file changed);
+- `reindex`, `freshness`: bench/bench_search.py's cold reindex (no index file; median of 3)
+  and freshness check (`Index.refresh()`, nothing changed / one file changed);
 - `search`: `memctl search WORD --all-projects --limit 20 --json` end to end beside
   `rg -l -F -i WORD STORE` (`grep -r -l` where ripgrep is missing: `apt-get install -y
   ripgrep`), the two alternated, first with no watcher, then with a real `memctl watch`
   running. With the watcher, `memctl watch --status --json` must say `live` before and after,
   a Python that imported memctl checks that `ensure_fresh` was answered by the watcher
   (no walk), and another that searches were answered by its search server (docs/watch.md);
-  only the search subprocess is timed (a served search's CPU is the asking process's);
+  only the search subprocess is timed (a served search's CPU is the asking process's).
+  Without the watcher, `WALK_ONLY` is timed with them: a Python that starts and walks the
+  store with the search's helper processes and does nothing else, the floor of that search;
 - `miss`: bench/bench_search.py's search with no hit beside searches with hits;
-- `health`: `memctl health --json` with no pair cache (first report), then again (second);
-  peak RSS of the largest process;
+- `health`: `memctl health --json` with no pair cache (first report), then again (second),
+  three times (medians); peak RSS of the largest process;
 - `recall`, `write`: `memctl recall QUERY`, then `memctl add TEXT --json` (git commit
   included) and `memctl show ID --json` of the note just added (bench/bench_write.py's loop);
 - `mcp`: search, recall and remember through the MCP SDK client (bench/bench_mcp.py);
@@ -410,7 +412,7 @@ def block_miss(store: Path, size: int, results: Results, _: Options) -> None:
 def block_health(store: Path, size: int, results: Results, _: Options) -> None:
     """bench/bench_health.py's report: the first report (no kept pairs), then the second;
     three times up to 10k notes (medians), once at 100k."""
-    runs = [bench_health.report(store, f"{size} notes") for _ in range(3 if size <= 10_000 else 1)]
+    runs = [bench_health.report(store, f"{size} notes") for _ in range(3)]
     shown = f"{MEMCTL} --store {store} health --json"
     for label in ("first", "second"):
         walls = [run[label][0] for run in runs]
