@@ -29,10 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 # Compiled at their first use (`re` keeps them): a search printing JSON never needs them.
-# Compiled with the module: the watcher's search server imports it once, and each search it
-# forks then finds them made (docs/watch.md).
-_WORD = re.compile(r"\s*\S+\s*")  # a word and the spaces around it (rich._wrap.re_word)
-_TRAILING_SPACES = re.compile(r"\s+$")  # rich.text._re_whitespace
+_WORD = r"\s*\S+\s*"  # a word and the spaces around it (rich._wrap.re_word)
+_TRAILING_SPACES = r"\s+$"  # rich.text._re_whitespace
 ELLIPSIS = "…"
 
 # Code points whose width from `unicodedata.east_asian_width` is not the one in rich's cell
@@ -112,7 +110,8 @@ def divide_line(text: str, width: int) -> list[int]:
     where `text` breaks into lines of `width` cells."""
     breaks: list[int] = []
     offset = 0  # cells used on the current line
-    match = _WORD.match(text, 0)
+    word_pattern = re.compile(_WORD)
+    match = word_pattern.match(text, 0)
     while match is not None:
         start, end = match.span()
         word = match.group(0)
@@ -131,7 +130,7 @@ def divide_line(text: str, width: int) -> list[int]:
         elif offset and start:
             breaks.append(start)
             offset = cell_len(word)
-        match = _WORD.match(text, end)
+        match = word_pattern.match(text, end)
     return breaks
 
 
@@ -183,7 +182,7 @@ class PlainText:
             line = text[start:end]
             excess = len(line) - width  # rich counts characters here, not cells
             if excess > 0:
-                spaces = _TRAILING_SPACES.search(line)
+                spaces = re.search(_TRAILING_SPACES, line)
                 if spaces is not None:
                     line = line[:len(line) - min(len(spaces.group(0)), excess)]
             if cell_len(line) > width:
