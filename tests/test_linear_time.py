@@ -200,6 +200,14 @@ HOSTILE = {
         merged, _theirs, conflict = splice(text, new, "s", sections.L2_ALIASES)
         assert not conflict and "item 7" not in merged and merged.count("- new ") == 20_000
     """,
+    "pairs of CJK characters: long gaps, with and without a word after them": """
+        from memctl.core.tokenize import cjk_pairs
+        gaps = "数" + "，" * 2_000_000 + "据"
+        assert cjk_pairs(gaps) == "数据"
+        assert cjk_pairs(("数" + " ," * 200_000 + "a") * 5) == ""
+        assert cjk_pairs("数_" * 500_000) == " ".join(["数数"] * 499_999)
+        assert len(cjk_pairs("数据库" * 300_000).split()) == 899_999
+    """,
     "similarity: 2,000 words of three symbols": """
         from memctl.core.similarity import compare
         a = " ".join(str(i % 3) for i in range(2_000))
