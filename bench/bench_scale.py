@@ -411,7 +411,7 @@ def block_miss(store: Path, size: int, results: Results, _: Options) -> None:
 
 def block_health(store: Path, size: int, results: Results, _: Options) -> None:
     """bench/bench_health.py's report: the first report (no kept pairs), then the second;
-    three times up to 10k notes (medians), once at 100k."""
+    three times (medians)."""
     runs = [bench_health.report(store, f"{size} notes") for _ in range(3)]
     shown = f"{MEMCTL} --store {store} health --json"
     for label in ("first", "second"):

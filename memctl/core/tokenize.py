@@ -102,9 +102,9 @@ def cjk_pairs(text: str) -> str:
         return ""
     # One pass in C: each match is a CJK character and the CJK character after it, either
     # right after it or past characters that are neither CJK nor a token's (`has_token_chars`:
-    # not alphanumeric, `_` included, not private use). Half the time of a loop over the
-    # runs (reindex at 100k notes: bench/bench_scale.py); tests/test_pairs_index.py holds
-    # it equal to that loop.
+    # not alphanumeric, `_` included, not private use). ~0.6× the time of a loop over the
+    # runs, which was an eighth of a cold reindex's CPU (bench/README.md, "Scale table");
+    # tests/test_pairs_index.py holds the two equal.
     return " ".join(map("".join, _cjk_pairs().findall(text)))
 
 
