@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 from memctl.core.errors import MemctlError
 from memctl.core.noteformat import parse_text
 from memctl.disk import counters
+from memctl.index import db
 from memctl.index.db import ensure_fresh, index_path, open_index
 from memctl.index.docs import fast_parse
 from memctl.index.search import search
@@ -389,6 +393,73 @@ def test_a_check_with_nothing_changed_reads_no_stamps(root: Path) -> None:
             "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"}
     finally:
         index.close()
+
+
+@pytest.fixture
+def opened_ahead() -> Iterator[None]:
+    """A connection `open_ahead` made and no test took is closed afterwards."""
+    yield
+    left, db._opened_ahead = db._opened_ahead, None
+    if left is not None:
+        left[0].close()
+
+
+def test_an_index_opened_ahead_is_taken_by_the_next_open_of_its_file(
+        root: Path, opened_ahead: None) -> None:
+    ensure_fresh(root).close()
+    db.open_ahead(root)
+    assert db._opened_ahead is not None
+    ahead = db._opened_ahead[0]
+    index = open_index(root)
+    try:
+        assert index.conn is ahead and db._opened_ahead is None
+        assert ids(search(root, "PostgreSQL", project="blog", index=index)) == ["aaaaaaaaaaaaaaaa"]
+    finally:
+        index.close()
+
+
+def test_an_index_opened_ahead_sees_what_another_process_indexed_after(
+        root: Path, opened_ahead: None) -> None:
+    """No read transaction is left open by `open_ahead`: the search sees the index as it is
+    when it runs, as the watcher keeps it."""
+    ensure_fresh(root).close()
+    db.open_ahead(root)
+    ahead = db._opened_ahead[0]  # type: ignore[index]
+    write(root, "blog/notes/fact/argo-cccccccccccccccc.md", "Deploys go through Argo Rollouts.",
+          id="cccccccccccccccc", type="fact", project="blog")
+    subprocess.run([sys.executable, "-c", "import sys; from memctl.index.db import ensure_fresh;"
+                    " ensure_fresh(sys.argv[1]).close()", str(root)], check=True)
+    index = open_index(root)
+    try:
+        assert index.conn is ahead
+        # Read through the connection itself: a search would first bring the index up to date.
+        assert index.conn.execute("SELECT path FROM docs WHERE id = 'cccccccccccccccc'"
+                                  ).fetchone() == ("blog/notes/fact/argo-cccccccccccccccc.md",)
+    finally:
+        index.close()
+
+
+def test_an_index_opened_ahead_is_left_once_its_file_is_replaced(
+        root: Path, opened_ahead: None) -> None:
+    ensure_fresh(root).close()
+    db.open_ahead(root)
+    ahead = db._opened_ahead[0]  # type: ignore[index]
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{index_path(root)}{suffix}").unlink(missing_ok=True)
+    index = ensure_fresh(root)  # a new index file, made from the notes
+    try:
+        assert index.conn is not ahead and db._opened_ahead is None
+        assert ids(search(root, "PostgreSQL", project="blog", index=index)) == ["aaaaaaaaaaaaaaaa"]
+    finally:
+        index.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # closed, not left open on the old file
+        ahead.execute("SELECT 1")
+
+
+def test_opening_ahead_makes_nothing(store_path: Path, opened_ahead: None) -> None:
+    db.open_ahead(store_path)
+    assert db._opened_ahead is None
+    assert not index_path(store_path).exists()
 
 
 @pytest.mark.parametrize("folders", [3, 60])  # folder by folder, and all at once (> 40)

@@ -266,6 +266,68 @@ def _remove_index_files(path: Path) -> None:
                               f"(the index is rebuilt from the files)") from exc
 
 
+# A connection to one index file opened ahead of the one search this process will answer
+# (`open_ahead`), with the file's (device, inode) then; `open_index` takes it for that file.
+_opened_ahead: tuple[sqlite3.Connection, tuple[int, int]] | None = None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def open_ahead(store: StoreLike) -> None:
+    """Open the store's index now, and read its schema and the full-text tables' settings,
+    for the next `open_index` of this process: in a worker of the watcher's search server,
+    forked ahead of the search it will answer, this is done while it waits (a fresh
+    connection's first query costs ~3 ms more than the next, and opening it ~2 ms: docs/watch.md,
+    bench/bench_scale.py). Nothing is created: a store without an index, or one this process
+    cannot write, is left to `open_index`. No statement is left open, so no read
+    transaction: the search sees what is committed when it runs, as with a connection opened
+    then. `open_index` takes the connection only for the file it was opened on."""
+    global _opened_ahead
+    try:
+        path = state_path(root_of(store), INDEX_FILE)
+    except MemctlError:
+        return  # a `.memctl` that is a link: the search says so
+    identity = _identity(path)
+    if identity is None or not _writable(path):
+        return
+    conn = None
+    try:
+        conn = _connect(path)
+        for statement in ("SELECT count(*) FROM sqlite_master",
+                          "SELECT rowid FROM fts WHERE fts MATCH '\"memctl\"' LIMIT 1",
+                          "SELECT rowid FROM fts_pairs WHERE fts_pairs MATCH '\"memctl\"' LIMIT 1",
+                          "SELECT rowid FROM docs LIMIT 1"):
+            conn.execute(statement).fetchall()
+    except sqlite3.Error:
+        if conn is not None:
+            conn.close()
+        return  # an index to make or repair: open_index does it, in the search
+    if _identity(path) != identity:
+        conn.close()
+        return
+    if _opened_ahead is not None:
+        _opened_ahead[0].close()
+    _opened_ahead = (conn, identity)
+
+
+def _take_opened_ahead(path: Path) -> sqlite3.Connection | None:
+    """The connection `open_ahead` opened, if it is on the file at `path` now."""
+    global _opened_ahead
+    if _opened_ahead is None:
+        return None
+    (conn, identity), _opened_ahead = _opened_ahead, None
+    if _identity(path) == identity:
+        return conn
+    conn.close()  # another file there now (removed, rebuilt elsewhere): not this one
+    return None
+
+
 def open_index(store: StoreLike) -> Index:
     """Open the index, creating it or rebuilding it when it is missing, corrupt or of another
     schema or tokenizer version. The caller still has to `refresh()` (see `ensure_fresh`)."""
@@ -273,11 +335,12 @@ def open_index(store: StoreLike) -> Index:
     path = state_path(root, INDEX_FILE)
     if not _writable(path):
         return _private_copy(root, path)
+    ahead = _take_opened_ahead(path)
     path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
     for attempt in range(2):
         conn = None
         try:
-            conn = _connect(path)
+            conn, ahead = ahead or _connect(path), None
             index = Index(root, conn, path)
             index._prepare()
             return index

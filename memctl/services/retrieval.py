@@ -7,12 +7,12 @@ from memctl.core import arguments
 from memctl.core.query import Query, parse
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.counters import record_access
-from memctl.index.db import Index, ParseError, fresh_during
+from memctl.index.db import Index, ParseError, fresh_during, open_ahead
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
 from memctl.index.search import search as ranked_search
 from memctl.store import Store
 
-__all__ = ["CLOSE", "OPEN", "Hit", "SearchResult", "search"]
+__all__ = ["CLOSE", "OPEN", "Hit", "SearchResult", "open_index_ahead", "search"]
 
 
 class SearchResult:
@@ -64,3 +64,9 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
     index, (hits, stale) = fresh_during(store, ranked)
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
     return SearchResult(hits, index.parse_errors(), parsed.truncated, stale)
+
+
+def open_index_ahead(root: str) -> None:
+    """Open the index of the store at `root` for the one search this process will answer
+    (a worker of the watcher's search server, while it waits: memctl.index.db.open_ahead)."""
+    open_ahead(root)
