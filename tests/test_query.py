@@ -173,3 +173,39 @@ def _shared() -> sqlite3.Connection:
             _CONN.execute("INSERT INTO f(body) VALUES (?)", (to_index(doc),))
             _CONN.execute("INSERT INTO cols(body) VALUES (?)", (to_index(doc),))
     return _CONN
+
+
+_NAMING = st.sampled_from(["iot-hub", "iot hub", "项目", "项目里", "项目组", "project", "project:",
+                           "SendGrid", "key", "的", "，", " ", "目标", "在", "uv", "里"])
+
+
+@given(st.lists(_NAMING, min_size=1, max_size=14).map("".join).filter(lambda s: s.strip()))
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+def test_scope_words_drop_the_name_and_its_word_for_project_only(raw: str) -> None:
+    """Whatever the query, the units left out for the project searched are the name's and,
+    right after a name, `project` or the units of one Chinese piece starting with 项目; the
+    units kept are the others, in order; no name, nothing left out."""
+    from memctl.core.query import without_scope_words
+
+    parsed = parse(raw)
+    narrowed, left_out = without_scope_words(parsed, "iot-hub")
+    units = parsed.units
+    kept = [id(unit) for unit in narrowed.units]
+    assert kept == [id(unit) for unit in units if id(unit) in set(kept)]  # in order
+    dropped = [number for number, unit in enumerate(units) if id(unit) not in set(kept)]
+    names = {number for number, unit in enumerate(units)
+             if unit.text.strip(".,;:!?'\"()[]{}，：").casefold() in ("iot-hub", "iot", "hub")}
+    if not names & set(range(len(units))) or not dropped:
+        assert narrowed is parsed and left_out == []
+        return
+    for number in dropped:
+        if number in names:
+            continue
+        # A word for "project": after a name, with only the same naming run between.
+        before = number - 1
+        while before >= 0 and before in dropped and before not in names:
+            before -= 1
+        assert before in names and before in dropped, (raw, number)
+        text = units[number].text.strip(".,;:!?'\"()[]{}").casefold()
+        assert text in ("project", "projects") or text.startswith("项目") \
+            or units[number].pair is not None, (raw, number)

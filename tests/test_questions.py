@@ -131,6 +131,31 @@ def test_the_name_of_the_project_searched_ranks_nothing(cli: Cli) -> None:
     assert ids(cli, question, "--all-projects")[0] == mentions
 
 
+def test_the_project_named_with_its_word_project_ranks_nothing(cli: Cli) -> None:
+    # `iot-hub项目：…`, `For the iot-hub project: …`: the word for "project" next to the
+    # name is part of naming it. A global note that happens to say 项目 (or project) must not
+    # win on it over the note that has the rarer word asked about.
+    project = ("--project", "iot-hub")
+    answer = add(cli, "预发环境的 SendGrid 密钥在 Vault kv/iot-hub/staging/sendgrid", *project,
+                 env={"MEMCTL_NOW": "2025-06-01T12:00:00Z"})  # written long ago
+    add(cli, "Python 项目用 uv 管理环境，用 ruff 做 lint", "--project", "global",
+        "--importance", "9")
+    add(cli, "Every project pins its Python version", "--project", "global", "--importance", "9")
+    for number in range(3):
+        add(cli, f"The Twilio API key {number} lives in Vault", *project)
+    for number in range(8):  # the Chinese ones: the pairs of characters' rarity as in a store
+        add(cli, f"MQTT broker note {number}: retained messages expire after a day", *project)
+        add(cli, f"MQTT 代理 {number} 号：保留消息一天后过期", *project)
+    for question in ("iot-hub项目：SendGrid的key放哪，目前是怎样的？",
+                     "For the iot-hub project: where is the SendGrid key?"):
+        assert ids(cli, question, *project)[0] == answer, question
+    explained = cli.ok("search", "--json", "--explain", *project, "--",
+                       "在iot-hub项目里，SendGrid的key放哪", env=NOW).json()
+    assert explained[0]["explain"]["scope_words"] == ["iot-hub", "项目里"]
+    # Not next to the name, `project` and 项目 are words like any other.
+    assert ids(cli, "项目 uv", *project)[0] != answer
+
+
 def test_partial_words_match_part_of_the_query(cli: Cli) -> None:
     note = add(cli, "Ingress is handled by Traefik 3 on every cluster")
     assert ids(cli, "ingress controller")[0] == note

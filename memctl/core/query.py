@@ -390,6 +390,37 @@ def _group(group: list[Term]) -> str:
 _EDGE_PUNCTUATION = ".,;:!?'\"()[]{}"
 
 
+PROJECT_WORDS = frozenset({"project", "projects"})  # "the X project" (X项目: `_project_word_end`)
+
+
+def _project_word_end(units: list[Unit], words: list[str], bare: list[bool], start: int) -> int:
+    """Where the units naming a project end, its name ending at `start`: past the word
+    `project` (`the docs-site project:`), or past the piece of Chinese starting with 项目
+    (`iot-hub项目：`, `auth-service项目里`: the piece's pairs of characters, then the piece
+    itself when it is longer than a pair), when that comes right after the name."""
+    if start >= len(units):
+        return start
+    if bare[start] and words[start] in PROJECT_WORDS:
+        return start + 1
+    first = units[start]
+    if first.pair is None or not first.pair.startswith("项目"):
+        return start
+    # A piece of n > 2 characters gives its n - 1 pairs in order, then itself; a piece of
+    # two, its one pair. Pairs that merely chain on (`项目的目标`: 项目, 目标) are another
+    # piece's: without the piece itself after them, only the first pair is the name's.
+    piece, end = first.pair, start + 1
+    while end < len(units):
+        unit = units[end]
+        if unit.pair is not None and unit.pair[0] == piece[-1]:
+            piece += unit.pair[1]
+            end += 1
+        elif unit.pair is None and unit.text == piece and len(piece) > 2:
+            return end + 1
+        else:
+            break
+    return start + 1
+
+
 def without_scope_words(query: Query, project: str) -> tuple[Query, list[str]]:
     """The query without the words that name the project searched (`In chat-bot, …`,
     `working on data pipeline`): every note in scope is in that project, so its name ranks
@@ -407,16 +438,21 @@ def without_scope_words(query: Query, project: str) -> tuple[Query, list[str]]:
         if not bare[start]:
             continue
         if re.split(r"[-_\s]+", word) == name_words:
-            dropped.add(start)
-            continue
-        end = start + len(name_words)
-        if len(name_words) > 1 and end <= len(words) and all(bare[start:end]) \
-                and words[start:end] == name_words:
-            dropped.update(range(start, end))
+            end = start + 1
+        else:
+            end = start + len(name_words)
+            if len(name_words) < 2 or end > len(words) or not all(bare[start:end]) \
+                    or words[start:end] != name_words:
+                continue
+        dropped.update(range(start, _project_word_end(query.units, words, bare, end)))
     if not dropped or len(dropped) == len(query.units):
         return query, []
     narrowed = Query.__new__(Query)
     narrowed.__dict__.update(query.__dict__)
     narrowed.units = [unit for number, unit in enumerate(query.units) if number not in dropped]
     narrowed.any_match = narrowed.matching_any()
-    return narrowed, [query.units[number].text.strip(_EDGE_PUNCTUATION) for number in sorted(dropped)]
+    # A piece of Chinese is listed, not also its pairs of characters.
+    pieces = [query.units[number].text for number in dropped if query.units[number].pair is None]
+    return narrowed, [query.units[number].text.strip(_EDGE_PUNCTUATION) for number in sorted(dropped)
+                      if query.units[number].pair is None
+                      or not any(query.units[number].pair in piece for piece in pieces)]
