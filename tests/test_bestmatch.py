@@ -104,7 +104,8 @@ def test_a_long_chinese_name_weighs_as_its_words_not_its_characters(
     note(store_path, named, "数据管道的监控服务在 3 月换成了 VictoriaMetrics 1.103。")
     answer = "ce00000000000001"
     note(store_path, answer, "Celery 锁定在 5.3，因为 5.4 改了重试语义。")
-    hits = search(cli, "数据管道这边，能把Celery升到最新版？")
+    # (Not `数据管道这边，…`: a piece said as a side weighs a tenth, SIDE_SHARE.)
+    hits = search(cli, "数据管道的Celery能升到最新版吗？")
     found = [hit["id"] for hit in hits]
     assert answer in found and named in found
     by_id = {hit["id"]: hit for hit in hits}

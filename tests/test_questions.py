@@ -156,6 +156,32 @@ def test_the_project_named_with_its_word_project_ranks_nothing(cli: Cli) -> None
     assert ids(cli, "项目 uv", *project)[0] != answer
 
 
+def test_where_the_asker_works_in_chinese_weighs_little() -> None:
+    """`X这边，…` ("over on X's side"): a run that is one piece and 这边/那边 says where the
+    asker works; its units weigh SIDE_SHARE of what they would. A piece that goes on past
+    这边 (`数据库这边的连接池`) is content as it was."""
+    from memctl.core.query import LONG_PIECE_SHARE, SIDE_SHARE
+
+    shares = {unit.label: unit.share for unit in parse("商城接口这边，性能压测用的什么工具").units}
+    assert shares["商城接口"] == shares["商城"] == LONG_PIECE_SHARE * SIDE_SHARE
+    assert shares["工具"] == 1.0 and shares["压测"] == LONG_PIECE_SHARE
+    assert {unit.share for unit in parse("缓存那边，key放哪").units if unit.pair} == {SIDE_SHARE}
+    for query in ("数据库这边的连接池", "商城接口这边界"):
+        assert all(unit.share == LONG_PIECE_SHARE for unit in parse(query).units if unit.pair)
+
+
+def test_a_question_said_from_a_side_finds_the_answer_over_the_notes_naming_it(cli: Cli) -> None:
+    # A note names the project in Chinese; the answer has only the word asked about. At full
+    # weight the name's four characters covered so much more that the answer fell below the
+    # relative floor and was not shown at all.
+    project = ("--project", "shop-api")
+    answer = add(cli, "跑压测的命令是 k6 run load/checkout.js", *project)
+    add(cli, "商城接口的监控服务在 6 月换成了 Prometheus 2.54", *project)
+    for number in range(8):
+        add(cli, f"队列消费者 {number} 号的重试次数是 3", *project)
+    assert ids(cli, "商城接口这边，性能压测用的什么工具，目前是怎样的？", *project)[0] == answer
+
+
 def test_partial_words_match_part_of_the_query(cli: Cli) -> None:
     note = add(cli, "Ingress is handled by Traefik 3 on every cluster")
     assert ids(cli, "ingress controller")[0] == note
