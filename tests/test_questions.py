@@ -182,6 +182,37 @@ def test_a_question_said_from_a_side_finds_the_answer_over_the_notes_naming_it(c
     assert ids(cli, "商城接口这边，性能压测用的什么工具，目前是怎样的？", *project)[0] == answer
 
 
+def test_what_follows_the_question_mark_weighs_less() -> None:
+    """What the asker adds after the question's mark (`I need it for the runbook`, `要写进
+    事故报告`) weighs AFTER_SHARE; the question itself as it was; a mark at the end, or inside
+    a word, changes nothing."""
+    from memctl.core.query import AFTER_SHARE, LONG_PIECE_SHARE
+
+    def shares(query: str) -> dict[str, float]:
+        return {unit.label: unit.share for unit in parse(query).units}
+
+    english = shares("How do I run just the integration tests? I need it for the weekly update.")
+    assert english["integration"] == english["tests?"] == 1.0
+    assert english["weekly"] == english["update."] == AFTER_SHARE
+    chinese = shares("周五下午能发版吗？要写进事故报告")
+    assert chinese["发版"] == LONG_PIECE_SHARE
+    assert chinese["事故"] == chinese["要写进事故报告"] == LONG_PIECE_SHARE * AFTER_SHARE
+    assert set(shares("which port does the staging cache listen on?").values()) == {1.0}
+    assert set(shares("(which port?) staging").values()) == {1.0, AFTER_SHARE}
+    assert set(shares("a?b staging").values()) == {1.0}
+
+
+def test_what_the_asker_adds_after_the_question_does_not_outrank_the_answer(cli: Cli) -> None:
+    # The notes that share the words the asker adds (`updating`, `handover`) covered more of
+    # the query than the one rare word asked about, at full weight.
+    answer = add(cli, "Keep urllib3 at 1.26: botocore in our image still needs 1.x")
+    add(cli, "Bump the rota when updating the handover page")
+    for number in range(8):
+        add(cli, f"Release note {number}: bump the latest build")
+    question = "can I bump urllib3 to the latest release currently? I'm updating the on-call handover."
+    assert ids(cli, question)[0] == answer
+
+
 def test_partial_words_match_part_of_the_query(cli: Cli) -> None:
     note = add(cli, "Ingress is handled by Traefik 3 on every cluster")
     assert ids(cli, "ingress controller")[0] == note

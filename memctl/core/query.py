@@ -14,7 +14,8 @@ Best match (docs/search.md): besides the strict `match` (every word, as typed), 
 `units`, what a note may match part of: each content word, each overlapping pair of
 characters of a Chinese run (with the run itself, so a longer matching run counts more; the
 units of a piece longer than two characters weigh half each, LONG_PIECE_SHARE; those of a
-piece said as where the asker works, `商城接口这边，`, a tenth, SIDE_SHARE),
+piece said as where the asker works, `商城接口这边，`, a tenth, SIDE_SHARE; the words after the
+question's mark, what the asker adds about it, AFTER_SHARE),
 each `a OR b` group, each prefix. Function and question words (`the`, `did`, `what`, 的, 什么)
 are not units. `any_match` finds every note that matches a unit (and every quoted phrase, and
 no excluded word); the search then ranks by how much of the query a note covers.
@@ -55,6 +56,13 @@ LONG_PIECE_SHARE = 0.5
 # (bench/README.md, "Retrieval quality": 0.25, 0.1 and 0 gave the same ranks but one).
 SIDE_SHARE = 0.1
 SIDE_WORDS = ("这边", "那边")
+# What follows the question's mark is what the asker adds about it (`…currently? I'm updating
+# the on-call handover.`, `…能发版吗？要写进事故报告`): its units weigh this share, so the
+# notes that share those words (a scratchpad that is "updating" something) do not outrank
+# the answer. 0.3 and 0.1 gave the same ranks (bench/README.md, "Retrieval quality").
+AFTER_SHARE = 0.3
+_MARKS = ("?", "？")
+_CLOSING = "\"')）」』”"  # after the mark: `(port?)`, `“…？”`
 
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and builds each class with
@@ -317,6 +325,7 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
     plain = True
     units: list[Unit] = []
     fallback: list[Unit] = []  # the words as typed, when every word is a function word
+    after = False  # past the question's mark: what the asker adds (`I need it for the runbook`)
     for group in groups:
         if len(group) > 1:
             label = " OR ".join(term.text for term in group)
@@ -328,7 +337,7 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
                               required=term.phrase))
             continue
         fallback.append(Unit(_phrase(term), term.text, term.text))
-        found, whole = _word_units(term.text)
+        found, whole, after = _word_units(term.text, after)
         units.extend(found)
         plain = plain and whole
     chosen = units or fallback
@@ -342,21 +351,26 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
     return unique, plain
 
 
-def _word_units(word: str) -> tuple[list[Unit], bool]:
+def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]:
     """A plain word's units: itself, or for a word with Chinese in it, its Latin parts and
-    the pairs of characters of each Chinese piece (with the piece itself); and whether no
-    function word was left out of it."""
+    the pairs of characters of each Chinese piece (with the piece itself); whether no
+    function word was left out of it; and whether the query's question mark is behind its
+    end (`after`: whether it was behind its start)."""
     if not has_cjk(word):
+        marked = after or word.rstrip(_CLOSING).endswith(_MARKS)
         if is_english_stop(word):
-            return [], False
-        return [Unit(_quote(word), word, word, begins=_begins(word))], True
+            return [], False, marked
+        share = AFTER_SHARE if after else 1.0
+        return [Unit(_quote(word), word, word, begins=_begins(word), share=share)], True, marked
     units: list[Unit] = []
     whole = True
     for latin, run in cjk_runs(word):
         if latin and has_token_chars(latin) and not is_english_stop(latin):
-            units.append(Unit(_quote(latin), latin, latin))
+            units.append(Unit(_quote(latin), latin, latin,
+                              share=AFTER_SHARE if after else 1.0))
         elif latin and has_token_chars(latin):
             whole = False
+        after = after or any(mark in latin for mark in _MARKS)
         pieces = split_chinese(run) if run else []
         whole = whole and (not run or pieces == [run])
         side = len(pieces) == 1 and run.endswith(SIDE_WORDS) and run[:-2] == pieces[0]
@@ -367,12 +381,14 @@ def _word_units(word: str) -> tuple[list[Unit], bool]:
             share = 1.0 if len(piece) == 2 else LONG_PIECE_SHARE
             if side:
                 share *= SIDE_SHARE
+            if after:
+                share *= AFTER_SHARE
             for start in range(len(piece) - 1):
                 pair = piece[start:start + 2]
                 units.append(Unit(_quote(pair), pair, pair, pair=pair, share=share))
             if len(piece) > 2:
                 units.append(Unit(_quote(piece), piece, piece, share=share))
-    return units, whole
+    return units, whole, after
 
 
 def _begins(word: str) -> str | None:
