@@ -208,6 +208,14 @@ HOSTILE = {
         assert cjk_pairs("数_" * 500_000) == " ".join(["数数"] * 499_999)
         assert len(cjk_pairs("数据库" * 300_000).split()) == 899_999
     """,
+    "a query: marks, sides and the project's words, 400,000 characters": """
+        from memctl.core.query import parse, without_scope_words
+        for text in ("?" * 400_000, "a?" * 200_000, "吗？" * 200_000, "这边，" * 130_000,
+                     "商城这边" * 100_000, "iot-hub项目" * 40_000, "iot-hub项目里 " * 30_000,
+                     "x" * 399_999 + "?", "数" * 400_000 + "这边"):
+            query = parse(text)
+            without_scope_words(query, "iot-hub")
+    """,
     "similarity: 2,000 words of three symbols": """
         from memctl.core.similarity import compare
         a = " ".join(str(i % 3) for i in range(2_000))

@@ -206,6 +206,14 @@ def test_scope_words_drop_the_name_and_its_word_for_project_only(raw: str) -> No
         while before >= 0 and before in dropped and before not in names:
             before -= 1
         assert before in names and before in dropped, (raw, number)
+        # `project`, or 项目 itself, or a unit of a piece that names the project whole.
         text = units[number].text.strip(".,;:!?'\"()[]{}").casefold()
-        assert text in ("project", "projects") or text.startswith("项目") \
-            or units[number].pair is not None, (raw, number)
+        assert text in ("project", "projects", "项目") or any(
+            text in piece for piece in ("项目里", "项目中", "项目上", "项目内", "项目组")), \
+            (raw, number)
+    # And right after the name, `project` is always among them.
+    for number in names:
+        after = number + 1
+        if after < len(units) and units[after].label.strip(":").casefold() == "project" \
+                and number in dropped:
+            assert after in dropped, raw

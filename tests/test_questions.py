@@ -13,7 +13,7 @@ from conftest import Cli, run_memctl, write_memory_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl.core.query import parse
+from memctl.core.query import parse, without_scope_words
 from memctl.core.stopwords import split_chinese
 from memctl.core.tokenize import FTS_TOKENIZE
 
@@ -149,6 +149,17 @@ def test_the_project_named_with_its_word_project_ranks_nothing(cli: Cli) -> None
     for question in ("iot-hub项目：SendGrid的key放哪，目前是怎样的？",
                      "For the iot-hub project: where is the SendGrid key?"):
         assert ids(cli, question, *project)[0] == answer, question
+    for query, left in (("For the iot-hub project: where is the SendGrid key?", "project"),
+                        ("iot-hub项目：SendGrid的key放哪", "项目"),
+                        ("iot-hub项目组的SendGrid key", "项目组")):
+        narrowed, words = without_scope_words(parse(query), "iot-hub")
+        assert words == ["iot-hub", left], query
+        assert "SendGrid" in " ".join(unit.text for unit in narrowed.units)
+    # In 项目经理 ("project manager") or 项目部署 only 项目 names the project: the rest is
+    # content and stays.
+    for query, kept in (("iot-hub项目经理的邮箱", "经理"), ("iot-hub项目部署用的什么工具", "部署")):
+        narrowed, words = without_scope_words(parse(query), "iot-hub")
+        assert words == ["iot-hub", "项目"] and kept in [u.text for u in narrowed.units], query
     explained = cli.ok("search", "--json", "--explain", *project, "--",
                        "在iot-hub项目里，SendGrid的key放哪", env=NOW).json()
     assert explained[0]["explain"]["scope_words"] == ["iot-hub", "项目里"]
@@ -199,7 +210,17 @@ def test_what_follows_the_question_mark_weighs_less() -> None:
     assert chinese["事故"] == chinese["要写进事故报告"] == LONG_PIECE_SHARE * AFTER_SHARE
     assert set(shares("which port does the staging cache listen on?").values()) == {1.0}
     assert set(shares("(which port?) staging").values()) == {1.0, AFTER_SHARE}
-    assert set(shares("a?b staging").values()) == {1.0}
+    # However the mark is typed: alone, with other punctuation, in Latin inside Chinese.
+    for query in ("which port ? staging", "which port?! staging", "which port?. staging",
+                  "哪个端口?staging"):
+        assert shares(query)["staging" if "?s" not in query else "?staging"] == AFTER_SHARE, query
+    # An OR group or a phrase keeps its weight, and a mark at its end ends the question.
+    typed = shares('postgres OR mysql? updating')
+    assert typed["postgres OR mysql?"] == 1.0 and typed["updating"] == AFTER_SHARE
+    assert shares('"is it down?" updating')["updating"] == AFTER_SHARE
+    # Single characters too; a mark between two letters is part of a token.
+    assert shares("能发版吗？钱 写")["钱"] == AFTER_SHARE
+    assert set(shares("a?b staging").values()) == set(shares("a?b中文 staging").values()) == {1.0}
 
 
 def test_what_the_asker_adds_after_the_question_does_not_outrank_the_answer(cli: Cli) -> None:
@@ -211,6 +232,9 @@ def test_what_the_asker_adds_after_the_question_does_not_outrank_the_answer(cli:
         add(cli, f"Release note {number}: bump the latest build")
     question = "can I bump urllib3 to the latest release currently? I'm updating the on-call handover."
     assert ids(cli, question)[0] == answer
+    # Misspelt after the mark, the close words found for them weigh as little.
+    misspelt = "can I bump urllib3 to the latest release currently? I'm updatng the handovr."
+    assert ids(cli, misspelt)[0] == answer
 
 
 def test_partial_words_match_part_of_the_query(cli: Cli) -> None:

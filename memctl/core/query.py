@@ -62,7 +62,6 @@ SIDE_WORDS = ("这边", "那边")
 # the answer. 0.3 and 0.1 gave the same ranks (bench/README.md, "Retrieval quality").
 AFTER_SHARE = 0.3
 _MARKS = ("?", "？")
-_CLOSING = "\"')）」』”"  # after the mark: `(port?)`, `“…？”`
 
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and builds each class with
@@ -70,7 +69,7 @@ _CLOSING = "\"')）」』”"  # after the mark: `(port?)`, `“…？”`
 
 
 class Term:
-    __slots__ = ("text", "phrase", "prefix", "negated")
+    __slots__ = ("text", "phrase", "prefix", "negated", "asked")
 
     def __init__(self, text: str, phrase: bool = False, prefix: bool = False,
                  negated: bool = False) -> None:
@@ -78,6 +77,7 @@ class Term:
         self.phrase = phrase  # typed in quotes
         self.prefix = prefix
         self.negated = negated
+        self.asked = False  # a question's mark typed on its own right after it (`down ?`)
 
     def _key(self) -> tuple[str, bool, bool, bool]:
         return (self.text, self.phrase, self.prefix, self.negated)
@@ -276,6 +276,8 @@ def parse(raw: str) -> Query:
         if len(item.text) > MAX_TERM_CHARS:
             query.truncated = True
         if not has_token_chars(body):
+            if terms and any(mark in body for mark in _MARKS):
+                terms[-1].asked = True
             pending_or = False
             continue
         joins = pending_or and not negated and bool(terms) and not terms[-1].negated
@@ -327,17 +329,21 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
     fallback: list[Unit] = []  # the words as typed, when every word is a function word
     after = False  # past the question's mark: what the asker adds (`I need it for the runbook`)
     for group in groups:
-        if len(group) > 1:
-            label = " OR ".join(term.text for term in group)
-            units.append(Unit(_group(group), " ".join(t.text for t in group), label))
-            continue
         term = group[0]
-        if term.phrase or term.prefix:
-            units.append(Unit(_phrase(term), term.text, term.text + ("*" if term.prefix else ""),
-                              required=term.phrase))
+        if len(group) > 1 or term.phrase or term.prefix:
+            # Typed on purpose (an OR group, a phrase, a prefix): its full weight wherever it
+            # is; a mark at its end still ends the question (`postgres OR mysql? …`).
+            if len(group) > 1:
+                label = " OR ".join(t.text for t in group)
+                units.append(Unit(_group(group), " ".join(t.text for t in group), label))
+            else:
+                units.append(Unit(_phrase(term), term.text,
+                                  term.text + ("*" if term.prefix else ""), required=term.phrase))
+            after = after or any(t.asked or _marks_around(t.text)[1] for t in group)
             continue
         fallback.append(Unit(_phrase(term), term.text, term.text))
         found, whole, after = _word_units(term.text, after)
+        after = after or term.asked
         units.extend(found)
         plain = plain and whole
     chosen = units or fallback
@@ -357,38 +363,60 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
     function word was left out of it; and whether the query's question mark is behind its
     end (`after`: whether it was behind its start)."""
     if not has_cjk(word):
-        marked = after or word.rstrip(_CLOSING).endswith(_MARKS)
+        before, behind = _marks_around(word)  # `?staging`, `currently?!`
+        after = after or before
+        marked = after or behind
         if is_english_stop(word):
             return [], False, marked
         share = AFTER_SHARE if after else 1.0
         return [Unit(_quote(word), word, word, begins=_begins(word), share=share)], True, marked
     units: list[Unit] = []
     whole = True
-    for latin, run in cjk_runs(word):
+    chunks = cjk_runs(word)
+    for number, (latin, run) in enumerate(chunks):
+        before, behind = _marks_around(latin)
+        after = after or before
         if latin and has_token_chars(latin) and not is_english_stop(latin):
             units.append(Unit(_quote(latin), latin, latin,
                               share=AFTER_SHARE if after else 1.0))
         elif latin and has_token_chars(latin):
             whole = False
-        after = after or any(mark in latin for mark in _MARKS)
+        after = after or behind
         pieces = split_chinese(run) if run else []
         whole = whole and (not run or pieces == [run])
-        side = len(pieces) == 1 and run.endswith(SIDE_WORDS) and run[:-2] == pieces[0]
+        # The side: one piece (function words before it: 我们…) then 这边, and nothing but
+        # punctuation after it in this word (`商城接口这边API的超时` is not a side).
+        following = chunks[number + 1][0] if number + 1 < len(chunks) else ""
+        side = len(pieces) == 1 and run.endswith(SIDE_WORDS) \
+            and run[:-2].endswith(pieces[0]) and not following[:1].isalnum()
         for piece in pieces:
-            if len(piece) == 1:
-                units.append(Unit(_quote(piece), piece, piece))
-                continue
-            share = 1.0 if len(piece) == 2 else LONG_PIECE_SHARE
+            share = 1.0 if len(piece) <= 2 else LONG_PIECE_SHARE
             if side:
                 share *= SIDE_SHARE
             if after:
                 share *= AFTER_SHARE
+            if len(piece) == 1:
+                units.append(Unit(_quote(piece), piece, piece, share=share))
+                continue
             for start in range(len(piece) - 1):
                 pair = piece[start:start + 2]
                 units.append(Unit(_quote(pair), pair, pair, pair=pair, share=share))
             if len(piece) > 2:
                 units.append(Unit(_quote(piece), piece, piece, share=share))
     return units, whole, after
+
+
+def _marks_around(text: str) -> tuple[bool, bool]:
+    """Whether a question's mark comes before the first letter or digit of `text`, and
+    whether one comes after its last (a mark between two, `a?b`, is neither: part of a
+    token such as a URL's query). Text without letters or digits: both, if it has a mark."""
+    first = next((at for at, char in enumerate(text) if char.isalnum()), None)
+    if first is None:
+        marked = any(mark in text for mark in _MARKS)
+        return marked, marked
+    last = len(text) - next(at for at, char in enumerate(reversed(text)) if char.isalnum())
+    return (any(mark in text[:first] for mark in _MARKS),
+            any(mark in text[last:] for mark in _MARKS))
 
 
 def _begins(word: str) -> str | None:
@@ -418,6 +446,7 @@ _EDGE_PUNCTUATION = ".,;:!?'\"()[]{}"
 
 
 PROJECT_WORDS = frozenset({"project", "projects"})  # "the X project" (X项目: `_project_word_end`)
+PROJECT_PIECES = frozenset({"项目里", "项目中", "项目上", "项目内", "项目组"})  # X项目里，…
 
 
 def _project_word_end(units: list[Unit], words: list[str], bare: list[bool], start: int) -> int:
@@ -442,7 +471,8 @@ def _project_word_end(units: list[Unit], words: list[str], bare: list[bool], sta
             piece += unit.pair[1]
             end += 1
         elif unit.pair is None and unit.text == piece and len(piece) > 2:
-            return end + 1
+            # 项目里, 项目组… name the project whole; in 项目部署用 or 项目经理 only 项目 does.
+            return end + 1 if piece in PROJECT_PIECES else start + 1
         else:
             break
     return start + 1

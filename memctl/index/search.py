@@ -487,7 +487,9 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     alternatives = [(slot, unit, closeness, ranker.rows(unit.match)) for slot, unit, closeness
                     in _close_units(ranker, units, stems, found, skip=completed)]
     for slot, _unit, _closeness, rows in alternatives:
-        slot_weights[slot] = max(slot_weights.get(slot, 0.0), ranker.rarity(len(rows)))
+        # As the word's own share (a word after the question's mark weighs AFTER_SHARE).
+        slot_weights[slot] = max(slot_weights.get(slot, 0.0),
+                                 ranker.rarity(len(rows)) * units[slot].share)
     for slot, unit, closeness, rows in alternatives:
         units.append(unit)
         weights.append(slot_weights[slot] * closeness)
@@ -658,7 +660,7 @@ def _word_beginnings(ranker: bestmatch.BestMatch, units: list[Unit], stems: list
             continue
         rows = ranker.rows(unit.begins)
         if weight == 0:
-            weight = ranker.rarity(len(rows))
+            weight = ranker.rarity(len(rows)) * unit.share
             if weight == 0:
                 continue
             slot_weights[slot] = weight
