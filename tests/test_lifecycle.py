@@ -292,3 +292,22 @@ def test_restore_many_ids_and_the_last_sweep_in_one_commit(cli: Cli) -> None:
     # Nothing of the last sweep is left to undo.
     nothing = cli("restore", "--last-sweep", env=SWEEP)
     assert nothing.exit_code == 1 and "nothing to undo" in nothing.stderr
+
+
+def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_renamed(
+        cli: Cli) -> None:
+    notes = _make_aged_store(cli)
+    old = notes["old"]
+    folder, _, name = old["path"].rpartition("/")
+    kind = folder.rpartition("/")[2]  # blog/notes/fact -> fact
+    shown = cli.ok("archive", "--dry-run", env={**SWEEP, "COLUMNS": "200"}).stdout
+    row = next(line for line in shown.splitlines() if line.startswith(old["id"]))
+    assert row.rstrip().endswith(f"archive/{kind}/") and name not in row
+    # A note that cannot keep its file name (one of that name is archived already) is
+    # shown with the whole path it was given.
+    taken = cli.store / old["path"].split("/")[0] / "archive" / kind / name
+    taken.parent.mkdir(parents=True)
+    taken.write_text("not a note of this store\n")
+    shown = cli.ok("archive", env={**SWEEP, "COLUMNS": "250"}).stdout
+    row = next(line for line in shown.splitlines() if line.startswith(old["id"]))
+    assert row.rstrip().endswith(f"archive/{kind}/{name[:-3]}-{old['id']}.md")

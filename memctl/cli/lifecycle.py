@@ -10,7 +10,7 @@ from memctl.cli.base import JSON_OPTION, app, examples, get_store
 from memctl.cli.output import console, emit_json, info, table
 from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.services import notes, upkeep
-from memctl.services.upkeep import bar, report_month
+from memctl.services.upkeep import SweepItem, bar, report_month
 
 SHOWN_PAIRS = 20  # pairs of each kind shown, as for idle notes (`--json` has all those listed)
 
@@ -40,7 +40,7 @@ def archive(
     if json_output:
         emit_json(plan.to_dict(dry_run))
         return
-    rows = [[i.id, "archive", i.project, i.reason, i.target or ""] for i in plan.archive]
+    rows = [[i.id, "archive", i.project, i.reason, _moves_to(i)] for i in plan.archive]
     rows += [[i.id, f"demote {i.importance}→{i.new_importance}", i.project, i.reason, ""]
              for i in plan.demote]
     rows += [[i.id, "keep", i.project, i.reason, ""] for i in plan.kept]
@@ -54,6 +54,16 @@ def archive(
         info("nothing to archive or demote")
     else:
         info(summary + (f" (commit {plan.commit[:10]})" if plan.commit else ""))
+
+
+def _moves_to(item: SweepItem) -> str:
+    """Where an archived note goes, as short as says it: the folder within its project
+    (`archive/fact/`) when it keeps its file name, else the whole path (--json: always)."""
+    target = item.target or ""
+    folder, _, name = target.rpartition("/")
+    if name == item.path.rpartition("/")[2] and folder.startswith(item.project + "/"):
+        return folder[len(item.project) + 1:] + "/"
+    return target
 
 
 @app.command()

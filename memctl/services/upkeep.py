@@ -16,6 +16,7 @@ from memctl.index.db import RefreshStats, open_index
 from memctl.memory.health import bar, build_report, problems_of, report_month, to_markdown
 from memctl.memory.lifecycle import (
     RestoreResult,
+    SweepItem,
     SweepPlan,
     restore_last_sweep,
     restore_note,
@@ -25,7 +26,8 @@ from memctl.memory.lifecycle import (
 from memctl.store import Store
 
 __all__ = ["archive", "create_store", "bar", "health", "health_markdown", "problems_of", "reindex",
-           "report_month", "restore", "restore_many", "review", "write_health_markdown"]
+           "report_month", "restore", "restore_many", "review", "SweepItem",
+           "write_health_markdown"]
 
 
 def create_store(root: Path, clone_url: str | None = None,
