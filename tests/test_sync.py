@@ -311,3 +311,33 @@ def test_real_stores_state_machine():
     run_state_machine_as_test(RealStores, settings=settings(
         max_examples=int(os.environ.get("MEMCTL_SM_EXAMPLES", "8")), stateful_step_count=12, deadline=None,
         suppress_health_check=list(HealthCheck)))
+
+
+def test_a_remote_file_name_that_is_not_utf8_is_refused_never_merged_into_another(tmp_path, remote):
+    """Two Latin-1 file names (caf\\xe9.md, caf\\xe8.md) pushed with plain git must never be
+    merged into one `caf\\ufffd.md`: the sync refuses, naming the path, and nothing is
+    pushed or changed here (docs/sync.md)."""
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
+    folder = os.path.join(os.fsencode(other), b"demo", b"notes", b"fact")
+    os.makedirs(folder)
+    for name, body in ((b"caf\xe9.md", b"Note one"), (b"caf\xe8.md", b"Note two")):
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.write(b"---\ntype: fact\n---\n" + body + b"\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-qm", "two notes")
+    git(other, "push", "-q", "origin", "HEAD")
+    remote_head = git(other, "rev-parse", "HEAD")
+    add(laptop, "Local change on the laptop", T[0])
+    before = tree_snapshot(laptop.store)
+    result = laptop("sync")
+    assert result.exit_code == 1
+    assert "demo/notes/fact/caf\\xe" in result.stderr and "not UTF-8" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert tree_snapshot(laptop.store) == before
+    assert git(Path(remote), "rev-parse", "HEAD") == remote_head, "nothing pushed"
+    names = subprocess.run(["git", "-C", remote, "ls-tree", "-r", "-z", "--name-only", "HEAD"],
+                           capture_output=True, check=True).stdout.split(b"\0")
+    assert b"demo/notes/fact/caf\xe9.md" in names and b"demo/notes/fact/caf\xe8.md" in names

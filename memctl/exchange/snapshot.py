@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memctl.core.clock import format_time, parse_time
+from memctl.core.errors import MemctlError
 from memctl.core.ids import ALPHABET
 from memctl.core.merge import (
     TOMBSTONE,
@@ -33,7 +34,7 @@ from memctl.core.merge import (
 )
 from memctl.core.note import derive_id, note_from_parsed, stamp
 from memctl.core.noteformat import parse_text
-from memctl.disk.gitops import run_git
+from memctl.disk.gitops import run_git, run_git_binary
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
 from memctl.exchange.bundle import COUNTERS, BundleFile, entry_for, path_kind
@@ -84,16 +85,29 @@ def has_commits(root: Path, rev: str = "HEAD") -> bool:
 
 
 def tree_of(root: Path, rev: str = "HEAD") -> dict[str, tuple[str, str]]:
-    """path -> (mode, blob id) of every file in a commit."""
+    """path -> (mode, blob id) of every file in a commit.
+
+    Read as bytes: a file name that is not UTF-8 (a Latin-1 `caf\\xe9.md` pushed with plain
+    git) refuses the whole commit with a MemctlError naming it escaped. Decoding it with
+    replacement characters would turn two such names into one path and lose a note in the
+    merge (docs/sync.md, tests/test_sync.py)."""
     if not has_commits(root, rev):
         return {}
-    out = run_git(root, "ls-tree", "-r", "-z", "--full-tree", rev).stdout
+    out = run_git_binary(root, "ls-tree", "-r", "-z", "--full-tree", rev)
     tree: dict[str, tuple[str, str]] = {}
-    for record in out.split("\0"):
+    for record in out.split(b"\0"):
         if not record:
             continue
-        meta, _, path = record.partition("\t")
-        mode, kind, oid = meta.split()
+        meta, _, raw_path = record.partition(b"\t")
+        try:
+            path = raw_path.decode("utf-8")
+        except UnicodeDecodeError:
+            shown = raw_path.decode("utf-8", "backslashreplace")
+            raise MemctlError(
+                f"commit {rev[:12]} has a file name that is not UTF-8 text: {shown}; memctl "
+                "refuses it and changed nothing: rename the file there (UTF-8 name) and "
+                "run this again") from None
+        mode, kind, oid = meta.decode("ascii").split()
         if kind == "blob":
             tree[path] = (mode, oid)
     return tree
