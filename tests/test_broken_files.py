@@ -141,6 +141,41 @@ def test_export_leaves_out_a_broken_note_naming_it_and_the_zip_imports(cli: Cli,
     assert (other.store / kept["path"]).is_file()
 
 
+def test_an_emptied_note_is_a_file_that_does_not_parse_for_health_export_and_import(
+        cli: Cli, tmp_path: Path):
+    """An emptied note file (`: > note.md`) is listed by health, left out of an export and
+    named, and refused by an import, which never writes 0 bytes over the good copy
+    (docs/format.md, one rule in memctl.core.noteformat.parse_file)."""
+    note = add(cli, "Prod DB password rotation runbook: step one, step two")
+    other = Cli(tmp_path / "other")
+    other.ok("init", str(other.store))
+    cli.ok("export", str(tmp_path / "good.zip"))
+    other.ok("import", str(tmp_path / "good.zip"))
+    good = (other.store / note["path"]).read_bytes()
+
+    (cli.store / note["path"]).write_bytes(b"")
+    errors = cli.ok("health", "--json").json()["parse_errors"]
+    assert {"path": note["path"], "line": 1, "message": "the file is empty"} in errors
+    exported = cli("export", str(tmp_path / "bad.zip"), "--json")
+    assert exported.exit_code == 0, exported.stderr
+    assert [item["path"] for item in exported.json()["broken"]] == [note["path"]]
+    assert f"{note['path']}:1: the file is empty" in exported.stderr
+
+    # A zip made by hand (or by an older memctl) that carries the empty file is refused.
+    from memctl.exchange.bundle import BundleFile, manifest_for, write_zip
+
+    empty = BundleFile(note["path"], b"", "2026-12-31T00:00:00.000Z")
+    write_zip(tmp_path / "worse.zip", [empty],
+              manifest_for([empty], machine="laptop", time="2026-12-31T00:00:00.000Z"))
+    before = tree_snapshot(other.store)
+    for bundle in ("bad.zip", "worse.zip"):
+        other("import", str(tmp_path / bundle))
+        assert (other.store / note["path"]).read_bytes() == good
+    refused = other("import", str(tmp_path / "worse.zip"))
+    assert refused.exit_code == 1 and f"{note['path']}: line 1: the file is empty" in refused.stderr
+    assert tree_snapshot(other.store) == before
+
+
 def test_import_skip_invalid_never_deletes_a_note_a_bundle_lists_as_removed_and_broken(
         cli: Cli, tmp_path: Path):
     """A bundle made by an export that packed a broken note also listed the note's id as

@@ -126,6 +126,23 @@ def parse_text(text: str) -> ParsedFile:
     return parsed
 
 
+EMPTY_FILE = "the file is empty"
+
+
+def parse_file(text: str) -> ParsedFile:
+    """`parse_text` for a memory file as it is read from a store, a zip or a folder (a note,
+    an episode, MEMORY.md, SCRATCHPAD.md, a tombstone): one that is empty or only white space
+    does not parse, line 1, "the file is empty" (docs/format.md). Editors truncate before
+    they write and a cut checkout leaves 0 bytes: such a file is never a note, so health lists
+    it, export leaves it out and import refuses it, and nothing is written over a good copy
+    with it (tests/test_broken_files.py). The one place of that rule: every reader of files
+    calls this."""
+    if not text.lstrip(BOM).strip():
+        return ParsedFile(meta={}, body=text, has_front_matter=False, bom=text.startswith(BOM),
+                          problem=ParseProblem(1, EMPTY_FILE))
+    return parse_text(text)
+
+
 def load_yaml_mapping(yaml_text: str, first_line: int = 1) -> tuple[dict[str, Any], ParseProblem | None]:
     """Load front matter YAML strictly. Returns ({}, problem) for anything unsafe or wrong."""
     if len(yaml_text.encode("utf-8", "surrogatepass")) > MAX_FRONT_MATTER_BYTES:

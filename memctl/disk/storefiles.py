@@ -187,9 +187,9 @@ class StoreFiles:
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:
         text, info = self.read_text(relpath)
-        from memctl.core.noteformat import parse_text  # lazy: YAML, search start-up
+        from memctl.core.noteformat import parse_file  # lazy: YAML, search start-up
 
-        return text, parse_text(text), info
+        return text, parse_file(text), info
 
     def read_note(self, relpath: str) -> Note:
         kind = classify(relpath)
@@ -199,10 +199,6 @@ class StoreFiles:
         if parsed.problem is not None:
             raise NoteFormatError(relpath, parsed.problem.line, parsed.problem.message,
                                   text.encode("utf-8"))
-        if not text.strip():
-            # As the index sees it: an empty file is a save in progress (or a git checkout
-            # cut short), not a note; the index keeps the last good version.
-            raise NoteFormatError(relpath, 1, "the file is empty", text.encode("utf-8"))
         from memctl.core.note import note_from_parsed  # lazy: search start-up
 
         return note_from_parsed(

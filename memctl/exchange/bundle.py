@@ -35,7 +35,7 @@ from memctl.core.merge import (
     MergeKey,
 )
 from memctl.core.note import note_from_parsed
-from memctl.core.noteformat import compute_checksum, parse_text
+from memctl.core.noteformat import compute_checksum, parse_file, parse_text
 from memctl.disk.atomic import fsync_dir, make_dirs
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
@@ -209,7 +209,7 @@ def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
             problems.append(Problem(path, f"settings do not parse: {exc}", hazard=False))
         return problems, text
 
-    parsed = parse_text(text)
+    parsed = parse_file(text)
     if parsed.has_front_matter and parsed.close_line is not None:
         lines = (text[1:] if parsed.bom else text).splitlines(keepends=True)
         block = "".join(lines[1:parsed.close_line])

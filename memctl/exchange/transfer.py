@@ -34,7 +34,7 @@ from memctl.core.merge import (
     merge_counters,
     merge_snapshots,
 )
-from memctl.core.noteformat import parse_text
+from memctl.core.noteformat import parse_file
 from memctl.core.secrets import carried, guard
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
@@ -189,7 +189,7 @@ def _unimportable(path: str, data: bytes) -> ParseError | None:
         else:
             line = data[:data.index(b"\x00")].count(b"\n") + 1
     else:
-        parsed = parse_text(text)
+        parsed = parse_file(text)
         if parsed.problem is not None:
             line, message = parsed.problem.line, parsed.problem.message
     return ParseError(path, line, message)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from memctl.core.clock import parse_time
 from memctl.core.note import note_from_parsed, title_of
-from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_text
+from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_file
 from memctl.core.records import dataclass, field
 from memctl.core.sections import parse_headings, strip_comments
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
@@ -168,11 +168,9 @@ def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int
         return data[:exc.start].count(b"\n") + 1, "not UTF-8 text"
     if "\x00" in text:
         return 1, "binary content (NUL bytes), not Markdown"
-    if not text.strip() and kind in ("note", "archived", "episode"):
-        # Editors truncate before writing: an empty note is a save in progress (or a mistake),
-        # never a reason to drop what the note said.
-        return 1, "the file is empty"
-    parsed = fast_parse(text) or parse_text(text)
+    # Editors truncate before writing: an empty file is a save in progress (or a mistake),
+    # never a reason to drop what it said (parse_file: the one rule, docs/format.md).
+    parsed = fast_parse(text) or parse_file(text)
     if parsed.problem is not None:
         return parsed.problem.line, parsed.problem.message
     file_time = datetime.fromtimestamp(mtime_ns / 1e9, UTC)

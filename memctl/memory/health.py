@@ -25,7 +25,7 @@ from typing import Any
 from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.note import Note, note_from_parsed
-from memctl.core.noteformat import parse_text
+from memctl.core.noteformat import parse_file
 from memctl.core.secrets import mask_secrets, masked_title, scan
 from memctl.core.similarity import forget as forget_texts
 from memctl.core.similarity import judge, load_scorers
@@ -146,14 +146,14 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
             secrets.append({"path": mask_secrets(path), "line": finding.line,
                             "kind": finding.kind, "masked": finding.masked})
         if memory_file.kind not in (NOTE, ARCHIVED):
-            parsed = parse_text(text)
+            parsed = parse_file(text)
             if parsed.problem is not None and memory_file.kind not in ("tombstone", "conflict"):
                 errors.append({"path": path, "line": parsed.problem.line,
                                "message": parsed.problem.message})
             continue
         # The index's reader for simple front matter (held equal to the YAML loader by a
         # property test): the YAML loader was half of a health report's time.
-        parsed = fast_parse(text) or parse_text(text)
+        parsed = fast_parse(text) or parse_file(text)
         if parsed.problem is not None:
             errors.append({"path": path, "line": parsed.problem.line,
                            "message": parsed.problem.message})
