@@ -341,3 +341,27 @@ def test_a_remote_file_name_that_is_not_utf8_is_refused_never_merged_into_anothe
     names = subprocess.run(["git", "-C", remote, "ls-tree", "-r", "-z", "--name-only", "HEAD"],
                            capture_output=True, check=True).stdout.split(b"\0")
     assert b"demo/notes/fact/caf\xe9.md" in names and b"demo/notes/fact/caf\xe8.md" in names
+
+
+def test_one_id_on_both_sides_with_a_body_that_is_not_utf8_keeps_both(tmp_path, remote):
+    """Rule 6 of docs/sync.md (both notes with one id are kept) also when one side's file is
+    not UTF-8 text: the sync succeeds, the bytes travel as they are, and the next sync too."""
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    desktop = machine(tmp_path, "desktop", remote)
+    rel = "demo/notes/fact/shared-note.md"
+    latin = (b"---\nid: shared-note\ntype: fact\ncreated: 2026-11-05T10:00:00Z\n"
+             b"updated: 2026-11-05T10:00:00Z\n---\nPushed from the laptop caf\xe9\n")
+    mine = (b"---\nid: shared-note\ntype: fact\ncreated: 2026-11-01T10:00:00Z\n"
+            b"updated: 2026-11-01T10:00:00Z\n---\nMy own note on the desktop\n")
+    for cli, data in ((laptop, latin), (desktop, mine)):
+        (cli.store / "demo/notes/fact").mkdir(parents=True, exist_ok=True)
+        (cli.store / rel).write_bytes(data)
+    laptop("sync")
+    result = desktop("sync")
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    files = memory_files(desktop.store)
+    assert b"My own note on the desktop" in files[rel]
+    assert latin in files.values(), "the laptop's note is kept, byte for byte, under a new name"
+    assert desktop("sync").exit_code == 0

@@ -333,12 +333,14 @@ def retag(entry: Entry, new_id: str) -> Entry:
     """The same note under a new id: the `id` field and the file name change, nothing else
     (a checksum stamp is renewed so the renamed note does not look hand-edited)."""
     old_id = entry.note_id or ""
-    text = entry.data.decode("utf-8")
+    data = entry.data
     try:
+        text = data.decode("utf-8")
         text = set_fields(text, {"id": new_id})
         if "checksum" in parse_text(text).meta and entry.stamped:
             text = set_fields(text, {"checksum": compute_checksum(text)})
-    except ValueError:
+        data = text.encode("utf-8")
+    except ValueError:  # UnicodeDecodeError too: a body that is not UTF-8 is kept byte for byte
         pass  # unreadable front matter: the file name alone carries the new id
     folder, _, name = entry.path.rpartition("/")
     stem = name[:-3] if name.endswith(".md") else name
@@ -347,7 +349,7 @@ def retag(entry: Entry, new_id: str) -> Entry:
     else:
         stem = f"{stem}-{new_id}"
     path = f"{folder}/{stem}.md" if folder else f"{stem}.md"
-    return Entry(key=MergeKey.for_id(new_id), path=path, data=text.encode("utf-8"), kind=entry.kind,
+    return Entry(key=MergeKey.for_id(new_id), path=path, data=data, kind=entry.kind,
                  updated=entry.updated, created=entry.created, stamped=entry.stamped)
 
 
