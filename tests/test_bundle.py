@@ -180,3 +180,23 @@ def test_an_empty_note_memory_or_scratchpad_in_a_zip_does_not_parse(cli, store_p
     assert report["added"] == ["01jdz4k2m8x7b3qv"]
     assert sorted(r["path"] for r in report["rejected"]) == sorted(empty)
     assert not (store_path / empty[0]).exists()
+
+
+def corrupt_stream(path: Path, method: int) -> Path:
+    """A zip whose one entry's compressed stream is garbled right after its local header."""
+    name = "demo/notes/fact/x.md"
+    with zipfile.ZipFile(path, "w", method) as archive:
+        archive.writestr(name, "---\ntype: fact\n---\nhello world\n" * 50)
+    data = bytearray(path.read_bytes())
+    start = 30 + len(name) + (4 if method == zipfile.ZIP_LZMA else 0)
+    for index in range(start, start + 20):
+        data[index] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2])
+def test_a_corrupt_compressed_stream_is_a_one_line_refusal(cli, store_path, tmp_path, method):
+    archive = corrupt_stream(tmp_path / "corrupt.zip", method)
+    result = assert_refused(cli, store_path, archive, "demo/notes/fact/x.md", "cannot be read")
+    assert "Traceback" not in result.stderr

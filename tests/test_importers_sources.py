@@ -432,6 +432,21 @@ def test_an_openmemory_zip_with_a_hostile_entry_is_refused(cli, store_path, tmp_
     assert tree_snapshot(store_path) == before
 
 
+def test_an_openmemory_zip_with_a_corrupt_gzip_stream_is_a_one_line_refusal(cli, store_path, tmp_path):
+    garbled = bytearray(gzip.compress((DATA / "openmemory" / "memories.jsonl").read_bytes() * 20))
+    for index in range(12, 32):
+        garbled[index] ^= 0xFF
+    target = tmp_path / "memories_export_x.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("memories.json", (DATA / "openmemory" / "memories.json").read_text())
+        archive.writestr("memories.jsonl.gz", bytes(garbled))
+    before = tree_snapshot(store_path)
+    result = cli("import", str(target))
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+    assert "memories.jsonl.gz" in result.stderr
+    assert tree_snapshot(store_path) == before
+
+
 # --- what every import keeps to ---------------------------------------------------------------
 
 

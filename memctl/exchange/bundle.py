@@ -16,10 +16,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import lzma
 import os
 import re
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,11 @@ from memctl.disk.atomic import fsync_dir, make_dirs
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
+
+# What reading a damaged compressed stream raises (a zip entry, a .gz inside one): zlib's and
+# lzma's own errors are no OSError, bz2's is. Each is a one-line refusal, never a traceback.
+DECOMPRESS_ERRORS = (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError,
+                     zlib.error, lzma.LZMAError)
 
 MANIFEST_NAME = "memctl-manifest.json"
 FORMAT_NAME = "memctl-bundle"
@@ -363,7 +370,7 @@ def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Prob
             budget = min(limits.max_entry_bytes, limits.max_total_bytes - total)
             try:
                 data, reason = _bounded_read(archive, info, budget, limits)
-            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError) as exc:
+            except DECOMPRESS_ERRORS as exc:
                 problems.append(Problem(name, f"cannot be read: {exc}"))
                 continue
             if reason:

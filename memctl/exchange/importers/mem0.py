@@ -29,7 +29,7 @@ from typing import Any
 
 from memctl.core.clock import parse_time
 from memctl.core.note import NOTE_TYPES
-from memctl.exchange.bundle import Problem, read_zip_members
+from memctl.exchange.bundle import DECOMPRESS_ERRORS, Problem, read_zip_members
 from memctl.exchange.importers.common import (
     MAX_SOURCE_BYTES,
     OPENMEMORY_FILES,
@@ -168,7 +168,7 @@ def _gunzip(data: bytes, shown: str) -> tuple[str | None, Problem | None]:
                 if out.tell() > MAX_SOURCE_BYTES:
                     return None, Problem(shown, f"expands over the {MAX_SOURCE_BYTES // 2**20} MB "
                                                 "size limit")
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+    except DECOMPRESS_ERRORS as exc:
         return None, Problem(shown, f"not a gzip file: {exc}", hazard=False)
     try:
         return out.getvalue().decode("utf-8"), None
