@@ -447,6 +447,29 @@ def test_an_openmemory_zip_with_a_corrupt_gzip_stream_is_a_one_line_refusal(cli,
     assert tree_snapshot(store_path) == before
 
 
+@pytest.mark.parametrize("fields, problem", [
+    ({"memories": [{"id": "m1", "memory": "User likes tea", "category_ids": 5}], "categories": []},
+     "memories[0]: `category_ids` must be a list, not int"),
+    ({"memories": [{"id": "m1", "memory": "User likes tea"}], "categories": 7},
+     "`categories` must be a list, not int"),
+    ({"memories": [{"id": "m1", "memory": "User likes tea"}], "categories": [],
+      "memory_categories": 3}, "`memory_categories` must be a list, not int"),
+    ({"memories": [{"id": "m1", "memory": "User likes tea"}], "categories": [], "apps": 9},
+     "`apps` must be a list, not int"),
+])
+@pytest.mark.parametrize("source", ["auto", "mem0"])
+def test_an_openmemory_field_of_the_wrong_type_is_named_not_a_traceback(
+        cli, store_path, tmp_path, fields, problem, source):
+    export = tmp_path / "om.json"
+    export.write_text(json.dumps(fields))
+    before = tree_snapshot(store_path)
+    options = ("--from", "mem0") if source == "mem0" else ()
+    result = cli("import", str(export), *options)
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+    assert f"om.json: {problem}" in result.stderr and "--skip-invalid" in result.stderr
+    assert tree_snapshot(store_path) == before
+
+
 # --- what every import keeps to ---------------------------------------------------------------
 
 

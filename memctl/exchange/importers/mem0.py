@@ -269,12 +269,13 @@ def _from_json(value: Any, name: str, problems: list[Problem]) -> tuple[list[_Me
 def _openmemory(value: dict[str, Any], name: str, problems: list[Problem]) -> tuple[list[_Memory], str | None]:
     """OpenMemory's `memories.json`: category ids resolved through `categories` (and the
     `memory_categories` rows), app ids through `apps`."""
-    categories = {str(c.get("id")): str(c.get("name")) for c in value.get("categories") or []
+    categories = {str(c.get("id")): str(c.get("name"))
+                  for c in _listed(value, "categories", name, problems) or []
                   if isinstance(c, dict) and c.get("name")}
-    apps = {str(a.get("id")): str(a.get("name")) for a in value.get("apps") or []
+    apps = {str(a.get("id")): str(a.get("name")) for a in _listed(value, "apps", name, problems) or []
             if isinstance(a, dict) and a.get("name")}
     links: dict[str, list[str]] = {}
-    for row in value.get("memory_categories") or []:
+    for row in _listed(value, "memory_categories", name, problems) or []:
         if isinstance(row, dict):
             links.setdefault(str(row.get("memory_id")), []).append(str(row.get("category_id")))
     user = value.get("user") if isinstance(value.get("user"), dict) else {}
@@ -284,11 +285,29 @@ def _openmemory(value: dict[str, Any], name: str, problems: list[Problem]) -> tu
         if not isinstance(record, dict):
             problems.append(Problem(label, "a memory must be an object", hazard=False))
             continue
-        ids = [str(i) for i in record.get("category_ids") or []] + links.get(str(record.get("id")), [])
+        own = _listed(record, "category_ids", label, problems)
+        if own is None:
+            continue
+        ids = [str(i) for i in own] + links.get(str(record.get("id")), [])
         names = [categories[i] for i in dict.fromkeys(ids) if i in categories]
         found.append(_Memory(label, record, names, apps.get(str(record.get("app_id")))))
     owner = user.get("user_id")
     return found, str(owner) if isinstance(owner, (str, int)) and str(owner) else None
+
+
+def _listed(container: dict[str, Any], key: str, label: str,
+            problems: list[Problem]) -> list[Any] | None:
+    """`container[key]` when it is a list, [] when it is missing or null; anything else (a
+    number, an object, a string) is named as a problem of the import (refused unless
+    --skip-invalid, tests/test_importers_sources.py) and gives None."""
+    value = container.get(key)
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    problems.append(Problem(label, f"`{key}` must be a list, not {type(value).__name__}",
+                            hazard=False))
+    return None
 
 
 def _names(value: Any) -> list[str]:
