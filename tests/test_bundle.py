@@ -200,3 +200,19 @@ def test_a_corrupt_compressed_stream_is_a_one_line_refusal(cli, store_path, tmp_
     archive = corrupt_stream(tmp_path / "corrupt.zip", method)
     result = assert_refused(cli, store_path, archive, "demo/notes/fact/x.md", "cannot be read")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("field, value", [("history", 5), ("history", True), ("history", [1]),
+                                          ("updated", ["x"])])
+def test_a_malformed_manifest_entry_is_a_one_line_refusal(cli, store_path, tmp_path, field, value):
+    cli.ok("add", "a note to export")
+    exported = tmp_path / "export.zip"
+    cli.ok("export", str(exported))
+    with zipfile.ZipFile(exported) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(files[MANIFEST_NAME])
+    note_path = next(n for n in files if n.startswith("demo/notes/"))
+    manifest["entries"][note_path][field] = value
+    files[MANIFEST_NAME] = json.dumps(manifest).encode()
+    assert_refused(cli, store_path, make_zip(tmp_path / "odd.zip", list(files.items())),
+                   note_path, "malformed manifest")

@@ -288,7 +288,9 @@ def validate(source: str, raw: dict[str, bytes], problems: list[Problem] | None 
         if hazards:
             continue
         info = entries.get(path, {}) if isinstance(entries, dict) else {}
-        updated, history = info.get("updated"), tuple(info.get("history") or ())
+        # a `history` that is no list is a problem of _check_manifest: never iterated here
+        listed = info.get("history")
+        updated, history = info.get("updated"), tuple(listed) if isinstance(listed, list) else ()
         if extra and path in extra:
             updated, history = extra[path]
         bundle.files[path] = BundleFile(path, raw[path], updated if isinstance(updated, str) else None,
@@ -321,6 +323,11 @@ def _check_manifest(data: bytes, raw: dict[str, bytes]
             problems.append(Problem(path, "listed in the manifest but missing from the bundle"))
         elif not isinstance(info, dict) or info.get("sha256") != hashlib.sha256(raw[path]).hexdigest():
             problems.append(Problem(path, "content does not match the manifest's sha256 (corrupt bundle)"))
+        elif not isinstance(info.get("history", []), list) \
+                or not all(isinstance(h, str) for h in info.get("history", [])):
+            problems.append(Problem(path, "malformed manifest: `history` is not a list of blob ids"))
+        elif not isinstance(info.get("updated"), (str, type(None))):
+            problems.append(Problem(path, "malformed manifest: `updated` is not a time"))
     for path in sorted(set(raw) - set(entries)):
         if path_kind(path) is not None:
             problems.append(Problem(path, "not listed in the manifest"))
