@@ -216,3 +216,17 @@ def test_a_malformed_manifest_entry_is_a_one_line_refusal(cli, store_path, tmp_p
     files[MANIFEST_NAME] = json.dumps(manifest).encode()
     assert_refused(cli, store_path, make_zip(tmp_path / "odd.zip", list(files.items())),
                    note_path, "malformed manifest")
+
+
+@pytest.mark.parametrize("options", [(), ("--from", "markdown")])
+def test_a_folder_with_a_file_name_that_is_not_utf8_is_refused(cli, store_path, tmp_path, options):
+    folder = tmp_path / "incoming"
+    (folder / "demo" / "notes" / "fact").mkdir(parents=True)
+    (folder / GOOD[0]).write_bytes(GOOD[1])
+    with open(os.path.join(os.fsencode(folder), b"demo", b"notes", b"fact", b"caf\xe9.md"), "wb") as f:
+        f.write(b"---\ntype: fact\n---\nLatin-1 name\n")
+    before = tree_snapshot(store_path)
+    result = cli("import", str(folder), *options)
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+    assert "caf\\xe9.md" in result.stderr and "not UTF-8" in result.stderr
+    assert tree_snapshot(store_path) == before

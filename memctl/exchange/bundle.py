@@ -82,6 +82,12 @@ class Problem:
     reason: str
     hazard: bool = True
 
+    def __post_init__(self) -> None:
+        # A file name that is not UTF-8 (read from a folder as surrogate escapes) is shown
+        # escaped, `caf\\xe9.md`: never a traceback when it is printed or put in JSON.
+        shown = self.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        object.__setattr__(self, "path", shown)
+
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}" if self.path else self.reason
 
@@ -143,10 +149,26 @@ def clashes(paths: Iterable[str]) -> list[str]:
     return sorted(names & folders)
 
 
+NOT_UTF8_NAME = "a file name that is not UTF-8 text (rename it)"
+
+
+def not_utf8_name(name: str) -> bool:
+    """A name read from a folder that was not UTF-8 (Python holds its bytes as surrogate
+    escapes): refused by every import, never written, hashed or printed as it is
+    (tests/test_bundle.py)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def path_problem(name: str) -> str | None:
     """Why an entry name is hazardous, or None when it is a plain relative path."""
     if not name or "\x00" in name or any(ord(ch) < 32 for ch in name):
         return "a name with control characters"
+    if not_utf8_name(name):
+        return NOT_UTF8_NAME
     if "\\" in name:
         return "a backslash in the path (could escape the store on Windows)"
     if name.startswith("/") or _WINDOWS_DRIVE.match(name):

@@ -32,7 +32,15 @@ from memctl.core.clock import format_time
 from memctl.core.note import NOTE_TYPES, ordered_meta, title_of
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
 from memctl.disk.layout import ARCHIVE_DIR, NOTES_DIR, slugify
-from memctl.exchange.bundle import MANIFEST_NAME, BundleError, BundleFile, Problem, unsafe_yaml_tags
+from memctl.exchange.bundle import (
+    MANIFEST_NAME,
+    NOT_UTF8_NAME,
+    BundleError,
+    BundleFile,
+    Problem,
+    not_utf8_name,
+    unsafe_yaml_tags,
+)
 
 KINDS = ("markdown", "agents", "cline", "claude-memory", "mem0")
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -198,6 +206,8 @@ def file_time(path: Path) -> str:
 
 def read_text_file(path: Path, shown: str) -> tuple[str | None, Problem | None]:
     """A source file as text, or the hazard that stops the import."""
+    if not_utf8_name(shown):
+        return None, Problem(shown, NOT_UTF8_NAME)
     try:
         info = path.lstat()
     except OSError as exc:
