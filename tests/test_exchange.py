@@ -4,6 +4,7 @@ in the middle of an import."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import zipfile
 from pathlib import Path
@@ -258,3 +259,25 @@ def test_conflict_copies_can_be_kept_or_dropped_and_stay_resolved(machines):
     assert body_of(laptop, note) == "Builds run on a self-hosted runner"
     transfer(laptop, desktop)
     assert body_of(desktop, note) == "Builds run on a self-hosted runner"
+
+
+def test_export_refuses_a_target_that_is_not_a_regular_file(store_path, tmp_path):
+    """A folder, a FIFO (standing in for a device such as /dev/full), an empty name: refused
+    with one line, the thing at the path left as it is; never replaced by a regular file."""
+    from conftest import run_memctl
+
+    run_memctl("add", "something to export", store=store_path)
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    pipe = tmp_path / "pipe.zip"
+    os.mkfifo(pipe)
+    for target, words in ((folder, "is a folder"), (pipe, "not a regular file")):
+        result = run_memctl("export", str(target), store=store_path)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.startswith("error:") and words in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode), "the FIFO is still a FIFO"
+    empty = run_memctl("export", "", store=store_path)
+    assert empty.exit_code == 2 and "Traceback" not in empty.stderr, empty.stderr
+    assert not list(tmp_path.glob(".*.tmp")) and not list(folder.parent.glob(".pipe.zip*"))

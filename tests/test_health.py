@@ -598,3 +598,22 @@ def test_files_are_read_byte_for_byte(tmp_path: Path) -> None:
     for relpath, data in texts.items():
         text, info = store.read_text(relpath)
         assert text.encode("utf-8") == data and info.st_size == len(data)
+
+
+def test_health_markdown_refuses_a_target_that_is_not_a_regular_file(store_path, tmp_path):
+    """--markdown onto a FIFO (standing in for a device such as /dev/full) is refused and the
+    FIFO stays; a folder still gets health-YYYY-MM.md in it; an empty name is a usage error."""
+    import os
+    import stat
+
+    pipe = tmp_path / "report.md"
+    os.mkfifo(pipe)
+    result = run_memctl("health", "--markdown", str(pipe), store=store_path)
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+    assert "not a regular file" in result.stderr
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    assert run_memctl("health", "--markdown", str(folder), store=store_path).exit_code == 0
+    assert [p.name[:7] for p in folder.iterdir()] == ["health-"]
+    assert run_memctl("health", "--markdown", "", store=store_path).exit_code == 2

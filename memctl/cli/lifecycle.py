@@ -103,6 +103,8 @@ def health(
     """The health report: totals, recall, contradictions, duplicates, secrets, drift, git."""
     if markdown == "-" and json_output:
         raise UsageError(f"{arg('markdown')} - and {arg('json')} both print on stdout; choose one")
+    if markdown is not None and not markdown.strip():
+        raise UsageError(f"{arg('markdown')} is empty; give a file, a folder or - for stdout")
     report = upkeep.health(get_store())
     if markdown:
         _write_markdown(report, markdown)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
@@ -30,11 +31,29 @@ class WriteError(MemctlError, OSError):
         return self.message
 
 
+def refuse_special_target(path: Path) -> None:
+    """Refuse to write over anything but a regular file (or nothing): the rename of an atomic
+    write would put a regular file in place of a folder, a FIFO, a socket or a device node
+    (`memctl export /dev/full` as root replaced the device). Every atomic write of memctl
+    checks here, the export's zip too (tests/test_exchange.py, tests/test_health.py)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # nothing there (or unreachable: the write itself reports it)
+    if stat.S_ISDIR(mode):
+        raise MemctlError(f"{path} is a folder; give the path of a file to write")
+    if not stat.S_ISREG(mode):
+        raise MemctlError(f"{path} is not a regular file (a device, a pipe or a socket); "
+                          "memctl writes only a new file or over a regular one: give another path")
+
+
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     """Write via a temp file in the same folder, fsync it, rename over, fsync the folder.
     `durable=False`: no fsync, for a derived file that may be lost and made again (still
-    all or nothing: a reader sees the old file or the new one)."""
+    all or nothing: a reader sees the old file or the new one). Never over a folder or a
+    special file (`refuse_special_target`)."""
     path = Path(path)
+    refuse_special_target(path)
     try:
         created = make_dirs(path.parent)
         # Dot-prefixed so the watcher and the store walk ignore it if a crash leaves it behind.

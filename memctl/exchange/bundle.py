@@ -38,7 +38,7 @@ from memctl.core.merge import (
 )
 from memctl.core.note import note_from_parsed
 from memctl.core.noteformat import compute_checksum, parse_file, parse_text
-from memctl.disk.atomic import fsync_dir, make_dirs
+from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
@@ -533,6 +533,7 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any],
               progress: Callable[[int], None] | None = None) -> None:
     """Write the bundle via a temp file and an atomic rename; identical input, identical bytes."""
     target = Path(target)
+    refuse_special_target(target)
     make_dirs(target.parent)
     temp = target.with_name(f".{target.name}.tmp")
     try:
