@@ -365,3 +365,34 @@ def test_one_id_on_both_sides_with_a_body_that_is_not_utf8_keeps_both(tmp_path, 
     assert b"My own note on the desktop" in files[rel]
     assert latin in files.values(), "the laptop's note is kept, byte for byte, under a new name"
     assert desktop("sync").exit_code == 0
+
+
+@pytest.mark.parametrize("branch", ["same", "other"])
+def test_sync_refuses_a_remote_that_is_not_a_memctl_store(tmp_path, remote, branch):
+    """As `memctl init --clone` does: a repository with commits and no memctl.toml is not
+    merged into the store, and the store is not pushed into it (docs/sync.md)."""
+    code = tmp_path / "code"
+    code.mkdir()
+    git(code, "init", "-q")
+    if branch == "other":
+        git(code, "checkout", "-q", "-b", "trunk")
+    (code / "README.md").write_text("# a code repository\n")
+    (code / "src").mkdir()
+    (code / "src" / "main.py").write_text("print('hi')\n")
+    (code / "demo").mkdir()
+    (code / "demo" / "run.sh").write_text("#!/bin/sh\necho run\n")
+    os.chmod(code / "demo" / "run.sh", 0o755)
+    git(code, "add", "-A")
+    git(code, "commit", "-qm", "code")
+    git(code, "push", "-q", remote, "HEAD")
+    heads = git(Path(remote), "for-each-ref")
+    laptop = machine(tmp_path, "laptop")
+    add(laptop, "A note of the laptop", T[0])
+    before = tree_snapshot(laptop.store)
+    result = laptop("sync", "--remote", remote)
+    assert result.exit_code == 1, result.stderr
+    assert "not a memctl store" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert tree_snapshot(laptop.store) == before
+    assert not (laptop.store / "README.md").exists() and not (laptop.store / "src").exists()
+    assert git(Path(remote), "for-each-ref") == heads, "nothing pushed"
+    assert git(laptop.store, "remote") == "", "the remote is not kept after a failed first sync"

@@ -40,6 +40,7 @@ from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.counters import export_machine, machine_id
 from memctl.disk.gitops import GitError, identity_env, run_git, run_git_binary
+from memctl.disk.settings import SETTINGS_FILE
 from memctl.exchange.bundle import entry_for
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
@@ -212,7 +213,10 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                 raise GitError(f"git fetch from {origin} failed: "
                                f"{gitops.git_reason(fetched.stderr, fetched.returncode)}")
             if fetched.returncode == 0 and _has_commits(root, remote_ref):
+                _refuse_foreign_remote(root, origin, [remote_ref])
                 _integrate(store, remote_ref, report)
+            elif attempt == 1:
+                _refuse_foreign_remote(root, origin, _other_branches(root))
             if not push:
                 break
             report.secrets = _secrets_to_push(root, remote_ref)
@@ -232,6 +236,31 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                               "pushing); your changes are committed here, run `memctl sync` again")
         on_failure.pop_all()  # the sync succeeded: a remote it set stays
     return report
+
+
+def _other_branches(root: Path) -> list[str]:
+    """The remote's branches when it lacks this store's branch, fetched to private refs (for
+    `_refuse_foreign_remote`; removed by it)."""
+    run_git(root, "fetch", "-q", "origin", "+refs/heads/*:refs/memctl-probe/*", check=False)
+    listed = run_git(root, "for-each-ref", "--format=%(refname)", "refs/memctl-probe/",
+                     check=False).stdout.split()
+    return [ref for ref in listed if ref]
+
+
+def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:
+    """A remote with commits of which none has memctl.toml is no store (a code repository):
+    nothing of it is merged here and nothing is pushed into it, as `init --clone` refuses it
+    (docs/sync.md). No commits at all (an empty repository) starts a store."""
+    foreign = bool(refs) and not any(
+        run_git(root, "cat-file", "-e", f"{ref}:{SETTINGS_FILE}", check=False).returncode == 0
+        for ref in refs)
+    for ref in refs:  # the probes always go; a foreign branch's commits are not kept either
+        if foreign or ref.startswith("refs/memctl-probe/"):
+            run_git(root, "update-ref", "-d", ref, check=False)
+    if foreign:
+        raise MemctlError(f"{origin} is a git repository but not a memctl store (no "
+                          f"{SETTINGS_FILE}); nothing was merged or pushed: give the URL of "
+                          "a store's remote, or an empty repository to start one")
 
 
 def _secrets_to_push(root: Path, remote_ref: str) -> list[dict[str, object]]:
