@@ -230,3 +230,13 @@ def test_a_folder_with_a_file_name_that_is_not_utf8_is_refused(cli, store_path, 
     assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
     assert "caf\\xe9.md" in result.stderr and "not UTF-8" in result.stderr
     assert tree_snapshot(store_path) == before
+
+
+@pytest.mark.parametrize("key", ["ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "AKIAIOSFODNN7QWERTYZ"])
+def test_a_secret_in_an_entry_name_is_refused_like_one_in_its_content(cli, store_path, tmp_path, key):
+    name = f"demo/notes/fact/deploy-{key}.md"
+    archive = make_zip(tmp_path / "named.zip", [(name, b"---\ntype: fact\n---\nHow we deploy\n")])
+    result = assert_refused(cli, store_path, archive, "secret", "--allow-secret")
+    assert key not in result.stderr, "the refusal shows the key masked"
+    assert cli("import", str(archive), "--allow-secret").exit_code == 0
+    assert (store_path / name).is_file()

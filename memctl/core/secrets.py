@@ -589,9 +589,30 @@ def scan(text: str) -> list[SecretFinding]:
 
 def mask_secrets(text: str) -> str:
     """`text` with the secret part of every finding replaced by its masked form."""
+    return _masked(text, scan(text))
+
+
+def scan_name(name: str) -> list[SecretFinding]:
+    """A file name's likely secrets. A slug joins words with `-`, which the token rules take
+    for part of a token (`deploy-ghp_…` is no `ghp_` token to them), so the name is read as it
+    is and with every `-` as a space (the same offsets); each span is reported once."""
+    found = scan(name)
+    if "-" in name:
+        spans = [(f.start, f.end) for f in found]
+        found += [f for f in scan(name.replace("-", " "))
+                  if not any(start < f.end and f.start < end for start, end in spans)]
+    return sorted(found, key=lambda f: f.start)
+
+
+def mask_name(name: str) -> str:
+    """A file name with its secrets masked (`scan_name`): for every report and error."""
+    return _masked(name, scan_name(name))
+
+
+def _masked(text: str, findings: list[SecretFinding]) -> str:
     pieces: list[str] = []
     last = 0
-    for finding in scan(text):
+    for finding in findings:
         pieces += [text[last : finding.start], finding.replacement]
         last = finding.end
     pieces.append(text[last:])
@@ -623,6 +644,23 @@ def guard(fields: Mapping[str, str | Iterable[str] | None], allow: bool = False)
                 f"{arg('allow_secret')} if it is not one")
 
 
+def guard_files(files: Mapping[str, str], allow: bool = False) -> None:
+    """`guard` for files about to be written by path (an import): each file's name is scanned
+    as well as its text, and named masked (`deploy-ghp_…`), so a key in a zip entry's name is
+    refused like one in its content (docs/security.md, tests/test_bundle.py)."""
+    if allow:
+        return
+    for path in sorted(files):
+        findings = scan_name(path)
+        if findings:
+            shown = ", ".join(f"{f.kind} {f.masked}" for f in findings[:3])
+            raise MemctlError(
+                f"the file name {mask_name(path)} looks like it contains a secret: {shown}; the "
+                f"store is synced through git, so it was not written. Rename it, or pass "
+                f"{arg('allow_secret')} if it is not one")
+    guard({mask_name(path): text for path, text in sorted(files.items())}, allow)
+
+
 def refuse_secrets(text: str, allow: bool = False) -> None:
     """Every write path's guard: the store travels through git remotes, so a key written once
     lives in every clone. The error shows only the masked form."""
@@ -646,7 +684,7 @@ def carried(files: Mapping[str, bytes]) -> list[dict[str, object]]:
         if not path.endswith(".md"):
             continue
         for finding in scan(data.decode("utf-8", "replace")):
-            found.append({"path": mask_secrets(path), "line": finding.line,
+            found.append({"path": mask_name(path), "line": finding.line,
                           "kind": finding.kind, "masked": finding.masked})
     return found
 

@@ -35,7 +35,7 @@ from memctl.core.merge import (
     merge_snapshots,
 )
 from memctl.core.noteformat import parse_file
-from memctl.core.secrets import carried, guard
+from memctl.core.secrets import carried, guard_files
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
@@ -369,8 +369,8 @@ def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
     nothing is written (a dry run, or nothing to do)."""
     report.dry_run = dry_run
     # The one secret guard, for every file the import would write (docs/security.md).
-    guard({path: data.decode("utf-8", "replace") for path, data in sorted(report.writes.items())
-           if path.endswith(".md")}, allow_secret)
+    guard_files({path: data.decode("utf-8", "replace") for path, data in report.writes.items()
+                 if path.endswith(".md")}, allow_secret)
     if dry_run or not (report.writes or report.removes):
         return False
     copies = "conflict copy" if len(report.conflicts) == 1 else "conflict copies"

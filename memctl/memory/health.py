@@ -26,7 +26,7 @@ from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.note import Note, note_from_parsed
 from memctl.core.noteformat import parse_file
-from memctl.core.secrets import mask_secrets, masked_title, scan
+from memctl.core.secrets import mask_name, masked_title, scan
 from memctl.core.similarity import forget as forget_texts
 from memctl.core.similarity import judge, load_scorers
 from memctl.core.vocab import valid_project_name
@@ -143,7 +143,7 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
             errors.append({"path": path, "line": line, "message": message})
             continue
         for finding in scan(text):
-            secrets.append({"path": mask_secrets(path), "line": finding.line,
+            secrets.append({"path": mask_name(path), "line": finding.line,
                             "kind": finding.kind, "masked": finding.masked})
         if memory_file.kind not in (NOTE, ARCHIVED):
             parsed = parse_file(text)
