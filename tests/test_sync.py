@@ -396,3 +396,21 @@ def test_sync_refuses_a_remote_that_is_not_a_memctl_store(tmp_path, remote, bran
     assert not (laptop.store / "README.md").exists() and not (laptop.store / "src").exists()
     assert git(Path(remote), "for-each-ref") == heads, "nothing pushed"
     assert git(laptop.store, "remote") == "", "the remote is not kept after a failed first sync"
+
+
+def test_a_secret_that_arrives_by_sync_is_reported_masked(tmp_path, remote):
+    """A sync cannot refuse what a collaborator already pushed (it would block every later
+    sync), so it reports it: a warning and `received_secrets`, masked (docs/sync.md)."""
+    key = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    desktop = machine(tmp_path, "desktop", remote)
+    laptop.ok("add", f"Deploy with {key} on prod", "--allow-secret", env={"MEMCTL_NOW": T[0]})
+    assert laptop.ok("sync", "--json").json()["secrets"]
+    result = desktop("sync", "--json")
+    assert result.exit_code == 0, result.stderr
+    received = result.json()["received_secrets"]
+    assert [(item["kind"], item["masked"]) for item in received] == [("github-token", "ghp_****")]
+    assert key not in result.stdout and key not in result.stderr
+    assert "came from the remote" in result.stderr
+    assert desktop.ok("sync", "--json").json()["received_secrets"] == [], "reported once"

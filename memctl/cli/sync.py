@@ -160,6 +160,10 @@ def sync(
 ) -> None:
     """Commit local changes, fetch, merge (newest wins, losers kept), push. Never forces."""
     report = exchange.sync(get_store(), remote=remote, push=not no_push)
+    for item in report.received_secrets:
+        warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} came from "
+             f"the remote (a collaborator pushed it; `memctl edit` removes it here, the remote's "
+             f"history keeps it: rotate the key)")
     for problem in report.broken:
         warn(f"{problem}; {'synced' if report.pushed else 'committed'} as it is (memctl reads "
              "its last good version until it is fixed: `memctl edit` with the note's id opens it as it is)")

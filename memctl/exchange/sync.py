@@ -63,6 +63,8 @@ class SyncReport:
     refused: list[str] = field(default_factory=list)  # remote paths never checked out here
     revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
     secrets: list[dict[str, object]] = field(default_factory=list)  # likely secrets pushed, masked
+    # likely secrets that came from the remote, masked: reported, never refused (docs/sync.md)
+    received_secrets: list[dict[str, object]] = field(default_factory=list)
     refused_from: str | None = None  # the remote commit that brought them
     pushed: bool = False
     attempts: int = 0
@@ -73,7 +75,7 @@ class SyncReport:
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
                 "refused_from": self.refused_from, "revived": self.revived,
-                "secrets": self.secrets,
+                "secrets": self.secrets, "received_secrets": self.received_secrets,
                 "broken": [{"path": p.path, "line": p.line, "message": p.message}
                            for p in self.broken]}
 
@@ -327,6 +329,11 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     changed = [p for p in run_git(root, "diff", "--name-only", "-z", head, target).stdout.split("\0") if p]
     if target == theirs:
         report.pulled.extend(_names(changed))
+    arrived = {p: (root / p).read_bytes() for p in changed if p.endswith(".md")
+               and not p.startswith(".conflicts/")
+               and (root / p).is_file() and not (root / p).is_symlink()}
+    report.received_secrets.extend(item for item in carried(arrived)
+                                   if item not in report.received_secrets)
     absorb_counters(store, {p: (root / p).read_bytes() for p in changed
                             if p.startswith(".counters/") and (root / p).is_file()})
     refresh_index(store, changed)
