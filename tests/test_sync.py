@@ -414,3 +414,17 @@ def test_a_secret_that_arrives_by_sync_is_reported_masked(tmp_path, remote):
     assert key not in result.stdout and key not in result.stderr
     assert "came from the remote" in result.stderr
     assert desktop.ok("sync", "--json").json()["received_secrets"] == [], "reported once"
+
+
+def test_pulled_names_the_id_a_note_holds_not_one_guessed_from_its_file_name(tmp_path, remote):
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    desktop = machine(tmp_path, "desktop", remote)
+    rel = "demo/notes/fact/runbook.md"
+    (laptop.store / "demo/notes/fact").mkdir(parents=True, exist_ok=True)
+    (laptop.store / rel).write_text("---\nid: 01jdz4k2m8x7b3qv\ntype: fact\n"
+                                    "created: 2026-11-30T09:00:00.000Z\n---\nThe runbook\n")
+    laptop.ok("sync")
+    report = desktop.ok("sync", "--json").json()
+    assert "01jdz4k2m8x7b3qv" in report["pulled"], report["pulled"]
+    assert all("runbook" not in name for name in report["pulled"])

@@ -328,7 +328,7 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     report.merged = target
     changed = [p for p in run_git(root, "diff", "--name-only", "-z", head, target).stdout.split("\0") if p]
     if target == theirs:
-        report.pulled.extend(_names(changed))
+        report.pulled.extend(_names(root, head, target, changed))
     arrived = {p: (root / p).read_bytes() for p in changed if p.endswith(".md")
                and not p.startswith(".conflicts/")
                and (root / p).is_file() and not (root / p).is_symlink()}
@@ -380,13 +380,19 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
                    "-m", message, env=identity_env(root)).stdout.strip()
 
 
-def _names(paths: list[str]) -> list[str]:
-    out = []
-    for path in paths:
-        key = history_key(path)
-        if key is not None and not path.startswith((".counters/", ".conflicts/")):
-            out.append(key_name(key))
-    return sorted(set(out))
+def _names(root: Path, head: str, target: str, paths: list[str]) -> list[str]:
+    """The ids (or paths) of what changed between two commits, read from the notes
+    themselves (the new version, or the old one of a removed file): a note's file name need
+    not end in its id (tests/test_sync.py)."""
+    wanted = [p for p in paths if history_key(p) is not None
+              and not p.startswith((".counters/", ".conflicts/"))]
+    if not wanted:
+        return []
+    after, before = tree_of(root, target), tree_of(root, head)
+    oids = {p: (after.get(p) or before.get(p) or ("", ""))[1] for p in wanted}
+    blobs = read_blobs(root, {oid for oid in oids.values() if oid})
+    return sorted({key_name(entry_for(p, blobs[oids[p]]).key) if oids[p] in blobs
+                   else key_name(history_key(p) or MergeKey.for_path(p)) for p in wanted})
 
 
 def read_blobs(root: Path, oids: set[str]) -> dict[str, bytes]:
