@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import git, tree_snapshot
+from conftest import Cli, git, tree_snapshot
 
 from memctl.exchange.bundle import MANIFEST_NAME, BundleError, Limits, read_bundle
 
@@ -240,3 +240,19 @@ def test_a_secret_in_an_entry_name_is_refused_like_one_in_its_content(cli, store
     assert key not in result.stderr, "the refusal shows the key masked"
     assert cli("import", str(archive), "--allow-secret").exit_code == 0
     assert (store_path / name).is_file()
+
+
+def test_a_conflict_copy_carried_by_a_zip_is_reported_as_written(cli, store_path, tmp_path):
+    """Bundles carry conflict copies (docs/sync.md): one the zip brings is named in the
+    report, the output and the commit message, never a silent write under "nothing to do"."""
+    path = ".conflicts/demo/notes/fact/p-01m8zzzzzzzzzzzz.abcdefabcdef.md"
+    copy = NOTE.replace("01jdz4k2m8x7b3qv", "01m8zzzzzzzzzzzz").encode()
+    archive = make_zip(tmp_path / "c.zip", [(path, copy)])
+    other = Cli(tmp_path / "other")
+    other.ok("init", str(other.store))
+    assert other.ok("import", str(archive), "--json").json()["carried_copies"] == [path]
+    text = cli.ok("import", str(archive))
+    assert "nothing to do" not in text.stderr + text.stdout
+    assert "1 carried conflict copy" in text.stderr + text.stdout
+    assert "conflict cop" in git(store_path, "log", "-1", "--format=%s")
+    assert path in cli.ok("conflicts", "--json").stdout

@@ -117,7 +117,9 @@ def import_command(
         info(f"{'would ' if dry_run else ''}{action} {path}")
     if len(changes) > len(shown):
         info(f"… and {len(changes) - len(shown)} more files")
-    counts = ", ".join(f"{len(v)} {'conflict' if k == 'conflicts' and len(v) == 1 else k}"
+    labels = {"conflicts": ("conflict", "conflicts"),
+              "carried_copies": ("carried conflict copy", "carried conflict copies")}
+    counts = ", ".join(f"{len(v)} {labels.get(k, (k, k))[len(v) != 1]}"
                        for k, v in report.to_dict().items()
                        if v and k != "conflict_copies") or "nothing to do"
     for item in report.rejected:

@@ -41,7 +41,7 @@ from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
-from memctl.disk.layout import MEMORY_FILE, SCRATCHPAD_FILE
+from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
@@ -67,7 +67,7 @@ from memctl.index.db import ParseError, open_index
 from memctl.store import Store
 
 # Bookkeeping that import reports do not list (they are written all the same).
-_UNREPORTED = ("conflict", COUNTERS, "settings", "template", "file")
+_UNREPORTED = (CONFLICT, COUNTERS, "settings", "template", "file")
 
 
 # --- counters ---------------------------------------------------------------------------------
@@ -214,6 +214,8 @@ class ImportReport:
     deleted: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     conflict_copies: list[str] = field(default_factory=list)  # paths of the copies made
+    # conflict copies the bundle itself carried (made on another machine), written here
+    carried_copies: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
     held_back: list[str] = field(default_factory=list)  # settings and templates not applied
     rejected: list[dict[str, str]] = field(default_factory=list)
@@ -229,7 +231,8 @@ class ImportReport:
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
                 "deleted": self.deleted, "conflicts": self.conflicts,
-                "conflict_copies": self.conflict_copies, "revived": self.revived,
+                "conflict_copies": self.conflict_copies,
+                "carried_copies": self.carried_copies, "revived": self.revived,
                 "held_back": self.held_back, "rejected": self.rejected,
                 "retired": self.retired, "skipped": self.skipped}
 
@@ -301,6 +304,9 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
             report.writes[after.path] = after.data
         if before is not None and (after is None or after.path != before.path):
             report.removes.append(before.path)
+        if after is not None and after.kind == CONFLICT and key in incoming \
+                and after.path in report.writes:
+            report.carried_copies.append(after.path)
         if key not in incoming or any(e is not None and e.kind in _UNREPORTED for e in (before, after)):
             continue
         name = key_name(key)
@@ -376,7 +382,9 @@ def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
     copies = "conflict copy" if len(report.conflicts) == 1 else "conflict copies"
     summary = ", ".join(f"{len(v)} {k}" for k, v in (
         ("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
-        ("retired", report.retired), (copies, report.conflicts)) if v) or "counters"
+        ("retired", report.retired), (copies, report.conflicts),
+        ("carried conflict " + ("copy" if len(report.carried_copies) == 1 else "copies"),
+         report.carried_copies)) if v) or "counters"
     message = f"import {Path(source).name}: {summary}"
     report.commit = apply_changes(store, report.writes, report.removes, message)
     return True
