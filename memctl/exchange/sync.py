@@ -319,6 +319,10 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     theirs = run_git(root, "rev-parse", remote_ref).stdout.strip()
     if head == theirs or _is_ancestor(root, theirs, head):
         return
+    try:
+        tree_of(root, theirs)  # a name that is not UTF-8 refuses it here, said to be the remote's
+    except MemctlError as exc:
+        raise MemctlError(f"the remote {report.remote}: {exc}") from None
     if _is_ancestor(root, head, theirs):
         target = theirs
     else:
