@@ -85,8 +85,11 @@ class Problem:
     def __post_init__(self) -> None:
         # A file name that is not UTF-8 (read from a folder as surrogate escapes) is shown
         # escaped, `caf\\xe9.md`: never a traceback when it is printed or put in JSON.
-        shown = self.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        object.__setattr__(self, "path", shown)
+        try:
+            raw = self.path.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate of another origin (a JSON "\\ud800")
+            raw = self.path.encode("utf-8", "backslashreplace")
+        object.__setattr__(self, "path", raw.decode("utf-8", "backslashreplace"))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}" if self.path else self.reason
