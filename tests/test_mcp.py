@@ -382,6 +382,49 @@ def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
     assert git(mcp.store, "status", "--porcelain") == ""
 
 
+# Each tool that takes a project, with the least it needs besides.
+PROJECT_TOOLS = {
+    "remember": {"text": "an innocent fact"},
+    "recall": {},
+    "search": {"query": "innocent"},
+    "get": {"subject": "innocent"},
+    "list_notes": {},
+    "update_scratchpad": {"action": "note", "text": "innocent"},
+    "add_episode": {"goal": "innocent", "outcome": "completed"},
+    "list_episodes": {},
+    "project_memory": {"action": "add", "section": "lessons", "text": "innocent"},
+    "review": {},
+}
+
+
+def test_a_project_named_like_a_secret_is_refused_by_every_tool_prompt_and_resource(mcp):
+    from mcp.shared.exceptions import MCPError
+
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    taking = {name for name, tool in mcp.tools.items()
+              if "project" in tool.input_schema.get("properties", {})}
+    assert taking == set(PROJECT_TOOLS)
+    head = head_of(mcp.store)
+    for tool, arguments in PROJECT_TOOLS.items():
+        for allow in ((False, True) if "allow_secret" in mcp.tools[tool].input_schema["properties"]
+                      else (False,)):
+            extra = {"allow_secret": True} if allow else {}
+            message = mcp.error(tool, {**arguments, **extra, "project": token})
+            assert "`project`" in message and "looks like a secret" in message, (tool, message)
+            assert token not in message and "ghp_****" in message, (tool, message)
+    for prompt, arguments in (("session_start", {"task": "x"}), ("end_of_task", {}),
+                              ("consolidate", {})):
+        with pytest.raises(MCPError, match="looks like a secret") as refused:
+            mcp.prompt(prompt, {**arguments, "project": token})
+        assert token not in str(refused.value)
+    for name in ("MEMORY.md", "SCRATCHPAD.md"):
+        with pytest.raises(MCPError) as refused:
+            mcp.read(f"memctl://projects/{token}/{name}")
+        assert token not in str(refused.value)
+    assert not (mcp.store / token).exists()
+    assert head_of(mcp.store) == head and git(mcp.store, "status", "--porcelain") == ""
+
+
 def test_resources_list_each_projects_files_and_read_notes_by_id(mcp):
     from mcp_types import ResourceListChangedNotification
 
