@@ -405,7 +405,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         UnexpectedToolError,
     )
     from mcp.shared.exceptions import MCPError
-    from mcp_types import INVALID_PARAMS, CallToolResult, Resource, TextContent, ToolAnnotations
+    from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, Resource, TextContent, ToolAnnotations
     from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
     def Arg(description: str, **rule: Any) -> Any:  # noqa: N802 - reads like a type
@@ -662,7 +662,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
 
         async def list_resources(self) -> list[Any]:
             listed = await super().list_resources()
-            for found in await anyio.to_thread.run_sync(current_files):
+            try:
+                files = await anyio.to_thread.run_sync(current_files)
+            except MemctlError as exc:
+                raise MCPError(code=INTERNAL_ERROR, message=exc.render(MCP_WORDING)) from None
+            for found in files:
                 name = "MEMORY.md" if found.kind == "memory" else "SCRATCHPAD.md"
                 listed.append(Resource(
                     uri=f"memctl://projects/{found.project}/{name}",
@@ -712,9 +716,18 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     # The SDK runs plain functions on worker threads; one call at a time keeps the store's
     # lock, git and the index connection simple (and serves several HTTP clients in turn).
     serial = threading.Lock()
+    served = serving.ServedStore(store)
+
+    @contextmanager
+    def held() -> Iterator[None]:
+        """One call's hold on the store: the lock, then the check that the store is still
+        the store this server opened (`serving.ServedStore`), before anything is read."""
+        with serial:
+            served.check()
+            yield
 
     def current_files() -> list[Any]:
-        with serial:
+        with held():
             return working.agent_files(store)
 
     known_files = {(found.project, found.kind) for found in working.agent_files(store)}
@@ -723,8 +736,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         """After a tool ran: when a MEMORY.md or SCRATCHPAD.md appeared or went, the
         resource list changed; tell the client (the handshake era through its session, the
         2026 era through the SDK's subscription bus; each is a no-op in the other era)."""
-        now_files = {(found.project, found.kind)
-                     for found in await anyio.to_thread.run_sync(current_files)}
+        try:
+            now_files = {(found.project, found.kind)
+                         for found in await anyio.to_thread.run_sync(current_files)}
+        except MemctlError:  # the store is gone: the next call says so
+            return
         if now_files == known_files:
             return
         known_files.clear()
@@ -742,11 +758,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
 
     @contextmanager
     def guarded() -> Iterator[None]:
-        with serial:
-            try:
+        try:
+            with held():
                 yield
-            except MemctlError as exc:
-                raise ToolError(exc.render(MCP_WORDING)) from exc
+        except MemctlError as exc:
+            raise ToolError(exc.render(MCP_WORDING)) from exc
 
     def resolve(project: Optional[str], global_scope: bool = False) -> str:
         if global_scope:
@@ -1348,7 +1364,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         description="A project's L2 memory: constraints, decisions, progress, lessons.")
     def memory_resource(project: str) -> str:
         try:
-            with serial:
+            with held():
                 view = working.project_memory_show(store, arguments.scope_name(project))
         except MemctlError as exc:
             raise resource_failure(exc) from None
@@ -1363,7 +1379,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                     "notes.")
     def scratchpad_resource(project: str) -> str:
         try:
-            with serial:
+            with held():
                 view = working.scratchpad(store, arguments.scope_name(project), "show")
         except MemctlError as exc:
             raise resource_failure(exc) from None
@@ -1378,7 +1394,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                     "An unambiguous id prefix works too.")
     def note_resource(id: str) -> str:
         try:
-            with serial:
+            with held():
                 shown = notes.show(store, id)
                 data = shown.to_dict()
         except MemctlError as exc:
@@ -1400,7 +1416,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                             "current one).")] = None,
     ) -> list[Any]:
         try:
-            with serial:
+            with held():
                 result = recalling.recall(store, resolve(project), task, wording=MCP_WORDING)
         except MemctlError as exc:
             raise prompt_failure(exc) from None
@@ -1428,7 +1444,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                             "current one).")] = None,
     ) -> list[Any]:
         try:
-            with serial:
+            with held():
                 name = resolve(project)
                 chosen = arguments.outcome(outcome) if outcome else None
                 pad = working.scratchpad(store, name, "show")
@@ -1470,7 +1486,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                             "project.")] = None,
     ) -> list[Any]:
         try:
-            with serial:
+            with held():
                 scope = None if project == "all" else resolve(project)
                 data = upkeep.review(store, scope)
         except MemctlError as exc:

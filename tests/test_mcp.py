@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import jsonschema
 import pytest
-from conftest import PINNED_NOW, git, memctl_executable, run_memctl
+from conftest import PINNED_NOW, git, memctl_executable, run_memctl, tree_snapshot
 
 from memctl.core.sections import MEMORY_SECTIONS
 from memctl.core.vocab import IMPORTANCE_RANGE, LIST_SORTS, LIST_STATUSES, MAX_LIMIT, NOTE_TYPES, OUTCOMES
@@ -423,6 +423,63 @@ def test_a_project_named_like_a_secret_is_refused_by_every_tool_prompt_and_resou
         assert token not in str(refused.value)
     assert not (mcp.store / token).exists()
     assert head_of(mcp.store) == head and git(mcp.store, "status", "--porcelain") == ""
+
+
+def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tmp_path):
+    """The server checks at each call that its store is still there, the same folder and
+    still a store: moved away (an unmounted drive), an empty folder or another store in its
+    place, every tool, prompt and resource is one error and nothing is read or written."""
+    from mcp.shared.exceptions import MCPError
+
+    store, away = tmp_path / "store", tmp_path / "away"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    calls = [("search", {"query": "freeze"}), ("list_notes", {}), ("recall", {}),
+             ("remember", {"text": "The release train leaves on Monday"}),
+             ("update_scratchpad", {"action": "note", "text": "checking the freeze"}),
+             ("project_memory", {"action": "add", "section": "lessons", "text": "freeze"}),
+             ("add_episode", {"goal": "freeze", "outcome": "completed"})]
+
+    async def refused(session, words: str) -> None:
+        for tool, arguments in calls:
+            result = await session.call_tool(tool, arguments)
+            message = result.content[0].text
+            assert result.is_error and words in message and "\n" not in message, (tool, message)
+        with pytest.raises(MCPError, match=words):
+            await session.get_prompt("session_start", {"task": "freeze"})
+        with pytest.raises(MCPError):
+            await session.read_resource("memctl://projects/demo/MEMORY.md")
+        with pytest.raises(MCPError, match=words):
+            await session.list_resources()
+
+    async def script(session) -> dict:
+        added = await session.call_tool("remember", {"text": "The deploy freeze starts on "
+                                                             "Friday"})
+        assert not added.is_error
+        os.rename(store, away)
+        await refused(session, "is gone")
+        store.mkdir()  # an empty mount point where the store was
+        await refused(session, "no longer the store")
+        left = sorted(os.listdir(store))
+        store.rmdir()
+        os.rename(away, store)  # back in its place: the same folder, served again
+        found = await session.call_tool("search", {"query": "freeze"})
+        os.rename(store, away)
+        subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                       check=True, capture_output=True)  # another store in its place
+        other = (tree_snapshot(store), head_of(store))
+        await refused(session, "no longer the store")
+        assert (tree_snapshot(store), head_of(store)) == other
+        (away / "memctl.toml").unlink()
+        os.rename(store, tmp_path / "other")
+        os.rename(away, store)  # the same folder, no longer a store
+        await refused(session, "no longer a memctl store")
+        return {"left": left, "found": found}
+
+    outcome = run_session(store, script)
+    assert outcome["left"] == []  # nothing at all was written into the empty folder
+    assert "freeze" in text_of(outcome["found"])
+    assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 
 def test_resources_list_each_projects_files_and_read_notes_by_id(mcp):
