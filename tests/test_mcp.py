@@ -482,6 +482,45 @@ def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tm
     assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 
+def test_an_edit_of_memctl_toml_is_honoured_by_the_next_call_and_a_broken_one_refused(tmp_path):
+    """The settings are read again when memctl.toml changes while the server runs, as a CLI
+    command run then would read them: a new value is used, a value out of range or a file
+    that does not parse is one error naming it, and the fixed file is used again."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    settings = store / "memctl.toml"
+
+    async def script(session) -> dict:
+        for text in ("The API listens on port 8080", "Deploys happen on Tuesdays",
+                     "The cache is Redis 7"):
+            assert not (await session.call_tool("remember", {"text": text})).is_error
+        seen = {}
+        seen["before"] = (await session.call_tool("recall", {})).structured_content
+        settings.write_text("[recall]\nmax_notes = 1\n")
+        seen["one"] = (await session.call_tool("recall", {})).structured_content
+        settings.write_text("[recall]\nmax_notes = -1\n")
+        seen["range"] = await session.call_tool("recall", {})
+        settings.write_text("[recall\nmax_notes = ")
+        seen["broken"] = [await session.call_tool(tool, arguments) for tool, arguments in
+                          (("recall", {}), ("remember", {"text": "Logs go to Loki"}))]
+        settings.write_text("[recall]\nmax_notes = 2  # two\n")
+        seen["fixed"] = (await session.call_tool("recall", {})).structured_content
+        return seen
+
+    seen = run_session(store, script)
+    assert len(seen["before"]["notes"]) == 3
+    assert len(seen["one"]["notes"]) == 1 and seen["one"]["budget"]["max_notes"] == 1
+    message = seen["range"].content[0].text
+    assert seen["range"].is_error and "recall.max_notes" in message and "\n" not in message
+    for result in seen["broken"]:
+        message = result.content[0].text
+        assert result.is_error and "memctl.toml does not parse" in message, message
+        assert "\n" not in message
+    assert len(seen["fixed"]["notes"]) == 2
+    assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
+
+
 def test_resources_list_each_projects_files_and_read_notes_by_id(mcp):
     from mcp_types import ResourceListChangedNotification
 

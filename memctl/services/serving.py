@@ -69,14 +69,21 @@ def kept_open(store: Store) -> Iterator[None]:
 
 class ServedStore:
     """The store a server opened, checked before each call it serves (docs/agents.md, "The
-    store while the server runs"), in two `stat`s: it is still there, the same folder (device and inode) and still a store (its
-    `memctl.toml`); otherwise the call is one error and reads and writes nothing: a store
-    moved, deleted or on a drive unmounted, an empty folder or another store in its place,
-    never answers "nothing found" nor gets the call's files."""
+    store while the server runs"), in two `stat`s:
+
+    - it is still there, the same folder (device and inode) and still a store (its
+      `memctl.toml`); otherwise the call is one error and reads and writes nothing: a store
+      moved, deleted or on a drive unmounted, an empty folder or another store in its place,
+      never answers "nothing found" nor gets the call's files;
+    - its settings are what `memctl.toml` says now, as for a CLI command run now: the file
+      is read again, at the settings' next use, when its stamp (inode, mtime_ns, size)
+      changed; then a file that does not parse, or a setting out of its range, is the
+      error of a call that uses the settings, naming it, as it is the CLI's."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.folder = _identity(os.stat(store.root))
+        self.settings_stamp = self._settings_stamp()
 
     def check(self) -> None:
         root = self.store.root
@@ -90,10 +97,14 @@ class ServedStore:
         if not stat.S_ISDIR(folder.st_mode) or _identity(folder) != self.folder:
             raise MemctlError(f"{root} is no longer the store this server started on (another "
                               f"folder is in its place); nothing was read or written: {restart}")
-        if self._settings_stamp() is None:
+        stamp = self._settings_stamp()
+        if stamp is None:
             raise MemctlError(f"{root} is no longer a memctl store (no {SETTINGS_FILE}); "
                               f"nothing was read or written. Put it back, or create one with "
                               f"{cmd(f'init {root}')}")
+        if stamp != self.settings_stamp:
+            self.store.forget_settings()
+            self.settings_stamp = stamp
 
     def _settings_stamp(self) -> tuple[int, int, int] | None:
         try:
