@@ -371,6 +371,18 @@ def _schema(**rule: Any) -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+# The JSON types a string is never taken for, and how an error names them.
+_NOT_TEXT = {"integer": "a whole number", "boolean": "true or false", "number": "a number",
+             "object": "an object"}
+
+
+def _wrong_type(name: str, given: Any, reason: str) -> str:
+    """One line naming the argument, the value given (JSON, cut) and why it is refused."""
+    shown = json.dumps(given, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 60 else shown[:60] + "…"
+    return f"invalid value for `{name}`: {shown} ({reason})"
+
+
 def _validation_message(error: Any) -> str:
     """One line for a tool argument of the wrong kind (pydantic's first error), naming the
     argument the way every other error does, without pydantic's dump or its link."""
@@ -387,11 +399,9 @@ def _validation_message(error: Any) -> str:
                 "bool_type": "true or false", "bool_parsing": "true or false",
                 "list_type": "a list", "dict_type": "an object", "float_type": "a number",
                 "float_parsing": "a number"}.get(str(first.get("type")))
-    given = json.dumps(first.get("input"), ensure_ascii=False, default=str)
-    given = given if len(given) <= 60 else given[:60] + "…"
     reason = expected and f"expected {expected}" or str(first.get("msg", "not accepted")).lower()
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"invalid value for `{name}`: {given} ({reason}){more}"
+    return _wrong_type(name, first.get("input"), reason) + more
 
 
 def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0915 - one closure per tool
@@ -409,7 +419,9 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
     def Arg(description: str, **rule: Any) -> Any:  # noqa: N802 - reads like a type
-        return Field(description=description, json_schema_extra=_schema(**rule))
+        # Strict: a value is taken only as its own type, never converted (`true` is not the
+        # importance 1, "yes" not true, "3" not 3); a wrong one is named (`_validation_message`).
+        return Field(description=description, strict=True, json_schema_extra=_schema(**rule))
 
     low_importance, high_importance = IMPORTANCE_RANGE
     ProjectArg = Annotated[
@@ -640,14 +652,22 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             # The SDK drops arguments a tool does not take: a misspelt `importnce` would be
             # written as the default without a word, so it is refused, naming the real ones.
             if not arguments_taken:  # the tools are all registered before the first call
-                arguments_taken.update(
-                    (listed.name, list((listed.input_schema or {}).get("properties", {})))
-                    for listed in await self.list_tools())
+                for listed in await self.list_tools():
+                    properties = (listed.input_schema or {}).get("properties", {})
+                    arguments_taken[listed.name] = list(properties)
+                    arguments_kind[listed.name] = {key: schema.get("type")
+                                                   for key, schema in properties.items()}
             taken = arguments_taken.get(name)
             unknown = [key for key in arguments or {} if taken is not None and key not in taken]
             if unknown:
                 raise ToolError(f"the `{name}` tool takes no argument `{unknown[0]}`; it takes "
                                 + ", ".join(f"`{key}`" for key in taken or ()))
+            # The SDK reads a string argument as JSON first (a list some clients send as its
+            # text): for a list that is kept, but a string is never a flag or a number.
+            for key, value in (arguments or {}).items():
+                kind = arguments_kind.get(name, {}).get(key)
+                if isinstance(value, str) and kind in _NOT_TEXT:
+                    raise ToolError(_wrong_type(key, value, f"expected {_NOT_TEXT[kind]}"))
             try:
                 result = await super().call_tool(name, arguments, context)
             except UnexpectedToolError as exc:
@@ -680,6 +700,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             return listed
 
     arguments_taken: dict[str, list[str]] = {}  # tool name -> its arguments, at the first call
+    arguments_kind: dict[str, dict[str, Any]] = {}  # tool name -> argument -> its JSON type
 
     def tool_error_text(exc: Exception) -> str:
         """The one line a model reads: memctl's own message, or the first argument of the

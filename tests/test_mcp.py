@@ -382,6 +382,41 @@ def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
     assert git(mcp.store, "status", "--porcelain") == ""
 
 
+def test_an_argument_of_the_wrong_type_is_refused_never_converted(mcp):
+    """A value is taken only as its own JSON type: true is not the importance 1, "yes" or
+    "true" not true, "3" not 3, a number not a string; the error names the argument, the
+    value as sent and the type expected."""
+    head = head_of(mcp.store)
+    number, flag = "expected a whole number", "expected true or false"
+    cases = [
+        ("remember", {"text": "x", "importance": True}, "`importance`: true", number),
+        ("remember", {"text": "x", "importance": False}, "`importance`: false", number),
+        ("remember", {"text": "x", "importance": "7"}, '`importance`: "7"', number),
+        ("remember", {"text": "x", "importance": 7.5}, "`importance`: 7.5", number),
+        ("remember", {"text": "x", "force": "no"}, '`force`: "no"', flag),
+        ("remember", {"text": "x", "force": 0}, "`force`: 0", flag),
+        ("remember", {"text": 5}, "`text`: 5", "expected a string"),
+        ("remember", {"text": "x", "tags": "deploy"}, '`tags`: "deploy"', "expected a list"),
+        ("search", {"query": "x", "all_projects": "yes"}, '`all_projects`: "yes"', flag),
+        ("search", {"query": "x", "all_projects": "true"}, '`all_projects`: "true"', flag),
+        ("search", {"query": "x", "limit": "3"}, '`limit`: "3"', number),
+        ("search", {"query": "x", "include_stale": 1}, "`include_stale`: 1", flag),
+        ("list_notes", {"limit": True}, "`limit`: true", number),
+        ("update_note", {"id": "zzzzzzzz", "pinned": "false"}, '`pinned`: "false"', flag),
+        ("update_scratchpad", {"action": "clear", "archive": "true"}, '`archive`: "true"', flag),
+    ]
+    for tool, arguments, named, words in cases:
+        message = mcp.error(tool, arguments)
+        assert f"invalid value for {named} ({words})" == message, (tool, arguments, message)
+    assert head_of(mcp.store) == head
+    assert git(mcp.store, "status", "--porcelain") == ""
+    # A list a client sends as its JSON text is still read as the list.
+    _, added = mcp.ok("remember", {"text": "Tags may come as JSON text", "tags": '["a", "b"]',
+                                   "project": "types"})
+    _, shown = mcp.ok("show", {"id": added["id"]})
+    assert shown["note"]["tags"] == ["a", "b"]
+
+
 # Each tool that takes a project, with the least it needs besides.
 PROJECT_TOOLS = {
     "remember": {"text": "an innocent fact"},
