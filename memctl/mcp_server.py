@@ -680,6 +680,42 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 await notify_if_files_changed(context)
             return result
 
+        async def get_prompt(self, name: str, arguments: Optional[dict[str, Any]] = None,
+                             context: Any = None) -> Any:
+            # As for tools: an argument the prompt does not take, or a required one left
+            # out, is one line naming it (the SDK's own errors name neither, or log a
+            # traceback); a failure of the prompt itself is a bug, logged.
+            if not prompt_arguments:
+                prompt_arguments.update(
+                    (listed.name, {given.name: bool(given.required)
+                                   for given in listed.arguments or ()})
+                    for listed in await self.list_prompts())
+            taken = prompt_arguments.get(name)
+            if taken is None:
+                raise MCPError(code=INVALID_PARAMS, message=(
+                    f"there is no prompt `{name}`; the prompts are "
+                    + ", ".join(f"`{known}`" for known in prompt_arguments)))
+            listed_arguments = ", ".join(f"`{key}`" for key in taken) or "none"
+            unknown = [key for key in arguments or {} if key not in taken]
+            if unknown:
+                raise MCPError(code=INVALID_PARAMS, message=(
+                    f"the `{name}` prompt takes no argument `{unknown[0]}`; it takes "
+                    f"{listed_arguments}"))
+            missing = [key for key, required in taken.items()
+                       if required and key not in (arguments or {})]
+            if missing:
+                raise MCPError(code=INVALID_PARAMS, message=(
+                    f"`{missing[0]}` is required: the `{name}` prompt takes {listed_arguments}"))
+            try:
+                return await super().get_prompt(name, arguments, context)
+            except MCPError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - what the SDK makes of a prompt's failure
+                logging.getLogger("memctl.mcp").error("prompt %s failed", name, exc_info=exc)
+                raise MCPError(code=INTERNAL_ERROR, message=(
+                    f"the `{name}` prompt failed unexpectedly (a bug in memctl; the server's "
+                    "log has the details)")) from None
+
         async def list_resources(self) -> list[Any]:
             listed = await super().list_resources()
             try:
@@ -701,6 +737,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
 
     arguments_taken: dict[str, list[str]] = {}  # tool name -> its arguments, at the first call
     arguments_kind: dict[str, dict[str, Any]] = {}  # tool name -> argument -> its JSON type
+    prompt_arguments: dict[str, dict[str, bool]] = {}  # prompt -> argument -> required
 
     def tool_error_text(exc: Exception) -> str:
         """The one line a model reads: memctl's own message, or the first argument of the

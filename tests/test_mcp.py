@@ -630,6 +630,34 @@ def test_prompts_start_end_and_consolidate(mcp):
         mcp.prompt("session_start", {"task": "x", "project": "../etc"})
 
 
+def test_a_prompt_argument_misspelt_or_missing_is_one_line_naming_it(mcp):
+    """As for tools: an argument a prompt does not take is refused naming it and the ones it
+    takes, a required one left out is named; an "invalid params" error, no traceback in the
+    server's log."""
+    from mcp.shared.exceptions import MCPError
+
+    log = mcp.store.parent / "mcp-stderr.log"
+    logged = len(log.read_text())
+    cases = [
+        ("session_start", {"task": "deploy", "projct": "blog"},
+         "the `session_start` prompt takes no argument `projct`; it takes `task`, `project`"),
+        ("consolidate", {"all": "true"},
+         "the `consolidate` prompt takes no argument `all`; it takes `project`"),
+        ("end_of_task", {"outcome": "partial", "task": "x"},
+         "the `end_of_task` prompt takes no argument `task`; it takes `outcome`, `project`"),
+        ("session_start", {}, "`task` is required: the `session_start` prompt takes `task`, "
+                              "`project`"),
+        ("session_stat", {"task": "x"}, "there is no prompt `session_stat`; the prompts are "
+                                        "`session_start`, `end_of_task`, `consolidate`"),
+    ]
+    for prompt, arguments, message in cases:
+        with pytest.raises(MCPError) as refused:
+            mcp.prompt(prompt, arguments)
+        assert refused.value.error.message == message, (prompt, arguments)
+        assert refused.value.error.code == -32602  # invalid params
+    assert "Traceback" not in log.read_text()[logged:]
+
+
 def _wait_for(condition, limit: float = 30.0) -> None:
     """Until `condition()` holds: notifications arrive on the client's own task. The limit is
     a safety net for a broken server, not a measure of speed."""
