@@ -51,6 +51,7 @@ from memctl.core.vocab import (
     LIST_SORTS,
     LIST_STATUSES,
     MAX_LIMIT,
+    MAX_PROJECT_BYTES,
     NOTE_TYPES,
     OUTCOMES,
     PROJECT_NAME,
@@ -423,24 +424,34 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         # importance 1, "yes" not true, "3" not 3); a wrong one is named (`_validation_message`).
         return Field(description=description, strict=True, json_schema_extra=_schema(**rule))
 
+    # Ids, projects and tags: every argument of these kinds is declared through one of
+    # these, whose rules are the constants their validators use (core/ids.py, core/vocab.py,
+    # core/arguments.py), so no schema states less than is enforced, nor other bounds
+    # (tests/test_mcp.py::test_every_id_project_and_tag_argument_states_its_rule).
+    def id_arg(description: str) -> Any:
+        return Arg(description, pattern=VALID_ID.pattern)
+
+    def ids_arg(description: str) -> Any:
+        return Arg(description, items={"type": "string", "pattern": VALID_ID.pattern})
+
+    def tags_arg(description: str) -> Any:
+        return Arg(description, maxItems=MAX_TAGS,
+                   items={"type": "string", "maxLength": MAX_FIELD_CHARS})
+
     low_importance, high_importance = IMPORTANCE_RANGE
     ProjectArg = Annotated[
         Optional[str],
         Arg(f"Project name; default {default_project!r} (the current project); 'global' is "
-            "the scope every project sees.", pattern=PROJECT_NAME.pattern, maxLength=100),
+            "the scope every project sees.", pattern=PROJECT_NAME.pattern,
+            maxLength=MAX_PROJECT_BYTES),  # at most as many characters as bytes
     ]
     AllProjectsArg = Annotated[bool, Arg("Every project, not just this one and global.")]
-    IdArg = Annotated[str, Arg("A note id, or its first characters (as listed).",
-                               pattern=VALID_ID.pattern)]
+    IdArg = Annotated[str, id_arg("A note id, or its first characters (as listed).")]
     AllowSecretArg = Annotated[
         bool, Arg("Write although the text looks like a secret: only when the user confirmed "
                   "it is not one.")
     ]
-    TagsArg = Annotated[
-        Optional[list[str]],
-        Arg("A few lowercase tags.", maxItems=MAX_TAGS,
-            items={"type": "string", "maxLength": MAX_FIELD_CHARS}),
-    ]
+    TagsArg = Annotated[Optional[list[str]], tags_arg("A few lowercase tags.")]
     NoteTypeArg = Annotated[Optional[str], Arg(NOTE_TYPE_HELP, enum=list(NOTE_TYPES))]
     OutcomeArg = Annotated[Optional[str], Arg("How the task ended.", enum=list(OUTCOMES))]
 
@@ -922,12 +933,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         ] = "project",
         project: ProjectArg = None,
         corrects: Annotated[
-            Optional[str], Arg("For a correction: the id of the note it corrects.",
-                               pattern=VALID_ID.pattern)
+            Optional[str], id_arg("For a correction: the id of the note it corrects.")
         ] = None,
         source_episode: Annotated[
-            Optional[str], Arg("The id of the episode this was learnt in.",
-                               pattern=VALID_ID.pattern)
+            Optional[str], id_arg("The id of the episode this was learnt in.")
         ] = None,
         force: Annotated[
             bool, Arg("Write even when a near-duplicate exists (rarely right).")
@@ -993,7 +1002,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                "episode).", enum=list(NOTE_TYPES + KIND_TYPES))
         ] = None,
         tags: Annotated[
-            Optional[list[str]], Arg("Only entries with all these tags.", maxItems=MAX_TAGS)
+            Optional[list[str]], tags_arg("Only entries with all these tags.")
         ] = None,
         since: Annotated[
             Optional[str], Arg("Only entries updated since a date or a span (7d, 2w).")
@@ -1154,8 +1163,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         idempotent=True,
     )
     def supersede(
-        old_id: Annotated[str, Arg("The note that is no longer true.", pattern=VALID_ID.pattern)],
-        new_id: Annotated[str, Arg("The note that replaces it.", pattern=VALID_ID.pattern)],
+        old_id: Annotated[str, id_arg("The note that is no longer true.")],
+        new_id: Annotated[str, id_arg("The note that replaces it.")],
     ) -> Annotated[CallToolResult, SupersedeOut]:
         with guarded():
             old, new = notes.supersede(store, old_id, new_id)
@@ -1240,8 +1249,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         ] = None,
         summary: Annotated[Optional[str], Arg("What to remember about it.")] = None,
         links: Annotated[
-            Optional[list[str]], Arg("Ids of notes this task produced or used.",
-                                     items={"type": "string", "pattern": VALID_ID.pattern})
+            Optional[list[str]], ids_arg("Ids of notes this task produced or used.")
         ] = None,
         tags: TagsArg = None,
         project: ProjectArg = None,
@@ -1286,7 +1294,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         "links and tags given are added to those it has.",
     )
     def update_episode(
-        id: Annotated[str, Arg("The episode's id, or its first characters.")],
+        id: Annotated[str, id_arg("The episode's id, or its first characters.")],
         outcome: OutcomeArg = None,
         finish: Annotated[
             bool, Arg("End an in_progress episode (outcome required).")
@@ -1296,9 +1304,9 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             Optional[list[str]], Arg("More steps, each 'action => result'.")
         ] = None,
         links: Annotated[
-            Optional[list[str]], Arg("Ids of more notes it produced or used.")
+            Optional[list[str]], ids_arg("Ids of more notes it produced or used.")
         ] = None,
-        tags: Annotated[Optional[list[str]], Arg("Tags to add.")] = None,
+        tags: Annotated[Optional[list[str]], tags_arg("Tags to add.")] = None,
         allow_secret: AllowSecretArg = False,
     ) -> Annotated[CallToolResult, EpisodeOut]:
         with guarded():

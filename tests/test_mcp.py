@@ -211,6 +211,39 @@ def test_every_tool_is_titled_annotated_bounded_and_has_an_output_schema(mcp):
     assert mcp.initialized.capabilities.resources.list_changed is True
 
 
+def test_every_id_project_and_tag_argument_states_its_rule(mcp):
+    """Each id, list of ids, project, tag and list of tags of every tool states in its schema
+    the rule the validators enforce, from their own constants: an argument of these kinds
+    that states less (update_episode's id, links and tags; search's tags did) fails here."""
+    from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
+    from memctl.core.ids import VALID_ID
+    from memctl.core.vocab import MAX_PROJECT_BYTES, PROJECT_NAME
+
+    rules = {
+        "id": {"pattern": VALID_ID.pattern},
+        "ids": {"type": "array", "items": {"type": "string", "pattern": VALID_ID.pattern}},
+        "project": {"pattern": PROJECT_NAME.pattern, "maxLength": MAX_PROJECT_BYTES},
+        "tag": {"maxLength": MAX_FIELD_CHARS},
+        "tags": {"type": "array", "maxItems": MAX_TAGS,
+                 "items": {"type": "string", "maxLength": MAX_FIELD_CHARS}},
+    }
+    kinds = {"id": "id", "old_id": "id", "new_id": "id", "corrects": "id",
+             "source_episode": "id", "links": "ids", "project": "project", "tag": "tag",
+             "tags": "tags"}
+    checked = set()
+    for name, tool in mcp.tools.items():
+        for key, schema in tool.input_schema["properties"].items():
+            kind = kinds.get(key)
+            if kind is None:
+                assert not key.endswith(("id", "ids", "episode")), (name, key)  # a new kind
+                continue
+            stated = {rule: schema.get(rule) for rule in rules[kind]}
+            assert stated == rules[kind], (name, key, schema)
+            checked.add((name, key))
+    assert {("update_episode", "id"), ("update_episode", "links"), ("update_episode", "tags"),
+            ("search", "tags"), ("add_episode", "links"), ("remember", "project")} <= checked
+
+
 def test_a_note_from_remember_to_forget(mcp):
     project = "life"
     added = mcp.ok("remember", {"text": "The blog backend uses PostgreSQL 16 with Kysely, no ORM",
