@@ -496,7 +496,8 @@ def test_a_project_named_like_a_secret_is_refused_by_every_tool_prompt_and_resou
 def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tmp_path):
     """The server checks at each call that its store is still there, the same folder and
     still a store: moved away (an unmounted drive), an empty folder or another store in its
-    place, every tool, prompt and resource is one error and nothing is read or written."""
+    place, every tool, prompt and resource is one error and nothing is read or written, by
+    the calls or by the server's watcher."""
     from mcp.shared.exceptions import MCPError
 
     store, away = tmp_path / "store", tmp_path / "away"
@@ -528,7 +529,14 @@ def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tm
         await refused(session, "is gone")
         store.mkdir()  # an empty mount point where the store was
         await refused(session, "no longer the store")
+        # The server's watcher has seen the folder (it says so), and leaves it untouched too.
+        log = tmp_path / "mcp-stderr.log"
+        with anyio.fail_after(60):
+            while not any(words in log.read_text() for words in
+                          ("another folder is at", "watching the new one")):
+                await anyio.sleep(0.05)
         left = sorted(os.listdir(store))
+        assert left == [], left  # nothing at all was written into the empty folder
         store.rmdir()
         os.rename(away, store)  # back in its place: the same folder, served again
         found = await session.call_tool("search", {"query": "freeze"})
@@ -542,10 +550,9 @@ def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tm
         os.rename(store, tmp_path / "other")
         os.rename(away, store)  # the same folder, no longer a store
         await refused(session, "no longer a memctl store")
-        return {"left": left, "found": found}
+        return {"found": found}
 
     outcome = run_session(store, script)
-    assert outcome["left"] == []  # nothing at all was written into the empty folder
     assert "freeze" in text_of(outcome["found"])
     assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
