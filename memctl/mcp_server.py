@@ -51,6 +51,7 @@ from memctl.core.vocab import (
     LIST_SORTS,
     LIST_STATUSES,
     MAX_LIMIT,
+    MAX_PROJECT_BYTES,
     NOTE_TYPES,
     OUTCOMES,
     PROJECT_NAME,
@@ -371,6 +372,18 @@ def _schema(**rule: Any) -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+# The JSON types a string is never taken for, and how an error names them.
+_NOT_TEXT = {"integer": "a whole number", "boolean": "true or false", "number": "a number",
+             "object": "an object"}
+
+
+def _wrong_type(name: str, given: Any, reason: str) -> str:
+    """One line naming the argument, the value given (JSON, cut) and why it is refused."""
+    shown = json.dumps(given, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 60 else shown[:60] + "…"
+    return f"invalid value for `{name}`: {shown} ({reason})"
+
+
 def _validation_message(error: Any) -> str:
     """One line for a tool argument of the wrong kind (pydantic's first error), naming the
     argument the way every other error does, without pydantic's dump or its link."""
@@ -387,11 +400,9 @@ def _validation_message(error: Any) -> str:
                 "bool_type": "true or false", "bool_parsing": "true or false",
                 "list_type": "a list", "dict_type": "an object", "float_type": "a number",
                 "float_parsing": "a number"}.get(str(first.get("type")))
-    given = json.dumps(first.get("input"), ensure_ascii=False, default=str)
-    given = given if len(given) <= 60 else given[:60] + "…"
     reason = expected and f"expected {expected}" or str(first.get("msg", "not accepted")).lower()
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"invalid value for `{name}`: {given} ({reason}){more}"
+    return _wrong_type(name, first.get("input"), reason) + more
 
 
 def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0915 - one closure per tool
@@ -405,30 +416,42 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         UnexpectedToolError,
     )
     from mcp.shared.exceptions import MCPError
-    from mcp_types import INVALID_PARAMS, CallToolResult, Resource, TextContent, ToolAnnotations
+    from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, Resource, TextContent, ToolAnnotations
     from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
     def Arg(description: str, **rule: Any) -> Any:  # noqa: N802 - reads like a type
-        return Field(description=description, json_schema_extra=_schema(**rule))
+        # Strict: a value is taken only as its own type, never converted (`true` is not the
+        # importance 1, "yes" not true, "3" not 3); a wrong one is named (`_validation_message`).
+        return Field(description=description, strict=True, json_schema_extra=_schema(**rule))
+
+    # Ids, projects and tags: every argument of these kinds is declared through one of
+    # these, whose rules are the constants their validators use (core/ids.py, core/vocab.py,
+    # core/arguments.py), so no schema states less than is enforced, nor other bounds
+    # (tests/test_mcp.py::test_every_id_project_and_tag_argument_states_its_rule).
+    def id_arg(description: str) -> Any:
+        return Arg(description, pattern=VALID_ID.pattern)
+
+    def ids_arg(description: str) -> Any:
+        return Arg(description, items={"type": "string", "pattern": VALID_ID.pattern})
+
+    def tags_arg(description: str) -> Any:
+        return Arg(description, maxItems=MAX_TAGS,
+                   items={"type": "string", "maxLength": MAX_FIELD_CHARS})
 
     low_importance, high_importance = IMPORTANCE_RANGE
     ProjectArg = Annotated[
         Optional[str],
         Arg(f"Project name; default {default_project!r} (the current project); 'global' is "
-            "the scope every project sees.", pattern=PROJECT_NAME.pattern, maxLength=100),
+            "the scope every project sees.", pattern=PROJECT_NAME.pattern,
+            maxLength=MAX_PROJECT_BYTES),  # at most as many characters as bytes
     ]
     AllProjectsArg = Annotated[bool, Arg("Every project, not just this one and global.")]
-    IdArg = Annotated[str, Arg("A note id, or its first characters (as listed).",
-                               pattern=VALID_ID.pattern)]
+    IdArg = Annotated[str, id_arg("A note id, or its first characters (as listed).")]
     AllowSecretArg = Annotated[
         bool, Arg("Write although the text looks like a secret: only when the user confirmed "
                   "it is not one.")
     ]
-    TagsArg = Annotated[
-        Optional[list[str]],
-        Arg("A few lowercase tags.", maxItems=MAX_TAGS,
-            items={"type": "string", "maxLength": MAX_FIELD_CHARS}),
-    ]
+    TagsArg = Annotated[Optional[list[str]], tags_arg("A few lowercase tags.")]
     NoteTypeArg = Annotated[Optional[str], Arg(NOTE_TYPE_HELP, enum=list(NOTE_TYPES))]
     OutcomeArg = Annotated[Optional[str], Arg("How the task ended.", enum=list(OUTCOMES))]
 
@@ -640,14 +663,22 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             # The SDK drops arguments a tool does not take: a misspelt `importnce` would be
             # written as the default without a word, so it is refused, naming the real ones.
             if not arguments_taken:  # the tools are all registered before the first call
-                arguments_taken.update(
-                    (listed.name, list((listed.input_schema or {}).get("properties", {})))
-                    for listed in await self.list_tools())
+                for listed in await self.list_tools():
+                    properties = (listed.input_schema or {}).get("properties", {})
+                    arguments_taken[listed.name] = list(properties)
+                    arguments_kind[listed.name] = {key: schema.get("type")
+                                                   for key, schema in properties.items()}
             taken = arguments_taken.get(name)
             unknown = [key for key in arguments or {} if taken is not None and key not in taken]
             if unknown:
                 raise ToolError(f"the `{name}` tool takes no argument `{unknown[0]}`; it takes "
                                 + ", ".join(f"`{key}`" for key in taken or ()))
+            # The SDK reads a string argument as JSON first (a list some clients send as its
+            # text): for a list that is kept, but a string is never a flag or a number.
+            for key, value in (arguments or {}).items():
+                kind = arguments_kind.get(name, {}).get(key)
+                if isinstance(value, str) and kind in _NOT_TEXT:
+                    raise ToolError(_wrong_type(key, value, f"expected {_NOT_TEXT[kind]}"))
             try:
                 result = await super().call_tool(name, arguments, context)
             except UnexpectedToolError as exc:
@@ -660,9 +691,49 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 await notify_if_files_changed(context)
             return result
 
+        async def get_prompt(self, name: str, arguments: Optional[dict[str, Any]] = None,
+                             context: Any = None) -> Any:
+            # As for tools: an argument the prompt does not take, or a required one left
+            # out, is one line naming it (the SDK's own errors name neither, or log a
+            # traceback); a failure of the prompt itself is a bug, logged.
+            if not prompt_arguments:
+                prompt_arguments.update(
+                    (listed.name, {given.name: bool(given.required)
+                                   for given in listed.arguments or ()})
+                    for listed in await self.list_prompts())
+            taken = prompt_arguments.get(name)
+            if taken is None:
+                raise MCPError(code=INVALID_PARAMS, message=(
+                    f"there is no prompt `{name}`; the prompts are "
+                    + ", ".join(f"`{known}`" for known in prompt_arguments)))
+            listed_arguments = ", ".join(f"`{key}`" for key in taken) or "none"
+            unknown = [key for key in arguments or {} if key not in taken]
+            if unknown:
+                raise MCPError(code=INVALID_PARAMS, message=(
+                    f"the `{name}` prompt takes no argument `{unknown[0]}`; it takes "
+                    f"{listed_arguments}"))
+            missing = [key for key, required in taken.items()
+                       if required and key not in (arguments or {})]
+            if missing:
+                raise MCPError(code=INVALID_PARAMS, message=(
+                    f"`{missing[0]}` is required: the `{name}` prompt takes {listed_arguments}"))
+            try:
+                return await super().get_prompt(name, arguments, context)
+            except MCPError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - what the SDK makes of a prompt's failure
+                logging.getLogger("memctl.mcp").error("prompt %s failed", name, exc_info=exc)
+                raise MCPError(code=INTERNAL_ERROR, message=(
+                    f"the `{name}` prompt failed unexpectedly (a bug in memctl; the server's "
+                    "log has the details)")) from None
+
         async def list_resources(self) -> list[Any]:
             listed = await super().list_resources()
-            for found in await anyio.to_thread.run_sync(current_files):
+            try:
+                files = await anyio.to_thread.run_sync(current_files)
+            except MemctlError as exc:
+                raise MCPError(code=INTERNAL_ERROR, message=exc.render(MCP_WORDING)) from None
+            for found in files:
                 name = "MEMORY.md" if found.kind == "memory" else "SCRATCHPAD.md"
                 listed.append(Resource(
                     uri=f"memctl://projects/{found.project}/{name}",
@@ -676,6 +747,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             return listed
 
     arguments_taken: dict[str, list[str]] = {}  # tool name -> its arguments, at the first call
+    arguments_kind: dict[str, dict[str, Any]] = {}  # tool name -> argument -> its JSON type
+    prompt_arguments: dict[str, dict[str, bool]] = {}  # prompt -> argument -> required
 
     def tool_error_text(exc: Exception) -> str:
         """The one line a model reads: memctl's own message, or the first argument of the
@@ -712,9 +785,18 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     # The SDK runs plain functions on worker threads; one call at a time keeps the store's
     # lock, git and the index connection simple (and serves several HTTP clients in turn).
     serial = threading.Lock()
+    served = serving.ServedStore(store)
+
+    @contextmanager
+    def held() -> Iterator[None]:
+        """One call's hold on the store: the lock, then the check that the store is still
+        the store this server opened (`serving.ServedStore`), before anything is read."""
+        with serial:
+            served.check()
+            yield
 
     def current_files() -> list[Any]:
-        with serial:
+        with held():
             return working.agent_files(store)
 
     known_files = {(found.project, found.kind) for found in working.agent_files(store)}
@@ -723,8 +805,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         """After a tool ran: when a MEMORY.md or SCRATCHPAD.md appeared or went, the
         resource list changed; tell the client (the handshake era through its session, the
         2026 era through the SDK's subscription bus; each is a no-op in the other era)."""
-        now_files = {(found.project, found.kind)
-                     for found in await anyio.to_thread.run_sync(current_files)}
+        try:
+            now_files = {(found.project, found.kind)
+                         for found in await anyio.to_thread.run_sync(current_files)}
+        except MemctlError:  # the store is gone: the next call says so
+            return
         if now_files == known_files:
             return
         known_files.clear()
@@ -742,11 +827,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
 
     @contextmanager
     def guarded() -> Iterator[None]:
-        with serial:
-            try:
+        try:
+            with held():
                 yield
-            except MemctlError as exc:
-                raise ToolError(exc.render(MCP_WORDING)) from exc
+        except MemctlError as exc:
+            raise ToolError(exc.render(MCP_WORDING)) from exc
 
     def resolve(project: Optional[str], global_scope: bool = False) -> str:
         if global_scope:
@@ -848,12 +933,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         ] = "project",
         project: ProjectArg = None,
         corrects: Annotated[
-            Optional[str], Arg("For a correction: the id of the note it corrects.",
-                               pattern=VALID_ID.pattern)
+            Optional[str], id_arg("For a correction: the id of the note it corrects.")
         ] = None,
         source_episode: Annotated[
-            Optional[str], Arg("The id of the episode this was learnt in.",
-                               pattern=VALID_ID.pattern)
+            Optional[str], id_arg("The id of the episode this was learnt in.")
         ] = None,
         force: Annotated[
             bool, Arg("Write even when a near-duplicate exists (rarely right).")
@@ -919,7 +1002,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                "episode).", enum=list(NOTE_TYPES + KIND_TYPES))
         ] = None,
         tags: Annotated[
-            Optional[list[str]], Arg("Only entries with all these tags.", maxItems=MAX_TAGS)
+            Optional[list[str]], tags_arg("Only entries with all these tags.")
         ] = None,
         since: Annotated[
             Optional[str], Arg("Only entries updated since a date or a span (7d, 2w).")
@@ -1080,8 +1163,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         idempotent=True,
     )
     def supersede(
-        old_id: Annotated[str, Arg("The note that is no longer true.", pattern=VALID_ID.pattern)],
-        new_id: Annotated[str, Arg("The note that replaces it.", pattern=VALID_ID.pattern)],
+        old_id: Annotated[str, id_arg("The note that is no longer true.")],
+        new_id: Annotated[str, id_arg("The note that replaces it.")],
     ) -> Annotated[CallToolResult, SupersedeOut]:
         with guarded():
             old, new = notes.supersede(store, old_id, new_id)
@@ -1166,8 +1249,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         ] = None,
         summary: Annotated[Optional[str], Arg("What to remember about it.")] = None,
         links: Annotated[
-            Optional[list[str]], Arg("Ids of notes this task produced or used.",
-                                     items={"type": "string", "pattern": VALID_ID.pattern})
+            Optional[list[str]], ids_arg("Ids of notes this task produced or used.")
         ] = None,
         tags: TagsArg = None,
         project: ProjectArg = None,
@@ -1212,7 +1294,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         "links and tags given are added to those it has.",
     )
     def update_episode(
-        id: Annotated[str, Arg("The episode's id, or its first characters.")],
+        id: Annotated[str, id_arg("The episode's id, or its first characters.")],
         outcome: OutcomeArg = None,
         finish: Annotated[
             bool, Arg("End an in_progress episode (outcome required).")
@@ -1222,9 +1304,9 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             Optional[list[str]], Arg("More steps, each 'action => result'.")
         ] = None,
         links: Annotated[
-            Optional[list[str]], Arg("Ids of more notes it produced or used.")
+            Optional[list[str]], ids_arg("Ids of more notes it produced or used.")
         ] = None,
-        tags: Annotated[Optional[list[str]], Arg("Tags to add.")] = None,
+        tags: Annotated[Optional[list[str]], tags_arg("Tags to add.")] = None,
         allow_secret: AllowSecretArg = False,
     ) -> Annotated[CallToolResult, EpisodeOut]:
         with guarded():
@@ -1348,7 +1430,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         description="A project's L2 memory: constraints, decisions, progress, lessons.")
     def memory_resource(project: str) -> str:
         try:
-            with serial:
+            with held():
                 view = working.project_memory_show(store, arguments.scope_name(project))
         except MemctlError as exc:
             raise resource_failure(exc) from None
@@ -1363,7 +1445,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                     "notes.")
     def scratchpad_resource(project: str) -> str:
         try:
-            with serial:
+            with held():
                 view = working.scratchpad(store, arguments.scope_name(project), "show")
         except MemctlError as exc:
             raise resource_failure(exc) from None
@@ -1378,7 +1460,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                     "An unambiguous id prefix works too.")
     def note_resource(id: str) -> str:
         try:
-            with serial:
+            with held():
                 shown = notes.show(store, id)
                 data = shown.to_dict()
         except MemctlError as exc:
@@ -1400,7 +1482,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                             "current one).")] = None,
     ) -> list[Any]:
         try:
-            with serial:
+            with held():
                 result = recalling.recall(store, resolve(project), task, wording=MCP_WORDING)
         except MemctlError as exc:
             raise prompt_failure(exc) from None
@@ -1428,7 +1510,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                             "current one).")] = None,
     ) -> list[Any]:
         try:
-            with serial:
+            with held():
                 name = resolve(project)
                 chosen = arguments.outcome(outcome) if outcome else None
                 pad = working.scratchpad(store, name, "show")
@@ -1470,7 +1552,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                             "project.")] = None,
     ) -> list[Any]:
         try:
-            with serial:
+            with held():
                 scope = None if project == "all" else resolve(project)
                 data = upkeep.review(store, scope)
         except MemctlError as exc:

@@ -59,6 +59,9 @@ LAZY_IMPORTS = {
     # --startup-only; the figures in bench/README.md, "The MCP server").
     "memctl.mcp_server": {"memctl.services.notes", "memctl.services.upkeep",
                           "memctl.services.recall"},
+    # The secret scanner (~10 ms) only for a project name that may hold a key: a search
+    # naming its project does not load it (memctl/core/arguments.py, SHORTEST_NAME_SECRET).
+    "memctl.core.arguments": {"memctl.core.secrets"},
     "memctl.disk.storefiles": {"memctl.core.note", "memctl.core.noteformat",  # YAML, the model
                                "memctl.disk.atomic", "memctl.disk.journal",  # tempfile, git
                                "memctl.disk.locking"},

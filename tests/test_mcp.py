@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import jsonschema
 import pytest
-from conftest import PINNED_NOW, git, memctl_executable, run_memctl
+from conftest import PINNED_NOW, git, memctl_executable, run_memctl, tree_snapshot
 
 from memctl.core.sections import MEMORY_SECTIONS
 from memctl.core.vocab import IMPORTANCE_RANGE, LIST_SORTS, LIST_STATUSES, MAX_LIMIT, NOTE_TYPES, OUTCOMES
@@ -211,6 +211,39 @@ def test_every_tool_is_titled_annotated_bounded_and_has_an_output_schema(mcp):
     assert mcp.initialized.capabilities.resources.list_changed is True
 
 
+def test_every_id_project_and_tag_argument_states_its_rule(mcp):
+    """Each id, list of ids, project, tag and list of tags of every tool states in its schema
+    the rule the validators enforce, from their own constants: an argument of these kinds
+    that states less (update_episode's id, links and tags; search's tags did) fails here."""
+    from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
+    from memctl.core.ids import VALID_ID
+    from memctl.core.vocab import MAX_PROJECT_BYTES, PROJECT_NAME
+
+    rules = {
+        "id": {"pattern": VALID_ID.pattern},
+        "ids": {"type": "array", "items": {"type": "string", "pattern": VALID_ID.pattern}},
+        "project": {"pattern": PROJECT_NAME.pattern, "maxLength": MAX_PROJECT_BYTES},
+        "tag": {"maxLength": MAX_FIELD_CHARS},
+        "tags": {"type": "array", "maxItems": MAX_TAGS,
+                 "items": {"type": "string", "maxLength": MAX_FIELD_CHARS}},
+    }
+    kinds = {"id": "id", "old_id": "id", "new_id": "id", "corrects": "id",
+             "source_episode": "id", "links": "ids", "project": "project", "tag": "tag",
+             "tags": "tags"}
+    checked = set()
+    for name, tool in mcp.tools.items():
+        for key, schema in tool.input_schema["properties"].items():
+            kind = kinds.get(key)
+            if kind is None:
+                assert not key.endswith(("id", "ids", "episode")), (name, key)  # a new kind
+                continue
+            stated = {rule: schema.get(rule) for rule in rules[kind]}
+            assert stated == rules[kind], (name, key, schema)
+            checked.add((name, key))
+    assert {("update_episode", "id"), ("update_episode", "links"), ("update_episode", "tags"),
+            ("search", "tags"), ("add_episode", "links"), ("remember", "project")} <= checked
+
+
 def test_a_note_from_remember_to_forget(mcp):
     project = "life"
     added = mcp.ok("remember", {"text": "The blog backend uses PostgreSQL 16 with Kysely, no ORM",
@@ -382,6 +415,187 @@ def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
     assert git(mcp.store, "status", "--porcelain") == ""
 
 
+def test_an_argument_of_the_wrong_type_is_refused_never_converted(mcp):
+    """A value is taken only as its own JSON type: true is not the importance 1, "yes" or
+    "true" not true, "3" not 3, a number not a string; the error names the argument, the
+    value as sent and the type expected."""
+    head = head_of(mcp.store)
+    number, flag = "expected a whole number", "expected true or false"
+    cases = [
+        ("remember", {"text": "x", "importance": True}, "`importance`: true", number),
+        ("remember", {"text": "x", "importance": False}, "`importance`: false", number),
+        ("remember", {"text": "x", "importance": "7"}, '`importance`: "7"', number),
+        ("remember", {"text": "x", "importance": 7.5}, "`importance`: 7.5", number),
+        ("remember", {"text": "x", "force": "no"}, '`force`: "no"', flag),
+        ("remember", {"text": "x", "force": 0}, "`force`: 0", flag),
+        ("remember", {"text": 5}, "`text`: 5", "expected a string"),
+        ("remember", {"text": "x", "tags": "deploy"}, '`tags`: "deploy"', "expected a list"),
+        ("search", {"query": "x", "all_projects": "yes"}, '`all_projects`: "yes"', flag),
+        ("search", {"query": "x", "all_projects": "true"}, '`all_projects`: "true"', flag),
+        ("search", {"query": "x", "limit": "3"}, '`limit`: "3"', number),
+        ("search", {"query": "x", "include_stale": 1}, "`include_stale`: 1", flag),
+        ("list_notes", {"limit": True}, "`limit`: true", number),
+        ("update_note", {"id": "zzzzzzzz", "pinned": "false"}, '`pinned`: "false"', flag),
+        ("update_scratchpad", {"action": "clear", "archive": "true"}, '`archive`: "true"', flag),
+    ]
+    for tool, arguments, named, words in cases:
+        message = mcp.error(tool, arguments)
+        assert f"invalid value for {named} ({words})" == message, (tool, arguments, message)
+    assert head_of(mcp.store) == head
+    assert git(mcp.store, "status", "--porcelain") == ""
+    # A list a client sends as its JSON text is still read as the list.
+    _, added = mcp.ok("remember", {"text": "Tags may come as JSON text", "tags": '["a", "b"]',
+                                   "project": "types"})
+    _, shown = mcp.ok("show", {"id": added["id"]})
+    assert shown["note"]["tags"] == ["a", "b"]
+
+
+# Each tool that takes a project, with the least it needs besides.
+PROJECT_TOOLS = {
+    "remember": {"text": "an innocent fact"},
+    "recall": {},
+    "search": {"query": "innocent"},
+    "get": {"subject": "innocent"},
+    "list_notes": {},
+    "update_scratchpad": {"action": "note", "text": "innocent"},
+    "add_episode": {"goal": "innocent", "outcome": "completed"},
+    "list_episodes": {},
+    "project_memory": {"action": "add", "section": "lessons", "text": "innocent"},
+    "review": {},
+}
+
+
+def test_a_project_named_like_a_secret_is_refused_by_every_tool_prompt_and_resource(mcp):
+    from mcp.shared.exceptions import MCPError
+
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    taking = {name for name, tool in mcp.tools.items()
+              if "project" in tool.input_schema.get("properties", {})}
+    assert taking == set(PROJECT_TOOLS)
+    head = head_of(mcp.store)
+    for tool, arguments in PROJECT_TOOLS.items():
+        for allow in ((False, True) if "allow_secret" in mcp.tools[tool].input_schema["properties"]
+                      else (False,)):
+            extra = {"allow_secret": True} if allow else {}
+            message = mcp.error(tool, {**arguments, **extra, "project": token})
+            assert "`project`" in message and "looks like a secret" in message, (tool, message)
+            assert token not in message and "ghp_****" in message, (tool, message)
+    for prompt, arguments in (("session_start", {"task": "x"}), ("end_of_task", {}),
+                              ("consolidate", {})):
+        with pytest.raises(MCPError, match="looks like a secret") as refused:
+            mcp.prompt(prompt, {**arguments, "project": token})
+        assert token not in str(refused.value)
+    for name in ("MEMORY.md", "SCRATCHPAD.md"):
+        with pytest.raises(MCPError) as refused:
+            mcp.read(f"memctl://projects/{token}/{name}")
+        assert token not in str(refused.value)
+    assert not (mcp.store / token).exists()
+    assert head_of(mcp.store) == head and git(mcp.store, "status", "--porcelain") == ""
+
+
+def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tmp_path):
+    """The server checks at each call that its store is still there, the same folder and
+    still a store: moved away (an unmounted drive), an empty folder or another store in its
+    place, every tool, prompt and resource is one error and nothing is read or written, by
+    the calls or by the server's watcher."""
+    from mcp.shared.exceptions import MCPError
+
+    store, away = tmp_path / "store", tmp_path / "away"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    calls = [("search", {"query": "freeze"}), ("list_notes", {}), ("recall", {}),
+             ("remember", {"text": "The release train leaves on Monday"}),
+             ("update_scratchpad", {"action": "note", "text": "checking the freeze"}),
+             ("project_memory", {"action": "add", "section": "lessons", "text": "freeze"}),
+             ("add_episode", {"goal": "freeze", "outcome": "completed"})]
+
+    async def refused(session, words: str) -> None:
+        for tool, arguments in calls:
+            result = await session.call_tool(tool, arguments)
+            message = result.content[0].text
+            assert result.is_error and words in message and "\n" not in message, (tool, message)
+        with pytest.raises(MCPError, match=words):
+            await session.get_prompt("session_start", {"task": "freeze"})
+        with pytest.raises(MCPError):
+            await session.read_resource("memctl://projects/demo/MEMORY.md")
+        with pytest.raises(MCPError, match=words):
+            await session.list_resources()
+
+    async def script(session) -> dict:
+        added = await session.call_tool("remember", {"text": "The deploy freeze starts on "
+                                                             "Friday"})
+        assert not added.is_error
+        os.rename(store, away)
+        await refused(session, "is gone")
+        store.mkdir()  # an empty mount point where the store was
+        await refused(session, "no longer the store")
+        # The server's watcher has seen the folder (it says so), and leaves it untouched too.
+        log = tmp_path / "mcp-stderr.log"
+        with anyio.fail_after(60):
+            while not any(words in log.read_text() for words in
+                          ("another folder is at", "watching the new one")):
+                await anyio.sleep(0.05)
+        left = sorted(os.listdir(store))
+        assert left == [], left  # nothing at all was written into the empty folder
+        store.rmdir()
+        os.rename(away, store)  # back in its place: the same folder, served again
+        found = await session.call_tool("search", {"query": "freeze"})
+        os.rename(store, away)
+        subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                       check=True, capture_output=True)  # another store in its place
+        other = (tree_snapshot(store), head_of(store))
+        await refused(session, "no longer the store")
+        assert (tree_snapshot(store), head_of(store)) == other
+        (away / "memctl.toml").unlink()
+        os.rename(store, tmp_path / "other")
+        os.rename(away, store)  # the same folder, no longer a store
+        await refused(session, "no longer a memctl store")
+        return {"found": found}
+
+    outcome = run_session(store, script)
+    assert "freeze" in text_of(outcome["found"])
+    assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
+
+
+def test_an_edit_of_memctl_toml_is_honoured_by_the_next_call_and_a_broken_one_refused(tmp_path):
+    """The settings are read again when memctl.toml changes while the server runs, as a CLI
+    command run then would read them: a new value is used, a value out of range or a file
+    that does not parse is one error naming it, and the fixed file is used again."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    settings = store / "memctl.toml"
+
+    async def script(session) -> dict:
+        for text in ("The API listens on port 8080", "Deploys happen on Tuesdays",
+                     "The cache is Redis 7"):
+            assert not (await session.call_tool("remember", {"text": text})).is_error
+        seen = {}
+        seen["before"] = (await session.call_tool("recall", {})).structured_content
+        settings.write_text("[recall]\nmax_notes = 1\n")
+        seen["one"] = (await session.call_tool("recall", {})).structured_content
+        settings.write_text("[recall]\nmax_notes = -1\n")
+        seen["range"] = await session.call_tool("recall", {})
+        settings.write_text("[recall\nmax_notes = ")
+        seen["broken"] = [await session.call_tool(tool, arguments) for tool, arguments in
+                          (("recall", {}), ("remember", {"text": "Logs go to Loki"}))]
+        settings.write_text("[recall]\nmax_notes = 2  # two\n")
+        seen["fixed"] = (await session.call_tool("recall", {})).structured_content
+        return seen
+
+    seen = run_session(store, script)
+    assert len(seen["before"]["notes"]) == 3
+    assert len(seen["one"]["notes"]) == 1 and seen["one"]["budget"]["max_notes"] == 1
+    message = seen["range"].content[0].text
+    assert seen["range"].is_error and "recall.max_notes" in message and "\n" not in message
+    for result in seen["broken"]:
+        message = result.content[0].text
+        assert result.is_error and "memctl.toml does not parse" in message, message
+        assert "\n" not in message
+    assert len(seen["fixed"]["notes"]) == 2
+    assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
+
+
 def test_resources_list_each_projects_files_and_read_notes_by_id(mcp):
     from mcp_types import ResourceListChangedNotification
 
@@ -454,6 +668,34 @@ def test_prompts_start_end_and_consolidate(mcp):
 
     with pytest.raises(MCPError, match="not a project name"):
         mcp.prompt("session_start", {"task": "x", "project": "../etc"})
+
+
+def test_a_prompt_argument_misspelt_or_missing_is_one_line_naming_it(mcp):
+    """As for tools: an argument a prompt does not take is refused naming it and the ones it
+    takes, a required one left out is named; an "invalid params" error, no traceback in the
+    server's log."""
+    from mcp.shared.exceptions import MCPError
+
+    log = mcp.store.parent / "mcp-stderr.log"
+    logged = len(log.read_text())
+    cases = [
+        ("session_start", {"task": "deploy", "projct": "blog"},
+         "the `session_start` prompt takes no argument `projct`; it takes `task`, `project`"),
+        ("consolidate", {"all": "true"},
+         "the `consolidate` prompt takes no argument `all`; it takes `project`"),
+        ("end_of_task", {"outcome": "partial", "task": "x"},
+         "the `end_of_task` prompt takes no argument `task`; it takes `outcome`, `project`"),
+        ("session_start", {}, "`task` is required: the `session_start` prompt takes `task`, "
+                              "`project`"),
+        ("session_stat", {"task": "x"}, "there is no prompt `session_stat`; the prompts are "
+                                        "`session_start`, `end_of_task`, `consolidate`"),
+    ]
+    for prompt, arguments, message in cases:
+        with pytest.raises(MCPError) as refused:
+            mcp.prompt(prompt, arguments)
+        assert refused.value.error.message == message, (prompt, arguments)
+        assert refused.value.error.code == -32602  # invalid params
+    assert "Traceback" not in log.read_text()[logged:]
 
 
 def _wait_for(condition, limit: float = 30.0) -> None:

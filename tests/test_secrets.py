@@ -296,3 +296,37 @@ def test_the_sha256_without_openssl_is_hashlib_s() -> None:
 
     for data in (b"", b"abc", "数据库".encode() * 1000):
         assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+# --- a project's name: a folder name, so never a secret --------------------------------------
+
+_NAME_RUN = "[^\\s/\\\\:=\"'@,;()\\[\\]{}<>?&]+"  # what could be typed as one project name
+
+
+def test_every_labelled_key_that_could_be_a_project_name_is_refused_as_one() -> None:
+    """`arguments.project_name` scans only a name of SHORTEST_NAME_SECRET characters or more
+    holding a digit or a capital: every piece of a labelled text that is a project name and
+    in which the scanner finds a secret is refused (so the shortcut skips no key shape), and
+    the error shows it masked only."""
+    import re
+    import unicodedata
+
+    from memctl.core.arguments import project_name
+    from memctl.core.errors import ArgumentError
+    from memctl.core.vocab import valid_project_name
+
+    texts = [text for text, _kind, _secret in LABELLED.SECRETS]
+    texts += [text for text, _why in LABELLED.NON_SECRETS] + [text for text, _k, _s in CASES]
+    checked = 0
+    for text in texts:
+        for run in re.findall(_NAME_RUN, text):
+            name = unicodedata.normalize("NFC", run)
+            if not valid_project_name(name) or not scan(name):
+                continue
+            checked += 1
+            with pytest.raises(ArgumentError, match="looks like a secret") as refused:
+                project_name(name)
+            assert name not in str(refused.value), name
+    assert checked >= 15  # the token shapes: AWS, GitHub, GitLab, npm, Slack, Stripe, JWT, …
+    for name in ("blog-backend", "my-company-blog-backend", "项目-2026", "AKIAIOSFODNN7EXAMPL"):
+        assert project_name(name) == name

@@ -270,6 +270,49 @@ def test_a_secret_in_any_field_of_add_is_refused(store_path: Path, option: list[
     assert cli("add", "an ordinary note", *option, "--allow-secret").exit_code == 0
 
 
+# Every command that takes a project, the installed memctl as a user runs it (`add` and
+# `search` through their fast paths): the name is a folder and is in commit messages.
+PROJECT_DOORS = [
+    ["add", "an innocent fact"],
+    ["add", "an innocent fact", "--allow-secret"],  # a folder name cannot be masked
+    ["scratch", "note", "innocent"],
+    ["scratch", "focus", "innocent"],
+    ["episode", "add", "--goal", "innocent", "--outcome", "completed"],
+    ["episode", "list"],
+    ["project", "add", "lessons", "innocent"],
+    ["project", "replace", "# innocent"],
+    ["search", "innocent"],
+    ["list"],
+    ["recall"],
+    ["get", "innocent"],
+    ["export", "out.zip"],
+    ["mcp"],
+]
+
+
+@pytest.mark.parametrize("token", [AWS, "ghp_abcdefghijklmnopqrstuvwxyz0123456789"])
+def test_a_project_named_like_a_secret_is_refused_by_every_door(store_path: Path, tmp_path: Path,
+                                                                token: str) -> None:
+    folder = tmp_path / "notes-from-elsewhere"
+    folder.mkdir()
+    (folder / "plain.md").write_text("# Plain\n\nNothing to hide here.\n")
+    before = tree_snapshot(store_path)
+    head = git(store_path, "rev-parse", "HEAD")
+    doors = [(args + ["--project", token], "demo") for args in PROJECT_DOORS]
+    doors.append((["import", str(folder), "--from", "markdown", "--project", token], "demo"))
+    doors += [(args, token) for args in (["add", "an innocent fact"], ["scratch", "note", "x"],
+                                         ["search", "innocent"], ["mcp"])]  # MEMCTL_PROJECT
+    for args, project in doors:
+        refused = run_memctl(*args, store=store_path, project=project)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.exit_code == 2, (args, refused.stderr)
+        assert lines[0].startswith("error: ") and "looks like a secret" in lines[0], (args, lines)
+        assert token not in refused.stderr + refused.stdout, args
+    assert tree_snapshot(store_path) == before and not (tmp_path / "out.zip").exists()
+    assert git(store_path, "rev-parse", "HEAD") == head
+    assert git(store_path, "status", "--porcelain") == ""
+
+
 def test_a_secret_in_an_episode_tag_or_an_edit_is_refused(store_path: Path) -> None:
     cli = Cli(store_path)
     refused = cli("episode", "add", "--goal", "ship it", "--outcome", "completed", "--tags", GITHUB)

@@ -27,13 +27,32 @@ MAX_TAGS = 100
 MAX_FIELD_CHARS = 200
 
 
+# The shortest secret the scanner finds in a string a project name may be (letters, digits,
+# `_ . -`): an AWS access key id, `AKIA` and 16 more. Every key shape of that alphabet also
+# holds a digit or a capital letter (memctl/core/secrets.py); a name with neither, or shorter,
+# is never scanned, so a search naming its project does not load the scanner.
+# tests/test_secrets.py holds this to every labelled secret that could be a project name.
+SHORTEST_NAME_SECRET = 20
+
+
 def project_name(name: str, argument: str = "project") -> str:
     """A project's name: a folder of the store (or `global`), in Unicode NFC (`café` typed
-    in either form names one folder)."""
+    in either form names one folder). Never one that looks like a secret: the name is a
+    folder every clone carries and is in every commit message of the project, where no mask
+    can hide it, so not even `allow_secret` lets one through (docs/security.md)."""
     if isinstance(name, str):
         name = unicodedata.normalize("NFC", name)
     if not isinstance(name, str) or not valid_project_name(name):
         raise ArgumentError(argument, f"{name!r} is not a project name ({PROJECT_NAME_RULE})")
+    if len(name) >= SHORTEST_NAME_SECRET and any(ch.isdigit() or ch.isupper() for ch in name):
+        from memctl.core.secrets import scan  # the scanner, only for a name that may hold a key
+
+        found = scan(name)
+        if found:
+            raise ArgumentError(argument, f"the name looks like a secret ({found[0].kind} "
+                                          f"{found[0].masked}); a project's name is a folder "
+                                          "name, carried by every clone and commit message, "
+                                          "so it can never be one: choose another name")
     return name
 
 

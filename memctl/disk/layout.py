@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import MemctlError, UsageError, arg
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
 from memctl.core.vocab import DEBRIS_SUFFIXES as _DEBRIS_SUFFIXES
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
 from memctl.core.vocab import PROJECT_NAME_RULE, project_from_folder, valid_project_name
@@ -103,9 +103,8 @@ def choose_project(option: str | None, store_root: Path | None = None,
     if from_env:
         try:
             return project_name(from_env, "MEMCTL_PROJECT"), None
-        except UsageError:
-            raise UsageError(f"invalid value for MEMCTL_PROJECT: {from_env!r} is not a project "
-                             f"name ({PROJECT_NAME_RULE})") from None
+        except ArgumentError as exc:  # worded for the variable in every front end
+            raise UsageError(f"invalid value for MEMCTL_PROJECT: {exc.problem}") from None
     here = (cwd or Path.cwd()).absolute()
     if store_root is not None:
         try:

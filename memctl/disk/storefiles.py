@@ -54,6 +54,12 @@ class StoreFiles:
             self._settings = Settings.load(self.root)
         return self._settings
 
+    def forget_settings(self) -> None:
+        """`memctl.toml` read again at the next use of the settings, for a process that
+        outlives an edit of it (`memctl mcp`: `memctl.services.serving.ServedStore`). As at
+        the first read, a file that does not parse raises there, at each use."""
+        self._settings = None
+
     @property
     def state_dir(self) -> Path:
         path = self.resolve(STATE_DIR)  # a `.memctl` link (planted by a remote) is refused

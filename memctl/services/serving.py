@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from memctl.core import arguments
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, cmd
 from memctl.disk import counters
 from memctl.disk.private import read_or_create_private
+from memctl.disk.settings import SETTINGS_FILE
 from memctl.store import Store
 
-__all__ = ["MIN_TOKEN_CHARS", "TOKEN_ENV", "TOKEN_FILE", "HttpToken", "http_options", "http_token",
-           "kept_open"]
+__all__ = ["MIN_TOKEN_CHARS", "TOKEN_ENV", "TOKEN_FILE", "HttpToken", "ServedStore", "http_options",
+           "http_token", "kept_open"]
 
 TOKEN_ENV = "MEMCTL_MCP_TOKEN"
 TOKEN_FILE = "mcp-token"  # in .memctl/, mode 0600
@@ -63,3 +65,56 @@ def kept_open(store: Store) -> Iterator[None]:
     finally:
         if held is not None:
             held.close()
+
+
+class ServedStore:
+    """The store a server opened, checked before each call it serves (docs/agents.md, "The
+    store while the server runs"), in two `stat`s:
+
+    - it is still there, the same folder (device and inode) and still a store (its
+      `memctl.toml`); otherwise the call is one error and reads and writes nothing: a store
+      moved, deleted or on a drive unmounted, an empty folder or another store in its place,
+      never answers "nothing found" nor gets the call's files;
+    - its settings are what `memctl.toml` says now, as for a CLI command run now: the file
+      is read again, at the settings' next use, when its stamp (inode, mtime_ns, size)
+      changed; then a file that does not parse, or a setting out of its range, is the
+      error of a call that uses the settings, naming it, as it is the CLI's."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.folder = _identity(os.stat(store.root))
+        self.settings_stamp = self._settings_stamp()
+
+    def check(self) -> None:
+        root = self.store.root
+        restart = "restart this server on the store where it is now"
+        try:
+            folder = os.stat(root)
+        except OSError:
+            raise MemctlError(f"the store {root} is gone since this server started (moved, "
+                              f"deleted or on a drive no longer mounted); nothing was read or "
+                              f"written. Put it back, or {restart}") from None
+        if not stat.S_ISDIR(folder.st_mode) or _identity(folder) != self.folder:
+            raise MemctlError(f"{root} is no longer the store this server started on (another "
+                              f"folder is in its place); nothing was read or written: {restart}")
+        stamp = self._settings_stamp()
+        if stamp is None:
+            raise MemctlError(f"{root} is no longer a memctl store (no {SETTINGS_FILE}); "
+                              f"nothing was read or written. Put it back, or create one with "
+                              f"{cmd(f'init {root}')}")
+        if stamp != self.settings_stamp:
+            self.store.forget_settings()
+            self.settings_stamp = stamp
+
+    def _settings_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            found = os.stat(self.store.root / SETTINGS_FILE)
+        except OSError:
+            return None
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        return found.st_ino, found.st_mtime_ns, found.st_size
+
+
+def _identity(found: os.stat_result) -> tuple[int, int]:
+    return found.st_dev, found.st_ino

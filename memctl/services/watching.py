@@ -94,8 +94,10 @@ class BackgroundWatcher:
             with self._lock:
                 if self._stopping:
                     return
+                # Never onto another folder put at the store's path: the server serves only
+                # the store it opened (serving.ServedStore) and writes nothing elsewhere.
                 watcher = self._watcher = Watcher(self.store.root, on_message=self._message,
-                                                  on_answer=self._answer)
+                                                  on_answer=self._answer, follow_replaced=False)
             try:
                 watcher.run(on_ready=self._on_ready)
                 return  # stopped

@@ -138,9 +138,13 @@ class Watcher:
                  on_live: Callable[[bool], None] | None = None,
                  quiet: float = QUIET, max_delay: float = MAX_DELAY,
                  full_check_every: float = FULL_CHECK_EVERY,
-                 commit_every: float = COMMIT_EVERY) -> None:
+                 commit_every: float = COMMIT_EVERY, follow_replaced: bool = True) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.commit = commit
+        # Another folder at the store's path (`mv store store.old; mkdir store`): start over
+        # on it, or (False: `memctl mcp`, which serves only the store it opened) leave it
+        # untouched and wait for the store to return (docs/agents.md).
+        self.follow_replaced = follow_replaced
         self.on_batch = on_batch or (lambda report: None)
         self.on_message = on_message or (lambda text: None)
         self.on_commit = on_commit or (lambda sha, files: None)
@@ -485,7 +489,14 @@ class Watcher:
                 self.on_message(f"the store folder {self.root} is gone; waiting for it to return")
             return True
         same_root = (info.st_dev, info.st_ino) == self._root_id
+        if not same_root and not self.follow_replaced:
+            if not self._root_gone_said:
+                self._root_gone_said = True
+                self.on_message(f"another folder is at {self.root}, not the store; leaving it "
+                                "untouched, waiting for the store to return")
+            return True
         if same_root and self._lock.still_held():
+            self._root_gone_said = False
             if _file_id(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
                 self._index.close()
