@@ -217,6 +217,26 @@ def test_a_folder_memctl_cannot_write_gives_a_clear_error(store: Path) -> None:
     assert not list(folder.glob(".*.tmp"))
 
 
+def test_a_failed_commit_leaves_nothing_staged_for_the_next_one(store: Path) -> None:
+    # git cannot move the branch (its folder is read-only for this user): the commit fails
+    # after its file was staged. The next command's commit must hold its own note only.
+    heads = store / ".git" / "refs" / "heads"
+    heads.chmod(0o555)
+    try:
+        failed = run_limited("add", "a note whose commit fails " + sentence(random.Random(5)),
+                             store=store)
+    finally:
+        heads.chmod(0o755)
+    no_traceback(failed.stderr)
+    assert failed.returncode == 1 and failed.stderr.startswith("error: git update-ref failed")
+    assert git(store, "diff", "--cached", "--name-only").stdout == ""
+    later = run_memctl("add", "a later unrelated note " + sentence(random.Random(6)),
+                       "--json", store=store, project="alpha")
+    assert later.exit_code == 0, later.stderr
+    committed = git(store, "show", "--name-only", "--format=", "HEAD").stdout.split()
+    assert committed == [later.json()["path"]]
+
+
 @contextmanager
 def small_filesystem(size: str = "3m"):
     """A real full disk: a tmpfs of `size` (root only); None when it cannot be mounted."""

@@ -398,6 +398,22 @@ def test_a_bad_clock_override_is_one_line(store_path: Path) -> None:
     assert result.exit_code == 1 and result.stderr == "error: MEMCTL_NOW='garbage' is not an ISO 8601 time\n"
 
 
+@pytest.mark.parametrize("moment", ["2100-01-01T00:00:00Z", "0001-01-01T00:00:00Z",
+                                    "1969-12-31T23:59:59Z", "2099-12-31T20:00:00-05:00"])
+def test_a_clock_override_outside_gits_years_is_one_line_and_changes_nothing(
+        store_path: Path, moment: str) -> None:
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    result = run_memctl("add", "written with a far clock", store=store_path,
+                        env={"MEMCTL_NOW": moment})
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == (f"error: MEMCTL_NOW={moment!r} is outside the years 1970..2099 "
+                             "(git cannot date a commit then); set a time in them or unset "
+                             "MEMCTL_NOW\n")
+    assert tree_snapshot(store_path) == before
+    assert git(store_path, "rev-parse", "HEAD") == head
+    assert git(store_path, "status", "--porcelain") == ""
+
+
 @pytest.mark.parametrize(("line", "command"), [("archive_after_days = -1", ["archive"]),
                                                ("default_limit = 0", ["search", "note"]),
                                                ("max_notes = -5", ["recall"])])
