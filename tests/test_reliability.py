@@ -217,6 +217,22 @@ def test_a_folder_memctl_cannot_write_gives_a_clear_error(store: Path) -> None:
     assert not list(folder.glob(".*.tmp"))
 
 
+def test_an_unreadable_template_is_one_line_and_changes_nothing(store: Path) -> None:
+    template = store / ".templates" / "decision.md"
+    before = tree_snapshot(store)
+    template.chmod(0)
+    try:
+        result = run_limited("add", "use Postgres " + sentence(random.Random(7)), "--type",
+                             "decision", store=store)
+    finally:
+        template.chmod(0o644)
+    no_traceback(result.stderr)
+    assert result.returncode == 1
+    assert result.stderr == ("error: .templates/decision.md: permission denied; check the "
+                             "file's permissions\n")
+    assert tree_snapshot(store) == before
+
+
 def test_a_failed_commit_leaves_nothing_staged_for_the_next_one(store: Path) -> None:
     # git cannot move the branch (its folder is read-only for this user): the commit fails
     # after its file was staged. The next command's commit must hold its own note only.

@@ -294,6 +294,32 @@ def test_an_import_carrying_a_secret_is_refused_unless_allowed(store_path: Path,
     assert cli("import", str(folder), "--from", "markdown", "--allow-secret").exit_code == 0
 
 
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_a_linked_template_is_refused_never_read(store_path: Path, outside: Path,
+                                                 linked: str) -> None:
+    # A template, or the `.templates` folder, that is a link is refused like any other link
+    # in the store: its target is never read into a note (docs/security.md).
+    templates = store_path / ".templates"
+    outside.write_text("---\nimportance: 5\n---\n{{text}}\n\nCONTENT-FROM-OUTSIDE\n")
+    if linked == "file":
+        (templates / "rule.md").unlink()
+        os.symlink(outside, templates / "rule.md")
+    else:
+        moved = outside.parent / "templates"
+        templates.rename(moved)
+        (moved / "rule.md").write_text(outside.read_text())
+        os.symlink(moved, templates)
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "a linked template")
+    before = tree_snapshot(store_path)
+    result = run_memctl("add", "Always run tests", "--type", "rule", store=store_path)
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("error: .templates/rule.md: .templates") \
+        and "symbolic link" in result.stderr and result.stderr.count("\n") == 1
+    assert tree_snapshot(store_path) == before
+    assert git(store_path, "status", "--porcelain") == ""
+
+
 def test_health_lists_links_invalid_ids_shared_ids_and_ignored_folders(store_path: Path, outside: Path) -> None:
     cli = Cli(store_path)
     cli.ok("add", "an ordinary note", env=NOW)
