@@ -264,6 +264,11 @@ def test_a_note_from_remember_to_forget(mcp):
                           "superseded_by": newer["id"]}
     _, stale = mcp.ok("list_notes", {"project": project, "status": "superseded"})
     assert [row["id"] for row in stale["notes"]] == [note_id]
+    # The other way round would hide both notes: a superseded note supersedes nothing.
+    cycle = mcp.error("supersede", {"old_id": newer["id"], "new_id": note_id})
+    assert f"note {note_id} is superseded" in cycle and "restore it first" in cycle
+    _, still = mcp.ok("list_notes", {"project": project, "status": "superseded"})
+    assert [row["id"] for row in still["notes"]] == [note_id]
     _, restored = mcp.ok("restore", {"id": note_id})
     assert restored["status"] == "active"
 

@@ -330,6 +330,11 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
     new = store.find_note(new_ref)
     if old.id == new.id:
         raise MemctlError("a note cannot supersede itself")
+    if new.status != "active":
+        # A superseded NEW would hide both notes (superseding B by A after A by B leaves no
+        # active one: a cycle); an archived one is out of search. CLI and MCP come here.
+        raise MemctlError(f"note {new.id} is {new.status} ({new.path}); only an active note "
+                          f"can supersede another: restore it first (`memctl restore {new.id}`)")
     with store.lock("supersede"):
         moment = now()
         path = _mark_superseded(store, old, new.id, moment)
