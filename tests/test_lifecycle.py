@@ -379,3 +379,37 @@ def test_a_sweep_that_fails_half_way_leaves_the_store_as_it_was(sample_store: Pa
     assert tree_snapshot(sample_store) == before
     assert git(sample_store, "rev-parse", "HEAD") == head
     assert git(sample_store, "status", "--porcelain", "--ignored") == "!! .memctl/\n"
+
+
+def test_a_folder_memctl_cannot_write_is_one_line_for_archive_and_restore(
+        sample_store: Path) -> None:
+    plan = run_memctl("archive", "--dry-run", "--json", store=sample_store).json()["plan"]
+    first = plan["archive"][0]
+    source_folder = sample_store / first["path"].rpartition("/")[0]
+    before = tree_snapshot(sample_store)
+    source_folder.chmod(0o555)
+    try:
+        swept = _run_as_a_user("archive", store=sample_store)
+    finally:
+        source_folder.chmod(0o755)
+    assert swept.returncode == 1 and "Traceback" not in swept.stderr
+    assert swept.stderr.startswith(f"error: cannot move {sample_store / first['path']} to ")
+    assert "Permission denied" in swept.stderr and swept.stderr.count("\n") == 1
+    assert tree_snapshot(sample_store) == before
+
+    # Restore into a folder memctl may not write: one line, the note still archived.
+    run_memctl("archive", store=sample_store)
+    archived = run_memctl("show", first["id"], "--json", store=sample_store).json()
+    before, head = tree_snapshot(sample_store), git(sample_store, "rev-parse", "HEAD")
+    source_folder.chmod(0o555)
+    try:
+        restored = _run_as_a_user("restore", first["id"], store=sample_store)
+    finally:
+        source_folder.chmod(0o755)
+    assert restored.returncode == 1 and "Traceback" not in restored.stderr
+    assert restored.stderr.startswith(
+        f"error: cannot move {sample_store / archived['path']} to {source_folder}/: "
+        "Permission denied"), restored.stderr
+    assert tree_snapshot(sample_store) == before
+    assert git(sample_store, "rev-parse", "HEAD") == head
+    assert git(sample_store, "status", "--porcelain") == ""

@@ -115,6 +115,34 @@ def make_dirs(folder: Path) -> list[Path]:
     return created
 
 
+def move_file(source: Path, target: Path) -> list[Path]:
+    """Move a file with one rename (atomic: it is at one place or the other), making the
+    target's missing folders first; the folders are fsynced. A failure (a folder memctl may
+    not write, a read-only filesystem) is a one-line `WriteError`, the file left where it was
+    and any folder made for it removed. Returns the folders created, outermost first."""
+    source, target = Path(source), Path(target)
+    created: list[Path] = []
+    try:
+        created = make_dirs(target.parent)
+        os.rename(source, target)
+    except OSError as exc:
+        for folder in reversed(created):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        if isinstance(exc, MemctlError):
+            raise
+        raise _write_error(target, exc, "the file was not moved",
+                           doing=f"cannot move {source} to {target.parent}/") from None
+    fsync_dir(target.parent)
+    if source.parent != target.parent:
+        fsync_dir(source.parent)
+    for folder in created:
+        fsync_dir(folder.parent)
+    return created
+
+
 def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -155,15 +183,18 @@ def _apply_umask_mode(tmp_name: str, final: Path) -> None:
     os.chmod(tmp_name, mode & ~0o002)  # never world-writable
 
 
-def _write_error(path: Path, exc: OSError) -> WriteError:
-    """A one-line message naming the file and what to do, never a traceback."""
+def _write_error(path: Path, exc: OSError, unchanged: str = _UNCHANGED,
+                 doing: str = "") -> WriteError:
+    """A one-line message naming the file and what to do, never a traceback. `doing`: what
+    failed, when not writing `path` (`cannot move A to B/`)."""
     reason = exc.strerror or str(exc)
     hints = {
         errno.ENOSPC: "free some disk space and run the command again",
         errno.EDQUOT: "free some space within your disk quota and run the command again",
         errno.EROFS: "the filesystem is read-only; remount it read-write or move the store",
-        errno.EACCES: "check the permissions of the file and its folder",
-        errno.EPERM: "check the permissions of the file and its folder",
+        errno.EACCES: f"check the permissions of the file and its folder{'s' if doing else ''}",
+        errno.EPERM: f"check the permissions of the file and its folder{'s' if doing else ''}",
     }
     hint = hints.get(exc.errno or 0, "check the disk and the folder, then run the command again")
-    return WriteError(f"cannot write {path}: {reason} ({_UNCHANGED}); {hint}", exc.errno, str(path))
+    doing = doing or f"cannot write {path}"
+    return WriteError(f"{doing}: {reason} ({unchanged}); {hint}", exc.errno, str(path))

@@ -34,7 +34,7 @@ from memctl.core.errors import MemctlError
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
-from memctl.disk.atomic import fsync_dir, make_dirs
+from memctl.disk.atomic import move_file
 from memctl.disk.counters import get_counters
 from memctl.disk.gitops import last_message_starting
 from memctl.disk.layout import ARCHIVED, NOTE, classify
@@ -341,12 +341,8 @@ def _move(store: Store, step: _Step) -> None:
 
     Each step is atomic, so a crash leaves exactly one copy: at the old place, or at the new
     one (where its folder already says what it is), never two notes with one id."""
-    import os
-
     if step.target != step.source:
-        step.created = make_dirs(store.path(step.target).parent)
-        os.rename(store.path(step.source), store.path(step.target))
-        fsync_dir(store.path(step.target).parent)
+        step.created = move_file(store.path(step.source), store.path(step.target))
     store.write_text(step.target, step.text)
 
 
