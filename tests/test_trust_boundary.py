@@ -424,6 +424,26 @@ def test_a_bad_clock_override_is_one_line(store_path: Path) -> None:
     assert result.exit_code == 1 and result.stderr == "error: MEMCTL_NOW='garbage' is not an ISO 8601 time\n"
 
 
+@pytest.mark.parametrize(("args", "store_env", "words"), [
+    (["--store", "", "add", "meant for another store"], None, "--store is empty"),
+    (["--store=", "search", "anything"], None, "--store is empty"),
+    (["--store", " ", "list"], None, "--store is empty"),
+    (["add", "meant for another store"], "", "MEMCTL_STORE is set but empty"),
+    (["search", "anything"], "", "MEMCTL_STORE is set but empty"),
+    (["init", ""], None, "the store's folder is empty"),
+])
+def test_an_empty_store_option_or_variable_is_bad_usage_never_the_default_store(
+        tmp_path: Path, args: list[str], store_env: str | None, words: str) -> None:
+    # `memctl --store "$STORE" add …` with STORE unset: a typo never becomes the default store.
+    env = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    if store_env is not None:
+        env["MEMCTL_STORE"] = store_env
+    result = run_memctl(*args, project=None, env=env)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith(f"error: {words}") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "data").exists() and not (tmp_path / "home").exists()
+
+
 @pytest.mark.parametrize("moment", ["2100-01-01T00:00:00Z", "0001-01-01T00:00:00Z",
                                     "1969-12-31T23:59:59Z", "2099-12-31T20:00:00-05:00"])
 def test_a_clock_override_outside_gits_years_is_one_line_and_changes_nothing(
