@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import Cli, git
+from conftest import Cli, git, tree_snapshot
 from conftest import write_memory_file as write
 
 from memctl.core.note import Note
@@ -208,6 +208,21 @@ def test_cli_supersede_by_hand(cli: Cli) -> None:
     assert same.exit_code == 1 and same.stderr.startswith("error:")
     unknown = cli("supersede", "zzzzzzzz", new["id"])
     assert unknown.exit_code == 1
+
+
+def test_supersede_refuses_a_new_note_that_is_not_active(cli: Cli) -> None:
+    # Superseding B by A after A by B would hide both notes (a cycle): NEW must be active.
+    a = cli.ok("add", "Releases happen on Fridays", "--json").json()
+    b = cli.ok("add", "Releases moved to Tuesdays after the outage", "--json").json()
+    cli.ok("supersede", a["id"], b["id"])
+    before, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    cycle = cli("supersede", b["id"], a["id"])
+    assert cycle.exit_code == 1
+    assert cycle.stderr == (f"error: note {a['id']} is superseded ({a['path']}); only an active "
+                            f"note can supersede another: restore it first (`memctl restore "
+                            f"{a['id']}`)\n")
+    assert tree_snapshot(cli.store) == before and git(cli.store, "rev-parse", "HEAD") == head
+    assert b["id"] in _search_ids(cli, "releases")
 
 
 def test_cli_correction_names_what_it_corrects(cli: Cli) -> None:

@@ -276,3 +276,16 @@ def test_mcp_update_episode_finishes_one(store_path):
     finished = run_memctl("episode", "show", started["id"], "--json", store=store_path).json()
     assert finished["outcome"] == "completed" and finished["summary"] == "Released."
     assert finished["steps"] == [{"action": "tag", "result": "v1.0.0 pushed"}]
+
+
+def test_show_of_an_ambiguous_prefix_says_so_and_never_picks_the_episode(sample_store):
+    # `01` starts every id of the sample store, one episode's among them: `show` must say
+    # the prefix is ambiguous, as `forget` does, not show that episode.
+    for ref in ("01", "0"):
+        shown = run_memctl("show", ref, store=sample_store)
+        assert shown.exit_code == 1, shown.stdout
+        assert shown.stderr.startswith(f"error: id prefix {ref!r} is ambiguous: ")
+        assert shown.stdout == ""
+    episode = run_memctl("episode", "list", "--all-projects", "--json",
+                         store=sample_store).json()[0]
+    assert run_memctl("show", episode["id"], store=sample_store).exit_code == 0

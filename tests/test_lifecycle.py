@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from conftest import Cli, git, run_memctl, tree_snapshot
+import pytest
+from conftest import Cli, git, memctl_executable, run_memctl, tree_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -311,3 +315,101 @@ def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_rena
     shown = cli.ok("archive", env={**SWEEP, "COLUMNS": "250"}).stdout
     row = next(line for line in shown.splitlines() if line.startswith(old["id"]))
     assert row.rstrip().endswith(f"archive/{kind}/{name[:-3]}-{old['id']}.md")
+
+
+# --- a sweep is all or nothing (docs/lifecycle.md) ----------------------------------------------
+
+
+def _as_a_user() -> list[str]:
+    """A prefix that runs a command as root minus CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so
+    file modes apply to it as to any user (the tests run as root, which ignores modes)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("permission tests need util-linux's setpriv when run as root")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def _run_as_a_user(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="demo")
+    return subprocess.run([*_as_a_user(), memctl_executable(), *args], capture_output=True,
+                          text=True, env=env, timeout=60)
+
+
+def test_a_note_memctl_cannot_change_in_place_is_kept_and_the_sweep_goes_on(
+        sample_store: Path) -> None:
+    # Flow-style front matter is valid YAML: memctl reads it, but its line edits do not
+    # handle it. The sweep keeps that note (listed, with why) and does the rest.
+    rel = "blog-backend/notes/fact/zz-hand.md"
+    dropped = ("---\n{id: handdrop1, expires: 2026-01-01, created: 2025-01-01T00:00:00Z}\n"
+               "---\nHand-dropped note.\n")
+    (sample_store / rel).write_text(dropped)
+    git(sample_store, "add", "-A")
+    git(sample_store, "commit", "-qm", "hand drop")
+    planned = run_memctl("archive", "--dry-run", "--json", store=sample_store).json()
+    swept = run_memctl("archive", "--json", store=sample_store)
+    assert swept.exit_code == 0, swept.stderr
+    report = swept.json()
+    assert report["plan"] == planned["plan"]  # the dry run showed exactly this
+    kept = {item["id"]: item for item in report["plan"]["kept"]}
+    assert "handdrop1" in kept and "handdrop1" not in report["archived"]
+    assert "cannot change" in kept["handdrop1"]["reason"] and rel in kept["handdrop1"]["reason"]
+    assert report["archived"] and report["demoted"]
+    assert (sample_store / rel).read_text() == dropped
+    assert git(sample_store, "status", "--porcelain") == ""
+    undone = run_memctl("restore", "--last-sweep", "--json", store=sample_store)
+    assert undone.exit_code == 0, undone.stderr
+
+
+def test_a_sweep_that_fails_half_way_leaves_the_store_as_it_was(sample_store: Path) -> None:
+    # The sweep writes the demotions, then moves notes in path order; the last notes' folder
+    # cannot be written, so the failure comes after other notes were already changed.
+    plan = run_memctl("archive", "--dry-run", "--json", store=sample_store).json()["plan"]
+    assert plan["demote"] and len(plan["archive"]) > 2
+    last = plan["archive"][-1]["path"]
+    locked = sample_store / last.rpartition("/")[0]
+    before, head = tree_snapshot(sample_store), git(sample_store, "rev-parse", "HEAD")
+    locked.chmod(0o555)
+    try:
+        result = _run_as_a_user("archive", store=sample_store)
+    finally:
+        locked.chmod(0o755)
+    assert result.returncode == 1, result.stderr
+    assert tree_snapshot(sample_store) == before
+    assert git(sample_store, "rev-parse", "HEAD") == head
+    assert git(sample_store, "status", "--porcelain", "--ignored") == "!! .memctl/\n"
+
+
+def test_a_folder_memctl_cannot_write_is_one_line_for_archive_and_restore(
+        sample_store: Path) -> None:
+    plan = run_memctl("archive", "--dry-run", "--json", store=sample_store).json()["plan"]
+    first = plan["archive"][0]
+    source_folder = sample_store / first["path"].rpartition("/")[0]
+    before = tree_snapshot(sample_store)
+    source_folder.chmod(0o555)
+    try:
+        swept = _run_as_a_user("archive", store=sample_store)
+    finally:
+        source_folder.chmod(0o755)
+    assert swept.returncode == 1 and "Traceback" not in swept.stderr
+    assert swept.stderr.startswith(f"error: cannot move {sample_store / first['path']} to ")
+    assert "Permission denied" in swept.stderr and swept.stderr.count("\n") == 1
+    assert tree_snapshot(sample_store) == before
+
+    # Restore into a folder memctl may not write: one line, the note still archived.
+    run_memctl("archive", store=sample_store)
+    archived = run_memctl("show", first["id"], "--json", store=sample_store).json()
+    before, head = tree_snapshot(sample_store), git(sample_store, "rev-parse", "HEAD")
+    source_folder.chmod(0o555)
+    try:
+        restored = _run_as_a_user("restore", first["id"], store=sample_store)
+    finally:
+        source_folder.chmod(0o755)
+    assert restored.returncode == 1 and "Traceback" not in restored.stderr
+    assert restored.stderr.startswith(
+        f"error: cannot move {sample_store / archived['path']} to {source_folder}/: "
+        "Permission denied"), restored.stderr
+    assert tree_snapshot(sample_store) == before
+    assert git(sample_store, "rev-parse", "HEAD") == head
+    assert git(sample_store, "status", "--porcelain") == ""

@@ -297,6 +297,11 @@ def test_a_note_from_remember_to_forget(mcp):
                           "superseded_by": newer["id"]}
     _, stale = mcp.ok("list_notes", {"project": project, "status": "superseded"})
     assert [row["id"] for row in stale["notes"]] == [note_id]
+    # The other way round would hide both notes: a superseded note supersedes nothing.
+    cycle = mcp.error("supersede", {"old_id": newer["id"], "new_id": note_id})
+    assert f"note {note_id} is superseded" in cycle and "restore it first" in cycle
+    _, still = mcp.ok("list_notes", {"project": project, "status": "superseded"})
+    assert [row["id"] for row in still["notes"]] == [note_id]
     _, restored = mcp.ok("restore", {"id": note_id})
     assert restored["status"] == "active"
 
@@ -881,3 +886,27 @@ def test_show_names_the_links_of_an_imported_note(mcp, tmp_path):
     text, shown = mcp.ok("show", {"id": ids["Payments"]})
     assert shown["note"]["links"] == [ids["Ledger"]]
     assert ids["Ledger"] in text
+
+
+def test_show_and_the_note_resource_say_an_ambiguous_prefix_is_ambiguous(mcp):
+    # A prefix that starts an episode's id and a note's: the one episode is not shown.
+    from mcp.shared.exceptions import MCPError
+
+    mcp.ok("remember", {"text": "A note beside an episode", "project": "prefixes"})
+    mcp.ok("add_episode", {"goal": "An episode beside a note", "outcome": "completed",
+                           "project": "prefixes"})
+    _, notes = mcp.ok("list_notes", {"all_projects": True, "status": "any", "limit": 500})
+    _, episodes = mcp.ok("list_episodes", {"all_projects": True, "limit": 500})
+    note_ids = [row["id"] for row in notes["notes"]]
+    episode_ids = [row["id"] for row in episodes["episodes"]]
+    episode = episode_ids[0]
+    prefix = next(episode[:length] for length in range(len(episode) - 1, 0, -1)
+                  if sum(e.startswith(episode[:length]) for e in episode_ids) == 1
+                  and any(n.startswith(episode[:length]) for n in note_ids))
+    message = mcp.error("show", {"id": prefix})
+    assert f"id prefix {prefix!r} is ambiguous" in message
+    with pytest.raises(MCPError) as refused:
+        mcp.read(f"memctl://notes/{prefix}")
+    assert "ambiguous" in str(refused.value)
+    _, whole = mcp.ok("show", {"id": episode})
+    assert episode in str(whole)

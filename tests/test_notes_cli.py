@@ -298,3 +298,21 @@ def test_an_expiry_in_the_past_is_refused(cli: Cli, when: str):
     assert "not in the future" in result.stderr
     assert tree_snapshot(cli.store) == before
     assert git(cli.store, "rev-list", "--count", "HEAD") == commits
+
+
+def test_a_template_without_its_text_placeholder_never_loses_the_note_text(cli: Cli) -> None:
+    # A person edited the store's template and took `{{text}}` out: the note's text is added
+    # after the template's body, and health names the template (docs/format.md).
+    (cli.store / ".templates" / "fact.md").write_text("---\nimportance: 6\n---\nA fact.\n")
+    (cli.store / ".templates" / "rule.md").write_text("---\nimportance: 7\n---\n")
+    fact = cli.ok("add", "Staging DB is at 10.0.3.7, user app_ro", "--json").json()
+    rule = cli.ok("add", "Always run the tests", "--type", "rule", "--json").json()
+    fact_text = parse_text((cli.store / fact["path"]).read_text())
+    assert fact_text.body == "A fact.\n\nStaging DB is at 10.0.3.7, user app_ro\n"
+    assert str(fact_text.meta["importance"]) == "6"
+    assert parse_text((cli.store / rule["path"]).read_text()).body == "Always run the tests\n"
+    assert [e["id"] for e in cli.ok("search", "staging", "--json").json()] == [fact["id"]]
+    report = cli("health", "--json").json()
+    assert sorted(e["path"] for e in report["templates"]) == [".templates/fact.md",
+                                                              ".templates/rule.md"]
+    assert "templates" in {problem["kind"] for problem in report["problems"]}

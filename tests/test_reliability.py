@@ -217,6 +217,75 @@ def test_a_folder_memctl_cannot_write_gives_a_clear_error(store: Path) -> None:
     assert not list(folder.glob(".*.tmp"))
 
 
+def test_a_store_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (tmp_path / "notes.txt").write_text("a file, not a folder\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("MEMCTL_STORE", "MEMCTL_PROJECT")}
+    cases = [
+        (["init", str(locked / "store")], env,
+         f"error: cannot create the folder {locked / 'store'}: Permission denied (nothing was "
+         f"created); check the permissions of {locked}\n"),
+        (["init", str(tmp_path / "notes.txt" / "store")], env,
+         f"error: cannot create the folder {tmp_path / 'notes.txt' / 'store'}: "
+         f"{tmp_path / 'notes.txt'} is a file, not a folder; choose another path, or move "
+         "that file\n"),
+        # The default store, made on first use, under a data folder memctl may not write.
+        (["list"], {**env, "XDG_DATA_HOME": str(locked)}, "error: cannot create the folder "),
+        (["init", "/proc/no-such-store"], env,
+         "error: cannot create the folder /proc/no-such-store: No such file or directory"),
+    ]
+    locked.chmod(0o555)
+    try:
+        for args, run_env, expected in cases:
+            result = subprocess.run([*without_file_permission_override(), memctl_executable(),
+                                     *args], capture_output=True, text=True, env=run_env,
+                                    timeout=60)
+            no_traceback(result.stderr)
+            assert result.returncode == 1, (args, result.stderr)
+            assert result.stderr.startswith(expected) and result.stderr.count("\n") == 1, \
+                (args, result.stderr)
+    finally:
+        locked.chmod(0o755)
+    assert list(locked.iterdir()) == []
+
+
+def test_an_unreadable_template_is_one_line_and_changes_nothing(store: Path) -> None:
+    template = store / ".templates" / "decision.md"
+    before = tree_snapshot(store)
+    template.chmod(0)
+    try:
+        result = run_limited("add", "use Postgres " + sentence(random.Random(7)), "--type",
+                             "decision", store=store)
+    finally:
+        template.chmod(0o644)
+    no_traceback(result.stderr)
+    assert result.returncode == 1
+    assert result.stderr == ("error: .templates/decision.md: permission denied; check the "
+                             "file's permissions\n")
+    assert tree_snapshot(store) == before
+
+
+def test_a_failed_commit_leaves_nothing_staged_for_the_next_one(store: Path) -> None:
+    # git cannot move the branch (its folder is read-only for this user): the commit fails
+    # after its file was staged. The next command's commit must hold its own note only.
+    heads = store / ".git" / "refs" / "heads"
+    heads.chmod(0o555)
+    try:
+        failed = run_limited("add", "a note whose commit fails " + sentence(random.Random(5)),
+                             store=store)
+    finally:
+        heads.chmod(0o755)
+    no_traceback(failed.stderr)
+    assert failed.returncode == 1 and failed.stderr.startswith("error: git update-ref failed")
+    assert git(store, "diff", "--cached", "--name-only").stdout == ""
+    later = run_memctl("add", "a later unrelated note " + sentence(random.Random(6)),
+                       "--json", store=store, project="alpha")
+    assert later.exit_code == 0, later.stderr
+    committed = git(store, "show", "--name-only", "--format=", "HEAD").stdout.split()
+    assert committed == [later.json()["path"]]
+
+
 @contextmanager
 def small_filesystem(size: str = "3m"):
     """A real full disk: a tmpfs of `size` (root only); None when it cannot be mounted."""

@@ -23,6 +23,7 @@ import pytest
 from conftest import REPO, memctl_executable, write_memory_file
 
 from memctl.cli import searchserver, served
+from memctl.core.errors import UsageError
 from memctl.disk import layout, watchstate
 
 # Runs `memctl ARGS` as the console script does, and records in MARK whether the search was
@@ -337,6 +338,16 @@ def test_the_asking_side_finds_the_store_and_heartbeat_as_memctl_does(tmp_path: 
             else:
                 monkeypatch.setenv(name, value)
         assert Path(served.store_root(option)) == layout.resolve_store_path(option)[0]
+    # An empty --store or MEMCTL_STORE is bad usage there, and no store's socket here.
+    for option, store_env in (("", None), (None, ""), ("", "env/store")):
+        if store_env is None:
+            monkeypatch.delenv("MEMCTL_STORE", raising=False)
+        else:
+            monkeypatch.setenv("MEMCTL_STORE", store_env)
+        with pytest.raises(ValueError):
+            served.store_root(option)
+        with pytest.raises(UsageError):
+            layout.resolve_store_path(option)
     assert served.search_store_option(["--store", "a", "search", "x"]) == (2, "a")
     assert served.search_store_option(["--store=b", "search"]) == (1, "b")
     assert served.search_store_option(["--store", "search", "search"]) == (2, "search")

@@ -337,6 +337,32 @@ def test_an_import_carrying_a_secret_is_refused_unless_allowed(store_path: Path,
     assert cli("import", str(folder), "--from", "markdown", "--allow-secret").exit_code == 0
 
 
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_a_linked_template_is_refused_never_read(store_path: Path, outside: Path,
+                                                 linked: str) -> None:
+    # A template, or the `.templates` folder, that is a link is refused like any other link
+    # in the store: its target is never read into a note (docs/security.md).
+    templates = store_path / ".templates"
+    outside.write_text("---\nimportance: 5\n---\n{{text}}\n\nCONTENT-FROM-OUTSIDE\n")
+    if linked == "file":
+        (templates / "rule.md").unlink()
+        os.symlink(outside, templates / "rule.md")
+    else:
+        moved = outside.parent / "templates"
+        templates.rename(moved)
+        (moved / "rule.md").write_text(outside.read_text())
+        os.symlink(moved, templates)
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "a linked template")
+    before = tree_snapshot(store_path)
+    result = run_memctl("add", "Always run tests", "--type", "rule", store=store_path)
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("error: .templates/rule.md: .templates") \
+        and "symbolic link" in result.stderr and result.stderr.count("\n") == 1
+    assert tree_snapshot(store_path) == before
+    assert git(store_path, "status", "--porcelain") == ""
+
+
 def test_health_lists_links_invalid_ids_shared_ids_and_ignored_folders(store_path: Path, outside: Path) -> None:
     cli = Cli(store_path)
     cli.ok("add", "an ordinary note", env=NOW)
@@ -439,6 +465,42 @@ def test_absurd_spans_are_bad_usage_not_a_traceback(cli: Cli, args: list[str]) -
 def test_a_bad_clock_override_is_one_line(store_path: Path) -> None:
     result = run_memctl("add", "x", store=store_path, env={"MEMCTL_NOW": "garbage"})
     assert result.exit_code == 1 and result.stderr == "error: MEMCTL_NOW='garbage' is not an ISO 8601 time\n"
+
+
+@pytest.mark.parametrize(("args", "store_env", "words"), [
+    (["--store", "", "add", "meant for another store"], None, "--store is empty"),
+    (["--store=", "search", "anything"], None, "--store is empty"),
+    (["--store", " ", "list"], None, "--store is empty"),
+    (["add", "meant for another store"], "", "MEMCTL_STORE is set but empty"),
+    (["search", "anything"], "", "MEMCTL_STORE is set but empty"),
+    (["init", ""], None, "the store's folder is empty"),
+])
+def test_an_empty_store_option_or_variable_is_bad_usage_never_the_default_store(
+        tmp_path: Path, args: list[str], store_env: str | None, words: str) -> None:
+    # `memctl --store "$STORE" add …` with STORE unset: a typo never becomes the default store.
+    env = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    if store_env is not None:
+        env["MEMCTL_STORE"] = store_env
+    result = run_memctl(*args, project=None, env=env)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith(f"error: {words}") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "data").exists() and not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("moment", ["2100-01-01T00:00:00Z", "0001-01-01T00:00:00Z",
+                                    "1969-12-31T23:59:59Z", "2099-12-31T20:00:00-05:00"])
+def test_a_clock_override_outside_gits_years_is_one_line_and_changes_nothing(
+        store_path: Path, moment: str) -> None:
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    result = run_memctl("add", "written with a far clock", store=store_path,
+                        env={"MEMCTL_NOW": moment})
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == (f"error: MEMCTL_NOW={moment!r} is outside the years 1970..2099 "
+                             "(git cannot date a commit then); set a time in them or unset "
+                             "MEMCTL_NOW\n")
+    assert tree_snapshot(store_path) == before
+    assert git(store_path, "rev-parse", "HEAD") == head
+    assert git(store_path, "status", "--porcelain") == ""
 
 
 @pytest.mark.parametrize(("line", "command"), [("archive_after_days = -1", ["archive"]),

@@ -189,6 +189,8 @@ def _render(report: dict[str, Any]) -> None:
              [[f"{e['path']}:{e['line']}", e["kind"], e["masked"]] for e in report["secrets"]])
     _section(f"symbolic links, never followed ({len(report['links'])})", ["path", "points to"],
              [[e["path"], e["target"]] for e in report["links"]])
+    _section(f"note templates to fix ({len(report['templates'])})", ["path", "problem"],
+             [[e["path"], e["problem"]] for e in report["templates"]])
     _section(f"ids that are not valid ({len(report['invalid_ids'])})", ["path", "problem"],
              [[e["path"], e["warning"]] for e in report["invalid_ids"]])
     _section(f"ids used by more than one file ({len(report['duplicate_ids'])})", ["id", "files"],

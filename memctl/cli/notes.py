@@ -28,6 +28,7 @@ from memctl.cli.output import (
 )
 from memctl.cli.showing import run_show
 from memctl.core import arguments
+from memctl.core.errors import UsageError
 from memctl.core.vocab import NOTE_TYPES, STATUSES
 from memctl.services import notes
 
@@ -47,6 +48,9 @@ def init(
     """Create a store (git init, settings, layout). Safe to run again."""
     from pathlib import Path
 
+    if path is not None and not path.strip():
+        raise UsageError("the store's folder is empty (an unset variable?); give a folder, or "
+                         "leave it out for --store, $MEMCTL_STORE or the default store")
     root = Path(path).expanduser().absolute() if path else store_path_option()
     # Lazy: the upkeep services (sync, import, health) cost `add` and `show` ~15 ms of
     # imports that only `init` needs here (tests/test_layers.py, bench/bench_write.py).

@@ -80,7 +80,10 @@ def store_root(option: str | None) -> str:
     """The store's folder as `memctl.disk.layout.resolve_store_path` chooses it (--store,
     else MEMCTL_STORE, else the per-user default), with os.path in place of pathlib: only
     to find the socket (the served search chooses its store itself, from the same words)."""
-    chosen = option or os.environ.get("MEMCTL_STORE")
+    chosen = option if option is not None else os.environ.get("MEMCTL_STORE")
+    if chosen is not None and not chosen.strip():
+        # Bad usage (`resolve_store_path` says so): never the default store's socket.
+        raise ValueError("an empty --store or MEMCTL_STORE")
     if chosen:
         return os.path.join(os.getcwd(), os.path.expanduser(chosen))
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",

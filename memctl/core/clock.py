@@ -8,14 +8,22 @@ from datetime import UTC, date, datetime, timedelta
 
 from memctl.core.errors import MemctlError
 
+# The years a clock may say: git dates no commit after 2099 (nor, portably, before 1970),
+# and a file stamped in year 1 is one memctl itself cannot read back (docs/security.md).
+FIRST_YEAR, LAST_YEAR = 1970, 2099
+
 
 def now() -> datetime:
-    """The current time in UTC, or `MEMCTL_NOW` when set."""
+    """The current time in UTC, or `MEMCTL_NOW` when set (a time of 1970..2099)."""
     override = os.environ.get("MEMCTL_NOW")
     if override:
         parsed = parse_time(override)
         if parsed is None:
             raise MemctlError(f"MEMCTL_NOW={override!r} is not an ISO 8601 time")
+        if not FIRST_YEAR <= parsed.year <= LAST_YEAR:
+            raise MemctlError(f"MEMCTL_NOW={override!r} is outside the years {FIRST_YEAR}.."
+                              f"{LAST_YEAR} (git cannot date a commit then); set a time in "
+                              f"them or unset MEMCTL_NOW")
         return parsed
     return datetime.now(UTC)
 

@@ -72,6 +72,11 @@ class NoteFormatError(MemctlError):
         self.data = data
 
 
+class UnknownIdError(MemctlError):
+    """No note or episode has this id or starts with this prefix (an ambiguous prefix, or an
+    id in two files, is a plain MemctlError: something was found)."""
+
+
 class UsageError(MemctlError):
     """Bad usage, such as an invalid option value; the CLI exits 2."""
 

@@ -59,6 +59,8 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
         # Dot-prefixed so the watcher and the store walk ignore it if a crash leaves it behind.
         fd, tmp_name = _temp_file(path)
     except OSError as exc:
+        if isinstance(exc, MemctlError):
+            raise  # said already (`make_dirs`)
         raise _write_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -110,8 +112,26 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
 def make_dirs(folder: Path) -> list[Path]:
     """Create `folder` and missing parents with the umask's mode, never world-writable.
 
-    Returns the folders created, outermost first (their parents need an fsync too)."""
+    Returns the folders created, outermost first (their parents need an fsync too). A folder
+    that cannot be made (no permission, a file in the way, a path that cannot exist) is a
+    one-line `WriteError` naming it, never a traceback (docs/reliability.md)."""
     folder = Path(folder)
+    try:
+        return _make_dirs(folder)
+    except OSError as exc:
+        if isinstance(exc, MemctlError):
+            raise
+        failed = Path(exc.filename) if exc.filename else folder
+        if isinstance(exc, FileExistsError):
+            raise WriteError(f"cannot create the folder {folder}: {failed} is a file, not a "
+                             "folder; choose another path, or move that file",
+                             exc.errno, str(failed)) from None
+        raise _write_error(failed, exc, "nothing was created",
+                           doing=f"cannot create the folder {folder}",
+                           about=f"{failed.parent}") from None
+
+
+def _make_dirs(folder: Path) -> list[Path]:
     missing: list[Path] = []
     current = folder
     while not current.is_dir():
@@ -131,6 +151,35 @@ def make_dirs(folder: Path) -> list[Path]:
         if mode & 0o002:
             os.chmod(each, mode & ~0o002)
         created.append(each)
+    return created
+
+
+def move_file(source: Path, target: Path) -> list[Path]:
+    """Move a file with one rename (atomic: it is at one place or the other), making the
+    target's missing folders first; the folders are fsynced. A failure (a folder memctl may
+    not write, a read-only filesystem) is a one-line `WriteError`, the file left where it was
+    and any folder made for it removed. Returns the folders created, outermost first."""
+    source, target = Path(source), Path(target)
+    created: list[Path] = []
+    try:
+        created = make_dirs(target.parent)
+        os.rename(source, target)
+    except OSError as exc:
+        for folder in reversed(created):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        if isinstance(exc, MemctlError):
+            raise
+        raise _write_error(target, exc, "the file was not moved",
+                           doing=f"cannot move {source} to {target.parent}/",
+                           about="the file and both folders") from None
+    fsync_dir(target.parent)
+    if source.parent != target.parent:
+        fsync_dir(source.parent)
+    for folder in created:
+        fsync_dir(folder.parent)
     return created
 
 
@@ -174,15 +223,18 @@ def _apply_umask_mode(tmp_name: str, final: Path) -> None:
     os.chmod(tmp_name, mode & ~0o002)  # never world-writable
 
 
-def _write_error(path: Path, exc: OSError) -> WriteError:
-    """A one-line message naming the file and what to do, never a traceback."""
+def _write_error(path: Path, exc: OSError, unchanged: str = _UNCHANGED,
+                 doing: str = "", about: str = "the file and its folder") -> WriteError:
+    """A one-line message naming the file and what to do, never a traceback. `doing`: what
+    failed, when not writing `path` (`cannot move A to B/`); `about`: whose permissions."""
     reason = exc.strerror or str(exc)
     hints = {
         errno.ENOSPC: "free some disk space and run the command again",
         errno.EDQUOT: "free some space within your disk quota and run the command again",
         errno.EROFS: "the filesystem is read-only; remount it read-write or move the store",
-        errno.EACCES: "check the permissions of the file and its folder",
-        errno.EPERM: "check the permissions of the file and its folder",
+        errno.EACCES: f"check the permissions of {about}",
+        errno.EPERM: f"check the permissions of {about}",
     }
     hint = hints.get(exc.errno or 0, "check the disk and the folder, then run the command again")
-    return WriteError(f"cannot write {path}: {reason} ({_UNCHANGED}); {hint}", exc.errno, str(path))
+    doing = doing or f"cannot write {path}"
+    return WriteError(f"{doing}: {reason} ({unchanged}); {hint}", exc.errno, str(path))

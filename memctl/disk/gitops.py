@@ -329,7 +329,13 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     asked = ask_identity(root)
     try:
         _stage(root, paths)
-        return _commit_index(root, message, reading, asked)
+        try:
+            return _commit_index(root, message, reading, asked)
+        except BaseException:
+            # A commit that failed leaves nothing staged: the next command's commit must not
+            # carry this change in with its own (tests/test_reliability.py).
+            _unstage(root, paths)
+            raise
     finally:
         reading.finish()
         if asked is not None:
@@ -382,6 +388,19 @@ def _stage(root: Path, paths: list[str] | None) -> None:
     # Files: `update-index` stages exactly these (one removed is dropped from the index, one
     # never tracked and gone is ignored), with the same clean filters as `git add`.
     _run_git_write(root, "update-index", "--add", "--remove", "--", *unique)
+
+
+def _unstage(root: Path, paths: list[str] | None) -> None:
+    """Put git's index back as HEAD has `paths` (every path when None), as it was before
+    `_stage`: memctl stages nothing but its own change. Best effort: the commit's error is
+    the one to report."""
+    listed = "\0".join(dict.fromkeys(paths)) if paths else "."
+    if head(root) is None:  # no commit yet: nothing was staged for these paths before
+        args = ["rm", "-q", "-r", "--cached", "--ignore-unmatch"]
+    else:
+        args = ["reset", "-q"]
+    run_git(root, *args, "--pathspec-from-file=-", "--pathspec-file-nul", input_text=listed,
+            check=False, env=_LITERAL if paths else None)
 
 
 # The null object id: `update-ref` then requires that the ref does not exist yet.

@@ -75,11 +75,28 @@ def resolve_store_path(option: str | None) -> tuple[Path, bool]:
     """The store from `--store`, else `MEMCTL_STORE`, else the per-user default.
 
     Returns the path and whether it is the default (only the default is created on first use;
-    a mistyped explicit path must not silently become a new store)."""
-    chosen = option or os.environ.get("MEMCTL_STORE")
+    a mistyped explicit path must not silently become a new store). An empty `--store` or
+    `MEMCTL_STORE` (a script's unset variable) is bad usage, never the default store."""
+    chosen = chosen_store(option)
     if chosen:
         return Path(chosen).expanduser().absolute(), False
     return default_store_path(), True
+
+
+def chosen_store(option: str | None, environ: dict[str, str] | None = None) -> str | None:
+    """`--store`, else `MEMCTL_STORE`, else None (the default store). Either one given but
+    empty is a UsageError: `memctl --store "$STORE" add …` with STORE unset would otherwise
+    write into the default store (docs/security.md)."""
+    if option is not None:
+        if not option.strip():
+            raise UsageError(f"{arg('store')} is empty (an unset variable?); give the store's "
+                             f"folder, or leave {arg('store')} out for the default store")
+        return option
+    value = (os.environ if environ is None else environ).get("MEMCTL_STORE")
+    if value is not None and not value.strip():
+        raise UsageError("MEMCTL_STORE is set but empty; set it to the store's folder, or "
+                         "unset it for the default store")
+    return value
 
 
 def resolve_project(option: str | None, store_root: Path | None = None, cwd: Path | None = None,

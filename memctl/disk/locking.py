@@ -148,6 +148,8 @@ def _make_state_dir(state_dir: Path) -> None:
         raise MemctlError(f"the store {state_dir.parent} does not exist (was it moved or deleted?)")
     try:
         make_dirs(state_dir)
+    except MemctlError:
+        raise  # a one-line message naming the folder already
     except OSError as exc:
         raise MemctlError(f"cannot create {state_dir}: {exc.strerror or exc}; check the "
                           "permissions of the store folder") from None

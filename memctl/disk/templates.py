@@ -3,7 +3,15 @@ then the ones packaged with memctl."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from memctl.core.errors import MemctlError, NoteFormatError
+from memctl.core.vocab import NOTE_TYPES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from memctl.disk.storefiles import StoreFiles
 
 STORE_TEMPLATE_DIR = ".templates"
 PLACEHOLDER = "{{text}}"
@@ -21,15 +29,50 @@ def packaged_templates() -> list[Path]:
     return sorted(p for p in packaged_template_dir().iterdir() if p.is_file() and p.suffix == ".md")
 
 
-def load_template(store_root: Path | None, name: str) -> str:
-    """The text of template `name` (such as `decision.md` or `MEMORY.md`)."""
-    if store_root is not None:
-        own = Path(store_root) / STORE_TEMPLATE_DIR / name
-        try:
-            return own.read_text(encoding="utf-8")
-        except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
-            pass
+def load_template(store: StoreFiles | None, name: str) -> str:
+    """The text of template `name` (such as `decision.md` or `MEMORY.md`): the store's own,
+    read through the store's one safe reader (a link on the way, file or `.templates`
+    folder, is refused, never followed out of the store: docs/security.md; a file memctl
+    cannot read is one line), else the packaged one (none of the store's, or not UTF-8)."""
+    if store is not None:
+        relpath = f"{STORE_TEMPLATE_DIR}/{name}"
+        path = store.resolve(relpath)  # raises for a link anywhere on the way
+        if os.path.isfile(path):
+            try:
+                return store.read_text(relpath)[0]
+            except NoteFormatError:
+                pass  # not UTF-8 text: the packaged template, as for a missing one
     return (packaged_template_dir() / name).read_text(encoding="utf-8")
+
+
+def with_text(template: str, text: str) -> str:
+    """A note's template filled with its text: in place of `{{text}}`, or after the
+    template's body when an edit took the placeholder out, so the text is never lost
+    (docs/format.md; `memctl health` lists such a template)."""
+    if PLACEHOLDER not in template:
+        kept = template.rstrip("\n")
+        closed = kept.endswith("\n---") or kept == "---" or not kept  # no body: text is it
+        template = kept + ("\n" if closed else "\n\n") + PLACEHOLDER + "\n"
+    return fill(template, text=text)
+
+
+def template_problems(store: StoreFiles) -> list[dict[str, str]]:
+    """The store's note templates that lose or refuse a note's text: one without `{{text}}`
+    (the text is added after its body), one memctl cannot read (`add` of that type fails)."""
+    problems = []
+    for note_type in NOTE_TYPES:
+        relpath = f"{STORE_TEMPLATE_DIR}/{note_type}.md"
+        try:
+            if not os.path.lexists(store.resolve(relpath)):
+                continue
+            text = load_template(store, f"{note_type}.md")
+        except MemctlError as exc:
+            problems.append({"path": relpath, "problem": str(exc)})
+            continue
+        if PLACEHOLDER not in text:
+            problems.append({"path": relpath, "problem": f"no {PLACEHOLDER}: a note's text is "
+                             "added after the template's body"})
+    return problems
 
 
 def fill(template: str, **values: str) -> str:

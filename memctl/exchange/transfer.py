@@ -401,7 +401,7 @@ def _import_foreign(store: Store, source: Path, kind: str, *, dry_run: bool, ski
                           f"({', '.join(importers.KINDS)})")
     if bundle.invalid and not skip_invalid:
         raise BundleError(bundle.source, bundle.invalid)
-    templates = {kind: fill(load_template(store.root, name), project=project)
+    templates = {kind: fill(load_template(store, name), project=project)
                  for kind, name in (("memory", MEMORY_FILE), ("scratchpad", SCRATCHPAD_FILE))}
     with store.lock("import"):
         local = snapshot(store.root)

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, UsageError, cmd
+from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.filescan import (
@@ -1007,7 +1007,7 @@ class Index:
                 f" WHERE d.id >= ? AND d.id < ? AND {kind_sql} ORDER BY d.id LIMIT 50",
                 (wanted, upper, *kind_list)).fetchall()
         if not rows:
-            raise MemctlError(
+            raise UnknownIdError(
                 f"no note with id {wanted!r}; {cmd('list')} shows ids")
         ids = sorted({row[0] for row in rows})
         if len(ids) > 1:

@@ -301,7 +301,7 @@ def prepare_episode(
         links=resolved,
         tags=[t.strip() for t in tags if t.strip()],
         source=source,
-        template=load_template(store.root, TEMPLATE_NAME),
+        template=load_template(store, TEMPLATE_NAME),
         extra_sections=extra_sections,
     )
     return relpath, text, parse_episode(text, relpath, project)

@@ -44,6 +44,7 @@ from memctl.disk.layout import (
     MemoryFile,
     classify,
 )
+from memctl.disk.templates import template_problems
 from memctl.disk.watchstate import read_status
 from memctl.index.db import ensure_fresh, open_index, walk_stats
 from memctl.index.docs import content_digest, fast_parse
@@ -68,6 +69,7 @@ PROBLEM_SECTIONS = (
     ("memory_over_budget", "MEMORY.md files over budget"),
     ("conflicts", "conflict copies to review"),
     ("links", "symbolic links memctl refuses to follow"),
+    ("templates", "note templates without {{text}} or unreadable"),
     ("invalid_ids", "notes whose id is not a valid id"),
     ("duplicate_ids", "ids used by more than one file"),
 )
@@ -744,7 +746,7 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         "expired": expired,
         "field_warnings": warnings,
         "tail": {"memory_over_budget": over, "conflicts": conflicts, "links": links,
-                 "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
+                 "templates": template_problems(store), "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
                  "ignored": ignored},
         "state": {"git": git(), "watcher": _watcher_state(store)},
     }
@@ -931,6 +933,8 @@ def to_markdown(report: dict[str, Any]) -> str:
                   [[e["path"], e["bytes"], e["limit"]] for e in report["memory_over_budget"]])
     out += ["## Symbolic links (never followed)", ""]
     out += _table(["path", "points to"], [[e["path"], e["target"]] for e in report["links"]])
+    out += ["## Note templates to fix", ""]
+    out += _table(["path", "problem"], [[e["path"], e["problem"]] for e in report["templates"]])
     out += ["## Ids that are not valid", ""]
     out += _table(["path", "problem"], [[e["path"], e["warning"]] for e in report["invalid_ids"]])
     out += ["## Ids used by more than one file", ""]

@@ -34,7 +34,7 @@ from memctl.core.errors import MemctlError
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
-from memctl.disk.atomic import fsync_dir, make_dirs
+from memctl.disk.atomic import move_file
 from memctl.disk.counters import get_counters
 from memctl.disk.gitops import last_message_starting
 from memctl.disk.layout import ARCHIVED, NOTE, classify
@@ -205,27 +205,96 @@ def compute_plan(store: Store, moment: datetime) -> SweepPlan:
                       TtlRules.from_settings(store.settings))
 
 
+@dataclass
+class _Step:
+    """One note's change, worked out before any file is written: its new text, and where
+    it goes (`target == source` when it stays)."""
+    source: str
+    target: str
+    original: str
+    text: str
+    created: list[Any] = field(default_factory=list)  # folders made for it (undone too)
+
+
+def _prepare_sweep(store: Store, plan: SweepPlan, moment: datetime) -> list[_Step]:
+    """Read every note of the plan and work out its new text, writing nothing. A note memctl
+    cannot change in place (front matter of a shape its line edits do not handle, a file it
+    cannot read) leaves the plan for `kept`, with why: the rest of the sweep goes on
+    (docs/lifecycle.md)."""
+    steps: list[_Step] = []
+    taken: set[str] = set()
+    for action, items in ((DEMOTE, plan.demote), (ARCHIVE, plan.archive)):
+        for item in list(items):
+            try:
+                step = (_demote(store, item, moment) if action == DEMOTE
+                        else _archive(store, item, moment, taken))
+            except (MemctlError, OSError) as exc:
+                items.remove(item)
+                item.action = "keep"
+                item.target = item.new_importance = None
+                item.reason = f"{item.reason}; kept: memctl cannot change it ({exc})"
+                plan.kept.append(item)
+                continue
+            taken.add(step.target)
+            steps.append(step)
+    return steps
+
+
 def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
-    """Plan the sweep and, unless `dry_run`, apply it with one commit."""
+    """Plan the sweep and, unless `dry_run`, apply it with one commit: all or nothing."""
     if dry_run:
-        return compute_plan(store, now())
+        moment = now()
+        plan = compute_plan(store, moment)
+        _prepare_sweep(store, plan, moment)
+        return plan
     with store.lock("archive"):
         moment = now()
         plan = compute_plan(store, moment)
+        steps = _prepare_sweep(store, plan, moment)
         if plan.empty:
             return plan
-        changed: list[str] = []
-        for item in plan.demote:
-            changed.append(_demote(store, item, moment))
-        for item in plan.archive:
-            changed.extend(_archive(store, item, moment))
         # One `archive <id>: <reason>` line per note: `restore --last-sweep` reads them.
         lines = [f"archive {item.id}: {item.reason}" for item in plan.archive]
         lines += [f"demote {item.id} to {item.new_importance}: {item.reason}"
                   for item in plan.demote]
         title = f"{SWEEP_SUBJECT}{len(plan.archive)} archived, {len(plan.demote)} demoted"
-        plan.commit = store.commit(title + "\n\n" + "\n".join(lines), changed)
+        plan.commit = _apply(store, steps, title + "\n\n" + "\n".join(lines))
     return plan
+
+
+def _apply(store: Store, steps: list[_Step], message: str) -> str | None:
+    """Write every step, then make one commit. Any failure (a folder memctl may not write,
+    a full disk, a failed commit) puts back every file already changed, so the store is
+    exactly as it was, and the error is raised (tests/test_lifecycle.py)."""
+    done: list[_Step] = []
+    try:
+        for step in steps:
+            done.append(step)
+            _move(store, step)
+        changed: list[str] = []
+        for step in steps:
+            changed += [step.source] if step.target == step.source else [step.source, step.target]
+        return store.commit(message, changed)
+    except BaseException:
+        for step in reversed(done):
+            _undo(store, step)
+        raise
+
+
+def _undo(store: Store, step: _Step) -> None:
+    """Put one step's note back as it was (best effort: the first error is the one told)."""
+    import os
+
+    try:
+        source, target = store.path(step.source), store.path(step.target)
+        if step.target != step.source and target.exists() and not source.exists():
+            os.rename(target, source)
+        if source.read_text(encoding="utf-8") != step.original:
+            store.write_text(step.source, step.original)
+        for folder in reversed(step.created):
+            os.rmdir(folder)
+    except (OSError, MemctlError):
+        pass
 
 
 def _surgical(text: str, updates: dict[str, Any], note: Note) -> str:
@@ -242,45 +311,45 @@ def _surgical(text: str, updates: dict[str, Any], note: Note) -> str:
     return text
 
 
-def _demote(store: Store, item: SweepItem, moment: datetime) -> str:
+def _demote(store: Store, item: SweepItem, moment: datetime) -> _Step:
     note = store.read_note(item.path)
     text, _info = store.read_text(item.path)
-    store.write_text(item.path, _surgical(
+    return _Step(item.path, item.path, text, _surgical(
         text, {"importance": item.new_importance, "demoted": format_time(moment)}, note))
-    return item.path
 
 
-def _free_path(store: Store, wanted: str, note_id: str) -> str:
-    if not store.path(wanted).exists():
+def _free_path(store: Store, wanted: str, note_id: str, taken: set[str] | None = None) -> str:
+    """`wanted`, or a name beside it no file has and no other step of this change takes."""
+    taken = taken or set()
+
+    def used(relpath: str) -> bool:
+        return relpath in taken or store.path(relpath).exists()
+
+    if not used(wanted):
         return wanted
     stem = wanted[:-3] if wanted.endswith(".md") else wanted
     candidate = f"{stem}-{note_id}.md"
     number = 2
-    while store.path(candidate).exists():
+    while used(candidate):
         candidate = f"{stem}-{note_id}-{number}.md"
         number += 1
     return candidate
 
 
-def _move(store: Store, note: Note, target: str, text: str) -> list[str]:
-    """Move the note to `target` with one rename, then write its new fields there.
+def _move(store: Store, step: _Step) -> None:
+    """Move the note to its target with one rename, then write its new fields there.
 
     Each step is atomic, so a crash leaves exactly one copy: at the old place, or at the new
     one (where its folder already says what it is), never two notes with one id."""
-    import os
-
-    if target != note.path:
-        make_dirs(store.path(target).parent)
-        os.rename(store.path(note.path), store.path(target))
-        fsync_dir(store.path(target).parent)
-    store.write_text(target, text)
-    return [note.path, target]
+    if step.target != step.source:
+        step.created = move_file(store.path(step.source), store.path(step.target))
+    store.write_text(step.target, step.text)
 
 
-def _archive(store: Store, item: SweepItem, moment: datetime) -> list[str]:
+def _archive(store: Store, item: SweepItem, moment: datetime, taken: set[str]) -> _Step:
     note = store.read_note(item.path)
     text, _info = store.read_text(item.path)
-    target = _free_path(store, item.target or archive_relpath(note), note.id)
+    target = _free_path(store, item.target or archive_relpath(note), note.id, taken)
     # Few changed lines, so git still sees a rename and `git log --follow` keeps the history;
     # where it came from is only written down when restore could not work it out.
     changes: dict[str, Any] = {"status": "archived"}
@@ -288,7 +357,7 @@ def _archive(store: Store, item: SweepItem, moment: datetime) -> list[str]:
         changes["archived_from"] = note.path
     updated = stamp(text, changes, moment, note)
     item.target = target
-    return _move(store, note, target, updated)
+    return _Step(note.path, target, text, updated)
 
 
 def restore_note(store: Store, ref: str) -> tuple[Note, str]:
@@ -332,18 +401,20 @@ def restore_notes(store: Store, refs: list[str]) -> RestoreResult:
     result = RestoreResult()
     with store.lock("restore"):
         moment = now()
-        changed: list[str] = []
+        steps: list[_Step] = []
+        taken: set[str] = set()
         for note in notes.values():
-            target = _restore_one(store, note, moment)
-            changed += [note.path, target]
-            result.notes.append((note, target))
+            step = _restore_one(store, note, moment, taken)
+            taken.add(step.target)
+            steps.append(step)
+            result.notes.append((note, step.target))
         if len(notes) == 1:
             note = next(iter(notes.values()))
             message = f"restore {note.id}: {masked_title(note.title)}"
         else:
             message = f"restore {len(notes)} notes\n\n" + "\n".join(
                 f"restore {note.id}: {masked_title(note.title)}" for note in notes.values())
-        result.commit = store.commit(message, changed)
+        result.commit = _apply(store, steps, message)
     result.notes = [(store.read_note(target), note.path) for note, target in result.notes]
     return result
 
@@ -373,8 +444,8 @@ def restore_last_sweep(store: Store) -> RestoreResult:
     return result
 
 
-def _restore_one(store: Store, note: Note, moment: datetime) -> str:
-    """Move one note back and make it active; returns where it is now (under the lock)."""
+def _restore_one(store: Store, note: Note, moment: datetime, taken: set[str]) -> _Step:
+    """How one note moves back and becomes active (under the lock; nothing written yet)."""
     text, _info = store.read_text(note.path)
     updates: dict[str, Any] = {"status": "active", "archived_from": None,
                                "superseded_by": None}
@@ -386,8 +457,7 @@ def _restore_one(store: Store, note: Note, moment: datetime) -> str:
         wanted = str(note.meta.get("archived_from") or "")
         if not wanted or classify(wanted) != (NOTE, folder_project(note)):
             wanted = notes_relpath(note)
-        target = _free_path(store, wanted, note.id)
-    _move(store, note, target, stamp(text, updates, moment, note))
-    return target
+        target = _free_path(store, wanted, note.id, taken)
+    return _Step(note.path, target, text, stamp(text, updates, moment, note))
 
 

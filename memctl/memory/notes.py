@@ -25,7 +25,7 @@ from memctl.core.noteformat import compute_checksum, parse_text, render_note, re
 from memctl.core.records import dataclass, field
 from memctl.core.secrets import guard, mask_secrets, masked_title, scan
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
-from memctl.disk.templates import fill, load_template
+from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
 from memctl.index.nearwords import check_pool, keep_words
 from memctl.memory.checks import MERGED, decide
@@ -57,8 +57,8 @@ def build_note_text(store: Store, *, note_id: str, text: str, note_type: str, pr
                     predicate: str | None, expires: str | None, source: str,
                     created: str, extra: dict[str, Any] | None = None) -> str:
     """The full text of a new note file, from the type's template."""
-    template = load_template(store.root, f"{note_type}.md")
-    parsed = parse_text(fill(template, text=text))
+    template = load_template(store, f"{note_type}.md")
+    parsed = parse_text(with_text(template, text))
     if parsed.problem is not None:
         raise MemctlError(f"template {note_type}.md does not parse: {parsed.problem}; fix it in .templates/")
     meta: dict[str, Any] = dict(parsed.meta)
@@ -168,7 +168,7 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
 
 def _inferred_importance(store: Store, text: str, note_type: str) -> int:
     """From the markers in the text, starting at the type template's importance."""
-    template = parse_text(fill(load_template(store.root, f"{note_type}.md"), text=""))
+    template = parse_text(fill(load_template(store, f"{note_type}.md"), text=""))
     return infer_importance(text, note_type, base=_template_importance(template.meta))
 
 
@@ -330,6 +330,11 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
     new = store.find_note(new_ref)
     if old.id == new.id:
         raise MemctlError("a note cannot supersede itself")
+    if new.status != "active":
+        # A superseded NEW would hide both notes (superseding B by A after A by B leaves no
+        # active one: a cycle); an archived one is out of search. CLI and MCP come here.
+        raise MemctlError(f"note {new.id} is {new.status} ({new.path}); only an active note "
+                          f"can supersede another: restore it first (`memctl restore {new.id}`)")
     with store.lock("supersede"):
         moment = now()
         path = _mark_superseded(store, old, new.id, moment)

@@ -5,7 +5,7 @@ scanner, templates) nor the episode rules of `memctl.services.notes` (10k notes:
 
 from __future__ import annotations
 
-from memctl.core.errors import MemctlError, NoteFormatError
+from memctl.core.errors import MemctlError, NoteFormatError, UnknownIdError
 from memctl.core.ids import id_argument
 from memctl.disk.counters import get_counters
 from memctl.disk.layout import EPISODE, classify
@@ -63,7 +63,9 @@ def show(store: Store, ref: str) -> Shown:
     ref = id_argument(ref)
     try:
         entry = store.find_entry(ref)
-    except MemctlError as not_found:
+    except UnknownIdError as not_found:
+        # Only when nothing has this id: an ambiguous prefix is said as it is, never taken
+        # for the one episode whose file name starts with it (tests/test_episodes.py).
         episode = _episode_named(store, ref)
         if episode is None:
             raise not_found from None
