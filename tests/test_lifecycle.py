@@ -312,7 +312,10 @@ def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_rena
     taken = cli.store / old["path"].split("/")[0] / "archive" / kind / name
     taken.parent.mkdir(parents=True)
     taken.write_text("not a note of this store\n")
-    shown = cli.ok("archive", env={**SWEEP, "COLUMNS": "250"}).stdout
+    # (the installed memctl: a terminal as wide as COLUMNS says, whatever ran before here)
+    done = run_memctl("archive", store=cli.store, env={**SWEEP, "COLUMNS": "250"})
+    assert done.exit_code == 0, done.stderr
+    shown = done.stdout
     row = next(line for line in shown.splitlines() if line.startswith(old["id"]))
     assert row.rstrip().endswith(f"archive/{kind}/{name[:-3]}-{old['id']}.md")
 
