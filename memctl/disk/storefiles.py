@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memctl.core.arguments import project_name
 from memctl.core.errors import MemctlError, NoteFormatError
+from memctl.core.noteformat import ParseProblem, decode_file
 from memctl.core.vocab import valid_project_name
 from memctl.disk.layout import (
     ARCHIVED,
@@ -174,15 +175,9 @@ class StoreFiles:
             raise MemctlError(f"{relpath}: permission denied; check the file's permissions") from None
         except IsADirectoryError:
             raise MemctlError(f"{relpath} is a folder, not a note") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise NoteFormatError(relpath, line, "not UTF-8 text", data) from None
-        if "\x00" in text:
-            line = text.count("\n", 0, text.index("\x00")) + 1
-            raise NoteFormatError(relpath, line, "binary content (NUL bytes), not a Markdown note",
-                                  data)
+        text = decode_file(data)
+        if isinstance(text, ParseProblem):
+            raise NoteFormatError(relpath, text.line, text.message, data)
         return text, info
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:

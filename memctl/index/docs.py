@@ -18,7 +18,14 @@ from datetime import UTC, datetime
 
 from memctl.core.clock import parse_time
 from memctl.core.note import note_from_parsed, title_of
-from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_text
+from memctl.core.noteformat import (
+    BOM,
+    ParsedFile,
+    ParseProblem,
+    decode_file,
+    detect_newline,
+    parse_text,
+)
 from memctl.core.records import dataclass, field
 from memctl.core.sections import parse_headings, strip_comments
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
@@ -162,12 +169,9 @@ def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int
     """The units of one file, or (line, message) when it cannot be read as memory."""
     if len(data) > max_bytes:
         return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return data[:exc.start].count(b"\n") + 1, "not UTF-8 text"
-    if "\x00" in text:
-        return 1, "binary content (NUL bytes), not Markdown"
+    text = decode_file(data)
+    if isinstance(text, ParseProblem):
+        return text.line, text.message
     if not text.strip() and kind in ("note", "archived", "episode"):
         # Editors truncate before writing: an empty note is a save in progress (or a mistake),
         # never a reason to drop what the note said.
