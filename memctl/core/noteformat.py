@@ -36,24 +36,6 @@ class ParseProblem:
         return f"line {self.line}: {self.message}"
 
 
-NOT_UTF8 = "not text: invalid UTF-8"
-BINARY = "not text: binary content (NUL bytes)"
-
-
-def decode_file(data: bytes) -> str | ParseProblem:
-    """A file's text, or why it is no text with the line to fix (the first bad byte's): the
-    one wording every command names such a file by, `path:line: problem` (docs/format.md,
-    "A file that does not parse")."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return ParseProblem(data[: exc.start].count(b"\n") + 1, NOT_UTF8)
-    nul = text.find("\x00")
-    if nul >= 0:
-        return ParseProblem(text.count("\n", 0, nul) + 1, BINARY)
-    return text
-
-
 @dataclass
 class ParsedFile:
     meta: dict[str, Any]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from memctl.core.arguments import project_name
 from memctl.core.errors import MemctlError, NoteFormatError
-from memctl.core.noteformat import ParseProblem, decode_file
 from memctl.core.vocab import valid_project_name
 from memctl.disk.layout import (
     ARCHIVED,
@@ -175,9 +174,11 @@ class StoreFiles:
             raise MemctlError(f"{relpath}: permission denied; check the file's permissions") from None
         except IsADirectoryError:
             raise MemctlError(f"{relpath} is a folder, not a note") from None
+        from memctl.core.textfile import decode_file  # lazy: search start-up
+
         text = decode_file(data)
-        if isinstance(text, ParseProblem):
-            raise NoteFormatError(relpath, text.line, text.message, data)
+        if not isinstance(text, str):
+            raise NoteFormatError(relpath, *text, data)
         return text, info
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:

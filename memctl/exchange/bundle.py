@@ -35,7 +35,8 @@ from memctl.core.merge import (
     MergeKey,
 )
 from memctl.core.note import note_from_parsed
-from memctl.core.noteformat import ParseProblem, compute_checksum, decode_file, parse_text
+from memctl.core.noteformat import compute_checksum, parse_text
+from memctl.core.textfile import decode_file
 from memctl.disk.atomic import fsync_dir, make_dirs
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
@@ -188,8 +189,8 @@ def unsafe_yaml_tags(front_matter: str) -> list[str]:
 def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
     """Problems of one file's content, and its text when it is text."""
     text = decode_file(data)
-    if isinstance(text, ParseProblem):
-        return [Problem(path, text.message, line=text.line)], None
+    if not isinstance(text, str):
+        return [Problem(path, text[1], line=text[0])], None
     kind = path_kind(path)
     problems: list[Problem] = []
     if kind == COUNTERS:

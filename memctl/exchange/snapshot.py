@@ -32,7 +32,8 @@ from memctl.core.merge import (
     key_name,
 )
 from memctl.core.note import derive_id, note_from_parsed, stamp
-from memctl.core.noteformat import decode_file, parse_text
+from memctl.core.noteformat import parse_text
+from memctl.core.textfile import decode_file
 from memctl.disk.gitops import run_git
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR

@@ -18,16 +18,10 @@ from datetime import UTC, datetime
 
 from memctl.core.clock import parse_time
 from memctl.core.note import note_from_parsed, title_of
-from memctl.core.noteformat import (
-    BOM,
-    ParsedFile,
-    ParseProblem,
-    decode_file,
-    detect_newline,
-    parse_text,
-)
+from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_text
 from memctl.core.records import dataclass, field
 from memctl.core.sections import parse_headings, strip_comments
+from memctl.core.textfile import decode_file
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
 from memctl.disk.filescan import content_digest
 from memctl.disk.layout import slugify
@@ -170,8 +164,8 @@ def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int
     if len(data) > max_bytes:
         return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
     text = decode_file(data)
-    if isinstance(text, ParseProblem):
-        return text.line, text.message
+    if not isinstance(text, str):
+        return text
     if not text.strip() and kind in ("note", "archived", "episode"):
         # Editors truncate before writing: an empty note is a save in progress (or a mistake),
         # never a reason to drop what the note said.

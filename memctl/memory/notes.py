@@ -21,17 +21,10 @@ from memctl.core.note import (
     stamp,
     title_of,
 )
-from memctl.core.noteformat import (
-    ParseProblem,
-    compute_checksum,
-    decode_file,
-    parse_text,
-    render_note,
-    replace_body,
-    set_fields,
-)
+from memctl.core.noteformat import compute_checksum, parse_text, render_note, replace_body, set_fields
 from memctl.core.records import dataclass, field
 from memctl.core.secrets import guard, mask_secrets, masked_title, scan
+from memctl.core.textfile import decode_file
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template
 from memctl.index.db import Index, ensure_fresh
@@ -456,8 +449,8 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
     draft's line of the file's first line) when there is one; None when it can."""
     shift = first_line - 1
     text = decode_file(data)
-    if isinstance(text, ParseProblem):
-        return text.line + shift, text.message
+    if not isinstance(text, str):
+        return text[0] + shift, text[1]
     parsed = parse_text(text)
     if parsed.problem is not None:
         return parsed.problem.line + shift, parsed.problem.message

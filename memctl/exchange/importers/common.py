@@ -30,7 +30,8 @@ from typing import Any
 from memctl.core import sections
 from memctl.core.clock import format_time
 from memctl.core.note import NOTE_TYPES, ordered_meta, title_of
-from memctl.core.noteformat import compute_checksum, decode_file, parse_text, render_note, set_fields
+from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.core.textfile import decode_file
 from memctl.disk.layout import ARCHIVE_DIR, NOTES_DIR, slugify
 from memctl.exchange.bundle import MANIFEST_NAME, BundleError, BundleFile, Problem, unsafe_yaml_tags
 
@@ -213,7 +214,7 @@ def read_text_file(path: Path, shown: str) -> tuple[str | None, Problem | None]:
         data = handle.read(MAX_SOURCE_BYTES + 1)
     text = decode_file(data)
     if not isinstance(text, str):
-        return None, Problem(shown, text.message, line=text.line)
+        return None, Problem(shown, text[1], line=text[0])
     return text.removeprefix("\ufeff"), None
 
 
