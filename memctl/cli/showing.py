@@ -3,10 +3,8 @@ the fast path (`memctl.cli.fast`), and free of typer so the fast path never impo
 
 from __future__ import annotations
 
-import sys
-
 from memctl.cli.context import get_store
-from memctl.cli.output import console, emit_json, print_episode, warn
+from memctl.cli.output import console, emit_json, print_episode, visible, warn, write
 from memctl.services.showing import show
 
 
@@ -23,7 +21,7 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
         if json_output:
             emit_json(shown.to_dict())
         else:
-            sys.stdout.write(shown.to_dict()["raw"])
+            write(shown.to_dict()["raw"])
         return
     if episode is not None:
         print_episode(episode, json_output)  # as `memctl episode show` prints it
@@ -51,5 +49,5 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
     count = data["access_count"]
     fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
                   f"last {data['last_accessed'] or 'never'}")
-    console().print(Panel("\n".join(fields), expand=False))
-    console().print(Markdown(note.body))
+    console().print(Panel(visible("\n".join(fields)), expand=False))
+    console().print(Markdown(visible(note.body)))
