@@ -262,7 +262,8 @@ def test_control_characters_in_notes_reach_no_terminal_raw_and_json_stays_exact(
         store_path: Path) -> None:
     folder = store_path / "p" / "notes" / "fact"
     folder.mkdir(parents=True)
-    (folder / "e.md").write_text(f'---\nid: esc1\ntags: ["t\\e[5m"]\n---\n{_HOSTILE}\n',
+    (folder / "e.md").write_text(f'---\nid: esc1\ntags: ["t\\e[5m", "[/]"]\n'
+                                 f'subject: "[bold red]s"\n---\n{_HOSTILE}\n',
                                  encoding="utf-8", newline="")
     (store_path / "p" / "SCRATCHPAD.md").write_text(f"# p\n\n## Focus\n{_HOSTILE}\n",
                                                     encoding="utf-8", newline="")
@@ -276,9 +277,10 @@ def test_control_characters_in_notes_reach_no_terminal_raw_and_json_stays_exact(
         for raw in _RAW:
             assert raw not in said.stdout + said.stderr, (command, raw, said.stdout)
     shown = run_memctl("show", "esc1", store=store_path).stdout
+    assert "tags t\\x1b[5m, [/]" in shown and "subject [bold red]s" in shown  # never markup
     assert "\\x1b]0;PWNED-TITLE\\x07title \\x1b[2J" in shown and "\\u202eevil" in shown
     assert "\\x9b6n" in shown and "cr\\x0dover" in shown
     data = run_memctl("show", "esc1", "--json", store=store_path)
     assert json.loads(data.stdout)["body"] == _HOSTILE + "\n"
-    assert json.loads(data.stdout)["tags"] == ["t\x1b[5m"]
+    assert json.loads(data.stdout)["tags"] == ["t\x1b[5m", "[/]"]
     assert "\x9b" not in data.stdout and "\u202e" not in data.stdout and "\x1b" not in data.stdout

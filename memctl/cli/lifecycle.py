@@ -203,12 +203,13 @@ def _render(report: dict[str, Any]) -> None:
     out.print("watcher: " + (f"running (pid {watcher['pid']}), index kept fresh" if watcher["live"]
                              else "not running (each command checks the files itself)"))
     pushed = "" if git["unpushed"] is None else f", {git['unpushed']} unpushed commits"
-    out.print(f"git: branch {git['branch'] or '-'}, {len(git['uncommitted'])} uncommitted "
-              f"changes, remote {git['remote'] or 'none'}{pushed}")
+    out.print(f"git: branch {escape(visible(git['branch'] or '-'))}, {len(git['uncommitted'])} "
+              f"uncommitted changes, remote {escape(visible(git['remote'] or 'none'))}{pushed}")
     if git["error"]:
         out.print(f"git error: {escape(visible(git['error']))}")
     if report["problems"]:
-        out.print("[bold red]problems:[/] " + "; ".join(p["message"] for p in report["problems"]))
+        out.print("[bold red]problems:[/] "
+                  + escape(visible("; ".join(p["message"] for p in report["problems"]))))
     else:
         out.print("[bold green]no problems found[/]")
 
