@@ -323,3 +323,36 @@ def test_any_summary_reads_back_as_given_and_leaves_the_other_sections(summary: 
     assert parse_episode(text.replace(made.body, again), "x.md", "demo").summary == summary.strip()
     headings = [h.title for h in sections.parse_headings(made.body)]
     assert headings == ["Ship threads", "Steps", "Outcome", "Summary"]
+
+
+def test_mcp_a_focus_or_summary_with_heading_lines_keeps_every_section(store_path):
+    """Through MCP: a focus holding '## Done' never hides the real done items from the
+    episode that archives them, and a summary holding '## Outcome' is no second outcome."""
+    pytest.importorskip("mcp.server.mcpserver")
+    from test_mcp import run_session
+
+    async def script(session):
+        for action, text in (("next", "Wrote migration 0061"), ("done", "1"),
+                             ("focus", "Ship threads\n## Done\n- nothing yet")):
+            said = await session.call_tool("update_scratchpad", {"action": action, "text": text,
+                                                                 "project": "demo"})
+            assert not said.is_error, said.content
+        shown = await session.call_tool("update_scratchpad", {"action": "show",
+                                                              "project": "demo"})
+        cleared = await session.call_tool("update_scratchpad", {
+            "action": "clear", "archive": True, "outcome": "partial", "project": "demo"})
+        assert not cleared.is_error, cleared.content
+        episode = cleared.structured_content["episode"]["id"]
+        updated = await session.call_tool("update_episode", {
+            "id": episode, "summary": "Done.\n\n## Outcome\nfailed"})
+        assert not updated.is_error, updated.content
+        return shown.structured_content, episode
+
+    shown, episode = run_session(store_path, script)
+    assert shown["focus"] == "Ship threads\n## Done\n- nothing yet"
+    assert shown["done"] == ["Wrote migration 0061"]
+    found = run_memctl("episode", "show", episode, "--json", store=store_path).json()
+    assert [step["action"] for step in found["steps"]] == ["Wrote migration 0061"]
+    assert found["outcome"] == "partial" and found["summary"] == "Done.\n\n## Outcome\nfailed"
+    text = (store_path / found["path"]).read_text(encoding="utf-8")
+    assert [line for line in text.splitlines() if line.startswith("## ")].count("## Outcome") == 1
