@@ -192,7 +192,7 @@ def test_import_skip_invalid_never_deletes_a_note_a_bundle_lists_as_removed_and_
     write_zip(tmp_path / "old.zip", [broken], manifest)
 
     refused = cli("import", str(tmp_path / "old.zip"))
-    assert refused.exit_code == 1 and f"{note['path']}: line 6:" in refused.stderr
+    assert refused.exit_code == 1 and f"{note['path']}:6: " in refused.stderr
     report = cli("import", str(tmp_path / "old.zip"), "--skip-invalid", "--json")
     assert report.exit_code == 0, report.stderr
     assert [item["path"] for item in report.json()["rejected"]] == [note["path"]]
@@ -355,3 +355,38 @@ def test_the_show_tool_gives_a_model_the_file_as_it_is_with_path_and_line(cli: C
     jsonschema.validate(result.structured_content, outcome["schema"])
     shown = result.structured_content["note"]
     assert (shown["id"], shown["line"], shown["raw"]) == (note["id"], 6, broken)
+
+
+# --- a file that is no text: one name, one line, in every command -----------------------------
+
+
+@pytest.mark.parametrize(("content", "line", "message"), [
+    (b"---\nid: nul1\n---\nfirst line\nnul\x00inside\n", 5, "not text: binary content (NUL bytes)"),
+    (b"---\nid: lat1\n---\nfirst line\ncaf\xe9 au lait\n", 5, "not text: invalid UTF-8"),
+])
+def test_a_file_that_is_no_text_is_named_with_the_same_line_by_every_command(
+        store_path: Path, tmp_path: Path, content: bytes, line: int, message: str):
+    from conftest import run_memctl
+
+    folder = store_path / "p" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    (folder / "bad.md").write_bytes(content)
+    named = f"p/notes/fact/bad.md:{line}: {message}"
+    listed = run_memctl("list", "-p", "p", store=store_path)
+    assert named in listed.stderr, listed.stderr
+    report = json.loads(run_memctl("health", "--json", store=store_path).stdout)
+    assert report["parse_errors"] == [{"path": "p/notes/fact/bad.md", "line": line,
+                                       "message": message}]
+    exported = run_memctl("export", str(tmp_path / "x.zip"), "--json", store=store_path)
+    assert exported.exit_code == 0, exported.stderr
+    assert json.loads(exported.stdout)["broken"] == [
+        {"path": "p/notes/fact/bad.md", "line": line, "message": message}]
+    assert named in exported.stderr
+    zipped = tmp_path / "hand.zip"
+    from memctl.exchange.bundle import BundleFile, manifest_for, write_zip
+
+    bad = BundleFile("p/notes/fact/bad.md", content, None, ())
+    write_zip(zipped, [bad], manifest_for([bad], machine="laptop", time="2026-11-30T12:00:00.000Z",
+                                          extra={"project": None, "removed": {}}))
+    refused = run_memctl("import", str(zipped), store=store_path)
+    assert refused.exit_code == 1 and named in refused.stderr, refused.stderr

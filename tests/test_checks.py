@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import Cli, git, tree_snapshot
+from conftest import Cli, git, run_memctl, tree_snapshot
 from conftest import write_memory_file as write
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from memctl.core.note import Note
 from memctl.core.noteformat import parse_text
@@ -119,6 +121,101 @@ def test_the_project_note_wins_over_a_global_duplicate() -> None:
 
 
 # --- through the CLI: what a user sees --------------------------------------------------------
+
+# What a merge must never lose (docs/lifecycle.md, "What a merge ignores"): any symbol but
+# prose marks ending a word, and anything between backticks.
+_SYMBOLS = "<>=/\\-_+*{}[]()@#$%^&|~\"?`"
+_WORDS = st.lists(
+    st.one_of(
+        st.text("abcdefghijklmnopqrstuvwxyzABC0123456789", min_size=1, max_size=8),
+        st.text("abcxyz01" + _SYMBOLS.replace("`", ""), min_size=1, max_size=8),
+        st.sampled_from(["数据库", "使用", "缓存", "the", "worker", "retry", "must", "be"]),
+    ),
+    min_size=3, max_size=14,
+)
+
+
+def _merged(old: str, new: str) -> bool:
+    got = decide(new, note_type="fact", project="blog", existing=[note("old", old)])
+    return got.action == MERGED
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=_WORDS, data=st.data())
+def test_a_changed_symbol_is_never_merged_away(words: list[str], data: st.DataObject) -> None:
+    old = " ".join(words)
+    spots = [i for i, c in enumerate(old) if not c.isspace()]
+    kind = data.draw(st.sampled_from(["insert", "replace", "delete", "prose mark inside a word"]))
+    if kind == "insert":
+        at = data.draw(st.integers(0, len(old)))
+        new = old[:at] + data.draw(st.sampled_from(_SYMBOLS)) + old[at:]
+    elif kind == "replace":
+        at = data.draw(st.sampled_from(spots))
+        char = data.draw(st.sampled_from(_SYMBOLS))
+        assume(char != old[at])
+        new = old[:at] + char + old[at + 1:]
+    elif kind == "delete":
+        symbols = [i for i in spots if old[i] in _SYMBOLS]
+        assume(symbols)
+        at = data.draw(st.sampled_from(symbols))
+        new = old[:at] + old[at + 1:]
+    else:  # `app.log` is not `applog`: a mark between letters or digits is no prose mark
+        inside = [i for i in range(1, len(old)) if old[i - 1].isascii() and old[i - 1].isalnum()
+                  and old[i].isascii() and old[i].isalnum()]
+        assume(inside)
+        at = data.draw(st.sampled_from(inside))
+        new = old[:at] + data.draw(st.sampled_from(".,;:!")) + old[at:]
+    assert not _merged(old, new), (old, new)
+    assert not _merged(new, old), (new, old)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=_WORDS, code=_WORDS, after=_WORDS, data=st.data())
+def test_changed_code_is_never_merged_away(before: list[str], code: list[str], after: list[str],
+                                           data: st.DataObject) -> None:
+    inner = " ".join(code).replace("`", "")
+    old = f"{' '.join(before)} `{inner}` {' '.join(after)}"
+    start = len(" ".join(before)) + 2
+    at = data.draw(st.sampled_from([start + i for i, c in enumerate(inner) if not c.isspace()]))
+    char = data.draw(st.one_of(st.just(old[at].swapcase()), st.sampled_from(_SYMBOLS + ".,;:!ab1")))
+    assume(char != old[at])
+    new = old[:at] + char + old[at + 1:]
+    assert not _merged(old, new), (old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("The retry check in the worker must be `attempts >= 5` before giving up",
+     "The retry check in the worker must be `attempts <= 5` before giving up"),
+    ("The cache key format is post:{slug}:v{version} in redis",
+     "The cache key format is post:{slug}-v{version} in redis"),
+    ("The service writes its log lines to app.log in the data folder",
+     "The service writes its log lines to app_log in the data folder"),
+    ("The uploads are kept under /data on the build machine",
+     "The uploads are kept under /data/ on the build machine"),
+])
+def test_add_keeps_both_texts_when_a_symbol_differs(store_path: Path, old: str, new: str) -> None:
+    first = run_memctl("add", old, "--json", store=store_path)
+    second = run_memctl("add", new, "--json", store=store_path)
+    assert first.exit_code == 0 and second.exit_code == 0, second.stderr
+    said = json.loads(second.stdout)
+    assert said["action"] == "created" and said["similar"] == [json.loads(first.stdout)["id"]]
+    bodies = {parse_text((store_path / p).read_text(encoding="utf-8")).body.strip()
+              for p in _notes_on_disk(store_path)}
+    assert bodies == {old, new}
+
+
+def test_what_a_merge_ignores_still_merges() -> None:
+    """Case and blanks outside code, prose marks ending a word or touching a CJK character,
+    typographic quotes, width, `n't` for ` not` (docs/lifecycle.md)."""
+    for old, new in [
+        ("The blog backend uses PostgreSQL 16; no ORM.", "the blog backend uses  PostgreSQL 16, no ORM"),
+        ("Don't commit directly to main", "Do not commit directly to main!"),
+        ("记住：提交前先运行测试", "记住，提交前先运行测试"),
+        ("Run `pytest -q` before pushing the branch", "run  `pytest -q`  before pushing the branch."),
+        ("The user’s editor uses tabs", "The user's editor uses tabs"),
+    ]:
+        assert _merged(old, new), (old, new)
+
 
 def _notes_on_disk(store: Path) -> list[str]:
     return sorted(p.relative_to(store).as_posix() for p in store.glob("*/notes/**/*.md"))

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import git, run_memctl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from memctl.core import sections
 from memctl.core.arguments import outcome as validate_outcome
 from memctl.core.errors import UsageError
 from memctl.memory.episodes import Step, parse_episode, parse_step, render_episode
@@ -289,3 +294,78 @@ def test_show_of_an_ambiguous_prefix_says_so_and_never_picks_the_episode(sample_
     episode = run_memctl("episode", "list", "--all-projects", "--json",
                          store=sample_store).json()[0]
     assert run_memctl("show", episode["id"], store=sample_store).exit_code == 0
+
+
+def test_a_summary_with_a_heading_line_stays_the_summary(cli, store_path):
+    made = cli.ok("episode", "add", "--goal", "Ship threads", "--outcome", "completed",
+                  "--summary", "Went fine.\n## Outcome\nfailed", "--json", env=NOW).json()
+    shown = cli.ok("episode", "show", made["id"], "--json").json()
+    assert shown["outcome"] == "completed"
+    assert shown["summary"] == "Went fine.\n## Outcome\nfailed"
+    cli.ok("episode", "update", made["id"], "--summary", "Done.\n\n## Outcome\nfailed\n```",
+           env=NOW)
+    shown = cli.ok("episode", "show", made["id"], "--json").json()
+    assert shown["summary"] == "Done.\n\n## Outcome\nfailed\n```"
+    text = (store_path / shown["path"]).read_text(encoding="utf-8")
+    assert [line for line in text.splitlines() if line.startswith("#")] == [
+        "# Ship threads", "## Outcome", "## Summary"]
+    assert parse_episode(text, shown["path"], "demo").outcome == "completed"
+
+
+@settings(max_examples=150, deadline=None)
+@given(summary=st.lists(st.sampled_from([
+    "## Outcome", "failed", "## Summary", "# Goal", "```", "~~~", "<!-- c -->", "",
+    "\\## escaped", "- item", "plain words", "  ### Steps"]), min_size=1, max_size=6).map(
+    "\n".join).filter(str.strip))
+def test_any_summary_reads_back_as_given_and_leaves_the_other_sections(summary: str) -> None:
+    from memctl.memory.episodes import _splice_section
+
+    text = render_episode(
+        episode_id="ep1", project="demo", goal="Ship threads", outcome="completed",
+        created="2026-11-30T12:00:00.000Z", steps=[Step("write it", "done")], summary=summary,
+        links=[], tags=[], source="test", template="# {{goal}}\n\n## Steps\n{{steps}}\n\n"
+        "## Outcome\n{{outcome}}\n\n## Summary\n{{summary}}\n")
+    made = parse_episode(text, "demo/episodes/2026-11/ep1.md", "demo")
+    # (a new episode's body has no runs of blank lines: several read as one)
+    assert made.summary == re.sub(r"\n{3,}", "\n\n", summary.strip())
+    assert made.outcome == "completed"
+    assert [s.action for s in made.steps] == ["write it"]
+    body = _splice_section(made.body, "summary", ["x"], replace=True)
+    again = _splice_section(body, "summary", sections.text_lines(summary, keep_blank=True),
+                            replace=True)
+    assert parse_episode(text.replace(made.body, again), "x.md", "demo").summary == summary.strip()
+    headings = [h.title for h in sections.parse_headings(made.body)]
+    assert headings == ["Ship threads", "Steps", "Outcome", "Summary"]
+
+
+def test_mcp_a_focus_or_summary_with_heading_lines_keeps_every_section(store_path):
+    """Through MCP: a focus holding '## Done' never hides the real done items from the
+    episode that archives them, and a summary holding '## Outcome' is no second outcome."""
+    pytest.importorskip("mcp.server.mcpserver")
+    from test_mcp import run_session
+
+    async def script(session):
+        for action, text in (("next", "Wrote migration 0061"), ("done", "1"),
+                             ("focus", "Ship threads\n## Done\n- nothing yet")):
+            said = await session.call_tool("update_scratchpad", {"action": action, "text": text,
+                                                                 "project": "demo"})
+            assert not said.is_error, said.content
+        shown = await session.call_tool("update_scratchpad", {"action": "show",
+                                                              "project": "demo"})
+        cleared = await session.call_tool("update_scratchpad", {
+            "action": "clear", "archive": True, "outcome": "partial", "project": "demo"})
+        assert not cleared.is_error, cleared.content
+        episode = cleared.structured_content["episode"]["id"]
+        updated = await session.call_tool("update_episode", {
+            "id": episode, "summary": "Done.\n\n## Outcome\nfailed"})
+        assert not updated.is_error, updated.content
+        return shown.structured_content, episode
+
+    shown, episode = run_session(store_path, script)
+    assert shown["focus"] == "Ship threads\n## Done\n- nothing yet"
+    assert shown["done"] == ["Wrote migration 0061"]
+    found = run_memctl("episode", "show", episode, "--json", store=store_path).json()
+    assert [step["action"] for step in found["steps"]] == ["Wrote migration 0061"]
+    assert found["outcome"] == "partial" and found["summary"] == "Done.\n\n## Outcome\nfailed"
+    text = (store_path / found["path"]).read_text(encoding="utf-8")
+    assert [line for line in text.splitlines() if line.startswith("## ")].count("## Outcome") == 1

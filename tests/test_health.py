@@ -617,3 +617,27 @@ def test_health_markdown_refuses_a_target_that_is_not_a_regular_file(store_path,
     assert run_memctl("health", "--markdown", str(folder), store=store_path).exit_code == 0
     assert [p.name[:7] for p in folder.iterdir()] == ["health-"]
     assert run_memctl("health", "--markdown", "", store=store_path).exit_code == 2
+
+
+def test_odd_front_matter_values_read_as_defaults_everywhere_and_health_names_each(
+        store_path: Path) -> None:
+    folder = store_path / "blog" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    (folder / "a.md").write_text("---\nid: n1\nproject: ../../etc\n---\nNote dropped in blog\n")
+    (folder / "b.md").write_text("---\nid: n2\ncreated: yesterday\nupdated: 2026-13-45\n"
+                                 "expires: never\ntags: {a: b}\n---\nOdd values\n")
+    listed = run_memctl("list", "-p", "blog", "--json", store=store_path)
+    assert listed.exit_code == 0, listed.stderr
+    notes = {n["id"]: n for n in json.loads(listed.stdout)}
+    assert set(notes) == {"n1", "n2"}
+    assert notes["n1"]["project"] == "blog"
+    n2 = notes["n2"]
+    assert n2["created"] == n2["updated"] and n2["created"][:2] == "20"
+    assert n2["expires"] is None and n2["tags"] == []
+    text = run_memctl("list", "-p", "blog", store=store_path).stdout
+    assert "2026-13-45" not in text and "yesterday" not in text
+    report = json.loads(run_memctl("health", "--json", store=store_path).stdout)
+    said = {w["id"]: " | ".join(w["warnings"]) for w in report["field_warnings"]}
+    assert "project '../../etc'" in said["n1"]
+    for field in ("created", "updated", "expires", "tags"):
+        assert field in said["n2"], field

@@ -538,3 +538,19 @@ def test_a_record_left_out_as_invalid_is_not_retired(cli, tmp_path):
     assert [item["path"] for item in report["rejected"]] == ["Tech/Ledger rules.md"]
     assert news(report) == {"rejected": report["rejected"]}  # Payments still links to it
     assert cli.ok("show", ledger, "--json").json()["status"] == "active"
+
+
+def test_a_cline_focus_with_a_sub_heading_and_a_fence_stays_the_focus(cli, tmp_path):
+    repo = copy_fixture("cline-repo", tmp_path)
+    edit_file(repo / "memory-bank" / "activeContext.md",
+              "Moving refunds onto the streaming settlement path.\n",
+              "Moving refunds onto the streaming settlement path.\n### Blockers\n```\n"
+              "## Not a heading in code\n```\n")
+    settle(repo)
+    imported(cli, repo)
+    scratch = cli.ok("scratch", "show", "--json").json()
+    assert scratch["focus"] == ("Moving refunds onto the streaming settlement path.\n"
+                                "### Blockers\n```\n## Not a heading in code\n```")
+    assert scratch["next"][:3] == ["Write the refund consumer", "Backfill refunds from March",
+                                   "Switch the batch job off"]
+    assert news(imported(cli, repo)) == {}

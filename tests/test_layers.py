@@ -64,7 +64,8 @@ LAZY_IMPORTS = {
     "memctl.core.arguments": {"memctl.core.secrets"},
     "memctl.disk.storefiles": {"memctl.core.note", "memctl.core.noteformat",  # YAML, the model
                                "memctl.disk.atomic", "memctl.disk.journal",  # tempfile, git
-                               "memctl.disk.locking"},
+                               "memctl.disk.locking",
+                               "memctl.core.textfile"},  # only a file read whole needs it
     "memctl.store": {"memctl.disk.gitops", "memctl.disk.atomic",  # subprocess, tempfile
                      "memctl.disk.locking"},  # init: refused first where a store cannot be locked
     "memctl.index.db": {"memctl.index.docs", "memctl.index.workers"},  # the parser
@@ -100,11 +101,11 @@ SERVED_MODULES = {"memctl", "memctl.cli", "memctl.cli.served"}
 SERVED_NEVER_LOADS = ("re", "pathlib", "json", "sqlite3", "enum", "datetime", "socket")
 # What `memctl show ID` (a note's) loads of memctl besides what a search loads: the note
 # model and its reader (with their checksum and data classes: `hashing`, `records`, lighter
-# than hashlib and dataclasses), nothing of the write-time checks (similarity, the secret
-# scanner, templates, drafts) nor of episodes.
+# than hashlib and dataclasses, and `textfile`, which tells a file that is no text), nothing
+# of the write-time checks (similarity, the secret scanner, templates, drafts) nor of episodes.
 SHOW_MODULES = {"memctl.cli.showing", "memctl.core.hashing", "memctl.core.ids",
                 "memctl.core.note", "memctl.core.noteformat", "memctl.core.records",
-                "memctl.services.showing"}
+                "memctl.core.textfile", "memctl.services.showing"}
 # The front ends reach memory through the services alone (and the pure core: errors, the
 # validators, the vocabulary), so both get the same checks and messages.
 FRONT_ENDS = ("memctl.cli", "memctl.mcp_server")

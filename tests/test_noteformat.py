@@ -268,3 +268,19 @@ def test_a_note_memctl_wrote_is_read_without_loading_yaml() -> None:
               "---\\nbody\\n')\n"
               "print(parsed.meta['tags'], parsed.meta['subject'], 'yaml' in sys.modules)\n")
     assert python_lines(script) == ["['db', 'cache'] the api False"]
+
+
+def test_values_memctl_cannot_read_fall_back_to_their_defaults_with_a_warning_each():
+    _, n = note("---\nid: n2\nproject: ../../etc\ncreated: yesterday\nupdated: 2026-13-45\n"
+                "expires: never\ntags: {a: b}\nsubject: [x, y]\n---\nOdd values\n",
+                relpath="blog/notes/fact/b.md")
+    assert n.project == "p"  # the folder the note helper reads it in
+    assert n.created == "" and n.updated == "" and n.expires is None
+    assert n.tags == [] and n.subject is None
+    said = " | ".join(n.warnings)
+    for field in ("project", "created", "updated", "expires", "tags", "subject"):
+        assert field in said, (field, said)
+    assert len(n.warnings) == 6
+    _, n = note("---\ncreated: 2026-11-01\nupdated: 2026-13-45\ntags: [a, [b], c]\n---\nx\n")
+    assert (n.created, n.updated, n.tags) == ("2026-11-01", "2026-11-01", ["a", "c"])
+    assert len(n.warnings) == 2

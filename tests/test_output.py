@@ -4,6 +4,7 @@ that agree with the JSON. Run as the installed `memctl` with COLUMNS set, as in 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -222,7 +223,8 @@ def test_add_says_created_and_merged_like_its_json(cli: Cli) -> None:
     assert text.stderr.startswith(f"created {first['id']}  ")
     again = cli.ok("add", "the blog backend uses PostgreSQL 16, no ORM", "--json").json()
     assert again["action"] == "merged"
-    merged = cli.ok("add", "The blog backend uses PostgreSQL 16 - no ORM")
+    # (a dash standing alone is a symbol a merge keeps: docs/lifecycle.md)
+    merged = cli.ok("add", "The blog backend uses PostgreSQL 16: no ORM")
     assert merged.stderr.startswith(f"merged into {first['id']}  ")
 
 
@@ -247,3 +249,38 @@ def test_health_counts_what_its_words_say(cli: Cli, tmp_path: Path) -> None:
     assert "Most accessed by search or recall" in written and "recalls" not in written
     shown = cli.ok("show", note["id"], env={"COLUMNS": "120"}).stdout
     assert "accessed 1 time (search hits and recalls)" in shown
+
+
+# --- what a terminal would act on is shown, never sent (docs/security.md) --------------------
+
+_HOSTILE = ("Innocent \x1b]0;PWNED-TITLE\x07title \x1b[2J\x1b[31mRED kwesc \x9b6n "
+            "\u202eevil\u202c \x7f bell\x07 cr\rover")
+_RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\u202c", "\x7f", "\r")
+
+
+def test_control_characters_in_notes_reach_no_terminal_raw_and_json_stays_exact(
+        store_path: Path) -> None:
+    folder = store_path / "p" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    (folder / "e.md").write_text(f'---\nid: esc1\ntags: ["t\\e[5m", "[/]"]\n'
+                                 f'subject: "[bold red]s"\n---\n{_HOSTILE}\n',
+                                 encoding="utf-8", newline="")
+    (store_path / "p" / "SCRATCHPAD.md").write_text(f"# p\n\n## Focus\n{_HOSTILE}\n",
+                                                    encoding="utf-8", newline="")
+    (store_path / "p" / "MEMORY.md").write_text(f"# p\n\n## Decisions\n- {_HOSTILE}\n",
+                                                encoding="utf-8", newline="")
+    for command in (["list", "-p", "p"], ["search", "kwesc", "-p", "p"], ["show", "esc1"],
+                    ["recall", "kwesc", "-p", "p"], ["project", "show", "-p", "p"],
+                    ["get", "nothing", "-p", "p"], ["list", "-p", "p", "--tag", "nope"],
+                    ["scratch", "show", "-p", "p"], ["health"], ["health", "--markdown", "-"]):
+        said = run_memctl(*command, store=store_path, env={"COLUMNS": "300"})
+        for raw in _RAW:
+            assert raw not in said.stdout + said.stderr, (command, raw, said.stdout)
+    shown = run_memctl("show", "esc1", store=store_path).stdout
+    assert "tags t\\x1b[5m, [/]" in shown and "subject [bold red]s" in shown  # never markup
+    assert "\\x1b]0;PWNED-TITLE\\x07title \\x1b[2J" in shown and "\\u202eevil" in shown
+    assert "\\x9b6n" in shown and "cr\\x0dover" in shown
+    data = run_memctl("show", "esc1", "--json", store=store_path)
+    assert json.loads(data.stdout)["body"] == _HOSTILE + "\n"
+    assert json.loads(data.stdout)["tags"] == ["t\x1b[5m", "[/]"]
+    assert "\x9b" not in data.stdout and "\u202e" not in data.stdout and "\x1b" not in data.stdout

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+from datetime import UTC, datetime
 
 from conftest import git, run_memctl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.core import sections
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z", "TZ": "UTC"}
 
@@ -148,3 +153,46 @@ def test_secrets_are_refused_unless_allowed(cli, store_path):
     assert not (store_path / "demo" / "SCRATCHPAD.md").exists()
     cli.ok("project", "add", "constraints", secret, "--allow-secret")
     assert "s3cr3tpw" in (store_path / "demo" / "MEMORY.md").read_text()
+
+
+def test_a_multi_line_item_never_makes_a_section(cli, store_path):
+    cli.ok("project", "add", "decisions", "Chose Kysely\n## Lessons\nsee ADR-7\n```", env=NOW)
+    cli.ok("project", "add", "lessons", "Cast int8 counts with ::int", env=NOW)
+    text = (store_path / "demo" / "MEMORY.md").read_text(encoding="utf-8")
+    found = sections.parse_sections(text)
+    assert [s.key for s in found if s.key] == list(sections.MEMORY_SECTIONS)
+    decisions = sections.section_body(text, "decisions") or ""
+    lessons = sections.section_body(text, "lessons") or ""
+    assert "Chose Kysely" in decisions and "ADR-7" in decisions and "Cast int8" not in decisions
+    assert "Cast int8 counts with ::int" in lessons and "Kysely" not in lessons
+    lines = [sections.restore(line.strip(), item=True) for line in decisions.splitlines()]
+    assert "## Lessons" in lines and "```" in lines
+
+
+_MEMORY = ("# Project memory\n\n## Constraints\n- [11-01] Postgres 16\n\n## Decisions\n"
+           "- [11-02] Kysely\n\n## Progress\n\n## Lessons\n- [11-03] cast int8\n")
+
+
+@settings(max_examples=150, deadline=None)
+@given(item=st.lists(st.one_of(st.sampled_from([
+    "## Lessons", "# Constraints", "  ### Progress", "```", "~~~", "<!-- c -->", "<!--", "",
+    "- a dash", "3. numbered", "\\## escaped", "\\- escaped"]), st.text(max_size=12)),
+    min_size=1, max_size=5).map("\n".join).filter(str.strip),
+    key=st.sampled_from(sections.MEMORY_SECTIONS))
+def test_any_item_reads_back_in_its_section_and_leaves_the_others(item: str, key: str) -> None:
+    after = sections.append_dated_item(_MEMORY, key, item, datetime(2026, 11, 30, tzinfo=UTC))
+    before_parts = {s.key: _MEMORY[s.body_start:s.end] for s in sections.parse_sections(_MEMORY)}
+    after_sections = sections.parse_sections(after)
+    assert [(s.level, s.title) for s in after_sections] == [
+        (s.level, s.title) for s in sections.parse_sections(_MEMORY)]
+    for found in after_sections:
+        part = after[found.body_start:found.end]
+        if found.key is None:
+            continue  # the title: the whole file is under it
+        if found.key != key:
+            assert part == before_parts[found.key]
+            continue
+        added = part[len(before_parts[key].rstrip("\n")):].strip("\n").splitlines()
+        lines = [added[0].split("] ", 1)[1] if "] " in added[0] else ""] + [
+            sections.restore(line.strip(), item=True) for line in added[1:]]
+        assert lines == [line.strip() for line in item.strip().splitlines() if line.strip()]

@@ -246,3 +246,82 @@ def test_stamps_carry_the_year_and_old_stamps_still_read(cli, store_path):
     year = WHEN.astimezone().strftime("%Y")
     assert re.search(rf"^- \[x\] \[{year}-\d\d-\d\d \d\d:\d\d\] Backfill counts$", path.read_text(), re.M)
     assert re.search(rf"^- \[{year}-\d\d-\d\d \d\d:\d\d\] Backfill took 40 s$", path.read_text(), re.M)
+
+
+# Lines a written text may hold that read as structure in Markdown: headings (of the file's
+# own sections too), fences, comments, list items, escapes, indents (docs/format.md, "Text
+# inside a section").
+_TRICKY_LINE = st.one_of(
+    st.sampled_from([
+        "## Done", "## Next steps", "# Focus", "### Notes", "  ## Open questions", "##",
+        "```", "~~~", "```python", "<!-- a comment -->", "<!--", "-->", "- a dash item",
+        "1. a numbered item", "  2) another", "* star", "+ plus", "\\## escaped already",
+        "\\\\## twice", "\\- escaped dash", "\\```", "#hashtag", "", "   ", "\t## tabbed",
+    ]),
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")),
+            max_size=20),
+)
+_WRITTEN = st.lists(_TRICKY_LINE, min_size=1, max_size=6).map("\n".join).filter(
+    lambda text: text.strip() and not text.strip().startswith("["))
+
+
+def _expected_item(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _headings(text: str) -> list[tuple[int, str]]:
+    from memctl.core import sections
+
+    return [(h.level, h.title) for h in sections.parse_headings(text)]
+
+
+def _base() -> str:
+    text = "# Scratchpad: demo\n\n## Focus\nold focus\n\n## Open questions\n- q1\n\n" \
+           "## Next steps\n1. first\n2. second\n\n## Done\n- [x] [2026-11-30 10:00] zero\n\n" \
+           "## Notes\n- [2026-11-30 10:01] n1\n"
+    return text
+
+
+@settings(max_examples=150, deadline=None)
+@given(written=_WRITTEN, action=st.sampled_from(["focus", "question", "next", "note", "done"]))
+def test_text_written_into_a_section_reads_back_as_given_and_leaves_the_others(
+        written: str, action: str) -> None:
+    before = _base()
+    old = scratchpad.parse(before)
+    if action == "focus":
+        after = scratchpad.set_focus(before, written)
+    elif action == "question":
+        after = scratchpad.add_question(before, written)
+    elif action == "next":
+        after = scratchpad.add_next(before, written)
+    elif action == "note":
+        after = scratchpad.add_note(before, written, WHEN)
+    else:
+        after, _ = scratchpad.mark_done(scratchpad.add_next(before, written), "3", WHEN)
+    new = scratchpad.parse(after)
+    assert _headings(after) == _headings(before)
+    expected = {
+        "focus": "\n".join(line.strip() for line in written.splitlines() if line.strip()),
+        "questions": [*old.questions, _expected_item(written)],
+        "next": [*old.next, _expected_item(written)],
+        "notes": [*old.notes, _expected_item(written)],
+        "done": [*old.done, _expected_item(written)],
+    }
+    key = {"question": "questions", "note": "notes"}.get(action, action)
+    for name in ("focus", "questions", "next", "done", "notes"):
+        want = expected[name] if name == key else getattr(old, name)
+        assert getattr(new, name) == want, (name, after)
+
+
+def test_a_focus_with_a_heading_line_is_one_focus_and_archives_the_real_done_items(cli):
+    cli.ok("scratch", "next", "Wrote migration 0061", env=NOW)
+    cli.ok("scratch", "done", "1", env=NOW)
+    cli.ok("scratch", "focus", "Ship threads\n## Done\n- nothing yet\n## Next steps\n- drop it",
+           env=NOW)
+    data = cli.ok("scratch", "show", "--json").json()
+    assert data["focus"] == "Ship threads\n## Done\n- nothing yet\n## Next steps\n- drop it"
+    assert data["done"] == ["Wrote migration 0061"] and data["next"] == []
+    archived = cli.ok("scratch", "clear", "--archive", "--outcome", "partial", "--json",
+                      env=NOW).json()
+    episode = cli.ok("episode", "show", archived["episode"]["id"], "--json").json()
+    assert [step["action"] for step in episode["steps"]] == ["Wrote migration 0061"]

@@ -17,7 +17,15 @@ from memctl.cli.base import (
     examples,
     get_store,
 )
-from memctl.cli.output import emit_json, info, print_episode, read_text_argument, table, warn
+from memctl.cli.output import (
+    emit_json,
+    info,
+    print_episode,
+    read_text_argument,
+    table,
+    warn,
+    write,
+)
 from memctl.core import arguments
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.sections import section_key
@@ -50,10 +58,7 @@ ALLOW_SECRET_OPTION = typer.Option(
 
 
 def _write(text: str) -> None:
-    import sys
-
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+    write(text if text.endswith("\n") else text + "\n")
 
 
 # --- project ---------------------------------------------------------------------------------

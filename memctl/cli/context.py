@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from memctl.cli.output import visible
 from memctl.core.errors import CLI, MemctlError, exit_code
 from memctl.services import stores
 
@@ -39,12 +40,12 @@ def current_project(option: str | None, global_scope: bool = False) -> str:
     project, note = stores.project_and_note(get_store(), option)
     if note and not _state.get("project_noted"):
         _state["project_noted"] = True  # once per command
-        sys.stderr.write(f"note: {CLI.render(note)}\n")
+        sys.stderr.write(f"note: {visible(CLI.render(note))}\n")
     return project
 
 
 def print_error(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.write(f"error: {visible(message)}\n")
     sys.stderr.flush()
 
 

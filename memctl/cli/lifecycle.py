@@ -7,7 +7,7 @@ from typing import Any, Optional
 import typer
 
 from memctl.cli.base import JSON_OPTION, app, examples, get_store
-from memctl.cli.output import console, emit_json, info, table
+from memctl.cli.output import console, emit_json, info, table, visible, write
 from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.services import notes, upkeep
 from memctl.services.upkeep import SweepItem, bar, report_month
@@ -124,10 +124,8 @@ def _write_markdown(report: dict[str, Any], target: str) -> None:
     from pathlib import Path
 
     if target == "-":  # stdout, as for every other FILE argument of memctl
-        import sys
 
-        sys.stdout.write(upkeep.health_markdown(report))
-        sys.stdout.flush()
+        write(upkeep.health_markdown(report))
         return
     path = Path(target).expanduser()
     if path.is_dir():
@@ -144,7 +142,7 @@ def _render(report: dict[str, Any]) -> None:
 
     out = console()
     totals = report["totals"]
-    out.print(f"[bold]memctl health[/]  {escape(report['store'])}  ({report['generated']})")
+    out.print(f"[bold]memctl health[/]  {escape(visible(report['store']))}  ({report['generated']})")
     out.print(f"{_plural(totals['notes'], 'note')}, {_plural(totals['episodes'], 'episode')}")
     largest = max(totals["by_type"].values(), default=0)
     table(["type", "notes", ""],
@@ -209,12 +207,13 @@ def _render(report: dict[str, Any]) -> None:
     out.print("watcher: " + (f"running (pid {watcher['pid']}), index kept fresh" if watcher["live"]
                              else "not running (each command checks the files itself)"))
     pushed = "" if git["unpushed"] is None else f", {git['unpushed']} unpushed commits"
-    out.print(f"git: branch {git['branch'] or '-'}, {len(git['uncommitted'])} uncommitted "
-              f"changes, remote {git['remote'] or 'none'}{pushed}")
+    out.print(f"git: branch {escape(visible(git['branch'] or '-'))}, {len(git['uncommitted'])} "
+              f"uncommitted changes, remote {escape(visible(git['remote'] or 'none'))}{pushed}")
     if git["error"]:
-        out.print(f"git error: {escape(git['error'])}")
+        out.print(f"git error: {escape(visible(git['error']))}")
     if report["problems"]:
-        out.print("[bold red]problems:[/] " + "; ".join(p["message"] for p in report["problems"]))
+        out.print("[bold red]problems:[/] "
+                  + escape(visible("; ".join(p["message"] for p in report["problems"]))))
     else:
         out.print("[bold green]no problems found[/]")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Literal, Optional
 
 import typer
@@ -25,6 +24,7 @@ from memctl.cli.output import (
     report_parse_errors,
     table,
     warn,
+    write,
 )
 from memctl.cli.showing import run_show
 from memctl.core import arguments
@@ -122,10 +122,10 @@ def get(
         return
     for number, note in enumerate(found):
         if number:
-            sys.stdout.write("\n")
+            write("\n")
         info(f"{note.id}  {note.subject} / {note.predicate or '-'}  {note.type}  "
              f"updated {(note.updated or note.created or '')[:10]}  {note.path}")
-        sys.stdout.write(note.body.strip("\n") + "\n")
+        write(note.body.strip("\n") + "\n")
 
 
 @app.command("list", epilog=examples(

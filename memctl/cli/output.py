@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from memctl.core.errors import UsageError
@@ -15,6 +16,37 @@ if TYPE_CHECKING:
 _console = None
 _err_console = None
 
+# What a terminal would act on rather than show (docs/security.md, "Terminal output"): C0
+# controls but newline and tab (a carriage return only before a newline), DEL, C1 controls,
+# and the bidi embeddings, overrides and isolates. A note's text, a file's name, a hand-edited
+# field can hold them (`\x1b]0;…\x07` retitles a terminal, `\x1b[2J` clears it, U+202E turns
+# a line around); human output shows each as an escape (`\x1b`, `\u202e`). One class, so
+# linear in the text.
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+# In JSON, the same characters JSON leaves as they are (C0 it escapes itself): the document's
+# values stay exactly the same.
+_JSON_UNSAFE = {code: f"\\u{code:04x}" for code in
+                (0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` as a terminal can show it safely: every character a terminal would act on
+    (`_UNSAFE`) written as an escape; the rest, newlines and tabs too, as it is."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSAFE.sub(_shown, text)
+
+
+def write(text: str) -> None:
+    """Text for people on stdout (a note's body, a file as it is, a report), made `visible`."""
+    sys.stdout.write(visible(text))
+    sys.stdout.flush()
+
 
 def emit_json(data: Any) -> None:
     """The document as `json.dumps(data, ensure_ascii=False, indent=2)` gives it, written in
@@ -24,7 +56,8 @@ def emit_json(data: Any) -> None:
     write = sys.stdout.write
     pieces: list[str] = []
     for piece in encoder.iterencode(data):
-        pieces.append(piece)
+        pieces.append(piece if piece.isascii() and "\x7f" not in piece
+                      else piece.translate(_JSON_UNSAFE))
         if len(pieces) >= 4096:
             write("".join(pieces))
             pieces.clear()
@@ -58,11 +91,11 @@ def err_console():
 
 def info(message: str) -> None:
     """A message for people on stderr (never mixed into data on stdout)."""
-    sys.stderr.write(message + "\n")
+    sys.stderr.write(visible(message) + "\n")
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.write(f"warning: {visible(message)}\n")
 
 
 # How a table's columns give way when the terminal is too narrow for all of them (by header):
@@ -104,7 +137,8 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
     from rich.table import Table
     from rich.text import Text
 
-    cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    cells = [["" if cell is None else visible(str(cell)) for cell in row] for row in rows]
+    title = None if title is None else visible(title)
     widths = column_widths(columns, cells, console().width)
     grid = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD,
                  show_edge=False, pad_edge=False, padding=(0, _GAP - 1, 0, 0))
@@ -169,5 +203,4 @@ def print_episode(episode: Any, json_output: bool = False) -> None:
         return
     info(f"episode {episode.id}  {episode.project}  {episode.outcome}  {episode.created}  "
          f"{episode.path}")
-    sys.stdout.write(episode.body.strip("\n") + "\n")
-    sys.stdout.flush()
+    write(episode.body.strip("\n") + "\n")

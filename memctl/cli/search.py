@@ -10,7 +10,7 @@ from typer.core import TyperCommand
 
 from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, as_option_check, checked, examples, get_store
 from memctl.cli.fast import query_words_last
-from memctl.cli.output import emit_json, err_console
+from memctl.cli.output import emit_json, err_console, visible
 from memctl.cli.searching import run_search
 from memctl.core import arguments
 from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
@@ -23,7 +23,7 @@ def _check_types(values: Optional[list[str]]) -> list[str]:
 
 
 def _warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.write(f"warning: {visible(message)}\n")
 
 
 class SearchCommand(TyperCommand):

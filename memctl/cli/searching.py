@@ -6,7 +6,14 @@ from __future__ import annotations
 import sys
 
 from memctl.cli.context import current_project, get_store
-from memctl.cli.output import console, console_made, emit_json, report_parse_errors, warn
+from memctl.cli.output import (
+    console,
+    console_made,
+    emit_json,
+    report_parse_errors,
+    visible,
+    warn,
+)
 from memctl.cli.plaintext import PlainText, plain_console
 from memctl.cli.plaintext import cell_len as plain_cell_len
 from memctl.core.query import parse
@@ -83,9 +90,10 @@ def _print_hits(hits: list[Hit], explain: bool) -> None:
     """The hits, laid out by rich on a terminal (with colours) or for text rich must measure;
     else by `memctl.cli.plaintext`, the same bytes without importing rich (~30 ms of start-up;
     tests/test_plaintext.py holds the two equal)."""
+    hits = [_visible_hit(hit) for hit in hits]
     rows = [(str(number), _shown_id(hit), hit.type, hit.project)
             for number, hit in enumerate(hits, 1)]
-    explained = [_explained(hit) if explain and hit.explain else None for hit in hits]
+    explained = [visible(_explained(hit)) if explain and hit.explain else None for hit in hits]
     shown = [*(cell for row in rows for cell in row), *(hit.status for hit in hits),
              *(line for line in explained if line), *(" ".join(hit.title.split()) for hit in hits),
              *(" ".join(hit.snippet_marked.split()).replace(OPEN, "").replace(CLOSE, "")
@@ -125,6 +133,19 @@ def lay_out_hits(hits: list[Hit], rows: list[tuple[str, str, str, str]],
         for position, line in enumerate(lines):
             margin = number.rjust(sizes[0]) + "  " if position == 0 else " " * indent
             out.print(text_type(margin) + line, no_wrap=True, overflow="ellipsis")
+
+
+def _visible_hit(hit: Hit) -> Hit:
+    """A copy of `hit` whose text a terminal shows as it is (`output.visible`)."""
+    import copy
+
+    shown = copy.copy(hit)
+    for name in ("id", "path", "project", "type", "status", "title"):
+        setattr(shown, name, visible(getattr(hit, name)))
+    # The marks around the matches (OPEN, CLOSE: control characters) stay marks.
+    shown.snippet_marked = OPEN.join(CLOSE.join(visible(piece) for piece in part.split(CLOSE))
+                                     for part in hit.snippet_marked.split(OPEN))
+    return shown
 
 
 def _shown_id(hit: Hit) -> str:

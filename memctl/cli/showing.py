@@ -3,10 +3,8 @@ the fast path (`memctl.cli.fast`), and free of typer so the fast path never impo
 
 from __future__ import annotations
 
-import sys
-
 from memctl.cli.context import get_store
-from memctl.cli.output import console, emit_json, print_episode, warn
+from memctl.cli.output import console, emit_json, print_episode, visible, warn, write
 from memctl.services.showing import show
 
 
@@ -23,7 +21,7 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
         if json_output:
             emit_json(shown.to_dict())
         else:
-            sys.stdout.write(shown.to_dict()["raw"])
+            write(shown.to_dict()["raw"])
         return
     if episode is not None:
         print_episode(episode, json_output)  # as `memctl episode show` prints it
@@ -34,22 +32,31 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
         emit_json(data)
         return
     from rich.markdown import Markdown
+    from rich.markup import escape
     from rich.panel import Panel
 
-    fields = [f"[bold]{note.id}[/]  {note.type}  importance {note.importance}  {note.status}",
-              f"project {note.project}   tags {', '.join(note.tags) or '-'}   path {note.path}",
-              f"created {note.created}   updated {note.updated}"
-              + (f"   expires {note.expires}" if note.expires else "")]
+    def shown_as_is(value: object) -> str:
+        """A field's value as written: never rich markup (a tag `[/]`), nothing a terminal
+        acts on."""
+        return escape(visible(str(value)))
+
+    v = shown_as_is
+    fields = [f"[bold]{v(note.id)}[/]  {v(note.type)}  importance {note.importance}  "
+              f"{v(note.status)}",
+              f"project {v(note.project)}   tags {v(', '.join(note.tags) or '-')}   "
+              f"path {v(note.path)}",
+              f"created {v(note.created)}   updated {v(note.updated)}"
+              + (f"   expires {v(note.expires)}" if note.expires else "")]
     if note.subject or note.predicate:
-        fields.append(f"subject {note.subject or '-'}   predicate {note.predicate or '-'}")
+        fields.append(f"subject {v(note.subject or '-')}   predicate {v(note.predicate or '-')}")
     if note.superseded_by:
-        fields.append(f"superseded by {note.superseded_by}")
+        fields.append(f"superseded by {v(note.superseded_by)}")
     # The ids an imported note's [[wikilinks]] resolved to: the body names titles only (docs/sync.md).
     links = [str(link) for link in note.meta.get("links") or []]
     if links:
-        fields.append(f"links {', '.join(links)}")
+        fields.append(f"links {v(', '.join(links))}")
     count = data["access_count"]
     fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
-                  f"last {data['last_accessed'] or 'never'}")
+                  f"last {v(data['last_accessed'] or 'never')}")
     console().print(Panel("\n".join(fields), expand=False))
-    console().print(Markdown(note.body))
+    console().print(Markdown(visible(note.body)))

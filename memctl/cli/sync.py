@@ -8,7 +8,7 @@ from typing import Literal, Optional
 import typer
 
 from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, examples, get_store
-from memctl.cli.output import emit_json, err_console, info, table, warn
+from memctl.cli.output import emit_json, err_console, info, table, warn, write
 from memctl.core.errors import UsageError
 from memctl.core.vocab import MERGE_DRIVER_IDENTITY
 from memctl.services import exchange
@@ -227,10 +227,10 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
     # One block per copy, each path on a line of its own: two long paths side by side in a
     # table fold into a dozen lines at 80 columns (tests/test_output.py).
     for copy in copies:
-        typer.echo(f"{copy.number}  {copy.note_id or '(no id)'}  {copy.updated or ''}  "
-                   f"{copy.title or ''}".rstrip())
-        typer.echo(f"   copy:    {copy.path}")
-        typer.echo(f"   current: {copy.current or '(deleted)'}")
+        write(f"{copy.number}  {copy.note_id or '(no id)'}  {copy.updated or ''}  "
+              f"{copy.title or ''}".rstrip() + "\n")
+        write(f"   copy:    {copy.path}\n")
+        write(f"   current: {copy.current or '(deleted)'}\n")
     info("`memctl conflicts diff N` shows what differs; resolve with `memctl conflicts keep N` "
          "(use the copy) or `memctl conflicts drop N`")
 
@@ -238,24 +238,22 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
 @conflicts_app.command("show")
 def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
     """Print a conflict copy."""
-    import sys
 
     store = get_store()
     copy = find_copy(store, ref)
-    sys.stdout.write((store.root / copy.path).read_text(encoding="utf-8", errors="replace"))
+    write((store.root / copy.path).read_text(encoding="utf-8", errors="replace"))
 
 
 @conflicts_app.command("diff")
 def conflicts_diff(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
                    json_output: bool = JSON_OPTION) -> None:
     """What differs between the current version (---) and the conflict copy (+++)."""
-    import sys
 
     copy, diff = diff_copy(get_store(), ref)
     if json_output:
         emit_json({**copy.to_dict(), "diff": diff})
     elif diff:
-        sys.stdout.write(diff)
+        write(diff)
     else:
         info(f"{copy.path} does not differ from {copy.current}")
 

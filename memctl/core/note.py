@@ -86,6 +86,28 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
+# Fields that hold one value: a list or mapping there is read as the default (`tags` holds a
+# list; `importance` and `pinned` say so themselves).
+_TEXT_FIELDS = (
+    "id", "type", "project", "status", "created", "updated", "expires", "subject",
+    "predicate", "superseded_by", "corrects", "source", "source_episode", "title",
+)
+
+
+def _shape(value: Any) -> str:
+    return "mapping" if isinstance(value, dict) else "list" if isinstance(value, list) else "value"
+
+
+def _time_field(meta: dict[str, Any], name: str, default: str, default_words: str,
+                warnings: list[str]) -> str:
+    """A time field's text, or `default` (with a warning) when it is no date or time."""
+    value = _text(meta.get(name))
+    if value and parse_time(value) is None:
+        warnings.append(f"{name} {value[:80]!r} is not a date or time; read as {default_words}")
+        return default
+    return value or default
+
+
 def title_of(meta: dict[str, Any], body: str) -> str:
     """The title: a `title:` field, else the first non-empty line of the body without `#`s."""
     explicit = _text(meta.get("title"))
@@ -233,19 +255,40 @@ def note_from_parsed(
         warnings.append(f"pinned {meta.get('pinned')!r} is not true/false, read as false")
         pinned = False
 
-    created = _text(meta.get("created")) or (format_time(file_time) if file_time else "")
-    updated = _text(meta.get("updated")) or created
-    for name, value in (("created", created), ("updated", updated)):
-        if value and parse_time(value) is None:
-            warnings.append(f"{name} {value!r} is not a date or time")
+    # Every value memctl cannot understand falls back to the field's default, with a warning
+    # that `health` lists (docs/format.md, "How memctl reads what you wrote").
+    for name in _TEXT_FIELDS:
+        if isinstance(meta.get(name), (list, dict)):
+            warnings.append(f"{name} is a {_shape(meta[name])}, not a value; read as the default")
+    created_default = format_time(file_time) if file_time else ""
+    created = _time_field(meta, "created", created_default, created_default or "unknown",
+                          warnings)
+    updated = _time_field(meta, "updated", created, "the created time", warnings) or created
+    expires = _time_field(meta, "expires", "", "no expiry", warnings) or None
+
+    note_project = _text(meta.get("project")) or project
+    if not valid_project_name(note_project):
+        # Never a path (`../../etc`) or a name no folder can have: the folder it is in.
+        warnings.append(f"project {note_project[:80]!r} is not a project name; read as "
+                        f"{project!r}, the folder the file is in")
+        note_project = project
+
+    raw_tags = meta.get("tags")
+    if isinstance(raw_tags, dict) or (
+        isinstance(raw_tags, list) and any(isinstance(t, (list, dict)) for t in raw_tags)
+    ):
+        warnings.append("tags is a mapping, not a list of words; read as none"
+                        if isinstance(raw_tags, dict) else
+                        "tags holds a list or mapping inside; those parts are left out")
+        raw_tags = None if isinstance(raw_tags, dict) else raw_tags
 
     stamp = _text(meta.get("checksum"))
     return Note(
         id=note_id,
         type=note_type,
-        project=_text(meta.get("project")) or project,
+        project=note_project,
         importance=importance,
-        tags=parse_tags(meta.get("tags")),
+        tags=parse_tags(raw_tags),
         created=created,
         updated=updated,
         status=status,
@@ -253,7 +296,7 @@ def note_from_parsed(
         path=relpath,
         subject=_text(meta.get("subject")),
         predicate=_text(meta.get("predicate")),
-        expires=_text(meta.get("expires")),
+        expires=expires,
         pinned=pinned,
         superseded_by=_text(meta.get("superseded_by")),
         corrects=_text(meta.get("corrects")),

@@ -352,14 +352,60 @@ def replace_own_body(
     return text[:start] + block + text[end:]
 
 
+# Text written into a section can never start or end one (docs/format.md, "Text inside a
+# section"): a line of it that would read as a heading, a code fence (which hides the
+# headings after it), or an HTML comment (which a reader skips), and in a list item also one
+# that would read as a new item, gets a backslash in front, Markdown's own escape (it shows
+# as the text it was). Readers take one backslash off such lines (`restore`): what was
+# written reads back as it was given, `\## x` included. `inert` and `restore` are the one
+# place that decides; every writer of MEMORY.md, SCRATCHPAD.md and episodes goes through
+# `format_item` or `text_lines`.
+_ITEM_START = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+
+
+def _structural(rest: str, item: bool) -> bool:
+    """Whether `rest` (a line without its leading blanks and backslashes) would be read as
+    structure: a heading, a fence, a comment, and with `item` a list item."""
+    return (
+        heading(rest) is not None
+        or rest.startswith(("```", "~~~", "<!--"))
+        or (item and _ITEM_START.match(rest) is not None)
+    )
+
+
+def inert(line: str, *, item: bool = False) -> str:
+    """`line` as it can be written into a section without changing the file's structure."""
+    rest = line.lstrip(" \t")
+    if _structural(rest.lstrip("\\"), item):
+        indent = line[: len(line) - len(rest)]
+        return indent + "\\" + rest
+    return line
+
+
+def restore(line: str, *, item: bool = False) -> str:
+    """The line `inert` was given, from the line it wrote (a line it did not change as is)."""
+    rest = line.lstrip(" \t")
+    if rest.startswith("\\") and _structural(rest.lstrip("\\"), item):
+        return line[: len(line) - len(rest)] + rest[1:]
+    return line
+
+
+def text_lines(text: str, *, keep_blank: bool = False) -> list[str]:
+    """The lines of a text written as a paragraph into a section (a focus, a summary): each
+    made `inert`, ends of lines trimmed, blank lines dropped unless `keep_blank`."""
+    return [inert(line.rstrip()) for line in text.strip().splitlines()
+            if keep_blank or line.strip()]
+
+
 def format_item(text: str, stamp: str | None = None, marker: str = "-") -> list[str]:
-    """A list item, continuation lines indented under it; empty lines inside are dropped."""
+    """A list item, continuation lines indented under it and made `inert`; empty lines
+    inside are dropped."""
     parts = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
     if not parts:
         raise UsageError("the text is empty")
     head = f"{marker} [{stamp}] {parts[0]}" if stamp else f"{marker} {parts[0]}"
     indent = " " * (len(marker) + 1)
-    return [head] + [indent + part.strip() for part in parts[1:]]
+    return [head] + [indent + inert(part.strip(), item=True) for part in parts[1:]]
 
 
 def day_stamp(moment: datetime) -> str:

@@ -819,3 +819,97 @@ def exhaustive_pairs(
     pairs = [(keys[i], keys[j], value) for (i, j), value in best.items()]
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
     return pairs
+
+
+# What `add` may merge (docs/lifecycle.md, "What a merge ignores"): normalising drops
+# punctuation, so `attempts >= 5` and `attempts <= 5`, `app.log` and `app_log`, `/data` and
+# `/data/` score 100; merging one into the other would throw the new words away. A merge
+# therefore also needs `merge_key` equal: the words that hold a symbol, and code exactly.
+# Ignorable: case and blanks outside code, the width of a character (NFKC), typographic
+# quotes, `n't` for ` not`, and prose punctuation (`_PROSE_MARKS`) that ends a word or
+# touches a CJK character.
+_PROSE_MARKS = frozenset(".,;:!\u3002\u3001")
+_PROSE_CHARS = "".join(sorted(_PROSE_MARKS))
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def _is_cjk(char: str) -> bool:
+    return _starts_cjk(char)
+
+
+def _symbol_word(word: str) -> str | None:
+    """`word` (casefolded, outside code) without its ignorable prose marks, or None when what
+    is left is letters and digits only (nothing a merge could lose that the score missed)."""
+    ends = len(word.rstrip(_PROSE_CHARS))  # the marks from here on end the word
+    last = len(word) - 1
+    kept: list[str] = []
+    for i, char in enumerate(word):
+        if char in _PROSE_MARKS and (
+            i >= ends or (i > 0 and _is_cjk(word[i - 1])) or (i < last and _is_cjk(word[i + 1]))
+        ):
+            continue
+        kept.append(char)
+    left = "".join(kept)
+    return None if not left or left.isalnum() else left
+
+
+def _prose_key(prose: str) -> list[str]:
+    text = prose.casefold()
+    if "'" in text:
+        text = _CONTRACTION.sub(_expand_contraction, text)
+    words = text.split()
+    key: list[str] = []
+    for i, word in enumerate(words):
+        symbol = _symbol_word(word)
+        if symbol is None:
+            continue
+        if not any(c.isalnum() for c in symbol):
+            # An operator alone (`>=`, `->`, `-`): what it stands between is part of it.
+            before = words[i - 1].rstrip(_PROSE_CHARS) if i else ""
+            after = words[i + 1].rstrip(_PROSE_CHARS) if i + 1 < len(words) else ""
+            symbol = f"{before} {symbol} {after}"
+        key.append(symbol)
+    return key
+
+
+def _backtick_split(text: str) -> list[str]:
+    """`text` cut at each run of backticks, the runs kept: [prose, run, code, run, prose, …]
+    (a segment after an odd number of runs counts as code; one pass, no regex)."""
+    parts: list[str] = []
+    start = i = 0
+    n = len(text)
+    while i < n:
+        if text[i] == "`":
+            j = i
+            while j < n and text[j] == "`":
+                j += 1
+            parts.append(text[start:i])
+            parts.append(text[i:j])
+            start = i = j
+        else:
+            i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def merge_key(text: str) -> tuple[str, ...]:
+    """What two texts must share for `add` to merge one into the other, besides scoring as
+    near-duplicates: every word holding a symbol (`app.log`, `post:{slug}:v{version}`,
+    `/data/`), an operator with its neighbours, each run of backticks, and code between
+    backticks exactly (but for blanks). Linear in the text."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    key: list[str] = []
+    for i, part in enumerate(_backtick_split(text)):
+        if i % 2:  # a run of backticks
+            key.append(part)
+        elif (i // 2) % 2:  # between an opening and a closing run: code
+            key.append(" ".join(part.split()))
+        else:
+            key.extend(_prose_key(part))
+    return tuple(key)
+
+
+def mergeable(a: str, b: str) -> bool:
+    """Whether merging `b` into `a` (or back) loses no symbol: the same text (blanks at either
+    end aside), or the same `merge_key`."""
+    return a.strip() == b.strip() or merge_key(a) == merge_key(b)

@@ -180,15 +180,11 @@ class StoreFiles:
             raise MemctlError(f"{relpath}: permission denied; check the file's permissions") from None
         except IsADirectoryError:
             raise MemctlError(f"{relpath} is a folder, not a note") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise NoteFormatError(relpath, line, "not UTF-8 text", data) from None
-        if "\x00" in text:
-            line = text.count("\n", 0, text.index("\x00")) + 1
-            raise NoteFormatError(relpath, line, "binary content (NUL bytes), not a Markdown note",
-                                  data)
+        from memctl.core.textfile import decode_file  # lazy: search start-up
+
+        text = decode_file(data)
+        if not isinstance(text, str):
+            raise NoteFormatError(relpath, *text, data)
         return text, info
 
     def parse_file(self, relpath: str) -> tuple[str, ParsedFile, os.stat_result]:

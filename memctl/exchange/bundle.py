@@ -38,6 +38,7 @@ from memctl.core.merge import (
 )
 from memctl.core.note import note_from_parsed
 from memctl.core.noteformat import compute_checksum, parse_file, parse_text
+from memctl.core.textfile import decode_file
 from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
@@ -81,6 +82,7 @@ class Problem:
     path: str
     reason: str
     hazard: bool = True
+    line: int | None = None  # the line to fix, for a file's content
 
     def __post_init__(self) -> None:
         # A file name that is not UTF-8 (read from a folder as surrogate escapes) is shown
@@ -92,10 +94,13 @@ class Problem:
         object.__setattr__(self, "path", raw.decode("utf-8", "backslashreplace"))
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.reason}" if self.path else self.reason
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.reason}" if self.path else self.reason
 
     def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason}
+        if self.line is None:
+            return {"path": self.path, "reason": self.reason}
+        return {"path": self.path, "line": self.line, "reason": self.reason}
 
 
 class BundleError(MemctlError):
@@ -215,13 +220,9 @@ def unsafe_yaml_tags(front_matter: str) -> list[str]:
 
 def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
     """Problems of one file's content, and its text when it is text."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        return [Problem(path, f"not text: invalid UTF-8 at line {line}")], None
-    if "\x00" in text:
-        return [Problem(path, "not text: binary content (NUL bytes)")], None
+    text = decode_file(data)
+    if not isinstance(text, str):
+        return [Problem(path, text[1], line=text[0])], None
     kind = path_kind(path)
     problems: list[Problem] = []
     if kind == COUNTERS:
@@ -249,7 +250,8 @@ def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
         if tags:
             return [Problem(path, f"unsafe YAML tag {', '.join(sorted(set(tags)))}")], text
     if parsed.problem is not None and kind != TEMPLATE:
-        problems.append(Problem(path, str(parsed.problem), hazard=False))
+        problems.append(Problem(path, parsed.problem.message, hazard=False,
+                                line=parsed.problem.line))
     elif kind == TOMBSTONE and not (parsed.meta.get("id") and parsed.meta.get("deleted")):
         problems.append(Problem(path, "a tombstone needs `id` and `deleted`", hazard=False))
     return problems, text

@@ -34,6 +34,7 @@ from memctl.core.merge import (
 )
 from memctl.core.note import derive_id, note_from_parsed, stamp
 from memctl.core.noteformat import parse_text
+from memctl.core.textfile import decode_file
 from memctl.disk.gitops import run_git, run_git_binary
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
@@ -195,10 +196,9 @@ def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
     entry = entry_for(path, data)
     if entry.stamped or not MergeKey(entry.key).is_id:
         return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    text = decode_file(data)
+    if not isinstance(text, str):
+        return None  # no text (a NUL byte too): exported as it is, named at its own line
     parsed = parse_text(text)
     if parsed.problem is not None or not parsed.has_front_matter:
         return None

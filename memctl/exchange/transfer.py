@@ -180,15 +180,8 @@ def _unimportable(path: str, data: bytes) -> ParseError | None:
     problems, text = check_file(path, data)
     if not problems:
         return None
-    line, message = 1, problems[0].reason
-    if text is None:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data[:exc.start].count(b"\n") + 1
-        else:
-            line = data[:data.index(b"\x00")].count(b"\n") + 1
-    else:
+    line, message = problems[0].line or 1, problems[0].reason
+    if text is not None:
         parsed = parse_file(text)
         if parsed.problem is not None:
             line, message = parsed.problem.line, parsed.problem.message

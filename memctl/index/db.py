@@ -66,7 +66,9 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 8  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters)
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
-EXTRACT_VERSION = 1
+# 2: values memctl cannot read are read as their defaults (docs/format.md), and a file that is
+# no text is named at the line of its first bad byte.
+EXTRACT_VERSION = 2
 INDEX_FILE = "index.sqlite"
 BUSY_TIMEOUT_MS = 15_000
 REBUILD_CACHE_KB = 65_536

@@ -21,6 +21,7 @@ from memctl.core.note import note_from_parsed, title_of
 from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_file
 from memctl.core.records import dataclass, field
 from memctl.core.sections import parse_headings, strip_comments
+from memctl.core.textfile import decode_file
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
 from memctl.disk.filescan import content_digest
 from memctl.disk.layout import slugify
@@ -162,12 +163,9 @@ def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int
     """The units of one file, or (line, message) when it cannot be read as memory."""
     if len(data) > max_bytes:
         return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return data[:exc.start].count(b"\n") + 1, "not UTF-8 text"
-    if "\x00" in text:
-        return 1, "binary content (NUL bytes), not Markdown"
+    text = decode_file(data)
+    if not isinstance(text, str):
+        return text
     # Editors truncate before writing: an empty file is a save in progress (or a mistake),
     # never a reason to drop what it said (parse_file: the one rule, docs/format.md).
     parsed = fast_parse(text) or parse_file(text)

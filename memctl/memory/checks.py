@@ -4,7 +4,10 @@ its project and of `global`, say what to do.
 - **merged**: the text is a near-duplicate of an active note (see `memctl.core.similarity`) → no
   new file; the existing note is refreshed. Never across a correction boundary (a correction
   only merges into a correction), never into a note that is about another subject/predicate.
-  `force` turns merging off; the duplicates are then reported as `similar`.
+  `force` turns merging off; the duplicates are then reported as `similar`. A text that
+  scores as a near-duplicate but holds other symbols or other code (`similarity.mergeable`:
+  `attempts >= 5` / `attempts <= 5`) is never merged: it is written and reported as
+  `similar`, reason `symbol`.
 - **supersedes**: active notes of the *same* scope with the same `subject` + `predicate`
   (case-insensitive). A project note never retires a global note by subject/predicate, since
   the global note serves every project. The note a correction names in `corrects` is never
@@ -25,9 +28,11 @@ from memctl.core.similarity import (
     DEFAULT_SIMILAR_THRESHOLD,
     candidates,
     compare,
+    mergeable,
 )
 
 CREATED = "created"
+SYMBOL = "symbol"  # the reason a near-duplicate was not merged: a symbol or code differs
 MERGED = "merged"
 
 
@@ -92,13 +97,19 @@ def decide(
             text, by_id[note_id].body,
             duplicate_threshold=duplicate_threshold, similar_threshold=similar_threshold,
         )
-        if verdict.duplicate and _can_merge(by_id[note_id], note_type, subject, predicate):
+        reasons = verdict.reasons
+        if verdict.duplicate and not mergeable(text, by_id[note_id].body):
+            # Scores as a near-duplicate, but a symbol or code differs (`>=`/`<=`, `app.log`/
+            # `app_log`): merging would lose it, so the note is written and reported.
+            reasons = (*reasons, SYMBOL)
+            similar.append(note_id)
+        elif verdict.duplicate and _can_merge(by_id[note_id], note_type, subject, predicate):
             duplicates.append(note_id)
         elif verdict.duplicate or verdict.similar:
             similar.append(note_id)
         else:
             continue
-        decision.details[note_id] = (verdict.score, verdict.reasons)
+        decision.details[note_id] = (verdict.score, reasons)
 
     if duplicates and not force:
         # Prefer the project's own note over a global one, then the best score.

@@ -124,7 +124,7 @@ def render_body(
         goal=" ".join(goal.split()),
         steps="\n".join(f"{i}. {step.render()}" for i, step in enumerate(steps, 1)),
         outcome=outcome,
-        summary=summary,
+        summary="\n".join(sections.text_lines(summary, keep_blank=True)),
         links="\n".join(
             f"- {note_id}" + (f": {title}" if title else "") for note_id, title in links
         ),
@@ -200,7 +200,8 @@ def parse_episode(text: str, relpath: str, project: str) -> Episode:
         match = _STEP_LINE.match(content)
         if match:
             steps.append(parse_step(match.group(1)) if match.group(1).strip() else Step(""))
-    summary = (sections.section_body(body, "summary", _EPISODE_SECTIONS) or "").strip()
+    summary = "\n".join(sections.restore(line) for line in (
+        sections.section_body(body, "summary", _EPISODE_SECTIONS) or "").strip().splitlines())
     outcome = (
         _text(meta.get("outcome"))
         or (sections.section_body(body, "outcome", _EPISODE_SECTIONS) or "").strip().lower()
@@ -463,7 +464,8 @@ def update_episode(
         if new_outcome is not None:
             body = _splice_section(body, "outcome", [new_outcome], replace=True)
         if new_summary is not None:
-            body = _splice_section(body, "summary", new_summary.splitlines() or [""], replace=True)
+            body = _splice_section(body, "summary", sections.text_lines(new_summary, keep_blank=True)
+                                   or [""], replace=True)
         if parsed_steps:
             first = len(episode.steps) + 1
             body = _splice_section(body, "steps", [f"{number}. {step.render()}" for number, step

@@ -24,6 +24,7 @@ from memctl.core.note import (
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, replace_body, set_fields
 from memctl.core.records import dataclass, field
 from memctl.core.secrets import guard, mask_secrets, masked_title, scan
+from memctl.core.textfile import decode_file
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
@@ -452,12 +453,9 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
     """Why the edited file cannot be saved, with the line (counted from `first_line`, the
     draft's line of the file's first line) when there is one; None when it can."""
     shift = first_line - 1
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return data[:exc.start].count(b"\n") + 1 + shift, "not UTF-8 text"
-    if "\x00" in text:
-        return text.count("\n", 0, text.index("\x00")) + 1 + shift, "binary content (NUL bytes)"
+    text = decode_file(data)
+    if not isinstance(text, str):
+        return text[0] + shift, text[1]
     parsed = parse_text(text)
     if parsed.problem is not None:
         return parsed.problem.line + shift, parsed.problem.message

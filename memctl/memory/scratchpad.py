@@ -108,7 +108,8 @@ def items(text: str, key: str) -> list[Item]:
         elif current is not None and content.strip():
             if content[:1] in " \t" or fence:
                 current["end"] = end
-                current["parts"].append(content.strip())  # type: ignore[union-attr]
+                current["parts"].append(  # type: ignore[union-attr]
+                    sections.restore(content.strip(), item=True))
             else:
                 result.append(_finish(current, len(result) + 1))
                 current = None
@@ -133,7 +134,7 @@ def _paragraph(text: str, key: str) -> str:
     for _, _, content, _ in sections.split_lines(text[section.body_start : section.own_end]):
         stripped = content.strip()
         if stripped and not (stripped.startswith("<!--") and stripped.endswith("-->")):
-            lines.append(stripped)
+            lines.append(sections.restore(stripped))
     return "\n".join(lines)
 
 
@@ -155,7 +156,8 @@ def _one_line(value: str, what: str) -> list[str]:
 
 
 def set_focus(text: str, focus: str) -> str:
-    return sections.replace_own_body(text, "focus", _one_line(focus, "focus"), ALIASES)
+    _one_line(focus, "focus")
+    return sections.replace_own_body(text, "focus", sections.text_lines(focus), ALIASES)
 
 
 def add_question(text: str, question: str) -> str:
@@ -231,7 +233,8 @@ def mark_done(text: str, ref: str, moment: datetime) -> tuple[str, str]:
                           f"to record work that was never planned, use {cmd('scratch note')}")
     original_lines = text[step.start : step.end]
     text = _renumber(text[: step.start] + text[step.end :])
-    continuation = [line.strip() for line in original_lines.splitlines()[1:] if line.strip()]
+    continuation = [sections.restore(line.strip(), item=True)
+                    for line in original_lines.splitlines()[1:] if line.strip()]
     lines = sections.format_item(
         "\n".join([f"[x] [{time_stamp(moment)}] {_first_line_text(original_lines)}"] + continuation)
     )

@@ -134,8 +134,10 @@ def items_of(body: str) -> list[str]:
 
 
 def focus_lines(body: str) -> list[str]:
-    """The Focus paragraph: the section's lines as written, blank and comment lines left out."""
-    return [line.rstrip() for line in body.splitlines()
+    """The Focus paragraph: the section's lines as written, blank and comment lines left out,
+    each made `sections.inert`: a sub-heading or a fence of the source's section never cuts
+    the scratchpad's Focus (docs/format.md, "Text inside a section")."""
+    return [sections.inert(line.rstrip()) for line in body.splitlines()
             if line.strip() and not (line.strip().startswith("<!--") and line.strip().endswith("-->"))]
 
 

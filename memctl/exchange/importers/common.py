@@ -31,6 +31,7 @@ from memctl.core import sections
 from memctl.core.clock import format_time
 from memctl.core.note import NOTE_TYPES, ordered_meta, title_of
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.core.textfile import decode_file
 from memctl.disk.layout import ARCHIVE_DIR, NOTES_DIR, slugify
 from memctl.exchange.bundle import (
     MANIFEST_NAME,
@@ -221,13 +222,9 @@ def read_text_file(path: Path, shown: str) -> tuple[str | None, Problem | None]:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(MAX_SOURCE_BYTES + 1)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        return None, Problem(shown, f"not text: invalid UTF-8 at line {line}")
-    if "\x00" in text:
-        return None, Problem(shown, "not text: binary content (NUL bytes)")
+    text = decode_file(data)
+    if not isinstance(text, str):
+        return None, Problem(shown, text[1], line=text[0])
     return text.removeprefix("\ufeff"), None
 
 

@@ -1,0 +1,21 @@
+"""Whether a file's bytes are text, and if not, the line to fix: the one wording every command
+names such a file by, `path:line: problem` (docs/format.md, "A file that does not parse").
+Pure, and light: the search's fast path reads files through it (tests/test_layers.py)."""
+
+from __future__ import annotations
+
+NOT_UTF8 = "not text: invalid UTF-8"
+BINARY = "not text: binary content (NUL bytes)"
+
+
+def decode_file(data: bytes) -> str | tuple[int, str]:
+    """A file's text, or (line, message) saying why it is no text: the line of the first
+    invalid UTF-8 byte or NUL byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[: exc.start].count(b"\n") + 1, NOT_UTF8
+    nul = text.find("\x00")
+    if nul >= 0:
+        return text.count("\n", 0, nul) + 1, BINARY
+    return text
