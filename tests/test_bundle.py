@@ -175,7 +175,7 @@ def test_an_empty_note_memory_or_scratchpad_in_a_zip_does_not_parse(cli, store_p
     it, naming each, and --skip-invalid leaves them out; none is ever reported as added."""
     empty = ["demo/notes/fact/empty-01jdz4k2m8x7b3qw.md", "demo/MEMORY.md", "demo/SCRATCHPAD.md"]
     archive = make_zip(tmp_path / "empty.zip", [GOOD, *((name, b"") for name in empty)])
-    assert_refused(cli, store_path, archive, *(f"{name}: line 1: the file is empty" for name in empty))
+    assert_refused(cli, store_path, archive, *(f"{name}:1: the file is empty" for name in empty))
     report = cli.ok("import", str(archive), "--skip-invalid", "--json").json()
     assert report["added"] == ["01jdz4k2m8x7b3qv"]
     assert sorted(r["path"] for r in report["rejected"]) == sorted(empty)

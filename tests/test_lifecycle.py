@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from conftest import Cli, git, memctl_executable, run_memctl, tree_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_reliability import without_file_permission_override
 
 from memctl.core.note import Note
 from memctl.core.noteformat import parse_text
@@ -323,21 +322,10 @@ def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_rena
 # --- a sweep is all or nothing (docs/lifecycle.md) ----------------------------------------------
 
 
-def _as_a_user() -> list[str]:
-    """A prefix that runs a command as root minus CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so
-    file modes apply to it as to any user (the tests run as root, which ignores modes)."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.fail("permission tests need util-linux's setpriv when run as root")
-    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
-
-
 def _run_as_a_user(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="demo")
-    return subprocess.run([*_as_a_user(), memctl_executable(), *args], capture_output=True,
-                          text=True, env=env, timeout=60)
+    return subprocess.run([*without_file_permission_override(), memctl_executable(), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
 
 
 def test_a_note_memctl_cannot_change_in_place_is_kept_and_the_sweep_goes_on(

@@ -428,3 +428,24 @@ def test_pulled_names_the_id_a_note_holds_not_one_guessed_from_its_file_name(tmp
     report = desktop.ok("sync", "--json").json()
     assert "01jdz4k2m8x7b3qv" in report["pulled"], report["pulled"]
     assert all("runbook" not in name for name in report["pulled"])
+
+
+def test_a_local_file_name_that_is_not_utf8_stops_the_sync_before_anything_is_committed(
+        tmp_path, remote):
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    pushed = git(Path(remote), "rev-parse", "HEAD")
+    laptop.ok("add", "Kept as it was", "--project", "demo")
+    folder = laptop.store / "demo" / "notes" / "fact"
+    with open(bytes(folder) + b"/caf\xe9.md", "wb") as handle:
+        handle.write(b"---\ntype: fact\n---\nA Latin-1 name\n")
+    before = git(laptop.store, "rev-parse", "HEAD")
+    refused = laptop("sync")
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("error: demo/notes/fact/caf\\xe9.md: the file name is not")
+    assert "Traceback" not in refused.stderr
+    assert git(laptop.store, "rev-parse", "HEAD") == before  # nothing committed
+    assert git(Path(remote), "rev-parse", "HEAD") == pushed  # nothing pushed
+    os.rename(bytes(folder) + b"/caf\xe9.md", folder / "café.md")  # the fix it asks for
+    laptop.ok("sync")
+    assert git(Path(remote), "rev-parse", "HEAD") == git(laptop.store, "rev-parse", "HEAD")

@@ -157,7 +157,8 @@ def test_the_helpers_find_what_the_walk_in_one_process_finds(tree: Path) -> None
     keys = {key.split("\t")[0] for _, folder_keys in found["keys"] for key in folder_keys}
     assert "project-00/notes/UPPER.MD" in keys
     assert "project-00/notes/link.md" not in keys and "project-00/notes/.hidden.md" not in keys
-    assert os.fsdecode(b"project-00/notes/caf\xe9-latin1.md") in keys
+    # A name that is not UTF-8 is no memory (memctl.disk.layout.classify), in every walk.
+    assert os.fsdecode(b"project-00/notes/caf\xe9-latin1.md") not in keys
 
 
 def test_answers_gathered_from_the_helpers_alone_are_the_same(tree: Path) -> None:

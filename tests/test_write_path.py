@@ -85,7 +85,8 @@ def test_a_commit_another_git_made_meanwhile_is_never_dropped(
         store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A person's `git commit` landing between memctl reading HEAD and moving it: memctl's
     update fails (the old HEAD is its condition), the person's commit stays, memctl's change
-    stays staged and goes into the next commit."""
+    stays on disk, unstaged (a failed commit leaves git's index as it was, so another
+    command's commit never carries it: tests/test_reliability.py), and a retry commits it."""
     real = gitops._head_and_tree
 
     def person_commits_meanwhile(root: Path, *reading: gitops.Started
@@ -103,7 +104,7 @@ def test_a_commit_another_git_made_meanwhile_is_never_dropped(
     with pytest.raises(gitops.GitError):
         gitops.commit_all(store_path, "ours", ["global/ours.md"])
     assert git(store_path, "log", "-1", "--format=%s").strip() == "a person's commit"
-    assert git(store_path, "status", "--porcelain").splitlines() == ["A  global/ours.md"]
+    assert git(store_path, "status", "--porcelain").splitlines() == ["?? global/ours.md"]
     assert gitops.commit_all(store_path, "ours again", ["global/ours.md"]) is not None
     assert git(store_path, "log", "-2", "--format=%s").split("\n")[:2] == [
         "ours again", "a person's commit"]

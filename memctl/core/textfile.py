@@ -19,3 +19,22 @@ def decode_file(data: bytes) -> str | tuple[int, str]:
     if nul >= 0:
         return text.count("\n", 0, nul) + 1, BINARY
     return text
+
+
+def is_utf8_name(name: str) -> bool:
+    """Whether a name as the file system gave it (bytes that are not UTF-8 arrive as surrogate
+    escapes) is UTF-8. A name that is not can be neither indexed, committed to a store's
+    history as the same name on every machine, nor printed: such a file is not memory, and
+    `health` names it, escaped, among the files that do not parse (docs/format.md)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escaped_name(name: str) -> str:
+    """A name that may not be UTF-8 as it can be shown: each byte that is not as `\\xe9`."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

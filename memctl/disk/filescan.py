@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat as stat_module
 
+from memctl.core.textfile import is_utf8_name
 from memctl.disk.forking import fork_child, read_all, stop_child
 
 # memctl.core.vocab (`valid_project_name`) is imported where a name is checked, not here: it
@@ -82,8 +83,8 @@ def _list_folder(here: str, folder: str, below: list[tuple[str, str]]) -> list[s
         with os.scandir(fd) as entries:
             for entry in entries:
                 name = entry.name
-                if name[0] == ".":
-                    continue
+                if name[0] == "." or not (name.isascii() or is_utf8_name(name)):
+                    continue  # (a name that is not UTF-8 is no memory: layout.classify)
                 try:
                     if name.endswith(_MD_SUFFIXES):
                         info = entry.stat(follow_symlinks=False)

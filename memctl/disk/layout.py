@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memctl.core.arguments import project_name
 from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
+from memctl.core.textfile import is_utf8_name
 from memctl.core.vocab import DEBRIS_SUFFIXES as _DEBRIS_SUFFIXES
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
 from memctl.core.vocab import PROJECT_NAME_RULE, project_from_folder, valid_project_name
@@ -162,6 +163,8 @@ def classify(relpath: str) -> tuple[str, str] | None:
     name = parts[-1]
     if any(part in ("", ".", "..") for part in parts):
         return None  # never a path that could leave the store
+    if not is_utf8_name(relpath):
+        return None
     if not is_memory_name(name):
         return None
     top = parts[0]

@@ -205,6 +205,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         branch = _branch(root)
         report = SyncReport(remote=origin, branch=branch)
         gitops.install_merge_driver(root)
+        _refuse_names_not_utf8(root)
         report.committed = commit_local_changes(store)
         for attempt in range(1, attempts + 1):
             report.attempts = attempt
@@ -278,6 +279,22 @@ def _secrets_to_push(root: Path, remote_ref: str) -> list[dict[str, object]]:
         if path.endswith(".md") and full.is_file() and not full.is_symlink():
             files[path] = full.read_bytes()
     return carried(files)
+
+
+def _refuse_names_not_utf8(root: Path) -> None:
+    """A file whose name is not UTF-8, here or in the last commit, stops the sync before
+    anything is committed or pushed: the other machines would refuse it in every merge
+    (tree_of), and no command of this one reads it (docs/sync.md)."""
+    status = run_git_binary(root, "status", "--porcelain", "-z", "--untracked-files=all")
+    for record in status.split(b"\0"):
+        try:
+            record.decode("utf-8")
+        except UnicodeDecodeError:
+            shown = record[3:].decode("utf-8", "backslashreplace")
+            raise MemctlError(
+                f"{shown}: the file name is not UTF-8 text; memctl never syncs it and changed "
+                "nothing: rename the file (a UTF-8 name), then sync again") from None
+    tree_of(root, "HEAD")  # (a name committed by plain git is refused, named, the same way)
 
 
 def commit_local_changes(store: Store) -> str | None:

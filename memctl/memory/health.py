@@ -29,6 +29,7 @@ from memctl.core.noteformat import parse_file
 from memctl.core.secrets import mask_name, masked_title, scan
 from memctl.core.similarity import forget as forget_texts
 from memctl.core.similarity import judge, load_scorers
+from memctl.core.textfile import escaped_name, is_utf8_name
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
@@ -76,6 +77,10 @@ PROBLEM_SECTIONS = (
 
 
 
+
+# A file or folder whose name is not UTF-8 (memctl.core.textfile.is_utf8_name), as parse_errors
+# names it.
+NAME_NOT_UTF8 = "the name is not UTF-8: no command reads this; rename it"
 
 def _brief(note: Note) -> dict[str, Any]:
     return {"id": note.id, "project": note.project, "type": note.type, "path": note.path,
@@ -661,7 +666,8 @@ def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
         "near_duplicates": duplicates,
         "pair_counts": pair_counts,
         "expired": sections["expired"],
-        "parse_errors": sorted(parse_errors, key=lambda e: (e["path"], e["line"])),
+        "parse_errors": sorted(parse_errors + sections["unnamed"],
+                               key=lambda e: (e["path"], e["line"])),
         "field_warnings": sections["field_warnings"],
         "secrets": secrets,
         **sections["tail"],
@@ -676,7 +682,8 @@ def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
 def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: datetime
               ) -> dict[str, dict[str, Any]]:
     """The parts of the report besides the pairs, the files read and the index, each `head`,
-    `expired`, `field_warnings`, `tail` and `state` in the report's order."""
+    `expired`, `field_warnings`, `tail` and `state` in the report's order, and `unnamed`:
+    the parse errors of names that are not UTF-8."""
     # git's answers are waited for while the rest is made (a store of 10,000 files: ~50 ms,
     # most of it `git status`).
     git = _meanwhile(lambda: _git_state(store))
@@ -739,7 +746,7 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         paths_by_id.setdefault(note.id, []).append(note.path)
     duplicate_ids = [{"id": note_id, "paths": sorted(paths)}
                      for note_id, paths in sorted(paths_by_id.items()) if len(paths) > 1]
-    links, ignored = _links_and_ignored(store)
+    links, ignored, unnamed = _links_and_ignored(store)
     return {
         "head": {"totals": totals, "top_recalled": top, "unrecalled": unrecalled,
                  "unrecalled_days": idle_days},
@@ -748,6 +755,7 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         "tail": {"memory_over_budget": over, "conflicts": conflicts, "links": links,
                  "templates": template_problems(store), "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
                  "ignored": ignored},
+        "unnamed": unnamed,
         "state": {"git": git(), "watcher": _watcher_state(store)},
     }
 
@@ -776,12 +784,16 @@ def _meanwhile(work: Callable[[], Any]) -> Callable[[], Any]:
     return finished
 
 
-def _links_and_ignored(store: Store) -> tuple[list[dict[str, str]], list[str]]:
+def _links_and_ignored(store: Store
+                       ) -> tuple[list[dict[str, str]], list[str], list[dict[str, Any]]]:
     """Symbolic links anywhere in the store (memctl never follows them: docs/security.md),
-    and the folders it does not read as memory (not a project name, or a dot folder inside a
-    project). `.git` and `.memctl` are its own and not listed."""
+    the folders it does not read as memory (not a project name, or a dot folder inside a
+    project), and the files and folders whose names are not UTF-8, as parse errors (no
+    command reads them: memctl.core.textfile.is_utf8_name). `.git` and `.memctl` are its own
+    and not listed."""
     links: list[dict[str, str]] = []
     ignored: list[str] = []
+    unnamed: list[dict[str, Any]] = []
     # scandir rather than os.walk: whether an entry is a link is in the folder's listing,
     # not an lstat per file (100k files: ~0.4 s).
     stack = [(str(store.root), "")]
@@ -800,6 +812,10 @@ def _links_and_ignored(store: Store) -> tuple[list[dict[str, str]], list[str]]:
                 is_dir = False
             if top_level and is_dir and name in (".git", ".memctl"):
                 continue
+            if not is_utf8_name(name):
+                shown = escaped_name(rel_folder) + escaped_name(name) + ("/" if is_dir else "")
+                unnamed.append({"path": shown, "line": 1, "message": NAME_NOT_UTF8})
+                continue
             if entry.is_symlink():
                 links.append({"path": rel_folder + name, "target": os.readlink(entry.path)})
                 continue
@@ -811,7 +827,7 @@ def _links_and_ignored(store: Store) -> tuple[list[dict[str, str]], list[str]]:
                 ignored.append(rel_folder + name + "/")
                 continue
             stack.append((entry.path, rel_folder + name + "/"))
-    return sorted(links, key=lambda link: link["path"]), sorted(ignored)
+    return sorted(links, key=lambda link: link["path"]), sorted(ignored), unnamed
 
 
 def problems_of(report: dict[str, Any]) -> list[dict[str, Any]]:
