@@ -323,7 +323,7 @@ def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_rena
 
 
 def _run_as_a_user(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="demo")
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="demo", **SWEEP)
     return subprocess.run([*without_file_permission_override(), memctl_executable(), *args],
                           capture_output=True, text=True, env=env, timeout=60)
 
@@ -338,8 +338,8 @@ def test_a_note_memctl_cannot_change_in_place_is_kept_and_the_sweep_goes_on(
     (sample_store / rel).write_text(dropped)
     git(sample_store, "add", "-A")
     git(sample_store, "commit", "-qm", "hand drop")
-    planned = run_memctl("archive", "--dry-run", "--json", store=sample_store).json()
-    swept = run_memctl("archive", "--json", store=sample_store)
+    planned = run_memctl("archive", "--dry-run", "--json", store=sample_store, env=SWEEP).json()
+    swept = run_memctl("archive", "--json", store=sample_store, env=SWEEP)
     assert swept.exit_code == 0, swept.stderr
     report = swept.json()
     assert report["plan"] == planned["plan"]  # the dry run showed exactly this
@@ -349,14 +349,14 @@ def test_a_note_memctl_cannot_change_in_place_is_kept_and_the_sweep_goes_on(
     assert report["archived"] and report["demoted"]
     assert (sample_store / rel).read_text() == dropped
     assert git(sample_store, "status", "--porcelain") == ""
-    undone = run_memctl("restore", "--last-sweep", "--json", store=sample_store)
+    undone = run_memctl("restore", "--last-sweep", "--json", store=sample_store, env=SWEEP)
     assert undone.exit_code == 0, undone.stderr
 
 
 def test_a_sweep_that_fails_half_way_leaves_the_store_as_it_was(sample_store: Path) -> None:
     # The sweep writes the demotions, then moves notes in path order; the last notes' folder
     # cannot be written, so the failure comes after other notes were already changed.
-    plan = run_memctl("archive", "--dry-run", "--json", store=sample_store).json()["plan"]
+    plan = run_memctl("archive", "--dry-run", "--json", store=sample_store, env=SWEEP).json()["plan"]
     assert plan["demote"] and len(plan["archive"]) > 2
     last = plan["archive"][-1]["path"]
     locked = sample_store / last.rpartition("/")[0]
@@ -374,7 +374,7 @@ def test_a_sweep_that_fails_half_way_leaves_the_store_as_it_was(sample_store: Pa
 
 def test_a_folder_memctl_cannot_write_is_one_line_for_archive_and_restore(
         sample_store: Path) -> None:
-    plan = run_memctl("archive", "--dry-run", "--json", store=sample_store).json()["plan"]
+    plan = run_memctl("archive", "--dry-run", "--json", store=sample_store, env=SWEEP).json()["plan"]
     first = plan["archive"][0]
     source_folder = sample_store / first["path"].rpartition("/")[0]
     before = tree_snapshot(sample_store)
@@ -389,8 +389,8 @@ def test_a_folder_memctl_cannot_write_is_one_line_for_archive_and_restore(
     assert tree_snapshot(sample_store) == before
 
     # Restore into a folder memctl may not write: one line, the note still archived.
-    run_memctl("archive", store=sample_store)
-    archived = run_memctl("show", first["id"], "--json", store=sample_store).json()
+    run_memctl("archive", store=sample_store, env=SWEEP)
+    archived = run_memctl("show", first["id"], "--json", store=sample_store, env=SWEEP).json()
     before, head = tree_snapshot(sample_store), git(sample_store, "rev-parse", "HEAD")
     source_folder.chmod(0o555)
     try:
