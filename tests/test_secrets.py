@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctl.core.errors import MemctlError
-from memctl.core.secrets import SecretFinding, mask_secrets, refuse_secrets, scan
+from memctl.core.secrets import SecretFinding, mask_secrets, refuse_secrets, scan, scan_name
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -318,15 +318,18 @@ def test_every_labelled_key_that_could_be_a_project_name_is_refused_as_one() -> 
     texts = [text for text, _kind, _secret in LABELLED.SECRETS]
     texts += [text for text, _why in LABELLED.NON_SECRETS] + [text for text, _k, _s in CASES]
     checked = 0
-    for text in texts:
-        for run in re.findall(_NAME_RUN, text):
-            name = unicodedata.normalize("NFC", run)
-            if not valid_project_name(name) or not scan(name):
-                continue
-            checked += 1
-            with pytest.raises(ArgumentError, match="looks like a secret") as refused:
-                project_name(name)
-            assert name not in str(refused.value), name
-    assert checked >= 15  # the token shapes: AWS, GitHub, GitLab, npm, Slack, Stripe, JWT, …
+    # Each key also after a word and a `-`, as a folder or slug would carry it
+    # (`deploy-ghp_…`: no token to the scanner's rules until the `-` is read as a space).
+    runs = [run for text in texts for run in re.findall(_NAME_RUN, text)]
+    runs += [f"deploy-{run}" for run in runs]
+    for run in runs:
+        name = unicodedata.normalize("NFC", run)
+        if not valid_project_name(name) or not scan_name(name):
+            continue
+        checked += 1
+        with pytest.raises(ArgumentError, match="looks like a secret") as refused:
+            project_name(name)
+        assert name not in str(refused.value), name
+    assert checked >= 30  # the token shapes, alone and after `deploy-`: AWS, GitHub, GitLab, npm, Slack, Stripe, JWT, …
     for name in ("blog-backend", "my-company-blog-backend", "项目-2026", "AKIAIOSFODNN7EXAMPL"):
         assert project_name(name) == name

@@ -45,9 +45,11 @@ def project_name(name: str, argument: str = "project") -> str:
     if not isinstance(name, str) or not valid_project_name(name):
         raise ArgumentError(argument, f"{name!r} is not a project name ({PROJECT_NAME_RULE})")
     if len(name) >= SHORTEST_NAME_SECRET and any(ch.isdigit() or ch.isupper() for ch in name):
-        from memctl.core.secrets import scan  # the scanner, only for a name that may hold a key
+        # The scanner, only for a name that may hold a key; read as a file name is (a `-`
+        # also as a space: `deploy-ghp_…` is a folder name too).
+        from memctl.core.secrets import scan_name
 
-        found = scan(name)
+        found = scan_name(name)
         if found:
             raise ArgumentError(argument, f"the name looks like a secret ({found[0].kind} "
                                           f"{found[0].masked}); a project's name is a folder "
