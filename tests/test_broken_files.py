@@ -406,6 +406,8 @@ def test_a_file_name_that_is_not_utf8_is_named_by_health_and_breaks_no_command(
     bad = bytes(folder) + b"/caf\xe9.md"
     with open(bad, "wb") as handle:
         handle.write(b"---\ntype: fact\n---\nCafe note with a Latin-1 name\n")
+    git(store_path, "add", "-A")  # committed by plain git, as a collaborator could
+    git(store_path, "commit", "-qm", "a Latin-1 name")
     for command in (("list",), ("search", "cafe"), ("recall", "cafe"), ("reindex",)):
         done = run_memctl(*command, store=store_path)
         assert done.exit_code == 0 and "Traceback" not in done.stderr, (command, done.stderr)
@@ -422,5 +424,7 @@ def test_a_file_name_that_is_not_utf8_is_named_by_health_and_breaks_no_command(
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         names = archive.namelist()
     assert any(name.startswith("demo/notes/fact/cafe-opening") for name in names)
+    reimported = run_memctl("import", str(tmp_path / "out.zip"), store=store_path)
+    assert reimported.exit_code == 0, reimported.stderr
     assert not any(name.startswith("demo/notes/fact/caf") and "opening" not in name
                    for name in names)

@@ -85,13 +85,15 @@ def has_commits(root: Path, rev: str = "HEAD") -> bool:
     return run_git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).returncode == 0
 
 
-def tree_of(root: Path, rev: str = "HEAD") -> dict[str, tuple[str, str]]:
+def tree_of(root: Path, rev: str = "HEAD", *, strict: bool = True
+            ) -> dict[str, tuple[str, str]]:
     """path -> (mode, blob id) of every file in a commit.
 
     Read as bytes: a file name that is not UTF-8 (a Latin-1 `caf\\xe9.md` pushed with plain
     git) refuses the whole commit with a MemctlError naming it escaped. Decoding it with
     replacement characters would turn two such names into one path and lose a note in the
-    merge (docs/sync.md, tests/test_sync.py)."""
+    merge (docs/sync.md, tests/test_sync.py). With `strict` False such a name is left out
+    instead (an export's or an import's view of the last commit, as the walk leaves it out)."""
     if not has_commits(root, rev):
         return {}
     out = run_git_binary(root, "ls-tree", "-r", "-z", "--full-tree", rev)
@@ -103,6 +105,8 @@ def tree_of(root: Path, rev: str = "HEAD") -> dict[str, tuple[str, str]]:
         try:
             path = raw_path.decode("utf-8")
         except UnicodeDecodeError:
+            if not strict:
+                continue  # (an export's or import's view: no command reads such a file)
             shown = raw_path.decode("utf-8", "backslashreplace")
             raise MemctlError(
                 f"commit {rev[:12]} has a file name that is not UTF-8 text: {shown}; memctl "
@@ -219,7 +223,9 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
     """The store at `root` (its working tree, or `raw` files read from it) for merging."""
     root = Path(root)
     raw = read_store_files(root) if raw is None else raw
-    committed = tree_of(root, head) if (root / ".git").exists() else {}
+    # A name that is not UTF-8 in the last commit (committed by plain git) is left out, as
+    # the walk leaves the file out: export and import go on; only sync refuses it.
+    committed = tree_of(root, head, strict=False) if (root / ".git").exists() else {}
     if history is None:
         history = scan_history(root, [head]) if (root / ".git").exists() else History()
     files: dict[str, BundleFile] = {}
