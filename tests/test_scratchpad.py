@@ -325,3 +325,17 @@ def test_a_focus_with_a_heading_line_is_one_focus_and_archives_the_real_done_ite
                       env=NOW).json()
     episode = cli.ok("episode", "show", archived["episode"]["id"], "--json").json()
     assert [step["action"] for step in episode["steps"]] == ["Wrote migration 0061"]
+
+
+def test_a_comment_opened_inside_written_text_hides_no_section_from_recall_or_search(cli):
+    """`<!--` in the middle of a focus and `-->` in a later note: readers take a comment
+    opened inside a line only up to the end of that line, so what lies between (the questions,
+    the next steps) still reaches recall and search (memctl.core.sections.strip_comments)."""
+    cli.ok("scratch", "focus", "fix the parser <!-- later", env=NOW)
+    cli.ok("scratch", "next", "write the tests", env=NOW)
+    cli.ok("scratch", "question", "is the memoization cache needed?", env=NOW)
+    cli.ok("scratch", "note", "arrow syntax a --> b works", env=NOW)
+    block = cli.ok("recall", "parser", env=NOW).stdout
+    assert "write the tests" in block and "memoization cache needed" in block
+    found = cli.ok("search", "memoization", "--json", env=NOW).json()
+    assert any("SCRATCHPAD.md" in str(hit.get("path", "")) for hit in found), found

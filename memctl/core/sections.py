@@ -431,6 +431,9 @@ def strip_comments(text: str, replacement: str = "", *, whole_lines: bool = Fals
     (`re.sub(r"<!--.*?-->", …, re.DOTALL)` rescans to the end from every `<!--`: 80 KB of
     them took 8 s). Each comment becomes `replacement`.
 
+    A comment that opens inside a line (after other text) must close on that line; one that
+    opens a line may run over several.
+
     With `whole_lines`, only a comment that stands on lines of its own is taken out, newline
     included (a comment starting a line runs to the first `-->` followed by nothing but
     blanks to the end of a line); the others stay."""
@@ -439,16 +442,39 @@ def strip_comments(text: str, replacement: str = "", *, whole_lines: bool = Fals
     if whole_lines:
         return _strip_whole_line_comments(text)
     out: list[str] = []
-    position = 0
+    position = search = scanned = line_start = 0
+    line_end = -1  # the end of the line of the last `<!--` looked at (its `\n`, or the size)
+    dirty = False  # whether that line has anything but blanks before that `<!--`
+    size = len(text)
     while True:
-        start = text.find("<!--", position)
+        start = text.find("<!--", search)
         if start < 0:
             break
-        end = text.find("-->", start + 4)
-        if end < 0:
-            break
+        newline = text.rfind("\n", scanned, start)  # each stretch of text looked at once
+        if newline >= 0:
+            line_start = newline + 1
+            dirty = bool(text[line_start:start].strip(" \t"))
+        else:
+            dirty = dirty or bool(text[scanned:start].strip(" \t"))
+        scanned = start
+        if dirty:
+            # A comment opened inside a line closes on that line, or is no comment: text
+            # written into a section (`inert`) can then never hide the sections after it.
+            if start >= line_end:
+                line_end = text.find("\n", start)
+                line_end = size if line_end < 0 else line_end
+            end = text.find("-->", start + 4, line_end)
+            if end < 0:
+                search = scanned = line_end  # (no later `<!--` of this line closes on it)
+                dirty = False
+                continue
+        else:
+            end = text.find("-->", start + 4)
+            if end < 0:
+                break
         out += [text[position:start], replacement]
-        position = end + 3
+        position = search = scanned = end + 3
+        dirty = True  # (a `<!--` right after this comment is inside a line)
     if not out:
         return text
     out.append(text[position:])
