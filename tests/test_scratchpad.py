@@ -257,12 +257,13 @@ _TRICKY_LINE = st.one_of(
         "```", "~~~", "```python", "<!-- a comment -->", "<!--", "-->", "- a dash item",
         "1. a numbered item", "  2) another", "* star", "+ plus", "\\## escaped already",
         "\\\\## twice", "\\- escaped dash", "\\```", "#hashtag", "", "   ", "\t## tabbed",
+        "[x] checked", "[ ] open", "[2026-01-02 10:00] stamped", "[11-30] day", "\\[x] escaped",
     ]),
     st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")),
             max_size=20),
 )
 _WRITTEN = st.lists(_TRICKY_LINE, min_size=1, max_size=6).map("\n".join).filter(
-    lambda text: text.strip() and not text.strip().startswith("["))
+    lambda text: text.strip())
 
 
 def _expected_item(text: str) -> str:
@@ -339,3 +340,16 @@ def test_a_comment_opened_inside_written_text_hides_no_section_from_recall_or_se
     assert "write the tests" in block and "memoization cache needed" in block
     found = cli.ok("search", "memoization", "--json", env=NOW).json()
     assert any("SCRATCHPAD.md" in str(hit.get("path", "")) for hit in found), found
+
+
+def test_an_item_that_starts_with_a_bracket_reads_back_as_given(cli):
+    """A question, step or note whose text starts like memctl's own checkbox or stamp keeps
+    it: the reader takes off only the checkbox and stamp memctl wrote."""
+    cli.ok("scratch", "question", "[x] is the flag needed?", env=NOW)
+    cli.ok("scratch", "next", "[2026-01-02 10:00] review deadline", env=NOW)
+    cli.ok("scratch", "note", "[ ] is how a checkbox is typed", env=NOW)
+    data = cli.ok("scratch", "show", "--json").json()
+    assert data["questions"] == ["[x] is the flag needed?"]
+    assert data["next"] == ["[2026-01-02 10:00] review deadline"]
+    assert [note["text"] if isinstance(note, dict) else note for note in data["notes"]] == \
+        ["[ ] is how a checkbox is typed"]

@@ -122,8 +122,10 @@ def _finish(current: dict[str, object], number: int) -> Item:
     parts = [p for p in current["parts"] if p]  # type: ignore[union-attr]
     text = " ".join(parts)
     text = _CHECKBOX.sub("", text, count=1)
-    text = _STAMP.sub("", text, count=1)
-    return Item(number, text.strip(), current["start"], current["end"], current["marker"])  # type: ignore[arg-type]
+    text = _STAMP.sub("", text, count=1).strip()
+    if text.startswith("\\") and text.lstrip("\\").startswith("["):
+        text = text[1:]  # the text's own `[`, escaped when written (`_own_bracket`)
+    return Item(number, text, current["start"], current["end"], current["marker"])  # type: ignore[arg-type]
 
 
 def _paragraph(text: str, key: str) -> str:
@@ -160,13 +162,24 @@ def set_focus(text: str, focus: str) -> str:
     return sections.replace_own_body(text, "focus", sections.text_lines(focus), ALIASES)
 
 
+def _own_bracket(item: str) -> str:
+    """An item's text as written after memctl's own checkbox and stamp: a text that starts
+    with `[` (`[x] is the flag needed?`) gets a backslash in front, so the reader (`_finish`)
+    never takes it for a checkbox or a stamp and gives it back as it was (one backslash
+    more for a text that starts with backslashes and `[`, as `sections.inert` does)."""
+    text = item.strip()
+    return "\\" + text if text.lstrip("\\").startswith("[") else text
+
+
 def add_question(text: str, question: str) -> str:
     _one_line(question, "question")
-    return sections.insert_lines(text, "questions", sections.format_item(question), ALIASES)
+    return sections.insert_lines(text, "questions",
+                                 sections.format_item(_own_bracket(question)), ALIASES)
 
 
 def add_next(text: str, step: str) -> str:
     _one_line(step, "step")
+    step = _own_bracket(step)
     existing = items(text, "next")
     marker = f"{len(existing) + 1}."
     if existing and not existing[-1].marker[0].isdigit():
@@ -187,7 +200,7 @@ def _item_head(text: str, item: Item) -> str:
 def add_note(text: str, note: str, moment: datetime) -> str:
     _one_line(note, "note")
     return sections.insert_lines(
-        text, "notes", sections.format_item(note, time_stamp(moment)), ALIASES
+        text, "notes", sections.format_item(_own_bracket(note), time_stamp(moment)), ALIASES
     )
 
 
