@@ -169,3 +169,16 @@ def test_a_known_working_tree_calls_no_git(tmp_path: Path, store_path: Path, mon
     assert completed.returncode == 0, completed.stderr
     assert [hit["project"] for hit in json.loads(completed.stdout)] == ["shop-api"]
     assert completed.stderr.strip().splitlines()[-1] == "['memctl.disk.repositories']"
+
+
+def test_a_repository_folder_named_like_a_key_never_becomes_a_project(
+        tmp_path: Path, store_path: Path, monkeypatch) -> None:
+    # A project's name is a folder of every clone and in every commit message: a repository
+    # whose folder holds a key gets the default project, as one whose name leaves none.
+    key_folder = "deploy-ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    main = repository(tmp_path / "code" / key_folder)
+    project, _ = add_here(main, store_path, "The deploy key rotates monthly", monkeypatch)
+    assert "ghp_" not in project
+    assert not any("ghp_" in entry.name for entry in store_path.iterdir())
+    log = git(store_path, "log", "--format=%s")
+    assert "ghp_" not in log

@@ -44,18 +44,27 @@ def project_name(name: str, argument: str = "project") -> str:
         name = unicodedata.normalize("NFC", name)
     if not isinstance(name, str) or not valid_project_name(name):
         raise ArgumentError(argument, f"{name!r} is not a project name ({PROJECT_NAME_RULE})")
-    if len(name) >= SHORTEST_NAME_SECRET and any(ch.isdigit() or ch.isupper() for ch in name):
-        # The scanner, only for a name that may hold a key; read as a file name is (a `-`
-        # also as a space: `deploy-ghp_…` is a folder name too).
-        from memctl.core.secrets import scan_name
-
-        found = scan_name(name)
-        if found:
-            raise ArgumentError(argument, f"the name looks like a secret ({found[0].kind} "
-                                          f"{found[0].masked}); a project's name is a folder "
-                                          "name, carried by every clone and commit message, "
-                                          "so it can never be one: choose another name")
+    found = secret_in_name(name)
+    if found is not None:
+        raise ArgumentError(argument, f"the name looks like a secret ({found}); a project's "
+                                      "name is a folder name, carried by every clone and "
+                                      "commit message, so it can never be one: choose another "
+                                      "name")
     return name
+
+
+def secret_in_name(name: str) -> str | None:
+    """The first likely secret in a would-be project name, as `kind masked`, or None: what
+    `project_name` refuses, and what a git repository's folder name may not become
+    (memctl.disk.repositories)."""
+    if len(name) < SHORTEST_NAME_SECRET or not any(ch.isdigit() or ch.isupper() for ch in name):
+        return None
+    # The scanner, only for a name that may hold a key; read as a file name is (a `-` also
+    # as a space: `deploy-ghp_…` is a folder name too).
+    from memctl.core.secrets import scan_name
+
+    found = scan_name(name)
+    return f"{found[0].kind} {found[0].masked}" if found else None
 
 
 def scope_name(name: str, argument: str = "project") -> str:

@@ -21,6 +21,7 @@ import os
 import stat
 from pathlib import Path
 
+from memctl.core.arguments import secret_in_name
 from memctl.core.vocab import MAX_PROJECT_BYTES, project_from_folder, valid_project_name
 from memctl.disk.layout import DEFAULT_PROJECT, state_path
 
@@ -63,12 +64,12 @@ def repository_project(worktree: Path, registry: Path | None, fallback: str
 
     facts = gitops.repository_facts(worktree)
     if facts is None:  # git cannot tell: the folder's own name, as before repositories were told apart
-        return project_from_folder(worktree.name) or fallback, worktree.name, None
+        return _folder_project(worktree.name, fallback), worktree.name, None
     main, bare, origin, first_commit = facts
     folder = main.name
     if bare and folder.endswith(".git") and folder != ".git":
         folder = folder[: -len(".git")]
-    base = project_from_folder(folder) or fallback
+    base = _folder_project(folder, fallback)
     if registry is None:
         return base, folder, None
     facts_now = {"origin": origin_key(origin) if origin else None, "commit": first_commit, "folder": str(main)}
@@ -77,6 +78,14 @@ def repository_project(worktree: Path, registry: Path | None, fallback: str
     records["worktrees"][key] = {"git": signature, "project": project, "folder": folder, "holder": holder}
     _save(registry, records)
     return project, folder, holder
+
+
+def _folder_project(folder: str, fallback: str) -> str:
+    """The project a repository's folder name stands for, or `fallback` when it leaves none,
+    or when it looks like a key: a project's name is in every clone and commit message, so
+    it is never one (docs/security.md)."""
+    project = project_from_folder(folder)
+    return project if project and secret_in_name(project) is None else fallback
 
 
 def git_signature(worktree: Path) -> str:
