@@ -892,17 +892,17 @@ def test_show_and_the_note_resource_say_an_ambiguous_prefix_is_ambiguous(mcp):
     # A prefix that starts an episode's id and a note's: the one episode is not shown.
     from mcp.shared.exceptions import MCPError
 
-    mcp.ok("remember", {"text": "A note beside an episode", "project": "prefixes"})
-    mcp.ok("add_episode", {"goal": "An episode beside a note", "outcome": "completed",
-                           "project": "prefixes"})
-    _, notes = mcp.ok("list_notes", {"all_projects": True, "status": "any", "limit": 500})
-    _, episodes = mcp.ok("list_episodes", {"all_projects": True, "limit": 500})
-    note_ids = [row["id"] for row in notes["notes"]]
-    episode_ids = [row["id"] for row in episodes["episodes"]]
-    episode = episode_ids[0]
-    prefix = next(episode[:length] for length in range(len(episode) - 1, 0, -1)
-                  if sum(e.startswith(episode[:length]) for e in episode_ids) == 1
-                  and any(n.startswith(episode[:length]) for n in note_ids))
+    # Dropped by hand (ids chosen so that the prefix is this note's and this episode's only,
+    # whatever else the module's store holds): the server reads them at its next call.
+    note, episode, prefix = "01m9qqqqqqqqaaaa", "01m9qqqqqqqqbbbb", "01m9qqqqqqqq"
+    stamp = "created: 2026-11-30T08:00:00.000Z\nupdated: 2026-11-30T08:00:00.000Z\n"
+    (mcp.store / "prefixes" / "notes" / "fact").mkdir(parents=True, exist_ok=True)
+    (mcp.store / "prefixes" / "notes" / "fact" / f"beside-{note}.md").write_text(
+        f"---\nid: {note}\ntype: fact\n{stamp}---\nA note beside an episode\n")
+    (mcp.store / "prefixes" / "episodes" / "2026-11").mkdir(parents=True, exist_ok=True)
+    (mcp.store / "prefixes" / "episodes" / "2026-11" / f"2026-11-30-beside-{episode}.md").write_text(
+        f"---\nid: {episode}\ntype: episode\nproject: prefixes\ngoal: An episode beside a "
+        f"note\noutcome: completed\n{stamp}---\n# An episode beside a note\n")
     message = mcp.error("show", {"id": prefix})
     assert f"id prefix {prefix!r} is ambiguous" in message
     with pytest.raises(MCPError) as refused:
