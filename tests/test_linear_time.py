@@ -189,6 +189,11 @@ HOSTILE = {
             assert len(items_of(text)) == 1 and len(split_sections(text)) <= 1
         assert import_references("see @a.md " * 100_000) == ["a.md"] * 100_000
     """,
+    "importers: a Cline or Claude paragraph of 300,000 lines": """
+        from memctl.exchange.importers.cline import items_of
+        [item] = items_of("word word word\\n" * 300_000)
+        assert len(item) == len("- ") + 300_000 * len("word word word ") - 1
+    """,
     "re-import: a MEMORY.md of 50,000 import blocks the source dropped": """
         from memctl.core import sections
         from memctl.exchange.importers.common import Block

@@ -77,6 +77,9 @@ def items_of(body: str) -> list[str]:
     indented continuation lines, each paragraph as one item, a sub-heading as the prefix of
     the items under it, code blocks kept as continuation lines."""
     items: list[list[str]] = []
+    # The words of each item's first line (a paragraph's lines join it), joined once at the
+    # end: adding to a string in a list copies it, and a long paragraph took quadratic time.
+    heads: list[list[str]] = []
     prefix = ""
     current: list[str] | None = None
     paragraph = False  # the current item is a paragraph: its next line joins it
@@ -87,6 +90,7 @@ def items_of(body: str) -> list[str]:
         if current is None:
             current = [prefix + part.strip()]
             items.append(current)
+            heads.append([current[0]])
         else:
             current.append(part.rstrip())
 
@@ -119,7 +123,7 @@ def items_of(body: str) -> list[str]:
             add(listed.group(1))
             paragraph = False
         elif current is not None and paragraph:
-            current[0] += " " + stripped
+            heads[-1].append(stripped)  # (current is the last item)
         elif current is not None and line[:1] in " \t":
             current.append(stripped)
         else:
@@ -127,8 +131,8 @@ def items_of(body: str) -> list[str]:
             add(stripped)
             paragraph = True
     lines: list[str] = []
-    for item in items:
-        lines.append(f"- {item[0]}")
+    for item, head in zip(items, heads, strict=True):
+        lines.append(f"- {' '.join(head)}")
         lines.extend(f"  {part}" for part in item[1:])
     return lines
 
