@@ -470,6 +470,22 @@ def test_an_openmemory_field_of_the_wrong_type_is_named_not_a_traceback(
     assert tree_snapshot(store_path) == before
 
 
+def test_a_mem0_string_that_is_no_text_is_refused_not_a_traceback(cli, store_path, tmp_path):
+    # `\ud800` is valid JSON and no text: before, writing the note raised UnicodeEncodeError.
+    export = tmp_path / "surr.json"
+    export.write_text('[{"id": "a", "memory": "hello \\ud800 world"}]')
+    lines = tmp_path / "surr.jsonl"
+    lines.write_text('{"id": "a", "memory": "hello \\ud800"}\n{"id": "b", "memory": "fine"}\n')
+    before = tree_snapshot(store_path)
+    for source in (export, lines):
+        result = cli("import", str(source), "--from", "mem0")
+        assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+        assert "lone surrogate" in result.stderr and "Traceback" not in result.stderr
+        assert tree_snapshot(store_path) == before
+    kept = cli("import", str(lines), "--from", "mem0", "--skip-invalid", "--json")
+    assert kept.exit_code == 0, kept.stderr
+
+
 # --- what every import keeps to ---------------------------------------------------------------
 
 

@@ -650,3 +650,20 @@ def test_a_search_works_while_the_watcher_answers_and_again_if_the_index_changed
     assert index.last_refresh is None
     assert runs == [[], [nid(400)]] and found == [nid(400)]
     assert _cookies(notes_store) == []
+
+
+def test_a_heartbeat_whose_folder_became_a_file_is_cleared_without_a_traceback(
+        notes_store: Path) -> None:
+    """`.memctl/` replaced by a file while the watcher runs: tearing down (the watcher then
+    starts over on what is there) finds no heartbeat to remove, and says nothing more."""
+    import shutil
+
+    from memctl.disk.watchstate import clear_own_heartbeat
+
+    heartbeat = Heartbeat(notes_store)
+    heartbeat.beat("ready")
+    shutil.rmtree(notes_store / ".memctl")
+    (notes_store / ".memctl").write_text("x\n")
+    heartbeat.clear()  # NotADirectoryError before
+    clear_own_heartbeat(notes_store)
+    assert (notes_store / ".memctl").read_text() == "x\n"

@@ -197,7 +197,7 @@ class Heartbeat:
             return
         try:
             self.path.unlink()
-        except FileNotFoundError:
+        except OSError:  # gone, or `.memctl` replaced by a file: no heartbeat to remove
             pass
 
 
@@ -208,7 +208,7 @@ def clear_own_heartbeat(store: StoreLike) -> None:
     if status is not None and status.pid == os.getpid() and status.host == _hostname():
         try:
             heartbeat_path(store).unlink()
-        except FileNotFoundError:
+        except OSError:  # (as `Heartbeat.clear`)
             pass
 
 

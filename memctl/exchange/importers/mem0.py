@@ -176,6 +176,18 @@ def _gunzip(data: bytes, shown: str) -> tuple[str | None, Problem | None]:
         return None, Problem(shown, "not text: invalid UTF-8", hazard=False)
 
 
+def _loads(text: str) -> Any:
+    """`json.loads`, refusing a string that JSON escapes make no text of (a lone surrogate,
+    `"\\ud800"`): such a memory could be written nowhere (ValueError, as bad JSON is)."""
+    value = json.loads(text)
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a string holds a lone surrogate escape (\\ud800 … \\udfff), "
+                         "which is no text") from None
+    return value
+
+
 def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str | None, list[Problem]]:
     """Every memory of the export, categories and app resolved; the user it belongs to."""
     problems: list[Problem] = []
@@ -193,7 +205,7 @@ def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str |
                 continue
             label = f"memories.jsonl.gz:{number}"
             try:
-                record = json.loads(line)
+                record = _loads(line)
             except (ValueError, RecursionError) as exc:
                 problems.append(Problem(label, f"not JSON: {exc}", hazard=False))
                 continue
@@ -212,12 +224,12 @@ def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str |
                 if not line.strip():
                     continue
                 try:
-                    values.append(json.loads(line))
+                    values.append(_loads(line))
                 except (ValueError, RecursionError) as exc:
                     problems.append(Problem(f"{name}:{number}", f"not JSON: {exc}", hazard=False))
         else:
             try:
-                values = json.loads(text)
+                values = _loads(text)
             except (ValueError, RecursionError) as exc:
                 problems.append(Problem(name, f"not JSON: {exc}", hazard=False))
                 continue
