@@ -3,8 +3,8 @@ running and without one, a note written by hand (a file dropped into the project
 `memctl add`, then `memctl search WORD` for a word only that note holds, --tries times each.
 
     .venv/bin/python bench/bench_freshness.py [--notes 10000] [--tries 100] [--seed 42]
-                                              [--memctl EXE] [--pythonpath DIR]
-                                              [--out bench/out/freshness]
+                                              [--parallel 48] [--memctl EXE]
+                                              [--pythonpath DIR] [--out bench/out/freshness]
 
 Each write is searched for in two ways: `memctl search` as a subprocess (what an agent
 runs), and a search call in a Python that imported memctl once (`memctl.services.retrieval`,
@@ -17,6 +17,11 @@ write is on disk (the file closed, or `memctl add` returned) until a search retu
 search` subprocess included. Target: 0 misses in 100, with and without a watcher. `--memctl`
 runs another build (for an older checkout, a two-line script running `PYTHONPATH=<its tree>
 python -P -m memctl "$@"`), `--pythonpath` the tree the in-process searcher imports.
+
+Then the same by many at once: `--parallel` threads (0: not run), each writing a note by hand
+and running `memctl search` for its word, --tries times in all, with and without a watcher.
+Every search then races the others' index updates, on 2 cores; a search that fails (the
+index busy for longer than its wait) is counted apart from a miss.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -124,6 +130,32 @@ def found(env: dict[str, str], word: str) -> bool:
                for hit in json.loads(done.stdout))
 
 
+def found_or_failed(env: dict[str, str], word: str) -> str:
+    """"found", "missed" or "failed" (the search exited with an error)."""
+    done = subprocess.run([*MEMCTL, "search", word, "--json"], env=env, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        return "failed"
+    hits = json.loads(done.stdout)
+    return "found" if any(not hit.get("fuzzy") and word in json.dumps(hit, ensure_ascii=False)
+                          for hit in hits) else "missed"
+
+
+def run_parallel(store: Path, env: dict[str, str], tries: int, workers: int,
+                 rng: random.Random) -> tuple[int, int]:
+    """(misses, failed searches) of `tries` writes by hand, each searched for at once, by
+    `workers` threads at a time."""
+    words = [unique_word(rng) for _ in range(tries)]
+
+    def one(number: int) -> str:
+        write(store, env, "hand", words[number], 100_000 + number)
+        return found_or_failed(env, words[number])
+
+    with ThreadPoolExecutor(workers) as pool:
+        outcomes = list(pool.map(one, range(tries)))
+    return outcomes.count("missed"), outcomes.count("failed")
+
+
 def unique_word(rng: random.Random) -> str:
     return "zq" + "".join(rng.choice("bcdfghjklmnpstvwxz") for _ in range(10))
 
@@ -166,6 +198,7 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--memctl", default=MEMCTL[0])
+    parser.add_argument("--parallel", type=int, default=48)
     parser.add_argument("--pythonpath", default=str(HERE.parent))
     parser.add_argument("--out", default=str(HERE / "out" / "freshness"))
     args = parser.parse_args()
@@ -175,6 +208,7 @@ def main() -> None:
     store, env = prepare(out, args.notes, args.seed)
     rng = random.Random(args.seed)
     rows = []
+    parallel_rows = []
     searcher = Searcher(store, env, args.pythonpath)
     looks = {"memctl search": lambda word: found(env, word), "in-process": searcher.found}
     try:
@@ -187,6 +221,11 @@ def main() -> None:
                         rows.append((watching, how, label, misses, latencies))
                         print(f"watcher={watching} {how} {label}: {misses} misses",
                               file=sys.stderr)
+                if args.parallel > 0:
+                    misses, failed = run_parallel(store, env, args.tries, args.parallel, rng)
+                    parallel_rows.append((watching, misses, failed))
+                    print(f"watcher={watching} {args.parallel} at once: {misses} misses,"
+                          f" {failed} failed", file=sys.stderr)
             finally:
                 if watcher is not None:
                     watcher.stop()
@@ -199,6 +238,14 @@ def main() -> None:
         print(f"| {'running' if watching else 'none'} | {'by hand' if how == 'hand' else 'memctl add'}"
               f" | {label} | {misses} / {args.tries} | {statistics.median(latencies):.0f} /"
               f" {percentile(latencies, 95):.0f} ms |")
+    if parallel_rows:
+        print(f"\n{args.parallel} at once, each a write by hand then `memctl search`,"
+              f" {args.tries} in all")
+        print("| watcher | misses | failed searches |")
+        print("|---|---|---|")
+        for watching, misses, failed in parallel_rows:
+            print(f"| {'running' if watching else 'none'} | {misses} / {args.tries} |"
+                  f" {failed} / {args.tries} |")
 
 
 if __name__ == "__main__":

@@ -471,27 +471,28 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
     probe, ticket = _probe_ticket(store)
     index = open_index(store)
     if _still_fresh(store, index, probe, ticket):
-        return index, work(index)  # nothing changed since the index was made sure of
+        # Nothing changed since the index was made sure of.
+        return index, index.consistently(work)
     question = _ask_watcher(store, index)
     if question is None:
         if walking_ahead(str(index.root)):
             return _work_while_walking(store, index, probe, ticket, work)
         index = _walk(store, index)
         _settle(probe, ticket, index)
-        return index, work(index)
+        return index, index.consistently(work)
     try:
         before = _data_version(index)
-        result = work(index)
+        result = index.consistently(work)
         answered = question.answered()
     finally:
         question.close()
     if not answered:
         index = _walk(store, index)
         _settle(probe, ticket, index)
-        return index, work(index)
+        return index, index.consistently(work)
     _settle(probe, ticket, index)
     if _data_version(index) != before:
-        result = work(index)
+        result = index.consistently(work)
     return index, result
 
 
@@ -507,14 +508,14 @@ def _work_while_walking(store: StoreLike, index: Index, probe: ChangeProbe | Non
     helpers walk (docs/search.md)."""
     version, changes = _data_version(index), index.conn.total_changes
     try:
-        result, done = work(index), True
+        result, done = index.consistently(work), True
     except Exception:  # noqa: BLE001 - a broken index, or an answer the walk may change:
         result, done = None, False  # `work` runs again once the index is current
     walked = _walk(store, index)
     _settle(probe, ticket, walked)
     if not done or walked is not index or walked.conn.total_changes != changes \
             or _data_version(walked) != version:
-        result = work(walked)
+        result = walked.consistently(work)
     return walked, result
 
 
@@ -658,6 +659,22 @@ class Index:
                 self.conn.execute("ROLLBACK")
             raise
 
+    def consistently(self, work: Callable[[Index], Any]) -> Any:
+        """`work(self)` in one read transaction: every query it makes sees the index as it
+        was at its first. A search reads which entries have each word in one statement and
+        ranks them in the next; a note edited meanwhile by another process is indexed again
+        under a new rowid, and would be missed between the two
+        (tests/test_concurrency.py)."""
+        conn = self.conn
+        if conn.in_transaction:
+            return work(self)
+        conn.execute("BEGIN")
+        try:
+            return work(self)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")  # nothing of the index was written: only TEMP tables
+
     # --- keeping in step with the files ---------------------------------------------------
 
     def refresh(self, paths: Iterable[str] | None = None,
@@ -684,10 +701,48 @@ class Index:
             still = self._racy_unchanged(candidates)
             candidates = [path for path in candidates if path not in still]
             stats.unchanged += len(still)
-        if candidates or removed:
-            self._apply(sorted(candidates), removed, stats, progress)
+        if (candidates or removed) and not self._done_by_another(candidates, removed):
+            try:
+                self._apply(sorted(candidates), removed, stats, progress)
+            except sqlite3.OperationalError as exc:
+                # Waited for the write lock in vain: those holding it may have indexed what
+                # this walk found (many searches after the same writes); else it is busy.
+                if not _is_busy(exc) or not self._done_by_another(candidates, removed):
+                    raise
         stats.elapsed_ms = (time.perf_counter() - started) * 1000
         return stats
+
+    def _done_by_another(self, candidates: list[str], removed: list[str]) -> bool:
+        """Whether the index already holds every candidate as it is on disk now, and none of
+        the removed files: another process (the watcher, another command) indexed them since
+        this walk read the index. Then there is nothing to write, and no write lock to wait
+        for: 48 searches at once, each just after a write, spent their time queueing for it to
+        write what one of them had written already (tests/test_concurrency.py). Only for a
+        few files; a pass over many takes the lock as usual."""
+        if len(candidates) + len(removed) > _RACY_CHECK_MAX:
+            return False
+        conn, racy = self.conn, []
+        for path in removed:
+            if conn.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone():
+                return False
+        for path in candidates:
+            row = conn.execute("SELECT mtime_ns, size FROM files WHERE path = ?",
+                               (path,)).fetchone()
+            if _kind_of(path) is None:
+                if row is not None:
+                    return False
+                continue
+            try:
+                info = os.lstat(self.root / path)
+            except OSError:
+                return False
+            if row is None or not stat_module.S_ISREG(info.st_mode):
+                return False
+            if row[0] == 0:
+                racy.append(path)
+            elif (info.st_mtime_ns, info.st_size) != tuple(row):
+                return False
+        return not racy or len(self._racy_unchanged(racy)) == len(racy)
 
     def _racy_unchanged(self, candidates: list[str]) -> set[str]:
         """The candidates indexed without their mtime (written less than RACY_NS before they
@@ -872,8 +927,22 @@ class Index:
         new_ids: list[str] = []
         # What the index holds is read inside the write transaction: another process may
         # have indexed the same files since our walk, and we must replace, never add twice.
+        # Lazy: the parser (YAML, the note model) is needed only when a file changed, and
+        # `memctl search` on a fresh index must not pay for it (tests/test_layers.py). Imported
+        # before the write lock is taken, not while other processes wait for it.
+        from memctl.index.docs import Writer
+        from memctl.index.workers import prepare_all
+
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # The walk read the disk before the index: a file written, and indexed by another
+            # process (the watcher, a command), between the two looks removed. Under the lock,
+            # a path that is there again is looked at as a changed one instead
+            # (tests/test_concurrency.py).
+            back = {path for path in removed if os.path.lexists(self.root / path)}
+            if back:
+                removed = [path for path in removed if path not in back]
+                candidates = sorted({*candidates, *back})
             if clear:
                 hashes: dict[str, str] = {}
             elif len(candidates) > 200:
@@ -903,11 +972,6 @@ class Index:
                 conn.execute(_FTS_SCHEMA)
                 conn.execute("DROP TABLE fts_pairs")
                 conn.execute(_PAIRS_SCHEMA)
-            # Lazy: the parser (YAML, the note model) is needed only when a file changed, and
-            # `memctl search` on a fresh index must not pay for it (tests/test_layers.py).
-            from memctl.index.docs import Writer
-            from memctl.index.workers import prepare_all
-
             writer = Writer(conn)
             self._words_gone = Counter()
             for path in removed:

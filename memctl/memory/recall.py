@@ -571,12 +571,19 @@ def recall(
     budget = budget_from_settings(store, max_notes, note_chars, total_chars)
     moment = now()
     scopes = [project] if project == GLOBAL else [project, GLOBAL]
-    with ensure_fresh(store) as index:
-        limit = max(50, budget.max_notes * 5)
+    limit = max(50, budget.max_notes * 5)
+
+    def read(index: Index) -> tuple[dict[str, int], list[dict[str, Any]], int,
+                                    dict[str, list[str]]]:
         ranks = _query_ranks(store, index, project, query, limit) if query else {}
         rows, live = index.recall_candidates(scopes, budget.max_notes, list(ranks),
                                              moment.timestamp(), HALF_LIFE_DAYS)
         corrections = index.corrections_of([str(row["id"]) for row in rows], moment.timestamp())
+        return ranks, rows, live, corrections
+
+    with ensure_fresh(store) as index:
+        # One state of the index for the ranks and the rows they pick (Index.consistently).
+        ranks, rows, live, corrections = index.consistently(read)
     candidates = [
         _candidate(row, ranks.get(str(row["id"])))
         for row in rows
