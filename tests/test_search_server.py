@@ -54,13 +54,13 @@ class Ran:
 
 
 def harness(tmp_path: Path, args: list[str], env: dict[str, str], cwd: Path | None = None,
-            merged: bool = False) -> Ran:
+            merged: bool = False, timeout: float = 60) -> Ran:
     """`memctl ARGS` through HARNESS: served or not, and what it printed."""
     mark = tmp_path / f"mark-{time.monotonic_ns()}"
     completed = subprocess.run([sys.executable, "-c", HARNESS, str(mark), *args], env=env,
                                cwd=cwd, stdin=subprocess.DEVNULL, capture_output=not merged,
                                stdout=subprocess.PIPE if merged else None,
-                               stderr=subprocess.STDOUT if merged else None, timeout=60)
+                               stderr=subprocess.STDOUT if merged else None, timeout=timeout)
     return Ran(completed, mark.read_text())
 
 
@@ -275,6 +275,72 @@ def test_a_dead_socket_or_a_server_that_does_not_answer_is_searched_around(
     finally:
         thread.join(10)
         listener.close()
+
+
+def test_askers_that_send_a_byte_at_a_time_hold_no_search_up(watched, tmp_path: Path) -> None:
+    """Processes of the same user that connect and send their question a byte every second
+    took all the server's workers for as long as they went on (the wait was per read), and
+    every search then waited a minute before it ran on its own. Now a worker drops a
+    question not all sent within REQUEST_WAIT, and a search no worker takes within TAKEN_WAIT
+    runs on its own: it prints what it prints on its own, long before the minute."""
+    store, env, _watching = watched
+    args = ["search", "postgres", "--json"]
+    expected = local(args, env, MEMCTL_NO_SEARCH_SERVER="1")
+    stop = threading.Event()
+    slow = []
+    for _ in range(searchserver.MAX_WORKERS + 1):
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(str(socket_of(store)))
+        slow.append(client)
+
+    def dribble() -> None:
+        while not stop.wait(1.0):
+            for client in slow:
+                try:
+                    client.send(b"x")
+                except OSError:
+                    pass  # dropped by the server
+
+    thread = threading.Thread(target=dribble, daemon=True)
+    thread.start()
+    try:
+        time.sleep(1.5)  # every worker is reading one of them
+        # Far under the minute it took; a bound against a hang, not a timing.
+        answered = harness(tmp_path, args, env, timeout=40)
+        assert answered.same_as(expected), answered
+    finally:
+        stop.set()
+        thread.join(10)
+        for client in slow:
+            client.close()
+
+
+def test_a_question_sent_a_byte_at_a_time_is_dropped_after_the_wait_in_all(monkeypatch) -> None:
+    """The server's read of one question: its wait is for the whole of it, not each read."""
+    monkeypatch.setattr(searchserver, "REQUEST_WAIT", 0.5)
+    server_end, client_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stop = threading.Event()
+
+    def dribble() -> None:
+        for _ in range(30):  # 3 s of a byte every 0.1 s, each well within one read's wait
+            if stop.wait(0.1):
+                return
+            try:
+                client_end.send(b"x")
+            except OSError:
+                return
+        client_end.shutdown(socket.SHUT_WR)
+
+    thread = threading.Thread(target=dribble, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(TimeoutError):
+            searchserver._read_request(server_end)
+    finally:
+        stop.set()
+        thread.join(10)
+        server_end.close()
+        client_end.close()
 
 
 def test_the_socket_is_the_users_alone_and_goes_with_the_watcher(sample_store: Path,

@@ -49,7 +49,8 @@ LISTEN = b"L"
 UNLISTEN = b"U"
 # Searches answered at once; more wait in the socket's queue.
 MAX_WORKERS = 4
-# A connected client sends its question at once; one that does not is dropped.
+# A connected client sends its question at once; one that has not sent all of it by then is
+# dropped.
 REQUEST_WAIT = 5.0
 MAX_REQUEST = 1 << 22
 # How long `SearchServer.stop` waits for the process to end after closing its stdin.
@@ -189,10 +190,22 @@ def stream(fd: int, settings: list[str], writes: list[tuple[int, bytes]]) -> io.
 
 
 def _read_request(conn: socket.socket) -> tuple[list[bytes], list[int]]:
-    conn.settimeout(REQUEST_WAIT)
+    """The request's fields and the descriptors sent with it, read within REQUEST_WAIT in
+    all: an asker sending a byte now and then never holds a worker for longer (a wait per
+    read did, for ever: four such askers took every worker)."""
+    deadline = time.monotonic() + REQUEST_WAIT
+
+    def time_left() -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request took too long")
+        return left
+
+    conn.settimeout(time_left())
     first, fds, _flags, _address = socket.recv_fds(conn, 1 << 16, 8)
     pieces, size = [first], len(first)
     while first:
+        conn.settimeout(time_left())
         piece = conn.recv(1 << 16)
         if not piece:
             break
@@ -267,6 +280,8 @@ def _work(conn: socket.socket, files: dict[str, tuple[int, int]], ident: list[by
     reply = DECLINE
     fds: list[int] = []
     try:
+        conn.settimeout(REQUEST_WAIT)
+        conn.sendall(served.TAKEN)  # the asker waits for an answer now (served.TAKEN_WAIT)
         fields, fds = _read_request(conn)
         reply = answer(fields, fds, files, ident)
     except BaseException:  # noqa: BLE001 - whatever happened, the asker searches itself

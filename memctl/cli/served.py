@@ -38,7 +38,13 @@ STALE_AFTER = 10.0
 SOCKET_FILE = "search.sock"
 
 # The first bytes of every request and answer: a server of another protocol is never asked.
-MAGIC = b"memctl-search/1"
+MAGIC = b"memctl-search/2"
+# The byte a worker sends as soon as it has taken a connection. The server answers a few
+# searches at once (searchserver.MAX_WORKERS); when all its workers are held (searches that
+# walk a big store, or stuck askers), a search not taken within TAKEN_WAIT runs here instead
+# of waiting up to ANSWER_WAIT for a worker to be free.
+TAKEN = b"T"
+TAKEN_WAIT = 2.0
 DECLINED = b"D"
 ANSWERED = b"A"
 END = b"E"
@@ -215,6 +221,9 @@ def _ask(path: str, argv: list[str]) -> tuple[int, list[tuple[int, bytes]]] | No
         sent = sock.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])
         sock.sendall(request[sent:])
         sock.shutdown(_socket.SHUT_WR)
+        sock.settimeout(TAKEN_WAIT)
+        if sock.recv(1) != TAKEN:  # a timeout (OSError) or another answer: searched here
+            return None
         pieces: list[bytes] = []
         sock.settimeout(ANSWER_SLICE)
         deadline = time.monotonic() + ANSWER_WAIT
