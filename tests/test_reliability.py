@@ -480,6 +480,28 @@ def test_a_held_lock_times_out_with_a_message_naming_the_holder(store: Path) -> 
     assert tree_snapshot(store) == before
 
 
+@pytest.mark.parametrize(("name", "command"), [("watch.json", "watch"), ("watch.lock", "watch"),
+                                              ("lock", "add")])
+def test_a_folder_where_memctl_keeps_a_lock_or_heartbeat_is_one_line(
+        store: Path, name: str, command: str) -> None:
+    """A folder made where `.memctl/` holds the store lock, the watcher's lock or its
+    heartbeat stopped `memctl add` or `memctl watch` with a traceback."""
+    (store / ".memctl" / name).unlink(missing_ok=True)
+    (store / ".memctl" / name).mkdir()
+    before = tree_snapshot(store)
+    args = ["add", "blocked by a folder " + sentence(random.Random(name))] \
+        if command == "add" else ["watch"]
+    result = run_memctl(*args, store=store, timeout=30)
+    no_traceback(result.stderr)
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == (f"error: {store / '.memctl' / name} is a folder where memctl keeps a"
+                             " file of its own: remove the folder (memctl makes the file again)\n")
+    assert tree_snapshot(store) == before
+    (store / ".memctl" / name).rmdir()
+    if command == "add":
+        assert run_memctl(*args, store=store).exit_code == 0
+
+
 def test_an_index_lock_left_by_a_killed_memctl_never_blocks_the_next_command(store: Path) -> None:
     """kill -9 of memctl and its git child mid-commit leaves `.git/index.lock` (or HEAD.lock, a
     ref's lock) and the dead holder's lock.info; the next command clears them at once instead

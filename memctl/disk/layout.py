@@ -67,6 +67,16 @@ def state_path(store: StoreLike, name: str = "") -> Path:
     return folder / name
 
 
+def state_file_error(path: Path, exc: OSError) -> MemctlError:
+    """The one line for a file of `.memctl/` that cannot be opened or replaced: most often a
+    folder made where the file goes (by hand, or a tool), which nothing of memctl removes."""
+    if path.is_dir() and not path.is_symlink():
+        return MemctlError(f"{path} is a folder where memctl keeps a file of its own: remove "
+                           "the folder (memctl makes the file again)")
+    return MemctlError(f"cannot write {path}: {exc.strerror or exc}; check the permissions "
+                       "of the store's .memctl folder")
+
+
 def default_store_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "memctl"

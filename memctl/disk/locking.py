@@ -22,7 +22,7 @@ from pathlib import Path
 
 from memctl.core.errors import MemctlError
 from memctl.disk.atomic import make_dirs
-from memctl.disk.layout import state_path
+from memctl.disk.layout import state_file_error, state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def store_lock(store_root: Path, what: str = "", timeout: float | None = None) -
             raise ReadOnlyStore(
                 f"the store {store_root} is read-only for you ({exc.strerror}: {lock_path}); "
                 "memctl can read it but not change it: check the folder's permissions") from None
-        raise
+        raise state_file_error(lock_path, exc) from None
     try:
         deadline = time.monotonic() + timeout
         delay = 0.005

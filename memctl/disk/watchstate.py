@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
-from memctl.disk.layout import root_of, state_path
+from memctl.disk.layout import root_of, state_file_error, state_path
 
 try:
     import fcntl
@@ -187,8 +187,12 @@ class Heartbeat:
         # Replace, never rewrite in place, so a reader never sees half a file. No fsync: the
         # file is derived and local, and a torn one after a power cut reads as "no watcher".
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True))
-        os.replace(tmp, self.path)
+        try:
+            tmp.write_text(json.dumps(data, sort_keys=True))
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise state_file_error(self.path, exc) from None
 
     def clear(self) -> None:
         """Remove the heartbeat if it is still ours (a replaced store may hold another's)."""
@@ -225,7 +229,10 @@ class WatchLock:
             raise MemctlError("watching a store is not supported on Windows: memctl keeps one "
                               "watcher per store with POSIX flock, which Windows lacks")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")
+        try:
+            handle = open(self.path, "a+")
+        except OSError as exc:
+            raise state_file_error(self.path, exc) from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

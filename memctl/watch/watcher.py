@@ -473,8 +473,9 @@ class Watcher:
     def _beat(self) -> None:
         try:
             self._heartbeat.beat()
-        except OSError:
-            pass  # the store is being replaced; _store_moved deals with it
+        except (OSError, MemctlError):
+            pass  # the store is being replaced (_store_moved deals with it), or a folder is
+            # where the heartbeat goes: readers then walk, as without a watcher
         self._check_limit(fatal=False)
 
     def _store_moved(self) -> bool:
