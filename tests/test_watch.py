@@ -490,6 +490,35 @@ def test_people_get_one_line_per_batch_and_commits_wait_for_git(notes_store: Pat
     assert proc.returncode == 0
 
 
+def test_with_commit_a_save_another_command_indexed_first_is_committed(notes_store: Path) -> None:
+    """A command that walks the store (one the watcher did not answer in time) may index a
+    hand save before the watcher's own pass: that pass then changes nothing in the index,
+    and `--commit` never committed the save, until some later one."""
+    from memctl.watch.watcher import Watcher
+
+    ensure_fresh(notes_store).close()  # the watcher's first pass finds nothing to index
+    head = git(notes_store, "rev-parse", "HEAD")
+    watcher = Watcher(notes_store, commit=True, quiet=1.0, max_delay=2.0, commit_every=0.1)
+    ready = threading.Event()
+    thread = threading.Thread(target=watcher.run, kwargs={"on_ready": ready.set}, daemon=True)
+    thread.start()
+    try:
+        assert ready.wait(DEADLINE)
+        time.sleep(1.0)  # past the first ticks: nothing of the start is left to commit
+        path = notes_store / "demo" / "notes" / "fact" / "n4.md"
+        path.write_text(note_text(nid(4), "saved by hand, indexed by another command first"))
+        with open_index(notes_store) as other:  # well within the watcher's quiet window
+            assert other.refresh().files_changed == 1
+        deadline = time.monotonic() + DEADLINE
+        while git(notes_store, "rev-parse", "HEAD") == head and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert git(notes_store, "log", "-1", "--format=%s").startswith("memctl watch:")
+        assert git(notes_store, "status", "--porcelain") == ""
+    finally:
+        watcher.stop()
+        thread.join(DEADLINE)
+
+
 def test_the_store_folder_replaced(watcher: WatchProcess, notes_store: Path) -> None:
     import shutil
 

@@ -427,7 +427,9 @@ class Watcher:
             unchanged=stats.unchanged, errors=[f"{p}:{line}: {msg}" for p, line, msg in stats.errors],
             elapsed_ms=stats.elapsed_ms, paths=0 if batch.full else len(batch.paths),
             events=batch.events, full=batch.full)
-        if stats.changed:
+        if stats.changed or batch.paths:
+            # Saves seen, even when another process indexed them first (a command that
+            # walked): `_maybe_commit` asks git what is left to commit.
             self._dirty = True
         if announce and (batch.events or report.changed or report.errors):
             self.on_batch(report)  # a periodic check that found nothing is not worth a line
