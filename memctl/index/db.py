@@ -925,14 +925,14 @@ class Index:
         conn = self.conn
         gone_ids: dict[str, str] = {}
         new_ids: list[str] = []
-        # What the index holds is read inside the write transaction: another process may
-        # have indexed the same files since our walk, and we must replace, never add twice.
         # Lazy: the parser (YAML, the note model) is needed only when a file changed, and
         # `memctl search` on a fresh index must not pay for it (tests/test_layers.py). Imported
         # before the write lock is taken, not while other processes wait for it.
         from memctl.index.docs import Writer
         from memctl.index.workers import prepare_all
 
+        # What the index holds is read inside the write transaction: another process may
+        # have indexed the same files since our walk, and we must replace, never add twice.
         conn.execute("BEGIN IMMEDIATE")
         try:
             # The walk read the disk before the index: a file written, and indexed by another
