@@ -486,6 +486,29 @@ def test_a_mem0_string_that_is_no_text_is_refused_not_a_traceback(cli, store_pat
     assert kept.exit_code == 0, kept.stderr
 
 
+def test_a_mem0_export_holding_one_id_twice_loses_neither_memory(cli, store_path, tmp_path):
+    # Before, the memories were kept in a dict by id: the last one won and the first was
+    # dropped without a word (and id-less lines of a memories.jsonl.gz were all one memory).
+    export = tmp_path / "twice.json"
+    export.write_text(json.dumps([{"id": "a1", "memory": "Prefers tea"},
+                                  {"id": "a1", "memory": "Prefers coffee in the morning"},
+                                  {"id": "a1", "memory": "Prefers tea"}]))
+    report = imported(cli, export)
+    assert len(report["added"]) == 2
+    assert report["skipped"] == [{"path": "twice.json[2]", "reason": "the same memory as "
+                                  "twice.json[0] (same id, same text): imported once"}]
+    texts = {note["body"]: note for note in notes(cli).values()}
+    assert set(texts) == {"Prefers tea\n", "Prefers coffee in the morning\n"}
+    assert {note["mem0_id"] for note in texts.values()} == {"a1"}
+    assert news(imported(cli, export)) == {}  # the same ids again: nothing new
+
+    folder = tmp_path / "om"
+    folder.mkdir()
+    (folder / "memories.jsonl.gz").write_bytes(gzip.compress(
+        b'{"memory": "Lives in Lisbon"}\n{"memory": "Works remotely"}\n'))
+    assert len(imported(cli, folder, "--project", "om")["added"]) == 2
+
+
 # --- what every import keeps to ---------------------------------------------------------------
 
 

@@ -14,6 +14,10 @@ whose metadata says `type: preference`, is a `preference`, the others `fact`s. S
 `active` → active; `paused` (OpenMemory serves it to no app until resumed) and `archived` →
 archived, with `mem0_state` saying which; `deleted` → not imported (listed as skipped), and a
 note an earlier import made of it is retired like any record a source no longer has.
+
+An export that holds one id twice loses nothing (docs/sync.md): the same text twice is one
+memory (the second listed as skipped, naming the first); a different text is imported too,
+under the id `ID#2` (`#3`, …), as a `CLAUDE.md` heading used twice is.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ def import_mem0(source: Path, project: str) -> Imported:
     fallback = file_time(source)
     deleted = 0
     imported.found = len(memories)
+    # identity -> {text: where it was first}: what each identity already stands for.
+    taken: dict[str, dict[str, str]] = {}
     for item in memories:
         record = item.record
         memory = record.get("memory") or record.get("text") or record.get("content")
@@ -73,6 +79,20 @@ def import_mem0(source: Path, project: str) -> Imported:
             imported.problems.append(Problem(item.label, "no memory text", hazard=False))
             imported.kept.add(key)
             continue
+        texts = taken.setdefault(identity, {})
+        first = texts.get(memory.strip())
+        if first is not None:
+            imported.skipped.append(Problem(item.label, f"the same memory as {first} (same id, same "
+                                            "text): imported once", hazard=False))
+            continue
+        texts[memory.strip()] = item.label
+        if len(texts) > 1:  # the id again with another text: a memory of its own, numbered
+            number = len(texts)
+            while f"{identity}#{number}" in taken:
+                number += 1
+            identity = f"{identity}#{number}"
+            taken[identity] = {memory.strip(): item.label}
+            key = record_key(scope, identity)
         state = str(record.get("state") or "active").strip().lower()
         if state == "deleted":
             deleted += 1
@@ -191,10 +211,12 @@ def _loads(text: str) -> Any:
 def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str | None, list[Problem]]:
     """Every memory of the export, categories and app resolved; the user it belongs to."""
     problems: list[Problem] = []
-    memories: dict[str, _Memory] = {}
-    order: list[str] = []
+    # Every memory, in the export's order: one id twice is two entries here, and
+    # `import_mem0` decides what they are (never a dict by id, which would drop one).
+    memories: list[_Memory] = []
+    first_of: dict[str, _Memory] = {}  # id -> its first memory, for the .jsonl.gz lines
     user: str | None = None
-    lines: dict[str, _Memory] = {}
+    lines: list[_Memory] = []
     gz = parts.get("memories.jsonl.gz")
     if gz is not None:
         text, problem = _gunzip(gz, "memories.jsonl.gz")
@@ -212,8 +234,8 @@ def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str |
             if not isinstance(record, dict):
                 problems.append(Problem(label, "a memory must be an object", hazard=False))
                 continue
-            lines[str(record.get("id"))] = _Memory(label, record, _names(record.get("categories")),
-                                                   record.get("app") if isinstance(record.get("app"), str) else None)
+            lines.append(_Memory(label, record, _names(record.get("categories")),
+                                 record.get("app") if isinstance(record.get("app"), str) else None))
     for name, data in parts.items():
         if name == "memories.jsonl.gz":
             continue
@@ -236,21 +258,22 @@ def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str |
         found, owner = _from_json(values, name, problems)
         user = user or owner
         for item in found:
-            key = str(item.record.get("id") or f"{name}#{len(order)}")
-            memories[key] = item
-            order.append(key)
-    for key, item in lines.items():
-        if key in memories:
-            known = memories[key]
+            if item.record.get("id"):
+                first_of.setdefault(str(item.record["id"]), item)
+            memories.append(item)
+    # OpenMemory writes each memory to memories.json and again to memories.jsonl.gz, which
+    # adds its categories and app: a line with the id of a memories.json entry completes it.
+    for item in lines:
+        known = first_of.get(str(item.record.get("id"))) if item.record.get("id") else None
+        if known is not None:
             known.categories = known.categories or item.categories
             known.app = known.app or item.app
         else:
-            memories[key] = item
-            order.append(key)
+            memories.append(item)
     if not memories and not problems:
         problems.append(Problem(shown, "no memories found (expected a list, `results`/`memories` "
                                        "holding one, or OpenMemory's memories.json)", hazard=False))
-    return [memories[key] for key in order], user, problems
+    return memories, user, problems
 
 
 def _from_json(value: Any, name: str, problems: list[Problem]) -> tuple[list[_Memory], str | None]:
