@@ -120,3 +120,34 @@ def test_importers_refuse_hazards_untouched(cli, store_path, tmp_path, kind):
     result = cli("import", str(vault))
     assert result.exit_code == 1 and result.stderr.startswith("error:")
     assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("source, options", [
+    ("store", ("--from", "markdown")), ("store", ()), ("store/demo", ()),
+    ("store/demo", ("--from", "bundle")), ("store/demo/notes/fact", ("--from", "markdown")),
+    (".", ("--from", "markdown")), (".", ()),
+])
+def test_the_store_itself_is_refused_as_a_source(cli, store_path, tmp_path, source, options):
+    # Before, `--from markdown` on the store (or a folder holding it, or one inside it) read
+    # every note as a new one: each run doubled the store.
+    cli.ok("add", "Postgres 16 runs the ledger")
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    result = cli("import", str(tmp_path / source), *options)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("error:") and len(result.stderr.strip().splitlines()) == 1
+    assert "choose a file or folder outside the store" in result.stderr
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
+
+
+def test_a_folder_holding_the_store_in_a_dot_folder_still_imports(tmp_path):
+    # The default store sits in ~/.local/share, where no importer's walk goes: importing a
+    # folder of the home is no copy of the store (docs/sync.md).
+    from conftest import Cli
+
+    from memctl.store import Store
+
+    home = tmp_path / "home"
+    Store.init(home / ".local" / "store")
+    (home / "idea.md").write_text("Try SQLite for the cache.\n")
+    cli = Cli(home / ".local" / "store")
+    assert len(cli.ok("import", str(home), "--from", "markdown", "--json").json()["added"]) == 1

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core.clock import latest_now, now
-from memctl.core.errors import MemctlError, arg
+from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.core.merge import (
     TOMBSTONE,
     Entry,
@@ -338,6 +338,7 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
                 allow_secret: bool = False) -> ImportReport:
     path = Path(source).expanduser()
     kind = importer or (importers.detect(path) if path.exists() else None)
+    refuse_the_store_itself(store, path, kind)
     if kind not in (None, "bundle", "store"):
         return _import_foreign(store, path, kind, dry_run=dry_run, skip_invalid=skip_invalid,
                                project=project, allow_secret=allow_secret)
@@ -360,6 +361,38 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
     absorb_counters(store, {p: f.data for p, f in bundle.files.items() if p.startswith(".counters/")})
     refresh_index(store, list(report.writes) + report.removes)
     return report
+
+
+def refuse_the_store_itself(store: Store, source: Path, kind: str | None) -> None:
+    """Refuse a source that is the store, lies inside it, or holds it where the reader would
+    walk into it (bad usage): read as Markdown or another tool's memory, every note would
+    come back as a copy of itself, on every run; read as a bundle, a folder inside the store
+    puts its files at the wrong paths. A zip inside the store is a bundle like any other
+    (docs/sync.md, tests/test_importers.py)."""
+    try:
+        target, root = source.resolve(), Path(store.root).resolve()
+    except (OSError, RuntimeError):
+        return  # a path that cannot be resolved is named by the reader's own error
+    bundle = kind in (None, "bundle", "store")
+    if target == root:
+        where = "is this store's folder"
+    elif root in target.parents and not (bundle and source.is_file()):
+        where = f"is inside this store ({root})"
+    elif target in root.parents and _walks_into(kind, root.relative_to(target)):
+        where = f"holds this store ({root})"
+    else:
+        return
+    raise UsageError(f"{source} {where}: importing it would copy the store's notes into the "
+                     f"store again; choose a file or folder outside the store")
+
+
+def _walks_into(kind: str | None, below: Path) -> bool:
+    """Whether reading a folder as `kind` reaches the folder `below` it: a bundle folder is
+    read whole; mem0 reads only its export's files; the other importers never enter a dot
+    folder (importers.common.walk_files), such as the default store's `~/.local/share`."""
+    if kind in (None, "bundle", "store"):
+        return True
+    return kind != "mem0" and not any(part.startswith(".") for part in below.parts)
 
 
 def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
