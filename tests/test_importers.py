@@ -151,3 +151,22 @@ def test_a_folder_holding_the_store_in_a_dot_folder_still_imports(tmp_path):
     (home / "idea.md").write_text("Try SQLite for the cache.\n")
     cli = Cli(home / ".local" / "store")
     assert len(cli.ok("import", str(home), "--from", "markdown", "--json").json()["added"]) == 1
+
+
+@pytest.mark.parametrize("via", ["file", "vault"])
+def test_a_heading_with_no_text_under_it_is_skipped_not_an_empty_note(cli, tmp_path, via):
+    # Before, `## Later` with nothing under it became a note holding only its heading.
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "CLAUDE.md").write_text("# Guide\n\n## Later\n\n## Tools\n### Editors\n\n"
+                                      "## Conventions\nTabs, not spaces.\n")
+    source = folder / "CLAUDE.md" if via == "file" else folder
+    report = cli.ok("import", str(source), "--json").json()
+    assert len(report["added"]) == 1
+    assert report["skipped"] == [
+        {"path": "CLAUDE.md: Later", "reason": "a heading with no text under it: not imported"},
+        {"path": "CLAUDE.md: Tools", "reason": "a heading with no text under it: not imported"}]
+    [note] = notes(cli)
+    assert cli.ok("show", note["id"], "--json").json()["body"] == "## Conventions\nTabs, not spaces.\n"
+    shown = cli.ok("import", str(source))
+    assert "skipped CLAUDE.md: Later: a heading with no text under it" in shown.stdout + shown.stderr

@@ -2,7 +2,8 @@
 
 Each `##` section (or `#` section when the file has no `##`) becomes one note holding the
 section's text as written, heading included; text before the first heading becomes a note of
-its own. The heading decides the type: rules and conventions become `rule`, commands and
+its own. A heading with no text under it (nothing, or only sub-headings) becomes no note: it
+is listed as skipped. The heading decides the type: rules and conventions become `rule`, commands and
 workflows `skill`, pitfalls and gotchas `error`, architecture and decisions `decision`,
 preferences `preference`, anything else `fact`.
 
@@ -87,16 +88,24 @@ def split_sections(text: str) -> list[tuple[str, str]]:
 
 
 def section_notes(text: str, rel: str, *, project: str, scope: str, when: str,
-                  tag: str) -> list[BundleFile]:
+                  tag: str) -> tuple[list[BundleFile], list[Problem]]:
     """One note per section of an instructions file at `rel` (relative to the imported
-    folder); the same file and heading always give the same id."""
+    folder); the same file and heading always give the same id. Also returns the headings
+    left out, with no text under them (listed as skipped: docs/sync.md)."""
     notes = []
+    skipped = []
     seen: dict[str, int] = {}
     for heading, body in split_sections(text):
         if not heading and not has_text(body):
             continue  # a title and nothing else
         name = heading or "(preamble)"
+        # Counted even when left out: a heading that gets text later takes the number it
+        # has in the file, and the notes of the others keep their ids.
         seen[name] = seen.get(name, 0) + 1
+        if not has_text(body):
+            skipped.append(Problem(f"{rel}: {name}", "a heading with no text under it: not "
+                                                     "imported", hazard=False))
+            continue
         identity = f"{name}#{seen[name]}"
         note_type = guess_type(heading) if heading else "fact"
         notes.append(make_note(
@@ -107,7 +116,7 @@ def section_notes(text: str, rel: str, *, project: str, scope: str, when: str,
             source_key=record_key(scope, rel, identity),
             extra={"imported_from": f"{rel}: {name}"},
         ))
-    return notes
+    return notes, skipped
 
 
 def file_tag(name: str) -> str:
@@ -237,8 +246,10 @@ def import_agents_md(source: Path, project: str) -> Imported:
             imported.problems.append(problem)
             continue
         assert text is not None
-        imported.notes.extend(section_notes(text, rel, project=project, scope=imported.scope,
-                                            when=file_time(path), tag=tag))
+        made, empty = section_notes(text, rel, project=project, scope=imported.scope,
+                                    when=file_time(path), tag=tag)
+        imported.notes.extend(made)
+        imported.skipped.extend(empty)
         for raw in import_references(text):
             target, why = follow(root, rel, raw)
             if why is not None:

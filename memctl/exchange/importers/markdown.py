@@ -127,9 +127,11 @@ def import_markdown(source: Path, project: str) -> Imported:
             _learn(vault, rel, parsed.meta, stable_id("markdown", project, rel))
     for item in found:
         if item.rel.rsplit("/", 1)[-1].lower() in AGENT_FILES:
-            imported.notes.extend(section_notes(
+            made, empty = section_notes(
                 item.text, item.rel, project=project, scope=imported.scope,
-                when=file_time(item.path), tag=file_tag(item.rel.rsplit("/", 1)[-1])))
+                when=file_time(item.path), tag=file_tag(item.rel.rsplit("/", 1)[-1]))
+            imported.notes.extend(made)
+            imported.skipped.extend(empty)
             continue
         made = vault_note(item, project, imported.scope, vault)
         if isinstance(made, Problem):
