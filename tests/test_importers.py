@@ -170,3 +170,26 @@ def test_a_heading_with_no_text_under_it_is_skipped_not_an_empty_note(cli, tmp_p
     assert cli.ok("show", note["id"], "--json").json()["body"] == "## Conventions\nTabs, not spaces.\n"
     shown = cli.ok("import", str(source))
     assert "skipped CLAUDE.md: Later: a heading with no text under it" in shown.stdout + shown.stderr
+
+
+@pytest.mark.parametrize("layout", ["vault", "cline", "claude-memory"])
+def test_a_linked_folder_in_an_imported_folder_is_refused_never_followed(
+        cli, store_path, tmp_path, layout):
+    # Before, a vault's `attachments -> elsewhere` was listed as an attachment, and a memory
+    # bank or Claude Code memory folder passed over a linked folder without a word.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.md").write_text("The root password is hunter2.\n")
+    folder = {"vault": tmp_path / "vault", "cline": tmp_path / "repo" / "memory-bank",
+              "claude-memory": tmp_path / "-home-me-repo" / "memory"}[layout]
+    folder.mkdir(parents=True)
+    (folder / {"vault": "fine.md", "cline": "projectbrief.md",
+               "claude-memory": "MEMORY.md"}[layout]).write_text("# Fine\n\nA fine note.\n")
+    os.symlink(elsewhere, folder / "attachments")
+    source = folder.parent if layout != "vault" else folder
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    result = cli("import", str(source))
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stdout + result.stderr
+    assert "attachments: a symbolic link" in result.stderr and "Traceback" not in result.stderr
+    assert cli("import", str(source), "--skip-invalid").exit_code == 1  # a hazard, not invalid
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head

@@ -251,9 +251,11 @@ def walk_files(root: Path, *, prune: frozenset[str] = frozenset()) -> Iterator[t
 
 
 def walk_markdown(root: Path) -> Iterator[tuple[Path, str]]:
-    """(path, relative name) of every `*.md` under root (see `walk_files`)."""
+    """(path, relative name) of every `*.md` under root, and every link whatever its name
+    (see `walk_files`): a linked folder is a link like a linked note, which the reader
+    refuses (`read_text_file`), never a name to pass over in silence."""
     for path, rel in walk_files(root):
-        if rel.lower().endswith(".md"):
+        if rel.lower().endswith(".md") or path.is_symlink():
             yield path, rel
 
 

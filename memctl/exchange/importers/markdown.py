@@ -12,6 +12,9 @@ are `active`, `superseded`, `archived`; a note's own `id` becomes `original_id`)
 `[[…]]`), embedded attachments are named in `attachments`. `CLAUDE.md`/`AGENTS.md` files
 in the folder are split into sections (agents.py).
 
+A link in the folder, to a file or a folder, refuses the import like a linked note: it is
+never followed, nor taken for an attachment.
+
 Left out, each listed as skipped with the reason: templates (the folder `.obsidian/
 templates.json` or Templater name, or `{{…}}`/`<% … %>` files in a `Templates` folder),
 empty notes and attachments (memctl keeps text).
@@ -96,7 +99,9 @@ def import_markdown(source: Path, project: str) -> Imported:
     vault = _Vault()
     found: list[_Source] = []
     for path, rel in entries:
-        if not rel.lower().endswith(".md"):
+        # A link, to a file or a folder, whatever its name, is read (refused) below like a
+        # linked note: never taken for an attachment, never followed (docs/security.md).
+        if not rel.lower().endswith(".md") and not path.is_symlink():
             vault.attachment_paths.add(rel)
             vault.attachments.setdefault(rel.rsplit("/", 1)[-1].lower(), []).append(rel)
             continue
