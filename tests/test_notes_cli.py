@@ -316,3 +316,128 @@ def test_a_template_without_its_text_placeholder_never_loses_the_note_text(cli: 
     assert sorted(e["path"] for e in report["templates"]) == [".templates/fact.md",
                                                               ".templates/rule.md"]
     assert "templates" in {problem["kind"] for problem in report["problems"]}
+
+
+# --- edits racing other commands --------------------------------------------------------------
+
+MEANWHILE_EDITOR = """
+import os, subprocess, sys
+memctl, store, inner, command, path = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:-1], sys.argv[-1]
+env = dict(os.environ, EDITOR=inner, VISUAL="")
+if command[0] == "archive":
+    env["MEMCTL_NOW"] = "2029-06-01T00:00:00Z"
+if command[0] == "hand":  # a person (or another tool) saves the note itself
+    with open(command[1], "a", encoding="utf-8") as handle:
+        handle.write("Saved by hand meanwhile.\\n")
+else:
+    done = subprocess.run([memctl, "--store", store, *command], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+with open(path, "a", encoding="utf-8") as handle:
+    handle.write("Added in the editor while the other command ran.\\n")
+"""
+
+
+@pytest.mark.parametrize("meanwhile", ["forget", "supersede", "archive", "hand"])
+def test_an_edit_never_undoes_what_another_command_did_while_the_editor_was_open(
+        cli: Cli, tmp_path: Path, meanwhile: str) -> None:
+    """`memctl edit` waits in the editor without the store lock. An archive, forget,
+    supersede or hand save made meanwhile was undone by the save (the note alive again
+    beside its tombstone, `status: active` again) or left the note in two files (notes/ and
+    archive/). The save is now refused, and the draft kept."""
+    from conftest import memctl_executable
+
+    note = cli.ok("add", "Deploy on Fridays after the change freeze", "--importance", "1",
+                  "--json", env={"MEMCTL_NOW": "2026-01-01T00:00:00Z"}).json()
+    newer = cli.ok("add", "Releases go out on Tuesdays with the new pipeline", "--json").json()
+    command = {"forget": ["forget", note["id"]],
+               "supersede": ["supersede", note["id"], newer["id"]],
+               "archive": ["archive"],
+               "hand": ["hand", str(cli.store / note["path"])]}[meanwhile]
+    script = tmp_path / "meanwhile.py"
+    script.write_text(MEANWHILE_EDITOR)
+    editor = (f"{sys.executable} {script} {memctl_executable()} {cli.store} unused"
+              f" {' '.join(command)}")
+    before = git(cli.store, "log", "--format=%s")
+    result = cli("edit", note["id"], env={"EDITOR": editor, "VISUAL": "",
+                                         "MEMCTL_NOW": "2026-02-01T00:00:00Z"})
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert result.stderr.startswith(f"error: note {note['id']} changed while you edited it ("), \
+        result.stderr
+    assert "your edit is kept" in result.stderr and "Traceback" not in result.stderr
+    draft = cli.store / ".memctl" / "edit" / f"{note['id']}.md"
+    assert "Added in the editor" in draft.read_text()  # nothing typed is lost
+    files = [path for path in cli.store.rglob("*.md") if note["id"] in path.name
+             and ".memctl" not in path.parts and ".tombstones" not in path.parts]
+    listed = run_memctl("list", "--status", "any", "--json", store=cli.store).json()
+    mine = [entry for entry in listed if entry["id"] == note["id"]]
+    if meanwhile == "forget":
+        assert files == [] and mine == []
+    else:
+        assert len(files) == 1 and len(mine) == 1
+        text = files[0].read_text()
+        assert "Added in the editor" not in text
+        if meanwhile == "supersede":
+            assert mine[0]["status"] == "superseded"
+        if meanwhile == "archive":
+            assert "/archive/" in files[0].as_posix()
+        if meanwhile == "hand":
+            assert "Saved by hand meanwhile." in text
+    # At most the other command's commit: the refused save committed nothing.
+    assert git(cli.store, "log", "--format=%s").count("\n") \
+        == before.count("\n") + (meanwhile != "hand")
+
+
+def test_a_second_edit_of_a_note_being_edited_is_refused(cli: Cli, tmp_path: Path) -> None:
+    """Two `memctl edit` of one note at once shared its draft: the second took the first's
+    live draft for a kept one and saved it, then the first saved over the second. The second
+    is now refused while the first is open."""
+    from conftest import memctl_executable
+
+    note = cli.ok("add", "Deploy on Fridays after the change freeze", "--json").json()
+    script = tmp_path / "second.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "memctl, store, note, said, path = sys.argv[1:6]\n"
+        "env = dict(os.environ, EDITOR=sys.executable + ' -c pass', VISUAL='')\n"
+        "done = subprocess.run([memctl, '--store', store, 'edit', note], capture_output=True,"
+        " text=True, env=env)\n"
+        "open(said, 'w').write(f'{done.returncode}\\n{done.stderr}')\n"
+        "open(path, 'a').write('The first edit.\\n')\n")
+    said = tmp_path / "second.txt"
+    editor = f"{sys.executable} {script} {memctl_executable()} {cli.store} {note['id']} {said}"
+    cli.ok("edit", note["id"], env={"EDITOR": editor, "VISUAL": ""})
+    code, message = said.read_text().split("\n", 1)
+    assert code == "1", message
+    assert message == (f"error: note {note['id']} is being edited already (another `memctl "
+                       "edit` has it open); finish that edit first, then edit it again\n")
+    assert "The first edit." in (cli.store / note["path"]).read_text()
+
+
+def test_forget_finds_the_note_where_it_is_once_it_has_the_lock(cli: Cli) -> None:
+    """`forget` looked the note up before it waited for the store lock, then deleted that
+    path: a note moved meanwhile (by `archive`, `restore`, a person) stayed alive beside its
+    tombstone, while forget said "forgot"."""
+    import subprocess
+    import time
+
+    from conftest import memctl_executable
+
+    from memctl.disk.locking import store_lock
+
+    note = cli.ok("add", "Deploy on Fridays after the change freeze", "--json").json()
+    old = cli.store / note["path"]
+    moved = cli.store / note["path"].replace("/notes/", "/archive/")
+    with store_lock(cli.store, "archive"):
+        forget = subprocess.Popen([memctl_executable(), "--store", str(cli.store), "forget",
+                                   note["id"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        time.sleep(2.0)  # it has found the note (~0.1 s) and waits for the lock
+        moved.parent.mkdir(parents=True, exist_ok=True)
+        moved.write_text(old.read_text().replace("status: active", "status: archived"))
+        old.unlink()
+    out, err = forget.communicate(timeout=60)
+    assert forget.returncode == 0, err
+    assert not moved.exists() and not old.exists()
+    assert (cli.store / ".tombstones" / f"{note['id']}.md").exists()
+    assert run_memctl("list", "--status", "any", "--json", store=cli.store).json() == []

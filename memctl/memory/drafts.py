@@ -13,10 +13,19 @@ is refused naming it, so nothing a person typed is ever dropped (docs/format.md)
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from memctl.core.errors import MemctlError, cmd
 from memctl.core.hashing import sha256
 from memctl.disk.atomic import atomic_write_bytes
+
+try:
+    import fcntl
+except ImportError:  # Windows: no memctl can change a store there (memctl.disk.locking)
+    fcntl = None  # type: ignore[assignment]
 
 MARK = "# memctl:"
 
@@ -33,8 +42,34 @@ class Draft:
     """The kept copy of one note's edit and what memctl wrote at its top."""
 
     def __init__(self, folder: Path, note_id: str) -> None:
+        self.note_id = note_id
         self.path = folder / f"{note_id}.md"
         self._state = folder / f"{note_id}.json"
+        # Held while an editor has the draft open. Never removed: a lock file deleted while
+        # another process opens it would let two edits each hold "the" lock.
+        self._lock = folder / f"{note_id}.lock"
+
+    @contextmanager
+    def editing(self) -> Iterator[None]:
+        """Held from before the draft is read until the edit is saved or kept: a second
+        `memctl edit` of the same note meanwhile is refused. It used to take the first one's
+        live draft for a kept one, save it, and lose whichever edit was saved first
+        (tests/test_notes_cli.py). The kernel lets go of it when the process dies, so a
+        kept draft (a failed save, a killed edit) is opened again as before."""
+        if fcntl is None:
+            yield
+            return
+        fd = os.open(self._lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise MemctlError(f"note {self.note_id} is being edited already (another "
+                                  f"{cmd('edit')} has it open); finish that edit first, "
+                                  "then edit it again") from None
+            yield
+        finally:
+            os.close(fd)
 
     def exists(self) -> bool:
         return self.path.is_file()

@@ -390,16 +390,18 @@ def last_sweep_ids(store: Store) -> list[str]:
 def restore_notes(store: Store, refs: list[str]) -> RestoreResult:
     """Bring archived (or superseded) notes back to active, with one commit. Every id is
     resolved and checked first: an unknown or active one is an error and nothing changes."""
-    notes: dict[str, Note] = {}
-    for ref in refs:
-        note = store.find_note(ref)
-        if note.status == "active":
-            raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")
-        notes.setdefault(note.id, note)
-    if not notes:
-        raise MemctlError("no note to restore")
     result = RestoreResult()
     with store.lock("restore"):
+        # Resolved under the lock: a note another command moved or forgot while this waited
+        # for it is seen where it is now (tests/test_lifecycle.py).
+        notes: dict[str, Note] = {}
+        for ref in refs:
+            note = store.find_note(ref)
+            if note.status == "active":
+                raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")
+            notes.setdefault(note.id, note)
+        if not notes:
+            raise MemctlError("no note to restore")
         moment = now()
         steps: list[_Step] = []
         taken: set[str] = set()

@@ -8,7 +8,7 @@ import subprocess
 
 from memctl.core import arguments
 from memctl.core.clock import format_time, now
-from memctl.core.errors import MemctlError, NoteFormatError, UsageError, arg, cmd
+from memctl.core.errors import MemctlError, NoteFormatError, UnknownIdError, UsageError, arg, cmd
 from memctl.core.ids import new_id
 from memctl.core.importance import infer_importance
 from memctl.core.note import (
@@ -327,16 +327,18 @@ def update_note(store: Store, ref: str, *, text: str | None = None, importance: 
 
 def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note]:
     """Mark OLD as replaced by NEW, by hand."""
-    old = store.find_note(old_ref)
-    new = store.find_note(new_ref)
-    if old.id == new.id:
-        raise MemctlError("a note cannot supersede itself")
-    if new.status != "active":
-        # A superseded NEW would hide both notes (superseding B by A after A by B leaves no
-        # active one: a cycle); an archived one is out of search. CLI and MCP come here.
-        raise MemctlError(f"note {new.id} is {new.status} ({new.path}); only an active note "
-                          f"can supersede another: restore it first (`memctl restore {new.id}`)")
     with store.lock("supersede"):
+        # Both found under the lock: a note another command moved, forgot or superseded
+        # while this waited for it is seen as it is now.
+        old = store.find_note(old_ref)
+        new = store.find_note(new_ref)
+        if old.id == new.id:
+            raise MemctlError("a note cannot supersede itself")
+        if new.status != "active":
+            # A superseded NEW would hide both notes (superseding B by A after A by B leaves
+            # no active one: a cycle); an archived one is out of search. CLI and MCP come here.
+            raise MemctlError(f"note {new.id} is {new.status} ({new.path}); only an active note "
+                              f"can supersede another: restore it first (`memctl restore {new.id}`)")
         moment = now()
         path = _mark_superseded(store, old, new.id, moment)
         store.commit(f"supersede {old.id} by {new.id}: {masked_title(old.title)}", [path])
@@ -373,6 +375,12 @@ def edit_note(store: Store, ref: str, editor: str | None = None, fresh: bool = F
     draft_dir = store.state_dir / "edit"
     draft_dir.mkdir(exist_ok=True)
     draft = Draft(draft_dir, note.id)
+    with draft.editing():
+        return _edit_in_draft(store, note, original, broken, editor, draft, fresh)
+
+
+def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormatError | None,
+                   editor: str, draft: Draft, fresh: bool) -> EditResult:
     where = store.relpath(draft.path)
     reopened = draft.exists() and not fresh
     if reopened:
@@ -410,12 +418,39 @@ def edit_note(store: Store, ref: str, editor: str | None = None, fresh: bool = F
         raise MemctlError(f"{where}{f':{line}' if line else ''}: {message}; {kept_note}")
     text = edited.decode("utf-8")  # validated
     with store.lock("edit"):
+        changed = _changed_meanwhile(store, note, original)
+        if changed is not None:
+            # Archived, forgotten, superseded or edited while the editor was open: saving
+            # would undo that, or leave the note in two files (tests/test_notes_cli.py).
+            again = (f"{cmd(f'edit {note.id}')} opens your edit again, on top of the note as "
+                     "it is now" if not changed.startswith("it was forgotten")
+                     else "it stays in the draft")
+            raise MemctlError(f"note {note.id} changed while you edited it ({changed}); "
+                              f"nothing was saved, and your edit is kept: {again} ({where})")
         moment = now()
         stamped = stamp(text, {}, moment, note)
         store.write_text(note.path, stamped)
         store.commit(f"edit {note.id}: {masked_title(title_of(parse_text(stamped).meta, parse_text(stamped).body))}", [note.path])
     draft.discard()
     return EditResult(store.read_note(note.path), True, reopened)
+
+
+def _changed_meanwhile(store: Store, note: Note, original: bytes) -> str | None:
+    """How the note is no longer the file the edit began from (None when it still is). The
+    caller holds the store lock, so no command changes it between this look and the save."""
+    try:
+        entry = store.find_entry(note.id)
+    except UnknownIdError:
+        return "it was forgotten"
+    if entry["path"] != note.path:
+        return f"it was moved to {entry['path']}"
+    try:
+        current = store.read_text(note.path)[0].encode("utf-8")
+    except NoteFormatError as broken:
+        current = broken.data
+    except MemctlError:
+        return "its file is gone"
+    return None if current == original else "its file was changed meanwhile"
 
 
 def _editable(store: Store, ref: str) -> tuple[Note, bytes, NoteFormatError | None]:
@@ -479,8 +514,10 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
 
 def forget_note(store: Store, ref: str) -> Note:
     """Delete a note and leave a tombstone, so no sync or import brings it back."""
-    note = store.find_note(ref)
     with store.lock("forget"):
+        # Found under the lock: an `archive` or `restore` that moved the note while this
+        # waited for it must not leave the note alive beside its tombstone.
+        note = store.find_note(ref)
         moment = format_time(monotonic_stamp(now(), note.updated))
         tombstone_path = f"{TOMBSTONE_DIR}/{note.id}.md"
         tombstone = render_note(
