@@ -523,6 +523,50 @@ def test_an_index_lock_left_by_a_killed_memctl_never_blocks_the_next_command(sto
     assert git(store, "status", "--porcelain").stdout == ""
 
 
+def test_what_a_killed_memctl_left_uncommitted_is_committed_by_the_next_command(
+        store: Path) -> None:
+    """kill -9 of `forget` (or `edit`, `supersede`, `restore`) after it wrote its files and
+    before its commit: the change stayed out of git for good, since each later command
+    commits only its own paths (and `memctl sync` needs a remote). The next command that
+    commits now commits it first, on its own."""
+    victim = sorted(notes_on_disk(store))[0]
+    path = store / notes_on_disk(store)[victim][0]
+    tombstone = store / ".tombstones" / f"{victim}.md"
+    tombstone.parent.mkdir(exist_ok=True)
+    tombstone.write_text(f"---\nid: {victim}\ndeleted: 2026-11-30T09:00:00.000Z\n---\nx\n")
+    path.unlink()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store / ".memctl" / "lock.info").write_text(json.dumps(
+        {"pid": dead.pid, "command": "forget", "since": time.time() - 2}))
+    result = run_memctl("add", "after the kill " + sentence(random.Random(8)), store=store)
+    assert result.exit_code == 0, result.stderr
+    assert git(store, "status", "--porcelain").stdout == ""
+    subjects = git(store, "log", "-2", "--format=%s").stdout.splitlines()
+    assert subjects[0].startswith("add ")
+    assert subjects[1] == f"memctl: changes an interrupted memctl forget left on disk (pid {dead.pid})"
+    shown = git(store, "show", "--name-status", "--format=", "HEAD~1").stdout.split("\n")
+    assert sorted(line for line in shown if line) == sorted(
+        [f"D\t{path.relative_to(store).as_posix()}", f"A\t.tombstones/{victim}.md"])
+
+
+def test_sync_without_a_remote_still_commits_what_is_left_on_disk(store: Path) -> None:
+    """The documented way to commit a change left on disk (a full disk, a held git lock) is
+    `memctl sync`; without a remote it committed nothing."""
+    victim = sorted(notes_on_disk(store))[0]
+    path = store / notes_on_disk(store)[victim][0]
+    path.write_text(path.read_text() + "\nOne more line, saved by hand.\n")
+    result = run_memctl("sync", store=store)
+    no_traceback(result.stderr)
+    assert result.exit_code == 1
+    assert result.stderr == ("error: the store has no git remote; your local changes were "
+                             "committed; run `memctl sync --remote URL` once to share it\n")
+    assert git(store, "status", "--porcelain").stdout == ""
+    again = run_memctl("sync", store=store)
+    assert again.stderr == ("error: the store has no git remote; run `memctl sync --remote URL`"
+                            " once to share it\n")
+
+
 def test_a_persons_running_git_is_waited_for_then_named(store: Path) -> None:
     """A fresh index.lock with no crashed memctl behind it belongs to someone's git: memctl
     waits a few seconds for it, then says what is going on; nothing is lost."""

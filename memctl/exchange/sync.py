@@ -201,7 +201,12 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             raise MemctlError(f"the store's remote is already {origin}; change it with "
                               f"`git -C {root} remote set-url origin {remote}`")
         if origin is None:
-            raise MemctlError("the store has no git remote; run `memctl sync --remote URL` once")
+            # The local half still happens: `sync` is how a change left on disk gets
+            # committed (docs/reliability.md), with a remote or without one.
+            _refuse_names_not_utf8(root)
+            done = "; your local changes were committed" if commit_local_changes(store) else ""
+            raise MemctlError(f"the store has no git remote{done}; run `memctl sync --remote "
+                              "URL` once to share it")
         branch = _branch(root)
         report = SyncReport(remote=origin, branch=branch)
         gitops.install_merge_driver(root)
