@@ -173,6 +173,40 @@ def test_sync_stamps_and_commits_a_hand_edit(tmp_path, remote):
     assert body_of(b, note) == "Hand edits travel too, edited in vim"
 
 
+def _commit_by_hand(cli: Cli, note_id: str, text: str, when: str) -> None:
+    """A hand edit committed without memctl's stamp, as `memctl watch --commit` or a
+    person's `git commit -a` commits it, at `when`."""
+    path = cli.store / cli.ok("show", note_id, "--json").json()["path"]
+    path.write_text(path.read_text().replace("port 5432", text))
+    env = dict(os.environ, GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
+    subprocess.run(["git", "-C", str(cli.store), "commit", "-qam", "hand edit"], env=env,
+                   check=True)
+
+
+@pytest.mark.parametrize("other_side", ["edit", "forget"])
+def test_a_hand_edit_committed_unstamped_still_wins_when_it_is_newer(tmp_path, remote,
+                                                                       other_side):
+    """With `memctl watch --commit` running (or a person's `git commit`), a hand edit is
+    committed before any sync could stamp it with its time: its `updated` stayed the one
+    memctl wrote before. An older edit, or an older forget, on another machine then won the
+    merge over it: the newer text ended as a conflict copy, or deleted on both machines."""
+    a = machine(tmp_path, "a")
+    note = add(a, "The staging database listens on port 5432", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    if other_side == "edit":
+        edit(b, note, "The staging database listens on port 6000", T[1])
+    else:
+        b.ok("forget", note, env={"MEMCTL_NOW": T[1]})
+    b.ok("sync", env={"MEMCTL_NOW": T[1]})
+    _commit_by_hand(a, note, "port 5433", T[2])  # later than b's change
+    a.ok("sync", env={"MEMCTL_NOW": T[3]})
+    b.ok("sync", env={"MEMCTL_NOW": T[3]})
+    for side in (a, b):
+        assert body_of(side, note) == "The staging database listens on port 5433"
+    assert not (b.store / ".tombstones" / f"{note}.md").exists()
+
+
 def test_a_failing_remote_leaves_no_half_merge(tmp_path, remote):
     a = machine(tmp_path, "a")
     add(a, "Safe and sound", T[0])

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memctl.core.clock import parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import valid_id
 from memctl.core.merge import (
@@ -503,10 +504,22 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
             note = note_from_parsed(parsed, text=text, relpath=path, project=project)
             stamp = _text(meta.get("checksum"))
             stamped = stamp == compute_checksum(text) if stamp else kind == EPISODE
+            updated = note.updated or fallback_time
+            if stamp and not stamped and note.updated and fallback_time:
+                # Its text was changed after memctl stamped it (by hand), and the change was
+                # committed unstamped (`memctl watch --commit`, a person's `git commit`): it
+                # is as new as the first time it was seen, when that is later. Newest-wins and
+                # an edit after a deletion then hold for it (tests/test_sync.py).
+                updated = _later(note.updated, fallback_time)
             return Entry(key=MergeKey.for_id(note.id), path=path, data=data, kind="note",
-                         updated=note.updated or fallback_time, created=_text(meta.get("created")),
-                         stamped=stamped)
+                         updated=updated, created=_text(meta.get("created")), stamped=stamped)
     return Entry(key=MergeKey.for_path(path), path=path, data=data, kind=kind, updated=fallback_time)
+
+
+def _later(stamped: str, seen: str) -> str:
+    """The later of two times (`seen` only when both read as times)."""
+    first, second = parse_time(stamped), parse_time(seen)
+    return seen if first is not None and second is not None and second > first else stamped
 
 
 def _text(value: object) -> str | None:
