@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import write_memory_file as write
@@ -46,22 +48,28 @@ def another_process_indexes(root: Path, text: str = "the zqword fact written jus
         assert NOTE in indexed_paths(other)
 
 
+def then_another_indexes(root: Path, scan: Callable[..., Any]) -> Callable[..., Any]:
+    """`scan` (a walk's read of the disk), after which, the first time, another process
+    writes and indexes a note: between the walk's read of the disk and of the index."""
+    done: list[bool] = []
+
+    def scanned(*args: Any, **kwargs: Any) -> Any:
+        walked = scan(*args, **kwargs)
+        if not done:
+            done.append(True)
+            another_process_indexes(root)
+        return walked
+
+    return scanned
+
+
 def test_a_note_indexed_by_another_process_during_the_walk_is_not_removed(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The walk reads the disk, then the index. A note written and indexed by another
     process in between is in the index and not in the walk: it looked removed, and was
     deleted from the index until some later walk put it back."""
     real_scan = db.scan_folders
-    done: list[bool] = []
-
-    def scan_then_another_writes(folder: str):  # noqa: ANN202 - filescan.Walked
-        walked = real_scan(folder)
-        if not done:
-            done.append(True)
-            another_process_indexes(root)
-        return walked
-
-    monkeypatch.setattr(db, "scan_folders", scan_then_another_writes)
+    monkeypatch.setattr(db, "scan_folders", then_another_indexes(root, real_scan))
     with open_index(root) as index:
         index.refresh()
         assert NOTE in indexed_paths(index)
@@ -73,17 +81,7 @@ def test_a_note_indexed_by_another_process_during_the_walk_is_not_removed(
 def test_a_note_indexed_by_another_process_during_a_walk_of_some_folders_is_not_removed(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same, for the walk of named folders (`add`, the watcher's passes)."""
-    real_scan = db.scan
-    done: list[bool] = []
-
-    def scan_then_another_writes(folder: str, **kwargs: object):  # noqa: ANN202
-        walked = real_scan(folder, **kwargs)
-        if not done:
-            done.append(True)
-            another_process_indexes(root)
-        return walked
-
-    monkeypatch.setattr(db, "scan", scan_then_another_writes)
+    monkeypatch.setattr(db, "scan", then_another_indexes(root, db.scan))
     with open_index(root) as index:
         index.refresh(["alpha"])
         assert NOTE in indexed_paths(index)

@@ -451,6 +451,15 @@ def test_shutdown_on_sigterm_and_one_watcher_per_store(watcher: WatchProcess,
     assert json.loads(status.stdout)["running"] is False
 
 
+def committed_by_the_watcher(store: Path, head: str) -> None:
+    """Wait for the watcher's commit after `head`; it holds every hand edit."""
+    deadline = time.monotonic() + DEADLINE
+    while git(store, "rev-parse", "HEAD") == head and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert git(store, "log", "-1", "--format=%s").startswith("memctl watch:")
+    assert git(store, "status", "--porcelain") == ""
+
+
 def test_people_get_one_line_per_batch_and_commits_wait_for_git(notes_store: Path) -> None:
     """Without --json: a ready line, then `+a ~u -r in N ms`. With --commit: hand edits are
     committed, but never while git holds its index lock."""
@@ -474,11 +483,7 @@ def test_people_get_one_line_per_batch_and_commits_wait_for_git(notes_store: Pat
         time.sleep(1.5)
         assert git(notes_store, "rev-parse", "HEAD") == head
         lock.unlink()
-        deadline = time.monotonic() + DEADLINE
-        while git(notes_store, "rev-parse", "HEAD") == head and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert git(notes_store, "log", "-1", "--format=%s").startswith("memctl watch:")
-        assert git(notes_store, "status", "--porcelain") == ""
+        committed_by_the_watcher(notes_store, head)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -509,11 +514,7 @@ def test_with_commit_a_save_another_command_indexed_first_is_committed(notes_sto
         path.write_text(note_text(nid(4), "saved by hand, indexed by another command first"))
         with open_index(notes_store) as other:  # well within the watcher's quiet window
             assert other.refresh().files_changed == 1
-        deadline = time.monotonic() + DEADLINE
-        while git(notes_store, "rev-parse", "HEAD") == head and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert git(notes_store, "log", "-1", "--format=%s").startswith("memctl watch:")
-        assert git(notes_store, "status", "--porcelain") == ""
+        committed_by_the_watcher(notes_store, head)
     finally:
         watcher.stop()
         thread.join(DEADLINE)
