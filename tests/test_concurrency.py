@@ -164,3 +164,36 @@ def test_a_walk_that_must_write_still_says_busy_when_the_lock_is_held(
     finally:
         other.conn.execute("ROLLBACK")
         other.close()
+
+
+def test_a_note_indexed_by_another_process_during_a_reindex_is_kept(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`memctl reindex` read every file's name, then wrote the new index in one transaction.
+    A note written and indexed (by the watcher) in between was dropped with the old index,
+    and the watcher, which had indexed it, had no reason to look at it again. The watcher
+    here: it indexes what it saw change, and tries again later when the index is busy."""
+    real_scan = db.scan_keys
+    retry: list[bool] = []
+
+    def scanned_then_a_save(folder: str) -> set[str]:
+        keys = real_scan(folder)
+        if not retry:
+            write(root, NOTE, "the zqword fact written during the reindex",
+                  id="zzzzzzzzzzzzzzzz", project="alpha")
+            with open_index(root) as watcher:
+                watcher.conn.execute("PRAGMA busy_timeout=100")
+                try:
+                    watcher.refresh([NOTE])
+                    retry.append(False)
+                except sqlite3.OperationalError:
+                    retry.append(True)  # busy: the watcher passes again later
+        return keys
+
+    monkeypatch.setattr(db, "scan_keys", scanned_then_a_save)
+    with open_index(root) as index:
+        index.rebuild()
+    if retry[0]:
+        with open_index(root) as watcher:
+            watcher.refresh([NOTE])
+    with open_index(root) as index:
+        assert NOTE in indexed_paths(index)

@@ -842,7 +842,6 @@ class Index:
         transaction: readers see the old index until the new one is complete."""
         started = time.perf_counter()
         stats = RefreshStats()
-        candidates = sorted(key.rsplit("\t", 2)[0] for key in scan_keys(str(self.root)))
         # A bigger page cache while the whole index is written (100k notes: ~20 % faster);
         # the usual 2 MB again afterwards, so memory stays low (100k: peak RSS < 200 MB).
         # No fsync while rebuilding: the index is derived from the files, a killed process
@@ -851,7 +850,7 @@ class Index:
         self.conn.execute(f"PRAGMA cache_size=-{REBUILD_CACHE_KB}")
         self.conn.execute("PRAGMA synchronous=OFF")
         try:
-            self._apply(candidates, [], stats, progress, clear=True)
+            self._apply([], [], stats, progress, clear=True)
         finally:
             self.conn.execute("PRAGMA cache_size=-2000")
             self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -944,6 +943,10 @@ class Index:
                 removed = [path for path in removed if path not in back]
                 candidates = sorted({*candidates, *back})
             if clear:
+                # Every file, read under the lock: one another process indexed after a walk
+                # made before it would be dropped with the old index, and a watcher that
+                # indexed it would not see it again (tests/test_concurrency.py).
+                candidates = sorted(key.rsplit("\t", 2)[0] for key in scan_keys(str(self.root)))
                 hashes: dict[str, str] = {}
             elif len(candidates) > 200:
                 hashes = dict(conn.execute("SELECT path, hash FROM files"))
