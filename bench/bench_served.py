@@ -1,18 +1,22 @@
-"""`memctl search` with a live `memctl watch`: an older memctl beside this one, and `rg -l`,
-alternated in one run (docs/watch.md, "Searches answered by the watcher").
+"""`memctl search` with a live `memctl watch`: two memctls (or one with and without a setting
+of its search server), each answered by its own watcher, and `rg -l`, alternated in one run
+(docs/watch.md, "Searches answered by the watcher").
 
     git archive HEAD memctl | tar -x -C /tmp/before      # the memctl to compare with
     .venv/bin/python bench/bench_served.py --before /tmp/before [--after DIR] [--size 10000]
                                            [--rounds 15] [--out bench/out]
+    .venv/bin/python bench/bench_served.py --before-env MEMCTL_ALWAYS_WALK=1    # one setting
 
-The store is bench/bench_scale.py's (made once per size, measured on a fresh copy). One
-`memctl watch` of the newer memctl runs on it; each round runs, for each of bench_search's
-words, `memctl --store STORE search WORD --all-projects --limit 20 --json` with the older
-memctl, with the newer one, and `rg -l -F -i WORD STORE`, in an order that rotates. Both
-memctls run through the same console script (`.venv/bin/memctl`); PYTHONPATH chooses the
-code (`--after`, default: this working tree). The two must print the same bytes (checked
-once per word), and the newer one's searches must be answered by the watcher's search server
-(checked on five more searches: else the figures say so). CPU is the asking process's only.
+The store is bench/bench_scale.py's (made once per size); each side measures on a fresh copy
+of its own, with a `memctl watch` of its own memctl and environment, so each side's searches
+are answered by its own watcher's search server. Each round runs, for each of bench_search's
+words, `memctl --store STORE search WORD --all-projects --limit 20 --json` with each side,
+and `rg -l -F -i WORD STORE`, in an order that rotates. Both memctls run through the same
+console script (`.venv/bin/memctl`); PYTHONPATH chooses the code (`--before`, `--after`,
+default: this working tree), `--before-env KEY=VALUE` (repeatable) adds to the environment of
+the older side's watcher and searches. The two must print the same bytes (checked once per
+word), and each side's searches must be answered by its watcher's search server (checked on
+five more searches each: else the figures say so). CPU is the asking process's only.
 """
 
 from __future__ import annotations
@@ -62,35 +66,57 @@ def command(label: str, word: str, store: Path) -> list[str]:
             "--json"]
 
 
+def watch(store: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A `memctl watch` of `store`, once its search server listens."""
+    watcher = subprocess.Popen([MEMCTL, "watch", "--quiet"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (store / ".memctl" / "search.sock").exists():
+        if time.monotonic() > deadline or watcher.poll() is not None:
+            watcher.kill()
+            raise SystemExit("the watcher's search server never listened")
+        time.sleep(0.1)
+    time.sleep(0.5)
+    return watcher
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", required=True, help="a folder holding the older memctl/")
+    parser.add_argument("--before", help="a folder holding the older memctl/ (default: this "
+                        "tree, with --before-env)")
+    parser.add_argument("--before-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="set for the older side (its watcher and searches)")
     parser.add_argument("--after", help="a folder holding the newer memctl/ (default: this tree)")
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--out", type=Path, default=HERE / "out")
     options = parser.parse_args()
-    store = bench_scale.work_copy(bench_scale.prepared_store(options.out, options.size, 42),
-                                  options.out, options.size)
-    envs = {"before": environment(store, str(Path(options.before).resolve())),
-            "after": environment(store, options.after and str(Path(options.after).resolve())),
-            "rg": environment(store, None)}
-    watcher = subprocess.Popen([MEMCTL, "watch", "--quiet"], env=envs["after"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if options.before is None and not options.before_env:
+        parser.error("give --before DIR, --before-env KEY=VALUE, or both")
+    prepared = bench_scale.prepared_store(options.out, options.size, 42)
+    stores = {"after": bench_scale.work_copy(prepared, options.out, options.size)}
+    stores["before"] = stores["after"].with_name(stores["after"].name + "-before")
+    if stores["before"].exists():
+        shutil.rmtree(stores["before"])
+    subprocess.run(["cp", "-a", str(stores["after"]), str(stores["before"])], check=True)
+    bench_scale.git(stores["before"], "update-index", "-q", "--refresh")
+    envs = {"before": environment(stores["before"], options.before
+                                  and str(Path(options.before).resolve())),
+            "after": environment(stores["after"], options.after
+                                 and str(Path(options.after).resolve())),
+            "rg": environment(stores["after"], None)}
+    envs["before"].update(setting.split("=", 1) for setting in options.before_env)
+    stores["rg"] = stores["after"]
+    watchers = []
     try:
-        deadline = time.monotonic() + 120
-        while not (store / ".memctl" / "search.sock").exists():
-            if time.monotonic() > deadline or watcher.poll() is not None:
-                raise SystemExit("the watcher's search server never listened")
-            time.sleep(0.1)
-        time.sleep(0.5)
+        watchers = [watch(stores[label], envs[label]) for label in ("before", "after")]
         for word in bench_search.GREP_WORDS:  # once each, untimed: the same bytes, warm caches
-            shown = {label: subprocess.run(command(label, word, store), env=envs[label],
+            shown = {label: subprocess.run(command(label, word, stores[label]), env=envs[label],
                                            capture_output=True) for label in ("before", "after")}
-            if (shown["before"].stdout, shown["before"].stderr) != \
-                    (shown["after"].stdout, shown["after"].stderr):
+            if (shown["before"].stdout.replace(bytes(stores["before"]), bytes(stores["after"])),
+                    shown["before"].stderr) != (shown["after"].stdout, shown["after"].stderr):
                 raise SystemExit(f"the two memctls print different results for {word!r}")
-            subprocess.run(command("rg", word, store), env=envs["rg"], capture_output=True)
+            subprocess.run(command("rg", word, stores["rg"]), env=envs["rg"], capture_output=True)
         labels = ["after", "before", "rg"]
         walls: dict[str, list[float]] = {label: [] for label in labels}
         cpus: dict[str, list[float]] = {label: [] for label in labels}
@@ -99,31 +125,38 @@ def main() -> None:
                 for label in labels[number % 3:] + labels[:number % 3]:
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     start = time.perf_counter()
-                    subprocess.run(command(label, word, store), env=envs[label],
+                    subprocess.run(command(label, word, stores[label]), env=envs[label],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     walls[label].append((time.perf_counter() - start) * 1000)
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     cpus[label].append((after.ru_utime - before.ru_utime + after.ru_stime
                                         - before.ru_stime) * 1000)
-        served = subprocess.run([sys.executable, "-P", "-c", _BY_SERVER], env=envs["after"],
-                                capture_output=True, text=True, cwd="/").stdout
+        served = {label: subprocess.run([sys.executable, "-P", "-c", _BY_SERVER],
+                                        env=envs[label], capture_output=True, text=True,
+                                        cwd="/").stdout for label in ("before", "after")}
     finally:
-        watcher.terminate()
-        watcher.wait(10)
-        shutil.rmtree(store, ignore_errors=True)
+        for watcher in watchers:
+            watcher.terminate()
+            watcher.wait(10)
+        for label in ("before", "after"):
+            shutil.rmtree(stores[label], ignore_errors=True)
     grep = statistics.median(walls["rg"])
     print(f"{options.size:,} notes, {options.rounds} rounds of {len(bench_search.GREP_WORDS)} "
-          f"words, alternated, a live `memctl watch` (the newer memctl's); "
+          f"words, alternated, each memctl answered by a live `memctl watch` of its own; "
           f"{bench_search.load()}")
+    if options.before_env:
+        print(f"  before: {' '.join(options.before_env)}")
     for label in labels:
         quarters = statistics.quantiles(walls[label], n=4)
         print(f"  {label:6s} median {statistics.median(walls[label]):6.1f} ms (quartiles "
               f"{quarters[0]:.1f}–{quarters[2]:.1f}), CPU {statistics.median(cpus[label]):5.1f} "
               f"ms, {statistics.median(walls[label]) / grep:.2f}× rg -l")
-    print(f"  the newer memctl's searches answered by the watcher's search server: {served}/5")
-    print(f"  $ {' '.join(command('after', '<word>', store))}   "
+    for label in ("before", "after"):
+        print(f"  the {label} memctl's searches answered by its watcher's search server: "
+              f"{served[label]}/5")
+    print(f"  $ {' '.join(command('after', '<word>', stores['after']))}   "
           f"(words: {', '.join(bench_search.GREP_WORDS)})")
-    print(f"  $ {' '.join(command('rg', '<word>', store))}")
+    print(f"  $ {' '.join(command('rg', '<word>', stores['rg']))}")
 
 
 if __name__ == "__main__":
