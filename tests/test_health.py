@@ -600,6 +600,33 @@ def test_files_are_read_byte_for_byte(tmp_path: Path) -> None:
         assert text.encode("utf-8") == data and info.st_size == len(data)
 
 
+def test_a_note_that_is_a_link_or_a_fifo_is_refused_unread(tmp_path: Path) -> None:
+    """`read_text` opens the file itself without following a link (O_NOFOLLOW) and without
+    waiting on a FIFO (O_NONBLOCK), then refuses what is not a regular file: one line each,
+    nothing read, no hang (run in a process of its own, with a time limit)."""
+    import os
+    import subprocess
+    import sys
+
+    notes = tmp_path / "blog" / "notes" / "fact"
+    notes.mkdir(parents=True)
+    (tmp_path / "outside.md").write_text("---\ntype: fact\n---\nsecret outside\n")
+    os.symlink(tmp_path / "outside.md", notes / "linked.md")
+    os.mkfifo(notes / "pipe.md")
+    script = ("import sys\nfrom memctl.core.errors import MemctlError\nfrom memctl.store import Store\n"
+              "for relpath in sys.argv[2:]:\n"
+              "    try:\n        Store(sys.argv[1]).read_text(relpath)\n"
+              "    except MemctlError as exc:\n        print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path), "blog/notes/fact/linked.md",
+                           "blog/notes/fact/pipe.md"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "blog/notes/fact/linked.md: blog/notes/fact/linked.md is a symbolic link; memctl never "
+        "follows links inside a store (one could point anywhere). Replace it with the file or "
+        "folder itself",
+        "blog/notes/fact/pipe.md is not a regular file"]
+
+
 def test_health_markdown_refuses_a_target_that_is_not_a_regular_file(store_path, tmp_path):
     """--markdown onto a FIFO (standing in for a device such as /dev/full) is refused and the
     FIFO stays; a folder still gets health-YYYY-MM.md in it; an empty name is a usage error."""
