@@ -483,3 +483,48 @@ def test_a_local_file_name_that_is_not_utf8_stops_the_sync_before_anything_is_co
     os.rename(bytes(folder) + b"/caf\xe9.md", folder / "café.md")  # the fix it asks for
     laptop.ok("sync")
     assert git(Path(remote), "rev-parse", "HEAD") == git(laptop.store, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("made", ["edited", "created"])
+def test_a_file_saved_while_sync_merges_stops_it_and_is_kept(tmp_path, remote, monkeypatch, made):
+    """An editor saves a note (or a new file where the merge brings one) after sync committed
+    what was on disk and before it moves to the merge: git refuses to write over it. Sync
+    says so in one line and merges nothing; the file stays as saved, and the next sync
+    commits and merges it as any edit (the newer text wins, the other is a conflict copy)."""
+    from memctl.exchange import sync as sync_module
+
+    a = machine(tmp_path, "a")
+    note = add(a, "The cache evicts with LRU", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    edit(b, note, "The cache evicts with LFU", T[1])
+    arriving = add(b, "Backups run at two", T[1])
+    b.ok("sync", env={"MEMCTL_NOW": T[1]})
+    path = a.store / a.ok("show", note, "--json").json()["path"]
+    if made == "created":
+        path = a.store / b.ok("show", arriving, "--json").json()["path"]
+    saved = "---\ntype: fact\n---\nThe cache evicts with ARC, saved in vim\n" \
+        if made == "created" else path.read_text().replace("with LRU", "with ARC, saved in vim")
+    merge_with = sync_module._without_hostile_paths
+
+    def saved_meanwhile(*args, **kwargs):
+        path.write_text(saved)
+        return merge_with(*args, **kwargs)
+
+    monkeypatch.setattr(sync_module, "_without_hostile_paths", saved_meanwhile)
+    head = git(a.store, "rev-parse", "HEAD")
+    refused = a("sync", env={"MEMCTL_NOW": T[2]})
+    assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(f"error: {path.relative_to(a.store).as_posix()} changed on "
+                                     "disk while memctl sync ran; nothing was merged")
+    assert "run `memctl sync` again" in refused.stderr
+    assert path.read_text() == saved and git(a.store, "rev-parse", "HEAD") == head
+    monkeypatch.setattr(sync_module, "_without_hostile_paths", merge_with)
+    a.ok("sync", env={"MEMCTL_NOW": T[3]})
+    b.ok("sync", env={"MEMCTL_NOW": T[3]})
+    for side in (a, b):
+        texts = [data.decode() for data in tree_snapshot(side.store).values()]
+        assert any("ARC, saved in vim" in text for text in texts)
+        assert any("Backups run at two" in text for text in texts)
+    if made == "edited":
+        assert body_of(a, note) == body_of(b, note) == "The cache evicts with ARC, saved in vim"

@@ -39,7 +39,7 @@ from memctl.core.secrets import carried
 from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.counters import export_machine, machine_id
-from memctl.disk.gitops import GitError, identity_env, run_git, run_git_binary
+from memctl.disk.gitops import GitError, git_reason, identity_env, run_git, run_git_binary
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.exchange.bundle import entry_for
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
@@ -331,6 +331,19 @@ def commit_local_changes(store: Store) -> str | None:
     return store.commit("sync: local changes")
 
 
+def _merge_refused(output: str, returncode: int) -> MemctlError:
+    """Why the fast-forward to the merge did not happen. git refuses it when a file it would
+    write was changed or made on disk after this sync committed (an editor saving right
+    then): nothing is merged, the file stays as saved, and the next sync commits it and
+    merges it like any edit (tests/test_sync.py)."""
+    if "would be overwritten by merge" in output:
+        changed = [line.strip() for line in output.splitlines() if line.startswith("\t")]
+        shown = ", ".join(changed[:3]) + (" …" if len(changed) > 3 else "")
+        return MemctlError(f"{shown or 'a file'} changed on disk while memctl sync ran; nothing "
+                           "was merged and nothing was lost: run `memctl sync` again")
+    return MemctlError(f"git merge failed: {git_reason(output, returncode)}")
+
+
 def _is_ancestor(root: Path, older: str, newer: str) -> bool:
     return run_git(root, "merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
 
@@ -350,7 +363,9 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     else:
         target = build_merge_commit(root, head, theirs, report)
     target = _without_hostile_paths(root, head, theirs, target, report)
-    run_git(root, "merge", "--ff-only", "-q", "--no-verify", target)
+    moved = run_git(root, "merge", "--ff-only", "-q", "--no-verify", target, check=False)
+    if moved.returncode != 0:
+        raise _merge_refused(moved.stderr, moved.returncode)
     report.merged = target
     changed = [p for p in run_git(root, "diff", "--name-only", "-z", head, target).stdout.split("\0") if p]
     if target == theirs:
