@@ -521,6 +521,27 @@ def test_a_linked_agents_md_is_skipped_and_a_repository_folder_reads_its_claude_
     assert news(imported(cli, repo / "CLAUDE.md")) == {}  # the same source, named as a file
 
 
+def test_a_linked_folder_of_a_repository_is_named_and_never_read(cli, tmp_path):
+    """An AGENTS.md in a linked folder (a package shared by a link) is what an agent working
+    there would read; memctl never follows the link, and says so rather than passing over
+    it in silence. A linked file of another name is no instructions file: not listed."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "AGENTS.md").write_text("## Private\nOutside the repository.\n")
+    repo = tmp_path / "repo"
+    (repo / "packages" / "api").mkdir(parents=True)
+    (repo / "CLAUDE.md").write_text("## Start\nThe monorepo.\n")
+    (repo / "packages" / "api" / "AGENTS.md").write_text("## API\nUse Fastify.\n")
+    os.symlink(elsewhere, repo / "packages" / "shared")
+    os.symlink(repo / "CLAUDE.md", repo / "packages" / "readme.txt")
+    report = imported(cli, repo, "--from", "agents")
+    assert {"path": "packages/shared", "reason": "a linked folder: not followed (an instructions "
+            "file in it is not imported)"} in report["skipped"]
+    assert [item for item in report["skipped"] if "readme" in item["path"]] == []
+    assert "packages/api/AGENTS.md: API" in by_origin(notes(cli))
+    assert "Outside the repository" not in "".join(p.read_text() for p in cli.store.rglob("*.md"))
+
+
 @pytest.mark.parametrize("fixture, target", [("claude-repo", "CLAUDE.md"),
                                              ("cline-repo", "memory-bank/progress.md")])
 def test_an_imported_secret_is_refused_unless_allowed(cli, store_path, tmp_path, fixture, target):

@@ -9,7 +9,8 @@ preferences `preference`, anything else `fact`.
 
 Importing one such file also imports what an agent would read with it:
 - the other `CLAUDE.md` / `AGENTS.md` files in its folder and below (`packages/api/AGENTS.md`,
-  which an agent reads when it works there; one that is a link is skipped, never followed);
+  which an agent reads when it works there; one that is a link, or in a linked folder, is
+  skipped and listed, never followed);
 - the files it imports with Claude Code's `@path/to/file` syntax: relative to the file that
   names them, at most 5 hops deep, not inside code spans or blocks. Only files inside the
   imported folder are read, through the one path resolver's rules (no `..` out of it, no
@@ -214,10 +215,20 @@ def follow(root: Path, from_rel: str, raw: str) -> tuple[str | None, Problem | N
     return None, None
 
 
-def nested_agent_files(root: Path, top: str) -> list[str]:
-    """Every CLAUDE.md / AGENTS.md below `root` but `top`, skipping dot and vendor folders."""
-    return sorted(rel for _path, rel in walk_files(root, prune=VENDOR_DIRS)
-                  if rel.rsplit("/", 1)[-1].lower() in AGENT_FILES and rel != top)
+def nested_agent_files(root: Path, top: str) -> tuple[list[str], list[str]]:
+    """(every CLAUDE.md / AGENTS.md below `root` but `top`, every linked folder below it),
+    skipping dot and vendor folders. A linked folder is not followed (docs/security.md), so
+    the instructions an agent would read in it are not imported: it is named, never passed
+    over in silence."""
+    found: list[str] = []
+    linked: list[str] = []
+    for path, rel in walk_files(root, prune=VENDOR_DIRS):
+        if rel.rsplit("/", 1)[-1].lower() in AGENT_FILES:
+            if rel != top:
+                found.append(rel)
+        elif path.is_symlink() and path.is_dir():
+            linked.append(rel)
+    return sorted(found), sorted(linked)
 
 
 def import_agents_md(source: Path, project: str) -> Imported:
@@ -229,7 +240,10 @@ def import_agents_md(source: Path, project: str) -> Imported:
     root = source.parent
     imported = Imported(scope=f"agents:{source.name}")
     queue: deque[tuple[str, int, str]] = deque([(source.name, 0, file_tag(source.name))])
-    queue.extend((rel, 0, file_tag(rel.rsplit("/", 1)[-1])) for rel in nested_agent_files(root, source.name))
+    nested, linked = nested_agent_files(root, source.name)
+    queue.extend((rel, 0, file_tag(rel.rsplit("/", 1)[-1])) for rel in nested)
+    imported.skipped.extend(Problem(rel, "a linked folder: not followed (an instructions file in "
+                                    "it is not imported)", hazard=False) for rel in linked)
     done: set[str] = set()
     while queue:
         rel, depth, tag = queue.popleft()
