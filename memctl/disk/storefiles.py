@@ -169,7 +169,9 @@ class StoreFiles:
     def read_text(self, relpath: str, folders: set[str] | None = None
                   ) -> tuple[str, os.stat_result]:
         """The text of a file (UTF-8, no NUL) and its stat. `folders`: see `_checked`."""
-        path = self._checked(relpath, folders, file_too=False)
+        # (Where the file itself cannot be opened without following a link, `_checked`
+        # looks at it first, as at every folder on its way.)
+        path = self._checked(relpath, folders, file_too=not _NOFOLLOW)
         try:
             data, info = _read_file(path)
         except FileNotFoundError:
@@ -179,7 +181,8 @@ class StoreFiles:
         except IsADirectoryError:
             raise MemctlError(f"{relpath} is a folder, not a note") from None
         except OSError as exc:
-            if exc.errno == errno.ELOOP:  # O_NOFOLLOW: the file itself is a link
+            # O_NOFOLLOW: the file itself is a link (FreeBSD says EMLINK)
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
                 raise _link_error(relpath, relpath) from None
             raise
         if data is None:
@@ -287,8 +290,8 @@ def _link_error(relpath: str, where: str) -> MemctlError:
 
 # A link as the file itself fails to open (ELOOP); a FIFO or device opens without waiting, and
 # is then refused by its stat, unread.
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0) \
-    | getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
 
 
 def _read_file(path: str) -> tuple[bytes | None, os.stat_result]:
