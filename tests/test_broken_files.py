@@ -428,3 +428,33 @@ def test_a_file_name_that_is_not_utf8_is_named_by_health_and_breaks_no_command(
     assert reimported.exit_code == 0, reimported.stderr
     assert not any(name.startswith("demo/notes/fact/caf") and "opening" not in name
                    for name in names)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_a_note_replaced_by_a_fifo_or_a_socket_hangs_nothing(store_path: Path, kind: str,
+                                                            monkeypatch) -> None:
+    """An indexed note replaced by a FIFO (which a plain open waits on for ever) or a socket
+    (which refuses to open): every command goes on, the note is gone from the index, and
+    `show` of its id says in one line what is there."""
+    import os
+    import socket
+
+    from conftest import run_memctl
+
+    added = run_memctl("add", "The queue drains every minute", "--json", store=store_path)
+    note = json.loads(added.stdout)
+    path = store_path / note["path"]
+    assert run_memctl("search", "drains", store=store_path).stdout.count(note["id"]) == 1
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        monkeypatch.chdir(path.parent)  # (a socket's path is short: at most 107 bytes)
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(path.name)
+    shown = run_memctl("show", note["id"], store=store_path, timeout=30)
+    assert shown.exit_code == 1 and shown.stderr.count("\n") == 1, shown.stderr
+    assert shown.stderr.startswith("error:") and "Traceback" not in shown.stderr
+    found = run_memctl("search", "drains", store=store_path, timeout=30)
+    assert found.exit_code == 0 and note["id"] not in found.stdout
+    assert run_memctl("health", "--json", store=store_path, timeout=60).exit_code in (0, 1)

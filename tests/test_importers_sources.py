@@ -524,7 +524,9 @@ def test_a_linked_agents_md_is_skipped_and_a_repository_folder_reads_its_claude_
 def test_a_linked_folder_of_a_repository_is_named_and_never_read(cli, tmp_path):
     """An AGENTS.md in a linked folder (a package shared by a link) is what an agent working
     there would read; memctl never follows the link, and says so rather than passing over
-    it in silence. A linked file of another name is no instructions file: not listed."""
+    it in silence. Not listed: a linked file of another name (no instructions file), a linked
+    vendor folder (passed over as a real one is), a link to a folder of the repository (its
+    files are read by their own path)."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "AGENTS.md").write_text("## Private\nOutside the repository.\n")
@@ -534,10 +536,12 @@ def test_a_linked_folder_of_a_repository_is_named_and_never_read(cli, tmp_path):
     (repo / "packages" / "api" / "AGENTS.md").write_text("## API\nUse Fastify.\n")
     os.symlink(elsewhere, repo / "packages" / "shared")
     os.symlink(repo / "CLAUDE.md", repo / "packages" / "readme.txt")
+    os.symlink(elsewhere, repo / "packages" / "node_modules")  # a vendor folder, linked
+    os.symlink(repo / "packages" / "api", repo / "api")  # inside: walked by its own path
     report = imported(cli, repo, "--from", "agents")
-    assert {"path": "packages/shared", "reason": "a linked folder: not followed (an instructions "
-            "file in it is not imported)"} in report["skipped"]
-    assert [item for item in report["skipped"] if "readme" in item["path"]] == []
+    assert [item for item in report["skipped"] if item["reason"].startswith("a linked")] == [
+        {"path": "packages/shared", "reason": "a linked folder: not followed (an instructions "
+         "file in it is not imported)"}]
     assert "packages/api/AGENTS.md: API" in by_origin(notes(cli))
     assert "Outside the repository" not in "".join(p.read_text() for p in cli.store.rglob("*.md"))
 

@@ -517,7 +517,7 @@ def test_a_file_saved_while_sync_merges_stops_it_and_is_kept(tmp_path, remote, m
     assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.stderr
     assert refused.stderr.startswith(f"error: {path.relative_to(a.store).as_posix()} changed on "
                                      "disk while memctl sync ran; nothing was merged")
-    assert "run `memctl sync` again" in refused.stderr
+    assert "run the same `memctl sync` again" in refused.stderr
     assert path.read_text() == saved and git(a.store, "rev-parse", "HEAD") == head
     monkeypatch.setattr(sync_module, "_without_hostile_paths", merge_with)
     a.ok("sync", env={"MEMCTL_NOW": T[3]})

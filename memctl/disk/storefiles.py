@@ -184,6 +184,8 @@ class StoreFiles:
             # O_NOFOLLOW: the file itself is a link (FreeBSD says EMLINK)
             if exc.errno in (errno.ELOOP, errno.EMLINK):
                 raise _link_error(relpath, relpath) from None
+            if exc.errno in (errno.ENXIO, errno.ENODEV):  # a socket, a device without driver
+                raise MemctlError(f"{relpath} is not a regular file") from None
             raise
         if data is None:
             raise MemctlError(f"{relpath} is not a regular file")
@@ -289,7 +291,8 @@ def _link_error(relpath: str, where: str) -> MemctlError:
 
 
 # A link as the file itself fails to open (ELOOP); a FIFO or device opens without waiting, and
-# is then refused by its stat, unread.
+# is then refused by its stat, unread (a device file is opened before it is refused: only root
+# can make one, and no sync, bundle or import brings one); a socket refuses to open (ENXIO).
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
 

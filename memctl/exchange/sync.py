@@ -340,7 +340,7 @@ def _merge_refused(output: str, returncode: int) -> MemctlError:
         changed = [line.strip() for line in output.splitlines() if line.startswith("\t")]
         shown = ", ".join(changed[:3]) + (" …" if len(changed) > 3 else "")
         return MemctlError(f"{shown or 'a file'} changed on disk while memctl sync ran; nothing "
-                           "was merged and nothing was lost: run `memctl sync` again")
+                           "was merged and nothing was lost: run the same `memctl sync` again")
     return MemctlError(f"git merge failed: {git_reason(output, returncode)}")
 
 

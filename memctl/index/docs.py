@@ -314,9 +314,13 @@ def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str |
     import errno
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # Not through a link, and never waiting: a FIFO put where a note was opens at once,
+        # and its stat then says it is no note (a socket refuses to open: ENXIO).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EMLINK, errno.ENXIO,
+                         errno.ENODEV):
             return None
         return f"cannot read the file: {exc.strerror or exc}"
     try:

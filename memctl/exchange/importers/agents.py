@@ -21,6 +21,7 @@ Importing one such file also imports what an agent would read with it:
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections import deque
@@ -217,16 +218,21 @@ def follow(root: Path, from_rel: str, raw: str) -> tuple[str | None, Problem | N
 
 def nested_agent_files(root: Path, top: str) -> tuple[list[str], list[str]]:
     """(every CLAUDE.md / AGENTS.md below `root` but `top`, every linked folder below it),
-    skipping dot and vendor folders. A linked folder is not followed (docs/security.md), so
-    the instructions an agent would read in it are not imported: it is named, never passed
-    over in silence."""
+    skipping dot and vendor folders. A linked folder outside the repository is not followed
+    (docs/security.md), so the instructions an agent would read in it are not imported: it is
+    named, never passed over in silence."""
     found: list[str] = []
     linked: list[str] = []
+    inside = os.path.realpath(root) + os.sep
     for path, rel in walk_files(root, prune=VENDOR_DIRS):
-        if rel.rsplit("/", 1)[-1].lower() in AGENT_FILES:
+        name = rel.rsplit("/", 1)[-1]
+        if name.lower() in AGENT_FILES:
             if rel != top:
                 found.append(rel)
-        elif path.is_symlink() and path.is_dir():
+        # A linked vendor folder is passed over as a real one is; a link to a folder of the
+        # repository itself hides nothing: its files are walked by their own path.
+        elif name not in VENDOR_DIRS and path.is_symlink() and path.is_dir() \
+                and not os.path.realpath(path).startswith(inside):
             linked.append(rel)
     return sorted(found), sorted(linked)
 
