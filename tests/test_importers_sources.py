@@ -525,8 +525,9 @@ def test_a_linked_folder_of_a_repository_is_named_and_never_read(cli, tmp_path):
     """An AGENTS.md in a linked folder (a package shared by a link) is what an agent working
     there would read; memctl never follows the link, and says so rather than passing over
     it in silence. Not listed: a linked file of another name (no instructions file), a linked
-    vendor folder (passed over as a real one is), a link to a folder of the repository (its
-    files are read by their own path)."""
+    vendor folder (passed over as a real one is), a link to a folder of the repository that
+    the walk goes through (its files are read by their own path); listed, a link to a dot
+    folder of the repository, which no walk goes through."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "AGENTS.md").write_text("## Private\nOutside the repository.\n")
@@ -538,10 +539,14 @@ def test_a_linked_folder_of_a_repository_is_named_and_never_read(cli, tmp_path):
     os.symlink(repo / "CLAUDE.md", repo / "packages" / "readme.txt")
     os.symlink(elsewhere, repo / "packages" / "node_modules")  # a vendor folder, linked
     os.symlink(repo / "packages" / "api", repo / "api")  # inside: walked by its own path
+    os.symlink(".", repo / "packages" / "here")  # the same
+    (repo / ".shared").mkdir()  # inside, but in a dot folder no walk goes through
+    (repo / ".shared" / "AGENTS.md").write_text("## Hidden\nDot folder rules.\n")
+    os.symlink(repo / ".shared", repo / "shared")
     report = imported(cli, repo, "--from", "agents")
+    reason = "a linked folder: not followed (an instructions file in it is not imported)"
     assert [item for item in report["skipped"] if item["reason"].startswith("a linked")] == [
-        {"path": "packages/shared", "reason": "a linked folder: not followed (an instructions "
-         "file in it is not imported)"}]
+        {"path": "packages/shared", "reason": reason}, {"path": "shared", "reason": reason}]
     assert "packages/api/AGENTS.md: API" in by_origin(notes(cli))
     assert "Outside the repository" not in "".join(p.read_text() for p in cli.store.rglob("*.md"))
 

@@ -223,18 +223,29 @@ def nested_agent_files(root: Path, top: str) -> tuple[list[str], list[str]]:
     named, never passed over in silence."""
     found: list[str] = []
     linked: list[str] = []
-    inside = os.path.realpath(root) + os.sep
+    real_root = os.path.realpath(root)
     for path, rel in walk_files(root, prune=VENDOR_DIRS):
         name = rel.rsplit("/", 1)[-1]
         if name.lower() in AGENT_FILES:
             if rel != top:
                 found.append(rel)
-        # A linked vendor folder is passed over as a real one is; a link to a folder of the
-        # repository itself hides nothing: its files are walked by their own path.
+        # A linked vendor folder is passed over as a real one is; a link to a folder this
+        # walk goes through anyway (the repository, or a folder in it) hides nothing.
         elif name not in VENDOR_DIRS and path.is_symlink() and path.is_dir() \
-                and not os.path.realpath(path).startswith(inside):
+                and not _walked(os.path.realpath(path), real_root):
             linked.append(rel)
     return sorted(found), sorted(linked)
+
+
+def _walked(folder: str, root: str) -> bool:
+    """Whether `walk_files(root, prune=VENDOR_DIRS)` goes through `folder` (both real
+    paths): inside the root, through no dot or vendor folder."""
+    relative = os.path.relpath(folder, root)
+    if relative == ".":
+        return True
+    parts = relative.split(os.sep)
+    return parts[0] != ".." and not any(part.startswith(".") or part in VENDOR_DIRS
+                                        for part in parts)
 
 
 def import_agents_md(source: Path, project: str) -> Imported:
