@@ -528,3 +528,27 @@ def test_a_file_saved_while_sync_merges_stops_it_and_is_kept(tmp_path, remote, m
         assert any("Backups run at two" in text for text in texts)
     if made == "edited":
         assert body_of(a, note) == body_of(b, note) == "The cache evicts with ARC, saved in vim"
+
+
+def test_a_fifo_where_a_note_was_stops_sync_with_one_line_naming_it(tmp_path, remote):
+    """git cannot commit a FIFO: sync says which file, what to do, and changes nothing (a
+    hand edit of another note stays on disk, uncommitted, for the next sync)."""
+    a = machine(tmp_path, "a")
+    note = add(a, "The queue drains every minute", T[0])
+    other = add(a, "Backups run at two", T[0])
+    a.ok("sync", "--remote", remote)
+    path = a.ok("show", note, "--json").json()["path"]
+    other_path = a.store / a.ok("show", other, "--json").json()["path"]
+    other_path.write_text(other_path.read_text().replace("at two", "at three"))
+    (a.store / path).unlink()
+    os.mkfifo(a.store / path)
+    head = git(a.store, "rev-parse", "HEAD")
+    refused = a("sync", env={"MEMCTL_NOW": T[1]})
+    assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(f"error: {path} is not a regular file (a FIFO, socket or "
+                                     "device where a note was): git cannot commit it")
+    assert git(a.store, "rev-parse", "HEAD") == head
+    assert "at three" in other_path.read_text()
+    (a.store / path).unlink()
+    a.ok("sync", env={"MEMCTL_NOW": T[2]})
+    assert "at three" in git(a.store, "show", f"HEAD:{other_path.relative_to(a.store).as_posix()}")

@@ -290,7 +290,28 @@ def _run_git_write(root: Path, *args: str, env: dict[str, str] | None = None) ->
     result = run_git(root, *args, check=False, env=env)
     if result.returncode == 0:
         return
+    special = _special_file(result.stderr)
+    if special is not None:
+        raise GitError(f"{special} is not a regular file (a FIFO, socket or device where a note "
+                       "was): git cannot commit it; remove it or put the note's file back, then "
+                       "run the command again. Your change is on disk.")
     raise GitError(f"git {args[0]} failed: {git_reason(result.stderr or result.stdout, result.returncode)}")
+
+
+# What git says of a file it cannot stage: `add` and `update-index`, as of git 2.39.
+_SPECIAL_FILE = (": can only add regular files, symbolic links or git-directories",
+                 ": unsupported file type")
+
+
+def _special_file(output: str) -> str | None:
+    """The store-relative path of the file git refused to stage because it is no file it
+    can hold, from its error output; None for any other failure."""
+    for line in output.splitlines():
+        if line.startswith("error: "):
+            for tail in _SPECIAL_FILE:
+                if line.endswith(tail):
+                    return line[len("error: "):-len(tail)]
+    return None
 
 
 # Paths are file names, never patterns: a hand-made `notes/[draft].md` must not match others.
