@@ -181,10 +181,9 @@ class StoreFiles:
         except IsADirectoryError:
             raise MemctlError(f"{relpath} is a folder, not a note") from None
         except OSError as exc:
-            # O_NOFOLLOW: the file itself is a link (FreeBSD says EMLINK)
-            if exc.errno in (errno.ELOOP, errno.EMLINK):
+            if exc.errno in LINK_ERRNOS:
                 raise _link_error(relpath, relpath) from None
-            if exc.errno in (errno.ENXIO, errno.ENODEV):  # a socket, a device without driver
+            if exc.errno in NOT_A_FILE_ERRNOS:
                 raise MemctlError(f"{relpath} is not a regular file") from None
             raise
         if data is None:
@@ -290,35 +289,47 @@ def _link_error(relpath: str, where: str) -> MemctlError:
         "(one could point anywhere). Replace it with the file or folder itself")
 
 
-# A link as the file itself fails to open (ELOOP); a FIFO or device opens without waiting, and
-# is then refused by its stat, unread (a device file is opened before it is refused: only root
-# can make one, and no sync, bundle or import brings one); a socket refuses to open (ENXIO).
+# Opening a store file to read it: never through a link (the file itself a link fails to
+# open: LINK_ERRNOS) and never waiting (a FIFO opens at once and its stat then says it is no
+# note; a socket or a device without a driver refuses to open: NOT_A_FILE_ERRNOS). A device
+# file is opened before it is refused: only root can make one, and no sync, bundle or import
+# brings one. Windows: O_BINARY, no newline change.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)  # (FreeBSD says EMLINK)
+NOT_A_FILE_ERRNOS = (errno.ENXIO, errno.ENODEV)
+
+
+def read_open(fd: int, size: int, limit: int | None = None) -> bytes:
+    """The bytes of the open file whose stat gave `size`, at most `limit` + 1 of them (the
+    caller then knows it is over `limit`). A file as its stat says is one read of its size
+    and a byte more: no read for its end, no buffer much bigger than the file (each system
+    call costs ~5-20 µs on a VM, bench/README.md). One that grew or shrank meanwhile, or
+    a file system's short read, reads on to its end."""
+    chunks = [os.read(fd, (size if limit is None else min(size, limit)) + 1)]
+    if len(chunks[0]) == size:
+        return chunks[0]
+    left = None if limit is None else limit + 1 - len(chunks[0])
+    while chunks[-1] and (left is None or left > 0):
+        chunks.append(os.read(fd, 1 << 16 if left is None else min(left, 1 << 16)))
+        if left is not None:
+            left -= len(chunks[-1])
+    return b"".join(chunks)
 
 
 def _read_file(path: str) -> tuple[bytes | None, os.stat_result]:
     """The whole of a regular file, as `open(path, "rb").read()` gives it, and its stat as
     of its opening (None for anything else: a folder raises IsADirectoryError); the file
     itself is never followed if it is a link. Four system calls (open, fstat, read, close),
-    without the buffered file object around the descriptor: a health report reads every file
-    of a store, and each call costs ~5-20 µs on a VM (bench/README.md, "Health")."""
-    fd = os.open(path, _READ_FLAGS)  # (Windows: O_BINARY, no newline change)
+    without the buffered file object around the descriptor: a health report reads every
+    file of a store."""
+    fd = os.open(path, READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode):
             if stat_module.S_ISDIR(info.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
             return None, info
-        size = info.st_size
-        # The whole file, and what it may have grown by. Its size as of the stat, exactly,
-        # is the file as the stat saw it: the read that would return nothing is skipped.
-        # Anything else (grown, shrunk, a file system's short read) reads on to the end.
-        chunks = [os.read(fd, size + 1)]
-        if len(chunks[0]) == size:
-            return chunks[0], info
-        while chunks[-1]:
-            chunks.append(os.read(fd, 1 << 16))
-        return b"".join(chunks), info
+        return read_open(fd, info.st_size), info
     finally:
         os.close(fd)

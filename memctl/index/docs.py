@@ -25,6 +25,7 @@ from memctl.core.textfile import decode_file
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
 from memctl.disk.filescan import content_digest
 from memctl.disk.layout import slugify
+from memctl.disk.storefiles import LINK_ERRNOS, NOT_A_FILE_ERRNOS, READ_FLAGS, read_open
 from memctl.index.fuzzy import doc_words
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
@@ -314,33 +315,16 @@ def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str |
     import errno
 
     try:
-        # Not through a link, and never waiting: a FIFO put where a note was opens at once,
-        # and its stat then says it is no note (a socket refuses to open: ENXIO).
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, READ_FLAGS)
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EMLINK, errno.ENXIO,
-                         errno.ENODEV):
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, *LINK_ERRNOS, *NOT_A_FILE_ERRNOS):
             return None
         return f"cannot read the file: {exc.strerror or exc}"
     try:
         before = os.fstat(fd)
         if not stat_module.S_ISREG(before.st_mode):
             return None
-        # The size the stat gave, and one byte more: a file as its stat says is one read (no
-        # read for its end, no 1 MB buffer for a note of a few KB: ~9.7 -> 8.4 µs of CPU a
-        # file); one that grew or shrank meanwhile, or is over max_bytes, reads on.
-        remaining = max_bytes + 1
-        chunks = [os.read(fd, min(remaining, before.st_size + 1))]
-        remaining -= len(chunks[0])
-        if len(chunks[0]) != before.st_size:  # grown, shrunk, too big, a short read
-            while remaining > 0:
-                chunk = os.read(fd, min(remaining, 1 << 16))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_open(fd, before.st_size, max_bytes)
         after = os.fstat(fd)
         raced = (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size)
         if raced or (len(data) != after.st_size and len(data) <= max_bytes):
