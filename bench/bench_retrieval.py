@@ -76,6 +76,20 @@ def run_memctl(memctl: str, args: list[str], env: dict[str, str], cwd: Path,
     raise AssertionError("unreachable")
 
 
+def indexed_store(store: Path, now_text: str, cwd: Path) -> tuple[str, dict[str, str], str, dict[str, object], float]:
+    """`store` made a store (`memctl init`) and indexed (`memctl reindex`), with the clock at
+    `now_text` and no store or project taken from the caller's environment: memctl's command,
+    that environment, memctl's version, the reindex's summary and its wall time."""
+    memctl = memctl_command()
+    env = {**os.environ, "MEMCTL_NOW": now_text}
+    for name in ("MEMCTL_STORE", "MEMCTL_PROJECT", "MEMCTL_NO_FAST_PATH"):
+        env.pop(name, None)
+    version = run_memctl(memctl, ["--version"], env, cwd)[0].stdout.strip()
+    run_memctl(memctl, ["--store", str(store), "init", "--json"], env, cwd)
+    reindex, reindex_s = run_memctl(memctl, ["--store", str(store), "reindex", "--json"], env, cwd)
+    return memctl, env, version, json.loads(reindex.stdout), reindex_s
+
+
 def search_args(store: Path, query: str, project: str, include_stale: bool = False) -> list[str]:
     args = ["--store", str(store), "search", "--project", project, "--limit", str(TOP), "--json"]
     if include_stale:
@@ -334,14 +348,7 @@ def main() -> None:
     now_text = str(meta["now"])
     now = datetime.fromisoformat(now_text.replace("Z", "+00:00"))
 
-    memctl = memctl_command()
-    env = {**os.environ, "MEMCTL_NOW": now_text}
-    for name in ("MEMCTL_STORE", "MEMCTL_PROJECT", "MEMCTL_NO_FAST_PATH"):
-        env.pop(name, None)
-    version = run_memctl(memctl, ["--version"], env, out)[0].stdout.strip()
-    run_memctl(memctl, ["--store", str(store), "init", "--json"], env, out)
-    reindex, reindex_s = run_memctl(memctl, ["--store", str(store), "reindex", "--json"], env, out)
-    reindexed = json.loads(reindex.stdout)
+    memctl, env, version, reindexed, reindex_s = indexed_store(store, now_text, out)
     sys.stderr.write(f"{version}: {meta['notes']} notes indexed in {reindex_s:.1f} s ({reindexed.get('errors')} errors)\n")
 
     queries: list[Query] = subset([json.loads(line) for line in (out / "queries.jsonl").read_text(encoding="utf-8").splitlines()],

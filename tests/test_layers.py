@@ -83,6 +83,8 @@ SEARCH_MODULES = {
     "memctl.cli.plaintext", "memctl.cli.searching", "memctl.cli.served", "memctl.core",
     "memctl.core.arguments",
     "memctl.core.clock",
+    "memctl.core.dates", "memctl.core.lazyre",  # a date named in a query (docs/search.md)
+    "memctl.core.wordforms",  # the forms of irregular verbs (docs/search.md)
     "memctl.core.errors", "memctl.core.stopwords", "memctl.index.bestmatch",
     "memctl.core.textfile",  # no imports: the walk's check of names that are not UTF-8
     "memctl.core.query", "memctl.core.tokenize", "memctl.core.vocab", "memctl.disk",

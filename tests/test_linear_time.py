@@ -221,6 +221,20 @@ HOSTILE = {
             query = parse(text)
             without_scope_words(query, "iot-hub")
     """,
+    "dates and question phrases in a query, 400,000 characters": """
+        from datetime import date
+        from memctl.core.dates import periods_in
+        from memctl.core.query import parse
+        today = date(2026, 11, 30)
+        for text in ("October " * 50_000, "in " * 130_000, "2023-" * 80_000, "1月" * 200_000,
+                     "13 " * 130_000 + "October", "October" + " " * 400_000 + "x",
+                     "2023年" * 80_000, "in" + " " * 400_000 + "June", "May 3, " * 60_000):
+            periods_in(text, today)
+        assert len(periods_in("in March 2026, " * 30_000, today)) == 1
+        for text in ("how many " * 40_000, "what kind of " * 30_000, "Jon's " * 60_000,
+                     "went " * 80_000, "'s" * 200_000):
+            parse(text)
+    """,
     "similarity: 2,000 words of three symbols": """
         from memctl.core.similarity import compare
         a = " ".join(str(i % 3) for i in range(2_000))

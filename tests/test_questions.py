@@ -336,3 +336,75 @@ def test_get_through_mcp_matches_the_cli(store_path: Path) -> None:
     found, missing = run_session(store_path, script)
     assert [n["predicate"] for n in found.structured_content["notes"]] == ["host"]
     assert missing.is_error and "the `search` tool" in missing.content[0].text
+
+
+# --- dates, question phrases, possessives and the forms of a verb ----------------------------
+
+
+def test_a_date_the_question_names_finds_the_note_written_then(cli: Cli) -> None:
+    march = add(cli, "Decided to move the blog cache to Redis",
+                env={"MEMCTL_NOW": "2026-03-04T10:00:00Z"})
+    june = add(cli, "Decided to keep the blog cache small for now",
+               env={"MEMCTL_NOW": "2026-06-10T10:00:00Z"})
+    # The June note is newer: without the date it ranks first (recency).
+    assert ids(cli, "what did we decide about the blog cache?")[0] == june
+    for asked in ("what did we decide about the blog cache in March?",
+                  "what did we decide about the blog cache on March 4, 2026?",
+                  "what did we decide about the blog cache on 2026-03-04?",
+                  "我们2026年3月对博客的cache做了什么决定？"):
+        assert ids(cli, asked)[0] == march, asked
+    explained = cli.ok("search", "--json", "--explain", "blog cache in March", env=NOW).json()
+    assert "date:2026-03-01..2026-03-31" in explained[0]["explain"]["matched"]
+
+
+def test_a_question_that_names_only_a_date_lists_the_notes_of_that_day(cli: Cli) -> None:
+    that_day = [add(cli, f"Routine change number {n} to the proxy settings",
+                    env={"MEMCTL_NOW": f"2026-03-04T1{n}:00:00Z"}) for n in range(3)]
+    add(cli, "Routine change to the load balancer", env={"MEMCTL_NOW": "2026-03-05T10:00:00Z"})
+    assert sorted(ids(cli, "what happened on 2026-03-04?")) == sorted(that_day)
+
+
+def test_the_words_of_a_date_are_never_read_as_misspellings(cli: Cli) -> None:
+    octo = add(cli, "Release packages are pushed with the octo CLI",
+               env={"MEMCTL_NOW": "2025-02-01T00:00:00Z"})
+    # `October` is close to `octo` (a misspelling of it, for the typo fallback)...
+    assert ids(cli, "Octobr") == [octo]
+    # ...but said as a month it is a date: no note was written in October 2026.
+    assert ids(cli, "what changed in October?") == []
+    assert ids(cli, "what changed in October 2025?") == []
+
+
+def test_how_many_and_what_kind_of_are_question_words_there_only() -> None:
+    assert [u.label for u in parse("How many turtles does Nate have?").units] == ["turtles", "Nate"]
+    assert [u.label for u in parse("What kind of books does Caroline read?").units] == ["books", "Caroline", "read?"]
+    assert [u.label for u in parse("which type of index is it").units] == ["index"]
+    assert [u.label for u in parse("long polling timeout").units] == ["long", "polling", "timeout"]
+    assert [u.label for u in parse("type hints for many-to-many").units] == ["type", "hints", "many-to-many"]
+    assert [u.label for u in parse("how long").units] == ["how", "long"]  # typed alone: searched
+
+
+def test_a_possessive_matches_the_name_it_belongs_to(cli: Cli) -> None:
+    assert [u.label for u in parse("What is Jon's favorite dance?").units] == ["Jon", "favorite", "dance?"]
+    assert [u.label for u in parse("blog-backend’s port").units] == ["blog-backend", "port"]
+    jon = add(cli, "Jon prefers contemporary dance")
+    add(cli, "Gina teaches dance to the kids on Fridays")
+    found = cli.ok("search", "--json", "--explain", "--", "What is Jon's dance?", env=NOW).json()
+    assert found[0]["id"] == jon and "Jon" in found[0]["explain"]["matched"]
+
+
+def test_an_irregular_verb_matches_its_other_forms(cli: Cli) -> None:
+    bought = add(cli, "We bought the blog domain from Namecheap")
+    add(cli, "Buy more disk space for the staging runners")
+    add(cli, "The docs domain is managed by the web team")
+    found = cli.ok("search", "--json", "when did we buy the blog domain?", env=NOW).json()
+    assert found[0]["id"] == bought and found[0]["coverage"] == 1.0
+    assert ids(cli, "who wrote the runbook") == ids(cli, "who writes the runbook")
+
+
+def test_a_form_that_is_a_word_of_its_own_stays_itself() -> None:
+    from memctl.core.wordforms import verb_forms
+
+    assert verb_forms("bought") == ("bought", "buy")
+    assert verb_forms("Went") == ("went", "go", "gone")
+    for word in ("found", "left", "saw", "lay", "read", "deploy"):
+        assert verb_forms(word) == (), word

@@ -30,9 +30,10 @@ from __future__ import annotations
 import re
 
 from memctl.core.errors import UsageError
-from memctl.core.stopwords import is_english_stop, split_chinese
+from memctl.core.stopwords import asks_in_context, is_english_stop, split_chinese
 from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
 from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
+from memctl.core.wordforms import verb_forms
 
 # A query is cut to this many terms and each term to this many characters: a pasted log
 # still gives an answer quickly instead of an expression FTS5 takes seconds over.
@@ -328,7 +329,7 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
     units: list[Unit] = []
     fallback: list[Unit] = []  # the words as typed, when every word is a function word
     after = False  # past the question's mark: what the asker adds (`I need it for the runbook`)
-    for group in groups:
+    for number, group in enumerate(groups):
         term = group[0]
         if len(group) > 1 or term.phrase or term.prefix:
             # Typed on purpose (an OR group, a phrase, a prefix): its full weight wherever it
@@ -342,6 +343,12 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
             after = after or any(t.asked or _marks_around(t.text)[1] for t in group)
             continue
         fallback.append(Unit(_phrase(term), term.text, term.text))
+        if asks_in_context(_plain_word(groups, number - 1), term.text,
+                           _plain_word(groups, number + 1)):
+            # `how MANY`, `what KIND of`: a question word here (memctl.core.stopwords).
+            plain = False
+            after = after or term.asked or _marks_around(term.text)[1]
+            continue
         found, whole, after = _word_units(term.text, after)
         after = after or term.asked
         units.extend(found)
@@ -357,6 +364,15 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
     return unique, plain
 
 
+def _plain_word(groups: list[list[Term]], number: int) -> str | None:
+    """The word of group `number` when it is one plain word (not a phrase, a prefix or an
+    OR group), else None: the context of a question phrase is words as typed."""
+    if not 0 <= number < len(groups) or len(groups[number]) > 1:
+        return None
+    term = groups[number][0]
+    return None if term.phrase or term.prefix else term.text
+
+
 def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]:
     """A plain word's units: itself, or for a word with Chinese in it, its Latin parts and
     the pairs of characters of each Chinese piece (with the piece itself); whether no
@@ -368,8 +384,12 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
         marked = after or behind
         if is_english_stop(word):
             return [], False, marked
+        word = _without_possessive(word)
         share = AFTER_SHARE if after else 1.0
-        return [Unit(_quote(word), word, word, begins=_begins(word), share=share)], True, marked
+        forms = verb_forms(word.strip(_EDGE_PUNCTUATION))
+        # An irregular verb matches its other forms too (`buy` → bought: memctl.core.wordforms).
+        match = "(" + " OR ".join(map(_quote, forms)) + ")" if forms else _quote(word)
+        return [Unit(match, word, word, begins=_begins(word), share=share)], True, marked
     units: list[Unit] = []
     whole = True
     chunks = cjk_runs(word)
@@ -404,6 +424,19 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
             if len(piece) > 2:
                 units.append(Unit(_quote(piece), piece, piece, share=share))
     return units, whole, after
+
+
+def _without_possessive(word: str) -> str:
+    """`Jon's` → `Jon`, `blog-backend’s?` → `blog-backend?`: the index splits `Jon's` into
+    `jon` and `s`, so the word as typed would match only notes that say `Jon's` too, never
+    the ones about Jon. (A possessive said on its own, `it's`, is a function word.)"""
+    end = len(word.rstrip(_TRAILING_MARKS))
+    if end > 2 and word[end - 2] in "'’" and word[end - 1] in "sS":
+        return word[:end - 2] + word[end:]
+    return word
+
+
+_TRAILING_MARKS = ".,;:!?\"()[]{}"
 
 
 def _marks_around(text: str) -> tuple[bool, bool]:

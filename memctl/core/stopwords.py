@@ -34,8 +34,34 @@ CHINESE_WORDS = tuple(sorted("""
 CHINESE_CHARS = frozenset("的了吗呢吧啊嘛呀么是和与把被很谁哪我你")
 
 
+# Words that ask only next to a question word: `how many`, `how long`, `what kind of`,
+# `which type of`. Elsewhere they are content (`long polling`, `type hints`, `many-to-many`).
+_AFTER_HOW = frozenset("many much long often far old big large".split())
+_BEFORE_OF = frozenset("kind kinds type types sort sorts".split())
+
+
 def is_english_stop(word: str) -> bool:
-    return word.lower().strip(".,;:!?'\"()[]{}") in ENGLISH
+    return _bare(word) in ENGLISH
+
+
+def asks_in_context(previous: str | None, word: str, following: str | None) -> bool:
+    """Whether `word`, between `previous` and `following` (the words around it, None at an
+    end), is part of a question phrase: `how MANY`, `what KIND of`."""
+    bare = _bare(word)
+    if previous is None or _bare(previous) == "" or previous[-1:] in _ENDS_A_CLAUSE:
+        return False
+    before = _bare(previous)
+    if bare in _AFTER_HOW:
+        return before == "how"
+    return bare in _BEFORE_OF and before in ("what", "which") \
+        and following is not None and _bare(following) == "of"
+
+
+_ENDS_A_CLAUSE = ".,;:!?"
+
+
+def _bare(word: str) -> str:
+    return word.lower().strip(".,;:!?'\"()[]{}")
 
 
 def split_chinese(run: str) -> list[str]:

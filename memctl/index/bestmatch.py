@@ -10,7 +10,7 @@ rows`: one read of its posting lists, no ranking). From those sets come, exactly
 - the candidates: the entries covering the most, level by level, until there are POOL of
   them, none covering less than RELATIVE_FLOOR of the best. An entry is never left out for
   one that covers less.
-The candidates are then ranked by BM25 and the usual factors times coverage² in one query,
+The candidates are then ranked by BM25 and the usual factors times coverage³ in one query,
 BM25 over the rarest units that reach every candidate (`memctl.index.search._ranking_units`):
 BM25's idf reads each of its units' posting lists over the whole index, which for a common
 word or a pair of common characters was most of a question's time. A note matching three of
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 CANDIDATES = 60  # rows ranked in full, then by coverage and facts (at least the search's limit)
 POOL = 200  # candidates ranked by BM25: the best-covering entries, whole levels, at least this many
 STRICT_ENOUGH = 5  # this many notes with every word as typed: partial matches are not looked for
-COVERAGE_POWER = 2.0  # score × coverage²: half the query's weight matched → a quarter
+COVERAGE_POWER = 3.0  # score × coverage³: half the query's weight matched → an eighth
 EXACT_BONUS = 1.25  # every word as typed (the strict match)
 RELATIVE_FLOOR = 0.4  # hits covering less than 40 % of what the best hit covers are left out
 FACT_BONUS = 2.0  # the query names the note's subject and predicate: an exact fact
@@ -83,6 +83,19 @@ class BestMatch:
         if unit.pair is not None:
             return self.rows(pair_match(unit.pair), "fts_pairs")
         return self.rows(unit.match)
+
+    def dated_rows(self, first: str, last: str) -> set[int]:
+        """The entries in scope created or updated on a day from `first` to `last`
+        (`YYYY-MM-DD`, inclusive), the day as the note writes it."""
+        where, params = "", [first, last, first, last]
+        if self.projects is not None:
+            where = f"project IN ({', '.join('?' * len(self.projects))}) AND "
+            params = [*self.projects, *params]
+        found = self.conn.execute(
+            f"SELECT json_group_array(rowid) FROM docs WHERE {where}"
+            f"(substr(created, 1, 10) BETWEEN ? AND ? OR substr(updated, 1, 10) BETWEEN ? AND ?)",
+            params).fetchone()[0]
+        return set(json.loads(found))
 
     def in_index(self, match: str) -> bool:
         """Whether any entry of the index, in any project, matches an FTS5 expression."""

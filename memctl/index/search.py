@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from memctl.core import arguments
 from memctl.core.clock import now
+from memctl.core.dates import periods_in
 from memctl.core.query import Query, Unit, parse, without_scope_words
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
@@ -234,7 +235,14 @@ class RankContext:
             if began:
                 conn.execute("COMMIT")
         importance, recency, kind = self.factors_sql()
-        if pairs is None and match is not None:
+        if pairs is None and match is None:
+            # Only a date was matched (`what did we change on 2026-03-04?`): the notes of
+            # that day by importance, recency and type; no BM25 (None: a relevance of 1).
+            sql = (f"SELECT d.rowid, NULL FROM temp.memctl_pool c JOIN docs d ON d.rowid = c.rowid"
+                   f" WHERE {self.where}"
+                   f" ORDER BY {importance} * {recency} * {kind} * c.factor DESC, d.id LIMIT ?")
+            best = dict(conn.execute(sql, [*self.params, limit]).fetchall())
+        elif pairs is None and match is not None:
             rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
             # The order by numbers alone, then the columns of the best: SQLite would copy
             # every column of every entry in the pool into its sorter.
@@ -456,7 +464,7 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
             or (strict and parsed.any_match == parsed.match
                 and not any(unit.begins for unit in parsed.units)):
         # Enough notes have every word as typed (a keyword search): they cover the whole
-        # query, so no partial match could rank among them (coverage² × the exact bonus).
+        # query, so no partial match could rank among them (coverage³ × the exact bonus).
         for hit in strict:
             hit.score *= bestmatch.EXACT_BONUS
             if hit.explain is not None:
@@ -478,9 +486,13 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     slot_weights: dict[int, float] = {}
     stems = _stems(ranker, units, found)
     # A word also matches the words it begins (`migr` → migration), as a lesser match; a
-    # word no note has but that begins some is not looked for as a misspelling.
+    # word no note has but that begins some is not looked for as a misspelling, nor is a
+    # word of a date (`October` is not a misspelt `octo`).
     beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights)
-    completed = {slot for slot, _, _, _ in beginnings}
+    periods = periods_in(_unquoted(parsed.raw), now().date())
+    completed = {slot for slot, _, _, _ in beginnings} | {
+        slot for slot, unit in enumerate(units)
+        if any(unit.text.strip(_EDGE_MARKS) in period.text for period in periods)}
     # The typo fallback, word by word: a word the index does not have at all is matched by
     # its closest words. The misspelt word counts as much as the rarest of them; a note
     # matching one gets that times how close the word it has is.
@@ -502,6 +514,18 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         weights.append(weight)
         slots.append(slot)
         found.append(rows)
+    # A date the query names (`in August 2023`, `10月13日`) is one more thing to match: the
+    # notes written then (memctl.core.dates), weighed by their rarity like a word. It counts
+    # in coverage only: BM25 ranks by the words.
+    dated_slots: set[int] = set()
+    for number, period in enumerate(periods):
+        slot = len(parsed.units) + number  # after the slots of the units as typed
+        rows = ranker.dated_rows(period.first, period.last)
+        units.append(Unit("", period.text, period.label))
+        weights.append(ranker.rarity(len(rows)))
+        slots.append(slot)
+        found.append(rows)
+        dated_slots.add(slot)
     extra = [unit for _, unit, _, _ in alternatives] + [unit for _, unit, _, _ in beginnings]
     excluded = ranker.rows(parsed.negative) if parsed.negative else set()
     covered = bestmatch.Covered(units, found, weights, slots, slot_weights, excluded)
@@ -521,7 +545,8 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         pool.append((weight, rowids))
         pooled += len(rowids)
     ranked = _ranking_units(units, found, slots, len(parsed.units), begun,
-                            covered.needless_slots(floor), set().union(*(r for _, r in pool)))
+                            covered.needless_slots(floor) | dated_slots,
+                            set().union(*(r for _, r in pool)))
     # BM25 in `fts` for the words, in `fts_pairs` for the pairs of CJK characters, summed.
     required = [units[number].match for number in ranked if units[number].required]
     optional = [units[number].match for number in ranked
@@ -557,6 +582,14 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     best = candidates[:ctx.limit]
     ctx.add_snippets(best, parsed.matching_any([unit.match for unit in extra]), copied=True)
     return best
+
+
+_EDGE_MARKS = ".,;:!?'\"()[]{}？，。！"
+
+
+def _unquoted(raw: str) -> str:
+    """The query without its quoted phrases: a date inside quotes is words to find as typed."""
+    return " ".join(raw.split('"')[::2])
 
 
 def _unit_rows(ranker: bestmatch.BestMatch, units: list[Unit]) -> list[set[int]]:

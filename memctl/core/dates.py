@@ -1,0 +1,118 @@
+"""Dates named in a query: `on October 13, 2023`, `in August 2023`, `in June`, `2023-10-13`,
+`2023年8月`, `10月13日` (pure).
+
+A question that names when something happened (`what did we decide in March?`) is answered
+by a note written then: the search counts a note whose `created` or `updated` day falls in
+the period as matching one more word of the query (docs/search.md, "Dates in a query").
+A date without a year is the latest one on or before today: `in June` asked in January 2024
+is June 2023. Relative dates (`last week`, `yesterday`) are not read: an agent relaying a
+person's words cannot know the day they were said.
+
+Each pattern is a fixed sequence of bounded pieces, so a scan is linear in the query.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+from memctl.core.lazyre import LazyPattern
+
+_MONTHS = {
+    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4,
+    "apr": 4, "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8,
+    "september": 9, "sept": 9, "sep": 9, "october": 10, "oct": 10, "november": 11, "nov": 11,
+    "december": 12, "dec": 12,
+}
+_MONTH = "(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?:[12][0-9]|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_YEAR = r"(?:19[7-9][0-9]|20[0-9][0-9])"
+
+# One alternation, longest forms first; the named groups say which form matched. The edges
+# are ASCII letters, digits and `-` only: Chinese has no spaces around a date.
+_EDGE = "0-9A-Za-z-"
+_PATTERN = LazyPattern(
+    rf"(?<![{_EDGE}])(?:"
+    rf"(?P<iso_y>{_YEAR})-(?P<iso_m>0[1-9]|1[0-2])(?:-(?P<iso_d>0[1-9]|[12][0-9]|3[01]))?(?![{_EDGE}])"
+    rf"|(?P<md_m>{_MONTH})\s+(?P<md_d>{_DAY})(?:,?\s+(?P<md_y>{_YEAR}))?(?![{_EDGE}])"
+    rf"|(?P<dm_d>{_DAY})\s+(?P<dm_m>{_MONTH}),?(?:\s+(?P<dm_y>{_YEAR}))?(?![{_EDGE}])"
+    rf"|(?P<my_m>{_MONTH}),?\s+(?P<my_y>{_YEAR})(?![{_EDGE}])"
+    rf"|(?:in|during)\s+(?P<in_m>{_MONTH})(?![{_EDGE}])(?!,?\s+\d)"
+    rf"|(?:in|during)\s+(?P<in_y>{_YEAR})(?![{_EDGE}])"
+    rf"|(?P<zh_y>{_YEAR})\s*年(?:\s*(?P<zh_m>1[0-2]|0?[1-9])\s*月(?:\s*(?P<zh_d>[12][0-9]|3[01]|0?[1-9])\s*[日号])?)?"
+    rf"|(?P<zm_m>1[0-2]|0?[1-9])\s*月(?:\s*(?P<zm_d>[12][0-9]|3[01]|0?[1-9])\s*[日号])?"
+    r")",
+    re.IGNORECASE,
+)
+
+
+class Period:
+    """A span of days, `first` to `last` inclusive (`YYYY-MM-DD`), named in a query by
+    `text`."""
+
+    __slots__ = ("first", "last", "text")
+
+    def __init__(self, first: date, last: date, text: str) -> None:
+        self.first = first.isoformat()
+        self.last = last.isoformat()
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Period({self.first}..{self.last}, {self.text!r})"
+
+    @property
+    def label(self) -> str:
+        """How --explain names it: `date:2023-10-13`, `date:2023-08-01..2023-08-31`."""
+        return f"date:{self.first}" if self.first == self.last else f"date:{self.first}..{self.last}"
+
+
+def periods_in(text: str, today: date) -> list[Period]:
+    """The dates and months and years `text` names, each once, in order of appearance."""
+    found: dict[tuple[str, str], Period] = {}
+    for match in _PATTERN.finditer(text):
+        period = _period(match.groupdict(), match.group(0), today)
+        if period is not None:
+            found.setdefault((period.first, period.last), period)
+    return list(found.values())
+
+
+def _period(groups: dict[str, str | None], text: str, today: date) -> Period | None:
+    year = _number(groups, "iso_y", "md_y", "dm_y", "my_y", "in_y", "zh_y")
+    month_name = groups["md_m"] or groups["dm_m"] or groups["my_m"] or groups["in_m"]
+    if month_name is not None:
+        if month_name.rstrip(".").lower() in ("may", "mar", "march") \
+                and not month_name[0].isupper():
+            return None  # `may` and `march` are verbs as often as months: only as names
+        month: int | None = _MONTHS[month_name.rstrip(".").lower()]
+    else:
+        month = _number(groups, "iso_m", "zh_m", "zm_m")
+    day = _number(groups, "iso_d", "md_d", "dm_d", "zh_d", "zm_d")
+    if month is None:
+        if year is None:
+            return None
+        return Period(date(year, 1, 1), date(year, 12, 31), text.strip())
+    if year is None:
+        # The latest such day or month on or before today.
+        year = today.year
+        if (month, day or 1) > (today.month, today.day if day else 1):
+            year -= 1
+    last_day = _days_in(year, month)
+    if day is None:
+        return Period(date(year, month, 1), date(year, month, last_day), text.strip())
+    if day > last_day:
+        return None
+    return Period(date(year, month, day), date(year, month, day), text.strip())
+
+
+def _days_in(year: int, month: int) -> int:
+    """The number of days of a month (no `calendar`: it imports `locale` at start-up)."""
+    following = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
+    return (following - timedelta(days=1)).day
+
+
+def _number(groups: dict[str, str | None], *names: str) -> int | None:
+    for name in names:
+        value = groups[name]
+        if value is not None:
+            return int(value.rstrip("stndrh"))
+    return None

@@ -1,0 +1,67 @@
+"""Dates named in a query (memctl.core.dates; docs/search.md, "Dates in a query")."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctl.core.dates import periods_in
+
+TODAY = date(2026, 11, 30)
+
+
+@pytest.mark.parametrize(("text", "first", "last"), [
+    ("what did we change on 2026-03-04?", "2026-03-04", "2026-03-04"),
+    ("the 2026-02 billing run", "2026-02-01", "2026-02-28"),
+    ("on October 13, 2023", "2023-10-13", "2023-10-13"),
+    ("on Oct. 13th 2023", "2023-10-13", "2023-10-13"),
+    ("on 9 October, 2022", "2022-10-09", "2022-10-09"),
+    ("in August 2023", "2023-08-01", "2023-08-31"),
+    ("Feb 2024", "2024-02-01", "2024-02-29"),  # a leap year
+    ("during 2025", "2025-01-01", "2025-12-31"),
+    ("在2026年3月4日上线的", "2026-03-04", "2026-03-04"),
+    ("2025年8月的故障", "2025-08-01", "2025-08-31"),
+    ("2024年的预算", "2024-01-01", "2024-12-31"),
+    # No year: the latest such day or month on or before today (2026-11-30).
+    ("in March", "2026-03-01", "2026-03-31"),
+    ("in December", "2025-12-01", "2025-12-31"),
+    ("on May 3", "2026-05-03", "2026-05-03"),
+    ("12月1日的会议", "2025-12-01", "2025-12-01"),
+    ("11月30日", "2026-11-30", "2026-11-30"),
+])
+def test_a_named_date_is_its_days(text: str, first: str, last: str) -> None:
+    [period] = periods_in(text, TODAY)
+    assert (period.first, period.last) == (first, last)
+    assert period.text in text
+
+
+@pytest.mark.parametrize("text", [
+    "we may deploy on friday", "march the branch into main", "in march",  # verbs, not months
+    "3个月以后", "version 2023.1", "port 2023", "the 30th", "a 10-20 range", "SEP-2023-12",
+    "February 30, 2026", "2026-02-30", "2026-13-01", "within June", "Junebug 2023",
+    "13 octopus", "123月",
+])
+def test_what_is_no_date(text: str) -> None:
+    assert periods_in(text, TODAY) == []
+
+
+def test_each_period_once_in_order() -> None:
+    found = periods_in("in March 2026 and in May 2026, and again in March 2026", TODAY)
+    assert [p.label for p in found] == ["date:2026-03-01..2026-03-31", "date:2026-05-01..2026-05-31"]
+
+
+_PIECES = [*"0123456789-年月日号 ,.", "October", "May", "march", "Dec", "2023", "in ", "13th",
+           "during ", "\u3000", "x"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=25).map("".join),
+       st.dates(min_value=date(1971, 1, 1), max_value=date(2099, 12, 31)))
+def test_any_text_gives_valid_periods(text: str, today: date) -> None:
+    for period in periods_in(text, today):
+        first, last = date.fromisoformat(period.first), date.fromisoformat(period.last)
+        assert first <= last and (last - first).days < 366
+        assert period.text and period.text in text
