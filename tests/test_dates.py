@@ -31,6 +31,12 @@ TODAY = date(2026, 11, 30)
     ("on May 3", "2026-05-03", "2026-05-03"),
     ("12月1日的会议", "2025-12-01", "2025-12-01"),
     ("11月30日", "2026-11-30", "2026-11-30"),
+    ("on Feb 29", "2024-02-29", "2024-02-29"),  # the latest 29 February
+    ("2月29日", "2024-02-29", "2024-02-29"),
+    ("at 2026-03-04T10:00:00.000Z", "2026-03-04", "2026-03-04"),  # as memctl writes times
+    ("on 2026-03-04 10:00", "2026-03-04", "2026-03-04"),
+    ("on the 3rd of March 2026", "2026-03-03", "2026-03-03"),
+    ("in Dec", "2025-12-01", "2025-12-31"),
 ])
 def test_a_named_date_is_its_days(text: str, first: str, last: str) -> None:
     [period] = periods_in(text, TODAY)
@@ -42,15 +48,18 @@ def test_a_named_date_is_its_days(text: str, first: str, last: str) -> None:
     "we may deploy on friday", "march the branch into main", "in march",  # verbs, not months
     "3个月以后", "version 2023.1", "port 2023", "the 30th", "a 10-20 range", "SEP-2023-12",
     "February 30, 2026", "2026-02-30", "2026-13-01", "within June", "Junebug 2023",
-    "13 octopus", "123月",
+    "13 octopus", "123月", "the bug in Jan's code", "show the value in dec", "convert 10 dec to hex",
+    "fits in 2048 bytes", "retry in 2025 ms", "sept 2025",
 ])
 def test_what_is_no_date(text: str) -> None:
     assert periods_in(text, TODAY) == []
 
 
-def test_each_period_once_in_order() -> None:
+def test_each_period_once_in_order_and_three_at_most() -> None:
     found = periods_in("in March 2026 and in May 2026, and again in March 2026", TODAY)
     assert [p.label for p in found] == ["date:2026-03-01..2026-03-31", "date:2026-05-01..2026-05-31"]
+    pasted = " ".join(f"2026-03-{day:02d} ok" for day in range(1, 29))
+    assert [p.first for p in periods_in(pasted, TODAY)] == ["2026-03-01", "2026-03-02", "2026-03-03"]
 
 
 _PIECES = [*"0123456789-年月日号 ,.", "October", "May", "march", "Dec", "2023", "in ", "13th",

@@ -202,6 +202,9 @@ def _at_most(lines: Lines, count: int, room: int) -> list[Text]:
     return kept
 
 
+_POWERS = {1: "", 2: "²", 3: "³", 4: "⁴"}
+
+
 def _explained(hit: Hit) -> str:
     """Each factor of the hit's score, on one line."""
     e = hit.explain
@@ -209,7 +212,8 @@ def _explained(hit: Hit) -> str:
     line = (f"{bm25} × importance {e['importance_factor']} × recency "
             f"{e['recency_factor']} (age {e['age_days']} d) × type {e['type_factor']}")
     if "coverage" in e:
-        line += f" × coverage {e['coverage']}²"
+        power = e.get("coverage_power", 1)
+        line += f" × coverage {e['coverage']}{_POWERS.get(power, f'^{power:g}')}"
         line += f" × exact {e['exact_factor']}" if e.get("exact") else ""
         line += f" × fact {e['fact_factor']}" if e.get("fact") else ""
         line += f" (matched: {', '.join(e.get('matched') or []) or '-'})"

@@ -28,17 +28,22 @@ _MONTH = "(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?:[12][0-9]|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?:19[7-9][0-9]|20[0-9][0-9])"
 
+# A year said as a number of something is no year (`retry in 2025 ms`, `fits in 2048 bytes`).
+_UNIT_AFTER = (r"(?!\s*(?:ms|s|secs?|seconds?|mins?|minutes?|h|hours?|b|bytes?|kb|mb|gb|tb|k|px"
+               r"|rows?|lines?|items?|requests?|req|qps|rps|users?|times)(?![A-Za-z]))")
 # One alternation, longest forms first; the named groups say which form matched. The edges
-# are ASCII letters, digits and `-` only: Chinese has no spaces around a date.
-_EDGE = "0-9A-Za-z-"
+# are ASCII letters, digits, `-` and an apostrophe (`Jan's`) only: Chinese has no spaces
+# around a date. An ISO date may go on with a time (`2026-03-04T10:00:00Z`).
+_EDGE = "0-9A-Za-z'’-"
 _PATTERN = LazyPattern(
     rf"(?<![{_EDGE}])(?:"
-    rf"(?P<iso_y>{_YEAR})-(?P<iso_m>0[1-9]|1[0-2])(?:-(?P<iso_d>0[1-9]|[12][0-9]|3[01]))?(?![{_EDGE}])"
+    rf"(?P<iso_y>{_YEAR})-(?P<iso_m>0[1-9]|1[0-2])(?:-(?P<iso_d>0[1-9]|[12][0-9]|3[01])"
+    rf"(?:[T ][0-2][0-9]:[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{{1,9}})?)?Z?)?)?(?![{_EDGE}])"
     rf"|(?P<md_m>{_MONTH})\s+(?P<md_d>{_DAY})(?:,?\s+(?P<md_y>{_YEAR}))?(?![{_EDGE}])"
-    rf"|(?P<dm_d>{_DAY})\s+(?P<dm_m>{_MONTH}),?(?:\s+(?P<dm_y>{_YEAR}))?(?![{_EDGE}])"
+    rf"|(?P<dm_d>{_DAY})\s+(?:of\s+)?(?P<dm_m>{_MONTH}),?(?:\s+(?P<dm_y>{_YEAR}))?(?![{_EDGE}])"
     rf"|(?P<my_m>{_MONTH}),?\s+(?P<my_y>{_YEAR})(?![{_EDGE}])"
     rf"|(?:in|during)\s+(?P<in_m>{_MONTH})(?![{_EDGE}])(?!,?\s+\d)"
-    rf"|(?:in|during)\s+(?P<in_y>{_YEAR})(?![{_EDGE}])"
+    rf"|(?:in|during)\s+(?P<in_y>{_YEAR})(?![{_EDGE}]){_UNIT_AFTER}"
     rf"|(?P<zh_y>{_YEAR})\s*年(?:\s*(?P<zh_m>1[0-2]|0?[1-9])\s*月(?:\s*(?P<zh_d>[12][0-9]|3[01]|0?[1-9])\s*[日号])?)?"
     rf"|(?P<zm_m>1[0-2]|0?[1-9])\s*月(?:\s*(?P<zm_d>[12][0-9]|3[01]|0?[1-9])\s*[日号])?"
     r")",
@@ -66,13 +71,19 @@ class Period:
         return f"date:{self.first}" if self.first == self.last else f"date:{self.first}..{self.last}"
 
 
+MAX_PERIODS = 3  # a query naming more is a pasted log, not a question about a time
+
+
 def periods_in(text: str, today: date) -> list[Period]:
-    """The dates and months and years `text` names, each once, in order of appearance."""
+    """The dates and months and years `text` names, each once, in order of appearance; at
+    most MAX_PERIODS of them (the search reads the notes of each)."""
     found: dict[tuple[str, str], Period] = {}
     for match in _PATTERN.finditer(text):
         period = _period(match.groupdict(), match.group(0), today)
         if period is not None:
             found.setdefault((period.first, period.last), period)
+            if len(found) == MAX_PERIODS:
+                break
     return list(found.values())
 
 
@@ -80,10 +91,12 @@ def _period(groups: dict[str, str | None], text: str, today: date) -> Period | N
     year = _number(groups, "iso_y", "md_y", "dm_y", "my_y", "in_y", "zh_y")
     month_name = groups["md_m"] or groups["dm_m"] or groups["my_m"] or groups["in_m"]
     if month_name is not None:
-        if month_name.rstrip(".").lower() in ("may", "mar", "march") \
-                and not month_name[0].isupper():
-            return None  # `may` and `march` are verbs as often as months: only as names
-        month: int | None = _MONTHS[month_name.rstrip(".").lower()]
+        name = month_name.rstrip(".").lower()
+        if not month_name[0].isupper() and (len(name) == 3 or name in ("may", "march", "sept")):
+            # `may` and `march` are verbs, `dec`, `mar`, `jan` words or numbers' bases as
+            # often as months: those only as names (`show it in dec`, `convert 10 dec`).
+            return None
+        month: int | None = _MONTHS[name]
     else:
         month = _number(groups, "iso_m", "zh_m", "zm_m")
     day = _number(groups, "iso_d", "md_d", "dm_d", "zh_d", "zm_d")
@@ -92,9 +105,11 @@ def _period(groups: dict[str, str | None], text: str, today: date) -> Period | N
             return None
         return Period(date(year, 1, 1), date(year, 12, 31), text.strip())
     if year is None:
-        # The latest such day or month on or before today.
+        # The latest such day or month on or before today (a 29 February: of a leap year).
         year = today.year
         if (month, day or 1) > (today.month, today.day if day else 1):
+            year -= 1
+        while (month, day) == (2, 29) and _days_in(year, 2) == 28:
             year -= 1
     last_day = _days_in(year, month)
     if day is None:

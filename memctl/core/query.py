@@ -355,6 +355,11 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
         plain = plain and whole
     chosen = units or fallback
     plain = plain or not units
+    if not plain:
+        # A question: its irregular verbs also match their other forms (`when did we buy
+        # the domain?` → bought; memctl.core.wordforms). Keywords are matched as typed
+        # (`go`, the language, is no `went`).
+        chosen = [_with_forms(unit) for unit in chosen]
     seen: set[str] = set()
     unique = []
     for unit in chosen:
@@ -362,6 +367,19 @@ def _units(groups: list[list[Term]]) -> tuple[list[Unit], bool]:
             seen.add(unit.match)
             unique.append(unit)
     return unique, plain
+
+
+def _with_forms(unit: Unit) -> Unit:
+    """A plain word's unit matching the other forms of its irregular verb too; any other
+    unit as it is."""
+    if unit.required or unit.pair is not None or not unit.match.startswith('"') \
+            or unit.match.endswith("*"):
+        return unit
+    forms = verb_forms(unit.text.strip(_EDGE_PUNCTUATION))
+    if not forms:
+        return unit
+    match = "(" + " OR ".join(map(_quote, forms)) + ")"
+    return Unit(match, unit.text, unit.label, begins=unit.begins, share=unit.share)
 
 
 def _plain_word(groups: list[list[Term]], number: int) -> str | None:
@@ -382,14 +400,11 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
         before, behind = _marks_around(word)  # `?staging`, `currently?!`
         after = after or before
         marked = after or behind
-        if is_english_stop(word):
-            return [], False, marked
         word = _without_possessive(word)
+        if is_english_stop(word):  # `what’s`, `he's`: a function word with its `'s`
+            return [], False, marked
         share = AFTER_SHARE if after else 1.0
-        forms = verb_forms(word.strip(_EDGE_PUNCTUATION))
-        # An irregular verb matches its other forms too (`buy` → bought: memctl.core.wordforms).
-        match = "(" + " OR ".join(map(_quote, forms)) + ")" if forms else _quote(word)
-        return [Unit(match, word, word, begins=_begins(word), share=share)], True, marked
+        return [Unit(_quote(word), word, word, begins=_begins(word), share=share)], True, marked
     units: list[Unit] = []
     whole = True
     chunks = cjk_runs(word)

@@ -3,11 +3,14 @@ the note says `bought`. The index stems words (Porter), which joins `deploy`, `d
 `deploying` but never `buy` and `bought`; a word of a query that is one of these forms also
 matches the others (docs/search.md, "Forms of a word").
 
-Common verbs only, and none whose other form is a common word of its own that would drown
-the question (`lie`/`lay`, `found` the verb, `left` the side, `saw` the tool are left out).
+Common verbs only, and no form that is a common word of its own that would drown the
+question (`lay`, `found`, `left` the side, `saw` the tool, `go` the language are left out).
+Only a question's words are widened (memctl.core.query): keywords are matched as typed.
 """
 
 from __future__ import annotations
+
+from memctl.core.stopwords import is_english_stop
 
 # base past participle (one participle when it is the past form)
 _TABLE = """
@@ -36,21 +39,23 @@ rewrote rewritten; overcome overcame; undergo underwent undergone; mislead misle
 oversaw overseen; withhold withheld; uphold upheld; rethink rethought
 """
 
-# Forms that are common words in their own right, or other verbs' forms: a query word that
-# is one of these keeps its own meaning only.
-_AMBIGUOUS = frozenset("found ground wound left lay lie saw rose bound set let hit cost"
-                       " read quit bet bid shut split spread upset lit".split())
+# Forms that are common words or names in their own right (`found` a company, `go` and `lit`
+# the language and the library, `won` in "won't", `driven` in "event-driven"), or other
+# verbs' forms: never a form, neither looked up nor added. Function words (`do`, `did`,
+# `had`, `got`: memctl.core.stopwords) never are either.
+_AMBIGUOUS = frozenset("found ground wound left lay lie saw rose bound set let hit cost read quit"
+                       " bet bid shut split spread upset lit go win won driven".split())
 
 
 def _forms() -> dict[str, tuple[str, ...]]:
     forms: dict[str, tuple[str, ...]] = {}
     for entry in _TABLE.split(";"):
-        words = tuple(dict.fromkeys(entry.split()))
+        words = tuple(word for word in dict.fromkeys(entry.split())
+                      if word not in _AMBIGUOUS and not is_english_stop(word))
         if len(words) < 2:
-            continue  # every form alike (`hit hit hit`): nothing to add
+            continue  # every form alike (`hit hit hit`) or left out: nothing to add
         for word in words:
-            if word not in _AMBIGUOUS:
-                forms[word] = words
+            forms[word] = words
     return forms
 
 

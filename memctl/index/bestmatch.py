@@ -43,6 +43,8 @@ EXACT_BONUS = 1.25  # every word as typed (the strict match)
 RELATIVE_FLOOR = 0.4  # hits covering less than 40 % of what the best hit covers are left out
 FACT_BONUS = 2.0  # the query names the note's subject and predicate: an exact fact
 PREFIX_SHARE = 0.5  # a word matched only as the beginning of a longer word counts half
+DATE_BM25 = 5.0  # a note written on a date the query names: BM25 of its rarity, as for a word found
+# once in both the title and the body (weights 4 + 1: memctl.index.search.WEIGHTS)
 
 _SETUP = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_stems USING fts5(x, content='',"
@@ -51,6 +53,7 @@ _SETUP = (
     " instance)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memctl_vocab USING fts5vocab(main, fts, row)",
     "CREATE TABLE IF NOT EXISTS temp.memctl_pool(rowid INTEGER PRIMARY KEY, factor REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS temp.memctl_dated(rowid INTEGER PRIMARY KEY, score REAL NOT NULL)",
 )
 
 
@@ -85,16 +88,18 @@ class BestMatch:
         return self.rows(unit.match)
 
     def dated_rows(self, first: str, last: str) -> set[int]:
-        """The entries in scope created or updated on a day from `first` to `last`
-        (`YYYY-MM-DD`, inclusive), the day as the note writes it."""
+        """The notes and episodes in scope created or updated on a day from `first` to `last`
+        (`YYYY-MM-DD`, inclusive), the day as the note writes it. Not MEMORY.md sections nor
+        scratchpads: their only date is their file's, which a clone or a checkout changes.
+        Two range reads of the index's `docs_created_day` and `docs_updated_day`."""
         where, params = "", [first, last, first, last]
         if self.projects is not None:
-            where = f"project IN ({', '.join('?' * len(self.projects))}) AND "
-            params = [*self.projects, *params]
+            where = f" AND project IN ({', '.join('?' * len(self.projects))})"
+            params = [*params, *self.projects]
         found = self.conn.execute(
-            f"SELECT json_group_array(rowid) FROM docs WHERE {where}"
-            f"(substr(created, 1, 10) BETWEEN ? AND ? OR substr(updated, 1, 10) BETWEEN ? AND ?)",
-            params).fetchone()[0]
+            f"SELECT json_group_array(rowid) FROM docs WHERE"
+            f" (substr(created, 1, 10) BETWEEN ? AND ? OR substr(updated, 1, 10) BETWEEN ? AND ?)"
+            f" AND kind IN ('note', 'episode'){where}", params).fetchone()[0]
         return set(json.loads(found))
 
     def in_index(self, match: str) -> bool:

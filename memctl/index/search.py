@@ -214,35 +214,38 @@ class RankContext:
         return hits
 
     def run_pool(self, match: str | None, pool: list[tuple[float, set[int]]],
-                 limit: int, pairs: str | None = None) -> list[Hit]:
+                 limit: int, pairs: str | None = None,
+                 dated: dict[int, float] | None = None) -> list[Hit]:
         """The best `limit` of the entries of `pool`, given in groups (what their score is
         multiplied by: their coverage; the rowids), by BM25 of `match` and the factors times
         that, without snippets. One evaluation of `match`, joined to the pool (a TEMP table):
         BM25 and the factors are computed for the pool's entries alone. `pairs`, an
-        expression over the pairs table (pairs of CJK characters), adds its BM25 there."""
+        expression over the pairs table (pairs of CJK characters), adds its BM25 there;
+        `dated` (rowid → a BM25 of its own) does the same for the notes written on a date the
+        query names."""
         conn = self.conn
         began = not conn.in_transaction
         if began:
             conn.execute("BEGIN")
         try:
             conn.execute("DELETE FROM temp.memctl_pool")
+            conn.execute("DELETE FROM temp.memctl_dated")
             for factor, rowids in pool:
                 if rowids:
                     conn.execute("INSERT INTO temp.memctl_pool(rowid, factor)"
                                  " SELECT value, ? FROM json_each(?)",
                                  (factor, json.dumps(list(rowids))))
+            if dated:
+                pooled = set().union(*(rowids for _, rowids in pool))
+                conn.execute("INSERT INTO temp.memctl_dated(rowid, score) SELECT key, value"
+                             " FROM json_each(?)",
+                             (json.dumps({str(rowid): -score for rowid, score in dated.items()
+                                          if rowid in pooled}),))
         finally:
             if began:
                 conn.execute("COMMIT")
         importance, recency, kind = self.factors_sql()
-        if pairs is None and match is None:
-            # Only a date was matched (`what did we change on 2026-03-04?`): the notes of
-            # that day by importance, recency and type; no BM25 (None: a relevance of 1).
-            sql = (f"SELECT d.rowid, NULL FROM temp.memctl_pool c JOIN docs d ON d.rowid = c.rowid"
-                   f" WHERE {self.where}"
-                   f" ORDER BY {importance} * {recency} * {kind} * c.factor DESC, d.id LIMIT ?")
-            best = dict(conn.execute(sql, [*self.params, limit]).fetchall())
-        elif pairs is None and match is not None:
+        if pairs is None and match is not None and not dated:
             rank = "bm25(fts, " + ", ".join(map(str, WEIGHTS)) + ")"
             # The order by numbers alone, then the columns of the best: SQLite would copy
             # every column of every entry in the pool into its sorter.
@@ -253,7 +256,7 @@ class RankContext:
             scoped = bestmatch.in_scope(match, self.scope_match)
             best = dict(conn.execute(sql, [scoped, *self.params, limit]).fetchall())
         else:
-            best = self._pool_with_pairs(match, pairs, limit)
+            best = self._pool_with_pairs(match, pairs, limit, bool(dated))
         if not best:
             return []
         rows = conn.execute(f"SELECT {_COLUMNS}, {importance}, {recency}, {kind} FROM docs d"
@@ -263,11 +266,12 @@ class RankContext:
         return [self._hit((*row[:-3], best[row[0]], *row[-3:])) for row in rows]
 
     def _pool_with_pairs(self, match: str | None, pairs: str | None,
-                         limit: int) -> dict[int, float]:
+                         limit: int, dated: bool = False) -> dict[int, float]:
         """`run_pool`'s best entries (rowid → BM25) when some units are pairs of CJK
-        characters: BM25 of the words in `fts` plus BM25 of the pairs in `fts_pairs`, each
-        one evaluation joined to the pool, summed and ordered with the factors in one
-        statement, as `run_pool` orders."""
+        characters or dates: BM25 of the words in `fts` plus BM25 of the pairs in
+        `fts_pairs`, each one evaluation joined to the pool, plus the dates' part
+        (`temp.memctl_dated`), summed and ordered with the factors in one statement, as
+        `run_pool` orders."""
         weights = ", ".join(map(str, WEIGHTS))
         parts, names, params = [], [], []
         for table, expression in (("fts", match), ("fts_pairs", pairs)):
@@ -280,11 +284,13 @@ class RankContext:
                              f" JOIN temp.memctl_pool c ON c.rowid = {table}.rowid"
                              f" WHERE {table} MATCH ?)")
                 params.append(bestmatch.in_scope(expression, self.scope_match))
+        if dated:
+            names.append("temp.memctl_dated")
         if not names:
             return {}
         importance, recency, kind = self.factors_sql()
         union = " UNION ALL ".join(f"SELECT rowid, score FROM {name}" for name in names)
-        sql = (f"WITH {', '.join(parts)} SELECT t.rowid, t.bm25 FROM"
+        sql = (f"{'WITH ' + ', '.join(parts) if parts else ''} SELECT t.rowid, t.bm25 FROM"
                f" (SELECT rowid, sum(score) AS bm25 FROM ({union}) GROUP BY rowid) t"
                f" CROSS JOIN temp.memctl_pool c ON c.rowid = t.rowid"
                f" CROSS JOIN docs d ON d.rowid = t.rowid WHERE {self.where}"
@@ -468,7 +474,8 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         for hit in strict:
             hit.score *= bestmatch.EXACT_BONUS
             if hit.explain is not None:
-                hit.explain.update({"coverage": 1.0, "matched": [u.label for u in parsed.units],
+                hit.explain.update({"coverage": 1.0, "coverage_power": bestmatch.COVERAGE_POWER,
+                                    "matched": [u.label for u in parsed.units],
                                     "exact": True, "exact_factor": bestmatch.EXACT_BONUS,
                                     "fact": False, "fact_factor": 1.0})
         _rank_named_facts(parsed, strict)
@@ -489,7 +496,7 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     # word no note has but that begins some is not looked for as a misspelling, nor is a
     # word of a date (`October` is not a misspelt `octo`).
     beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights)
-    periods = periods_in(_unquoted(parsed.raw), now().date())
+    periods = periods_in(_date_text(parsed), now().date())
     completed = {slot for slot, _, _, _ in beginnings} | {
         slot for slot, unit in enumerate(units)
         if any(unit.text.strip(_EDGE_MARKS) in period.text for period in periods)}
@@ -562,7 +569,15 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         share = covered.share(weight)
         factors += [(bestmatch.factor(share, False), rowids - exact),
                     (bestmatch.factor(share, True), rowids & exact)]
-    candidates = ctx.run_pool(ranking or None, factors, size, " OR ".join(pairs) or None)
+    # A date counts in BM25 too, as a word found once in a note's text would (DATE_BM25
+    # times its rarity): a note written that day is ranked, not dropped for having none of
+    # the words BM25 is computed over, and is never left out for one that covers less.
+    dated: dict[int, float] = {}
+    for number, slot in enumerate(slots):
+        if slot in dated_slots:
+            for rowid in found[number]:
+                dated[rowid] = dated.get(rowid, 0.0) + weights[number] * bestmatch.DATE_BM25
+    candidates = ctx.run_pool(ranking or None, factors, size, " OR ".join(pairs) or None, dated)
     fuzzy_labels = {unit.label for _, unit, _, _ in alternatives}
     ranked_labels = [units[number].label for number in ranked]
     for hit in candidates:
@@ -573,7 +588,8 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
         hit.score *= bestmatch.factor(hit.coverage, hit.exact)
         if hit.explain is not None:
             hit.explain.update({
-                "coverage": round(hit.coverage, 4), "matched": matched,
+                "coverage": round(hit.coverage, 4),
+                "coverage_power": bestmatch.COVERAGE_POWER, "matched": matched,
                 "bm25_units": ranked_labels, "exact": hit.exact,
                 "exact_factor": bestmatch.EXACT_BONUS if hit.exact else 1.0,
                 "fact": False, "fact_factor": 1.0})
@@ -587,9 +603,11 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
 _EDGE_MARKS = ".,;:!?'\"()[]{}？，。！"
 
 
-def _unquoted(raw: str) -> str:
-    """The query without its quoted phrases: a date inside quotes is words to find as typed."""
-    return " ".join(raw.split('"')[::2])
+def _date_text(parsed: Query) -> str:
+    """The words a date is read from: the query's words as typed, not a quoted phrase (words to
+    find as typed), a prefix, an excluded word (`NOT 2026-03-04`) or a filter (`tag:2026-03`)."""
+    return " ".join(term.text for term in parsed.terms
+                    if not (term.phrase or term.prefix or term.negated))
 
 
 def _unit_rows(ranker: bestmatch.BestMatch, units: list[Unit]) -> list[set[int]]:
