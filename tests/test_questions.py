@@ -399,6 +399,22 @@ def test_memory_sections_and_scratchpads_are_not_dated_by_their_file(cli: Cli) -
     assert dated == {"note"} and note in [hit["id"] for hit in hits]
 
 
+def test_a_period_too_common_to_tell_notes_apart_is_not_read(cli: Cli, monkeypatch) -> None:
+    from memctl.index import bestmatch
+
+    for day in (2, 3, 4):
+        add(cli, f"Routine change number {day}", env={"MEMCTL_NOW": f"2026-03-0{day}T10:00:00Z"})
+
+    def dated(hits: list) -> bool:
+        return any(label.startswith("date:") for hit in hits for label in hit["explain"]["matched"])
+
+    query = ("search", "--json", "--explain", "routine change in March")
+    assert dated(cli.ok(*query, env=NOW).json())
+    monkeypatch.setattr(bestmatch, "MAX_DATED", 2)  # three notes in March: more than that
+    hits = cli.ok(*query, env=NOW).json()
+    assert len(hits) == 3 and not dated(hits)
+
+
 def test_a_question_that_names_only_a_date_lists_the_notes_of_that_day(cli: Cli) -> None:
     that_day = [add(cli, f"Routine change number {n} to the proxy settings",
                     env={"MEMCTL_NOW": f"2026-03-04T1{n}:00:00Z"}) for n in range(3)]

@@ -43,6 +43,7 @@ EXACT_BONUS = 1.25  # every word as typed (the strict match)
 RELATIVE_FLOOR = 0.4  # hits covering less than 40 % of what the best hit covers are left out
 FACT_BONUS = 2.0  # the query names the note's subject and predicate: an exact fact
 PREFIX_SHARE = 0.5  # a word matched only as the beginning of a longer word counts half
+MAX_DATED = 2000  # a period holding more notes in scope tells too little apart to be read
 DATE_BM25 = 5.0  # a note written on a date the query names: BM25 of its rarity, as for a word found
 # once in both the title and the body (weights 4 + 1: memctl.index.search.WEIGHTS)
 
@@ -91,16 +92,24 @@ class BestMatch:
         """The notes and episodes in scope created or updated on a day from `first` to `last`
         (`YYYY-MM-DD`, inclusive), the day as the note writes it. Not MEMORY.md sections nor
         scratchpads: their only date is their file's, which a clone or a checkout changes.
-        Two range reads of the index's `docs_created_day` and `docs_updated_day`."""
-        where, params = "", [first, last, first, last]
-        if self.projects is not None:
-            where = f" AND project IN ({', '.join('?' * len(self.projects))})"
-            params = [*params, *self.projects]
-        found = self.conn.execute(
-            f"SELECT json_group_array(rowid) FROM docs WHERE"
-            f" (substr(created, 1, 10) BETWEEN ? AND ? OR substr(updated, 1, 10) BETWEEN ? AND ?)"
-            f" AND kind IN ('note', 'episode'){where}", params).fetchone()[0]
-        return set(json.loads(found))
+        A range read of the index's `docs_project_created` and `docs_project_updated` per
+        project, stopped after MAX_DATED notes: a period holding more (`in 2026` in a store
+        of that year) is as common as the commonest words and would cost a read of every
+        note: none."""
+        projects = list(self.projects) if self.projects is not None else [
+            project for (project,) in self.conn.execute("SELECT DISTINCT project FROM docs")]
+        marks = ", ".join("?" * len(projects))
+        rows: set[int] = set()
+        for column in ("created", "updated"):
+            found = self.conn.execute(
+                f"SELECT json_group_array(rowid) FROM (SELECT rowid FROM docs"
+                f" INDEXED BY docs_project_{column} WHERE project IN ({marks})"
+                f" AND substr({column}, 1, 10) BETWEEN ? AND ? AND kind IN ('note', 'episode')"
+                f" LIMIT ?)", [*projects, first, last, MAX_DATED + 1]).fetchone()[0]
+            rows.update(json.loads(found))
+            if len(rows) > MAX_DATED:
+                break
+        return rows if len(rows) <= MAX_DATED else set()
 
     def in_index(self, match: str) -> bool:
         """Whether any entry of the index, in any project, matches an FTS5 expression."""

@@ -64,8 +64,8 @@ if TYPE_CHECKING:
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 9  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
-# 9: `docs_created_day`, `docs_updated_day` (a date named in a query, docs/search.md)
+SCHEMA_VERSION = 10  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
+# 10: `docs_project_created`, `docs_project_updated` (a date named in a query, docs/search.md)
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
 # 2: values memctl cannot read are read as their defaults (docs/format.md), and a file that is
 # no text is named at the line of its first bad byte.
@@ -103,9 +103,12 @@ _INDEXES = {
     "docs_project": "CREATE INDEX IF NOT EXISTS docs_project ON docs(project, kind)",
     "docs_corrects": "CREATE INDEX IF NOT EXISTS docs_corrects ON docs(corrects)"
                      " WHERE corrects IS NOT NULL",
-    # The notes of a day, a month or a year a query names (memctl.index.bestmatch.dated_rows).
-    "docs_created_day": "CREATE INDEX IF NOT EXISTS docs_created_day ON docs(substr(created, 1, 10))",
-    "docs_updated_day": "CREATE INDEX IF NOT EXISTS docs_updated_day ON docs(substr(updated, 1, 10))",
+    # The notes of a day, a month or a year a query names, project by project
+    # (memctl.index.bestmatch.dated_rows): one range read each, no row read.
+    "docs_project_created": "CREATE INDEX IF NOT EXISTS docs_project_created"
+                            " ON docs(project, substr(created, 1, 10), kind)",
+    "docs_project_updated": "CREATE INDEX IF NOT EXISTS docs_project_updated"
+                            " ON docs(project, substr(updated, 1, 10), kind)",
     "doc_tags_doc": "CREATE INDEX IF NOT EXISTS doc_tags_doc ON doc_tags(doc)",
     # Every read command lists the files that do not parse: a few rows out of 100k.
     "files_errors": "CREATE INDEX IF NOT EXISTS files_errors ON files(path)"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from memctl.core import arguments
 from memctl.core.clock import now
-from memctl.core.dates import periods_in
+from memctl.core.dates import Period, periods_in
 from memctl.core.query import Query, Unit, parse, without_scope_words
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
@@ -142,11 +142,14 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
     if scope is not None and len(scope) == 2 and parsed.any_match is not None:
         # One project searched: the words naming it rank nothing (docs/search.md).
         parsed, scope_words = without_scope_words(parsed, scope[0])
+    periods = periods_in(_date_text(parsed), now().date())
     if parsed.any_match is not None:
-        hits = _best_match(ctx, parsed)
+        hits = _best_match(ctx, parsed, periods)
     else:
         hits = ctx.run(parsed.match, parsed.exclude)
-    if not hits and parsed.words:
+    if not hits and parsed.words and not periods:
+        # (A query naming a date that matches nothing: nothing was written then, and the
+        # date's words are no misspellings.)
         hits = _fuzzy_fallback(ctx, parsed)
     hits = _corrections_first(ctx, hits)
     for hit in hits:
@@ -457,7 +460,7 @@ def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
     return order
 
 
-def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
+def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[Hit]:
     """Every entry matching a unit of the query, ranked by BM25 and the factors times its
     coverage of the query (`memctl.index.bestmatch`)."""
     size = max(ctx.limit, bestmatch.CANDIDATES)
@@ -496,7 +499,6 @@ def _best_match(ctx: RankContext, parsed: Query) -> list[Hit]:
     # word no note has but that begins some is not looked for as a misspelling, nor is a
     # word of a date (`October` is not a misspelt `octo`).
     beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights)
-    periods = periods_in(_date_text(parsed), now().date())
     completed = {slot for slot, _, _, _ in beginnings} | {
         slot for slot, unit in enumerate(units)
         if any(unit.text.strip(_EDGE_MARKS) in period.text for period in periods)}
