@@ -524,8 +524,8 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
         slots.append(slot)
         found.append(rows)
     # A date the query names (`in August 2023`, `10月13日`) is one more thing to match: the
-    # notes written then (memctl.core.dates), weighed by their rarity like a word. It counts
-    # in coverage only: BM25 ranks by the words.
+    # notes written then (memctl.core.dates), weighed by their rarity like a word. FTS5 has
+    # no such word, so its part of BM25 is added beside the words' (`dated`, below).
     dated_slots: set[int] = set()
     for number, period in enumerate(periods):
         slot = len(parsed.units) + number  # after the slots of the units as typed
