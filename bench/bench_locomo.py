@@ -33,7 +33,19 @@ import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench_retrieval import TOP, Baseline, Doc, Outcome, indexed_store, outcome, pct, run_memctl, search_args, summary
+from bench_retrieval import (
+    TOP,
+    Baseline,
+    Doc,
+    Outcome,
+    indexed_store,
+    latency_cell,
+    outcome,
+    pct,
+    run_memctl,
+    search_args,
+    summary,
+)
 
 HERE = Path(__file__).resolve().parent
 # LoCoMo's question categories, as its paper numbers them.
@@ -157,7 +169,7 @@ def print_table(rows: dict[str, dict[str, dict[str, object]]], title: str) -> No
     print("-" * len(head))
     for key, cells in rows.items():
         m, b = cells["memctl"], cells["bm25"]
-        latency = f"{m['latency_ms_p50']:.0f}/{m['latency_ms_p95']:.0f}" if m.get("latency_ms_p50") is not None else "-"
+        latency = latency_cell(m)
         print(f"{key:<22} {m['n']:>5} | {pct(m['hit@1']):>13} {pct(m['hit@5']):>5} {float(m['mrr@10']):5.2f} "
               f"{pct(m['no_result']):>5} {latency:>11} | {pct(b['hit@1']):>11} {pct(b['hit@5']):>5} "
               f"{float(b['mrr@10']):5.2f} {pct(b['no_result']):>5}")

@@ -280,6 +280,12 @@ def pct(value: object) -> str:
     return f"{100 * float(value):3.0f}%" if isinstance(value, float) else "   -"
 
 
+def latency_cell(summary: dict[str, object]) -> str:
+    """`p50/p95` in ms of a summary's searches, or `-` when they were not timed."""
+    p50, p95 = summary.get("latency_ms_p50"), summary.get("latency_ms_p95")
+    return "-" if p50 is None else f"{float(p50):.0f}/{float(p95):.0f}"  # type: ignore[arg-type]
+
+
 def print_table(metrics: dict[str, dict[str, dict[str, object]]], title: str) -> None:
     head = (f"{'lang':<4} {'class':<8} {'n':>4} | {'memctl: hit@1':>13} {'hit@5':>5} {'MRR':>5} {'none':>5} {'stale':>5} "
             f"{'p50/p95 ms':>11} | {'bm25: hit@1':>11} {'hit@5':>5} {'MRR':>5} {'none':>5} | {'MRR porter':>10} {'bigram':>6}")
@@ -293,7 +299,7 @@ def print_table(metrics: dict[str, dict[str, dict[str, object]]], title: str) ->
         if not m or not b or not m.get("n"):
             continue
         p, g = metrics["bm25_porter"][key], metrics["bm25_bigram"][key]
-        latency = f"{m['latency_ms_p50']:.0f}/{m['latency_ms_p95']:.0f}" if m.get("latency_ms_p50") is not None else "-"
+        latency = latency_cell(m)
         print(f"{lang:<4} {cls:<8} {m['n']:>4} | {pct(m['hit@1']):>13} {pct(m['hit@5']):>5} {float(m['mrr@10']):5.2f} "
               f"{pct(m['no_result']):>5} {m['stale_hits']:>5} {latency:>11} | {pct(b['hit@1']):>11} {pct(b['hit@5']):>5} "
               f"{float(b['mrr@10']):5.2f} {pct(b['no_result']):>5} | {float(p['mrr@10']):10.2f} {float(g['mrr@10']):6.2f}")

@@ -432,6 +432,14 @@ def test_the_words_of_a_date_are_never_read_as_misspellings(cli: Cli) -> None:
     assert ids(cli, "what changed in October 2025?") == []
 
 
+def test_a_date_that_matches_nothing_gives_nothing_not_the_misspelling_search(cli: Cli) -> None:
+    octobr = add(cli, "Octobr release checklist lives in docs",
+                 env={"MEMCTL_NOW": "2025-02-01T00:00:00Z"})
+    assert ids(cli, "October") == [octobr]  # the word alone: a misspelling's search finds it
+    # Named as a month, nothing was written then: no result, not the search for misspellings.
+    assert ids(cli, "what changed in October 2025?") == []
+
+
 def test_how_many_and_what_kind_of_are_question_words_there_only() -> None:
     assert [u.label for u in parse("How many turtles does Nate have?").units] == ["turtles", "Nate"]
     assert [u.label for u in parse("What kind of books does Caroline read?").units] == ["books", "Caroline", "read?"]

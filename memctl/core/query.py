@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 
 from memctl.core.errors import UsageError
-from memctl.core.stopwords import asks_in_context, is_english_stop, split_chinese
+from memctl.core.stopwords import asks_in_context, bare, is_english_stop, split_chinese
 from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
 from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
 from memctl.core.wordforms import verb_forms
@@ -375,7 +375,7 @@ def _with_forms(unit: Unit) -> Unit:
     if unit.required or unit.pair is not None or not unit.match.startswith('"') \
             or unit.match.endswith("*"):
         return unit
-    forms = verb_forms(unit.text.strip(_EDGE_PUNCTUATION))
+    forms = verb_forms(bare(unit.text))
     if not forms:
         return unit
     match = "(" + " OR ".join(map(_quote, forms)) + ")"
@@ -451,9 +451,6 @@ def _without_possessive(word: str) -> str:
     return word
 
 
-_TRAILING_MARKS = ".,;:!?\"()[]{}"
-
-
 def _marks_around(text: str) -> tuple[bool, bool]:
     """Whether a question's mark comes before the first letter or digit of `text`, and
     whether one comes after its last (a mark between two, `a?b`, is neither: part of a
@@ -491,6 +488,7 @@ def _group(group: list[Term]) -> str:
 
 
 _EDGE_PUNCTUATION = ".,;:!?'\"()[]{}"
+_TRAILING_MARKS = _EDGE_PUNCTUATION.replace("'", "")  # an apostrophe ends `Jon's`
 
 
 PROJECT_WORDS = frozenset({"project", "projects"})  # "the X project" (X项目: `_project_word_end`)

@@ -41,26 +41,27 @@ _BEFORE_OF = frozenset("kind kinds type types sort sorts".split())
 
 
 def is_english_stop(word: str) -> bool:
-    return _bare(word) in ENGLISH
+    return bare(word) in ENGLISH
 
 
 def asks_in_context(previous: str | None, word: str, following: str | None) -> bool:
     """Whether `word`, between `previous` and `following` (the words around it, None at an
     end), is part of a question phrase: `how MANY`, `what KIND of`."""
-    bare = _bare(word)
-    if previous is None or _bare(previous) == "" or previous[-1:] in _ENDS_A_CLAUSE:
+    asked = bare(word)
+    if previous is None or bare(previous) == "" or previous[-1:] in _ENDS_A_CLAUSE:
         return False
-    before = _bare(previous)
-    if bare in _AFTER_HOW:
+    before = bare(previous)
+    if asked in _AFTER_HOW:
         return before == "how"
-    return bare in _BEFORE_OF and before in ("what", "which") \
-        and following is not None and _bare(following) == "of"
+    return asked in _BEFORE_OF and before in ("what", "which") \
+        and following is not None and bare(following) == "of"
 
 
 _ENDS_A_CLAUSE = ".,;:!?"
 
 
-def _bare(word: str) -> str:
+def bare(word: str) -> str:
+    """A word as the function-word lists hold it: lowercase, without the punctuation around it."""
     return word.lower().strip(".,;:!?'\"()[]{}")
 
 

@@ -23,6 +23,7 @@ from memctl.core import arguments
 from memctl.core.clock import now
 from memctl.core.dates import Period, periods_in
 from memctl.core.query import Query, Unit, parse, without_scope_words
+from memctl.core.stopwords import bare
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.layout import GLOBAL
@@ -238,12 +239,10 @@ class RankContext:
                     conn.execute("INSERT INTO temp.memctl_pool(rowid, factor)"
                                  " SELECT value, ? FROM json_each(?)",
                                  (factor, json.dumps(list(rowids))))
-            if dated:
-                pooled = set().union(*(rowids for _, rowids in pool))
+            if dated:  # (rows outside the pool are left out by the join with it)
                 conn.execute("INSERT INTO temp.memctl_dated(rowid, score) SELECT key, value"
                              " FROM json_each(?)",
-                             (json.dumps({str(rowid): -score for rowid, score in dated.items()
-                                          if rowid in pooled}),))
+                             (json.dumps({str(rowid): -score for rowid, score in dated.items()}),))
         finally:
             if began:
                 conn.execute("COMMIT")
@@ -501,7 +500,7 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights)
     completed = {slot for slot, _, _, _ in beginnings} | {
         slot for slot, unit in enumerate(units)
-        if any(unit.text.strip(_EDGE_MARKS) in period.text for period in periods)}
+        if any(bare(unit.text) in period.text.lower() for period in periods)}
     # The typo fallback, word by word: a word the index does not have at all is matched by
     # its closest words. The misspelt word counts as much as the rarest of them; a note
     # matching one gets that times how close the word it has is.
@@ -525,16 +524,23 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
         found.append(rows)
     # A date the query names (`in August 2023`, `10月13日`) is one more thing to match: the
     # notes written then (memctl.core.dates), weighed by their rarity like a word. FTS5 has
-    # no such word, so its part of BM25 is added beside the words' (`dated`, below).
+    # no such word, so its part of BM25 is added beside the words' (`dated`): as a word
+    # found once in a note's text would count (DATE_BM25 times its rarity), so a note of that
+    # day is ranked, not dropped for having none of the words BM25 is computed over, and is
+    # never left out for one that covers less.
     dated_slots: set[int] = set()
+    dated: dict[int, float] = {}
     for number, period in enumerate(periods):
         slot = len(parsed.units) + number  # after the slots of the units as typed
         rows = ranker.dated_rows(period.first, period.last)
+        weight = ranker.rarity(len(rows))
         units.append(Unit("", period.text, period.label))
-        weights.append(ranker.rarity(len(rows)))
+        weights.append(weight)
         slots.append(slot)
         found.append(rows)
         dated_slots.add(slot)
+        for rowid in rows:
+            dated[rowid] = dated.get(rowid, 0.0) + weight * bestmatch.DATE_BM25
     extra = [unit for _, unit, _, _ in alternatives] + [unit for _, unit, _, _ in beginnings]
     excluded = ranker.rows(parsed.negative) if parsed.negative else set()
     covered = bestmatch.Covered(units, found, weights, slots, slot_weights, excluded)
@@ -571,14 +577,6 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
         share = covered.share(weight)
         factors += [(bestmatch.factor(share, False), rowids - exact),
                     (bestmatch.factor(share, True), rowids & exact)]
-    # A date counts in BM25 too, as a word found once in a note's text would (DATE_BM25
-    # times its rarity): a note written that day is ranked, not dropped for having none of
-    # the words BM25 is computed over, and is never left out for one that covers less.
-    dated: dict[int, float] = {}
-    for number, slot in enumerate(slots):
-        if slot in dated_slots:
-            for rowid in found[number]:
-                dated[rowid] = dated.get(rowid, 0.0) + weights[number] * bestmatch.DATE_BM25
     candidates = ctx.run_pool(ranking or None, factors, size, " OR ".join(pairs) or None, dated)
     fuzzy_labels = {unit.label for _, unit, _, _ in alternatives}
     ranked_labels = [units[number].label for number in ranked]
@@ -600,9 +598,6 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     best = candidates[:ctx.limit]
     ctx.add_snippets(best, parsed.matching_any([unit.match for unit in extra]), copied=True)
     return best
-
-
-_EDGE_MARKS = ".,;:!?'\"()[]{}？，。！"
 
 
 def _date_text(parsed: Query) -> str:
