@@ -1,7 +1,8 @@
-"""How a best match chooses its candidates (docs/search.md, "How candidates are chosen"): the
-entries covering the most of the query, whatever their BM25, so a note with the rarest words
-is found among many that have only the common ones; the common units left out of the ranking
-are only those no candidate needs; `--explain` names the units BM25 was computed over."""
+"""How a best match chooses its candidates (docs/search.md, "How candidates are chosen" and
+"Nothing rather than noise"): the entries covering the most of the query, whatever their
+BM25, so a note with the rarest words is found among many that have only the common ones;
+the common units left out of the ranking are only those no candidate needs; `--explain`
+names the units BM25 was computed over."""
 
 from __future__ import annotations
 
@@ -73,6 +74,28 @@ def test_notes_with_only_the_common_words_are_found_when_they_cover_enough(
     floor = bestmatch.RELATIVE_FLOOR * hits[0]["coverage"]
     assert all(hit["coverage"] >= floor for hit in hits)
     assert all(hit["explain"]["bm25"] > 0 for hit in hits)
+
+
+def test_a_third_of_the_best_is_shown_when_a_rarer_word_is_in_it_and_never_with_only_common_ones(
+        cli: Cli, store_path: Path) -> None:
+    """RELATIVE_FLOOR and COMMON_FLOOR: the note with one rare word of the question covers a
+    third of what the best note (three rare words) covers, and is shown below it; the 60
+    notes with the question's four common words cover about as much (38 %), but those words
+    together weigh less than COMMON_FLOOR of the best, so they are not shown. With one floor
+    of 40 % the rare word's note was left out too."""
+    filler(store_path)
+    for number in range(60):
+        note(store_path, f"cm{number:014d}", f"Deploy cache build release checklist {number}")
+    best, rarer = "best000000000001", "rare000000000001"
+    note(store_path, best, "The zebrafish quokka narwhal trio broke the nightly job.")
+    note(store_path, rarer, "An axolotl is the mascot of the second team.")
+    hits = search(cli, "zebrafish quokka narwhal axolotl deploy cache build release")
+    assert [hit["id"] for hit in hits] == [best, rarer]
+    share = hits[1]["coverage"] / hits[0]["coverage"]
+    assert bestmatch.RELATIVE_FLOOR <= share < bestmatch.COMMON_FLOOR
+    assert {unit.rstrip("…") for unit in hits[1]["explain"]["matched"]} == {"axolotl"}
+    assert not {"deploy", "cache", "build", "release"} & {
+        unit.rstrip("…") for unit in hits[0]["explain"]["bm25_units"]}
 
 
 def test_a_chinese_question_ranks_by_its_rarer_pairs_and_counts_the_common_one(

@@ -8,8 +8,9 @@ rows`: one read of its posting lists, no ranking). From those sets come, exactly
 - the coverage of every entry (`Covered`): the weight of the units it matches over the weight
   of all, a slot (a word with its beginnings and close words) counted once by its best unit;
 - the candidates: the entries covering the most, level by level, until there are POOL of
-  them, none covering less than RELATIVE_FLOOR of the best. An entry is never left out for
-  one that covers less.
+  them, none covering less than RELATIVE_FLOOR of the best, nor matching only the query's
+  commonest words (together less than COMMON_FLOOR of the best). An entry is never left out
+  for one that covers less.
 The candidates are then ranked by BM25 and the usual factors times coverage³ in one query,
 BM25 over the rarest units that reach every candidate (`memctl.index.search._ranking_units`):
 BM25's idf reads each of its units' posting lists over the whole index, which for a common
@@ -40,7 +41,8 @@ POOL = 200  # candidates ranked by BM25: the best-covering entries, whole levels
 STRICT_ENOUGH = 5  # this many notes with every word as typed: partial matches are not looked for
 COVERAGE_POWER = 3.0  # score × coverage³: half the query's weight matched → an eighth
 EXACT_BONUS = 1.25  # every word as typed (the strict match)
-RELATIVE_FLOOR = 0.4  # hits covering less than 40 % of what the best hit covers are left out
+RELATIVE_FLOOR = 0.3  # hits covering less than 30 % of what the best hit covers are left out
+COMMON_FLOOR = 0.4  # ...and so are those matching only the commonest words, together < 40 % of it
 FACT_BONUS = 2.0  # the query names the note's subject and predicate: an exact fact
 PREFIX_SHARE = 0.5  # a word matched only as the beginning of a longer word counts half
 MAX_DATED = 2000  # a period holding more notes in scope tells too little apart to be read
@@ -231,9 +233,9 @@ class Covered:
 
     def needless_slots(self, floor: float) -> set[int]:
         """The commonest slots, as many as weigh less together than `floor`: an entry that
-        matches nothing else covers less than the floor and is never shown, so they are not
-        needed to rank the candidates (docs/search.md, "How candidates are chosen"). With a
-        margin, so that rounding never makes such an entry a candidate."""
+        matches nothing else is never shown, so they are not needed to rank the candidates
+        (docs/search.md, "Nothing rather than noise"). With a margin, so that rounding never
+        makes such an entry a candidate."""
         needless: set[int] = set()
         weight = 0.0
         for slot in sorted(self.full, key=lambda s: (self.full[s], s)):

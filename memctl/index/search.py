@@ -549,19 +549,27 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
         return []
     # Nothing rather than noise: an entry covering less than RELATIVE_FLOOR of what the best
     # one covers is left out (the best is always kept: a question with any matching word has
-    # a result). The candidates are the entries covering the most, level by level, until
-    # there are POOL of them: none is left out for one that covers less.
+    # a result), and so is one matching only the query's commonest words, which together
+    # weigh less than COMMON_FLOOR of it (`needless`: they do not rank the candidates). The
+    # candidates are the entries covering the most, level by level, until there are POOL of
+    # them: none is left out for one that covers less.
     floor = bestmatch.RELATIVE_FLOOR * best_weight
+    needless = covered.needless_slots(bestmatch.COMMON_FLOOR * best_weight) | dated_slots
+    worded = set().union(*(rows for number, rows in enumerate(found)
+                           if not units[number].required and slots[number] not in needless))
+    telling = worded | set(dated) if worded else None  # None: only phrases rank
     pool: list[tuple[float, set[int]]] = []
     pooled = 0
     for weight, rowids in covered.levels:
         if weight < floor * (1 - 1e-9) or pooled >= bestmatch.POOL:
             break
-        pool.append((weight, rowids))
-        pooled += len(rowids)
-    ranked = _ranking_units(units, found, slots, len(parsed.units), begun,
-                            covered.needless_slots(floor) | dated_slots,
-                            set().union(*(r for _, r in pool)))
+        if telling is not None:
+            rowids = rowids & telling
+        if rowids:
+            pool.append((weight, rowids))
+            pooled += len(rowids)
+    ranked = _ranking_units(units, found, slots, len(parsed.units), begun, needless,
+                            set().union(*(r for _, r in pool)) & worded)
     # BM25 in `fts` for the words, in `fts_pairs` for the pairs of CJK characters, summed.
     required = [units[number].match for number in ranked if units[number].required]
     optional = [units[number].match for number in ranked
@@ -633,7 +641,7 @@ def _ranking_units(units: list[Unit], found: list[set[int]], slots: list[int], t
     """The units the candidates are ranked by (BM25): the rarest unit some candidate has,
     then the next rarest that a candidate not yet reached has, and so on: the units as typed
     before the beginnings and close words of a word, the units of `needless` slots never (no
-    candidate matches only those). Each word taken brings the words it begins (BM25 counts
+    candidate matches only those). `pool`: the candidates a word reaches. Each word taken brings the words it begins (BM25 counts
     both, as it always has), and every quoted phrase is in. The commoner units count in
     coverage only: BM25's idf reads each of its units' posting lists over the whole index,
     which for a common word or a pair of common characters was most of a question's time."""
