@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.core.dates import periods_in
+from memctl.core import dates
+from memctl.core.dates import Period, periods_in
 
 TODAY = date(2026, 11, 30)
 
@@ -63,14 +64,38 @@ def test_each_period_once_in_order_and_three_at_most() -> None:
 
 
 _PIECES = [*"0123456789-年月日号 ,.", "October", "May", "march", "Dec", "2023", "in ", "13th",
-           "during ", "\u3000", "x"]
+           "during ", "\u3000", "x", "Auguſt", "ſept", "\u00a0", "İn "]
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=25).map("".join),
        st.dates(min_value=date(1971, 1, 1), max_value=date(2099, 12, 31)))
 def test_any_text_gives_valid_periods(text: str, today: date) -> None:
-    for period in periods_in(text, today):
+    found = periods_in(text, today)
+    for period in found:
         first, last = date.fromisoformat(period.first), date.fromisoformat(period.last)
         assert first <= last and (last - first).days < 366
         assert period.text and period.text in text
+    # The quick test that spares most queries the pattern never drops a date the pattern reads.
+    assert [(p.label, p.text) for p in found] == [
+        (p.label, p.text) for p in periods_in_by_pattern(text, today)]
+
+
+def periods_in_by_pattern(text: str, today: date) -> list[Period]:
+    """periods_in without its quick test: every match of the pattern, read."""
+    found: dict[tuple[str, str], Period] = {}
+    for match in dates._PATTERN.finditer(text):
+        period = dates._period(match.groupdict(), match.group(0), today)
+        if period is not None:
+            found.setdefault((period.first, period.last), period)
+            if len(found) == dates.MAX_PERIODS:
+                break
+    return list(found.values())
+
+
+def test_a_letter_that_folds_to_ascii_names_no_month() -> None:
+    """`ſ` (long s) matches `s` in a case-blind pattern: `in Auguſt` once raised KeyError."""
+    assert periods_in("what happened in Auguſt?", TODAY) == []
+    assert periods_in_by_pattern("what happened in Auguſt?", TODAY) == []
+    assert [p.label for p in periods_in("what happened in August?", TODAY)] == [
+        "date:2026-08-01..2026-08-31"]

@@ -355,6 +355,8 @@ def test_a_date_the_question_names_finds_the_note_written_then(cli: Cli) -> None
         assert ids(cli, asked)[0] == march, asked
     explained = cli.ok("search", "--json", "--explain", "blog cache in March", env=NOW).json()
     assert "date:2026-03-01..2026-03-31" in explained[0]["explain"]["matched"]
+    # A letter that a case-blind pattern folds to `s` (`ſ`) made a traceback of this.
+    assert ids(cli, "what did we decide about the blog cache in Auguſt?")[0] == june
 
 
 def test_the_notes_of_a_named_day_are_ranked_beside_notes_with_the_words(cli: Cli) -> None:
