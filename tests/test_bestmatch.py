@@ -134,3 +134,50 @@ def test_a_long_chinese_name_weighs_as_its_words_not_its_characters(
     by_id = {hit["id"]: hit for hit in hits}
     assert by_id[answer]["explain"]["matched"] == ["Celery"]
     assert by_id[answer]["coverage"] >= bestmatch.RELATIVE_FLOOR * by_id[named]["coverage"]
+
+
+def test_entries_the_filters_leave_out_never_fill_the_pool(cli: Cli, store_path: Path) -> None:
+    """210 archived notes cover more of the query than the one live note: they once filled
+    the pool (POOL, 200) and the live note, the only one to show, was never a candidate."""
+    for number in range(210):
+        write(store_path, f"demo/archive/ar{number:014d}.md", f"quokka marimba gadget {number}",
+              id=f"ar{number:014d}", project="demo", type="fact")
+        note(store_path, f"fa{number:014d}", f"alpha zylophone beta {number}")
+    live = "live000000000001"
+    note(store_path, live, "The quokka lives here.")
+    decision = "dec0000000000001"
+    note(store_path, decision, "We chose the zylophone", type="decision")
+    assert [hit["id"] for hit in search(cli, "quokka marimba")] == [live]
+    assert [hit["id"] for hit in search(cli, "zylophone beta type:decision")] == [decision]
+
+
+def test_a_date_alone_finds_the_notes_written_then_beside_those_saying_it(
+        cli: Cli, store_path: Path) -> None:
+    """Six notes say `2026-03-04`: enough exact matches once ended the search there, and the
+    note written that day (which does not say it) was left out."""
+    for number in range(6):
+        note(store_path, f"say{number:013d}", f"Deploy log of 2026-03-04, part {number}.")
+    written = "wrt0000000000001"
+    note(store_path, written, "The gateway certificate was renewed.",
+         created="2026-03-04T09:00:00.000Z", updated="2026-03-04T09:00:00.000Z")
+    hits = search(cli, "2026-03-04")
+    assert written in [hit["id"] for hit in hits]
+    assert all(hit["coverage"] < 1.0 for hit in hits)  # none has both the words and the day
+    assert "date:2026-03-04" in next(h for h in hits if h["id"] == written)["explain"]["matched"]
+
+
+def test_notes_having_only_a_common_date_are_left_out_like_common_words(
+        cli: Cli, store_path: Path) -> None:
+    """COMMON_FLOOR holds for a date too: five of forty notes were written in March, so the
+    date weighs less than 40 % of what the answer covers (38 %), and the four March notes
+    having nothing else are not shown, as notes with only the commonest words are not."""
+    march = {"created": "2026-03-10T09:00:00.000Z", "updated": "2026-03-10T09:00:00.000Z"}
+    june = {"created": "2026-06-10T09:00:00.000Z", "updated": "2026-06-10T09:00:00.000Z"}
+    for number in range(35):
+        note(store_path, f"jn{number:014d}", f"Weekly report {number}.", **june)
+    for number in range(4):
+        note(store_path, f"mr{number:014d}", f"Marimba tuning {number}.", **march)
+    answer = "qk00000000000001"
+    note(store_path, answer, "The quokka marimba broke.", **march)
+    hits = search(cli, "quokka in March")
+    assert [hit["id"] for hit in hits] == [answer]

@@ -64,7 +64,7 @@ def test_each_period_once_in_order_and_three_at_most() -> None:
 
 
 _PIECES = [*"0123456789-年月日号 ,.", "October", "May", "march", "Dec", "2023", "in ", "13th",
-           "during ", "\u3000", "x", "Auguſt", "ſept", "\u00a0", "İn "]
+           "during ", "\u3000", "x", "Auguſt", "ſept", "\u00a0", "İn ", "13TH", "1ſt", "2ND"]
 
 
 @settings(max_examples=500, deadline=None)
@@ -91,6 +91,13 @@ def periods_in_by_pattern(text: str, today: date) -> list[Period]:
             if len(found) == dates.MAX_PERIODS:
                 break
     return list(found.values())
+
+
+def test_an_ordinal_suffix_in_any_case_is_read() -> None:
+    """The pattern is case-blind: `13TH` and `1ſt` once raised ValueError in int()."""
+    for text, label in (("on October 13TH", "date:2026-10-13"), ("1ST of March", "date:2026-03-01"),
+                        ("October 1ſt", "date:2026-10-01"), ("Oct. 3RD", "date:2026-10-03")):
+        assert [p.label for p in periods_in(text, TODAY)] == [label], text
 
 
 def test_a_letter_that_folds_to_ascii_names_no_month() -> None:

@@ -235,6 +235,22 @@ HOSTILE = {
                      "went " * 80_000, "'s" * 200_000):
             parse(text)
     """,
+    "search: 32 runs of 200 random Chinese characters": """
+        import random, tempfile
+        from pathlib import Path
+        from memctl.index.search import search
+        from memctl.store import Store
+        root = Path(tempfile.mkdtemp()) / "store"
+        Store.init(root)
+        (root / "demo/notes/fact").mkdir(parents=True)
+        (root / "demo/notes/fact/zh00000000000001.md").write_text(
+            "---\\nid: zh00000000000001\\ntype: fact\\nproject: demo\\n---\\n部署失败是因为迁移脚本超时。\\n",
+            encoding="utf-8")
+        random.seed(7)
+        runs = ["".join(chr(random.randint(0x4E00, 0x9FA5)) for _ in range(200)) for _ in range(32)]
+        assert search(Store(root), " ".join(runs), project="demo") == []
+        assert search(Store(root), " ".join([*runs[:31], "部署失败"]), project="demo")
+    """,
     "similarity: 2,000 words of three symbols": """
         from memctl.core.similarity import compare
         a = " ".join(str(i % 3) for i in range(2_000))

@@ -494,3 +494,37 @@ def test_a_form_that_is_a_word_of_its_own_stays_itself() -> None:
     for word in ("found", "left", "saw", "lay", "read", "deploy", "go", "win", "won", "done", "did",
                  "had", "got", "driven", "lit"):
         assert verb_forms(word) == (), word
+
+
+def test_a_contraction_with_a_curly_apostrophe_is_a_function_word(cli: Cli) -> None:
+    mysql = add(cli, "We use Postgres, not MySQL, for the blog database")
+    add(cli, "Don't deploy on Fridays; don’t either on holidays")
+    for asked in ("why don't we use mysql?", "why don’t we use mysql?"):
+        explained = cli.ok("search", "--json", "--explain", "--", asked, env=NOW).json()
+        assert [hit["id"] for hit in explained] == [mysql], asked
+        assert explained[0]["coverage"] == 1.0, asked
+
+
+def test_the_fallback_project_default_is_no_scope_word(store_path: Path, tmp_path: Path) -> None:
+    """Outside any project, memctl searches its fallback project `default`: `default` is then
+    a word asked about (`the default port`), not the name of the project searched."""
+    env = {**NOW, "MEMCTL_STORE": str(store_path)}
+    for text in ("The default port of the admin API is 8081",
+                 "The metrics port is 9100", "Port 5432 is the database port"):
+        done = run_memctl("add", text, "--force", store=store_path, project=None, env=env)
+        assert done.exit_code == 0, done.stderr
+    found = run_memctl("search", "what is the default port?", "--json", "--explain",
+                       store=store_path, project=None, env=env)
+    hits = found.json()
+    assert hits[0]["title"].startswith("The default port")
+    assert "scope_words" not in hits[0]["explain"]
+
+
+def test_a_correction_brought_in_for_its_note_says_it_matched_nothing(cli: Cli) -> None:
+    backup = add(cli, "The nightly backup runs at 02:00 on db-1")
+    fixed = cli.ok("add", "It moved to 03:30 when the replica was added", "--json", "--force",
+                   "-t", "correction", "--corrects", backup, env=NOW).json()["id"]
+    hits = cli.ok("search", "--json", "--explain", "nightly backup", env=NOW).json()
+    assert [hit["id"] for hit in hits] == [fixed, backup]
+    assert hits[0]["coverage"] == 0.0 and hits[0]["exact"] is False
+    assert hits[0]["explain"]["brought_in_for"] == backup

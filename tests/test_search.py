@@ -78,7 +78,7 @@ def test_bilingual_queries(cli: Cli, store: Path, query: str, expected: set) -> 
     '"unbalanced', "c++", "foo-bar", "e-mail", "(postgres", "postgres)", "((a OR b", "AND",
     "OR", "NOT", "NEAR", "a AND", "NEAR(a b)", "*", "-", "--", "postgres*)", "🚀", "🚀 deploy",
     "title:x", "col:x", "^start", "a:b:c", "'single'", "x\\y", "中文\"引号", "x" * 10_000,
-    "word " * 2_000, "数据" * 2_000, "tag:", "type:", '""', '"" *', "\u200b",
+    "word " * 2_000, "数据" * 2_000, '""', '"" *', "\u200b",
 ])
 def test_hostile_queries_give_results_or_nothing_never_a_crash(cli: Cli, store: Path,
                                                                query: str) -> None:
@@ -86,6 +86,15 @@ def test_hostile_queries_give_results_or_nothing_never_a_crash(cli: Cli, store: 
     assert result.exit_code == 0, result.stderr
     assert isinstance(result.json(), list)
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("query", ["tag:", "type:", "redis tag:# cache"])
+def test_a_filter_naming_nothing_is_a_one_line_usage_error(cli: Cli, store: Path,
+                                                          query: str) -> None:
+    result = cli("search", "--json", "--", query)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "names no" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_bad_usage_exits_2_with_a_message(cli: Cli, store: Path) -> None:

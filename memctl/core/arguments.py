@@ -146,11 +146,26 @@ def at_least(value: int, low: int, argument: str) -> int:
     return value
 
 
+def utf8_text(text: str, what: str) -> str:
+    """`text` if UTF-8 can hold it. An argument that was not UTF-8 (`é` typed in a Latin-1
+    terminal) reaches Python as lone surrogates, as does a JSON `"\\udce9"`: no file or index
+    can hold those, so they are refused here, before anything is read or written."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        char = ord(text[error.start])
+        found = f"byte 0x{char - 0xDC00:02X}" if 0xDC80 <= char <= 0xDCFF else f"U+{char:04X}"
+        raise UsageError(f"the {what} is not UTF-8 ({found} at character "
+                         f"{error.start + 1}); memctl reads text as UTF-8: use a UTF-8 "
+                         f"locale (LANG=C.UTF-8)") from None
+    return text
+
+
 def short_line(value: str | None, argument: str) -> str | None:
     """One short line (subject, predicate, a tag), or None when empty."""
     if value is None or not str(value).strip():
         return None
-    text = str(value).strip()
+    text = utf8_text(str(value).strip(), argument)
     if len(text) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in text):
         raise ArgumentError(argument, f"one short line (at most {MAX_FIELD_CHARS} characters)")
     return text
@@ -168,6 +183,7 @@ def tags(values: str | list[str] | tuple[str, ...] | None, argument: str = "tags
     if len(clean) > MAX_TAGS:
         raise ArgumentError(argument, f"{len(clean)} tags; a note takes at most {MAX_TAGS}")
     for tag in clean:
+        utf8_text(tag, "tag")
         if len(tag) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in tag):
             raise ArgumentError(argument, f"a tag must be one short line (at most {MAX_FIELD_CHARS} characters)")
     return clean
@@ -177,6 +193,7 @@ def note_text(text: str) -> str:
     """The text of a note: not empty, no NUL bytes, at most MAX_NOTE_BYTES."""
     if "\x00" in text:
         raise UsageError("the note text contains NUL bytes; notes are text")
+    utf8_text(text, "note text")
     text = text.replace("\r\n", "\n").strip("\n")
     if not text.strip():
         raise UsageError("the note text is empty")

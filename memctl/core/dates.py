@@ -141,8 +141,13 @@ def _days_in(year: int, month: int) -> int:
 
 
 def _number(groups: dict[str, str | None], *names: str) -> int | None:
+    """The number of the first group that matched, without what follows its digits (`13th`,
+    `13TH`, `1ſt`: the pattern is case-blind, and `ſ` folds to `s`)."""
     for name in names:
         value = groups[name]
         if value is not None:
-            return int(value.rstrip("stndrh"))
+            end = 0
+            while end < len(value) and value[end] in "0123456789":
+                end += 1
+            return int(value[:end])
     return None

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from memctl.core.arguments import utf8_text
 from memctl.core.errors import UsageError
 from memctl.core.stopwords import asks_in_context, bare, is_english_stop, split_chinese
 from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
@@ -224,7 +225,7 @@ def parse(raw: str) -> Query:
     """Parse a user's query. Raises UsageError for an empty query or an unknown `type:`."""
     if raw is None or not raw.strip():
         raise UsageError("the search query is empty; give some words to look for")
-    text = clean(raw)
+    text = clean(utf8_text(raw, "search query"))
     items = _lex(text)
     query = Query(raw=raw)
     tags: list[str] = []
@@ -256,6 +257,10 @@ def parse(raw: str) -> Query:
         if not item.quoted and ":" in item.text:
             key, _, value = item.text.partition(":")
             value = _filter_value(value)
+            if key.lower() in ("tag", "type") and not value:
+                # (`tag:` or `tag:#` alone once searched for the word `tag`, the filter lost)
+                raise UsageError(f"{item.text!r} in the query names no {key.lower()}; "
+                                 f"write {key.lower()}:NAME")
             if key.lower() == "tag" and value:
                 (exclude_tags if negated else tags).append(value)
                 pending_or = False

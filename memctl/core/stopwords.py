@@ -61,8 +61,9 @@ _ENDS_A_CLAUSE = ".,;:!?"
 
 
 def bare(word: str) -> str:
-    """A word as the function-word lists hold it: lowercase, without the punctuation around it."""
-    return word.lower().strip(".,;:!?'\"()[]{}")
+    """A word as the function-word lists hold it: lowercase, its apostrophes straight
+    (`don’t` → `don't`), without the punctuation around it."""
+    return word.lower().replace("’", "'").strip(".,;:!?'\"()[]{}‘“”")
 
 
 def split_chinese(run: str) -> list[str]:

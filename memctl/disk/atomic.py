@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, UsageError
 
 # Where a failed write leaves the user: the target is untouched and the temp file removed.
 _UNCHANGED = "the file was not changed"
@@ -106,7 +106,14 @@ def _temp_file(path: Path) -> tuple[int, str]:
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     # newline="" semantics: the text is written exactly, line endings included.
-    atomic_write_bytes(path, text.encode("utf-8"), durable)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # What was not UTF-8 in an argument is refused where it comes in, with its name
+        # (memctl.core.arguments.utf8_text); this is the last line: nothing is written.
+        raise UsageError(f"the text for {path.name} is not UTF-8; memctl writes UTF-8 text: "
+                         f"use a UTF-8 locale (LANG=C.UTF-8)") from None
+    atomic_write_bytes(path, data, durable)
 
 
 def make_dirs(folder: Path) -> list[Path]:

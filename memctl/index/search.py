@@ -26,7 +26,7 @@ from memctl.core.query import Query, Unit, parse, without_scope_words
 from memctl.core.stopwords import bare
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
-from memctl.disk.layout import GLOBAL
+from memctl.disk.layout import DEFAULT_PROJECT, GLOBAL
 from memctl.disk.settings import Settings
 from memctl.index import bestmatch, fuzzy
 from memctl.index.db import Index, ensure_fresh
@@ -140,8 +140,10 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
         ctx.scope_match = " OR ".join(scope_token(name) for name in scope)
         ctx.projects = scope
     scope_words: list[str] = []
-    if scope is not None and len(scope) == 2 and parsed.any_match is not None:
-        # One project searched: the words naming it rank nothing (docs/search.md).
+    if scope is not None and len(scope) == 2 and parsed.any_match is not None \
+            and scope[0] != DEFAULT_PROJECT:
+        # One project searched: the words naming it rank nothing (docs/search.md). Not the
+        # fallback project's `default`, a word people ask about (`the default port`).
         parsed, scope_words = without_scope_words(parsed, scope[0])
     periods = periods_in(_date_text(parsed), now().date())
     if parsed.any_match is not None:
@@ -437,8 +439,13 @@ def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
         for row in ctx.conn.execute(sql, [*ids, *ctx.params]):
             hit = ctx._hit(row)
             if hit.id not in present:
+                # Brought in for the hit it corrects, not for the query's words.
                 hit.snippet_marked = ctx.snippets([hit.rowid], None).get(hit.rowid, "")
                 hit.score = 0.0
+                hit.coverage, hit.exact = 0.0, False
+                if hit.explain is not None:
+                    hit.explain.update({"coverage": 0.0, "exact": False,
+                                        "brought_in_for": hit.corrects})
                 hits.append(hit)
                 present.add(hit.id)
     order = list(hits)
@@ -468,11 +475,12 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # the costliest thing to look for).
     strict_match = parsed.match if parsed.plain else None
     strict = ctx.run(strict_match, limit=size, snippets=False) if strict_match else []
-    if len(strict) >= min(ctx.limit, bestmatch.STRICT_ENOUGH) \
-            or (strict and parsed.any_match == parsed.match
-                and not any(unit.begins for unit in parsed.units)):
+    if not periods and (len(strict) >= min(ctx.limit, bestmatch.STRICT_ENOUGH)
+                        or (strict and parsed.any_match == parsed.match
+                            and not any(unit.begins for unit in parsed.units))):
         # Enough notes have every word as typed (a keyword search): they cover the whole
         # query, so no partial match could rank among them (coverage³ × the exact bonus).
+        # Not when the query names a date: the notes written then are one more unit.
         for hit in strict:
             hit.score *= bestmatch.EXACT_BONUS
             if hit.explain is not None:
@@ -550,24 +558,35 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # Nothing rather than noise: an entry covering less than RELATIVE_FLOOR of what the best
     # one covers is left out (the best is always kept: a question with any matching word has
     # a result), and so is one matching only the query's commonest words, which together
-    # weigh less than COMMON_FLOOR of it (`needless`: they do not rank the candidates). The
-    # candidates are the entries covering the most, level by level, until there are POOL of
-    # them: none is left out for one that covers less.
+    # weigh less than COMMON_FLOOR of it (`common`: they do not rank the candidates; a date
+    # among them too). The candidates are the entries covering the most, level by level,
+    # until POOL of them pass the filters: none is left out for one that covers less. The
+    # levels above the best hold no entry that passes them.
     floor = bestmatch.RELATIVE_FLOOR * best_weight
-    needless = covered.needless_slots(bestmatch.COMMON_FLOOR * best_weight) | dated_slots
-    worded = set().union(*(rows for number, rows in enumerate(found)
-                           if not units[number].required and slots[number] not in needless))
-    telling = worded | set(dated) if worded else None  # None: only phrases rank
+    common = covered.needless_slots(bestmatch.COMMON_FLOOR * best_weight)
+    needless = common | dated_slots  # (a date's part of BM25 is added apart: `dated`)
+    free = [number for number, unit in enumerate(units) if not unit.required]
+    worded = set().union(*(found[number] for number in free if slots[number] not in needless))
+    telling = set().union(*(found[number] for number in free if slots[number] not in common))
     pool: list[tuple[float, set[int]]] = []
-    pooled = 0
+    passing = 0  # entries of the pool known to pass the filters
+    unchecked: list[set[int]] = []  # the pool's levels not checked yet
     for weight, rowids in covered.levels:
-        if weight < floor * (1 - 1e-9) or pooled >= bestmatch.POOL:
+        if weight > best_weight * (1 + 1e-9):
+            continue
+        if weight < floor * (1 - 1e-9):
             break
-        if telling is not None:
+        if telling:  # (none: only quoted phrases rank)
             rowids = rowids & telling
-        if rowids:
-            pool.append((weight, rowids))
-            pooled += len(rowids)
+        if not rowids:
+            continue
+        pool.append((weight, rowids))
+        unchecked.append(rowids)
+        if passing + sum(map(len, unchecked)) >= bestmatch.POOL:
+            passing += _count_passing(ctx, set().union(*unchecked))
+            unchecked = []
+            if passing >= bestmatch.POOL:
+                break
     ranked = _ranking_units(units, found, slots, len(parsed.units), begun, needless,
                             set().union(*(r for _, r in pool)) & worded)
     # BM25 in `fts` for the words, in `fts_pairs` for the pairs of CJK characters, summed.
@@ -618,15 +637,21 @@ def _date_text(parsed: Query) -> str:
 def _unit_rows(ranker: bestmatch.BestMatch, units: list[Unit]) -> list[set[int]]:
     """Each unit's entries in scope. A run of Chinese is looked for only when each of its
     pairs is in some entry (a pair none has: neither has the run; the unspaced questions'
-    runs often span two words, and a phrase of common characters is costly to look for)."""
+    runs often span two words, and a phrase of common characters is costly to look for).
+    The pairs come before their run; a set of the ones no entry has keeps this linear in the
+    query's length."""
     found: list[set[int]] = []
+    missing: set[str] = set()  # the pieces of Chinese no entry has
     for unit in units:
-        if _is_cjk_phrase(unit) and any(
-                not rows and _is_cjk_phrase(other) and other.text in unit.text
-                for other, rows in zip(units[:len(found)], found, strict=True)):
-            found.append(set())
+        cjk = _is_cjk_phrase(unit)
+        text = unit.text
+        if cjk and any(text[at:at + 2] in missing for at in range(len(text) - 1)):
+            rows: set[int] = set()
         else:
-            found.append(ranker.unit_rows(unit))
+            rows = ranker.unit_rows(unit)
+        if cjk and not rows:
+            missing.add(text)
+        found.append(rows)
     return found
 
 
@@ -659,6 +684,18 @@ def _ranking_units(units: list[Unit], found: list[set[int]], slots: list[int], t
             if number < typed and slots[number] in begun:
                 chosen.append(begun[slots[number]])
     return sorted(set(chosen))
+
+
+def _count_passing(ctx: RankContext, rows: set[int]) -> int:
+    """How many of the entries `rows` pass the filters (status, type, tags…)."""
+    rowids = sorted(rows)
+    count = 0
+    for start in range(0, len(rowids), 500):
+        count += ctx.conn.execute(f"SELECT count(*) FROM docs d WHERE d.rowid IN (SELECT value"
+                                  f" FROM json_each(?)) AND {ctx.where}",
+                                  [json.dumps(rowids[start:start + 500]), *ctx.params]
+                                  ).fetchone()[0]
+    return count
 
 
 def _best_covered(ctx: RankContext, levels: list[tuple[float, set[int]]]) -> float | None:

@@ -26,6 +26,13 @@ __all__ = ["SCRATCH_ACTIONS", "AgentFile", "Episode", "MemoryView", "ScratchView
 SCRATCH_ACTIONS = ("show", "focus", "question", "next", "done", "note", "resolve", "clear")
 
 
+def _utf8(**texts: str | Sequence[str] | None) -> None:
+    """Each text given (a string, or strings) is UTF-8 text: `arguments.utf8_text`."""
+    for name, value in texts.items():
+        for text in [value] if isinstance(value, str) else value or ():
+            arguments.utf8_text(text, name.replace("_", " "))
+
+
 def scratchpad(store: Store, project: str, action: str, text: str | None = None, *,
                archive: bool = False, outcome: str | None = None, goal: str | None = None,
                summary: str | None = None, allow_secret: bool = False,
@@ -34,6 +41,7 @@ def scratchpad(store: Store, project: str, action: str, text: str | None = None,
     `resolve` takes the question's number or words as text, and an optional `answer`."""
     if action not in SCRATCH_ACTIONS:
         raise ArgumentError("action", f"{action!r} (choose from {', '.join(SCRATCH_ACTIONS)})")
+    _utf8(text=text, goal=goal, summary=summary, answer=answer, outcome=outcome)
     if action == "show":
         return scratch.show(store, project)
     if action == "clear":
@@ -47,6 +55,7 @@ def add_episode(store: Store, project: str, *, goal: str, outcome: str,
                 steps: Sequence[str] = (), summary: str | None = None,
                 links: Sequence[str] = (), tags: Sequence[str] | str | None = None,
                 allow_secret: bool = False, source: str = "cli") -> Episode:
+    _utf8(goal=goal, summary=summary, steps=steps)
     return episodes.add_episode(store, project, goal=goal, outcome=outcome, steps=list(steps),
                                 summary=summary, links=list(links), tags=arguments.tags(tags),
                                 allow_secret=allow_secret, source=source)
@@ -71,6 +80,7 @@ def update_episode(store: Store, ref: str, *, outcome: str | None = None,
                    allow_secret: bool = False) -> Episode:
     """Change an episode in place (docs/agents.md): a new outcome, a new summary, steps and
     linked notes added, tags added. One commit; hand edits of the file stay."""
+    _utf8(summary=summary, steps=steps)
     return episodes.update_episode(
         store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
         links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
@@ -83,6 +93,7 @@ def finish_episode(store: Store, ref: str, *, outcome: str | None,
                    allow_secret: bool = False) -> Episode:
     """End an `in_progress` episode: `outcome` (completed, partial or failed) is required;
     the rest as `update_episode`. An episode that already ended is refused."""
+    _utf8(summary=summary, steps=steps)
     return episodes.update_episode(
         store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
         links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
@@ -129,11 +140,13 @@ def project_memory_add(store: Store, project: str, section: str | None, text: st
                        allow_secret: bool = False) -> MemoryView:
     if not section:
         raise UsageError(f"adding to project memory needs a section ({arg('section')})")
+    _utf8(section=section, text=text)
     return project_memory.add_item(store, project, section, text, allow_secret=allow_secret)
 
 
 def project_memory_replace(store: Store, project: str, text: str,
                            allow_secret: bool = False) -> MemoryView:
+    _utf8(text=text)
     return project_memory.replace(store, project, text, allow_secret=allow_secret)
 
 

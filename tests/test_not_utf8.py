@@ -1,0 +1,55 @@
+"""Text that is not UTF-8 (`é` typed in a Latin-1 terminal reaches Python as a lone surrogate,
+as does a JSON `"\\udce9"`) is refused where it comes in, with one line naming what it was
+and exit 2, before anything is read or written: no index query or file can hold it
+(memctl.core.arguments.utf8_text). It once made a traceback of `search`, `add`, `recall`
+and `scratch note`."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_memctl
+
+from memctl.core import arguments
+from memctl.core.errors import UsageError
+
+LATIN1_E = "caf\udce9"  # the bytes `caf\xe9` of argv, as Python decodes them
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*"))
+            if path.is_file() and ".memctl" not in path.parts and ".git" not in path.parts}
+
+
+def head(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize(("args", "what"), [
+    (("search", LATIN1_E), "search query"),
+    (("search", f"{LATIN1_E} in March", "--json"), "search query"),
+    (("recall", f"{LATIN1_E} deploy"), "search query"),
+    (("add", f"{LATIN1_E} is closed on Mondays"), "note text"),
+    (("add", "The café is closed on Mondays", "--tags", LATIN1_E), "tag"),
+    (("add", "A fact", "--subject", LATIN1_E, "--predicate", "opens"), "subject"),
+    (("scratch", "note", LATIN1_E), "text"),
+    (("project", "add", "Decisions", LATIN1_E), "text"),
+    (("episode", "add", "--goal", LATIN1_E, "--outcome", "completed"), "goal"),
+])
+def test_text_that_is_not_utf8_is_refused_in_one_line_and_nothing_changes(
+        sample_store: Path, args: tuple[str, ...], what: str) -> None:
+    before, commit = snapshot(sample_store), head(sample_store)
+    result = run_memctl(*args, store=sample_store, project="blog-backend")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: the {what} is not UTF-8")
+    assert "byte 0xE9 at character 4" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(sample_store) == before and head(sample_store) == commit
+
+
+def test_a_lone_surrogate_of_json_is_named_by_its_code_point() -> None:
+    with pytest.raises(UsageError, match=r"not UTF-8 \(U\+D800 at character 2\)"):
+        arguments.utf8_text("a\ud800", "search query")
+    assert arguments.utf8_text("café 缓存", "search query") == "café 缓存"
