@@ -560,33 +560,27 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # a result), and so is one matching only the query's commonest words, which together
     # weigh less than COMMON_FLOOR of it (`common`: they do not rank the candidates; a date
     # among them too). The candidates are the entries covering the most, level by level,
-    # until POOL of them pass the filters: none is left out for one that covers less. The
-    # levels above the best hold no entry that passes them.
+    # from the best that passes the filters (the levels above it have none that does),
+    # until there are POOL of them: none is left out for one that covers less.
     floor = bestmatch.RELATIVE_FLOOR * best_weight
     common = covered.needless_slots(bestmatch.COMMON_FLOOR * best_weight)
     needless = common | dated_slots  # (a date's part of BM25 is added apart: `dated`)
     free = [number for number, unit in enumerate(units) if not unit.required]
-    worded = set().union(*(found[number] for number in free if slots[number] not in needless))
     telling = set().union(*(found[number] for number in free if slots[number] not in common))
+    worded = telling if dated_slots <= common else set().union(
+        *(found[number] for number in free if slots[number] not in needless))
     pool: list[tuple[float, set[int]]] = []
-    passing = 0  # entries of the pool known to pass the filters
-    unchecked: list[set[int]] = []  # the pool's levels not checked yet
+    pooled = 0
     for weight, rowids in covered.levels:
         if weight > best_weight * (1 + 1e-9):
-            continue
-        if weight < floor * (1 - 1e-9):
+            continue  # (no entry of it passes the filters: `_best_covered`)
+        if weight < floor * (1 - 1e-9) or pooled >= bestmatch.POOL:
             break
         if telling:  # (none: only quoted phrases rank)
             rowids = rowids & telling
-        if not rowids:
-            continue
-        pool.append((weight, rowids))
-        unchecked.append(rowids)
-        if passing + sum(map(len, unchecked)) >= bestmatch.POOL:
-            passing += _count_passing(ctx, set().union(*unchecked))
-            unchecked = []
-            if passing >= bestmatch.POOL:
-                break
+        if rowids:
+            pool.append((weight, rowids))
+            pooled += len(rowids)
     ranked = _ranking_units(units, found, slots, len(parsed.units), begun, needless,
                             set().union(*(r for _, r in pool)) & worded)
     # BM25 in `fts` for the words, in `fts_pairs` for the pairs of CJK characters, summed.
@@ -684,18 +678,6 @@ def _ranking_units(units: list[Unit], found: list[set[int]], slots: list[int], t
             if number < typed and slots[number] in begun:
                 chosen.append(begun[slots[number]])
     return sorted(set(chosen))
-
-
-def _count_passing(ctx: RankContext, rows: set[int]) -> int:
-    """How many of the entries `rows` pass the filters (status, type, tags…)."""
-    rowids = sorted(rows)
-    count = 0
-    for start in range(0, len(rowids), 500):
-        count += ctx.conn.execute(f"SELECT count(*) FROM docs d WHERE d.rowid IN (SELECT value"
-                                  f" FROM json_each(?)) AND {ctx.where}",
-                                  [json.dumps(rowids[start:start + 500]), *ctx.params]
-                                  ).fetchone()[0]
-    return count
 
 
 def _best_covered(ctx: RankContext, levels: list[tuple[float, set[int]]]) -> float | None:
