@@ -151,6 +151,20 @@ def test_entries_the_filters_leave_out_never_fill_the_pool(cli: Cli, store_path:
     assert [hit["id"] for hit in search(cli, "zylophone beta type:decision")] == [decision]
 
 
+def test_a_quoted_phrase_tells_the_candidates_apart_as_a_word_does(
+        cli: Cli, store_path: Path) -> None:
+    """The note with the phrase and a common word once fell to the second floor: a phrase
+    (required) was not counted among the words that tell a candidate apart."""
+    filler(store_path)
+    for number in range(60):
+        note(store_path, f"fl{number:014d}x"[:16], f"Fly the drone over field {number}.")
+    for number in range(3):
+        note(store_path, f"tt{number:014d}", f"The cache ttl of shard {number} is 60 s.")
+    checklist = "ck00000000000001"
+    note(store_path, checklist, "Deploy checklist (Anna): fly the canary first.")
+    assert [hit["id"] for hit in search(cli, '"deploy checklist" fly ttl')] == [checklist]
+
+
 def test_a_date_alone_finds_the_notes_written_then_beside_those_saying_it(
         cli: Cli, store_path: Path) -> None:
     """Six notes say `2026-03-04`: enough exact matches once ended the search there, and the

@@ -38,6 +38,8 @@ def head(root: Path) -> str:
     (("scratch", "note", LATIN1_E), "text"),
     (("project", "add", "Decisions", LATIN1_E), "text"),
     (("episode", "add", "--goal", LATIN1_E, "--outcome", "completed"), "goal"),
+    (("episode", "add", "--goal", "g", "--outcome", "completed", "--step", LATIN1_E), "step"),
+    (("search", "deploy", "--tag", LATIN1_E), "tag"),
 ])
 def test_text_that_is_not_utf8_is_refused_in_one_line_and_nothing_changes(
         sample_store: Path, args: tuple[str, ...], what: str) -> None:
@@ -46,6 +48,17 @@ def test_text_that_is_not_utf8_is_refused_in_one_line_and_nothing_changes(
     assert result.exit_code == 2, result.stderr
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: the {what} is not UTF-8")
     assert "byte 0xE9 at character 4" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(sample_store) == before and head(sample_store) == commit
+
+
+@pytest.mark.parametrize("args", [("log", LATIN1_E),
+                                  ("episode", "add", "--goal", "g", "--outcome", "completed",
+                                   "--link", LATIN1_E)])
+def test_an_id_that_is_not_utf8_is_no_id(sample_store: Path, args: tuple[str, ...]) -> None:
+    before, commit = snapshot(sample_store), head(sample_store)
+    result = run_memctl(*args, store=sample_store, project="blog-backend")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "is not an id" in result.stderr
     assert snapshot(sample_store) == before and head(sample_store) == commit
 
 

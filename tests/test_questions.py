@@ -528,3 +528,6 @@ def test_a_correction_brought_in_for_its_note_says_it_matched_nothing(cli: Cli) 
     assert [hit["id"] for hit in hits] == [fixed, backup]
     assert hits[0]["coverage"] == 0.0 and hits[0]["exact"] is False
     assert hits[0]["explain"]["brought_in_for"] == backup
+    assert hits[0]["explain"]["score"] == round(hits[0]["score"], 6)
+    printed = cli.ok("search", "--explain", "nightly backup", env=NOW).stdout
+    assert f"brought in for {backup}, which it corrects" in printed

@@ -208,6 +208,9 @@ _POWERS = {1: "", 2: "²", 3: "³", 4: "⁴"}
 def _explained(hit: Hit) -> str:
     """Each factor of the hit's score, on one line."""
     e = hit.explain
+    if e.get("brought_in_for"):
+        return (f"brought in for {e['brought_in_for']}, which it corrects (it matches none of "
+                f"the query) = {hit.score:.4f}, the score of the hit it is placed ahead of")
     bm25 = "filter" if e.get("bm25") is None else f"bm25 {e['bm25']:.3f}"
     line = (f"{bm25} × importance {e['importance_factor']} × recency "
             f"{e['recency_factor']} (age {e['age_days']} d) × type {e['type_factor']}")

@@ -257,8 +257,9 @@ def parse(raw: str) -> Query:
         if not item.quoted and ":" in item.text:
             key, _, value = item.text.partition(":")
             value = _filter_value(value)
-            if key.lower() in ("tag", "type") and not value:
-                # (`tag:` or `tag:#` alone once searched for the word `tag`, the filter lost)
+            if key.lower() in ("tag", "type") and not value and item.text.rstrip().endswith("#"):
+                # `tag:#` once searched for the word `tag`, its filter silently lost (`tag:`
+                # alone, as pasted text has it, `type: int`, stays a word).
                 raise UsageError(f"{item.text!r} in the query names no {key.lower()}; "
                                  f"write {key.lower()}:NAME")
             if key.lower() == "tag" and value:

@@ -111,8 +111,8 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     except UnicodeEncodeError:
         # What was not UTF-8 in an argument is refused where it comes in, with its name
         # (memctl.core.arguments.utf8_text); this is the last line: nothing is written.
-        raise UsageError(f"the text for {path.name} is not UTF-8; memctl writes UTF-8 text: "
-                         f"use a UTF-8 locale (LANG=C.UTF-8)") from None
+        raise UsageError(f"cannot write {path.name}: what it would hold is not UTF-8 (a name "
+                         f"or a text given that is not UTF-8); nothing was written") from None
     atomic_write_bytes(path, data, durable)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from memctl.core.clock import format_time, latest_now
 from memctl.core.errors import MemctlError
-from memctl.core.ids import is_id, valid_id
+from memctl.core.ids import id_argument, is_id, valid_id
 from memctl.core.merge import (
     CONFLICT_DIR,
     Entry,
@@ -527,6 +527,7 @@ def note_log(store: Store, ref: str) -> list[dict[str, str]]:
     """Every commit that touched a note, newest first, through renames, archiving, deletion."""
     from datetime import UTC, datetime
 
+    ref = id_argument(ref)
     root = Path(store.root)
     wanted = ref.strip().lower()
     note_id, current = None, None

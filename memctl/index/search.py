@@ -463,6 +463,7 @@ def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
             correction.score = max(correction.score, order[first + 1].score)
             if correction.explain is not None:
                 correction.explain["placed_ahead_of"] = [t.id for t in targets]
+                correction.explain["score"] = round(correction.score, 6)
     return order
 
 
@@ -566,9 +567,10 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     common = covered.needless_slots(bestmatch.COMMON_FLOOR * best_weight)
     needless = common | dated_slots  # (a date's part of BM25 is added apart: `dated`)
     free = [number for number, unit in enumerate(units) if not unit.required]
-    telling = set().union(*(found[number] for number in free if slots[number] not in common))
-    worded = telling if dated_slots <= common else set().union(
-        *(found[number] for number in free if slots[number] not in needless))
+    # (A quoted phrase the candidates all have tells them apart as any word does.)
+    telling = set().union(*(found[number] for number in range(len(units))
+                            if slots[number] not in common))
+    worded = set().union(*(found[number] for number in free if slots[number] not in needless))
     pool: list[tuple[float, set[int]]] = []
     pooled = 0
     for weight, rowids in covered.levels:
@@ -576,8 +578,7 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
             continue  # (no entry of it passes the filters: `_best_covered`)
         if weight < floor * (1 - 1e-9) or pooled >= bestmatch.POOL:
             break
-        if telling:  # (none: only quoted phrases rank)
-            rowids = rowids & telling
+        rowids = rowids & telling
         if rowids:
             pool.append((weight, rowids))
             pooled += len(rowids)

@@ -38,6 +38,7 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
     found counts as accessed (the counters that keep recalled notes from being archived)."""
     parsed = query if isinstance(query, Query) else parse(query)  # bad syntax: bad usage first
     chosen_types = [arguments.search_type(value) for value in types]
+    tags = [arguments.utf8_text(tag, "tag") for tag in tags]
     if limit is None:  # the setting: clamped, never an error about an option nobody gave
         limit = min(max(1, int(store.settings.get("search.default_limit"))), MAX_LIMIT)
     else:

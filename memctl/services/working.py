@@ -55,9 +55,11 @@ def add_episode(store: Store, project: str, *, goal: str, outcome: str,
                 steps: Sequence[str] = (), summary: str | None = None,
                 links: Sequence[str] = (), tags: Sequence[str] | str | None = None,
                 allow_secret: bool = False, source: str = "cli") -> Episode:
-    _utf8(goal=goal, summary=summary, steps=steps)
+    _utf8(goal=goal, summary=summary, step=steps)
     return episodes.add_episode(store, project, goal=goal, outcome=outcome, steps=list(steps),
-                                summary=summary, links=list(links), tags=arguments.tags(tags),
+                                summary=summary,
+                                links=[id_argument(link, "link") for link in links],
+                                tags=arguments.tags(tags),
                                 allow_secret=allow_secret, source=source)
 
 
@@ -80,7 +82,7 @@ def update_episode(store: Store, ref: str, *, outcome: str | None = None,
                    allow_secret: bool = False) -> Episode:
     """Change an episode in place (docs/agents.md): a new outcome, a new summary, steps and
     linked notes added, tags added. One commit; hand edits of the file stay."""
-    _utf8(summary=summary, steps=steps)
+    _utf8(summary=summary, step=steps)
     return episodes.update_episode(
         store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
         links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
@@ -93,7 +95,7 @@ def finish_episode(store: Store, ref: str, *, outcome: str | None,
                    allow_secret: bool = False) -> Episode:
     """End an `in_progress` episode: `outcome` (completed, partial or failed) is required;
     the rest as `update_episode`. An episode that already ended is refused."""
-    _utf8(summary=summary, steps=steps)
+    _utf8(summary=summary, step=steps)
     return episodes.update_episode(
         store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
         links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
