@@ -41,8 +41,10 @@ from bench_retrieval import (
     indexed_store,
     latency_cell,
     outcome,
-    pct,
+    print_heading,
     run_memctl,
+    score_labels,
+    scores,
     search_args,
     summary,
 )
@@ -162,17 +164,13 @@ def questions_of(conversations: list[dict[str, object]], notes: set[str]) -> lis
 
 
 def print_table(rows: dict[str, dict[str, dict[str, object]]], title: str) -> None:
-    head = (f"{'category':<22} {'n':>5} | {'memctl: hit@1':>13} {'hit@5':>5} {'MRR':>5} {'none':>5} {'p50/p95 ms':>11} "
-            f"| {'bm25: hit@1':>11} {'hit@5':>5} {'MRR':>5} {'none':>5}")
-    print(title)
-    print(head)
-    print("-" * len(head))
+    head = (f"{'category':<22} {'n':>5} | {score_labels('memctl', 13)} {'p50/p95 ms':>11} "
+            f"| {score_labels('bm25', 11)}")
+    print_heading(title, head)
     for key, cells in rows.items():
         m, b = cells["memctl"], cells["bm25"]
         latency = latency_cell(m)
-        print(f"{key:<22} {m['n']:>5} | {pct(m['hit@1']):>13} {pct(m['hit@5']):>5} {float(m['mrr@10']):5.2f} "
-              f"{pct(m['no_result']):>5} {latency:>11} | {pct(b['hit@1']):>11} {pct(b['hit@5']):>5} "
-              f"{float(b['mrr@10']):5.2f} {pct(b['no_result']):>5}")
+        print(f"{key:<22} {m['n']:>5} | {scores(m, 13)} {latency:>11} | {scores(b, 11)}")
         if key.startswith("questions"):
             print("-" * len(head))
 

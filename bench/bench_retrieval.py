@@ -286,12 +286,27 @@ def latency_cell(summary: dict[str, object]) -> str:
     return "-" if p50 is None else f"{float(p50):.0f}/{float(p95):.0f}"  # type: ignore[arg-type]
 
 
-def print_table(metrics: dict[str, dict[str, dict[str, object]]], title: str) -> None:
-    head = (f"{'lang':<4} {'class':<8} {'n':>4} | {'memctl: hit@1':>13} {'hit@5':>5} {'MRR':>5} {'none':>5} {'stale':>5} "
-            f"{'p50/p95 ms':>11} | {'bm25: hit@1':>11} {'hit@5':>5} {'MRR':>5} {'none':>5} | {'MRR porter':>10} {'bigram':>6}")
+def score_labels(name: str, width: int) -> str:
+    """The labels over `scores`: `memctl: hit@1 hit@5 MRR none`."""
+    return f"{name + ': hit@1':>{width}} {'hit@5':>5} {'MRR':>5} {'none':>5}"
+
+
+def print_heading(title: str, head: str) -> None:
     print(title)
     print(head)
     print("-" * len(head))
+
+
+def scores(summary: dict[str, object], width: int) -> str:
+    """A summary's `hit@1 hit@5 MRR none` cells, the first `width` wide (under its label)."""
+    return (f"{pct(summary['hit@1']):>{width}} {pct(summary['hit@5']):>5} "
+            f"{float(summary['mrr@10']):5.2f} {pct(summary['no_result']):>5}")  # type: ignore[arg-type]
+
+
+def print_table(metrics: dict[str, dict[str, dict[str, object]]], title: str) -> None:
+    head = (f"{'lang':<4} {'class':<8} {'n':>4} | {score_labels('memctl', 13)} {'stale':>5} "
+            f"{'p50/p95 ms':>11} | {score_labels('bm25', 11)} | {'MRR porter':>10} {'bigram':>6}")
+    print_heading(title, head)
     rows = [(lang, cls) for lang in ("en", "zh") for cls in (*CLASSES, "all")] + [("all", "all")]
     for lang, cls in rows:
         key = f"{lang}/{cls}"
@@ -300,9 +315,8 @@ def print_table(metrics: dict[str, dict[str, dict[str, object]]], title: str) ->
             continue
         p, g = metrics["bm25_porter"][key], metrics["bm25_bigram"][key]
         latency = latency_cell(m)
-        print(f"{lang:<4} {cls:<8} {m['n']:>4} | {pct(m['hit@1']):>13} {pct(m['hit@5']):>5} {float(m['mrr@10']):5.2f} "
-              f"{pct(m['no_result']):>5} {m['stale_hits']:>5} {latency:>11} | {pct(b['hit@1']):>11} {pct(b['hit@5']):>5} "
-              f"{float(b['mrr@10']):5.2f} {pct(b['no_result']):>5} | {float(p['mrr@10']):10.2f} {float(g['mrr@10']):6.2f}")
+        print(f"{lang:<4} {cls:<8} {m['n']:>4} | {scores(m, 13)} {m['stale_hits']:>5} {latency:>11} | "
+              f"{scores(b, 11)} | {float(p['mrr@10']):10.2f} {float(g['mrr@10']):6.2f}")
         if cls == "all":
             print("-" * len(head))
 

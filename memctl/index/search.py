@@ -661,8 +661,9 @@ def _ranking_units(units: list[Unit], found: list[set[int]], slots: list[int], t
     """The units the candidates are ranked by (BM25): the rarest unit some candidate has,
     then the next rarest that a candidate not yet reached has, and so on: the units as typed
     before the beginnings and close words of a word, the units of `needless` slots never (no
-    candidate matches only those). `pool`: the candidates a word reaches. Each word taken brings the words it begins (BM25 counts
-    both, as it always has), and every quoted phrase is in. The commoner units count in
+    candidate matches only those). `pool`: the candidates a word reaches. Each word taken
+    brings the words it begins (BM25 counts both, as it always has), and every quoted phrase
+    is in. The commoner units count in
     coverage only: BM25's idf reads each of its units' posting lists over the whole index,
     which for a common word or a pair of common characters was most of a question's time."""
     optional = [number for number, unit in enumerate(units)
