@@ -567,6 +567,32 @@ def test_sync_without_a_remote_still_commits_what_is_left_on_disk(store: Path) -
                             " once to share it\n")
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["first sync", "later sync"])
+def test_a_config_lock_left_by_a_killed_sync_never_blocks_the_next_sync(
+        store: Path, remote: str, first: bool) -> None:
+    """`sync` writes `.git/config` (the remote it is given, the merge driver) before its
+    first commit. kill -9 during that `git config` left `.git/config.lock`, and every later
+    sync failed with git's "could not lock config file" (found by tests/test_crash.py)."""
+    if not first:
+        assert run_memctl("sync", "--remote", remote, store=store).exit_code == 0
+        note = store / notes_on_disk(store)[sorted(notes_on_disk(store))[0]][0]
+        note.write_text(note.read_text() + "\nOne more line, saved by hand.\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store / ".memctl" / "lock.info").write_text(json.dumps(
+        {"pid": dead.pid, "command": "sync", "since": time.time() - 2}))
+    debris = store / ".git" / "config.lock"
+    debris.write_text("[core]\n\thalf written by a killed git\n")
+    started = time.monotonic()
+    result = run_memctl("sync", *(("--remote", remote) if first else ()), store=store)
+    assert result.exit_code == 0, result.stderr
+    assert time.monotonic() - started < 10
+    assert not debris.exists()
+    assert git(store, "status", "--porcelain").stdout == ""
+    assert git(store, "rev-parse", "HEAD").stdout == \
+        git(Path(remote), "rev-parse", git(store, "symbolic-ref", "--short", "HEAD").stdout.strip()).stdout
+
+
 def test_a_persons_running_git_is_waited_for_then_named(store: Path) -> None:
     """A fresh index.lock with no crashed memctl behind it belongs to someone's git: memctl
     waits a few seconds for it, then says what is going on; nothing is lost."""

@@ -236,9 +236,10 @@ def clear_stale_index_lock(root: Path, max_age_seconds: float = STALE_INDEX_LOCK
     return not remaining
 
 
-def settle_index_lock(root: Path, wait: float | None = None) -> None:
-    """Make sure no git lock file (index, HEAD, refs) will fail the next git command. The
-    caller holds the store lock.
+def settle_index_lock(root: Path, wait: float | None = None, *, keep_crash: bool = False) -> None:
+    """Make sure no git lock file (index, HEAD, refs, config) will fail the next git command.
+    The caller holds the store lock. `keep_crash`: leave the dead holder's record for the
+    commit that follows, which commits what it left on disk (`commit_all`).
 
     A lock that goes away by itself within `wait` seconds was a running git (a person's, or
     one orphaned by a killed memctl finishing its work). One that stays is removed when it
@@ -248,7 +249,7 @@ def settle_index_lock(root: Path, wait: float | None = None) -> None:
     crashed = crashed_holder(root)
     locks = git_lock_files(root)
     if not locks:
-        if crashed is not None:
+        if crashed is not None and not keep_crash:
             clear_crashed(root)
         return
     ours = {lock for lock in locks if crashed is not None and _made_during(lock, crashed)}
@@ -262,7 +263,7 @@ def settle_index_lock(root: Path, wait: float | None = None) -> None:
             lock.unlink()
         except FileNotFoundError:
             pass
-    if crashed is not None:
+    if crashed is not None and not keep_crash:
         clear_crashed(root)
     if clear_stale_index_lock(root):
         return

@@ -190,6 +190,10 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         if busy:
             raise MemctlError(f"the store's git repository is in the middle of {busy}; finish or "
                               f"abort it (git -C {root} status), then sync again")
+        # Sync writes `.git/config` (the remote, the merge driver) before its first commit
+        # settles git's locks: a sync killed mid-`git config` left `config.lock`, which
+        # would fail every later sync (tests/test_reliability.py).
+        gitops.settle_index_lock(root, keep_crash=True)
         origin = _origin(root)
         if remote and origin is None:
             run_git(root, "remote", "add", "origin", remote)
