@@ -79,12 +79,15 @@ class Store(StoreFiles):
                 atomic_write_text(path, text)
                 created_anything = True
         make_dirs(root / STATE_DIR)
-        # Every machine needs the driver in its own .git/config, so a hand `git pull` never
-        # leaves conflict markers in a note.
-        created_anything = gitops.install_merge_driver(root) or created_anything
         store = cls(root)
-        if created_anything:
-            with store.lock("init"):
+        with store.lock("init"):
+            # An `init` killed while git wrote `.git/config` left `config.lock`: under the
+            # lock, a rerun knows it for a dead memctl's and goes on (tests/test_reliability.py).
+            gitops.settle_index_lock(root, keep_crash=True)
+            # Every machine needs the driver in its own .git/config, so a hand `git pull`
+            # never leaves conflict markers in a note.
+            created_anything = gitops.install_merge_driver(root) or created_anything
+            if created_anything:
                 gitops.commit_all(root, "memctl init: create the store")
         return store, created_anything
 

@@ -3,6 +3,7 @@ docs/architecture.md), never an index of its own. Every store change ends in exa
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -14,7 +15,8 @@ from pathlib import Path
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError
 from memctl.core.vocab import DEBRIS_SUFFIXES, MERGE_DRIVER_IDENTITY
-from memctl.disk.atomic import atomic_write_text, current_umask
+from memctl.disk.atomic import atomic_write_bytes, atomic_write_text, current_umask, make_dirs
+from memctl.disk.layout import state_path
 from memctl.disk.locking import clear_crashed, crashed_holder
 
 _IDENTITY = {
@@ -275,6 +277,113 @@ def settle_index_lock(root: Path, wait: float | None = None, *, keep_crash: bool
     )
 
 
+def git_lock_is_fresh(root: Path, name: str = "index.lock") -> bool:
+    """Does `.git/NAME` exist and is it younger than STALE_INDEX_LOCK_AGE (a running git's)?
+    An older one is a dead git's, which the next commit removes (`settle_index_lock`)."""
+    try:
+        made = os.stat(os.path.join(root, ".git", name)).st_mtime
+    except OSError:
+        return False
+    return time.time() - made < STALE_INDEX_LOCK_AGE
+
+
+# --- a fast-forward cut short -------------------------------------------------------------------
+# `git merge --ff-only` writes the working tree file by file, then the index, then moves HEAD.
+# Killed in between, it leaves some files of the new commit (one maybe half written) under
+# the old HEAD, and the next commit would take them for local changes and push them: a half
+# written note, or the notes not yet written as deletions. So sync names the move before it
+# starts and forgets it once git is done; whoever finds the name under the store lock
+# finishes the move first (docs/reliability.md, tests/test_reliability.py).
+MOVE_FILE = "sync-move.json"
+
+
+def begin_move(root: Path, head: str, target: str) -> None:
+    """Name the fast-forward about to run (the caller holds the store lock)."""
+    make_dirs(state_path(root))
+    atomic_write_text(state_path(root, MOVE_FILE), json.dumps({"from": head, "to": target}))
+
+
+def end_move(root: Path) -> None:
+    try:
+        state_path(root, MOVE_FILE).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def finish_interrupted_move(root: Path) -> bool:
+    """Finish a fast-forward a killed sync began, as git would have: each file it changes
+    that is as HEAD has it, missing, or a beginning of the new version (git was writing it)
+    becomes the new version; any other content is a hand edit made since, and stays. Then the
+    index and HEAD move. The caller holds the store lock and has settled git's locks. True
+    when there was a move to finish."""
+    marker = state_path(root, MOVE_FILE)
+    try:
+        move = json.loads(marker.read_text("utf-8"))
+        old, new = str(move["from"]), str(move["to"])
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, KeyError, TypeError):
+        end_move(root)
+        return False
+    head = run_git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.strip()
+    if head == old and old != new:
+        listed = run_git(root, "diff", "--name-only", "-z", "--no-renames", old, new).stdout
+        changed = [path for path in listed.split("\0") if path]
+        before, after = _blobs_at(root, old, changed), _blobs_at(root, new, changed)
+        for path in changed:
+            full = Path(root) / path
+            have = full.read_bytes() if full.is_file() and not full.is_symlink() else None
+            if os.path.lexists(full) and have is None:
+                continue  # a folder or a link where the file was: not git's doing, left alone
+            wanted = after.get(path)
+            if have is not None and have != before.get(path) and \
+                    (wanted is None or not wanted.startswith(have)):
+                continue  # edited by hand since: kept, the next commit takes it
+            if wanted is None:
+                if have is not None:
+                    full.unlink()
+            else:
+                make_dirs(full.parent)
+                atomic_write_bytes(full, wanted)
+        run_git(root, "read-tree", new)
+        run_git(root, "update-ref", "HEAD", new, old)
+    end_move(root)
+    return True
+
+
+def _blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, bytes]:
+    """The contents of these paths in `commit` (a path it lacks is left out): its tree
+    listed, then the blobs in one `git cat-file --batch` run (by id: any file name is safe)."""
+    wanted = set(paths)
+    oids: dict[str, str] = {}
+    for record in run_git(root, "ls-tree", "-r", "-z", "--full-tree", commit).stdout.split("\0"):
+        info, _, path = record.partition("\t")
+        fields = info.split()
+        if path in wanted and len(fields) == 3 and fields[1] == "blob":
+            oids[path] = fields[2]
+    blobs = read_blobs(root, set(oids.values()))
+    return {path: blobs[oid] for path, oid in oids.items()}
+
+
+def read_blobs(root: Path, oids: set[str]) -> dict[str, bytes]:
+    """Blob contents in one `git cat-file --batch` run."""
+    wanted = sorted(oids)
+    if not wanted:
+        return {}
+    out = run_git_binary(root, "cat-file", "--batch", input_bytes="\n".join(wanted).encode() + b"\n")
+    blobs, position = {}, 0
+    for oid in wanted:
+        newline = out.index(b"\n", position)
+        header = out[position:newline].split()
+        position = newline + 1
+        if len(header) < 3 or header[1] != b"blob":
+            continue
+        size = int(header[2])
+        blobs[oid] = out[position:position + size]
+        position += size + 1
+    return blobs
+
+
 def _made_during(lock: Path, crashed: dict[str, object]) -> bool:
     """Was the lock file made while the dead holder held the store lock?"""
     try:
@@ -345,6 +454,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
                        f"(git -C {root} status), then run the command again. Your change is on disk.")
     crashed = crashed_holder(root)  # (settling the locks forgets it)
     settle_index_lock(root)
+    finish_interrupted_move(root)  # before anything commits what a killed sync half wrote
     if crashed is not None and paths:
         _commit_left_by(root, crashed, paths)
     # HEAD, and once per process whether git knows the user, are read while git stages the

@@ -74,6 +74,11 @@ def lock_path(store: StoreLike) -> Path:
     return state_path(store, LOCK_FILE)
 
 
+def process_alive(pid: int) -> bool:
+    """Is there a process with this id (running or stopped)?"""
+    return _process_state(pid) is not None
+
+
 def _process_state(pid: int) -> str | None:
     """'alive', 'stopped' or None (gone). A stopped watcher (Ctrl-Z) sees no events."""
     try:

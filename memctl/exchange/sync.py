@@ -12,6 +12,9 @@ as git's merge driver for `*.md` and counter files, so git resolves those the sa
 
 from __future__ import annotations
 
+import glob
+import os
+import shutil
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -39,8 +42,16 @@ from memctl.core.secrets import carried
 from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.counters import export_machine, machine_id
-from memctl.disk.gitops import GitError, git_reason, identity_env, run_git, run_git_binary
+from memctl.disk.gitops import (
+    GitError,
+    git_reason,
+    identity_env,
+    read_blobs,
+    run_git,
+    run_git_binary,
+)
 from memctl.disk.settings import SETTINGS_FILE
+from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import entry_for
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
@@ -107,27 +118,56 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
 def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
     """This machine's copy of a store from its git remote (`memctl init PATH --clone URL`).
     An empty remote gives a new store whose first sync publishes it. Returns the store and
-    the paths of the remote that were not checked out (`refused_from_remote`)."""
+    the paths of the remote that were not checked out (`refused_from_remote`).
+
+    The clone is made and checked out in a folder beside PATH and renamed to PATH whole: a
+    clone killed half way leaves no half checked-out store behind, whose first sync would
+    push the notes not yet written as deletions (tests/test_reliability.py). Run again, it
+    starts over."""
     path = Path(path).expanduser().absolute()
     if Path(url).expanduser().exists():
         url = str(Path(url).expanduser().resolve())
     if path.exists() and any(path.iterdir()):
         if (path / "memctl.toml").is_file() and _origin(path) == url:
-            gitops.install_merge_driver(path)
-            return Store(path), []
+            return _set_up_clone(path), []  # cloned before, or killed after the rename
         raise MemctlError(f"{path} exists and is not empty; choose a new folder for the clone")
     path.parent.mkdir(parents=True, exist_ok=True)
-    result = run_git(path.parent, "clone", "-q", "--no-checkout", "--", url, str(path), check=False)
-    if result.returncode != 0:
-        raise GitError(f"git clone {url} failed: "
-                       f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
-    refused: list[str] = []
-    if _has_commits(path):
-        refused = _check_out_safely(path)
-    has_content = _has_commits(path)
-    if has_content and not (path / "memctl.toml").is_file():
+    _remove_abandoned_clones(path)
+    staging = path.parent / f"{_STAGING_PREFIX.format(name=path.name)}{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        result = run_git(path.parent, "clone", "-q", "--no-checkout", "--", url, str(staging),
+                         check=False)
+        if result.returncode != 0:
+            raise GitError(f"git clone {url} failed: "
+                           f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
+        refused = _check_out_safely(staging) if _has_commits(staging) else []
+        os.replace(staging, path)  # PATH is missing or an empty folder
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if _has_commits(path) and not (path / "memctl.toml").is_file():
         raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
                           f"the clone is in {path}")
+    return _set_up_clone(path), refused
+
+
+# The folder a clone is made in before it is renamed into place: `.NAME.memctl-clone-PID`.
+_STAGING_PREFIX = ".{name}.memctl-clone-"
+
+
+def _remove_abandoned_clones(path: Path) -> None:
+    """Staging folders of clones into the same PATH whose memctl was killed."""
+    prefix = _STAGING_PREFIX.format(name=path.name)
+    for folder in path.parent.glob(f"{glob.escape(prefix)}*"):
+        pid = folder.name[len(prefix):]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _set_up_clone(path: Path) -> Store:
+    """A checked-out clone made a store of this machine: its state, the merge driver in its
+    own `.git/config`, and the other machines' counters read."""
     store, _created = Store.init(path)
     if gitops.install_merge_driver(path):
         with store.lock("clone"):
@@ -136,7 +176,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
     for item in sorted((path / ".counters").glob("*.json")) if (path / ".counters").is_dir() else []:
         counters[f".counters/{item.name}"] = item.read_bytes()
     absorb_counters(store, counters)
-    return store, refused
+    return store
 
 
 def _check_out_safely(root: Path) -> list[str]:
@@ -194,6 +234,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         # settles git's locks: a sync killed mid-`git config` left `config.lock`, which
         # would fail every later sync (tests/test_reliability.py).
         gitops.settle_index_lock(root, keep_crash=True)
+        gitops.finish_interrupted_move(root)  # a sync killed mid fast-forward: finish it first
         origin = _origin(root)
         if remote and origin is None:
             run_git(root, "remote", "add", "origin", remote)
@@ -335,12 +376,16 @@ def commit_local_changes(store: Store) -> str | None:
     return store.commit("sync: local changes")
 
 
+# What git says when a file the fast-forward would write changed on disk (it writes nothing).
+_REFUSED_AS_CHANGED = "would be overwritten by merge"
+
+
 def _merge_refused(output: str, returncode: int) -> MemctlError:
     """Why the fast-forward to the merge did not happen. git refuses it when a file it would
     write was changed or made on disk after this sync committed (an editor saving right
     then): nothing is merged, the file stays as saved, and the next sync commits it and
     merges it like any edit (tests/test_sync.py)."""
-    if "would be overwritten by merge" in output:
+    if _REFUSED_AS_CHANGED in output:
         changed = [line.strip() for line in output.splitlines() if line.startswith("\t")]
         shown = ", ".join(changed[:3]) + (" …" if len(changed) > 3 else "")
         return MemctlError(f"{shown or 'a file'} changed on disk while memctl sync ran; nothing "
@@ -367,7 +412,10 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     else:
         target = build_merge_commit(root, head, theirs, report)
     target = _without_hostile_paths(root, head, theirs, target, report)
+    gitops.begin_move(root, head, target)  # finished by the next command if this one dies
     moved = run_git(root, "merge", "--ff-only", "-q", "--no-verify", target, check=False)
+    if moved.returncode == 0 or _REFUSED_AS_CHANGED in moved.stderr:
+        gitops.end_move(root)  # done, or refused before writing anything; else finished later
     if moved.returncode != 0:
         raise _merge_refused(moved.stderr, moved.returncode)
     report.merged = target
@@ -438,25 +486,6 @@ def _names(root: Path, head: str, target: str, paths: list[str]) -> list[str]:
     blobs = read_blobs(root, {oid for oid in oids.values() if oid})
     return sorted({key_name(entry_for(p, blobs[oids[p]]).key) if oids[p] in blobs
                    else key_name(history_key(p) or MergeKey.for_path(p)) for p in wanted})
-
-
-def read_blobs(root: Path, oids: set[str]) -> dict[str, bytes]:
-    """Blob contents in one `git cat-file --batch` run."""
-    wanted = sorted(oids)
-    if not wanted:
-        return {}
-    out = run_git_binary(root, "cat-file", "--batch", input_bytes="\n".join(wanted).encode() + b"\n")
-    blobs, position = {}, 0
-    for oid in wanted:
-        newline = out.index(b"\n", position)
-        header = out[position:newline].split()
-        position = newline + 1
-        if len(header) < 3 or header[1] != b"blob":
-            continue
-        size = int(header[2])
-        blobs[oid] = out[position:position + size]
-        position += size + 1
-    return blobs
 
 
 def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -> str:

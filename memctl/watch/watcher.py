@@ -388,7 +388,9 @@ class Watcher:
             self._cond.notify()
 
     def _git_busy(self) -> bool:
-        return os.path.exists(os.path.join(self.root, ".git", "index.lock"))
+        # A lock older than git ever holds one is a dead git's: waiting on it for ever left
+        # `watch --commit` committing nothing; the commit removes it (tests/test_watch.py).
+        return gitops.git_lock_is_fresh(self.root)
 
     def _apply(self, batch: Batch, *, announce: bool = True) -> bool:
         """One pass over the batch; False when the index could not be written."""
