@@ -82,7 +82,8 @@ class Store(StoreFiles):
         store = cls(root)
         with store.lock("init"):
             # An `init` killed while git wrote `.git/config` left `config.lock`: under the
-            # lock, a rerun knows it for a dead memctl's and goes on (tests/test_reliability.py).
+            # lock, a rerun knows it for a dead memctl's and goes on
+            # (tests/test_interrupted_git.py).
             gitops.settle_index_lock(root, keep_crash=True)
             # Every machine needs the driver in its own .git/config, so a hand `git pull`
             # never leaves conflict markers in a note.

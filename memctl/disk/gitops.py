@@ -293,7 +293,7 @@ def git_lock_is_fresh(root: Path, name: str = "index.lock") -> bool:
 # the old HEAD, and the next commit would take them for local changes and push them: a half
 # written note, or the notes not yet written as deletions. So sync names the move before it
 # starts and forgets it once git is done; whoever finds the name under the store lock
-# finishes the move first (docs/reliability.md, tests/test_reliability.py).
+# finishes the move first (docs/reliability.md, tests/test_interrupted_git.py).
 MOVE_FILE = "sync-move.json"
 
 

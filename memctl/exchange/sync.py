@@ -122,7 +122,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
 
     The clone is made and checked out in a folder beside PATH and renamed to PATH whole: a
     clone killed half way leaves no half checked-out store behind, whose first sync would
-    push the notes not yet written as deletions (tests/test_reliability.py). Run again, it
+    push the notes not yet written as deletions (tests/test_interrupted_git.py). Run again, it
     starts over."""
     path = Path(path).expanduser().absolute()
     if Path(url).expanduser().exists():

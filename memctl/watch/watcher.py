@@ -389,7 +389,7 @@ class Watcher:
 
     def _git_busy(self) -> bool:
         # A lock older than git ever holds one is a dead git's: waiting on it for ever left
-        # `watch --commit` committing nothing; the commit removes it (tests/test_watch.py).
+        # `watch --commit` committing nothing; the commit removes it (tests/test_interrupted_git.py).
         return gitops.git_lock_is_fresh(self.root)
 
     def _apply(self, batch: Batch, *, announce: bool = True) -> bool:
