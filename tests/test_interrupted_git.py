@@ -203,3 +203,55 @@ def test_a_stale_index_lock_no_longer_stops_watch_commit(tmp_path: Path) -> None
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_first_sync_killed_keeps_no_remote(tmp_path: Path, remote: str) -> None:
+    """A remote is kept only once a sync through it succeeded (docs/sync.md): a first
+    `sync --remote URL` killed mid-fetch kept it, and `sync --remote RIGHT` was refused."""
+    store = tmp_path / "store"
+    assert run_memctl("init", str(store)).exit_code == 0
+    add_notes(store, 1, "quince")
+    wrong = str(tmp_path / "typo.git")
+    subprocess.run(["git", "init", "-q", "--bare", wrong], check=True)
+    killed = run_memctl("sync", "--remote", wrong, store=store, env=killing_env(tmp_path, "fetch"))
+    assert killed.exit_code == -9, killed.stderr
+    plain = run_memctl("sync", store=store)
+    assert plain.exit_code == 1 and "the store has no git remote" in plain.stderr, plain.stderr
+    right = run_memctl("sync", "--remote", remote, store=store)
+    assert right.exit_code == 0, right.stderr
+    assert git(store, "remote", "get-url", "origin").strip() == remote
+    assert not (store / ".memctl" / "sync-remote").exists()
+
+
+def test_a_refused_foreign_remote_leaves_none_of_its_branches(tmp_path: Path, remote: str) -> None:
+    """The probe that finds a remote is no store fetched its branches to private refs, and
+    git also wrote them to `refs/remotes/origin/*`, where they stayed after the refusal."""
+    code = tmp_path / "code"
+    subprocess.run(["git", "init", "-q", "-b", "trunk", str(code)], check=True)
+    (code / "README.md").write_text("# a code repository\n")
+    git(code, "add", "-A")
+    subprocess.run(["git", "-C", str(code), "-c", "user.name=x", "-c", "user.email=x@x",
+                    "commit", "-qm", "code"], check=True)
+    git(code, "push", "-q", remote, "trunk")
+    store = tmp_path / "store"
+    assert run_memctl("init", str(store)).exit_code == 0
+    git(store, "remote", "add", "origin", remote)  # set by hand, to the wrong repository
+    refused = run_memctl("sync", store=store)
+    assert refused.exit_code == 1 and "not a memctl store" in refused.stderr, refused.stderr
+    assert [ref for ref in git(store, "for-each-ref", "--format=%(refname)").split()
+            if not ref.startswith("refs/heads/")] == []
+
+
+def test_a_killed_syncs_private_folders_and_refs_are_removed_by_the_next(
+        tmp_path: Path, remote: str) -> None:
+    store = tmp_path / "store"
+    assert run_memctl("init", str(store)).exit_code == 0
+    assert run_memctl("sync", "--remote", remote, store=store).exit_code == 0
+    folder = store / ".git" / "memctl-merge-k1ll3d"
+    folder.mkdir()
+    (folder / "index").write_bytes(b"DIRC half written")
+    head = git(store, "rev-parse", "HEAD").strip()
+    git(store, "update-ref", "refs/memctl-probe/main", head)
+    assert run_memctl("sync", store=store).exit_code == 0
+    assert not folder.exists()
+    assert git(store, "for-each-ref", "refs/memctl-probe/") == ""

@@ -40,7 +40,7 @@ from memctl.core.merge import (
 )
 from memctl.core.secrets import carried
 from memctl.disk import gitops
-from memctl.disk.atomic import atomic_write_bytes
+from memctl.disk.atomic import atomic_write_bytes, atomic_write_text
 from memctl.disk.counters import export_machine, machine_id
 from memctl.disk.gitops import (
     GitError,
@@ -50,6 +50,7 @@ from memctl.disk.gitops import (
     run_git,
     run_git_binary,
 )
+from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import entry_for
@@ -235,12 +236,15 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         # would fail every later sync (tests/test_reliability.py).
         gitops.settle_index_lock(root, keep_crash=True)
         gitops.finish_interrupted_move(root)  # a sync killed mid fast-forward: finish it first
+        _clear_debris(root)
         origin = _origin(root)
         if remote and origin is None:
-            run_git(root, "remote", "add", "origin", remote)
             # A remote is kept only once a sync through it succeeded: a mistyped URL must not
-            # make the next `sync --remote` refuse the right one (docs/sync.md).
-            on_failure.callback(run_git, root, "remote", "remove", "origin", check=False)
+            # make the next `sync --remote` refuse the right one (docs/sync.md). The note
+            # written first says so to the next sync when this one is killed.
+            atomic_write_text(state_path(root, UNCONFIRMED_REMOTE), remote + "\n")
+            on_failure.callback(_forget_unconfirmed_remote, root)
+            run_git(root, "remote", "add", "origin", remote)
             origin = remote
         elif remote and origin != remote:
             raise MemctlError(f"the store's remote is already {origin}; change it with "
@@ -288,14 +292,59 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             raise MemctlError(f"the remote kept changing during {attempts} attempts (others are "
                               "pushing); your changes are committed here, run `memctl sync` again")
         on_failure.pop_all()  # the sync succeeded: a remote it set stays
+        _confirm_remote(root)
     return report
+
+
+# Names the remote a first `sync --remote URL` added, until that sync succeeds.
+UNCONFIRMED_REMOTE = "sync-remote"
+
+
+def _forget_unconfirmed_remote(root: Path) -> None:
+    """Remove the remote a first sync added and did not get through (it failed, or was
+    killed: then the next sync finds the note and does this first)."""
+    note = state_path(root, UNCONFIRMED_REMOTE)
+    try:
+        url = note.read_text("utf-8").strip()
+    except OSError:
+        return
+    if _origin(root) == url:
+        run_git(root, "remote", "remove", "origin", check=False)
+    _confirm_remote(root)
+
+
+def _confirm_remote(root: Path) -> None:
+    try:
+        state_path(root, UNCONFIRMED_REMOTE).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _clear_debris(root: Path) -> None:
+    """What a sync killed before it finished left behind (the caller holds the store lock,
+    so no sync is running): the remote its first run added, the private index folders of
+    `_write_tree`, the refs of the foreign-remote probe."""
+    _forget_unconfirmed_remote(root)
+    for folder in (root / ".git").glob(f"{MERGE_FOLDER_PREFIX}*"):
+        shutil.rmtree(folder, ignore_errors=True)
+    probes = run_git(root, "for-each-ref", "--format=%(refname)", PROBE_REFS,
+                     check=False).stdout.split()
+    for ref in probes:
+        run_git(root, "update-ref", "-d", ref, check=False)
+
+
+PROBE_REFS = "refs/memctl-probe/"
+MERGE_FOLDER_PREFIX = "memctl-merge-"
 
 
 def _other_branches(root: Path) -> list[str]:
     """The remote's branches when it lacks this store's branch, fetched to private refs (for
     `_refuse_foreign_remote`; removed by it)."""
-    run_git(root, "fetch", "-q", "origin", "+refs/heads/*:refs/memctl-probe/*", check=False)
-    listed = run_git(root, "for-each-ref", "--format=%(refname)", "refs/memctl-probe/",
+    # `--refmap=`: only the probe refs are written, never `refs/remotes/origin/*` (where a
+    # foreign repository's branches would stay after it was refused).
+    run_git(root, "fetch", "-q", "--refmap=", "origin", f"+refs/heads/*:{PROBE_REFS}*",
+            check=False)
+    listed = run_git(root, "for-each-ref", "--format=%(refname)", PROBE_REFS,
                      check=False).stdout.split()
     return [ref for ref in listed if ref]
 
@@ -308,7 +357,7 @@ def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:
         run_git(root, "cat-file", "-e", f"{ref}:{SETTINGS_FILE}", check=False).returncode == 0
         for ref in refs)
     for ref in refs:  # the probes always go; a foreign branch's commits are not kept either
-        if foreign or ref.startswith("refs/memctl-probe/"):
+        if foreign or ref.startswith(PROBE_REFS):
             run_git(root, "update-ref", "-d", ref, check=False)
     if foreign:
         raise MemctlError(f"{origin} is a git repository but not a memctl store (no "
@@ -546,7 +595,7 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
 def _write_tree(root: Path, files: dict[str, tuple[str, str]]) -> str:
     """A tree object from path -> (mode, blob id), through a private index file."""
     git_dir = Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.strip())
-    with tempfile.TemporaryDirectory(dir=git_dir, prefix="memctl-merge-") as folder:
+    with tempfile.TemporaryDirectory(dir=git_dir, prefix=MERGE_FOLDER_PREFIX) as folder:
         env = {"GIT_INDEX_FILE": str(Path(folder) / "index")}
         listing = "".join(f"{mode} {oid}\t{path}\0" for path, (mode, oid) in sorted(files.items()))
         run_git(root, "update-index", "-z", "--index-info", input_text=listing, env=env)
