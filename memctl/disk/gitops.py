@@ -304,10 +304,7 @@ def begin_move(root: Path, head: str, target: str) -> None:
 
 
 def end_move(root: Path) -> None:
-    try:
-        state_path(root, MOVE_FILE).unlink()
-    except FileNotFoundError:
-        pass
+    state_path(root, MOVE_FILE).unlink(missing_ok=True)
 
 
 def finish_interrupted_move(root: Path) -> bool:

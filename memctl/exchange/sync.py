@@ -314,10 +314,7 @@ def _forget_unconfirmed_remote(root: Path) -> None:
 
 
 def _confirm_remote(root: Path) -> None:
-    try:
-        state_path(root, UNCONFIRMED_REMOTE).unlink()
-    except FileNotFoundError:
-        pass
+    state_path(root, UNCONFIRMED_REMOTE).unlink(missing_ok=True)
 
 
 def _clear_debris(root: Path) -> None:
