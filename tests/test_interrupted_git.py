@@ -51,7 +51,7 @@ def add_notes(store: Path, count: int, word: str) -> None:
 
 
 def notes(store: Path) -> dict[str, str]:
-    """id -> body of every note, read through memctl."""
+    """id -> title of every note, read through memctl."""
     listed = run_memctl("list", "--all-projects", "--status", "any", "--json", store=store)
     assert listed.exit_code == 0, listed.stderr
     return {entry["id"]: entry["title"] for entry in json.loads(listed.stdout)}

@@ -298,8 +298,8 @@ MOVE_FILE = "sync-move.json"
 
 
 def begin_move(root: Path, head: str, target: str) -> None:
-    """Name the fast-forward about to run (the caller holds the store lock)."""
-    make_dirs(state_path(root))
+    """Name the fast-forward about to run (the caller holds the store lock, in the state
+    folder this is written to)."""
     atomic_write_text(state_path(root, MOVE_FILE), json.dumps({"from": head, "to": target}))
 
 

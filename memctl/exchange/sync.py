@@ -168,11 +168,8 @@ def _remove_abandoned_clones(path: Path) -> None:
 
 def _set_up_clone(path: Path) -> Store:
     """A checked-out clone made a store of this machine: its state, the merge driver in its
-    own `.git/config`, and the other machines' counters read."""
+    own `.git/config` (`Store.init` installs it), and the other machines' counters read."""
     store, _created = Store.init(path)
-    if gitops.install_merge_driver(path):
-        with store.lock("clone"):
-            store.commit("memctl: merge driver for notes", [".gitattributes"])
     counters = {}
     for item in sorted((path / ".counters").glob("*.json")) if (path / ".counters").is_dir() else []:
         counters[f".counters/{item.name}"] = item.read_bytes()
