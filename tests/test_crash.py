@@ -548,6 +548,12 @@ def crash_loop(command: str, kills: int, workdir: Path, *, seed: int = 1,
             report.temp_debris += len(debris - debris_before)
             problems = whole_files(work) + index_sound(work)
             problems += heal_and_check(work, env, f"{command}-{number}", scenario.rerun)
+            # The commands that followed removed what the killed one left half written beside
+            # the notes (`.memctl/` is local state, never committed or synced: not checked).
+            kept = {p for p in work.rglob(".*.tmp")
+                    if ".git" not in p.parts and ".memctl" not in p.parts} - debris_before
+            problems += [f"a temp file the killed command left stayed: {p.relative_to(work)}"
+                         for p in sorted(kept)]
             context = {"outcomes": scenario.outcomes, "seed_ids": seed_ids}
             if scenario.extra_check:
                 problems += scenario.extra_check(work, context)

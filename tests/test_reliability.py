@@ -550,6 +550,39 @@ def test_what_a_killed_memctl_left_uncommitted_is_committed_by_the_next_command(
         [f"D\t{path.relative_to(store).as_posix()}", f"A\t.tombstones/{victim}.md"])
 
 
+def test_the_temp_files_a_killed_writer_left_are_removed_by_the_next_commit(
+        store: Path) -> None:
+    """kill -9 between an atomic write's temp file and its rename left `.NAME.RANDOM.tmp`
+    beside the note for ever. The next command that commits after such a crash removes the
+    ones made while the dead command held the store lock, and nothing else."""
+    victim = sorted(notes_on_disk(store))[0]
+    folder = (store / notes_on_disk(store)[victim][0]).parent
+    name = (store / notes_on_disk(store)[victim][0]).name
+    left = folder / f".{name}.0a1b2c3d4e5f.tmp"
+    left_top = store / ".MEMORY.md.ffffffffffff.tmp"
+    hours_old = folder / f".{name}.00000000abcd.tmp"  # made before the dead command began
+    a_persons = folder / f".{name}.tmp"  # not a name memctl makes
+    state = store / ".memctl" / ".counters.json.0a1b2c3d4e5f.tmp"  # ignored by git: not ours
+    for path in (left, left_top, hours_old, a_persons, state):
+        path.write_text("half a note")
+    old = time.time() - 3 * 3600
+    os.utime(hours_old, (old, old))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store / ".memctl" / "lock.info").write_text(json.dumps(
+        {"pid": dead.pid, "command": "add", "since": time.time() - 2}))
+    result = run_memctl("add", "after the kill " + sentence(random.Random(9)), store=store)
+    assert result.exit_code == 0, result.stderr
+    assert not left.exists() and not left_top.exists()
+    assert hours_old.exists() and a_persons.exists() and state.exists()
+    # Without a crash, a temp file may be a live writer's: it stays.
+    fresh = folder / f".{name}.aaaaaaaaaaaa.tmp"
+    fresh.write_text("being written")
+    result = run_memctl("add", "no crash this time " + sentence(random.Random(10)), store=store)
+    assert result.exit_code == 0, result.stderr
+    assert fresh.exists()
+
+
 def test_sync_without_a_remote_still_commits_what_is_left_on_disk(store: Path) -> None:
     """The documented way to commit a change left on disk (a full disk, a held git lock) is
     `memctl sync`; without a remote it committed nothing."""

@@ -306,6 +306,24 @@ def test_an_atomic_write_s_temporary_file_is_made_as_mkstemp_made_it(tmp_path: P
     assert target.read_text() == "body\n" and len(list(tmp_path.iterdir())) == 4
 
 
+@pytest.mark.parametrize("target", ["note.md", "数据库.md", "MEMORY.md", "a.b.c", "x"])
+def test_every_temporary_file_name_is_known_as_one_and_no_other_name_is(
+        tmp_path: Path, target: str) -> None:
+    """What a killed write left is removed by name (`is_temp_name`, docs/reliability.md): each
+    name `_temp_file` makes must be recognised, and a person's file never taken for one."""
+    from memctl.disk import atomic
+
+    for _ in range(20):
+        fd, name = atomic._temp_file(tmp_path / target)
+        os.close(fd)
+        assert atomic.is_temp_name(Path(name).name)
+    for other in (target, f".{target}", f".{target}.tmp", f".{target}.0123456789AB.tmp",
+                  f".{target}.0123456789a.tmp", f".{target}0123456789ab.tmp",
+                  f"{target}.0123456789ab.tmp", ".0123456789ab.tmp", "..0123456789ab.tmp",
+                  f".{target}.0123456789ab.tmp.md"):
+        assert not atomic.is_temp_name(other), other
+
+
 def test_an_add_keeps_its_note_s_words_for_the_next_add_s_checks(store_path: Path,
                                                                  cli: Cli) -> None:
     """The words the checks compare a note by (memctl.index.nearwords) are kept while git

@@ -90,18 +90,35 @@ _TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) 
     | getattr(os, "O_BINARY", 0)
 
 
+TEMP_SUFFIX = ".tmp"
+_TEMP_RANDOM_BYTES = 6  # written as 12 lowercase hex digits
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
 def _temp_file(path: Path) -> tuple[int, str]:
     """A new file `.<name>.<random>.tmp` beside `path`, mode 0600, open for writing: what
     `tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)` makes,
     without importing tempfile (and the shutil, random, bz2 and lzma it loads: ~6 ms of
     every `memctl add`, bench/bench_write.py)."""
     for _ in range(100):
-        name = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        random_part = os.urandom(_TEMP_RANDOM_BYTES).hex()
+        name = os.path.join(path.parent, f".{path.name}.{random_part}{TEMP_SUFFIX}")
         try:
             return os.open(name, _TEMP_FLAGS, 0o600), name
         except FileExistsError:
             continue  # 48 random bits taken already: another name
     raise FileExistsError(errno.EEXIST, f"no free temporary file name beside {path}")
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether a file name is one `_temp_file` makes (`.<name>.<12 hex digits>.tmp`): what a
+    writer killed before its rename leaves behind (memctl.disk.gitops removes those of a
+    holder of the store lock that died)."""
+    digits = 2 * _TEMP_RANDOM_BYTES
+    end = len(name) - len(TEMP_SUFFIX)
+    start = end - digits
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX) and start >= 3 \
+        and name[start - 1] == "." and _HEX_DIGITS.issuperset(name[start:end])
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:

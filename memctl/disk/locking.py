@@ -175,8 +175,11 @@ def _note_previous_holder(info_path: Path) -> None:
 
 
 def _write_info(info_path: Path, info: dict[str, Any]) -> None:
-    """Written whole or not at all, so a waiting process never reads half of it."""
-    tmp = info_path.with_name(f".{info_path.name}.{os.getpid()}.tmp")
+    """Written whole or not at all, so a waiting process never reads half of it. Only the
+    holder of the lock writes these files, so one temp name serves: the next holder writes
+    over (and renames away) what a holder killed before its rename left, where a name per
+    process stayed for ever (tests/test_crash.py checks that no temp file stays)."""
+    tmp = info_path.with_name(f".{info_path.name}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
