@@ -30,6 +30,16 @@ import crash_loop  # noqa: E402
 from crash_loop import collect, running_watcher, start_worker  # noqa: E402
 
 
+def plant_dead_holder(store: Path, command: str) -> subprocess.Popen[bytes]:
+    """The store lock's record of a holder killed 2 s into `command` (a process that has
+    ended, so its pid is dead), as `kill -9` leaves it; the process, for its pid."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store / ".memctl" / "lock.info").write_text(json.dumps(
+        {"pid": dead.pid, "command": command, "since": time.time() - 2}))
+    return dead
+
+
 def no_traceback(stderr: str) -> None:
     assert "Traceback" not in stderr, stderr[-2000:]
 
@@ -506,10 +516,7 @@ def test_an_index_lock_left_by_a_killed_memctl_never_blocks_the_next_command(sto
     """kill -9 of memctl and its git child mid-commit leaves `.git/index.lock` (or HEAD.lock, a
     ref's lock) and the dead holder's lock.info; the next command clears them at once instead
     of failing (for 30 s, or for ever for the ref locks)."""
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (store / ".memctl" / "lock.info").write_text(json.dumps(
-        {"pid": dead.pid, "command": "add", "since": time.time() - 2}))
+    plant_dead_holder(store, "add")
     branch = git(store, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
     debris = [store / ".git" / "index.lock", store / ".git" / "HEAD.lock",
               store / ".git" / "refs" / "heads" / f"{branch}.lock"]
@@ -535,10 +542,7 @@ def test_what_a_killed_memctl_left_uncommitted_is_committed_by_the_next_command(
     tombstone.parent.mkdir(exist_ok=True)
     tombstone.write_text(f"---\nid: {victim}\ndeleted: 2026-11-30T09:00:00.000Z\n---\nx\n")
     path.unlink()
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (store / ".memctl" / "lock.info").write_text(json.dumps(
-        {"pid": dead.pid, "command": "forget", "since": time.time() - 2}))
+    dead = plant_dead_holder(store, "forget")
     result = run_memctl("add", "after the kill " + sentence(random.Random(8)), store=store)
     assert result.exit_code == 0, result.stderr
     assert git(store, "status", "--porcelain").stdout == ""
@@ -567,10 +571,7 @@ def test_the_temp_files_a_killed_writer_left_are_removed_by_the_next_commit(
         path.write_text("half a note")
     old = time.time() - 3 * 3600
     os.utime(hours_old, (old, old))
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (store / ".memctl" / "lock.info").write_text(json.dumps(
-        {"pid": dead.pid, "command": "add", "since": time.time() - 2}))
+    plant_dead_holder(store, "add")
     result = run_memctl("add", "after the kill " + sentence(random.Random(9)), store=store)
     assert result.exit_code == 0, result.stderr
     assert not left.exists() and not left_top.exists()
@@ -610,10 +611,7 @@ def test_a_config_lock_left_by_a_killed_sync_never_blocks_the_next_sync(
         assert run_memctl("sync", "--remote", remote, store=store).exit_code == 0
         note = store / notes_on_disk(store)[sorted(notes_on_disk(store))[0]][0]
         note.write_text(note.read_text() + "\nOne more line, saved by hand.\n")
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (store / ".memctl" / "lock.info").write_text(json.dumps(
-        {"pid": dead.pid, "command": "sync", "since": time.time() - 2}))
+    plant_dead_holder(store, "sync")
     debris = store / ".git" / "config.lock"
     debris.write_text("[core]\n\thalf written by a killed git\n")
     started = time.monotonic()
