@@ -38,6 +38,11 @@ TODAY = date(2026, 11, 30)
     ("on 2026-03-04 10:00", "2026-03-04", "2026-03-04"),
     ("on the 3rd of March 2026", "2026-03-03", "2026-03-03"),
     ("in Dec", "2025-12-01", "2025-12-31"),
+    # Full-width digits, as an input method types them.
+    ("２０２６年３月４日的发布", "2026-03-04", "2026-03-04"),
+    ("１２月１日的会议", "2025-12-01", "2025-12-01"),
+    ("on ２０２６-０３-０４", "2026-03-04", "2026-03-04"),
+    ("October １３, ２０２３", "2023-10-13", "2023-10-13"),
 ])
 def test_a_named_date_is_its_days(text: str, first: str, last: str) -> None:
     [period] = periods_in(text, TODAY)
@@ -64,7 +69,8 @@ def test_each_period_once_in_order_and_three_at_most() -> None:
 
 
 _PIECES = [*"0123456789-年月日号 ,.", "October", "May", "march", "Dec", "2023", "in ", "13th",
-           "during ", "\u3000", "x", "Auguſt", "ſept", "\u00a0", "İn ", "13TH", "1ſt", "2ND"]
+           "during ", "\u3000", "x", "Auguſt", "ſept", "\u00a0", "İn ", "13TH", "1ſt", "2ND",
+           *"０１２３９", "２０２３"]
 
 
 @settings(max_examples=500, deadline=None)
@@ -84,8 +90,9 @@ def test_any_text_gives_valid_periods(text: str, today: date) -> None:
 def periods_in_by_pattern(text: str, today: date) -> list[Period]:
     """periods_in without its quick test: every match of the pattern, read."""
     found: dict[tuple[str, str], Period] = {}
-    for match in dates._PATTERN.finditer(text):
-        period = dates._period(match.groupdict(), match.group(0), today)
+    readable = text.translate(dates._FULL_WIDTH_DIGITS)
+    for match in dates._PATTERN.finditer(readable):
+        period = dates._period(match.groupdict(), text[match.start():match.end()], today)
         if period is not None:
             found.setdefault((period.first, period.last), period)
             if len(found) == dates.MAX_PERIODS:

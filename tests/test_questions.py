@@ -351,7 +351,8 @@ def test_a_date_the_question_names_finds_the_note_written_then(cli: Cli) -> None
     for asked in ("what did we decide about the blog cache in March?",
                   "what did we decide about the blog cache on March 4, 2026?",
                   "what did we decide about the blog cache on 2026-03-04?",
-                  "我们2026年3月对博客的cache做了什么决定？"):
+                  "我们2026年3月对博客的cache做了什么决定？",
+                  "我们２０２６年３月对博客的cache做了什么决定？"):  # full-width digits
         assert ids(cli, asked)[0] == march, asked
     explained = cli.ok("search", "--json", "--explain", "blog cache in March", env=NOW).json()
     assert "date:2026-03-01..2026-03-31" in explained[0]["explain"]["matched"]

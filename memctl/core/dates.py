@@ -1,5 +1,5 @@
 """Dates named in a query: `on October 13, 2023`, `in August 2023`, `in June`, `2023-10-13`,
-`2023年8月`, `10月13日` (pure).
+`2023年8月`, `10月13日`, `２０２３年８月` (pure).
 
 A question that names when something happened (`what did we decide in March?`) is answered
 by a note written then: the search counts a note whose `created` or `updated` day falls in
@@ -51,6 +51,10 @@ _PATTERN = LazyPattern(
 )
 
 
+# Full-width digits (`２０２６年３月`, as a Chinese or Japanese input method may type them) are
+# read as ASCII ones: one character for one, so a match's place is the same in the query.
+_FULL_WIDTH_DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
+
 # Every form has a digit but `in March`, whose month is a whole run of ASCII letters: a query
 # with neither (most) is answered without compiling _PATTERN (~3 ms of a search's start).
 _DIGIT = re.compile("[0-9]")
@@ -89,10 +93,11 @@ def periods_in(text: str, today: date) -> list[Period]:
     """The dates and months and years `text` names, each once, in order of appearance; at
     most MAX_PERIODS of them (the search reads the notes of each)."""
     found: dict[tuple[str, str], Period] = {}
-    if not _may_name_a_date(text):
+    readable = text.translate(_FULL_WIDTH_DIGITS)
+    if not _may_name_a_date(readable):
         return []
-    for match in _PATTERN.finditer(text):
-        period = _period(match.groupdict(), match.group(0), today)
+    for match in _PATTERN.finditer(readable):
+        period = _period(match.groupdict(), text[match.start():match.end()], today)
         if period is not None:
             found.setdefault((period.first, period.last), period)
             if len(found) == MAX_PERIODS:
