@@ -100,6 +100,19 @@ def periods_in_by_pattern(text: str, today: date) -> list[Period]:
     return list(found.values())
 
 
+def test_the_notation_of_a_date_is_its_day_and_month_numbers_and_the_chinese_marks() -> None:
+    def notation(text: str) -> set[str]:
+        return dates.notation_words(periods_in(text, TODAY))
+
+    assert notation("2026年3月4日的发布") == {"2026", "3", "4", "年", "月", "日"}
+    assert notation("２０２６年１２月") == {"2026", "12", "年", "月"}
+    assert notation("on October 13, 2023") == {"13", "2023"}
+    assert notation("in March 2026") == {"2026"}  # a month's name stays a word
+    assert notation("during 2026") == set() and notation("2026年的预算") == {"年"}  # a year
+    assert notation("what changed on 2026-03-04?") == {"2026", "03", "04"}
+    assert notation("no date here") == set()
+
+
 def test_an_ordinal_suffix_in_any_case_is_read() -> None:
     """The pattern is case-blind: `13TH` and `1ſt` once raised ValueError in int()."""
     for text, label in (("on October 13TH", "date:2026-10-13"), ("1ST of March", "date:2026-03-01"),

@@ -149,6 +149,22 @@ def test_edit_stamps_updated_and_keeps_the_rest(cli: Cli, tmp_path):
     assert git(cli.store, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize(("editor", "said"), [
+    ("vi -c 'x", "cannot be read: No closing quotation"),  # shlex.split raised ValueError
+    ("   ", "is empty"),  # ran the copy itself as the editor
+    (".", "'.' cannot be run: Permission denied"),  # a folder: PermissionError
+])
+def test_an_editor_that_cannot_be_run_is_one_line_and_changes_nothing(
+        cli: Cli, editor: str, said: str) -> None:
+    added = cli.ok("add", "Keep me as I am", "--json").json()
+    before = tree_snapshot(cli.store)
+    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and said in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert tree_snapshot(cli.store) == before
+
+
 def test_edit_with_invalid_result_keeps_the_note_and_the_draft(cli: Cli, tmp_path):
     added = cli.ok("add", "Keep me", "--json").json()
     before = (cli.store / added["path"]).read_bytes()

@@ -186,6 +186,28 @@ def run_limited(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, env=env, timeout=60)
 
 
+def test_a_note_that_cannot_be_removed_is_one_line_and_forget_changes_nothing(
+        store: Path) -> None:
+    """`forget` wrote the tombstone, then failed to remove the note: a traceback, and the note
+    alive beside its uncommitted tombstone (which the next `sync` pushed everywhere)."""
+    victim = sorted(notes_on_disk(store))[0]
+    path = store / notes_on_disk(store)[victim][0]
+    before, head = tree_snapshot(store), git(store, "rev-parse", "HEAD").stdout
+    path.parent.chmod(0o555)
+    try:
+        result = run_limited("forget", victim, store=store)
+    finally:
+        path.parent.chmod(0o755)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: cannot remove {path}: Permission denied "
+                                    "(nothing was changed); check the permissions"), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert tree_snapshot(store) == before
+    assert git(store, "rev-parse", "HEAD").stdout == head
+    assert git(store, "status", "--porcelain").stdout == ""
+    assert not (store / ".tombstones" / f"{victim}.md").exists()
+
+
 def test_an_unreadable_note_is_named_and_never_lost(store: Path) -> None:
     assert _all_listed(store)
     note_id, (path,) = sorted(notes_on_disk(store).items())[0]

@@ -474,6 +474,11 @@ def test_a_bad_clock_override_is_one_line(store_path: Path) -> None:
     (["add", "meant for another store"], "", "MEMCTL_STORE is set but empty"),
     (["search", "anything"], "", "MEMCTL_STORE is set but empty"),
     (["init", ""], None, "the store's folder is empty"),
+    # Read as the current folder, or as no remote: a store that is not connected.
+    (["import", "", "--dry-run"], None, "what to import is empty"),
+    (["import", " "], None, "what to import is empty"),
+    (["init", "--clone", ""], None, "--clone is empty"),
+    (["sync", "--remote", ""], None, "--remote is empty"),
 ])
 def test_an_empty_store_option_or_variable_is_bad_usage_never_the_default_store(
         tmp_path: Path, args: list[str], store_env: str | None, words: str) -> None:

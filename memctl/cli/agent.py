@@ -38,14 +38,19 @@ Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
 project_app = typer.Typer(
     help="The L2 project memory MEMORY.md: constraints, decisions, progress, lessons.",
     no_args_is_help=True,
+    epilog=examples("memctl project show", "memctl project add decisions 'Cache rendered posts in Redis'"),
 )
 scratch_app = typer.Typer(
     help="Working memory SCRATCHPAD.md: focus, open questions, next steps, done, notes.",
     no_args_is_help=True,
+    epilog=examples("memctl scratch focus 'Move the post cache to Redis'",
+                    "memctl scratch next 'Measure the cold start'", "memctl scratch show"),
 )
 episode_app = typer.Typer(
     help="Episodes: what happened in one task (goal, steps, outcome, linked notes).",
     no_args_is_help=True,
+    epilog=examples("memctl episode add --goal 'Fix the flaky deploy' --outcome completed "
+                    "--step 'pin the runner image => green'", "memctl episode list"),
 )
 app.add_typer(project_app, name="project")
 app.add_typer(scratch_app, name="scratch")

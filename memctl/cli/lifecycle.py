@@ -15,7 +15,7 @@ from memctl.services.upkeep import SweepItem, bar, report_month
 SHOWN_PAIRS = 20  # pairs of each kind shown, as for idle notes (`--json` has all those listed)
 
 
-@app.command()
+@app.command(epilog=examples("memctl supersede 01kd3q 01m2x7", "memctl supersede 01kd3q 01m2x7 --json"))
 def supersede(
     old: str = typer.Argument(..., metavar="OLD", help="The note that is no longer true."),
     new: str = typer.Argument(..., metavar="NEW", help="The note that replaces it."),
@@ -30,7 +30,7 @@ def supersede(
         info(f"{old_note.id} is superseded by {new_note.id}  ({old_note.path})")
 
 
-@app.command()
+@app.command(epilog=examples("memctl archive --dry-run", "memctl archive --json"))
 def archive(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan; change nothing."),
     json_output: bool = JSON_OPTION,
@@ -66,7 +66,7 @@ def _moves_to(item: SweepItem) -> str:
     return target
 
 
-@app.command()
+@app.command(epilog=examples("memctl restore 01kd3q", "memctl restore --last-sweep"))
 def restore(
     note_ids: Optional[list[str]] = typer.Argument(
         None, metavar="ID...", help="Archived or superseded notes (one commit for all)."),

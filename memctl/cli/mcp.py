@@ -7,12 +7,12 @@ from typing import Optional
 
 import typer
 
-from memctl.cli.base import PROJECT_OPTION, app, checked, current_project, get_store
+from memctl.cli.base import PROJECT_OPTION, app, checked, current_project, examples, get_store
 from memctl.core import arguments
 from memctl.mcp_server import DEFAULT_HTTP_PORT, serve, serve_http
 
 
-@app.command()
+@app.command(epilog=examples("memctl mcp --project blog-backend", "memctl mcp --http --port 8765"))
 def mcp(
     project: Optional[str] = PROJECT_OPTION,
     http: bool = typer.Option(

@@ -64,7 +64,7 @@ def search(
                explain=explain, json_output=json_output)
 
 
-@app.command()
+@app.command(epilog=examples("memctl reindex", "memctl reindex --json"))
 def reindex(json_output: bool = JSON_OPTION) -> None:
     """Rebuild the search index from the files (with a progress bar on stderr)."""
     store = get_store()

@@ -9,7 +9,8 @@ import typer
 
 from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, examples, get_store
 from memctl.cli.output import emit_json, err_console, info, table, warn, write
-from memctl.core.errors import UsageError
+from memctl.core import arguments
+from memctl.core.errors import UsageError, arg
 from memctl.core.vocab import MERGE_DRIVER_IDENTITY
 from memctl.services import exchange
 from memctl.services.exchange import (
@@ -104,6 +105,7 @@ def import_command(
     """Merge memory from another machine or tool: newest version wins, nothing is lost."""
     from pathlib import Path
 
+    arguments.not_empty(source, "what to import", "give a zip, a folder or a store")
     store = get_store()
     kind = None if importer == "auto" else importer
     report = import_into(store, Path(source), dry_run=dry_run, skip_invalid=skip_invalid,
@@ -161,6 +163,7 @@ def sync(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Commit local changes, fetch, merge (newest wins, losers kept), push. Never forces."""
+    arguments.not_empty(remote, arg("remote"), "give the remote's URL, or leave it out")
     report = exchange.sync(get_store(), remote=remote, push=not no_push)
     for item in report.received_secrets:
         warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} came from "
@@ -193,7 +196,7 @@ def sync(
     info(f"pushed to {report.remote} ({report.branch})" if report.pushed else "not pushed")
 
 
-@app.command()
+@app.command(epilog=examples("memctl log 01kd3q", "memctl log 01kd3q --json"))
 def log(
     note_id: str = typer.Argument(..., metavar="ID", help="The note (an unambiguous id prefix is enough)."),
     json_output: bool = JSON_OPTION,
@@ -207,7 +210,9 @@ def log(
 
 
 conflicts_app = typer.Typer(help="List and resolve conflict copies (versions that lost a merge).",
-                            invoke_without_command=True, no_args_is_help=False)
+                            invoke_without_command=True, no_args_is_help=False,
+                            epilog=examples("memctl conflicts", "memctl conflicts diff 1",
+                                            "memctl conflicts keep 1"))
 app.add_typer(conflicts_app, name="conflicts")
 
 

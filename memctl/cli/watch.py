@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from memctl.cli.base import JSON_OPTION, app, get_store
+from memctl.cli.base import JSON_OPTION, app, examples, get_store
 from memctl.cli.output import emit_json
 from memctl.cli.searchserver import SearchServer
 from memctl.services import stores
@@ -28,7 +28,8 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
-@app.command("watch")
+@app.command("watch", epilog=examples("memctl watch", "memctl watch --commit --quiet",
+                                      "memctl watch --status"))
 def watch(
     status: bool = typer.Option(False, "--status", help="Say whether a watcher runs for the store, and exit."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No line per batch (warnings and errors still show)."),

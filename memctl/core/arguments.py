@@ -161,6 +161,14 @@ def utf8_text(text: str, what: str) -> str:
     return text
 
 
+def not_empty(value: str | None, what: str, give: str) -> str | None:
+    """`value` unless it is given empty (or spaces): a script's unset variable
+    (`memctl import "$DIR"`) is bad usage, never read as the current folder or as no value."""
+    if value is not None and not value.strip():
+        raise UsageError(f"{what} is empty (an unset variable?); {give}")
+    return value
+
+
 def short_line(value: str | None, argument: str) -> str | None:
     """One short line (subject, predicate, a tag), or None when empty."""
     if value is None or not str(value).strip():

@@ -105,6 +105,38 @@ def periods_in(text: str, today: date) -> list[Period]:
     return list(found.values())
 
 
+# The characters that write a Chinese date around its numbers.
+_DATE_MARKS = frozenset("年月日号")
+
+
+def notation_words(periods: list[Period]) -> set[str]:
+    """The words that only write the dates read (`2026`, `3` and `月` of `2026年3月`, `13`
+    of `October 13`): their numbers (full-width digits as ASCII) and 年 月 日 号. As words of
+    the query they matched every note with a `3` (`Python 3.11`) or a `2026` in it, and
+    outweighed the notes written then; the date itself stands for them. The number of a
+    date that is a whole year (`in 2026`, `2026年`) and a month's name stay words (`the 2026
+    roadmap`, `the October release`)."""
+    words: set[str] = set()
+    for period in periods:
+        whole_year = period.first.endswith("-01-01") and period.last.endswith("-12-31")
+        run = ""
+        for char in period.text.translate(_FULL_WIDTH_DIGITS) + " ":
+            if "0" <= char <= "9":
+                run += char
+                continue
+            if 1 <= len(run) <= 2 or (len(run) == 4 and not whole_year):
+                words.add(run)
+            run = ""
+            if char in _DATE_MARKS:
+                words.add(char)
+    return words
+
+
+def folded_digits(text: str) -> str:
+    """`text` with full-width digits as ASCII ones (one character for one)."""
+    return text.translate(_FULL_WIDTH_DIGITS)
+
+
 def _period(groups: dict[str, str | None], text: str, today: date) -> Period | None:
     year = _number(groups, "iso_y", "md_y", "dm_y", "my_y", "in_y", "zh_y")
     month_name = groups["md_m"] or groups["dm_m"] or groups["my_m"] or groups["in_m"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 
 from memctl.core.arguments import utf8_text
+from memctl.core.dates import folded_digits
 from memctl.core.errors import UsageError
 from memctl.core.stopwords import asks_in_context, bare, is_english_stop, split_chinese
 from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
@@ -530,6 +531,29 @@ def _project_word_end(units: list[Unit], words: list[str], bare: list[bool], sta
     return start + 1
 
 
+def without_units(query: Query, dropped: set[int]) -> Query:
+    """A copy of `query` without the units numbered in `dropped` (its words to match any of
+    made again)."""
+    narrowed = Query.__new__(Query)
+    narrowed.__dict__.update(query.__dict__)
+    narrowed.units = [unit for number, unit in enumerate(query.units) if number not in dropped]
+    narrowed.any_match = narrowed.matching_any()
+    return narrowed
+
+
+def without_date_notation(query: Query, notation: set[str]) -> Query:
+    """The query without the units that only write a date it names (`notation`: the day and
+    month numbers, 年 月 日 号; memctl.core.dates.notation_words), when something else is
+    left: the date is matched as itself (docs/search.md, "Dates in a query"); a query that is
+    a date and nothing else has no words left."""
+    dropped = {number for number, unit in enumerate(query.units)
+               if unit.label == unit.text and not unit.required and unit.match.startswith('"')
+               and folded_digits(unit.text.strip(_EDGE_PUNCTUATION)) in notation}
+    if not dropped:
+        return query
+    return without_units(query, dropped)
+
+
 def without_scope_words(query: Query, project: str) -> tuple[Query, list[str]]:
     """The query without the words that name the project searched (`In chat-bot, …`,
     `working on data pipeline`): every note in scope is in that project, so its name ranks
@@ -556,10 +580,7 @@ def without_scope_words(query: Query, project: str) -> tuple[Query, list[str]]:
         dropped.update(range(start, _project_word_end(query.units, words, bare, end)))
     if not dropped or len(dropped) == len(query.units):
         return query, []
-    narrowed = Query.__new__(Query)
-    narrowed.__dict__.update(query.__dict__)
-    narrowed.units = [unit for number, unit in enumerate(query.units) if number not in dropped]
-    narrowed.any_match = narrowed.matching_any()
+    narrowed = without_units(query, dropped)
     # A piece of Chinese is listed, not also its pairs of characters.
     pieces = [query.units[number].text for number in dropped if query.units[number].pair is None]
     return narrowed, [query.units[number].text.strip(_EDGE_PUNCTUATION) for number in sorted(dropped)

@@ -207,6 +207,18 @@ def move_file(source: Path, target: Path) -> list[Path]:
     return created
 
 
+def remove_file(path: Path, unchanged: str = "the file was not removed") -> None:
+    """Remove a file (one gone already is no error); a failure (permissions, an immutable
+    file, a read-only filesystem) is a one-line WriteError naming it, never a traceback."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _write_error(path, exc, unchanged, doing=f"cannot remove {path}",
+                           about="the file and its folder") from None
+
+
 def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 from memctl.core import arguments
 from memctl.core.clock import now
-from memctl.core.dates import Period, periods_in
-from memctl.core.query import Query, Unit, parse, without_scope_words
+from memctl.core.dates import Period, notation_words, periods_in
+from memctl.core.query import Query, Unit, parse, without_date_notation, without_scope_words
 from memctl.core.stopwords import bare
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
@@ -146,7 +146,9 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
         # fallback project's `default`, a word people ask about (`the default port`).
         parsed, scope_words = without_scope_words(parsed, scope[0])
     periods = periods_in(_date_text(parsed), now().date())
-    if parsed.any_match is not None:
+    if periods and parsed.any_match is not None:
+        parsed = without_date_notation(parsed, notation_words(periods))
+    if parsed.any_match is not None or periods:
         hits = _best_match(ctx, parsed, periods)
     else:
         hits = ctx.run(parsed.match, parsed.exclude)
@@ -618,7 +620,8 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     _rank_named_facts(parsed, candidates)
     candidates.sort(key=lambda hit: (-hit.score, hit.id))
     best = candidates[:ctx.limit]
-    ctx.add_snippets(best, parsed.matching_any([unit.match for unit in extra]), copied=True)
+    # (No words left: a query that is a date alone. Its snippets are the notes' beginnings.)
+    ctx.add_snippets(best, parsed.matching_any([unit.match for unit in extra]) or None, copied=True)
     return best
 
 

@@ -25,6 +25,7 @@ from memctl.core.noteformat import compute_checksum, parse_text, render_note, re
 from memctl.core.records import dataclass, field
 from memctl.core.secrets import guard, mask_secrets, masked_title, scan
 from memctl.core.textfile import decode_file
+from memctl.disk.atomic import WriteError, atomic_write_bytes, remove_file
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
@@ -372,15 +373,29 @@ def edit_note(store: Store, ref: str, editor: str | None = None, fresh: bool = F
     gives the id it must keep."""
     note, original, broken = _editable(store, ref)
     editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    command = _editor_command(editor)
     draft_dir = store.state_dir / "edit"
     draft_dir.mkdir(exist_ok=True)
     draft = Draft(draft_dir, note.id)
     with draft.editing():
-        return _edit_in_draft(store, note, original, broken, editor, draft, fresh)
+        return _edit_in_draft(store, note, original, broken, command, draft, fresh)
+
+
+def _editor_command(editor: str) -> list[str]:
+    """$VISUAL or $EDITOR as the shell would split it (`code --wait`), checked before any
+    copy is made: an unclosed quote or nothing but spaces is one line, not a traceback."""
+    try:
+        words = shlex.split(editor)
+    except ValueError as exc:
+        raise MemctlError(f"the editor {editor!r} ($VISUAL or $EDITOR) cannot be read: {exc}; "
+                          "set it to a command, e.g. EDITOR='code --wait'") from None
+    if not words:
+        raise MemctlError("$VISUAL or $EDITOR is empty; set it to a command, e.g. EDITOR=vi")
+    return words
 
 
 def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormatError | None,
-                   editor: str, draft: Draft, fresh: bool) -> EditResult:
+                   command: list[str], draft: Draft, fresh: bool) -> EditResult:
     where = store.relpath(draft.path)
     reopened = draft.exists() and not fresh
     if reopened:
@@ -391,10 +406,14 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
         draft.reopen(kept, _draft_header(note.id, problem, stale), base)
     else:
         draft.start(original)
+    editor = command[0]
     try:
-        result = subprocess.run([*shlex.split(editor), str(draft.path)])
+        result = subprocess.run([*command, str(draft.path)])
     except FileNotFoundError:
         raise MemctlError(f"editor {editor!r} not found; set $EDITOR") from None
+    except OSError as exc:  # not executable, a folder: the draft stays, as for a failed editor
+        raise MemctlError(f"editor {editor!r} cannot be run: {exc.strerror or exc}; "
+                          "set $EDITOR") from None
     kept_note = (f"the note is unchanged and your edit is kept: {cmd(f'edit {note.id}')} opens "
                  f"it again ({arg('fresh')}: start again from the note)")
     if result.returncode != 0:
@@ -512,6 +531,27 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
     return None
 
 
+def _write_then_remove(store: Store, tombstone_path: str, tombstone: str, note_path: str) -> None:
+    """The tombstone first, then the note: killed between the two, the note is gone on no
+    machine without its tombstone. A note that cannot be removed (its folder not writable,
+    the file immutable) takes its tombstone back, as it was: one line, nothing changed, never
+    a live note beside its tombstone (docs/reliability.md)."""
+    target = store.resolve(tombstone_path)
+    try:
+        before: bytes | None = target.read_bytes()
+    except FileNotFoundError:
+        before = None
+    store.write_text(tombstone_path, tombstone)
+    try:
+        remove_file(store.resolve(note_path), "nothing was changed")
+    except WriteError:
+        if before is None:
+            remove_file(target)
+        else:
+            atomic_write_bytes(target, before)
+        raise
+
+
 def forget_note(store: Store, ref: str) -> Note:
     """Delete a note and leave a tombstone, so no sync or import brings it back."""
     with store.lock("forget"):
@@ -525,11 +565,7 @@ def forget_note(store: Store, ref: str) -> Note:
              "updated": note.updated},
             f"{mask_secrets(note.title)}\n",
         )
-        store.write_text(tombstone_path, tombstone)
-        try:
-            store.resolve(note.path).unlink()
-        except FileNotFoundError:
-            pass
+        _write_then_remove(store, tombstone_path, tombstone, note.path)
         store.commit(f"forget {note.id}: {masked_title(note.title)}", [tombstone_path, note.path])
     return note
 
