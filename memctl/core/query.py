@@ -542,10 +542,10 @@ def without_units(query: Query, dropped: set[int]) -> Query:
 
 
 def without_date_notation(query: Query, notation: set[str]) -> Query:
-    """The query without the units that only write a date it names (`notation`: the day and
-    month numbers, 年 月 日 号; memctl.core.dates.notation_words), when something else is
-    left: the date is matched as itself (docs/search.md, "Dates in a query"); a query that is
-    a date and nothing else has no words left."""
+    """The query without the units that only write a date it names (`notation`: its numbers
+    and 年 月 日 号, memctl.core.dates.notation_words): the date is matched as itself
+    (docs/search.md, "Dates in a query"). A query that is a date and nothing else has no
+    words left; the search then ranks the notes written then."""
     dropped = {number for number, unit in enumerate(query.units)
                if unit.label == unit.text and not unit.required and unit.match.startswith('"')
                and folded_digits(unit.text.strip(_EDGE_PUNCTUATION)) in notation}
