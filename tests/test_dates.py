@@ -90,7 +90,7 @@ def test_any_text_gives_valid_periods(text: str, today: date) -> None:
 def periods_in_by_pattern(text: str, today: date) -> list[Period]:
     """periods_in without its quick test: every match of the pattern, read."""
     found: dict[tuple[str, str], Period] = {}
-    readable = text.translate(dates._FULL_WIDTH_DIGITS)
+    readable = dates.folded_digits(text)
     for match in dates._PATTERN.finditer(readable):
         period = dates._period(match.groupdict(), text[match.start():match.end()], today)
         if period is not None:

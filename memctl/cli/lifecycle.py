@@ -8,6 +8,7 @@ import typer
 
 from memctl.cli.base import JSON_OPTION, app, examples, get_store
 from memctl.cli.output import console, emit_json, info, table, visible, write
+from memctl.core import arguments
 from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.services import notes, upkeep
 from memctl.services.upkeep import SweepItem, bar, report_month
@@ -103,8 +104,7 @@ def health(
     """The health report: totals, recall, contradictions, duplicates, secrets, drift, git."""
     if markdown == "-" and json_output:
         raise UsageError(f"{arg('markdown')} - and {arg('json')} both print on stdout; choose one")
-    if markdown is not None and not markdown.strip():
-        raise UsageError(f"{arg('markdown')} is empty; give a file, a folder or - for stdout")
+    arguments.not_empty(markdown, arg("markdown"), "give a file, a folder or - for stdout")
     report = upkeep.health(get_store())
     if markdown:
         _write_markdown(report, markdown)

@@ -28,7 +28,7 @@ from memctl.cli.output import (
 )
 from memctl.cli.showing import run_show
 from memctl.core import arguments
-from memctl.core.errors import UsageError, arg
+from memctl.core.errors import arg
 from memctl.core.vocab import NOTE_TYPES, STATUSES
 from memctl.services import notes
 
@@ -48,9 +48,8 @@ def init(
     """Create a store (git init, settings, layout). Safe to run again."""
     from pathlib import Path
 
-    if path is not None and not path.strip():
-        raise UsageError("the store's folder is empty (an unset variable?); give a folder, or "
-                         "leave it out for --store, $MEMCTL_STORE or the default store")
+    arguments.not_empty(path, "the store's folder", "give a folder, or leave it out for --store, "
+                        "$MEMCTL_STORE or the default store")
     arguments.not_empty(clone, arg("clone"), "give the URL of the store's git remote")
     root = Path(path).expanduser().absolute() if path else store_path_option()
     # Lazy: the upkeep services (sync, import, health) cost `add` and `show` ~15 ms of

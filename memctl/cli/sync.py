@@ -41,8 +41,7 @@ def export(
 
     if project and all_projects:
         raise typer.BadParameter("--project and --all exclude each other", param_hint="--all")
-    if not target.strip():
-        raise UsageError("the zip file name is empty; give the path of the zip to write")
+    arguments.not_empty(target, "the zip file name", "give the path of the zip to write")
     store = get_store()
     with _progress("exporting") as update:
         result = export_store(store, Path(target).expanduser(), project=project, progress=update,

@@ -93,7 +93,7 @@ def periods_in(text: str, today: date) -> list[Period]:
     """The dates and months and years `text` names, each once, in order of appearance; at
     most MAX_PERIODS of them (the search reads the notes of each)."""
     found: dict[tuple[str, str], Period] = {}
-    readable = text.translate(_FULL_WIDTH_DIGITS)
+    readable = folded_digits(text)
     if not _may_name_a_date(readable):
         return []
     for match in _PATTERN.finditer(readable):
@@ -120,7 +120,7 @@ def notation_words(periods: list[Period]) -> set[str]:
     for period in periods:
         whole_year = period.first.endswith("-01-01") and period.last.endswith("-12-31")
         run = ""
-        for char in period.text.translate(_FULL_WIDTH_DIGITS) + " ":
+        for char in folded_digits(period.text) + " ":
             if "0" <= char <= "9":
                 run += char
                 continue

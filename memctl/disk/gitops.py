@@ -284,11 +284,11 @@ def settle_index_lock(root: Path, wait: float | None = None, *, keep_crash: bool
     )
 
 
-def git_lock_is_fresh(root: Path, name: str = "index.lock") -> bool:
-    """Does `.git/NAME` exist and is it younger than STALE_INDEX_LOCK_AGE (a running git's)?
-    An older one is a dead git's, which the next commit removes (`settle_index_lock`)."""
+def git_lock_is_fresh(root: Path) -> bool:
+    """Does `.git/index.lock` exist and is it younger than STALE_INDEX_LOCK_AGE (a running
+    git's)? An older one is a dead git's, which the next commit removes (`settle_index_lock`)."""
     try:
-        made = os.stat(os.path.join(root, ".git", name)).st_mtime
+        made = os.stat(os.path.join(root, ".git", "index.lock")).st_mtime
     except OSError:
         return False
     return time.time() - made < STALE_INDEX_LOCK_AGE
@@ -503,7 +503,6 @@ def _remove_temp_files_left_by(root: Path, crashed: dict[str, object]) -> None:
                 path.unlink()
             except OSError:
                 pass
-
 
 
 def _commit_left_by(root: Path, crashed: dict[str, object], own: list[str]) -> None:
