@@ -462,9 +462,14 @@ def test_absurd_spans_are_bad_usage_not_a_traceback(cli: Cli, args: list[str]) -
     assert result.exit_code == 2 and "calendar" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_bad_clock_override_is_one_line(store_path: Path) -> None:
-    result = run_memctl("add", "x", store=store_path, env={"MEMCTL_NOW": "garbage"})
-    assert result.exit_code == 1 and result.stderr == "error: MEMCTL_NOW='garbage' is not an ISO 8601 time\n"
+@pytest.mark.parametrize("args", [["add", "x"], ["search", "x"]])
+def test_a_bad_clock_override_is_bad_usage_in_one_line(store_path: Path, args: list[str]) -> None:
+    # Exit 2, as a bad MEMCTL_PROJECT or an empty MEMCTL_STORE: the environment is part of
+    # how memctl was called.
+    result = run_memctl(*args, store=store_path, env={"MEMCTL_NOW": "garbage"})
+    assert result.exit_code == 2 and result.stderr == (
+        "error: invalid value for MEMCTL_NOW: 'garbage' is not an ISO 8601 time "
+        "(2026-03-01T09:00:00Z); set one or unset MEMCTL_NOW\n")
 
 
 @pytest.mark.parametrize(("args", "store_env", "words"), [
@@ -499,10 +504,10 @@ def test_a_clock_override_outside_gits_years_is_one_line_and_changes_nothing(
     before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
     result = run_memctl("add", "written with a far clock", store=store_path,
                         env={"MEMCTL_NOW": moment})
-    assert result.exit_code == 1, result.stderr
-    assert result.stderr == (f"error: MEMCTL_NOW={moment!r} is outside the years 1970..2099 "
-                             "(git cannot date a commit then); set a time in them or unset "
-                             "MEMCTL_NOW\n")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr == (f"error: invalid value for MEMCTL_NOW: {moment!r} is outside the "
+                             "years 1970..2099 (git cannot date a commit then); set a time in "
+                             "them or unset MEMCTL_NOW\n")
     assert tree_snapshot(store_path) == before
     assert git(store_path, "rev-parse", "HEAD") == head
     assert git(store_path, "status", "--porcelain") == ""

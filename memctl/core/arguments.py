@@ -198,7 +198,10 @@ def tags(values: str | list[str] | tuple[str, ...] | None, argument: str = "tags
 
 
 def note_text(text: str) -> str:
-    """The text of a note: not empty, no NUL bytes, at most MAX_NOTE_BYTES."""
+    """The text of a note: not empty, no NUL bytes, at most MAX_NOTE_BYTES. A byte order
+    mark in front (a file saved by Notepad, piped to `memctl add -`) is no part of it: it
+    would start the note's title."""
+    text = text.removeprefix("\ufeff")
     if "\x00" in text:
         raise UsageError("the note text contains NUL bytes; notes are text")
     utf8_text(text, "note text")

@@ -6,7 +6,7 @@ import os
 import re
 from datetime import UTC, date, datetime, timedelta
 
-from memctl.core.errors import MemctlError
+from memctl.core.errors import UsageError
 
 # The years a clock may say: git dates no commit after 2099 (nor, portably, before 1970),
 # and a file stamped in year 1 is one memctl itself cannot read back (docs/security.md).
@@ -19,11 +19,12 @@ def now() -> datetime:
     if override:
         parsed = parse_time(override)
         if parsed is None:
-            raise MemctlError(f"MEMCTL_NOW={override!r} is not an ISO 8601 time")
+            raise UsageError(f"invalid value for MEMCTL_NOW: {override!r} is not an ISO 8601 "
+                             "time (2026-03-01T09:00:00Z); set one or unset MEMCTL_NOW")
         if not FIRST_YEAR <= parsed.year <= LAST_YEAR:
-            raise MemctlError(f"MEMCTL_NOW={override!r} is outside the years {FIRST_YEAR}.."
-                              f"{LAST_YEAR} (git cannot date a commit then); set a time in "
-                              f"them or unset MEMCTL_NOW")
+            raise UsageError(f"invalid value for MEMCTL_NOW: {override!r} is outside the "
+                             f"years {FIRST_YEAR}..{LAST_YEAR} (git cannot date a commit "
+                             "then); set a time in them or unset MEMCTL_NOW")
         return parsed
     return datetime.now(UTC)
 
@@ -111,16 +112,31 @@ def _shifted(text: str, base: datetime | None, sign: int) -> datetime | None:
         raise ValueError(f"{text!r} is further {way} than any calendar goes") from None
 
 
+# Days by name, counted from the day of `base` (UTC, the zone of every date memctl writes).
+_DAY_WORDS = {"yesterday": -1, "today": 0, "tomorrow": 1}
+
+
+def _named_day(text: str, base: datetime | None) -> date | None:
+    """The UTC date `text` names as a word (yesterday, today, tomorrow), else None."""
+    offset = _DAY_WORDS.get(text.strip().lower())
+    if offset is None:
+        return None
+    return (base or now()).astimezone(UTC).date() + timedelta(days=offset)
+
+
 def parse_expiry(text: str, base: datetime | None = None) -> str:
-    """`--expires` accepts a date or time (kept as written) or a span such as 12h, 30d, 6w,
-    3m, 1y. A span of days or more is written as the date it ends on; one of hours or
+    """`--expires` accepts a date or time (kept as written), a span such as 12h, 30d, 6w,
+    3m, 1y, or `tomorrow` (written as its date, as `1d` is). A span of days or more is written as the date it ends on; one of hours or
     minutes as the exact time (its date would often be today, already past). A moment that
     is not after `base` (default: now) is refused: the note would be stale from its first
     second, and the next sweep would archive it (docs/lifecycle.md)."""
     value = text.strip()
     base = base or now()
     moved = _shifted(value, base, 1)
-    if moved is not None:
+    day = _named_day(value, base)
+    if day is not None:
+        written = day.isoformat()
+    elif moved is not None:
         span = _span(value)
         if span is not None and span[1] in ("h", "min"):
             written = format_time(moved)
@@ -130,7 +146,8 @@ def parse_expiry(text: str, base: datetime | None = None) -> str:
         written = value
     moment = parse_time(written)
     if moment is None:
-        raise ValueError(f"{text!r} is neither a date (2027-03-01) nor a span ({SPAN_EXAMPLES})")
+        raise ValueError(f"{text!r} is neither a date (2027-03-01), a span ({SPAN_EXAMPLES}) "
+                         "nor tomorrow")
     if moment <= base:
         raise ValueError(f"{text!r} is not in the future (now is {format_time(base)}); a note "
                          "that has already expired is archived by the next sweep")
@@ -138,12 +155,17 @@ def parse_expiry(text: str, base: datetime | None = None) -> str:
 
 
 def parse_since(text: str, base: datetime | None = None) -> datetime:
-    """`--since` accepts a date/time or a span back from now (90min, 12h, 7d, 2w, 3m, 1y)."""
+    """`--since` accepts a date/time, a span back from now (90min, 12h, 7d, 2w, 3m, 1y), or
+    `today` / `yesterday` (from the start of that UTC day)."""
     value = text.strip()
+    day = _named_day(value, base)
+    if day is not None:
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
     moved = _shifted(value, base, -1)
     if moved is not None:
         return moved
     parsed = parse_time(value)
     if parsed is None:
-        raise ValueError(f"{text!r} is neither a date (2026-11-01) nor a span ({SPAN_EXAMPLES})")
+        raise ValueError(f"{text!r} is neither a date (2026-11-01), a span ({SPAN_EXAMPLES}) "
+                         "nor today or yesterday")
     return parsed

@@ -23,7 +23,7 @@ def list_notes(store: Store, *, project: str | None, note_type: str | None = Non
     Each is a dict of front matter fields plus `path`, as `list --json` prints them. A file
     that stopped parsing is listed with its last good version (the index keeps it)."""
     since_time = None
-    if since:
+    if since is not None:  # an empty --since is an error, as in `memctl search`
         since_time = arguments.since(since, now())
     if index is None:
         index = ensure_fresh(store)
