@@ -458,3 +458,37 @@ def test_a_note_replaced_by_a_fifo_or_a_socket_hangs_nothing(store_path: Path, k
     found = run_memctl("search", "drains", store=store_path, timeout=30)
     assert found.exit_code == 0 and note["id"] not in found.stdout
     assert run_memctl("health", "--json", store=store_path, timeout=60).exit_code in (0, 1)
+
+
+# --- counts and warnings agree on what a broken file still is ------------------------------
+
+
+def test_health_counts_the_notes_list_shows_from_their_last_good_version(cli: Cli):
+    kept = add(cli, "Postgres is the database we use")
+    add(cli, "Deploys go out on Tuesdays")
+    break_tags(cli, kept["path"])
+    listed = cli.ok("list", "--json")
+    assert len(listed.json()) == 2  # the broken one from its last good version
+    assert f"{kept['path']}:6: " in listed.stderr and "(its last good version is used)" in listed.stderr
+    report = cli.ok("health", "--json").json()
+    # Read from the files: 1 note; the other is counted apart, not lost from the totals.
+    assert report["totals"]["notes"] == 1 and report["totals"]["last_good"] == 1
+    assert report["index"]["last_good_notes"] == 1
+    assert [error["path"] for error in report["parse_errors"]] == [kept["path"]]
+    shown = cli("health").stdout
+    assert "1 note, 0 episodes" in shown
+    assert "and 1 note listed and searched from its last good version" in shown
+
+
+def test_a_file_that_never_parsed_is_said_to_be_left_out_not_served(cli: Cli):
+    add(cli, "Deploys go out on Tuesdays")
+    dropped = cli.store / "demo" / "notes" / "fact" / "dropped-by-hand.md"
+    dropped.write_text("---\nid: [01m8p03ee0pc1z47\n---\nTuesdays are for deploys\n")
+    listed = cli.ok("list", "--json")
+    assert len(listed.json()) == 1
+    warning = next(line for line in listed.stderr.splitlines() if "dropped-by-hand.md" in line)
+    assert warning.endswith("(left out until it parses)"), warning
+    searched = cli.ok("search", "Tuesdays", "--json")
+    assert "dropped-by-hand.md:2: " in searched.stderr
+    assert "(left out until it parses)" in searched.stderr
+    assert cli.ok("health", "--json").json()["totals"]["last_good"] == 0

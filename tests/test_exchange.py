@@ -281,3 +281,26 @@ def test_export_refuses_a_target_that_is_not_a_regular_file(store_path, tmp_path
     empty = run_memctl("export", "", store=store_path)
     assert empty.exit_code == 2 and "Traceback" not in empty.stderr, empty.stderr
     assert not list(tmp_path.glob(".*.tmp")) and not list(folder.parent.glob(".pipe.zip*"))
+
+
+def test_export_makes_the_missing_folders_of_its_target(store_path, tmp_path):
+    from conftest import run_memctl
+
+    added = run_memctl("add", "The release checklist lives in the wiki", "--json",
+                       store=store_path).json()
+    target = tmp_path / "backups" / "2026" / "memory.zip"
+    result = run_memctl("export", str(target), store=store_path)
+    assert result.exit_code == 0, result.stderr
+    assert zipfile.is_zipfile(target)
+    other = tmp_path / "other"
+    Store.init(other)
+    assert run_memctl("import", str(target), store=other).exit_code == 0
+    assert run_memctl("show", added["id"], "--json", store=other).json()["title"] == (
+        "The release checklist lives in the wiki")
+    # A file where a folder must be: one line, the file as it was, no zip, no folder.
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("keep me\n")
+    blocked = run_memctl("export", str(blocker / "sub" / "memory.zip"), store=store_path)
+    assert blocked.exit_code == 1 and blocked.stderr.count("\n") == 1
+    assert blocked.stderr.startswith("error: cannot create the folder") and "is a file" in blocked.stderr
+    assert blocker.read_text() == "keep me\n"

@@ -144,6 +144,9 @@ def _render(report: dict[str, Any]) -> None:
     totals = report["totals"]
     out.print(f"[bold]memctl health[/]  {escape(visible(report['store']))}  ({report['generated']})")
     out.print(f"{_plural(totals['notes'], 'note')}, {_plural(totals['episodes'], 'episode')}")
+    if totals.get("last_good"):
+        out.print(f"and {_plural(totals['last_good'], 'note')} listed and searched from "
+                  "its last good version: its file does not parse (below)")
     largest = max(totals["by_type"].values(), default=0)
     table(["type", "notes", ""],
           _cells([[k, v, bar(v, largest)] for k, v in totals["by_type"].items()]),

@@ -127,7 +127,9 @@ def report_parse_errors(problems: Any) -> None:
     """Files that do not parse (an index's `parse_errors()`), named with path and line on
     stderr by the command meeting them."""
     for problem in problems:
-        warn(f"{problem.path}:{problem.line}: {problem.message} (its last good version is used)")
+        served = ("its last good version is used" if problem.has_last_good
+                  else "left out until it parses")
+        warn(f"{problem.path}:{problem.line}: {problem.message} ({served})")
 
 
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:

@@ -157,12 +157,16 @@ class RefreshStats:
 
 
 class ParseError:
-    __slots__ = ("path", "line", "message")
+    """A file that does not parse: where, and why. `has_last_good`: whether the index still
+    serves its last good version (listed, searched, recalled), or leaves it out."""
 
-    def __init__(self, path: str, line: int, message: str) -> None:
+    __slots__ = ("path", "line", "message", "has_last_good")
+
+    def __init__(self, path: str, line: int, message: str, has_last_good: bool = True) -> None:
         self.path = path
         self.line = line
         self.message = message
+        self.has_last_good = has_last_good
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ParseError) and \
@@ -1200,8 +1204,18 @@ class Index:
 
     def parse_errors(self) -> list[ParseError]:
         """Files that do not parse now (each keeps its last good entry, if it had one)."""
-        return [ParseError(path, line or 1, message) for path, line, message in self.conn.execute(
-            "SELECT path, error_line, error FROM files WHERE error IS NOT NULL ORDER BY path")]
+        return [ParseError(path, line or 1, message, bool(kept)) for path, line, message, kept
+                in self.conn.execute(
+                    "SELECT fl.path, fl.error_line, fl.error, EXISTS(SELECT 1 FROM docs d"
+                    " WHERE d.path = fl.path) FROM files fl WHERE fl.error IS NOT NULL"
+                    " ORDER BY fl.path")]
+
+    def last_good_notes(self) -> int:
+        """How many notes are served from their last good version: their file does not
+        parse now (health counts them apart: docs/health.md)."""
+        return self.conn.execute(
+            "SELECT count(*) FROM files fl JOIN docs d ON d.path = fl.path"
+            " WHERE fl.error IS NOT NULL AND d.kind = 'note'").fetchone()[0]
 
     def last_good(self, path: str) -> tuple[ParseError, str] | None:
         """A note file that does not parse now: its problem, and the body of the last good

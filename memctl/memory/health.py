@@ -571,6 +571,7 @@ def _index_drift(store: Store, walked: list[MemoryFile] | None = None) -> dict[s
         after = before if refreshed is not None and not refreshed.changed \
             else drift(index.indexed_files())
         indexed_notes = index.count("note")
+        last_good = index.last_good_notes()
     finally:
         index.close()
     return {
@@ -578,6 +579,7 @@ def _index_drift(store: Store, walked: list[MemoryFile] | None = None) -> dict[s
         "drift": after,
         "drifted": sum(len(v) for v in after.values()),
         "indexed_docs": indexed_notes,
+        "last_good_notes": last_good,
     }
 
 
@@ -658,6 +660,9 @@ def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
         store.root, notes, moment, settings.get("duplicates.merge_threshold"),
         settings.get("duplicates.similar_threshold"), settings.get("health.listed_pairs"),
         lambda: _sections(store, notes, sizes, moment))
+    # The notes whose file does not parse: `list` and `search` show their last good
+    # version, so the totals say how many there are beside the notes read here.
+    sections["head"]["totals"]["last_good"] = drift["last_good_notes"]
     report: dict[str, Any] = {
         "generated": format_time(moment),
         "store": str(store.root),
@@ -907,6 +912,9 @@ def to_markdown(report: dict[str, Any]) -> str:
     else:
         out += ["**No problems found.**", ""]
     out += [f"## Totals: {totals['notes']} notes, {totals['episodes']} episodes", ""]
+    if totals.get("last_good"):
+        out += [f"And {totals['last_good']} more listed and searched from their last good "
+                "version: their files do not parse (below).", ""]
     largest = max(totals["by_type"].values(), default=0)
     out += _table(["type", "notes", ""],
                   [[k, v, bar(v, largest)] for k, v in totals["by_type"].items()])
