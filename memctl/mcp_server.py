@@ -924,7 +924,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             Optional[str], short_line("Which property of the subject (e.g. 'database').")
         ] = None,
         expires: Annotated[
-            Optional[str], Arg("When it stops being true: a date or a span (30d, 6m).")
+            Optional[str], Arg("When it stops being true: a date, a span (30d, 6m) or tomorrow.")
         ] = None,
         scope: Annotated[
             str,
@@ -1005,7 +1005,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             Optional[list[str]], tags_arg("Only entries with all these tags.")
         ] = None,
         since: Annotated[
-            Optional[str], Arg("Only entries updated since a date or a span (7d, 2w).")
+            Optional[str], Arg("Only entries updated since a date, a span (7d, 2w), today or yesterday.")
         ] = None,
         limit: Annotated[int, limit_arg("At most this many hits.")] = 10,
         include_stale: Annotated[
@@ -1093,7 +1093,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             str, Arg("Only this status, or any.", enum=list(LIST_STATUSES))
         ] = "active",
         since: Annotated[
-            Optional[str], Arg("Only notes updated since a date or a span (7d, 2w).")
+            Optional[str], Arg("Only notes updated since a date, a span (7d, 2w), today or yesterday.")
         ] = None,
         sort: Annotated[
             str, Arg("Order (newest or highest first).", enum=list(LIST_SORTS))
@@ -1135,7 +1135,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         predicate: Annotated[Optional[str], short_line("Which property of the subject; '' "
                                                        "removes it.")] = None,
         expires: Annotated[
-            Optional[str], Arg("When it stops being true: a date or a span (30d, 6m); '' "
+            Optional[str], Arg("When it stops being true: a date, a span (30d, 6m) or tomorrow; '' "
                                "removes it.")
         ] = None,
         pinned: Annotated[

@@ -50,7 +50,7 @@ def search(
         None, "--type", "-t", callback=_check_types,
         help=f"Only this type (repeatable): {', '.join(NOTE_TYPES + KIND_TYPES)}."),
     tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only with this tag (repeatable)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Updated since a date or a span (7d)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Updated since a date, a span (7d), today or yesterday."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", callback=checked(arguments.limit),
                                         help="At most N hits (default: the search.default_limit setting, 20)."),
     include_stale: bool = typer.Option(False, "--include-stale",
