@@ -382,6 +382,10 @@ def test_an_edit_never_undoes_what_another_command_did_while_the_editor_was_open
         result.stderr
     assert "your edit is kept" in result.stderr and "Traceback" not in result.stderr
     draft = cli.store / ".memctl" / "edit" / f"{note['id']}.md"
+    if meanwhile == "forget":  # no note to reopen it for: set aside, as `forget` does
+        assert not draft.exists()
+        draft = cli.store / ".memctl" / "edit" / "forgotten" / f"{note['id']}.md"
+        assert f".memctl/edit/forgotten/{note['id']}.md" in result.stderr
     assert "Added in the editor" in draft.read_text()  # nothing typed is lost
     files = [path for path in cli.store.rglob("*.md") if note["id"] in path.name
              and ".memctl" not in path.parts and ".tombstones" not in path.parts]

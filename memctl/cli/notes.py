@@ -182,8 +182,13 @@ def forget(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Delete a note, leaving a tombstone so no sync brings it back."""
-    note = notes.forget(get_store(), note_id)
+    store = get_store()
+    note = notes.forget(store, note_id)
+    # A kept `memctl edit` draft of it is set aside, never deleted (docs/format.md).
+    kept = notes.forgotten_edit(store, note.id)
     if json_output:
-        emit_json({"id": note.id, "path": note.path, "action": "forgotten"})
+        emit_json({"id": note.id, "path": note.path, "action": "forgotten", "kept_edit": kept})
     else:
         info(f"forgot {note.id}  {note.title}")
+        if kept:
+            info(f"your kept edit of {note.id} was moved to {kept}")

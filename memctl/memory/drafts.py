@@ -8,6 +8,12 @@ Those lines are removed again on save, and only those: `<id>.json` records the e
 memctl put there, and only leading lines equal to them (in their order; a person may delete
 some) are removed. A line a person changed is not memctl's any more: it stays, and the save
 is refused naming it, so nothing a person typed is ever dropped (docs/format.md).
+
+`<id>.json` also records the note the edit began from (its fingerprint, and its bytes): when
+the note changed before a kept draft is reopened, the lifecycle fields the person left alone
+are taken from the note as it is now (memctl.memory.notes), so an old `status: active` in the
+draft does not undo an `archive` or a `supersede`. A note forgotten meanwhile has nowhere to
+be saved to: its draft is set aside in `forgotten/` (`set_aside`), never deleted.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ except ImportError:  # Windows: no memctl can change a store there (memctl.disk.
     fcntl = None  # type: ignore[assignment]
 
 MARK = "# memctl:"
+FORGOTTEN = "forgotten"  # the subfolder a forgotten note's kept edit is set aside in
 
 
 def fingerprint(data: bytes) -> str:
@@ -56,18 +63,27 @@ class Draft:
         live draft for a kept one, save it, and lose whichever edit was saved first
         (tests/test_notes_cli.py). The kernel lets go of it when the process dies, so a
         kept draft (a failed save, a killed edit) is opened again as before."""
-        if fcntl is None:
+        with self._held() as held:
+            if not held:
+                raise MemctlError(f"note {self.note_id} is being edited already (another "
+                                  f"{cmd('edit')} has it open); finish that edit first, "
+                                  "then edit it again")
             yield
+
+    @contextmanager
+    def _held(self) -> Iterator[bool]:
+        """The edit lock, taken without waiting: whether this process holds it."""
+        if fcntl is None:
+            yield True
             return
         fd = os.open(self._lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise MemctlError(f"note {self.note_id} is being edited already (another "
-                                  f"{cmd('edit')} has it open); finish that edit first, "
-                                  "then edit it again") from None
-            yield
+                yield False
+                return
+            yield True
         finally:
             os.close(fd)
 
@@ -87,6 +103,15 @@ class Draft:
         base = self._load_state().get("base")
         return base if isinstance(base, str) else None
 
+    @property
+    def base_note(self) -> bytes | None:
+        """The bytes of the note the draft's lifecycle fields came from: the note the edit
+        started from, or the note a reopen last took them from. None for a draft kept
+        before memctl recorded them (nothing is merged into such a draft)."""
+        text = self._load_state().get("base_note")
+        # surrogateescape: a file that is not UTF-8 (edited for fixing) is kept byte for byte.
+        return text.encode("utf-8", "surrogateescape") if isinstance(text, str) else None
+
     def header(self) -> list[bytes]:
         lines = self._load_state().get("header")
         if not isinstance(lines, list):
@@ -95,19 +120,21 @@ class Draft:
 
     def start(self, original: bytes) -> None:
         """A fresh copy of the note."""
-        self._save_state(fingerprint(original), [])
+        self._save_state(fingerprint(original), [], original)
         atomic_write_bytes(self.path, original)
 
-    def reopen(self, content: bytes, header: list[str], base: str | None) -> None:
+    def reopen(self, content: bytes, header: list[str], base: str | None,
+               base_note: bytes | None) -> None:
         """The kept edit, `content`, with `header` lines on top. They are left out when the
         content could be taken for them (it starts with a byte order mark or `# memctl:`, or
-        has a line the same as one of them), so removing them later is never ambiguous."""
+        has a line the same as one of them), so removing them later is never ambiguous.
+        `base` and `base_note` are recorded as `base` and `base_note` give them back."""
         newline = b"\r\n" if content.split(b"\n", 1)[0].endswith(b"\r") else b"\n"
         encoded = [line.encode("utf-8") for line in header]
         own = {_bare(line) for line in content.splitlines()}
         if content.startswith((b"\xef\xbb\xbf", MARK.encode())) or any(line in own for line in encoded):
             encoded = []
-        self._save_state(base, [line.decode("utf-8") for line in encoded])
+        self._save_state(base, [line.decode("utf-8") for line in encoded], base_note)
         atomic_write_bytes(self.path, b"".join(line + newline for line in encoded) + content)
 
     def read(self) -> tuple[bytes, int, int | None]:
@@ -137,5 +164,36 @@ class Draft:
         self.path.unlink(missing_ok=True)
         self._state.unlink(missing_ok=True)
 
-    def _save_state(self, base: str | None, header: list[str]) -> None:
-        atomic_write_bytes(self._state, json.dumps({"base": base, "header": header}).encode())
+    def set_aside(self, locked: bool) -> Path | None:
+        """Move the kept draft of a note that was forgotten to `forgotten/<id>.md` (a name
+        beside it when that is taken) and drop its record; returns where it went, or None
+        when there is none. It can be saved nowhere now, and `memctl edit ID` no longer
+        finds the note to reopen it, but it may hold typing never saved: it is moved out of
+        the way, never deleted. `locked`: the caller holds the edit lock (an edit whose save
+        found the note forgotten). Otherwise (`forget`) the lock is taken without waiting,
+        and a draft an editor has open is left to that edit, which sets it aside itself."""
+        if not self.exists():
+            return None
+        if locked:
+            return self._move_aside()
+        with self._held() as held:
+            return self._move_aside() if held else None
+
+    def _move_aside(self) -> Path | None:
+        if not self.exists():  # gone while the lock was taken
+            return None
+        folder = self.path.parent / FORGOTTEN
+        folder.mkdir(exist_ok=True)
+        target = folder / self.path.name
+        number = 2
+        while target.exists():  # the same id set aside before (as many tries as there were)
+            target = folder / f"{self.note_id}-{number}.md"
+            number += 1
+        os.replace(self.path, target)
+        self._state.unlink(missing_ok=True)
+        return target
+
+    def _save_state(self, base: str | None, header: list[str], base_note: bytes | None) -> None:
+        note = None if base_note is None else base_note.decode("utf-8", "surrogateescape")
+        atomic_write_bytes(self._state, json.dumps(
+            {"base": base, "header": header, "base_note": note}).encode())

@@ -31,7 +31,7 @@ from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
 from memctl.index.nearwords import check_pool, keep_words
 from memctl.memory.checks import MERGED, decide
-from memctl.memory.drafts import MARK, Draft, fingerprint
+from memctl.memory.drafts import FORGOTTEN, MARK, Draft, fingerprint
 from memctl.store import Store
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
@@ -400,10 +400,17 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
     reopened = draft.exists() and not fresh
     if reopened:
         kept, _removed, _leftover = draft.read()
-        base = draft.base
+        base, base_note = draft.base, draft.base_note
+        # Taken here rather than on save, so the person sees in the editor what is saved.
+        merged, fields = _lifecycle_merge(kept, base_note, original)
+        if merged is not None:
+            kept = merged
+            if base_note is not None:
+                base_note = original  # the draft's lifecycle fields now answer to this note
         problem = _validate_edited(kept, note, original)
         stale = base is not None and base != fingerprint(original)
-        draft.reopen(kept, _draft_header(note.id, problem, stale), base)
+        draft.reopen(kept, _draft_header(note.id, problem, stale, fields, merged is None),
+                     base, base_note)
     else:
         draft.start(original)
     editor = command[0]
@@ -435,23 +442,98 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
     if problem:
         line, message = problem
         raise MemctlError(f"{where}{f':{line}' if line else ''}: {message}; {kept_note}")
+    # What the reopen could not take (the kept draft did not parse then; its header said
+    # so): the lifecycle fields left as they were come from the note as it is now.
+    merged, fields = _lifecycle_merge(edited, draft.base_note, original)
+    if merged is None:
+        raise MemctlError(f"{where}: the note's {_listed(fields)} changed since this edit "
+                          "began, and memctl cannot change them in this draft's front matter "
+                          f"by itself; write them in the draft as the note has them now "
+                          f"({cmd(f'show {note.id}')}), then save; {kept_note}")
+    if merged != edited:
+        if merged == original:
+            draft.discard()
+            return EditResult(note, False, reopened, broken)
+        problem = _validate_edited(merged, note, original)
+        if problem:
+            raise MemctlError(f"{where}: {problem[1]}; {kept_note}")
+        edited = merged
     text = edited.decode("utf-8")  # validated
     with store.lock("edit"):
         changed = _changed_meanwhile(store, note, original)
         if changed is not None:
             # Archived, forgotten, superseded or edited while the editor was open: saving
             # would undo that, or leave the note in two files (tests/test_notes_cli.py).
-            again = (f"{cmd(f'edit {note.id}')} opens your edit again, on top of the note as "
-                     "it is now" if not changed.startswith("it was forgotten")
-                     else "it stays in the draft")
+            if changed.startswith("it was forgotten"):
+                # No `memctl edit` can reopen it now: set aside, as `forget` does.
+                where = _set_aside(store, draft, locked=True) or where
+                raise MemctlError(f"note {note.id} changed while you edited it ({changed}); "
+                                  f"nothing was saved, and your edit is kept in {where} (there "
+                                  "is no note left to save it to)")
             raise MemctlError(f"note {note.id} changed while you edited it ({changed}); "
-                              f"nothing was saved, and your edit is kept: {again} ({where})")
+                              f"nothing was saved, and your edit is kept: "
+                              f"{cmd(f'edit {note.id}')} opens your edit again, on top of the "
+                              f"note as it is now ({where})")
         moment = now()
         stamped = stamp(text, {}, moment, note)
         store.write_text(note.path, stamped)
         store.commit(f"edit {note.id}: {masked_title(title_of(parse_text(stamped).meta, parse_text(stamped).body))}", [note.path])
     draft.discard()
     return EditResult(store.read_note(note.path), True, reopened)
+
+
+# The fields memctl's lifecycle commands write: `supersede` (and an `add` or `update` with the
+# same subject + predicate) status and superseded_by; the archive sweep status and
+# archived_from, or importance and demoted when it demotes; `restore` status, archived_from,
+# superseded_by and a past expires. A kept draft still holds the values the edit began with.
+_LIFECYCLE_FIELDS = ("status", "superseded_by", "archived_from", "importance", "demoted",
+                     "expires")
+
+
+def _lifecycle_merge(draft: bytes, base: bytes | None, current: bytes
+                     ) -> tuple[bytes | None, list[str]]:
+    """A three-way merge of the lifecycle fields only: each one the note changed since
+    `base` (the note the draft's fields came from) and the draft still has as in `base` is
+    taken from `current`, the note as it is now; a value the person changed stays theirs.
+    Only those fields' lines change (`set_fields`); the rest of the draft keeps every byte.
+
+    Returns (the draft, the fields taken), or (None, the fields to take) when the draft's
+    front matter cannot be read or changed. No `base` (a draft kept by an older memctl),
+    or a base or note that does not parse: nothing is known to take, the draft as it is."""
+    if base is None or base == current:
+        return draft, []
+    before, after = _front_matter(base), _front_matter(current)
+    if before is None or after is None:
+        return draft, []
+    changed = [name for name in _LIFECYCLE_FIELDS if before[1].get(name) != after[1].get(name)]
+    if not changed:
+        return draft, []
+    mine = _front_matter(draft)
+    if mine is None:
+        return None, changed
+    text, meta = mine
+    updates = {name: after[1].get(name) for name in changed
+               if meta.get(name) == before[1].get(name)}
+    if not updates:
+        return draft, []
+    try:
+        merged = set_fields(text, updates)
+    except ValueError:  # a shape of front matter line edits do not handle
+        return None, list(updates)
+    return merged.encode("utf-8"), list(updates)
+
+
+def _front_matter(data: bytes) -> tuple[str, dict[str, Any]] | None:
+    """A file's text and front matter fields; None when it is no text or does not parse."""
+    text = decode_file(data)
+    if not isinstance(text, str):
+        return None
+    parsed = parse_text(text)
+    return None if parsed.problem is not None else (text, parsed.meta)
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _changed_meanwhile(store: Store, note: Note, original: bytes) -> str | None:
@@ -484,13 +566,22 @@ def _editable(store: Store, ref: str) -> tuple[Note, bytes, NoteFormatError | No
     return note, text.encode("utf-8"), None
 
 
-def _draft_header(note_id: str, problem: tuple[int | None, str] | None, stale: bool) -> list[str]:
+def _draft_header(note_id: str, problem: tuple[int | None, str] | None, stale: bool,
+                  fields: list[str], pending: bool) -> list[str]:
     """The lines on top of a reopened draft; a problem's line is counted in the draft as it
-    will be, below these lines."""
+    will be, below these lines. `fields`: the lifecycle fields taken from the note as it is
+    now (`pending`: to be taken on save, the draft's front matter not being readable yet)."""
     lines = [f"{MARK} your edit of note {note_id}, kept because it could not be saved."]
     if problem:
         lines.append("")  # the problem, once the size of the header is known
-    if stale:
+    if fields:
+        names, verb = _listed(fields), "is" if len(fields) == 1 else "are"
+        taken = (f"on save, its {names} {verb} taken from the note as it is now unless you "
+                 "changed them" if pending
+                 else f"its {names} {verb} taken from the note as it is now")
+        lines.append(f"{MARK} the note has changed since this edit began; {taken}; saving "
+                     "puts this edit in its place.")
+    elif stale:
         lines.append(f"{MARK} the note has changed since this edit began; saving puts this "
                      "edit in its place.")
     lines.append(f"{MARK} fix it and save: the lines starting with `{MARK}` are removed.")
@@ -552,8 +643,27 @@ def _write_then_remove(store: Store, tombstone_path: str, tombstone: str, note_p
         raise
 
 
+def _set_aside(store: Store, draft: Draft, locked: bool) -> str | None:
+    """Where the kept edit of a forgotten note was moved (memctl.memory.drafts), or None when
+    none was. A move that fails leaves the draft where it is: still nothing is lost, and the
+    note is forgotten all the same."""
+    try:
+        moved = draft.set_aside(locked)
+    except OSError:
+        return None
+    return None if moved is None else store.relpath(moved)
+
+
+def forgotten_edit(store: Store, note_id: str) -> str | None:
+    """The kept edit `forget` set aside for this note (`.memctl/edit/forgotten/<id>.md`), if
+    there is one, for the front ends to name."""
+    path = store.state_dir / "edit" / FORGOTTEN / f"{note_id}.md"
+    return store.relpath(path) if path.is_file() else None
+
+
 def forget_note(store: Store, ref: str) -> Note:
-    """Delete a note and leave a tombstone, so no sync or import brings it back."""
+    """Delete a note and leave a tombstone, so no sync or import brings it back. Its kept
+    edit, if any, is set aside in `.memctl/edit/forgotten/` (`forgotten_edit` names it)."""
     with store.lock("forget"):
         # Found under the lock: an `archive` or `restore` that moved the note while this
         # waited for it must not leave the note alive beside its tombstone.
@@ -567,6 +677,9 @@ def forget_note(store: Store, ref: str) -> Note:
         )
         _write_then_remove(store, tombstone_path, tombstone, note.path)
         store.commit(f"forget {note.id}: {masked_title(note.title)}", [tombstone_path, note.path])
+        # Left in `.memctl/edit/` it was there for ever: `memctl edit ID` finds no note to
+        # reopen it for. Set aside, not deleted: it may hold typing never saved.
+        _set_aside(store, Draft(store.state_dir / "edit", note.id), locked=False)
     return note
 
 

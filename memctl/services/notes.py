@@ -17,6 +17,7 @@ from memctl.memory.notes import (
     add_note,
     edit_note,
     forget_note,
+    forgotten_edit,
     supersede_note,
     update_note,
 )
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["AddResult", "EditResult", "Shown", "UpdateResult", "edit", "forget", "get", "list_notes",
-           "remember", "show", "supersede", "update"]
+           "forgotten_edit", "remember", "show", "supersede", "update"]
 
 
 def remember(store: Store, text: str, *, note_type: str = "fact", project: str,

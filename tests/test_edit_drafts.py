@@ -1,0 +1,233 @@
+"""A kept draft of `memctl edit` against what other commands did to the note since
+(docs/format.md, "Editing by hand"): a reopened draft takes the lifecycle fields the person
+left alone from the note as it is now, so it never makes a superseded or archived note
+active again; and a forgotten note's kept draft is set aside, not left behind for ever."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import Cli, git, run_memctl
+
+from memctl.core.noteformat import parse_text
+
+# Records the text the editor was given (in $SEEN), then makes the replacements in $EDITS
+# (a JSON list of [old, new]) and appends $APPEND: a person at the keyboard, scripted.
+EDITOR = """import json, os, sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8", newline="").read()
+open(os.environ["SEEN"], "w", encoding="utf-8", newline="").write(text)
+for old, new in json.loads(os.environ.get("EDITS", "[]")):
+    assert old in text, old
+    text = text.replace(old, new, 1)
+text += os.environ.get("APPEND", "")
+open(path, "w", encoding="utf-8", newline="").write(text)
+"""
+
+MARK = "# memctl:"
+
+
+def edit(cli: Cli, note_id: str, *, edits: list[tuple[str, str]] = (), append: str = "",
+         env: dict[str, str] | None = None):
+    """`memctl edit` with the scripted editor; returns (result, the text the editor saw)."""
+    script = cli.store.parent / "editor.py"
+    script.write_text(EDITOR)
+    seen = cli.store.parent / "seen.txt"
+    result = cli("edit", note_id, env={
+        "EDITOR": f"{sys.executable} {script}", "VISUAL": "", "SEEN": str(seen),
+        "EDITS": json.dumps([list(pair) for pair in edits]), "APPEND": append, **(env or {})})
+    return result, seen.read_text(encoding="utf-8")
+
+
+def add(cli: Cli, text: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    return cli.ok("add", text, "--json", "--force", *args, env=env).json()
+
+
+def draft_of(cli: Cli, note_id: str) -> Path:
+    return cli.store / ".memctl" / "edit" / f"{note_id}.md"
+
+
+def keep_a_draft(cli: Cli, note_id: str, broken: tuple[str, str], typed: str) -> str:
+    """A failed save: the draft holds `typed` and the `broken` replacement; its text."""
+    failed, _seen = edit(cli, note_id, edits=[broken], append=typed)
+    assert failed.exit_code == 1 and "your edit is kept" in failed.stderr, failed.stderr
+    return draft_of(cli, note_id).read_text(encoding="utf-8")
+
+
+def without_header(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith(MARK)]
+
+
+def meta_of(cli: Cli, path: str) -> dict:
+    return parse_text((cli.store / path).read_text(encoding="utf-8")).meta
+
+
+# --- lifecycle fields of a kept draft -------------------------------------------------------
+
+
+def test_a_reopened_draft_takes_the_supersession_and_keeps_the_persons_text(cli: Cli) -> None:
+    """The kept draft held `status: active`; saving it after `supersede` made the note
+    active again. The reopened draft now shows the note's status and superseded_by."""
+    note = add(cli, "Deploy on Fridays after the change freeze")
+    newer = add(cli, "Releases go out on Tuesdays with the new pipeline")
+    kept = keep_a_draft(cli, note["id"], ("type: fact", "type: banana"), "Words I typed.\n")
+    cli.ok("supersede", note["id"], newer["id"])
+
+    reopened, seen = edit(cli, note["id"], edits=[("type: banana", "type: fact")])
+    assert reopened.exit_code == 0, reopened.stderr
+    meta = meta_of(cli, note["path"])
+    assert (meta["status"], meta.get("superseded_by")) == ("superseded", newer["id"])
+    assert "Words I typed." in (cli.store / note["path"]).read_text(encoding="utf-8")
+    assert (f"{MARK} the note has changed since this edit began; its status and superseded_by "
+            "are taken from the note as it is now; saving puts this edit in its place.") in seen
+    # Only those fields' lines changed in the draft; the person's lines are as they typed them.
+    before, after = without_header(kept), without_header(seen)
+    assert [line for line in before if line not in after] == ["status: active"]
+    assert [line for line in after if line not in before] == [
+        "status: superseded", f"superseded_by: {newer['id']}"]
+    shown = cli.ok("show", note["id"], "--json").json()
+    assert shown["status"] == "superseded"
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_a_draft_that_did_not_parse_takes_the_status_on_save(cli: Cli) -> None:
+    """The kept draft's front matter does not parse, so the reopen cannot change it: the
+    header says what the save will take, and the save takes it."""
+    note = add(cli, "Deploy on Fridays after the change freeze")
+    newer = add(cli, "Releases go out on Tuesdays with the new pipeline")
+    keep_a_draft(cli, note["id"], ("type: fact", "type: [fact"), "Words I typed.\n")
+    cli.ok("supersede", note["id"], newer["id"])
+
+    reopened, seen = edit(cli, note["id"], edits=[("type: [fact", "type: fact")])
+    assert reopened.exit_code == 0, reopened.stderr
+    meta = meta_of(cli, note["path"])
+    assert (meta["status"], meta.get("superseded_by")) == ("superseded", newer["id"])
+    assert "Words I typed." in (cli.store / note["path"]).read_text(encoding="utf-8")
+    assert "status: active" in seen  # shown as the person left it
+    assert ("on save, its status and superseded_by are taken from the note as it is now "
+            "unless you changed them") in seen
+
+
+def test_a_kept_draft_of_a_note_archived_since_saves_to_the_archive_still_archived(
+        cli: Cli) -> None:
+    """`archive` moved the note to `archive/` with `status: archived`: the reopened draft
+    is saved there (the note as it is now), still archived, and nowhere else."""
+    note = add(cli, "Deploy on Fridays after the change freeze", "--importance", "1",
+               env={"MEMCTL_NOW": "2026-01-01T00:00:00Z"})
+    keep_a_draft(cli, note["id"], ("type: fact", "type: banana"), "Words I typed.\n")
+    swept = cli.ok("archive", "--json", env={"MEMCTL_NOW": "2029-06-01T00:00:00Z"}).json()
+    assert swept["archived"] == [note["id"]]
+    archived = note["path"].replace("/notes/", "/archive/")
+    assert (cli.store / archived).is_file()
+
+    reopened, seen = edit(cli, note["id"], edits=[("type: banana", "type: fact")],
+                          env={"MEMCTL_NOW": "2029-06-02T00:00:00Z"})
+    assert reopened.exit_code == 0, reopened.stderr
+    assert not (cli.store / note["path"]).exists()
+    text = (cli.store / archived).read_text(encoding="utf-8")
+    assert "Words I typed." in text and parse_text(text).meta["status"] == "archived"
+    listed = run_memctl("list", "--status", "any", "--json", store=cli.store).json()
+    assert [(e["id"], e["status"], e["path"]) for e in listed] == [
+        (note["id"], "archived", archived)]
+    assert f"{MARK} the note has changed since this edit began; its status is taken" in seen
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_a_lifecycle_field_the_person_changed_stays_theirs(cli: Cli) -> None:
+    """The sweep demoted both notes (importance, `demoted`) after their drafts were kept:
+    the draft whose importance the person left takes the note's; the one whose importance
+    the person changed keeps theirs, and only the untouched `demoted` is taken."""
+    at = {"MEMCTL_NOW": "2026-01-01T00:00:00Z"}
+    mine = add(cli, "Deploy on Fridays after the change freeze", "--importance", "4", env=at)
+    left = add(cli, "Releases go out on Tuesdays with the new pipeline", "--importance", "4",
+               env=at)
+    keep_a_draft(cli, mine["id"], ("importance: 4", "importance: [7"), "Mine.\n")
+    keep_a_draft(cli, left["id"], ("type: fact", "type: [fact"), "Left.\n")
+    swept = cli.ok("archive", "--json", env={"MEMCTL_NOW": "2026-05-01T00:00:00Z"}).json()
+    assert sorted(swept["demoted"]) == sorted([mine["id"], left["id"]])
+
+    later = {"MEMCTL_NOW": "2026-05-02T00:00:00Z"}
+    assert edit(cli, mine["id"], edits=[("importance: [7", "importance: 7")],
+                env=later)[0].exit_code == 0
+    assert edit(cli, left["id"], edits=[("type: [fact", "type: fact")],
+                env=later)[0].exit_code == 0
+    kept_mine, taken = meta_of(cli, mine["path"]), meta_of(cli, left["path"])
+    assert kept_mine["importance"] == "7" and "demoted" in kept_mine
+    assert taken["importance"] == "3" and "demoted" in taken
+    assert "Mine." in (cli.store / mine["path"]).read_text(encoding="utf-8")
+
+
+def test_a_draft_kept_by_an_older_memctl_is_reopened_as_before(cli: Cli) -> None:
+    """No bytes of the note recorded (a draft from before they were): nothing is merged,
+    the header only says the note changed, and the draft is saved as the person left it."""
+    note = add(cli, "Deploy on Fridays after the change freeze")
+    newer = add(cli, "Releases go out on Tuesdays with the new pipeline")
+    keep_a_draft(cli, note["id"], ("type: fact", "type: banana"), "Words I typed.\n")
+    state = cli.store / ".memctl" / "edit" / f"{note['id']}.json"
+    recorded = json.loads(state.read_text())
+    assert "base_note" in recorded
+    del recorded["base_note"]
+    state.write_text(json.dumps(recorded))
+    cli.ok("supersede", note["id"], newer["id"])
+
+    reopened, seen = edit(cli, note["id"], edits=[("type: banana", "type: fact")])
+    assert reopened.exit_code == 0, reopened.stderr
+    assert (f"{MARK} the note has changed since this edit began; saving puts this edit in "
+            "its place.") in seen
+    assert meta_of(cli, note["path"])["status"] == "active"
+
+
+# --- forget ------------------------------------------------------------------------------------
+
+
+def test_forget_sets_the_kept_draft_aside_with_the_typing_in_it(cli: Cli) -> None:
+    """The kept draft (and its record) stayed in `.memctl/edit/` for ever once its note was
+    forgotten: no `memctl edit ID` could reopen it. It is moved to `forgotten/`, whole."""
+    note = add(cli, "Deploy on Fridays after the change freeze")
+    other = add(cli, "Releases go out on Tuesdays with the new pipeline")
+    kept = keep_a_draft(cli, note["id"], ("type: fact", "type: banana"), "Words I typed.\n")
+    edit_dir = cli.store / ".memctl" / "edit"
+    cli.ok("forget", note["id"])
+    assert not draft_of(cli, note["id"]).exists()
+    assert not (edit_dir / f"{note['id']}.json").exists()
+    aside = edit_dir / "forgotten" / f"{note['id']}.md"
+    assert aside.read_text(encoding="utf-8") == kept  # nothing typed is lost
+    from memctl.memory.notes import forgotten_edit
+    from memctl.store import Store
+
+    store = Store.open(cli.store)
+    assert forgotten_edit(store, note["id"]) == f".memctl/edit/forgotten/{note['id']}.md"
+    assert forgotten_edit(store, other["id"]) is None
+    cli.ok("forget", other["id"])  # no draft: nothing set aside
+    assert sorted(path.name for path in (edit_dir / "forgotten").iterdir()) == [
+        f"{note['id']}.md"]
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_the_merge_changes_only_the_lines_of_the_fields_it_takes() -> None:
+    """`restore` made the note active again and removed superseded_by: the draft the person
+    left as it was takes both (a line changed, a line removed), in its own line endings;
+    a status the person changed stays; a draft that does not parse is left for the save."""
+    from memctl.memory.notes import _lifecycle_merge
+
+    def note(*fields: str, body: str = "Body\n", newline: str = "\n") -> bytes:
+        return newline.join(["---", "id: 01m8p03ee0pc1z47", *fields, "---", body]).encode()
+
+    base = note("status: superseded", "superseded_by: 01m8p03ee0pc1z48", "importance: 5")
+    current = note("status: active", "importance: 5", "updated: 2026-12-01T00:00:00.000Z")
+    draft = note("status: superseded  # as it was", "superseded_by: 01m8p03ee0pc1z48",
+                 "importance: 9", body="My words\r\n", newline="\r\n")
+    merged, taken = _lifecycle_merge(draft, base, current)
+    assert taken == ["status", "superseded_by"]
+    assert merged == note("status: active  # as it was", "importance: 9", body="My words\r\n",
+                          newline="\r\n")
+
+    mine = note("status: archived", "superseded_by: 01m8p03ee0pc1z48")
+    assert _lifecycle_merge(mine, base, current) == (
+        note("status: archived"), ["superseded_by"])
+    assert _lifecycle_merge(b"---\nstatus: [x\n---\nb\n", base, current) == (
+        None, ["status", "superseded_by"])
+    assert _lifecycle_merge(draft, None, current) == (draft, [])  # kept by an older memctl
+    assert _lifecycle_merge(draft, current, current) == (draft, [])
