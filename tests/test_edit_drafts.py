@@ -10,21 +10,9 @@ import sys
 from pathlib import Path
 
 from conftest import Cli, git, run_memctl
+from test_broken_files import EDITOR  # the scripted editor, one copy
 
 from memctl.core.noteformat import parse_text
-
-# Records the text the editor was given (in $SEEN), then makes the replacements in $EDITS
-# (a JSON list of [old, new]) and appends $APPEND: a person at the keyboard, scripted.
-EDITOR = """import json, os, sys
-path = sys.argv[1]
-text = open(path, encoding="utf-8", newline="").read()
-open(os.environ["SEEN"], "w", encoding="utf-8", newline="").write(text)
-for old, new in json.loads(os.environ.get("EDITS", "[]")):
-    assert old in text, old
-    text = text.replace(old, new, 1)
-text += os.environ.get("APPEND", "")
-open(path, "w", encoding="utf-8", newline="").write(text)
-"""
 
 MARK = "# memctl:"
 
