@@ -1181,7 +1181,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     )
     def forget(id: IdArg) -> Annotated[CallToolResult, ForgetOut]:
         with guarded():
-            note = notes.forget(store, id)
+            note, _kept_edit = notes.forget(store, id)
         return reply(f"Forgot note `{note.id}`: {note.title}",
                      {"forgotten": note.id, "title": note.title, "path": note.path})
 

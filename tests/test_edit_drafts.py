@@ -55,6 +55,15 @@ def meta_of(cli: Cli, path: str) -> dict:
 # --- lifecycle fields of a kept draft -------------------------------------------------------
 
 
+def assert_saved_superseded(cli: Cli, reopened, note: dict, newer: dict) -> None:
+    """The reopened draft was saved: the note is still superseded by `newer`, and the words
+    the person typed in the draft are in it."""
+    assert reopened.exit_code == 0, reopened.stderr
+    meta = meta_of(cli, note["path"])
+    assert (meta["status"], meta.get("superseded_by")) == ("superseded", newer["id"])
+    assert "Words I typed." in (cli.store / note["path"]).read_text(encoding="utf-8")
+
+
 def test_a_reopened_draft_takes_the_supersession_and_keeps_the_persons_text(cli: Cli) -> None:
     """The kept draft held `status: active`; saving it after `supersede` made the note
     active again. The reopened draft now shows the note's status and superseded_by."""
@@ -64,10 +73,7 @@ def test_a_reopened_draft_takes_the_supersession_and_keeps_the_persons_text(cli:
     cli.ok("supersede", note["id"], newer["id"])
 
     reopened, seen = edit(cli, note["id"], edits=[("type: banana", "type: fact")])
-    assert reopened.exit_code == 0, reopened.stderr
-    meta = meta_of(cli, note["path"])
-    assert (meta["status"], meta.get("superseded_by")) == ("superseded", newer["id"])
-    assert "Words I typed." in (cli.store / note["path"]).read_text(encoding="utf-8")
+    assert_saved_superseded(cli, reopened, note, newer)
     assert (f"{MARK} the note has changed since this edit began; its status and superseded_by "
             "are taken from the note as it is now; saving puts this edit in its place.") in seen
     # Only those fields' lines changed in the draft; the person's lines are as they typed them.
@@ -89,10 +95,7 @@ def test_a_draft_that_did_not_parse_takes_the_status_on_save(cli: Cli) -> None:
     cli.ok("supersede", note["id"], newer["id"])
 
     reopened, seen = edit(cli, note["id"], edits=[("type: [fact", "type: fact")])
-    assert reopened.exit_code == 0, reopened.stderr
-    meta = meta_of(cli, note["path"])
-    assert (meta["status"], meta.get("superseded_by")) == ("superseded", newer["id"])
-    assert "Words I typed." in (cli.store / note["path"]).read_text(encoding="utf-8")
+    assert_saved_superseded(cli, reopened, note, newer)
     assert "status: active" in seen  # shown as the person left it
     assert ("on save, its status and superseded_by are taken from the note as it is now "
             "unless you changed them") in seen
@@ -177,18 +180,14 @@ def test_forget_sets_the_kept_draft_aside_with_the_typing_in_it(cli: Cli) -> Non
     other = add(cli, "Releases go out on Tuesdays with the new pipeline")
     kept = keep_a_draft(cli, note["id"], ("type: fact", "type: banana"), "Words I typed.\n")
     edit_dir = cli.store / ".memctl" / "edit"
-    cli.ok("forget", note["id"])
+    forgot = cli.ok("forget", note["id"], "--json").json()
+    assert forgot["kept_edit"] == f".memctl/edit/forgotten/{note['id']}.md"
     assert not draft_of(cli, note["id"]).exists()
     assert not (edit_dir / f"{note['id']}.json").exists()
     aside = edit_dir / "forgotten" / f"{note['id']}.md"
     assert aside.read_text(encoding="utf-8") == kept  # nothing typed is lost
-    from memctl.memory.notes import forgotten_edit
-    from memctl.store import Store
-
-    store = Store.open(cli.store)
-    assert forgotten_edit(store, note["id"]) == f".memctl/edit/forgotten/{note['id']}.md"
-    assert forgotten_edit(store, other["id"]) is None
-    cli.ok("forget", other["id"])  # no draft: nothing set aside
+    # No draft: nothing set aside, nothing named.
+    assert cli.ok("forget", other["id"], "--json").json()["kept_edit"] is None
     assert sorted(path.name for path in (edit_dir / "forgotten").iterdir()) == [
         f"{note['id']}.md"]
     assert git(cli.store, "status", "--porcelain") == ""

@@ -182,10 +182,8 @@ def forget(
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Delete a note, leaving a tombstone so no sync brings it back."""
-    store = get_store()
-    note = notes.forget(store, note_id)
     # A kept `memctl edit` draft of it is set aside, never deleted (docs/format.md).
-    kept = notes.forgotten_edit(store, note.id)
+    note, kept = notes.forget(get_store(), note_id)
     if json_output:
         emit_json({"id": note.id, "path": note.path, "action": "forgotten", "kept_edit": kept})
     else:

@@ -31,7 +31,7 @@ from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
 from memctl.index.nearwords import check_pool, keep_words
 from memctl.memory.checks import MERGED, decide
-from memctl.memory.drafts import FORGOTTEN, MARK, Draft, fingerprint
+from memctl.memory.drafts import MARK, Draft, fingerprint
 from memctl.store import Store
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
@@ -654,16 +654,10 @@ def _set_aside(store: Store, draft: Draft, locked: bool) -> str | None:
     return None if moved is None else store.relpath(moved)
 
 
-def forgotten_edit(store: Store, note_id: str) -> str | None:
-    """The kept edit `forget` set aside for this note (`.memctl/edit/forgotten/<id>.md`), if
-    there is one, for the front ends to name."""
-    path = store.state_dir / "edit" / FORGOTTEN / f"{note_id}.md"
-    return store.relpath(path) if path.is_file() else None
-
-
-def forget_note(store: Store, ref: str) -> Note:
+def forget_note(store: Store, ref: str) -> tuple[Note, str | None]:
     """Delete a note and leave a tombstone, so no sync or import brings it back. Its kept
-    edit, if any, is set aside in `.memctl/edit/forgotten/` (`forgotten_edit` names it)."""
+    edit, if any, is set aside in `.memctl/edit/forgotten/`. Returns the note and where its
+    kept edit went (None when there was none, or an editor still has it open)."""
     with store.lock("forget"):
         # Found under the lock: an `archive` or `restore` that moved the note while this
         # waited for it must not leave the note alive beside its tombstone.
@@ -679,7 +673,7 @@ def forget_note(store: Store, ref: str) -> Note:
         store.commit(f"forget {note.id}: {masked_title(note.title)}", [tombstone_path, note.path])
         # Left in `.memctl/edit/` it was there for ever: `memctl edit ID` finds no note to
         # reopen it for. Set aside, not deleted: it may hold typing never saved.
-        _set_aside(store, Draft(store.state_dir / "edit", note.id), locked=False)
-    return note
+        kept_edit = _set_aside(store, Draft(store.state_dir / "edit", note.id), locked=False)
+    return note, kept_edit
 
 

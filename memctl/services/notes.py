@@ -17,7 +17,6 @@ from memctl.memory.notes import (
     add_note,
     edit_note,
     forget_note,
-    forgotten_edit,
     supersede_note,
     update_note,
 )
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["AddResult", "EditResult", "Shown", "UpdateResult", "edit", "forget", "get", "list_notes",
-           "forgotten_edit", "remember", "show", "supersede", "update"]
+           "remember", "show", "supersede", "update"]
 
 
 def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
@@ -123,7 +122,8 @@ def update(store: Store, ref: str, *, text: str | None = None, importance: int |
                        allow_secret=allow_secret)
 
 
-def forget(store: Store, ref: str) -> Note:
+def forget(store: Store, ref: str) -> tuple[Note, str | None]:
+    """Forget a note; returns it and where its kept `memctl edit` draft was set aside."""
     return forget_note(store, id_argument(ref))
 
 
