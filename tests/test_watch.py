@@ -583,13 +583,16 @@ def test_a_copy_of_a_watched_store_does_not_trust_the_original_watcher(
 def test_a_cookie_answer_takes_the_pending_batch_at_once_but_never_half_a_move() -> None:
     c = Coalescer(quiet=0.05, max_delay=1.0)
     c.add_path("p/a.md", 0.0)
-    batch, held = c.take_now(0.001)  # long before the quiet window ends
-    assert batch is not None and batch.paths == {"p/a.md"} and held is None
-    assert c.take_now(0.002) == (None, None) and c.take(5.0) is None
-    c.add_path("q/notes/a.md", 1.0, wait=0.6)  # the other half of a move may still come
-    assert c.take_now(1.1) == (None, 1.6)
-    batch, held = c.take_now(1.6)
-    assert batch is not None and batch.paths == {"q/notes/a.md"} and held is None
+    batch = c.take_now(0.001)  # long before the quiet window ends
+    assert batch is not None and batch.paths == {"p/a.md"} and not batch.full
+    assert c.take_now(0.002) is None and c.take(5.0) is None
+    # The other half of a move may still come: the reader is answered at once all the same,
+    # by a full pass, which sees both ends of the move (the paths alone could show the note
+    # twice). Holding the batch back made the reader give up and walk the store itself.
+    c.add_top("newproj", gone=False, now=1.0, wait=0.6)
+    batch = c.take_now(1.1)
+    assert batch is not None and batch.full and batch.new_tops == {"newproj"}
+    assert c.take_now(1.2) is None and c.take(5.0) is None
 
 
 def _cookies(store: Path) -> list[str]:
@@ -631,6 +634,26 @@ def test_the_watcher_answers_a_readers_cookies_which_never_become_notes_nor_comm
                              input="\n".join([*cookies, "demo/notes/fact/fresh.md"]) + "\n",
                              capture_output=True, text=True)
     assert checked.stdout.split() == cookies
+
+
+def test_a_note_moved_into_a_folder_made_just_now_is_in_one_place_for_the_next_reader(
+        watcher: WatchProcess, notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mkdir x && mv note x/`: the move may land before x is watched, and its other half
+    comes later. A reader asking right then gets the watcher's answer (a full pass), not
+    the note in two places, nor its own walk."""
+    monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "30")  # the watcher's answer, never the walk
+    source = notes_store / "demo" / "notes" / "fact" / "n1.md"
+    with ensure_fresh(notes_store) as index:
+        assert index.get(nid(1))["path"] == "demo/notes/fact/n1.md"
+    target = notes_store / "moved" / "notes" / "fact"
+    target.mkdir(parents=True)
+    source.rename(target / "n1.md")
+    with ensure_fresh(notes_store) as index:
+        assert index.last_refresh is None  # the watcher answered: no walk
+        assert index.get(nid(1))["path"] == "moved/notes/fact/n1.md"
+        assert [path for path in index.indexed_files() if path.endswith("/n1.md")] == [
+            "moved/notes/fact/n1.md"]
+    assert _cookies(notes_store) == []
 
 
 def test_a_reader_the_watcher_does_not_answer_checks_the_files_and_takes_its_cookies_back(

@@ -98,16 +98,19 @@ class Coalescer:
         return batch
 
 
-    def take_now(self, now: float) -> tuple[Batch | None, float | None]:
-        """(the pending batch, None) at once, quiet window or not: a reader waits on it (its
-        cookie, memctl.disk.watchstate). (None, when) while half of a move may still come:
-        applying before `when` could show a note in two places."""
-        if now < self._not_before:
-            return None, self._not_before
+    def take_now(self, now: float) -> Batch | None:
+        """The pending batch at once, quiet window or not: a reader waits on it (its cookie,
+        memctl.disk.watchstate). While half of a move may still come, applying the paths
+        named so far could show a note in two places; the batch then becomes a full pass,
+        which sees both ends of every move as they are (holding it back instead kept the
+        reader waiting until its own walk, ~0.2 s after any new folder)."""
         if self._first is None or not self._batch:
-            return None, None
-        batch, self._batch, self._first, self._not_before = self._batch, Batch(), None, 0.0
-        return batch, None
+            return None
+        batch = self._batch
+        if now < self._not_before:
+            batch.full = True
+        self._batch, self._first, self._not_before = Batch(), None, 0.0
+        return batch
 
 
 def interpret(event_type: str, is_dir: bool, src: str | None, dest: str | None,

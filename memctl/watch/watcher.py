@@ -335,7 +335,6 @@ class Watcher:
             now = time.monotonic()
             next_tick, next_beat = now + 0.5, now + BEAT_INTERVAL
             next_full = now + self._full_every
-            held_until: float | None = None  # a move's other half may come until then
             while True:
                 batch, hold, cookies = None, False, set()
                 with self._cond:
@@ -345,16 +344,15 @@ class Watcher:
                     now = time.monotonic()
                     wake = next_tick if due is None else min(next_tick, due)
                     if self._cookies:
-                        wake = now if held_until is None else min(wake, held_until)
+                        wake = now
                     if wake > now:
                         self._cond.wait(wake - now)
                         now = time.monotonic()
                     if self._cookies:
                         # A reader waits: apply what came before its cookie now, without the
                         # quiet window (and without waiting for git: a pass per cookie).
-                        batch, held_until = self._coalescer.take_now(now)
-                        if held_until is None:
-                            cookies, self._cookies = self._cookies, set()
+                        batch = self._coalescer.take_now(now)
+                        cookies, self._cookies = self._cookies, set()
                     else:
                         due = self._coalescer.due_at()
                         if due is not None and now >= due:
