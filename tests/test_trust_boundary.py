@@ -571,6 +571,88 @@ def test_settings_and_templates_changed_on_a_remote_are_kept_as_they_are_here(tm
     assert "INJECTED" not in (laptop.store / ".templates" / "fact.md").read_text()
 
 
+def test_git_files_a_remote_puts_in_a_project_folder_never_reach_the_working_tree(
+        tmp_path: Path, remote: Path) -> None:
+    """A `.gitattributes` in a project folder saying `working-tree-encoding=UTF-16` made
+    every later `git add` of that folder fail (each `add`, each `sync`, for good); a
+    `.gitignore` there kept every note beside it out of every commit, unsaid. Both are git's
+    own files, refused from a remote at any depth, as they are at the top."""
+    laptop = machine(tmp_path, "laptop", remote)
+    laptop.ok("add", "first", env=NOW)
+    laptop.ok("sync")
+
+    def plant(work: Path) -> None:
+        (work / "global").mkdir(exist_ok=True)
+        (work / "global" / ".gitattributes").write_text("*.md working-tree-encoding=UTF-16\n")
+        (work / "demo" / ".gitignore").write_text("*\n")
+        (work / "demo" / "notes" / ".gitattributes").write_text("*.md -text\n")
+    push_hostile_commit(tmp_path, remote, plant)
+    report = laptop("sync", "--json").json()
+    assert set(report["refused"]) == {"global/.gitattributes", "demo/.gitignore",
+                                      "demo/notes/.gitattributes"}
+    for planted in report["refused"]:
+        assert not (laptop.store / planted).exists()
+    laptop.ok("add", "a global rule", "--global", env=NOW)
+    write_memory_file(laptop.store, "demo/notes/fact/hand.md", "a note written by hand",
+                      id="handwritten0001", type="fact")
+    laptop.ok("sync")
+    pushed = git(remote, "ls-tree", "-r", "--name-only", "HEAD").split()
+    assert "demo/notes/fact/hand.md" in pushed
+    assert any(path.startswith("global/notes/") for path in pushed)
+
+
+def test_a_conflict_copy_of_a_template_from_a_remote_is_refused(tmp_path: Path, remote: Path) -> None:
+    """Templates are held back from a remote, so no merge makes a conflict copy of one: a
+    planted copy could only be an attack, which `memctl conflicts keep` would install."""
+    laptop = machine(tmp_path, "laptop", remote)
+    laptop.ok("add", "first", env=NOW)
+    laptop.ok("sync")
+    template = (laptop.store / ".templates" / "fact.md").read_bytes()
+
+    def plant(work: Path) -> None:
+        copy = work / ".conflicts" / ".templates" / "fact.abcdef012345.md"
+        copy.parent.mkdir(parents=True)
+        copy.write_text("INJECTED {{text}}\n")
+    push_hostile_commit(tmp_path, remote, plant)
+    assert laptop("sync", "--json").json()["refused"] == [".conflicts/.templates/fact.abcdef012345.md"]
+    assert laptop("conflicts", "keep", "1").exit_code == 1
+    assert (laptop.store / ".templates" / "fact.md").read_bytes() == template
+
+
+def test_a_submodule_from_a_remote_is_refused_and_named_when_it_comes_alone(
+        tmp_path: Path, remote: Path) -> None:
+    laptop = machine(tmp_path, "laptop", remote)
+    laptop.ok("add", "first", env=NOW)
+    laptop.ok("sync")
+
+    work = tmp_path / "hostile"  # (a submodule entry alone: `git add -A` would drop it)
+    subprocess.run(["git", "clone", "-q", str(remote), str(work)], check=True)
+    head = git(work, "rev-parse", "HEAD").strip()
+    git(work, "update-index", "--add", "--cacheinfo", f"160000,{head},demo/sub")
+    git(work, "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-q", "-m", "sub")
+    git(work, "push", "-q", "origin", "HEAD")
+    assert laptop("sync", "--json").json()["refused"] == ["demo/sub"]
+    assert "160000" not in git(laptop.store, "ls-tree", "-r", "HEAD")
+    assert not (laptop.store / "demo" / "sub").exists()
+
+
+def test_notes_that_arrive_beside_a_refused_path_are_reported_as_pulled(
+        tmp_path: Path, remote: Path) -> None:
+    laptop = machine(tmp_path, "laptop", remote)
+    laptop.ok("add", "first", env=NOW)
+    laptop.ok("sync")
+
+    def plant(work: Path) -> None:
+        for number in (1, 2):
+            write_memory_file(work, f"demo/notes/fact/arrived{number}.md", f"remote note {number}",
+                              id=f"arrivednote000{number}", type="fact")
+        (work / "demo" / "notes" / "fact" / "link.md").symlink_to("/etc/passwd")
+    push_hostile_commit(tmp_path, remote, plant)
+    report = laptop("sync", "--json").json()
+    assert report["refused"] == ["demo/notes/fact/link.md"]
+    assert sorted(report["pulled"]) == ["arrivednote0001", "arrivednote0002"]
+
+
 # --- export never loses silently ---------------------------------------------------------------
 
 

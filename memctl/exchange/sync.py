@@ -54,6 +54,7 @@ from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import entry_for
+from memctl.exchange.conflicts import original_path
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
 from memctl.index.db import ParseError
@@ -450,10 +451,8 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
         tree_of(root, theirs)  # a name that is not UTF-8 refuses it here, said to be the remote's
     except MemctlError as exc:
         raise MemctlError(f"the remote {report.remote}: {exc}") from None
-    if _is_ancestor(root, head, theirs):
-        target = theirs
-    else:
-        target = build_merge_commit(root, head, theirs, report)
+    fast_forward = _is_ancestor(root, head, theirs)
+    target = theirs if fast_forward else build_merge_commit(root, head, theirs, report)
     target = _without_hostile_paths(root, head, theirs, target, report)
     gitops.begin_move(root, head, target)  # finished by the next command if this one dies
     moved = run_git(root, "merge", "--ff-only", "-q", "--no-verify", target, check=False)
@@ -463,7 +462,7 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
         raise _merge_refused(moved.stderr, moved.returncode)
     report.merged = target
     changed = [p for p in run_git(root, "diff", "--name-only", "-z", head, target).stdout.split("\0") if p]
-    if target == theirs:
+    if fast_forward:  # (a merge names what it took as it builds the commit)
         report.pulled.extend(_names(root, head, target, changed))
     arrived = {p: (root / p).read_bytes() for p in changed if p.endswith(".md")
                and not p.startswith(".conflicts/")
@@ -478,14 +477,21 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
 def refused_from_remote(path: str, mode: str) -> bool:
     """What a remote may never put in this store's working tree (docs/security.md): a
     symbolic link or a submodule (either could point anywhere), anything in the local state
-    folder `.memctl/`, and git's own `.git*` files."""
-    top = path.split("/", 1)[0]
-    return mode in ("120000", "160000") or top == ".memctl" or top.startswith(".git")
+    folder `.memctl/`, and git's own `.git*` files in any folder: a `.gitattributes` there
+    can make every later `git add` fail (`working-tree-encoding`), a `.gitignore` keep the
+    notes beside it out of every commit (tests/test_sync.py)."""
+    parts = path.split("/")
+    return (mode in ("120000", "160000") or parts[0] == ".memctl"
+            or any(part.startswith(".git") for part in parts))
 
 
 def held_back_from_remote(path: str) -> bool:
     """What a remote's change may not apply here silently (docs/security.md): the settings and
-    the templates every later note is made from. This machine keeps its own, and says so."""
+    the templates every later note is made from, and conflict copies of them (which no merge
+    makes, since these are held back: `memctl conflicts keep` would install one). This
+    machine keeps its own, and says so."""
+    if path.startswith(CONFLICT_DIR + "/"):
+        path = original_path(path)
     return path == "memctl.toml" or path.startswith(".templates/")
 
 
@@ -496,12 +502,13 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
     are here (or left out): the store never checks one out, and stays usable."""
     tree = tree_of(root, target)
     ours = tree_of(root, head)
-    listing = run_git(root, "ls-tree", "-r", "-z", "--full-tree", target).stdout
-    modes = {record.partition("\t")[2]: record.split()[0] for record in listing.split("\0") if record}
-    refused = sorted(path for path in set(modes) | {p for p in ours if held_back_from_remote(p)}
-                     if (refused_from_remote(path, modes.get(path, "100644"))
+    # Every entry, submodules too (`tree_of` has the files only): a submodule the remote
+    # adds must differ from this side's nothing, or it would be checked out unnamed.
+    entries, our_entries = _entries(root, target), _entries(root, head)
+    refused = sorted(path for path in set(entries) | {p for p in ours if held_back_from_remote(p)}
+                     if (refused_from_remote(path, entries.get(path, ("100644", ""))[0])
                          or held_back_from_remote(path))
-                     and ours.get(path) != tree.get(path))
+                     and our_entries.get(path) != entries.get(path))
     if not refused:
         return target
     for path in refused:
@@ -514,6 +521,18 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
     report.refused, report.refused_from = refused, theirs
     return run_git(root, "commit-tree", _write_tree(root, tree), "-p", head, "-p", theirs,
                    "-m", message, env=identity_env(root)).stdout.strip()
+
+
+def _entries(root: Path, rev: str) -> dict[str, tuple[str, str]]:
+    """path -> (mode, object id) of every entry of a commit, files and submodules."""
+    listing = run_git(root, "ls-tree", "-r", "-z", "--full-tree", rev).stdout
+    entries: dict[str, tuple[str, str]] = {}
+    for record in listing.split("\0"):
+        meta, _, path = record.partition("\t")
+        if path:
+            mode, _, oid = meta.split()
+            entries[path] = (mode, oid)
+    return entries
 
 
 def _names(root: Path, head: str, target: str, paths: list[str]) -> list[str]:
