@@ -160,6 +160,30 @@ def test_git_pull_by_hand_uses_the_merge_driver(tmp_path, remote):
     assert copies and "develop" in copies[0].read_text()
 
 
+@pytest.mark.parametrize("newer", ["a", "b"])
+def test_git_pull_by_hand_keeps_the_newer_memory_md_as_sync_does(tmp_path, remote, newer):
+    """MEMORY.md carries no time stamp: `memctl sync` dates each version by when git first
+    recorded it. The merge driver of a plain `git pull` picked by content hash instead, so the
+    older version could win (either side is the newer once: a hash order favours one)."""
+    a = machine(tmp_path, "a")
+    a.ok("project", "add", "decisions", "base decision", env={"MEMCTL_NOW": T[0]})
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    times = {"a": T[2], "b": T[1]} if newer == "a" else {"a": T[1], "b": T[2]}
+    b.ok("project", "add", "decisions", "written on b", env={"MEMCTL_NOW": times["b"]})
+    a.ok("project", "add", "decisions", "written on a", env={"MEMCTL_NOW": times["a"]})
+    a.ok("sync", env={"MEMCTL_NOW": T[3]})
+    pulled = subprocess.run(["git", "-C", str(b.store), "pull", "-q", "--no-rebase", "--no-edit",
+                             "origin", _branch(b)], capture_output=True, text=True,
+                            env=dict(os.environ, GIT_MERGE_AUTOEDIT="no", MEMCTL_NOW=T[4]))
+    assert pulled.returncode == 0, pulled.stderr
+    older = "b" if newer == "a" else "a"
+    memory = (b.store / "demo" / "MEMORY.md").read_text()
+    assert f"written on {newer}" in memory and f"written on {older}" not in memory
+    copies = [p.read_text() for p in (b.store / ".conflicts").rglob("MEMORY.*.md")]
+    assert len(copies) == 1 and f"written on {older}" in copies[0], "the loser is kept"
+
+
 def test_sync_stamps_and_commits_a_hand_edit(tmp_path, remote):
     a = machine(tmp_path, "a")
     note = add(a, "Hand edits travel too", T[0])

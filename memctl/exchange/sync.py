@@ -99,7 +99,9 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
     """git's merge driver: write the winner of ours/theirs into `ours`; keep the loser as a
     conflict copy in the working tree (committed by the next memctl sync). Always resolves."""
     data = [Path(p).read_bytes() if Path(p).is_file() else b"" for p in (base, ours, theirs)]
-    mine, other = entry_for(path, data[1]), entry_for(path, data[2])
+    first_seen = _first_recorded(path, data[1], data[2])
+    mine = entry_for(path, data[1], first_seen.get(git_oid(data[1])))
+    other = entry_for(path, data[2], first_seen.get(git_oid(data[2])))
     seen = frozenset({git_oid(data[0])}) if data[0] else frozenset()
     outcome = merge_key(mine, other, seen, seen, future_horizon(latest_now()))
     result = outcome.result or mine
@@ -111,6 +113,27 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
             if not target.exists():
                 atomic_write_bytes(target, outcome.copy.data)
     return 0
+
+
+def _first_recorded(path: str, *versions: bytes) -> dict[str, str]:
+    """When git first recorded each version of `path` (blob id -> time), in this branch's
+    history or that of the commit being merged (git names it in `GITHEAD_<id>` while its
+    driver runs): a file without an `updated` stamp (MEMORY.md) is dated by it, as
+    `build_merge_commit` dates it, so `git pull` and `memctl sync` pick the same winner
+    (tests/test_sync.py). A version git never recorded has no time."""
+    from datetime import UTC, datetime
+
+    root = Path(run_git(Path.cwd(), "rev-parse", "--show-toplevel", check=False).stdout.strip()
+                or ".")
+    merging = [name[len("GITHEAD_"):] for name in os.environ if name.startswith("GITHEAD_")]
+    revs = ["HEAD", *(rev for rev in merging if rev and all(c in "0123456789abcdef" for c in rev))]
+    try:
+        history = scan_history(root, revs, [path])
+    except GitError:
+        return {}
+    wanted = {git_oid(data) for data in versions if data}
+    return {oid: format_time(datetime.fromtimestamp(when, UTC))
+            for (_path, oid), when in history.first_time.items() if oid in wanted}
 
 
 # --- cloning ------------------------------------------------------------------------------------
