@@ -184,6 +184,31 @@ def test_git_pull_by_hand_keeps_the_newer_memory_md_as_sync_does(tmp_path, remot
     assert len(copies) == 1 and f"written on {older}" in copies[0], "the loser is kept"
 
 
+def test_a_conflict_copy_edited_on_both_machines_keeps_both_edits(tmp_path, remote):
+    """Both people merge text into the same conflict copy by hand before `conflicts keep`:
+    the sync kept the newer edit and dropped the other, left only in git history."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Tracing goes through the collector", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    edit(a, note, "Tracing goes through the agent (a)", T[1])
+    edit(b, note, "Tracing goes through the sidecar (b)", T[2])
+    for cli in (a, b, a):
+        cli.ok("sync")
+    [copy] = [p.relative_to(a.store) for p in (a.store / ".conflicts").rglob("*.md")]
+    for cli, now in ((a, T[3]), (b, T[4])):
+        path = cli.store / copy
+        path.write_text(path.read_text() + f"Merged by hand on {cli.store.name}\n")
+        cli.ok("sync", env={"MEMCTL_NOW": now})
+    a.ok("sync", env={"MEMCTL_NOW": T[5]})
+    assert memory_files(a.store) == memory_files(b.store)
+    kept = b"".join(d for p, d in memory_files(a.store).items() if p.startswith(".conflicts/"))
+    for text in (b"Merged by hand on a", b"Merged by hand on b"):
+        assert text in kept, f"{text!r} was dropped"
+    listed = a.ok("conflicts", "--json").json()
+    assert len(listed) == 2 and {c["id"] for c in listed} == {note}
+
+
 def test_sync_stamps_and_commits_a_hand_edit(tmp_path, remote):
     a = machine(tmp_path, "a")
     note = add(a, "Hand edits travel too", T[0])
