@@ -209,6 +209,33 @@ def test_a_conflict_copy_edited_on_both_machines_keeps_both_edits(tmp_path, remo
     assert len(listed) == 2 and {c["id"] for c in listed} == {note}
 
 
+@pytest.mark.parametrize("stray_on", ["a", "b"])
+def test_a_stray_file_named_like_a_project_folder_is_moved_aside_not_dropped(tmp_path, remote,
+                                                                            stray_on):
+    """One machine has a top-level file `zeta` (dropped there by hand), the other a project
+    `zeta/`: a tree holds one or the other, and the merge dropped the file, its text left
+    only in git history."""
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    stray, project = (a, b) if stray_on == "a" else (b, a)
+    note = add(Cli(project.store, project="zeta"), "A note of project zeta", T[0])
+    (stray.store / "zeta").write_text("stray text worth keeping\n")
+    first, second = (project, stray) if stray_on == "b" else (stray, project)
+    first.ok("sync")
+    report = second.ok("sync", "--json").json()
+    first.ok("sync")
+    for cli in (a, b):
+        kept = [p for p in (cli.store / ".conflicts").glob("zeta.*")] \
+            if (cli.store / ".conflicts").is_dir() else []
+        assert [p.read_text() for p in kept] == ["stray text worth keeping\n"], "the file was lost"
+        assert body_of(Cli(cli.store, project="zeta"), note) == "A note of project zeta"
+        assert git(cli.store, "status", "--porcelain") == ""
+    assert memory_files(a.store) == memory_files(b.store)
+    assert report["moved_aside"] == [{"path": "zeta", "to": kept[0].relative_to(b.store).as_posix()}]
+    assert report["moved_aside"][0]["to"] in report["conflicts"]
+
+
 def test_sync_stamps_and_commits_a_hand_edit(tmp_path, remote):
     a = machine(tmp_path, "a")
     note = add(a, "Hand edits travel too", T[0])

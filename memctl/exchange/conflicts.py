@@ -51,7 +51,7 @@ def list_conflicts(store: Store) -> list[ConflictCopy]:
         text = data.decode("utf-8", "replace")
         parsed = parse_text(text)
         note_id = entry.note_id
-        current = _current_path(store, note_id) if note_id else (original if (root / original).exists() else None)
+        current = _current_path(store, note_id) if note_id else (original if (root / original).is_file() else None)
         copies.append(ConflictCopy(number, path, original, note_id, current, entry.updated,
                                    title_of(parsed.meta, parsed.body)[:80]))
     return copies

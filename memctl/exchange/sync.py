@@ -29,6 +29,7 @@ from memctl.core.merge import (
     Entry,
     MergeKey,
     add_entry,
+    conflict_path,
     dump_counters,
     future_horizon,
     git_oid,
@@ -53,7 +54,7 @@ from memctl.disk.gitops import (
 from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
-from memctl.exchange.bundle import entry_for
+from memctl.exchange.bundle import clashes, entry_for
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
 from memctl.index.db import ParseError
@@ -81,6 +82,8 @@ class SyncReport:
     pushed: bool = False
     attempts: int = 0
     broken: list[ParseError] = field(default_factory=list)  # files that do not parse, synced as they are
+    # a file where the other side has a folder of the same name: {"path", "to"} (docs/sync.md)
+    moved_aside: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
@@ -88,6 +91,7 @@ class SyncReport:
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
                 "refused_from": self.refused_from, "revived": self.revived,
                 "secrets": self.secrets, "received_secrets": self.received_secrets,
+                "moved_aside": self.moved_aside,
                 "broken": [{"path": p.path, "line": p.line, "message": p.message}
                            for p in self.broken]}
 
@@ -599,6 +603,7 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
         if outcome.taken == "theirs" and (mine.get(key) is not None or outcome.result is not None):
             report.pulled.append(key_name(key))
     report.conflicts.extend(copy.path for copy in result.conflicts)
+    _move_files_out_of_folders(final, report)
     tree = _write_tree(root, final)
     summary = f"{len(report.pulled)} from the remote" + (
         f", {len(result.conflicts)} conflict cop{'y' if len(result.conflicts) == 1 else 'ies'}"
@@ -607,6 +612,21 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-m", message,
                      env=identity_env(root)).stdout.strip()
     return commit
+
+
+def _move_files_out_of_folders(final: dict[str, tuple[str, str]], report: SyncReport) -> None:
+    """A file one side has where the other has a folder of the same name (a stray top-level
+    `zeta` and another machine's project `zeta/`): a tree cannot hold both, and git would
+    keep the folder and drop the file. The file is moved aside into `.conflicts/`, as a
+    losing version is, on every machine alike, and named (tests/test_sync.py)."""
+    for path in clashes(final):
+        mode, oid = final.pop(path)
+        target = conflict_path(path, oid)
+        while target in final:
+            target += "_"
+        final[target] = (mode, oid)
+        report.conflicts.append(target)
+        report.moved_aside.append({"path": path, "to": target})
 
 
 def _write_tree(root: Path, files: dict[str, tuple[str, str]]) -> str:
