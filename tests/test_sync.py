@@ -60,6 +60,60 @@ def test_clone_of_an_empty_remote_starts_a_store(tmp_path, remote):
     assert body_of(second, note) == "Started from an empty remote"
 
 
+def test_a_clone_takes_the_remote_branch_when_the_remote_head_names_a_missing_one(tmp_path, remote):
+    """`git init --bare` names `master` as HEAD; the machine that published the store syncs
+    another branch. The clone checked out nothing and made an empty store of its own, whose
+    sync pushed a second branch: the two machines never saw each other's notes."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Written on a before publishing", T[0])
+    a.ok("sync", "--remote", remote)
+    git(Path(remote), "symbolic-ref", "HEAD", "refs/heads/nothing-here")
+    b = machine(tmp_path, "b", remote)
+    assert _branch(b) == _branch(a)
+    assert body_of(b, note) == "Written on a before publishing"
+    mine = add(b, "Written on b", T[1])
+    b.ok("sync")
+    a.ok("sync")
+    assert body_of(a, mine) == "Written on b"
+    assert git(Path(remote), "for-each-ref", "--format=%(refname:short)", "refs/heads/").split() \
+        == [_branch(a)], "one branch: no second store beside the first"
+
+
+def test_a_clone_that_cannot_tell_the_store_branch_says_what_to_do(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    git(a.store, "push", "-q", "origin", "HEAD:refs/heads/experiment")
+    git(Path(remote), "symbolic-ref", "HEAD", "refs/heads/nothing-here")
+    result = Cli(tmp_path / "b")("init", str(tmp_path / "b"), "--clone", remote)
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert "experiment" in result.stderr and "git symbolic-ref HEAD refs/heads/" in result.stderr
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+    assert not list(tmp_path.glob(".b.memctl-clone-*"))
+
+
+def test_sync_refuses_to_push_a_branch_beside_the_one_the_remote_holds_the_store_on(tmp_path,
+                                                                                      remote):
+    """A store made on its own (`memctl init`, git's default branch) and a remote holding the
+    store on another branch: the first sync pushed a second branch, silently, and the two
+    machines never merged. Now it says so, pushes nothing, and names the way out."""
+    a = machine(tmp_path, "a")
+    git(a.store, "branch", "-m", _branch(a), "trunk")
+    note = add(a, "Kept on the trunk branch", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b")
+    own = add(b, "Written on b before it met the remote", T[1])
+    result = b("sync", "--remote", remote)
+    assert result.exit_code == 1 and "trunk" in result.stderr and "branch -m" in result.stderr
+    assert git(Path(remote), "for-each-ref", "--format=%(refname:short)", "refs/heads/").split() \
+        == ["trunk"], "nothing was pushed"
+    git(b.store, "branch", "-m", _branch(b), "trunk")
+    b.ok("sync", "--remote", remote)
+    a.ok("sync")
+    assert body_of(b, note) == "Kept on the trunk branch"
+    assert body_of(a, own) == "Written on b before it met the remote"
+
+
 def test_sync_without_a_remote_is_an_error(tmp_path):
     lonely = machine(tmp_path, "lonely")
     result = lonely("sync")

@@ -169,6 +169,8 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
         if result.returncode != 0:
             raise GitError(f"git clone {url} failed: "
                            f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
+        if not _has_commits(staging):
+            _take_the_remote_branch(staging, url)
         refused = _check_out_safely(staging) if _has_commits(staging) else []
         os.replace(staging, path)  # PATH is missing or an empty folder
     except BaseException:
@@ -178,6 +180,38 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
         raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
                           f"the clone is in {path}")
     return _set_up_clone(path), refused
+
+
+def _take_the_remote_branch(root: Path, url: str) -> None:
+    """A fresh clone whose HEAD names a branch the remote does not have (a bare repository
+    made by `git init --bare` names `master`; the machine that published the store uses
+    `main`): git checks out nothing, and the store made there would push a branch of its own
+    that no other machine ever merges. The clone takes the remote's one memctl branch
+    instead; with several and none named by HEAD it cannot tell, and says how to decide
+    (docs/sync.md). A remote without branches is empty: a new store starts there."""
+    listed = run_git(root, "for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin/",
+                     check=False).stdout.split()
+    branches = [name for name in listed if name != "HEAD"]
+    if not branches:
+        return
+    stores = [name for name in branches if run_git(
+        root, "cat-file", "-e", f"refs/remotes/origin/{name}:{SETTINGS_FILE}",
+        check=False).returncode == 0]
+    named = run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False).stdout.strip()
+    if not stores:
+        raise MemctlError(f"{url} is a git repository but not a memctl store (no "
+                          f"{SETTINGS_FILE} on any branch); nothing was cloned")
+    if len(stores) > 1:
+        raise MemctlError(
+            f"{url} has several memctl branches ({', '.join(stores[:5])}) and its HEAD names none "
+            f"of them ({named or 'no branch'}); nothing was cloned: point the remote's HEAD at "
+            f"the branch the other machines sync (in the remote repository: git symbolic-ref "
+            f"HEAD refs/heads/BRANCH), then clone again")
+    branch = stores[0]
+    run_git(root, "update-ref", f"refs/heads/{branch}", f"refs/remotes/origin/{branch}")
+    run_git(root, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+    run_git(root, "config", f"branch.{branch}.remote", "origin")
+    run_git(root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}")
 
 
 # The folder a clone is made in before it is renamed into place: `.NAME.memctl-clone-PID`.
@@ -297,7 +331,11 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                 _refuse_foreign_remote(root, origin, [remote_ref])
                 _integrate(store, remote_ref, report)
             elif attempt == 1:
-                _refuse_foreign_remote(root, origin, _other_branches(root))
+                others = _other_branches(root)
+                stores = _store_branches(root, others)  # read before the probes go
+                _refuse_foreign_remote(root, origin, others)
+                if stores:
+                    _refuse_another_branch(root, origin, branch, stores)
             if not push:
                 break
             report.secrets = _secrets_to_push(root, remote_ref)
@@ -368,6 +406,26 @@ def _other_branches(root: Path) -> list[str]:
     listed = run_git(root, "for-each-ref", "--format=%(refname)", PROBE_REFS,
                      check=False).stdout.split()
     return [ref for ref in listed if ref]
+
+
+def _store_branches(root: Path, refs: list[str]) -> list[str]:
+    """The names of the branches among `refs` that hold a store (memctl.toml at their top)."""
+    return [ref[len(PROBE_REFS):] if ref.startswith(PROBE_REFS) else ref for ref in refs
+            if run_git(root, "cat-file", "-e", f"{ref}:{SETTINGS_FILE}", check=False).returncode == 0]
+
+
+def _refuse_another_branch(root: Path, origin: str, branch: str, stores: list[str]) -> None:
+    """The remote holds the store on other branches, not on this store's: pushing this one
+    would start a second store beside theirs that no machine merges, each side never seeing
+    the other's notes. Nothing is pushed; renaming this branch to theirs makes the next sync
+    merge the two (docs/sync.md)."""
+    theirs = stores[0] if len(stores) == 1 else "BRANCH"
+    listed = ", ".join(stores[:5]) + (" …" if len(stores) > 5 else "")
+    raise MemctlError(
+        f"{origin} has no branch {branch}, this store's branch, but holds the store on "
+        f"{listed}; nothing was pushed (your changes are committed here): rename this store's "
+        f"branch to the remote's (git -C {root} branch -m {branch} {theirs}), then run the "
+        f"same `memctl sync` again, which merges the two")
 
 
 def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:
