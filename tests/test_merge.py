@@ -166,6 +166,27 @@ def test_a_resolved_conflict_copy_is_not_brought_back():
     assert copy.key not in result.entries
 
 
+
+def test_a_conflict_copy_edited_on_both_sides_keeps_both_edits():
+    """Both machines hand-edit the same conflict copy (merging text into it before `conflicts
+    keep`): the newer edit stays at the copy's path, the other is kept as one more copy of
+    the same note beside it, never dropped and never a copy of a copy."""
+    copy_path = ".conflicts/p/notes/fact/n-a1.123456789012.md"
+    base = Entry(key=f"path:{copy_path}", path=copy_path, data=b"copy\n", kind="conflict",
+                 updated=iso(0))
+    mine = Entry(key=base.key, path=copy_path, data=b"copy\nedit a\n", kind="conflict",
+                 updated=iso(10))
+    theirs = Entry(key=base.key, path=copy_path, data=b"copy\nedit b\n", kind="conflict",
+                   updated=iso(20))
+    seen = {base.key: frozenset({base.oid})}
+    for ours, other in ((mine, theirs), (theirs, mine)):
+        result = merge_snapshots({ours.key: ours}, {other.key: other}, seen, seen)
+        assert result.entries[base.key] == theirs, "the newer edit keeps the copy's path"
+        [kept] = result.conflicts
+        assert kept.data == mine.data
+        assert kept.path == conflict_path("p/notes/fact/n-a1.md", mine.oid)
+
+
 # --- properties ---------------------------------------------------------------------------------
 
 IDS = ["a", "b", "c"]

@@ -60,6 +60,60 @@ def test_clone_of_an_empty_remote_starts_a_store(tmp_path, remote):
     assert body_of(second, note) == "Started from an empty remote"
 
 
+def test_a_clone_takes_the_remote_branch_when_the_remote_head_names_a_missing_one(tmp_path, remote):
+    """`git init --bare` names `master` as HEAD; the machine that published the store syncs
+    another branch. The clone checked out nothing and made an empty store of its own, whose
+    sync pushed a second branch: the two machines never saw each other's notes."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Written on a before publishing", T[0])
+    a.ok("sync", "--remote", remote)
+    git(Path(remote), "symbolic-ref", "HEAD", "refs/heads/nothing-here")
+    b = machine(tmp_path, "b", remote)
+    assert _branch(b) == _branch(a)
+    assert body_of(b, note) == "Written on a before publishing"
+    mine = add(b, "Written on b", T[1])
+    b.ok("sync")
+    a.ok("sync")
+    assert body_of(a, mine) == "Written on b"
+    assert git(Path(remote), "for-each-ref", "--format=%(refname:short)", "refs/heads/").split() \
+        == [_branch(a)], "one branch: no second store beside the first"
+
+
+def test_a_clone_that_cannot_tell_the_store_branch_says_what_to_do(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    git(a.store, "push", "-q", "origin", "HEAD:refs/heads/experiment")
+    git(Path(remote), "symbolic-ref", "HEAD", "refs/heads/nothing-here")
+    result = Cli(tmp_path / "b")("init", str(tmp_path / "b"), "--clone", remote)
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert "experiment" in result.stderr and "git symbolic-ref HEAD refs/heads/" in result.stderr
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+    assert not list(tmp_path.glob(".b.memctl-clone-*"))
+
+
+def test_sync_refuses_to_push_a_branch_beside_the_one_the_remote_holds_the_store_on(tmp_path,
+                                                                                      remote):
+    """A store made on its own (`memctl init`, git's default branch) and a remote holding the
+    store on another branch: the first sync pushed a second branch, silently, and the two
+    machines never merged. Now it says so, pushes nothing, and names the way out."""
+    a = machine(tmp_path, "a")
+    git(a.store, "branch", "-m", _branch(a), "trunk")
+    note = add(a, "Kept on the trunk branch", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b")
+    own = add(b, "Written on b before it met the remote", T[1])
+    result = b("sync", "--remote", remote)
+    assert result.exit_code == 1 and "trunk" in result.stderr and "branch -m" in result.stderr
+    assert git(Path(remote), "for-each-ref", "--format=%(refname:short)", "refs/heads/").split() \
+        == ["trunk"], "nothing was pushed"
+    git(b.store, "branch", "-m", _branch(b), "trunk")
+    b.ok("sync", "--remote", remote)
+    a.ok("sync")
+    assert body_of(b, note) == "Kept on the trunk branch"
+    assert body_of(a, own) == "Written on b before it met the remote"
+
+
 def test_sync_without_a_remote_is_an_error(tmp_path):
     lonely = machine(tmp_path, "lonely")
     result = lonely("sync")
@@ -158,6 +212,82 @@ def test_git_pull_by_hand_uses_the_merge_driver(tmp_path, remote):
     assert body_of(b, note) == "The default branch is trunk"
     copies = list((b.store / ".conflicts").rglob("*.md"))
     assert copies and "develop" in copies[0].read_text()
+
+
+@pytest.mark.parametrize("newer", ["a", "b"])
+def test_git_pull_by_hand_keeps_the_newer_memory_md_as_sync_does(tmp_path, remote, newer):
+    """MEMORY.md carries no time stamp: `memctl sync` dates each version by when git first
+    recorded it. The merge driver of a plain `git pull` picked by content hash instead, so the
+    older version could win (either side is the newer once: a hash order favours one)."""
+    a = machine(tmp_path, "a")
+    a.ok("project", "add", "decisions", "base decision", env={"MEMCTL_NOW": T[0]})
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    times = {"a": T[2], "b": T[1]} if newer == "a" else {"a": T[1], "b": T[2]}
+    b.ok("project", "add", "decisions", "written on b", env={"MEMCTL_NOW": times["b"]})
+    a.ok("project", "add", "decisions", "written on a", env={"MEMCTL_NOW": times["a"]})
+    a.ok("sync", env={"MEMCTL_NOW": T[3]})
+    pulled = subprocess.run(["git", "-C", str(b.store), "pull", "-q", "--no-rebase", "--no-edit",
+                             "origin", _branch(b)], capture_output=True, text=True,
+                            env=dict(os.environ, GIT_MERGE_AUTOEDIT="no", MEMCTL_NOW=T[4]))
+    assert pulled.returncode == 0, pulled.stderr
+    older = "b" if newer == "a" else "a"
+    memory = (b.store / "demo" / "MEMORY.md").read_text()
+    assert f"written on {newer}" in memory and f"written on {older}" not in memory
+    copies = [p.read_text() for p in (b.store / ".conflicts").rglob("MEMORY.*.md")]
+    assert len(copies) == 1 and f"written on {older}" in copies[0], "the loser is kept"
+
+
+def test_a_conflict_copy_edited_on_both_machines_keeps_both_edits(tmp_path, remote):
+    """Both people merge text into the same conflict copy by hand before `conflicts keep`:
+    the sync kept the newer edit and dropped the other, left only in git history."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Tracing goes through the collector", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    edit(a, note, "Tracing goes through the agent (a)", T[1])
+    edit(b, note, "Tracing goes through the sidecar (b)", T[2])
+    for cli in (a, b, a):
+        cli.ok("sync")
+    [copy] = [p.relative_to(a.store) for p in (a.store / ".conflicts").rglob("*.md")]
+    for cli, now in ((a, T[3]), (b, T[4])):
+        path = cli.store / copy
+        path.write_text(path.read_text() + f"Merged by hand on {cli.store.name}\n")
+        cli.ok("sync", env={"MEMCTL_NOW": now})
+    a.ok("sync", env={"MEMCTL_NOW": T[5]})
+    assert memory_files(a.store) == memory_files(b.store)
+    kept = b"".join(d for p, d in memory_files(a.store).items() if p.startswith(".conflicts/"))
+    for text in (b"Merged by hand on a", b"Merged by hand on b"):
+        assert text in kept, f"{text!r} was dropped"
+    listed = a.ok("conflicts", "--json").json()
+    assert len(listed) == 2 and {c["id"] for c in listed} == {note}
+
+
+@pytest.mark.parametrize("stray_on", ["a", "b"])
+def test_a_stray_file_named_like_a_project_folder_is_moved_aside_not_dropped(tmp_path, remote,
+                                                                            stray_on):
+    """One machine has a top-level file `zeta` (dropped there by hand), the other a project
+    `zeta/`: a tree holds one or the other, and the merge dropped the file, its text left
+    only in git history."""
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    stray, project = (a, b) if stray_on == "a" else (b, a)
+    note = add(Cli(project.store, project="zeta"), "A note of project zeta", T[0])
+    (stray.store / "zeta").write_text("stray text worth keeping\n")
+    first, second = (project, stray) if stray_on == "b" else (stray, project)
+    first.ok("sync")
+    report = second.ok("sync", "--json").json()
+    first.ok("sync")
+    for cli in (a, b):
+        kept = [p for p in (cli.store / ".conflicts").glob("zeta.*")] \
+            if (cli.store / ".conflicts").is_dir() else []
+        assert [p.read_text() for p in kept] == ["stray text worth keeping\n"], "the file was lost"
+        assert body_of(Cli(cli.store, project="zeta"), note) == "A note of project zeta"
+        assert git(cli.store, "status", "--porcelain") == ""
+    assert memory_files(a.store) == memory_files(b.store)
+    assert report["moved_aside"] == [{"path": "zeta", "to": kept[0].relative_to(b.store).as_posix()}]
+    assert report["moved_aside"][0]["to"] in report["conflicts"]
 
 
 def test_sync_stamps_and_commits_a_hand_edit(tmp_path, remote):

@@ -181,6 +181,9 @@ def sync(
     else:
         info("nothing new on the remote")
     _name_copies(report.conflicts)
+    for item in report.moved_aside:
+        warn(f"{item['path']} is a file here or on the remote and a folder on the other side: "
+             f"the file was moved aside to {item['to']}, nothing was lost")
     for note_id in report.revived:
         warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
              f"kept (`memctl forget {note_id}` deletes it again)")

@@ -224,8 +224,24 @@ def conflict_path(path: str, oid: str) -> str:
     return "/".join(part for part in (CONFLICT_DIR, folder, tagged) if part)
 
 
+# The version's hash `conflict_path` puts before a copy's extension.
+_COPY_TAG = re.compile(r"\.([0-9a-f]{12})(?=(\.[^./]*)?$)")
+
+
+def conflict_source(copy_path: str) -> str:
+    """The path a conflict copy keeps a version of: `conflict_path` undone."""
+    inner = copy_path[len(CONFLICT_DIR) + 1:] if copy_path.startswith(CONFLICT_DIR + "/") else copy_path
+    folder, _, name = inner.rpartition("/")
+    name = _COPY_TAG.sub("", name, count=1)
+    return f"{folder}/{name}" if folder else name
+
+
 def conflict_copy(loser: Entry) -> Entry:
-    path = conflict_path(loser.path, loser.oid)
+    """The losing version kept under `.conflicts/`. A conflict copy that lost (both machines
+    edited it by hand) is kept too, as one more copy of the same file beside it, never a copy
+    of a copy (tests/test_merge.py)."""
+    source = conflict_source(loser.path) if loser.kind == CONFLICT else loser.path
+    path = conflict_path(source, loser.oid)
     return Entry(key=MergeKey.for_path(path), path=path, data=loser.data, kind=CONFLICT,
                  updated=loser.updated, created=loser.created, stamped=loser.stamped)
 
@@ -262,7 +278,7 @@ def merge_key(ours: Entry | None, theirs: Entry | None,
     winner = newer(ours, theirs, horizon)
     loser = theirs if winner is ours else ours
     copy = None
-    if not loser.is_tombstone and loser.kind != CONFLICT and not same_content(loser, winner):
+    if not loser.is_tombstone and not same_content(loser, winner):
         copy = conflict_copy(loser)
     # A deletion that loses to a later edit is a conflict too, never a silent resurrection.
     revived = loser.is_tombstone and not winner.is_tombstone

@@ -5,22 +5,19 @@ merge everywhere); `drop` deletes the copy. Either is one commit, and git histor
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError
-from memctl.core.merge import CONFLICT_DIR
+from memctl.core.merge import CONFLICT_DIR, conflict_source
 from memctl.core.note import stamp, title_of
 from memctl.core.noteformat import parse_text
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.layout import TOMBSTONE_DIR
 from memctl.exchange.bundle import entry_for
 from memctl.store import Store
-
-_TAG = re.compile(r"\.([0-9a-f]{12})(?=(\.[^./]*)?$)")
 
 
 @dataclass
@@ -39,13 +36,6 @@ class ConflictCopy:
                 "title": self.title}
 
 
-def original_path(copy_path: str) -> str:
-    inner = copy_path[len(CONFLICT_DIR) + 1:] if copy_path.startswith(CONFLICT_DIR + "/") else copy_path
-    folder, _, name = inner.rpartition("/")
-    name = _TAG.sub("", name, count=1)
-    return f"{folder}/{name}" if folder else name
-
-
 def list_conflicts(store: Store) -> list[ConflictCopy]:
     root = Path(store.root)
     folder = root / CONFLICT_DIR
@@ -56,12 +46,12 @@ def list_conflicts(store: Store) -> list[ConflictCopy]:
                    if p.is_file() and not p.is_symlink() and not p.name.startswith("."))
     for number, path in enumerate(paths, 1):
         data = (root / path).read_bytes()
-        original = original_path(path)
+        original = conflict_source(path)
         entry = entry_for(original, data)
         text = data.decode("utf-8", "replace")
         parsed = parse_text(text)
         note_id = entry.note_id
-        current = _current_path(store, note_id) if note_id else (original if (root / original).exists() else None)
+        current = _current_path(store, note_id) if note_id else (original if (root / original).is_file() else None)
         copies.append(ConflictCopy(number, path, original, note_id, current, entry.updated,
                                    title_of(parsed.meta, parsed.body)[:80]))
     return copies

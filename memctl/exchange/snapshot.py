@@ -118,14 +118,17 @@ def tree_of(root: Path, rev: str = "HEAD", *, strict: bool = True
     return tree
 
 
-def scan_history(root: Path, revs: Iterable[str] = ("HEAD",)) -> History:
-    """One pass over the log: every blob each path had, and when it first appeared."""
+def scan_history(root: Path, revs: Iterable[str] = ("HEAD",),
+                 paths: Iterable[str] = ()) -> History:
+    """One pass over the log: every blob each path had, and when it first appeared. `paths`:
+    only these (literal paths), when given."""
     history = History()
     wanted = [rev for rev in revs if has_commits(root, rev)]
     if not wanted:
         return history
+    only = [f":(literal){path}" for path in paths]
     out = run_git(root, "log", "-m", "--no-renames", "--raw", "--no-abbrev", "-z",
-                  "--format=%x01%ct", *wanted, "--").stdout
+                  "--format=%x01%ct", *wanted, "--", *only).stdout
     null = "0" * 40
     for chunk in out.split("\x01"):
         if not chunk:

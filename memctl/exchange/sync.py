@@ -29,6 +29,7 @@ from memctl.core.merge import (
     Entry,
     MergeKey,
     add_entry,
+    conflict_path,
     dump_counters,
     future_horizon,
     git_oid,
@@ -53,7 +54,7 @@ from memctl.disk.gitops import (
 from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
-from memctl.exchange.bundle import entry_for
+from memctl.exchange.bundle import clashes, entry_for
 from memctl.exchange.conflicts import original_path
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
@@ -82,6 +83,8 @@ class SyncReport:
     pushed: bool = False
     attempts: int = 0
     broken: list[ParseError] = field(default_factory=list)  # files that do not parse, synced as they are
+    # a file where the other side has a folder of the same name: {"path", "to"} (docs/sync.md)
+    moved_aside: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
@@ -89,6 +92,7 @@ class SyncReport:
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
                 "refused_from": self.refused_from, "revived": self.revived,
                 "secrets": self.secrets, "received_secrets": self.received_secrets,
+                "moved_aside": self.moved_aside,
                 "broken": [{"path": p.path, "line": p.line, "message": p.message}
                            for p in self.broken]}
 
@@ -100,7 +104,9 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
     """git's merge driver: write the winner of ours/theirs into `ours`; keep the loser as a
     conflict copy in the working tree (committed by the next memctl sync). Always resolves."""
     data = [Path(p).read_bytes() if Path(p).is_file() else b"" for p in (base, ours, theirs)]
-    mine, other = entry_for(path, data[1]), entry_for(path, data[2])
+    first_seen = _first_recorded(path, data[1], data[2])
+    mine = entry_for(path, data[1], first_seen.get(git_oid(data[1])))
+    other = entry_for(path, data[2], first_seen.get(git_oid(data[2])))
     seen = frozenset({git_oid(data[0])}) if data[0] else frozenset()
     outcome = merge_key(mine, other, seen, seen, future_horizon(latest_now()))
     result = outcome.result or mine
@@ -112,6 +118,27 @@ def merge_file(base: Path, ours: Path, theirs: Path, path: str) -> int:
             if not target.exists():
                 atomic_write_bytes(target, outcome.copy.data)
     return 0
+
+
+def _first_recorded(path: str, *versions: bytes) -> dict[str, str]:
+    """When git first recorded each version of `path` (blob id -> time), in this branch's
+    history or that of the commit being merged (git names it in `GITHEAD_<id>` while its
+    driver runs): a file without an `updated` stamp (MEMORY.md) is dated by it, as
+    `build_merge_commit` dates it, so `git pull` and `memctl sync` pick the same winner
+    (tests/test_sync.py). A version git never recorded has no time."""
+    from datetime import UTC, datetime
+
+    root = Path(run_git(Path.cwd(), "rev-parse", "--show-toplevel", check=False).stdout.strip()
+                or ".")
+    merging = [name[len("GITHEAD_"):] for name in os.environ if name.startswith("GITHEAD_")]
+    revs = ["HEAD", *(rev for rev in merging if rev and all(c in "0123456789abcdef" for c in rev))]
+    try:
+        history = scan_history(root, revs, [path])
+    except GitError:
+        return {}
+    wanted = {git_oid(data) for data in versions if data}
+    return {oid: format_time(datetime.fromtimestamp(when, UTC))
+            for (_path, oid), when in history.first_time.items() if oid in wanted}
 
 
 # --- cloning ------------------------------------------------------------------------------------
@@ -143,6 +170,8 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
         if result.returncode != 0:
             raise GitError(f"git clone {url} failed: "
                            f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
+        if not _has_commits(staging):
+            _take_the_remote_branch(staging, url)
         refused = _check_out_safely(staging) if _has_commits(staging) else []
         os.replace(staging, path)  # PATH is missing or an empty folder
     except BaseException:
@@ -152,6 +181,38 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
         raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
                           f"the clone is in {path}")
     return _set_up_clone(path), refused
+
+
+def _take_the_remote_branch(root: Path, url: str) -> None:
+    """A fresh clone whose HEAD names a branch the remote does not have (a bare repository
+    made by `git init --bare` names `master`; the machine that published the store uses
+    `main`): git checks out nothing, and the store made there would push a branch of its own
+    that no other machine ever merges. The clone takes the remote's one memctl branch
+    instead; with several and none named by HEAD it cannot tell, and says how to decide
+    (docs/sync.md). A remote without branches is empty: a new store starts there."""
+    listed = run_git(root, "for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin/",
+                     check=False).stdout.split()
+    branches = [name for name in listed if name != "HEAD"]
+    if not branches:
+        return
+    stores = [name for name in branches if run_git(
+        root, "cat-file", "-e", f"refs/remotes/origin/{name}:{SETTINGS_FILE}",
+        check=False).returncode == 0]
+    named = run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False).stdout.strip()
+    if not stores:
+        raise MemctlError(f"{url} is a git repository but not a memctl store (no "
+                          f"{SETTINGS_FILE} on any branch); nothing was cloned")
+    if len(stores) > 1:
+        raise MemctlError(
+            f"{url} has several memctl branches ({', '.join(stores[:5])}) and its HEAD names none "
+            f"of them ({named or 'no branch'}); nothing was cloned: point the remote's HEAD at "
+            f"the branch the other machines sync (in the remote repository: git symbolic-ref "
+            f"HEAD refs/heads/BRANCH), then clone again")
+    branch = stores[0]
+    run_git(root, "update-ref", f"refs/heads/{branch}", f"refs/remotes/origin/{branch}")
+    run_git(root, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+    run_git(root, "config", f"branch.{branch}.remote", "origin")
+    run_git(root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}")
 
 
 # The folder a clone is made in before it is renamed into place: `.NAME.memctl-clone-PID`.
@@ -271,7 +332,11 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                 _refuse_foreign_remote(root, origin, [remote_ref])
                 _integrate(store, remote_ref, report)
             elif attempt == 1:
-                _refuse_foreign_remote(root, origin, _other_branches(root))
+                others = _other_branches(root)
+                stores = _store_branches(root, others)  # read before the probes go
+                _refuse_foreign_remote(root, origin, others)
+                if stores:
+                    _refuse_another_branch(root, origin, branch, stores)
             if not push:
                 break
             report.secrets = _secrets_to_push(root, remote_ref)
@@ -342,6 +407,26 @@ def _other_branches(root: Path) -> list[str]:
     listed = run_git(root, "for-each-ref", "--format=%(refname)", PROBE_REFS,
                      check=False).stdout.split()
     return [ref for ref in listed if ref]
+
+
+def _store_branches(root: Path, refs: list[str]) -> list[str]:
+    """The names of the branches among `refs` that hold a store (memctl.toml at their top)."""
+    return [ref[len(PROBE_REFS):] if ref.startswith(PROBE_REFS) else ref for ref in refs
+            if run_git(root, "cat-file", "-e", f"{ref}:{SETTINGS_FILE}", check=False).returncode == 0]
+
+
+def _refuse_another_branch(root: Path, origin: str, branch: str, stores: list[str]) -> None:
+    """The remote holds the store on other branches, not on this store's: pushing this one
+    would start a second store beside theirs that no machine merges, each side never seeing
+    the other's notes. Nothing is pushed; renaming this branch to theirs makes the next sync
+    merge the two (docs/sync.md)."""
+    theirs = stores[0] if len(stores) == 1 else "BRANCH"
+    listed = ", ".join(stores[:5]) + (" …" if len(stores) > 5 else "")
+    raise MemctlError(
+        f"{origin} has no branch {branch}, this store's branch, but holds the store on "
+        f"{listed}; nothing was pushed (your changes are committed here): rename this store's "
+        f"branch to the remote's (git -C {root} branch -m {branch} {theirs}), then run the "
+        f"same `memctl sync` again, which merges the two")
 
 
 def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:
@@ -595,6 +680,7 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
         if outcome.taken == "theirs" and (mine.get(key) is not None or outcome.result is not None):
             report.pulled.append(key_name(key))
     report.conflicts.extend(copy.path for copy in result.conflicts)
+    _move_files_out_of_folders(final, report)
     tree = _write_tree(root, final)
     summary = f"{len(report.pulled)} from the remote" + (
         f", {len(result.conflicts)} conflict cop{'y' if len(result.conflicts) == 1 else 'ies'}"
@@ -603,6 +689,21 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-m", message,
                      env=identity_env(root)).stdout.strip()
     return commit
+
+
+def _move_files_out_of_folders(final: dict[str, tuple[str, str]], report: SyncReport) -> None:
+    """A file one side has where the other has a folder of the same name (a stray top-level
+    `zeta` and another machine's project `zeta/`): a tree cannot hold both, and git would
+    keep the folder and drop the file. The file is moved aside into `.conflicts/`, as a
+    losing version is, on every machine alike, and named (tests/test_sync.py)."""
+    for path in clashes(final):
+        mode, oid = final.pop(path)
+        target = conflict_path(path, oid)
+        while target in final:
+            target += "_"
+        final[target] = (mode, oid)
+        report.conflicts.append(target)
+        report.moved_aside.append({"path": path, "to": target})
 
 
 def _write_tree(root: Path, files: dict[str, tuple[str, str]]) -> str:
