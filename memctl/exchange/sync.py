@@ -30,6 +30,7 @@ from memctl.core.merge import (
     MergeKey,
     add_entry,
     conflict_path,
+    conflict_source,
     dump_counters,
     future_horizon,
     git_oid,
@@ -55,7 +56,6 @@ from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import clashes, entry_for
-from memctl.exchange.conflicts import original_path
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
 from memctl.index.db import ParseError
@@ -576,7 +576,7 @@ def held_back_from_remote(path: str) -> bool:
     makes, since these are held back: `memctl conflicts keep` would install one). This
     machine keeps its own, and says so."""
     if path.startswith(CONFLICT_DIR + "/"):
-        path = original_path(path)
+        path = conflict_source(path)
     return path == "memctl.toml" or path.startswith(".templates/")
 
 
