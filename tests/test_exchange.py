@@ -160,6 +160,24 @@ def test_deletion_beats_an_older_copy_and_loses_to_a_later_edit(machines):
     assert memory_files(desktop.store) == memory_files(laptop.store)
 
 
+def test_a_note_deleted_by_hand_is_reported_as_deleted_by_the_import_that_removes_it(machines):
+    laptop, desktop = machines
+    gone = add(laptop, "Deleted by hand on the laptop", T1)
+    kept = add(laptop, "Kept on both machines", T1)
+    transfer(laptop, desktop)
+    next((laptop.store / "demo/notes/fact").glob(f"*-{gone}.md")).unlink()
+    archive = laptop.store.parent / "after-removal.zip"
+    laptop.ok("export", str(archive))
+    dry = desktop.ok("import", str(archive), "--dry-run")
+    assert "1 deleted" in dry.stderr + dry.stdout and "would remove" in dry.stderr + dry.stdout
+    text = desktop.ok("import", str(archive), "--dry-run", "--json").json()
+    assert text["deleted"] == [gone] and text["unchanged"] == [kept]
+    report = desktop.ok("import", str(archive), "--json").json()
+    assert report["deleted"] == [gone], "what an import deletes is reported"
+    assert desktop("show", gone).exit_code == 1
+    assert "1 deleted" in git(desktop.store, "log", "-1", "--format=%s")
+
+
 def test_memory_md_merges_as_a_whole_file(machines):
     laptop, desktop = machines
     laptop.ok("project", "add", "decisions", "use Kysely", env={"MEMCTL_NOW": T1})

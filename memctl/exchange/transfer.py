@@ -283,9 +283,11 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     # A file the import leaves out (`skip_invalid`) is not one the sender removed: a bundle
     # from an older export lists a broken note's id as removed (tests/test_broken_files.py).
     left_out = {history_key(problem.path) for problem in bundle.invalid}
+    removed_there: set[str] = set()
     for key, oids in bundle.removed.items():
         if key not in incoming and key not in left_out:
             seen_in[key] = oids
+            removed_there.add(key)
     result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(latest_now()))
     report = ImportReport(source=bundle.source)
     report.rejected = [p.to_dict() for p in bundle.invalid]
@@ -300,7 +302,15 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
         if after is not None and after.kind == CONFLICT and key in incoming \
                 and after.path in report.writes:
             report.carried_copies.append(after.path)
-        if key not in incoming or any(e is not None and e.kind in _UNREPORTED for e in (before, after)):
+        if any(e is not None and e.kind in _UNREPORTED for e in (before, after)):
+            continue
+        if key not in incoming:
+            # A note the sender removed (by hand, without a tombstone) and this import
+            # deletes is reported like any deletion (tests/test_exchange.py); one edited
+            # here since stays, as it was, and is no news.
+            if key in removed_there and before is not None and before.kind != TOMBSTONE \
+                    and after is None:
+                report.deleted.append(key_name(key))
             continue
         name = key_name(key)
         was_live = before is not None and before.kind != TOMBSTONE
