@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -413,6 +414,8 @@ def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
     # The one secret guard, for every file the import would write (docs/security.md).
     guard_files({path: data.decode("utf-8", "replace") for path, data in report.writes.items()
                  if path.endswith(".md")}, allow_secret)
+    if dry_run:  # it says too whether the import could be done (apply_changes checks the rest)
+        check_targets(store, report.writes, report.removes)
     if dry_run or not (report.writes or report.removes):
         return False
     copies = "conflict copy" if len(report.conflicts) == 1 else "conflict copies"
@@ -470,11 +473,42 @@ def refresh_index(store: Store, paths: list[str]) -> None:
 # --- all-or-nothing apply ---------------------------------------------------------------------
 
 
-def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
-    """Replace and remove files as one transaction, then make one commit."""
+def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: list[str]) -> None:
+    """Refuse, before anything is staged or written, an import that could not finish: a target
+    outside the store or through a link (`resolve`), a file standing where the import must
+    make a folder (`zeta` where `zeta/notes/z.md` goes), or a folder or special file where it
+    must write or remove a file. The store is left exactly as it was (docs/sync.md,
+    tests/test_exchange.py)."""
     root = Path(store.root)
     for path in sorted(set(writes) | set(removes)):
-        store.resolve(path)  # every target inside the store, through no link: before any write
+        store.resolve(path)
+        parts = path.split("/")
+        for depth in range(1, len(parts) + 1):
+            where = "/".join(parts[:depth])
+            try:
+                mode = os.lstat(root / where).st_mode
+            except FileNotFoundError:
+                break  # nothing there yet: the import makes it
+            except OSError:
+                break  # unreadable: the write itself reports it (and the import rolls back)
+            if depth < len(parts) and not stat.S_ISDIR(mode):
+                raise MemctlError(
+                    f"cannot import: {where} is a file where the import must make a folder "
+                    f"(for {path}); nothing was changed: move or rename {where}, then import again")
+            if depth == len(parts) and not stat.S_ISREG(mode):
+                what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+                raise MemctlError(
+                    f"cannot import: {path} is {what} where the import must "
+                    f"{'write' if path in writes else 'remove'} a note file; nothing was "
+                    f"changed: move or rename it, then import again")
+
+
+def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
+    """Replace and remove files as one transaction, then make one commit. A failure half way
+    (a disk that fills up, a permission) puts back every file before the error is raised:
+    the store is as it was, with no need for the next command's `recover_pending`."""
+    root = Path(store.root)
+    check_targets(store, writes, removes)  # before any write
     txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
     (txn / "new").mkdir(parents=True)
     (txn / "old").mkdir()
@@ -497,17 +531,25 @@ def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], me
     os.replace(temp, txn / JOURNAL)
     fsync_dir(txn)
     crash_point("import-journal")
-    for number, op in enumerate(ops):
-        target = root / op["path"]
-        if op["existed"]:
-            keep_backup(target, txn / op["old"], moving=op["new"] is None)
-        if op["new"] is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(txn / op["new"], target)
-        crash_point(f"import-op-{number}")
-    for folder in {(root / op["path"]).parent for op in ops}:
-        if folder.exists():
-            fsync_dir(folder)
+    try:
+        for number, op in enumerate(ops):
+            target = root / op["path"]
+            if op["existed"]:
+                keep_backup(target, txn / op["old"], moving=op["new"] is None)
+            if op["new"] is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(txn / op["new"], target)
+            crash_point(f"import-op-{number}")
+        for folder in {(root / op["path"]).parent for op in ops}:
+            if folder.exists():
+                fsync_dir(folder)
+    except BaseException as exc:
+        roll_back(root, txn, journal)
+        shutil.rmtree(txn, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, MemctlError):
+            raise MemctlError(f"cannot import: {exc.filename or root}: {exc.strerror or exc}; "
+                              "every file was put back, the store is as it was") from None
+        raise
     crash_point("import-applied")
 
     listed = run_git(root, "ls-files", "-z").stdout.split("\0") if removes else []
