@@ -178,6 +178,10 @@ def export_store(store: Store, target: Path, project: str | None = None,
 def _unimportable(path: str, data: bytes) -> ParseError | None:
     """Why memctl's import would refuse this file, as `path:line: problem` (the line the
     index and `memctl show` name too); None when it would take it."""
+    limit = Limits().max_entry_bytes
+    if len(data) > limit:  # import refuses the whole zip for it (bundle.Limits)
+        return ParseError(path, 1, f"{len(data) // 2**20} MB, over the {limit // 2**20} MB "
+                                   "an import takes of one file")
     problems, text = check_file(path, data)
     if not problems:
         return None
