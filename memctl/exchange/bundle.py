@@ -128,6 +128,7 @@ class Bundle:
     files: dict[str, BundleFile]
     manifest: dict[str, Any] | None = None
     invalid: list[Problem] = field(default_factory=list)  # skipped with skip_invalid
+    invalid_data: dict[str, bytes] = field(default_factory=dict)  # their bytes, by path
     ignored: list[str] = field(default_factory=list)  # not memory: never imported
     # merge key -> blob ids of a file the sender had and removed (see snapshot.Snapshot)
     removed: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -318,6 +319,7 @@ def validate(source: str, raw: dict[str, bytes], problems: list[Problem] | None 
         problems.extend(hazards)
         if file_problems and not hazards:
             bundle.invalid.extend(file_problems)
+            bundle.invalid_data[path] = raw[path]
             continue
         if hazards:
             continue

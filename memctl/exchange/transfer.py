@@ -26,6 +26,7 @@ from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.core.merge import (
     TOMBSTONE,
     Entry,
+    MergeKey,
     MergeResult,
     add_entry,
     dump_counters,
@@ -63,7 +64,14 @@ from memctl.exchange.bundle import (
     write_zip,
 )
 from memctl.exchange.reimport import plan_reimport
-from memctl.exchange.snapshot import Snapshot, history_key, project_of, read_store_files, snapshot
+from memctl.exchange.snapshot import (
+    Snapshot,
+    history_key,
+    left_out_keys,
+    project_of,
+    read_store_files,
+    snapshot,
+)
 from memctl.index.db import ParseError, open_index
 from memctl.store import Store
 
@@ -116,12 +124,17 @@ class ExportResult:
     skipped: list[str] = field(default_factory=list)  # unreadable, left out on request
     broken: list[ParseError] = field(default_factory=list)  # left out: import would refuse them
     secrets: list[dict[str, object]] = field(default_factory=list)  # likely secrets carried, masked
+    # path of a broken note left out -> its id (None: not readable), never listed as removed
+    left_out_ids: dict[str, str | None] = field(default_factory=dict)
+    # a broken note of unknown id was left out: no note removal travels in this zip
+    removals_withheld: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "files": self.files, "bytes": self.bytes,
                 "project": self.project, "skipped": self.skipped,
-                "broken": [{"path": p.path, "line": p.line, "message": p.message}
-                           for p in self.broken],
+                "broken": [{"path": p.path, "line": p.line, "message": p.message,
+                            "id": self.left_out_ids.get(p.path)} for p in self.broken],
+                "removals_withheld": self.removals_withheld,
                 "secrets": self.secrets}
 
 
@@ -154,9 +167,20 @@ def export_store(store: Store, target: Path, project: str | None = None,
               if problem is not None]
     left_out = {problem.path for problem in broken}
     # A file left out is not a file removed: its id must not travel in `removed`, or the
-    # other machine would delete the note (tests/test_broken_files.py).
-    kept_keys = {history_key(path) for path in left_out} | {
-        entry.key for entry in snap.entries.values() if entry.path in left_out}
+    # other machine would delete the note. Known by its id, not its file name: a note renamed
+    # by hand keeps its id (tests/test_broken_files.py).
+    kept_keys = {entry.key for entry in snap.entries.values() if entry.path in left_out}
+    left_out_ids: dict[str, str | None] = {}
+    unknown = False
+    for path in sorted(left_out):
+        keys, known = left_out_keys(path, by_path[path].data)
+        kept_keys |= keys
+        unknown = unknown or not known
+        ids = sorted(MergeKey(key).name for key in keys if MergeKey(key).is_id
+                     and key in snap.removed and known)
+        left_out_ids[path] = ids[0] if ids else None
+    if unknown:  # a note of unknown id left out: any removed note could be it
+        kept_keys |= {key for key in snap.removed if MergeKey(key).is_id}
     files = sorted((f for f in by_path.values() if f.path not in left_out), key=lambda f: f.path)
     times = [(instant(f.updated), f.updated) for f in files if f.updated and instant(f.updated) is not None]
     newest = max(times)[1] if times else "1970-01-01T00:00:00.000Z"
@@ -172,7 +196,8 @@ def export_store(store: Store, target: Path, project: str | None = None,
     write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
     return ExportResult(str(target), len(files), target.stat().st_size, project,
                         skipped=unreadable, broken=sorted(broken, key=lambda p: p.path),
-                        secrets=carried({f.path: f.data for f in files}))
+                        secrets=carried({f.path: f.data for f in files}),
+                        left_out_ids=left_out_ids, removals_withheld=unknown)
 
 
 def _unimportable(path: str, data: bytes) -> ParseError | None:
@@ -287,7 +312,14 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
         seen_in[entry.key] = frozenset(item.history)
     # A file the import leaves out (`skip_invalid`) is not one the sender removed: a bundle
     # from an older export lists a broken note's id as removed (tests/test_broken_files.py).
+    # Known by its id, not its file name (a note renamed by hand); one whose id cannot be read
+    # keeps every note the bundle lists as removed (snapshot.left_out_keys).
     left_out = {history_key(problem.path) for problem in bundle.invalid}
+    for path, data in bundle.invalid_data.items():
+        keys, known = left_out_keys(path, data)
+        left_out |= keys
+        if not known:
+            left_out |= {key for key in bundle.removed if MergeKey(key).is_id}
     removed_there: set[str] = set()
     for key, oids in bundle.removed.items():
         if key not in incoming and key not in left_out:
