@@ -224,6 +224,30 @@ def test_a_broken_note_renamed_by_hand_is_left_out_by_its_id_never_deleted_on_im
     assert imported.json()["deleted"] == ([gone["id"]] if id_line == "readable" else [])
 
 
+def test_an_import_meeting_a_note_broken_here_keeps_one_file_and_a_conflict_copy(
+        cli: Cli, tmp_path: Path):
+    """A note broken by hand here and edited on the other machine: the import merges the two
+    by the id the broken file's `id:` line gives, never writing a second file of that id."""
+    note = add(cli, "Postgres is the database we use")
+    other = Cli(tmp_path / "other")
+    other.ok("init", str(other.store))
+    cli.ok("export", str(tmp_path / "first.zip"))
+    other.ok("import", str(tmp_path / "first.zip"))
+    (other.store / note["path"]).write_text(
+        break_tags(other, note["path"]).replace("we use", "we use HAND_EDIT_HERE"))
+    cli.ok("edit", note["id"], env={"EDITOR": f"{sys.executable} -c \"import sys; p=sys.argv[1]; "
+                                   f"open(p, 'a').write('EDITED_THERE\\n')\""})
+    cli.ok("export", str(tmp_path / "second.zip"))
+    report = other.ok("import", str(tmp_path / "second.zip"), "--json").json()
+    assert report["conflicts"] == [note["id"]] and len(report["conflict_copies"]) == 1
+    files = [p for p, d in tree_snapshot(other.store).items()
+             if p.endswith(".md") and f"id: {note['id']}\n".encode() in d]
+    assert sorted(p.startswith(".conflicts/") for p in files) == [False, True], files
+    texts = "".join((other.store / p).read_text() for p in files)
+    assert "HAND_EDIT_HERE" in texts and "EDITED_THERE" in texts
+    assert other.ok("health", "--json").json()["duplicate_ids"] == []
+
+
 @pytest.mark.parametrize("renamed", [False, True])
 def test_import_skip_invalid_never_deletes_a_note_a_bundle_lists_as_removed_and_broken(
         cli: Cli, tmp_path: Path, renamed: bool):
@@ -431,7 +455,8 @@ def test_a_file_that_is_no_text_is_named_with_the_same_line_by_every_command(
     exported = run_memctl("export", str(tmp_path / "x.zip"), "--json", store=store_path)
     assert exported.exit_code == 0, exported.stderr
     assert json.loads(exported.stdout)["broken"] == [
-        {"path": "p/notes/fact/bad.md", "line": line, "message": message}]
+        {"path": "p/notes/fact/bad.md", "line": line, "message": message,
+         "id": content.split(b"\n")[1][4:].decode()}]
     assert named in exported.stderr
     zipped = tmp_path / "hand.zip"
     from memctl.exchange.bundle import BundleFile, manifest_for, write_zip

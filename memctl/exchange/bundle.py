@@ -38,7 +38,7 @@ from memctl.core.merge import (
     MergeKey,
 )
 from memctl.core.note import note_from_parsed
-from memctl.core.noteformat import compute_checksum, parse_file, parse_text
+from memctl.core.noteformat import compute_checksum, parse_file, parse_text, salvage_id
 from memctl.core.textfile import decode_file
 from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
@@ -524,6 +524,14 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
                 updated = _later(note.updated, fallback_time)
             return Entry(key=MergeKey.for_id(note.id), path=path, data=data, kind="note",
                          updated=updated, created=_text(meta.get("created")), stamped=stamped)
+        found = salvage_id(text) if kind != TOMBSTONE else None
+        if found and valid_id(found):
+            # A note whose front matter does not parse (a typo by hand) is still a version of
+            # the note its `id:` line names, never a second file beside it: merged by id, one
+            # file per id, the loser kept as a conflict copy (docs/sync.md,
+            # tests/test_sync.py). A hand edit, dated by when it was first seen.
+            return Entry(key=MergeKey.for_id(found), path=path, data=data, kind="note",
+                         updated=fallback_time, stamped=False)
     return Entry(key=MergeKey.for_path(path), path=path, data=data, kind=kind, updated=fallback_time)
 
 

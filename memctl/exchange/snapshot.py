@@ -81,22 +81,24 @@ def history_key(path: str) -> str | None:
     return MergeKey.for_path(path)
 
 
-def left_out_keys(path: str, data: bytes) -> tuple[set[str], bool]:
+def left_out_keys(path: str, data: bytes) -> tuple[set[str], str | None]:
     """The merge keys a file left out of an exchange (it does not parse) may stand for, and
-    whether its note is known. A note is known by the id its `id:` line still gives
-    (`salvage_id`: a typo elsewhere in the front matter) or its file name carries; a note
-    renamed by hand without its id, whose id line does not read either, is not: the caller
-    then withholds every note removal, since any of them could be this note
-    (tests/test_broken_files.py). Files other than notes are known by their path."""
+    the id of its note. A note is known by the id its `id:` line still gives (`salvage_id`:
+    a typo elsewhere in the front matter), else by the id its file name carries; a note
+    renamed by hand without its id, whose id line does not read either, is not known (None):
+    the caller then withholds every note removal, since any of them could be this note
+    (tests/test_broken_files.py). Other files are known by their path (their id is "")."""
     keys = {key for key in (history_key(path),) if key is not None}
     if path_kind(path) not in _NOTE_KINDS:
-        return keys, True
+        return keys, ""
     found = salvage_id(data.decode("utf-8", "replace"))
-    if found and valid_id(found):
+    if not (found and valid_id(found)):
+        name = path.rsplit("/", 1)[-1]
+        match = _ID_TAIL.search(name[:-3] if name.endswith(".md") else name)
+        found = match.group(1) if match else None
+    if found:
         keys.add(MergeKey.for_id(found))
-        return keys, True
-    name = path.rsplit("/", 1)[-1]
-    return keys, _ID_TAIL.search(name[:-3] if name.endswith(".md") else name) is not None
+    return keys, found
 
 
 def has_commits(root: Path, rev: str = "HEAD") -> bool:

@@ -173,12 +173,10 @@ def export_store(store: Store, target: Path, project: str | None = None,
     left_out_ids: dict[str, str | None] = {}
     unknown = False
     for path in sorted(left_out):
-        keys, known = left_out_keys(path, by_path[path].data)
+        keys, note_id = left_out_keys(path, by_path[path].data)
         kept_keys |= keys
-        unknown = unknown or not known
-        ids = sorted(MergeKey(key).name for key in keys if MergeKey(key).is_id
-                     and key in snap.removed and known)
-        left_out_ids[path] = ids[0] if ids else None
+        unknown = unknown or note_id is None
+        left_out_ids[path] = note_id or None
     if unknown:  # a note of unknown id left out: any removed note could be it
         kept_keys |= {key for key in snap.removed if MergeKey(key).is_id}
     files = sorted((f for f in by_path.values() if f.path not in left_out), key=lambda f: f.path)
@@ -316,9 +314,9 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     # keeps every note the bundle lists as removed (snapshot.left_out_keys).
     left_out = {history_key(problem.path) for problem in bundle.invalid}
     for path, data in bundle.invalid_data.items():
-        keys, known = left_out_keys(path, data)
+        keys, note_id = left_out_keys(path, data)
         left_out |= keys
-        if not known:
+        if note_id is None:
             left_out |= {key for key in bundle.removed if MergeKey(key).is_id}
     removed_there: set[str] = set()
     for key, oids in bundle.removed.items():
