@@ -132,7 +132,8 @@ def test_export_leaves_out_a_broken_note_naming_it_and_the_zip_imports(cli: Cli,
     assert exported.exit_code == 0, exported.stderr
     assert exported.json()["broken"] == [{"path": note["path"], "line": 6, "message": (
         "front matter does not parse: did not find expected ',' or ']' (the '[' on this line "
-        "is not closed)")}]
+        "is not closed)"), "id": note["id"]}]
+    assert exported.json()["removals_withheld"] is False
     assert f"{note['path']}:6: " in exported.stderr and "left out of the zip" in exported.stderr
     imported = other("import", str(tmp_path / "second.zip"), "--json")
     assert imported.exit_code == 0, imported.stderr
@@ -176,26 +177,100 @@ def test_an_emptied_note_is_a_file_that_does_not_parse_for_health_export_and_imp
     assert tree_snapshot(other.store) == before
 
 
-def test_import_skip_invalid_never_deletes_a_note_a_bundle_lists_as_removed_and_broken(
+def rename_by_hand(cli: Cli, path: str, name: str) -> str:
+    """`mv` a note to a name without its id, and commit it as `git commit -a` would."""
+    new = f"{path.rsplit('/', 1)[0]}/{name}"
+    (cli.store / path).rename(cli.store / new)
+    git(cli.store, "add", "-A")
+    git(cli.store, "commit", "-qm", "renamed by hand")
+    return new
+
+
+@pytest.mark.parametrize("id_line", ["readable", "broken too"])
+def test_a_broken_note_renamed_by_hand_is_left_out_by_its_id_never_deleted_on_import(
+        cli: Cli, tmp_path: Path, id_line: str):
+    """Left out of an export is not removed, whatever the file's name: the note is known by
+    its `id:` line; when that line does not read either, no note removal travels at all."""
+    note = add(cli, "Renamed broken note about SENTINEL_X")
+    gone = add(cli, "A note deleted by hand")
+    other = Cli(tmp_path / "other")
+    other.ok("init", str(other.store))
+    cli.ok("export", str(tmp_path / "first.zip"))
+    other.ok("import", str(tmp_path / "first.zip"))
+    good = (other.store / note["path"]).read_bytes()
+
+    renamed = rename_by_hand(cli, note["path"], "sentinel.md")
+    break_tags(cli, renamed)
+    if id_line == "broken too":
+        text = (cli.store / renamed).read_text()
+        (cli.store / renamed).write_text(text.replace(f"id: {note['id']}", f"id: [{note['id']}"))
+    (cli.store / gone["path"]).unlink()
+    exported = cli("export", str(tmp_path / "second.zip"), "--json")
+    assert exported.exit_code == 0, exported.stderr
+    report = exported.json()
+    assert [item["path"] for item in report["broken"]] == [renamed]
+    assert "left out of the zip" in exported.stderr
+    if id_line == "readable":
+        assert report["broken"][0]["id"] == note["id"] and report["removals_withheld"] is False
+        assert f"keeps its version of {note['id']}" in exported.stderr
+    else:
+        assert report["broken"][0]["id"] is None and report["removals_withheld"] is True
+        assert "carries no note removals" in exported.stderr
+    imported = other("import", str(tmp_path / "second.zip"), "--json")
+    assert imported.exit_code == 0, imported.stderr
+    assert (other.store / note["path"]).read_bytes() == good, "left out is never removed"
+    assert note["id"] not in imported.json()["deleted"]
+    # The hand deletion travels only when the broken note is known by its id.
+    assert imported.json()["deleted"] == ([gone["id"]] if id_line == "readable" else [])
+
+
+def test_an_import_meeting_a_note_broken_here_keeps_one_file_and_a_conflict_copy(
         cli: Cli, tmp_path: Path):
+    """A note broken by hand here and edited on the other machine: the import merges the two
+    by the id the broken file's `id:` line gives, never writing a second file of that id."""
+    note = add(cli, "Postgres is the database we use")
+    other = Cli(tmp_path / "other")
+    other.ok("init", str(other.store))
+    cli.ok("export", str(tmp_path / "first.zip"))
+    other.ok("import", str(tmp_path / "first.zip"))
+    (other.store / note["path"]).write_text(
+        break_tags(other, note["path"]).replace("we use", "we use HAND_EDIT_HERE"))
+    cli.ok("edit", note["id"], env={"EDITOR": f"{sys.executable} -c \"import sys; p=sys.argv[1]; "
+                                   f"open(p, 'a').write('EDITED_THERE\\n')\""})
+    cli.ok("export", str(tmp_path / "second.zip"))
+    report = other.ok("import", str(tmp_path / "second.zip"), "--json").json()
+    assert report["conflicts"] == [note["id"]] and len(report["conflict_copies"]) == 1
+    files = [p for p, d in tree_snapshot(other.store).items()
+             if p.endswith(".md") and f"id: {note['id']}\n".encode() in d]
+    assert sorted(p.startswith(".conflicts/") for p in files) == [False, True], files
+    texts = "".join((other.store / p).read_text() for p in files)
+    assert "HAND_EDIT_HERE" in texts and "EDITED_THERE" in texts
+    assert other.ok("health", "--json").json()["duplicate_ids"] == []
+
+
+@pytest.mark.parametrize("renamed", [False, True])
+def test_import_skip_invalid_never_deletes_a_note_a_bundle_lists_as_removed_and_broken(
+        cli: Cli, tmp_path: Path, renamed: bool):
     """A bundle made by an export that packed a broken note also listed the note's id as
-    removed (its file no longer read as that id): skipping the file must not delete the note."""
+    removed (its file no longer read as that id): skipping the file must not delete the note,
+    also when the file was renamed without its id (known by its `id:` line)."""
     from memctl.exchange.bundle import BundleFile, manifest_for, write_zip
 
     note = add(cli, "Postgres is the database we use")
     good = (cli.store / note["path"]).read_bytes()
     oid = git(cli.store, "hash-object", note["path"]).strip()
-    broken = BundleFile(note["path"], good.replace(b"tags: []", b"tags: [postgres"), None, (oid,))
+    sent = note["path"].rsplit("/", 1)[0] + "/renamed.md" if renamed else note["path"]
+    broken = BundleFile(sent, good.replace(b"tags: []", b"tags: [postgres"), None, (oid,))
     removed = {f"id:{note['id']}": {"path": note["path"], "history": [oid]}}
     manifest = manifest_for([broken], machine="laptop", time="2026-11-30T12:00:00.000Z",
                             extra={"project": None, "removed": removed})
     write_zip(tmp_path / "old.zip", [broken], manifest)
 
     refused = cli("import", str(tmp_path / "old.zip"))
-    assert refused.exit_code == 1 and f"{note['path']}:6: " in refused.stderr
+    assert refused.exit_code == 1 and f"{sent}:6: " in refused.stderr
     report = cli("import", str(tmp_path / "old.zip"), "--skip-invalid", "--json")
     assert report.exit_code == 0, report.stderr
-    assert [item["path"] for item in report.json()["rejected"]] == [note["path"]]
+    assert [item["path"] for item in report.json()["rejected"]] == [sent]
     assert (cli.store / note["path"]).read_bytes() == good
     assert report.json()["deleted"] == []
 
@@ -380,7 +455,8 @@ def test_a_file_that_is_no_text_is_named_with_the_same_line_by_every_command(
     exported = run_memctl("export", str(tmp_path / "x.zip"), "--json", store=store_path)
     assert exported.exit_code == 0, exported.stderr
     assert json.loads(exported.stdout)["broken"] == [
-        {"path": "p/notes/fact/bad.md", "line": line, "message": message}]
+        {"path": "p/notes/fact/bad.md", "line": line, "message": message,
+         "id": content.split(b"\n")[1][4:].decode()}]
     assert named in exported.stderr
     zipped = tmp_path / "hand.zip"
     from memctl.exchange.bundle import BundleFile, manifest_for, write_zip

@@ -13,6 +13,7 @@ import pytest
 from conftest import Cli, git, tree_snapshot
 
 from memctl.exchange.bundle import MANIFEST_NAME, BundleError, Limits, read_bundle
+from memctl.store import Store
 
 NOTE = "---\nid: 01jdz4k2m8x7b3qv\ntype: fact\nproject: demo\ncreated: 2026-11-30T09:00:00.000Z\n" \
        "updated: 2026-11-30T09:00:00.000Z\n---\nA good note.\n"
@@ -33,6 +34,12 @@ def with_mode(name: str, mode: int, data: bytes = b"x") -> tuple[zipfile.ZipInfo
     info = zipfile.ZipInfo(name)
     info.create_system = 3
     info.external_attr = mode << 16
+    return info, data
+
+
+def with_method(name: str, method: int, data: bytes) -> tuple[zipfile.ZipInfo, bytes]:
+    info = zipfile.ZipInfo(name)
+    info.compress_type = method
     return info, data
 
 
@@ -67,7 +74,12 @@ HOSTILE = {
                    ["unsafe YAML tag", "python/object"]),
     "custom-tag": ([GOOD, ("demo/notes/fact/tag.md", b"---\nid: !secret abc\n---\nx\n")],
                    ["unsafe YAML tag"]),
-    "bomb": ([GOOD, ("demo/notes/fact/bomb.md", b"\0" * (4 * 1024 * 1024))], ["zip bomb"]),
+    "bomb": ([GOOD, with_method("demo/notes/fact/bomb.md", zipfile.ZIP_BZIP2, b"A" * (4 * 2**20))],
+             ["zip bomb"]),
+    "lzma-bomb": ([GOOD, with_method("demo/notes/fact/bomb.md", zipfile.ZIP_LZMA, b"A" * (12 * 2**20))],
+                  ["zip bomb"]),
+    "giant": ([GOOD, ("demo/notes/fact/giant.md", os.urandom(9 * 2**20).hex().encode())],
+              ["over the 16 MB size limit"]),
 }
 
 
@@ -78,6 +90,42 @@ def test_hostile_archive_is_refused_and_the_store_is_untouched(cli, store_path, 
     archive = make_zip(tmp_path / f"{case}.zip", entries)
     assert_refused(cli, store_path, archive, *expected)
     assert not (tmp_path / "evil.md").exists() and not Path("/tmp/pwned").exists()
+
+
+def test_deflate_cannot_reach_the_bomb_ratio_so_every_export_imports(cli, store_path, tmp_path):
+    """The zip-bomb ratio is above what deflate can reach (1032:1), so a note of repeated
+    lines (a build log), or of one character repeated, exports and imports; a bzip2 or LZMA
+    entry past it is still a bomb (HOSTILE above)."""
+    log = "Build log of the failing CI run\n" + \
+        "2026-12-01 10:00:00 WARN retrying connection to db:5432\n" * 27_000
+    (store_path / "demo/notes/fact").mkdir(parents=True)
+    (store_path / "demo/notes/fact/ci-log.md").write_text(log)
+    (store_path / "demo/notes/fact/rule.md").write_text("-" * (3 * 2**20) + "\n")
+    exported = tmp_path / "repetitive.zip"
+    cli.ok("export", str(exported))
+    with zipfile.ZipFile(exported) as archive:
+        ratios = [info.file_size / info.compress_size for info in archive.infolist()
+                  if info.file_size > Limits().ratio_floor_bytes]
+    assert len(ratios) == 2 and max(ratios) > 1000, "deflate's best, about 1028:1"
+    assert max(ratios) < Limits().max_ratio
+    other = tmp_path / "other"
+    Store.init(other)
+    result = Cli(other).ok("import", str(exported), "--json").json()
+    assert len(result["added"]) == 2 and result["rejected"] == []
+    assert (other / "demo/notes/fact/ci-log.md").read_text() == log
+
+
+def test_export_leaves_out_a_file_too_big_for_an_import_and_the_zip_imports(cli, store_path, tmp_path):
+    kept = cli.ok("add", "a small note", "--json").json()["id"]
+    giant = store_path / "demo/notes/fact/giant.md"
+    giant.write_text("a hand-dropped dump\n" + "0123456789abcdef" * (17 * 2**16))
+    exported = tmp_path / "giant.zip"
+    report = cli.ok("export", str(exported), "--json").json()
+    assert [item["path"] for item in report["broken"]] == ["demo/notes/fact/giant.md"]
+    assert "16 MB" in report["broken"][0]["message"]
+    other = tmp_path / "other"
+    Store.init(other)
+    assert Cli(other).ok("import", str(exported), "--json").json()["added"] == [kept]
 
 
 def test_every_problem_is_listed_in_one_refusal(cli, store_path, tmp_path):

@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import Cli, edit, git, memctl_executable, tree_snapshot
+from conftest import Cli, edit, git, memctl_executable, run_memctl, tree_snapshot
 
 from memctl.disk.counters import record_access
 from memctl.store import Store
@@ -158,6 +158,49 @@ def test_deletion_beats_an_older_copy_and_loses_to_a_later_edit(machines):
     assert report["deleted"] == [doomed]
     assert desktop("show", doomed).exit_code == 1
     assert memory_files(desktop.store) == memory_files(laptop.store)
+
+
+def test_a_note_deleted_by_hand_is_reported_as_deleted_by_the_import_that_removes_it(machines):
+    laptop, desktop = machines
+    gone = add(laptop, "Deleted by hand on the laptop", T1)
+    kept = add(laptop, "Kept on both machines", T1)
+    transfer(laptop, desktop)
+    next((laptop.store / "demo/notes/fact").glob(f"*-{gone}.md")).unlink()
+    archive = laptop.store.parent / "after-removal.zip"
+    laptop.ok("export", str(archive))
+    dry = desktop.ok("import", str(archive), "--dry-run")
+    assert "1 deleted" in dry.stderr + dry.stdout and "would remove" in dry.stderr + dry.stdout
+    text = desktop.ok("import", str(archive), "--dry-run", "--json").json()
+    assert text["deleted"] == [gone] and text["unchanged"] == [kept]
+    report = desktop.ok("import", str(archive), "--json").json()
+    assert report["deleted"] == [gone], "what an import deletes is reported"
+    assert desktop("show", gone).exit_code == 1
+    assert "1 deleted" in git(desktop.store, "log", "-1", "--format=%s")
+
+
+@pytest.mark.parametrize("in_the_way", ["file for a folder", "folder for a file"])
+def test_an_import_that_meets_something_in_the_way_changes_nothing(machines, in_the_way):
+    laptop, desktop = machines
+    add(laptop, "A note the import would write first", T1)
+    zeta = add(laptop, "A note of project zeta", T1, "--project", "zeta")
+    archive = laptop.store.parent / "blocked.zip"
+    laptop.ok("export", str(archive))
+    if in_the_way == "file for a folder":
+        (desktop.store / "zeta").write_text("a stray file named like the project\n")
+    else:
+        name = next((laptop.store / "zeta/notes/fact").glob(f"*-{zeta}.md")).name
+        (desktop.store / "zeta/notes/fact" / name / "inner").mkdir(parents=True)
+    before, status = tree_snapshot(desktop.store), git(desktop.store, "status", "--porcelain")
+    head = git(desktop.store, "rev-parse", "HEAD")
+    for options in (["--dry-run"], []):
+        result = run_memctl("import", str(archive), *options, store=desktop.store)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.startswith("error: cannot import: zeta") \
+            and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert tree_snapshot(desktop.store) == before, "nothing written, not even the first note"
+        assert git(desktop.store, "status", "--porcelain") == status
+        assert git(desktop.store, "rev-parse", "HEAD") == head
+        assert not list((desktop.store / ".memctl").glob("txn-*")), "no journal left to roll back"
 
 
 def test_memory_md_merges_as_a_whole_file(machines):

@@ -337,6 +337,50 @@ def test_a_hand_edit_committed_unstamped_still_wins_when_it_is_newer(tmp_path, r
     assert not (b.store / ".tombstones" / f"{note}.md").exists()
 
 
+def _files_of(root: Path, note_id: str) -> tuple[list[str], list[str]]:
+    """The live files and the conflict copies that hold note `note_id` (by their `id:` line)."""
+    live, copies = [], []
+    for path, data in tree_snapshot(root).items():
+        if path.endswith(".md") and f"\nid: {note_id}\n".encode() in data:
+            (copies if path.startswith(".conflicts/") else live).append(path)
+    return live, copies
+
+
+def test_a_note_broken_by_hand_on_one_machine_and_edited_on_the_other_stays_one_file(
+        tmp_path, remote):
+    """A typo in a note's front matter on one machine, an edit of the same note on the other:
+    the broken file is still that note (its `id:` line), so the merge keeps one live file per
+    id and the loser as a conflict copy, named by the sync that made it; nothing is lost."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Yaml note about the indexer", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    edit(a, note, "Yaml note about the INDEXER_A", T[1])
+    path = next((b.store / "demo/notes/fact").glob(f"*-{note}.md"))
+    text = path.read_text().replace("tags: []", "tags: [a, BROKEN_B", 1)
+    path.write_text(text.replace("the indexer", "the INDEXER_HAND_B"))
+    assert b.ok("sync", "--json", env={"MEMCTL_NOW": T[2]}).json()["broken"]
+    merged = a.ok("sync", "--json", env={"MEMCTL_NOW": T[2]}).json()
+    b.ok("sync", env={"MEMCTL_NOW": T[2]})
+    assert memory_files(a.store) == memory_files(b.store)
+    for side in (a, b):
+        live, copies = _files_of(side.store, note)
+        assert len(live) == 1 and len(copies) == 1, (live, copies)
+        texts = [(side.store / p).read_text() for p in live + copies]
+        assert sorted("INDEXER_A" in t for t in texts) == [False, True]
+        assert sorted("INDEXER_HAND_B" in t for t in texts) == [False, True]
+        assert side.ok("health", "--json").json()["duplicate_ids"] == []
+    assert merged["conflicts"] == _files_of(a.store, note)[1], "the sync names the copy it made"
+    # Fixed on b, the note stays one file on both machines.
+    fixed = path.read_text().replace("tags: [a, BROKEN_B", "tags: [a]", 1)
+    path.write_text(fixed)
+    for side in (b, a, b):
+        side.ok("sync", env={"MEMCTL_NOW": T[3]})
+    for side in (a, b):
+        assert len(_files_of(side.store, note)[0]) == 1
+        assert side.ok("health", "--json").json()["duplicate_ids"] == []
+
+
 def test_a_failing_remote_leaves_no_half_merge(tmp_path, remote):
     a = machine(tmp_path, "a")
     add(a, "Safe and sound", T[0])

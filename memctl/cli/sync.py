@@ -51,8 +51,14 @@ def export(
     for item in result.secrets:
         warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} goes into the zip")
     for problem in result.broken:
-        warn(f"{problem}; left out of the zip (memctl import would refuse it): fix it "
+        note_id = result.left_out_ids.get(problem.path)
+        kept = f"; the other machine keeps its version of {note_id}" if note_id else ""
+        warn(f"{problem}; left out of the zip (memctl import would refuse it{kept}): fix it "
              "(`memctl edit` with the note's id opens it as it is), then export again")
+    if result.removals_withheld:
+        warn("a note left out above does not say its id (a file renamed by hand, its `id:` "
+             "line not readable): any removed note could be it, so this zip carries no note "
+             "removals; fix the file and export again to pass them on")
     if json_output:
         emit_json(result.to_dict())
     else:

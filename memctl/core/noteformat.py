@@ -128,6 +128,25 @@ def parse_text(text: str) -> ParsedFile:
 
 EMPTY_FILE = "the file is empty"
 
+_ID_LINE = re.compile(r"id[ \t]*:[ \t]*['\"]?([^'\"\s#]+)")
+
+
+def salvage_id(text: str) -> str | None:
+    """The value of the `id:` line of a file whose front matter does not parse (a typo on
+    another line), read from that line alone; None when there is none. Only ever used to keep
+    such a note from being taken for a removed one (docs/sync.md): a wrong answer can
+    withhold a removal, never cause one. The caller checks it as any id (`valid_id`)."""
+    lines = split_lines(text.lstrip(BOM)[:MAX_FRONT_MATTER_BYTES])
+    if not lines or not _DELIMITER.match(_strip_eol(lines[0])):
+        return None
+    for line in lines[1:]:
+        if _strip_eol(line).rstrip() in _CLOSERS:
+            return None
+        match = _ID_LINE.match(line)
+        if match:
+            return match.group(1).lower()
+    return None
+
 
 def parse_file(text: str) -> ParsedFile:
     """`parse_text` for a memory file as it is read from a store, a zip or a folder (a note,

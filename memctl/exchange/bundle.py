@@ -38,7 +38,7 @@ from memctl.core.merge import (
     MergeKey,
 )
 from memctl.core.note import note_from_parsed
-from memctl.core.noteformat import compute_checksum, parse_file, parse_text
+from memctl.core.noteformat import compute_checksum, parse_file, parse_text, salvage_id
 from memctl.core.textfile import decode_file
 from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
@@ -65,8 +65,14 @@ class Limits:
     max_entries: int = 100_000
     max_total_bytes: int = 512 * 1024 * 1024
     max_entry_bytes: int = 16 * 1024 * 1024
-    # Uncompressed/compressed size above which a large entry is treated as a bomb.
-    max_ratio: int = 200
+    # An entry past `ratio_floor_bytes` that expands more than `max_ratio` times its
+    # compressed size is a bomb. Deflate, the only method `memctl export` writes, cannot pass
+    # 1032:1 (a run of one byte; tests/test_bundle.py measures it), so every zip memctl (or
+    # any deflate tool) writes is under the ratio whatever its text, and only an entry of
+    # another method (bzip2, LZMA: millions to one) is refused on its ratio. The absolute
+    # caps above bound what any entry and archive may cost; sizes are counted while
+    # decompressing (docs/security.md).
+    max_ratio: int = 1100
     ratio_floor_bytes: int = 1024 * 1024
 
 
@@ -122,6 +128,7 @@ class Bundle:
     files: dict[str, BundleFile]
     manifest: dict[str, Any] | None = None
     invalid: list[Problem] = field(default_factory=list)  # skipped with skip_invalid
+    invalid_data: dict[str, bytes] = field(default_factory=dict)  # their bytes, by path
     ignored: list[str] = field(default_factory=list)  # not memory: never imported
     # merge key -> blob ids of a file the sender had and removed (see snapshot.Snapshot)
     removed: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -312,6 +319,7 @@ def validate(source: str, raw: dict[str, bytes], problems: list[Problem] | None 
         problems.extend(hazards)
         if file_problems and not hazards:
             bundle.invalid.extend(file_problems)
+            bundle.invalid_data[path] = raw[path]
             continue
         if hazards:
             continue
@@ -377,6 +385,7 @@ def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Prob
     except (zipfile.BadZipFile, OSError) as exc:
         raise MemctlError(f"{source} is not a readable zip file: {exc}") from None
     with archive:
+        archive_bytes = source.stat().st_size
         infos = archive.infolist()
         if len(infos) > limits.max_entries:
             raise BundleError(str(source), [Problem("", f"too many entries ({len(infos)} > {limits.max_entries})")])
@@ -404,7 +413,7 @@ def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Prob
                 continue  # stop decompressing anything once the archive is known hostile
             budget = min(limits.max_entry_bytes, limits.max_total_bytes - total)
             try:
-                data, reason = _bounded_read(archive, info, budget, limits)
+                data, reason = _bounded_read(archive, info, budget, limits, archive_bytes)
             except DECOMPRESS_ERRORS as exc:
                 problems.append(Problem(name, f"cannot be read: {exc}"))
                 continue
@@ -418,9 +427,11 @@ def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Prob
 
 
 def _bounded_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int,
-                  limits: Limits) -> tuple[bytes | None, str | None]:
+                  limits: Limits, archive_bytes: int) -> tuple[bytes | None, str | None]:
     """Decompress at most `budget` bytes, whatever the header claims; refuse bomb ratios."""
-    ratio_cap = max(limits.ratio_floor_bytes, max(info.compress_size, 1) * limits.max_ratio)
+    # The compressed size is the header's word: never more than the archive holds.
+    compressed = max(min(info.compress_size, archive_bytes), 1)
+    ratio_cap = max(limits.ratio_floor_bytes, compressed * limits.max_ratio)
     buffer = io.BytesIO()
     with archive.open(info) as handle:
         while True:
@@ -513,6 +524,14 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
                 updated = _later(note.updated, fallback_time)
             return Entry(key=MergeKey.for_id(note.id), path=path, data=data, kind="note",
                          updated=updated, created=_text(meta.get("created")), stamped=stamped)
+        found = salvage_id(text) if kind != TOMBSTONE else None
+        if found and valid_id(found):
+            # A note whose front matter does not parse (a typo by hand) is still a version of
+            # the note its `id:` line names, never a second file beside it: merged by id, one
+            # file per id, the loser kept as a conflict copy (docs/sync.md,
+            # tests/test_sync.py). A hand edit, dated by when it was first seen.
+            return Entry(key=MergeKey.for_id(found), path=path, data=data, kind="note",
+                         updated=fallback_time, stamped=False)
     return Entry(key=MergeKey.for_path(path), path=path, data=data, kind=kind, updated=fallback_time)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from memctl.core.clock import format_time, parse_time
 from memctl.core.errors import MemctlError
-from memctl.core.ids import ALPHABET
+from memctl.core.ids import ALPHABET, valid_id
 from memctl.core.merge import (
     TOMBSTONE,
     Entry,
@@ -33,7 +33,7 @@ from memctl.core.merge import (
     key_name,
 )
 from memctl.core.note import derive_id, note_from_parsed, stamp
-from memctl.core.noteformat import parse_text
+from memctl.core.noteformat import parse_text, salvage_id
 from memctl.core.textfile import decode_file
 from memctl.disk.gitops import run_git, run_git_binary
 from memctl.disk.settings import SETTINGS_FILE
@@ -79,6 +79,26 @@ def history_key(path: str) -> str | None:
         match = _ID_TAIL.search(stem)
         return MergeKey.for_id(match.group(1) if match else derive_id(path))
     return MergeKey.for_path(path)
+
+
+def left_out_keys(path: str, data: bytes) -> tuple[set[str], str | None]:
+    """The merge keys a file left out of an exchange (it does not parse) may stand for, and
+    the id of its note. A note is known by the id its `id:` line still gives (`salvage_id`:
+    a typo elsewhere in the front matter), else by the id its file name carries; a note
+    renamed by hand without its id, whose id line does not read either, is not known (None):
+    the caller then withholds every note removal, since any of them could be this note
+    (tests/test_broken_files.py). Other files are known by their path (their id is "")."""
+    keys = {key for key in (history_key(path),) if key is not None}
+    if path_kind(path) not in _NOTE_KINDS:
+        return keys, ""
+    found = salvage_id(data.decode("utf-8", "replace"))
+    if not (found and valid_id(found)):
+        name = path.rsplit("/", 1)[-1]
+        match = _ID_TAIL.search(name[:-3] if name.endswith(".md") else name)
+        found = match.group(1) if match else None
+    if found:
+        keys.add(MergeKey.for_id(found))
+    return keys, found
 
 
 def has_commits(root: Path, rev: str = "HEAD") -> bool:

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.core.merge import (
     TOMBSTONE,
     Entry,
+    MergeKey,
     MergeResult,
     add_entry,
     dump_counters,
@@ -62,7 +64,14 @@ from memctl.exchange.bundle import (
     write_zip,
 )
 from memctl.exchange.reimport import plan_reimport
-from memctl.exchange.snapshot import Snapshot, history_key, project_of, read_store_files, snapshot
+from memctl.exchange.snapshot import (
+    Snapshot,
+    history_key,
+    left_out_keys,
+    project_of,
+    read_store_files,
+    snapshot,
+)
 from memctl.index.db import ParseError, open_index
 from memctl.store import Store
 
@@ -115,12 +124,17 @@ class ExportResult:
     skipped: list[str] = field(default_factory=list)  # unreadable, left out on request
     broken: list[ParseError] = field(default_factory=list)  # left out: import would refuse them
     secrets: list[dict[str, object]] = field(default_factory=list)  # likely secrets carried, masked
+    # path of a broken note left out -> its id (None: not readable), never listed as removed
+    left_out_ids: dict[str, str | None] = field(default_factory=dict)
+    # a broken note of unknown id was left out: no note removal travels in this zip
+    removals_withheld: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "files": self.files, "bytes": self.bytes,
                 "project": self.project, "skipped": self.skipped,
-                "broken": [{"path": p.path, "line": p.line, "message": p.message}
-                           for p in self.broken],
+                "broken": [{"path": p.path, "line": p.line, "message": p.message,
+                            "id": self.left_out_ids.get(p.path)} for p in self.broken],
+                "removals_withheld": self.removals_withheld,
                 "secrets": self.secrets}
 
 
@@ -153,9 +167,18 @@ def export_store(store: Store, target: Path, project: str | None = None,
               if problem is not None]
     left_out = {problem.path for problem in broken}
     # A file left out is not a file removed: its id must not travel in `removed`, or the
-    # other machine would delete the note (tests/test_broken_files.py).
-    kept_keys = {history_key(path) for path in left_out} | {
-        entry.key for entry in snap.entries.values() if entry.path in left_out}
+    # other machine would delete the note. Known by its id, not its file name: a note renamed
+    # by hand keeps its id (tests/test_broken_files.py).
+    kept_keys = {entry.key for entry in snap.entries.values() if entry.path in left_out}
+    left_out_ids: dict[str, str | None] = {}
+    unknown = False
+    for path in sorted(left_out):
+        keys, note_id = left_out_keys(path, by_path[path].data)
+        kept_keys |= keys
+        unknown = unknown or note_id is None
+        left_out_ids[path] = note_id or None
+    if unknown:  # a note of unknown id left out: any removed note could be it
+        kept_keys |= {key for key in snap.removed if MergeKey(key).is_id}
     files = sorted((f for f in by_path.values() if f.path not in left_out), key=lambda f: f.path)
     times = [(instant(f.updated), f.updated) for f in files if f.updated and instant(f.updated) is not None]
     newest = max(times)[1] if times else "1970-01-01T00:00:00.000Z"
@@ -171,12 +194,17 @@ def export_store(store: Store, target: Path, project: str | None = None,
     write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
     return ExportResult(str(target), len(files), target.stat().st_size, project,
                         skipped=unreadable, broken=sorted(broken, key=lambda p: p.path),
-                        secrets=carried({f.path: f.data for f in files}))
+                        secrets=carried({f.path: f.data for f in files}),
+                        left_out_ids=left_out_ids, removals_withheld=unknown)
 
 
 def _unimportable(path: str, data: bytes) -> ParseError | None:
     """Why memctl's import would refuse this file, as `path:line: problem` (the line the
     index and `memctl show` name too); None when it would take it."""
+    limit = Limits().max_entry_bytes
+    if len(data) > limit:  # import refuses the whole zip for it (bundle.Limits)
+        return ParseError(path, 1, f"{len(data) // 2**20} MB, over the {limit // 2**20} MB "
+                                   "an import takes of one file")
     problems, text = check_file(path, data)
     if not problems:
         return None
@@ -282,10 +310,19 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
         seen_in[entry.key] = frozenset(item.history)
     # A file the import leaves out (`skip_invalid`) is not one the sender removed: a bundle
     # from an older export lists a broken note's id as removed (tests/test_broken_files.py).
+    # Known by its id, not its file name (a note renamed by hand); one whose id cannot be read
+    # keeps every note the bundle lists as removed (snapshot.left_out_keys).
     left_out = {history_key(problem.path) for problem in bundle.invalid}
+    for path, data in bundle.invalid_data.items():
+        keys, note_id = left_out_keys(path, data)
+        left_out |= keys
+        if note_id is None:
+            left_out |= {key for key in bundle.removed if MergeKey(key).is_id}
+    removed_there: set[str] = set()
     for key, oids in bundle.removed.items():
         if key not in incoming and key not in left_out:
             seen_in[key] = oids
+            removed_there.add(key)
     result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(latest_now()))
     report = ImportReport(source=bundle.source)
     report.rejected = [p.to_dict() for p in bundle.invalid]
@@ -300,7 +337,15 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
         if after is not None and after.kind == CONFLICT and key in incoming \
                 and after.path in report.writes:
             report.carried_copies.append(after.path)
-        if key not in incoming or any(e is not None and e.kind in _UNREPORTED for e in (before, after)):
+        if any(e is not None and e.kind in _UNREPORTED for e in (before, after)):
+            continue
+        if key not in incoming:
+            # A note the sender removed (by hand, without a tombstone) and this import
+            # deletes is reported like any deletion (tests/test_exchange.py); one edited
+            # here since stays, as it was, and is no news.
+            if key in removed_there and before is not None and before.kind != TOMBSTONE \
+                    and after is None:
+                report.deleted.append(key_name(key))
             continue
         name = key_name(key)
         was_live = before is not None and before.kind != TOMBSTONE
@@ -403,6 +448,8 @@ def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
     # The one secret guard, for every file the import would write (docs/security.md).
     guard_files({path: data.decode("utf-8", "replace") for path, data in report.writes.items()
                  if path.endswith(".md")}, allow_secret)
+    if dry_run:  # it says too whether the import could be done (apply_changes checks the rest)
+        check_targets(store, report.writes, report.removes)
     if dry_run or not (report.writes or report.removes):
         return False
     copies = "conflict copy" if len(report.conflicts) == 1 else "conflict copies"
@@ -460,11 +507,42 @@ def refresh_index(store: Store, paths: list[str]) -> None:
 # --- all-or-nothing apply ---------------------------------------------------------------------
 
 
-def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
-    """Replace and remove files as one transaction, then make one commit."""
+def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: list[str]) -> None:
+    """Refuse, before anything is staged or written, an import that could not finish: a target
+    outside the store or through a link (`resolve`), a file standing where the import must
+    make a folder (`zeta` where `zeta/notes/z.md` goes), or a folder or special file where it
+    must write or remove a file. The store is left exactly as it was (docs/sync.md,
+    tests/test_exchange.py)."""
     root = Path(store.root)
     for path in sorted(set(writes) | set(removes)):
-        store.resolve(path)  # every target inside the store, through no link: before any write
+        store.resolve(path)
+        parts = path.split("/")
+        for depth in range(1, len(parts) + 1):
+            where = "/".join(parts[:depth])
+            try:
+                mode = os.lstat(root / where).st_mode
+            except FileNotFoundError:
+                break  # nothing there yet: the import makes it
+            except OSError:
+                break  # unreadable: the write itself reports it (and the import rolls back)
+            if depth < len(parts) and not stat.S_ISDIR(mode):
+                raise MemctlError(
+                    f"cannot import: {where} is a file where the import must make a folder "
+                    f"(for {path}); nothing was changed: move or rename {where}, then import again")
+            if depth == len(parts) and not stat.S_ISREG(mode):
+                what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+                raise MemctlError(
+                    f"cannot import: {path} is {what} where the import must "
+                    f"{'write' if path in writes else 'remove'} a note file; nothing was "
+                    f"changed: move or rename it, then import again")
+
+
+def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
+    """Replace and remove files as one transaction, then make one commit. A failure half way
+    (a disk that fills up, a permission) puts back every file before the error is raised:
+    the store is as it was, with no need for the next command's `recover_pending`."""
+    root = Path(store.root)
+    check_targets(store, writes, removes)  # before any write
     txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
     (txn / "new").mkdir(parents=True)
     (txn / "old").mkdir()
@@ -487,17 +565,25 @@ def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], me
     os.replace(temp, txn / JOURNAL)
     fsync_dir(txn)
     crash_point("import-journal")
-    for number, op in enumerate(ops):
-        target = root / op["path"]
-        if op["existed"]:
-            keep_backup(target, txn / op["old"], moving=op["new"] is None)
-        if op["new"] is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(txn / op["new"], target)
-        crash_point(f"import-op-{number}")
-    for folder in {(root / op["path"]).parent for op in ops}:
-        if folder.exists():
-            fsync_dir(folder)
+    try:
+        for number, op in enumerate(ops):
+            target = root / op["path"]
+            if op["existed"]:
+                keep_backup(target, txn / op["old"], moving=op["new"] is None)
+            if op["new"] is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(txn / op["new"], target)
+            crash_point(f"import-op-{number}")
+        for folder in {(root / op["path"]).parent for op in ops}:
+            if folder.exists():
+                fsync_dir(folder)
+    except BaseException as exc:
+        roll_back(root, txn, journal)
+        shutil.rmtree(txn, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, MemctlError):
+            raise MemctlError(f"cannot import: {exc.filename or root}: {exc.strerror or exc}; "
+                              "every file was put back, the store is as it was") from None
+        raise
     crash_point("import-applied")
 
     listed = run_git(root, "ls-files", "-z").stdout.split("\0") if removes else []
