@@ -10,10 +10,12 @@ Prints each figure with the command that produced it:
 2. `memctl health --json` end to end as a subprocess: the first report (no kept pairs) and the
    second (kept pairs, .memctl/health-pairs.json), wall and CPU time, peak RSS;
 3. long documents: a store of N long Markdown documents in one project (bench/gen_long.py):
-   recall on its first documents, and the first report end to end.
+   recall on its first documents, and the first report end to end;
+4. a crowd: N near-copies in one project (`--crowd`), the report end to end: its cost must
+   grow with N, not N² (docs/health.md).
 
     .venv/bin/python bench/bench_health.py [--sizes 1000,10000] [--long 3000]
-        [--recall-groups 3] [--figures recall,report,long] [--out bench/out]
+        [--recall-groups 3] [--crowd 2000] [--figures recall,report,long,crowd] [--out bench/out]
 
 At 100k notes the full comparison takes tens of minutes: `--recall-groups N` compares global
 and the first N-1 projects only (the candidate search is timed on every group).
@@ -53,6 +55,23 @@ def long_corpus(out: Path, size: int) -> Path:
         command = [PYTHON, str(HERE / "gen_long.py"), str(root), str(size)]
         subprocess.run(command, check=True)
         show(f"generated {size} long documents", " ".join(command))
+    return root
+
+
+def crowd_corpus(out: Path, size: int) -> Path:
+    """`size` near-copies in one project (`spam note number 17 word17`), as a script or a
+    hostile remote could put there: every note alike with every other (docs/health.md)."""
+    root = out / f"health-crowd-{size}"
+    if not (root / "memctl.toml").exists():
+        subprocess.run([MEMCTL, "init", str(root)], check=True, capture_output=True, env=ENV)
+        folder = root / "spam" / "notes" / "fact"
+        folder.mkdir(parents=True)
+        for number in range(size):
+            (folder / f"n{number}.md").write_text(
+                f"---\nid: crowd{number:06d}\ntype: fact\nproject: spam\nimportance: 5\n"
+                f"created: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n---\n"
+                f"spam note number {number} word{number % 97}\n")
+        show(f"generated {size} near-copies", f"crowd_corpus({size}) in bench/bench_health.py")
     return root
 
 
@@ -196,7 +215,9 @@ def main() -> None:
                         help="long documents compared both ways for recall")
     parser.add_argument("--recall-groups", type=int, default=None,
                         help="compare all pairs in this many groups only (100k: 3)")
-    parser.add_argument("--figures", default="recall,report,long")
+    parser.add_argument("--crowd", type=int, default=2000,
+                        help="near-copies in one project, for the report (0: none)")
+    parser.add_argument("--figures", default="recall,report,long,crowd")
     parser.add_argument("--out", type=Path, default=HERE / "out")
     args = parser.parse_args()
     figures = set(args.figures.split(","))
@@ -215,6 +236,9 @@ def main() -> None:
         if args.long_recall:
             long_recall(root, args.long_recall)
         report(root, f"{args.long} long documents")
+    if args.crowd and "crowd" in figures:
+        print(f"\n## {args.crowd} near-copies in one project", flush=True)
+        report(crowd_corpus(args.out, args.crowd), f"{args.crowd} near-copies")
 
 
 if __name__ == "__main__":

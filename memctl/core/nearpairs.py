@@ -62,6 +62,13 @@ TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below 
 TINY_DIVISOR = 3  # shared ≥ (n_a + n_b) / 3: Dice ≥ 2/3
 BLOCKS = 16  # a group's texts are taken in this many blocks (`_lane_hits`) ...
 BLOCK_MIN = 1024  # ... of this many texts at least
+# A crowd of alike texts (thousands of near-copies, pushed by a remote or pasted by a script)
+# makes every text a candidate of every other: quadratic pairs, minutes and gigabytes for
+# 5,000 of them. Each text keeps at most this many candidates, the nearest after it in the
+# group, which is far more than a real store gives one text (at most 325 on the 100k
+# benchmark store, bench/bench_health.py): only a crowd's texts lose candidates, and each
+# of them still pairs with its neighbours.
+CANDIDATES_PER_TEXT = 512
 
 Pair = tuple[int, int]
 
@@ -171,6 +178,9 @@ def candidate_partners(shapes: Sequence[Shape], own: int | None = None) -> dict[
                 several.add(first)
     for first in several:
         partners[first] = sorted(set(partners[first]))
+    for others in partners.values():
+        if len(others) > CANDIDATES_PER_TEXT:
+            del others[CANDIDATES_PER_TEXT:]
     return partners
 
 

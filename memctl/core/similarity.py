@@ -684,6 +684,13 @@ def candidates(
     return [(keys[idx], value) for idx, value in ranked]
 
 
+# A text's similar pairs are looked for until it has this many (memctl.core.nearpairs
+# bounds its candidates likewise): a crowd of alike notes would otherwise make every pair,
+# quadratic in the crowd. The 100k benchmark store's most paired text has 98 after it
+# (bench/bench_health.py), so only a crowd is cut, and docs/health.md says what it costs.
+SIMILAR_PER_TEXT = 128
+
+
 def similar_pairs(
     items: Sequence[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD,
     partners: Sequence[tuple[str, str]] = (),
@@ -750,7 +757,9 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
         rows = [number for number, key in enumerate(all_keys) if key in keys]
         partners_of = {}
         for first, second in nearpairs.candidate_pairs(shapes, own=len(items), rows=rows):
-            partners_of.setdefault(first, []).append(second)
+            others = partners_of.setdefault(first, [])
+            if len(others) < nearpairs.CANDIDATES_PER_TEXT:
+                others.append(second)
     # The three views of the texts in some candidate pair only (a long text's word codes cost
     # a millisecond: not worth it for a text no pair needs).
     involved = sorted(set(partners_of).union(*partners_of.values()))
@@ -759,18 +768,27 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
     pairs: list[tuple[str, str, float]] = []
     each_view = (views.chars, views.sorted, views.coded)
     ratio, extract = fuzz.ratio, process.extract
-    for first, others in partners_of.items():
-        spots = list(map(at.__getitem__, others))
-        best: dict[int, float] = {}
-        for view in each_view:
-            # One C call per text and view over its candidates, not a Python call per pair.
-            for _, value, idx in extract(view[at[first]], list(map(view.__getitem__, spots)),
-                                         scorer=ratio, processor=None, score_cutoff=threshold,
-                                         limit=None):
-                if best.get(idx, 0.0) < value:
-                    best[idx] = value
+    for first, candidates_of_first in partners_of.items():
         key = all_keys[first]
-        pairs.extend((key, all_keys[others[idx]], value) for idx, value in best.items())
+        found = 0
+        # The candidates a chunk at a time, until the text has SIMILAR_PER_TEXT pairs: one
+        # chunk for nearly every text; a crowd's text stops after its first.
+        for begin in range(0, len(candidates_of_first), SIMILAR_PER_TEXT):
+            others = candidates_of_first[begin:begin + SIMILAR_PER_TEXT]
+            spots = list(map(at.__getitem__, others))
+            best: dict[int, float] = {}
+            for view in each_view:
+                # One C call per text and view over its candidates, not a call per pair.
+                for _, value, idx in extract(view[at[first]],
+                                             list(map(view.__getitem__, spots)),
+                                             scorer=ratio, processor=None,
+                                             score_cutoff=threshold, limit=None):
+                    if best.get(idx, 0.0) < value:
+                        best[idx] = value
+            pairs.extend((key, all_keys[others[idx]], value) for idx, value in best.items())
+            found += len(best)
+            if found >= SIMILAR_PER_TEXT:
+                break
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
     return pairs
 
