@@ -383,6 +383,20 @@ def test_scratchpad_episodes_and_project_memory(mcp):
     assert git(mcp.store, "status", "--porcelain") == ""
 
 
+def test_a_field_over_the_front_matter_limit_is_an_error_for_the_model_not_a_bug(mcp):
+    head = head_of(mcp.store)
+    message = mcp.error("add_episode", {"goal": "g" * 70_000, "outcome": "completed"})
+    assert "64 KB" in message and "`goal`" in message and "bug" not in message
+    assert head_of(mcp.store) == head
+    mcp.ok("update_scratchpad", {"action": "focus", "text": "f" * 70_000, "project": "big"})
+    head = head_of(mcp.store)
+    message = mcp.error("update_scratchpad", {"action": "clear", "archive": True,
+                                              "outcome": "completed", "project": "big"})
+    assert "64 KB" in message and "`goal`" in message and "bug" not in message
+    assert head_of(mcp.store) == head
+    assert git(mcp.store, "status", "--porcelain") == ""
+
+
 def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
     head = head_of(mcp.store)
     cases = [
