@@ -397,6 +397,22 @@ def test_a_field_over_the_front_matter_limit_is_an_error_for_the_model_not_a_bug
     assert git(mcp.store, "status", "--porcelain") == ""
 
 
+def test_a_merge_past_the_tag_cap_is_refused_and_the_note_still_merges(mcp):
+    text = "The tagcap exporter pushes metrics to Prometheus every 15 seconds."
+    _, first = mcp.ok("remember", {"text": text, "project": "tagcap",
+                                   "tags": [f"a{i}-" + "y" * 190 for i in range(100)]})
+    head = head_of(mcp.store)
+    for batch in "bc":
+        message = mcp.error("remember", {"text": text, "project": "tagcap",
+                                         "tags": [f"{batch}{i}-" + "y" * 190 for i in range(100)]})
+        assert first["id"] in message and "at most 100" in message and "`force`" in message
+        assert "does not parse" not in message
+    assert head_of(mcp.store) == head
+    _, again = mcp.ok("remember", {"text": text + " Confirmed.", "project": "tagcap",
+                                   "tags": ["a1-" + "y" * 190]})
+    assert (again["action"], again["id"]) == ("merged", first["id"])
+
+
 def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
     head = head_of(mcp.store)
     cases = [

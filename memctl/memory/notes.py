@@ -179,9 +179,12 @@ def _merge_into(store: Store, target: Note, importance: int, tags: list[str], mo
     updates: dict[str, Any] = {}
     if importance > target.importance:
         updates["importance"] = importance
-    new_tags = [t for t in tags if t.lower() not in {x.lower() for x in target.tags}]
-    if new_tags:
-        updates["tags"] = target.tags + new_tags
+    merged = arguments.merged_tags(
+        target.tags, tags, f"note `{target.id}`, the near-duplicate this would refresh,",
+        f"remove some of its tags ({cmd('edit')}), or keep this as a note of its own "
+        f"({arg('force')})")
+    if len(merged) > len(target.tags):
+        updates["tags"] = merged
     text, _info = store.read_text(target.path)
     store.write_text(target.path, stamp(text, updates, moment, target))
     return target.path
