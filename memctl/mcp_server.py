@@ -490,6 +490,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         body: Optional[str] = None
         access_count: Optional[int] = None
         last_accessed: Optional[str] = None
+        corrected_by: Optional[list[str]] = None  # `get`: the live corrections of the note
 
     class StepOut(Out):
         action: str
@@ -886,6 +887,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                      "pinned", "superseded_by", "corrects",
                                                      "source_episode", "links", "created", "updated")
                   if data.get(key) not in (None, [], False, "")]
+        if data.get("corrected_by"):  # as recall marks it: read the correction first
+            head[1] += " · corrected by " + ", ".join(f"`{c}`" for c in data["corrected_by"])
         return lines(*head, "; ".join(fields), "", str(data.get("body") or "").strip())
 
     def episode_text(data: dict[str, Any]) -> str:
@@ -1056,7 +1059,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         with guarded():
             found = notes.get(store, subject, predicate,
                               project=None if all_projects else resolve(project))
-        rows = [note.to_dict() for note in found]
+        rows = [fact.to_dict() for fact in found]
         return reply("\n\n".join(note_text(row) for row in rows),
                      {"notes": rows, "count": len(rows)})
 

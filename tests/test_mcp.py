@@ -895,6 +895,10 @@ def test_a_correction_keeps_its_note_and_stale_matches_are_counted(mcp):
     _, found = mcp.ok("search", {"query": "zebra", "project": project})
     assert [hit["id"] for hit in found["hits"]] == [fix["id"], wrong["id"]]
     assert found["stale_matches"] == 0
+    mcp.ok("update_note", {"id": wrong["id"], "subject": "staging", "predicate": "port"})
+    text, exact = mcp.ok("get", {"subject": "staging", "predicate": "port", "project": project})
+    assert [(n["id"], n["corrected_by"]) for n in exact["notes"]] == [(wrong["id"], [fix["id"]])]
+    assert f"corrected by `{fix['id']}`" in text
     mcp.ok("supersede", {"old_id": wrong["id"], "new_id": fix["id"]})
     text, gone = mcp.ok("search", {"query": "zebra", "project": project})
     assert gone["hits"] == [] and gone["stale_matches"] == 1
