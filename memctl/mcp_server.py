@@ -169,6 +169,14 @@ class McpWording(Front):
             return tool
         return f"`memctl {name}` (a command for the user to run)"
 
+    def render(self, message: str) -> str:
+        # Two CLI commands one tool does (`project edit` or `project replace`) are named once.
+        rendered = super().render(message)
+        for tool in set(self.TOOLS.values()):
+            if f"{tool} or {tool}" in rendered:
+                rendered = rendered.replace(f"{tool} or {tool}", tool)
+        return rendered
+
 
 MCP_WORDING = McpWording()
 
@@ -713,11 +721,15 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 raise MCPError(code=INVALID_PARAMS, message=(
                     f"the `{name}` prompt takes no argument `{unknown[0]}`; it takes "
                     f"{listed_arguments}"))
+            # A required argument given as "" (or blanks) is as missing: `session_start`
+            # with an empty task recalled for nothing.
             missing = [key for key, required in taken.items()
-                       if required and key not in (arguments or {})]
+                       if required and not str((arguments or {}).get(key) or "").strip()]
             if missing:
+                empty = missing[0] in (arguments or {})
                 raise MCPError(code=INVALID_PARAMS, message=(
-                    f"`{missing[0]}` is required: the `{name}` prompt takes {listed_arguments}"))
+                    f"`{missing[0]}` is required{' and may not be empty' if empty else ''}: "
+                    f"the `{name}` prompt takes {listed_arguments}"))
             try:
                 return await super().get_prompt(name, arguments, context)
             except MCPError:
@@ -837,8 +849,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     def resolve(project: Optional[str], global_scope: bool = False) -> str:
         if global_scope:
             return GLOBAL
-        if not project:
+        if project is None:
             return default_project
+        # "" is bad input, as `--project ""` is for the CLI: never the default project
+        # silently (the model may have lost the name it meant).
         return arguments.scope_name(project)
 
     read_only_tools: set[str] = set()
@@ -1231,7 +1245,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                       allow_secret=allow_secret, answer=answer)
             data = view.to_dict()
         data.pop("exists", None)
-        if action == "show":
+        if action.strip().lower() == "show":  # the service took it case-insensitively
             text_out = view.text if view.text is not None else (
                 f"No {view.path} yet; action focus or next starts one.")
         else:
@@ -1416,7 +1430,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     def restore(id: IdArg) -> Annotated[CallToolResult, RestoreOut]:
         with guarded():
             note, previous_path = upkeep.restore(store, id)
-        return reply(f"Restored note `{note.id}`: {previous_path} → {note.path}.",
+        # A superseded note is restored where it is: a move is named only when there was one.
+        where = (note.path if previous_path == note.path
+                 else f"moved from {previous_path} to {note.path}")
+        return reply(f"Restored note `{note.id}` ({where}).",
                      {"id": note.id, "path": note.path, "status": note.status,
                       "previous_path": previous_path})
 

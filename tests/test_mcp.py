@@ -413,6 +413,50 @@ def test_a_merge_past_the_tag_cap_is_refused_and_the_note_still_merges(mcp):
     assert (again["action"], again["id"]) == ("merged", first["id"])
 
 
+def test_words_of_a_fixed_set_empty_projects_and_wording_for_a_model(mcp):
+    """`update_scratchpad` takes its action in any case, as every other word of a fixed set;
+    an empty project is bad input, not the default; an episode's id where a note's goes says
+    it is an episode; a restore in place names one path; the recall block and errors name
+    tools, each once, never a CLI command; `session_start` needs a task."""
+    project = "wording"
+    _, focused = mcp.ok("update_scratchpad", {"action": "FOCUS", "text": "x", "project": project})
+    assert focused["focus"] == "x"
+    text, _ = mcp.ok("update_scratchpad", {"action": " Show ", "project": project})
+    assert text.startswith("# ")  # the file itself, as action show gives it
+    head = head_of(mcp.store)
+    for tool, arguments in [("remember", {"text": "x", "project": ""}),
+                            ("recall", {"project": ""}), ("list_notes", {"project": " "})]:
+        assert "`project`" in mcp.error(tool, arguments)
+    assert head_of(mcp.store) == head
+    _, episode = mcp.ok("add_episode", {"goal": "Ship", "outcome": "completed",
+                                        "project": project})
+    head = head_of(mcp.store)
+    for tool in ("forget", "update_note"):
+        message = mcp.error(tool, {"id": episode["id"], **({"text": "y"} if tool != "forget"
+                                                          else {})})
+        assert "is an episode, not a note" in message and "`update_episode` tool" in message
+    assert head_of(mcp.store) == head
+    _, old = mcp.ok("remember", {"text": "The wording queue is RabbitMQ", "project": project})
+    _, new = mcp.ok("remember", {"text": "Wording moved to NATS", "project": project,
+                                 "force": True})
+    mcp.ok("supersede", {"old_id": old["id"], "new_id": new["id"]})
+    head = head_of(mcp.store)
+    mcp.ok("supersede", {"old_id": old["id"], "new_id": new["id"]})
+    assert head_of(mcp.store) == head  # declared idempotent: no second commit
+    text, _ = mcp.ok("restore", {"id": old["id"]})
+    assert "→" not in text and text.count(old["path"]) == 1
+    mcp.ok("project_memory", {"action": "replace", "project": project,
+                              "text": "# wording\n\n## Decisions\n" + "- item\n" * 2000})
+    text, recalled = mcp.ok("recall", {"project": project})
+    assert recalled["memory_md_cut"] and "`memctl" not in text
+    assert "the `project_memory` tool, action show has it all" in text
+    assert text.count("action replace") == 1  # the budget warning names the tool once
+    from mcp.shared.exceptions import MCPError
+    for task in ("", "  "):
+        with pytest.raises(MCPError, match="`task` is required and may not be empty"):
+            mcp.prompt("session_start", {"task": task})
+
+
 def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
     head = head_of(mcp.store)
     cases = [

@@ -343,6 +343,10 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
             # no active one: a cycle); an archived one is out of search. CLI and MCP come here.
             raise MemctlError(f"note {new.id} is {new.status} ({new.path}); only an active note "
                               f"can supersede another: restore it first (`memctl restore {new.id}`)")
+        if old.status == "superseded" and old.superseded_by == new.id:
+            # Already so: the tool is declared idempotent, so the same call again changes
+            # nothing, not even `updated`, and makes no commit (tests/test_lifecycle.py).
+            return old, new
         moment = now()
         path = _mark_superseded(store, old, new.id, moment)
         store.commit(f"supersede {old.id} by {new.id}: {masked_title(old.title)}", [path])
