@@ -169,6 +169,14 @@ class McpWording(Front):
             return tool
         return f"`memctl {name}` (a command for the user to run)"
 
+    def render(self, message: str) -> str:
+        # Two CLI commands one tool does (`project edit` or `project replace`) are named once.
+        rendered = super().render(message)
+        for tool in set(self.TOOLS.values()):
+            if f"{tool} or {tool}" in rendered:
+                rendered = rendered.replace(f"{tool} or {tool}", tool)
+        return rendered
+
 
 MCP_WORDING = McpWording()
 
@@ -490,6 +498,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         body: Optional[str] = None
         access_count: Optional[int] = None
         last_accessed: Optional[str] = None
+        corrected_by: Optional[list[str]] = None  # `get`: the live corrections of the note
 
     class StepOut(Out):
         action: str
@@ -712,11 +721,15 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 raise MCPError(code=INVALID_PARAMS, message=(
                     f"the `{name}` prompt takes no argument `{unknown[0]}`; it takes "
                     f"{listed_arguments}"))
+            # A required argument given as "" (or blanks) is as missing: `session_start`
+            # with an empty task recalled for nothing.
             missing = [key for key, required in taken.items()
-                       if required and key not in (arguments or {})]
+                       if required and not str((arguments or {}).get(key) or "").strip()]
             if missing:
+                empty = missing[0] in (arguments or {})
                 raise MCPError(code=INVALID_PARAMS, message=(
-                    f"`{missing[0]}` is required: the `{name}` prompt takes {listed_arguments}"))
+                    f"`{missing[0]}` is required{' and may not be empty' if empty else ''}: "
+                    f"the `{name}` prompt takes {listed_arguments}"))
             try:
                 return await super().get_prompt(name, arguments, context)
             except MCPError:
@@ -836,8 +849,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     def resolve(project: Optional[str], global_scope: bool = False) -> str:
         if global_scope:
             return GLOBAL
-        if not project:
+        if project is None:
             return default_project
+        # "" is bad input, as `--project ""` is for the CLI: never the default project
+        # silently (the model may have lost the name it meant).
         return arguments.scope_name(project)
 
     read_only_tools: set[str] = set()
@@ -886,6 +901,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                                      "pinned", "superseded_by", "corrects",
                                                      "source_episode", "links", "created", "updated")
                   if data.get(key) not in (None, [], False, "")]
+        if data.get("corrected_by"):  # as recall marks it: read the correction first
+            head[1] += " · corrected by " + ", ".join(f"`{c}`" for c in data["corrected_by"])
         return lines(*head, "; ".join(fields), "", str(data.get("body") or "").strip())
 
     def episode_text(data: dict[str, Any]) -> str:
@@ -1056,7 +1073,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         with guarded():
             found = notes.get(store, subject, predicate,
                               project=None if all_projects else resolve(project))
-        rows = [note.to_dict() for note in found]
+        rows = [fact.to_dict() for fact in found]
         return reply("\n\n".join(note_text(row) for row in rows),
                      {"notes": rows, "count": len(rows)})
 
@@ -1228,7 +1245,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                                       allow_secret=allow_secret, answer=answer)
             data = view.to_dict()
         data.pop("exists", None)
-        if action == "show":
+        if action.strip().lower() == "show":  # the service took it case-insensitively
             text_out = view.text if view.text is not None else (
                 f"No {view.path} yet; action focus or next starts one.")
         else:
@@ -1413,7 +1430,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     def restore(id: IdArg) -> Annotated[CallToolResult, RestoreOut]:
         with guarded():
             note, previous_path = upkeep.restore(store, id)
-        return reply(f"Restored note `{note.id}`: {previous_path} → {note.path}.",
+        # A superseded note is restored where it is: a move is named only when there was one.
+        where = (note.path if previous_path == note.path
+                 else f"moved from {previous_path} to {note.path}")
+        return reply(f"Restored note `{note.id}` ({where}).",
                      {"id": note.id, "path": note.path, "status": note.status,
                       "previous_path": previous_path})
 

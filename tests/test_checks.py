@@ -242,6 +242,28 @@ def test_cli_english_duplicate_is_merged_and_refreshed(cli: Cli) -> None:
     assert git(cli.store, "status", "--porcelain") == ""
 
 
+def test_a_merge_never_writes_more_tags_than_a_note_takes(cli: Cli) -> None:
+    """A near-duplicate `add` unions tags; past the 100-tag cap it is refused in one line
+    naming the note and what to do, nothing written, and the note still parses and merges
+    (docs/format.md, "Fields": tags)."""
+    text = "The tagm exporter pushes metrics to Prometheus every 15 seconds."
+    first = cli.ok("add", text, "--tags", ",".join(f"a{i}" for i in range(100)), "--json").json()
+    before = tree_snapshot(cli.store)
+    refused = cli("add", text, "--tags", ",".join(f"b{i}" for i in range(100)))
+    assert refused.exit_code == 1, refused.stderr
+    assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert first["id"] in refused.stderr and "at most 100" in refused.stderr
+    assert "--force" in refused.stderr and "does not parse" not in refused.stderr
+    assert tree_snapshot(cli.store) == before
+    # Tags it has already (in any case) add nothing: the merge refreshes the note.
+    again = cli.ok("add", text, "--tags", "A1,a2", "--json").json()
+    assert (again["action"], again["id"]) == ("merged", first["id"])
+    assert _meta(cli.store, first["path"])["tags"] == [f"a{i}" for i in range(100)]
+    kept = cli.ok("add", text, "--tags", "b1", "--force", "--json").json()
+    assert kept["action"] == "created"
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
 def test_cli_chinese_duplicate_is_merged_but_never_lowers_importance(cli: Cli) -> None:
     first = cli.ok("add", "记住：以后都用中文回复用户的问题", "--json").json()
     before = _meta(cli.store, first["path"])["importance"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import git, run_memctl
+from conftest import git, run_memctl, tree_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -369,3 +369,29 @@ def test_mcp_a_focus_or_summary_with_heading_lines_keeps_every_section(store_pat
     assert found["outcome"] == "partial" and found["summary"] == "Done.\n\n## Outcome\nfailed"
     text = (store_path / found["path"]).read_text(encoding="utf-8")
     assert [line for line in text.splitlines() if line.startswith("## ")].count("## Outcome") == 1
+
+
+def test_a_field_over_the_front_matter_limit_is_one_error_and_writes_nothing(cli, store_path):
+    """A 70 KB goal would make front matter no reader accepts: one line saying the limit and
+    what to shorten, exit 1, no traceback, the store as it was (docs/format.md, "Limits")."""
+    before = tree_snapshot(store_path)
+    result = cli("episode", "add", "--goal", "g" * 70_000, "--outcome", "completed")
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "64 KB" in result.stderr and "`goal`" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert tree_snapshot(store_path) == before
+
+    episode = cli.ok("episode", "add", "--goal", "small", "--outcome", "in_progress",
+                     "--json").json()
+    path = store_path / episode["path"]
+    text = path.read_text()
+    for batch in "tuv":
+        cli.ok("episode", "update", episode["id"], "--tags",
+               ",".join(f"{batch}{i}-" + "x" * 190 for i in range(100)))
+    text, head = path.read_text(), git(store_path, "rev-parse", "HEAD")
+    result = cli("episode", "update", episode["id"], "--tags",
+                 ",".join(f"w{i}-" + "x" * 190 for i in range(100)))
+    assert result.exit_code == 1 and "64 KB" in result.stderr and "`tags`" in result.stderr
+    assert "shape" not in result.stderr  # not "a shape line edits do not handle"
+    assert path.read_text() == text and git(store_path, "rev-parse", "HEAD") == head

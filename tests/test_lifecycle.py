@@ -210,6 +210,21 @@ def test_restore_brings_back_a_superseded_note(cli: Cli) -> None:
     assert meta["status"] == "active" and "superseded_by" not in meta
 
 
+def test_the_same_supersede_again_changes_nothing(cli: Cli) -> None:
+    """`supersede` is declared idempotent (MCP's idempotentHint): the same pair again
+    writes nothing and makes no commit, not even a new `updated`."""
+    old = cli.ok("add", "The queue is RabbitMQ", "--json").json()
+    new = cli.ok("add", "We replaced RabbitMQ with NATS", "--json").json()
+    first = cli.ok("supersede", old["id"], new["id"], "--json").json()
+    before, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    again = cli.ok("supersede", old["id"], new["id"], "--json",
+                   env={"MEMCTL_NOW": "2026-12-30T12:00:00Z"}).json()
+    assert again == first
+    assert tree_snapshot(cli.store) == before and git(cli.store, "rev-parse", "HEAD") == head
+    restored = cli.ok("restore", old["id"])  # in place: one path, no "path → path"
+    assert restored.stderr == f"restored {old['id']}  {old['path']}\n"
+
+
 def test_installed_memctl_archives_and_restores_end_to_end(store_path: Path) -> None:
     env = {"MEMCTL_NOW": "2026-01-01T00:00:00Z"}
     added = run_memctl("add", "Old build server is jenkins-01", "--json", store=store_path,

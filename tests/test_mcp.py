@@ -383,6 +383,80 @@ def test_scratchpad_episodes_and_project_memory(mcp):
     assert git(mcp.store, "status", "--porcelain") == ""
 
 
+def test_a_field_over_the_front_matter_limit_is_an_error_for_the_model_not_a_bug(mcp):
+    head = head_of(mcp.store)
+    message = mcp.error("add_episode", {"goal": "g" * 70_000, "outcome": "completed"})
+    assert "64 KB" in message and "`goal`" in message and "bug" not in message
+    assert head_of(mcp.store) == head
+    mcp.ok("update_scratchpad", {"action": "focus", "text": "f" * 70_000, "project": "big"})
+    head = head_of(mcp.store)
+    message = mcp.error("update_scratchpad", {"action": "clear", "archive": True,
+                                              "outcome": "completed", "project": "big"})
+    assert "64 KB" in message and "`goal`" in message and "bug" not in message
+    assert head_of(mcp.store) == head
+    assert git(mcp.store, "status", "--porcelain") == ""
+
+
+def test_a_merge_past_the_tag_cap_is_refused_and_the_note_still_merges(mcp):
+    text = "The tagcap exporter pushes metrics to Prometheus every 15 seconds."
+    _, first = mcp.ok("remember", {"text": text, "project": "tagcap",
+                                   "tags": [f"a{i}-" + "y" * 190 for i in range(100)]})
+    head = head_of(mcp.store)
+    for batch in "bc":
+        message = mcp.error("remember", {"text": text, "project": "tagcap",
+                                         "tags": [f"{batch}{i}-" + "y" * 190 for i in range(100)]})
+        assert first["id"] in message and "at most 100" in message and "`force`" in message
+        assert "does not parse" not in message
+    assert head_of(mcp.store) == head
+    _, again = mcp.ok("remember", {"text": text + " Confirmed.", "project": "tagcap",
+                                   "tags": ["a1-" + "y" * 190]})
+    assert (again["action"], again["id"]) == ("merged", first["id"])
+
+
+def test_words_of_a_fixed_set_empty_projects_and_wording_for_a_model(mcp):
+    """`update_scratchpad` takes its action in any case, as every other word of a fixed set;
+    an empty project is bad input, not the default; an episode's id where a note's goes says
+    it is an episode; a restore in place names one path; the recall block and errors name
+    tools, each once, never a CLI command; `session_start` needs a task."""
+    project = "wording"
+    _, focused = mcp.ok("update_scratchpad", {"action": "FOCUS", "text": "x", "project": project})
+    assert focused["focus"] == "x"
+    text, _ = mcp.ok("update_scratchpad", {"action": " Show ", "project": project})
+    assert text.startswith("# ")  # the file itself, as action show gives it
+    head = head_of(mcp.store)
+    for tool, arguments in [("remember", {"text": "x", "project": ""}),
+                            ("recall", {"project": ""}), ("list_notes", {"project": " "})]:
+        assert "`project`" in mcp.error(tool, arguments)
+    assert head_of(mcp.store) == head
+    _, episode = mcp.ok("add_episode", {"goal": "Ship", "outcome": "completed",
+                                        "project": project})
+    head = head_of(mcp.store)
+    for tool in ("forget", "update_note"):
+        message = mcp.error(tool, {"id": episode["id"], **({"text": "y"} if tool != "forget"
+                                                          else {})})
+        assert "is an episode, not a note" in message and "`update_episode` tool" in message
+    assert head_of(mcp.store) == head
+    _, old = mcp.ok("remember", {"text": "The wording queue is RabbitMQ", "project": project})
+    _, new = mcp.ok("remember", {"text": "Wording moved to NATS", "project": project,
+                                 "force": True})
+    mcp.ok("supersede", {"old_id": old["id"], "new_id": new["id"]})
+    head = head_of(mcp.store)
+    mcp.ok("supersede", {"old_id": old["id"], "new_id": new["id"]})
+    assert head_of(mcp.store) == head  # declared idempotent: no second commit
+    text, _ = mcp.ok("restore", {"id": old["id"]})
+    assert "→" not in text and text.count(old["path"]) == 1
+    mcp.ok("project_memory", {"action": "replace", "project": project,
+                              "text": "# wording\n\n## Decisions\n" + "- item\n" * 2000})
+    text, recalled = mcp.ok("recall", {"project": project})
+    assert recalled["memory_md_cut"] and "`memctl" not in text
+    assert "the `project_memory` tool, action show has it all" in text
+    assert text.count("action replace") == 1  # the budget warning names the tool once
+    from mcp.shared.exceptions import MCPError
+    for task in ("", "  "):
+        with pytest.raises(MCPError, match="`task` is required and may not be empty"):
+            mcp.prompt("session_start", {"task": task})
+
+
 def test_bad_input_is_one_line_naming_the_argument_and_changes_nothing(mcp):
     head = head_of(mcp.store)
     cases = [
@@ -865,6 +939,10 @@ def test_a_correction_keeps_its_note_and_stale_matches_are_counted(mcp):
     _, found = mcp.ok("search", {"query": "zebra", "project": project})
     assert [hit["id"] for hit in found["hits"]] == [fix["id"], wrong["id"]]
     assert found["stale_matches"] == 0
+    mcp.ok("update_note", {"id": wrong["id"], "subject": "staging", "predicate": "port"})
+    text, exact = mcp.ok("get", {"subject": "staging", "predicate": "port", "project": project})
+    assert [(n["id"], n["corrected_by"]) for n in exact["notes"]] == [(wrong["id"], [fix["id"]])]
+    assert f"corrected by `{fix['id']}`" in text
     mcp.ok("supersede", {"old_id": wrong["id"], "new_id": fix["id"]})
     text, gone = mcp.ok("search", {"query": "zebra", "project": project})
     assert gone["hits"] == [] and gone["stale_matches"] == 1

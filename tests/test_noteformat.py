@@ -284,3 +284,34 @@ def test_values_memctl_cannot_read_fall_back_to_their_defaults_with_a_warning_ea
     _, n = note("---\ncreated: 2026-11-01\nupdated: 2026-13-45\ntags: [a, [b], c]\n---\nx\n")
     assert (n.created, n.updated, n.tags) == ("2026-11-01", "2026-11-01", ["a", "c"])
     assert len(n.warnings) == 2
+
+
+def test_fields_over_the_front_matter_limit_are_refused_where_they_are_written():
+    """Front matter memctl writes is held to the limit every reader holds a file to, in the
+    two places it is written (a new file, a field edit): a one-line error naming the field,
+    never a file that would not parse (docs/format.md, "Limits")."""
+    import pytest
+
+    from memctl.core.errors import MemctlError
+    from memctl.core.noteformat import MAX_FRONT_MATTER_BYTES, FrontMatterTooLarge
+
+    big = "g" * 70_000
+    with pytest.raises(FrontMatterTooLarge) as raised:
+        render_note({"id": "x", "goal": big}, "body\n")
+    assert "64 KB" in str(raised.value) and "`goal`" in str(raised.value)
+    assert isinstance(raised.value, MemctlError) and not isinstance(raised.value, ValueError)
+    small = render_note({"id": "x", "tags": ["a"]}, "body\n")
+    with pytest.raises(FrontMatterTooLarge, match="`tags`"):
+        set_fields(small, {"tags": [f"t{i}-" + "x" * 190 for i in range(400)]})
+    # At the limit itself, what is written reads back.
+    for size in range(MAX_FRONT_MATTER_BYTES - 12, MAX_FRONT_MATTER_BYTES - 4):
+        try:
+            text = render_note({"goal": "g" * size}, "body\n")
+        except FrontMatterTooLarge:
+            continue
+        assert parse_text(text).problem is None
+        try:
+            edited = set_fields(text, {"id": "x"})
+        except FrontMatterTooLarge:
+            continue
+        assert parse_text(edited).problem is None

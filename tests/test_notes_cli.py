@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import Cli, git, run_memctl, tree_snapshot
+from conftest import Cli, edit, git, run_memctl, tree_snapshot
 
 from memctl.core.ids import is_id
 from memctl.core.noteformat import parse_text
@@ -182,6 +183,39 @@ def test_forget_deletes_and_leaves_a_tombstone(cli: Cli):
     assert parse_text(tombstone.read_text()).meta["id"] == added["id"]
     assert cli("show", added["id"]).exit_code == 1
     assert git(cli.store, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("change", ["forget", "edit", "supersede"])
+def test_a_note_renamed_by_hand_then_changed_commits_the_rename(cli: Cli, tmp_path, change):
+    """A note file renamed by hand (not committed), then forgotten or changed by memctl: the
+    commit held only the new path (or the tombstone), so HEAD kept the old file and every
+    clone served the note again. The old path's removal is part of the change."""
+    added = cli.ok("add", "The renf billing service runs on Fly.io in region ams.",
+                   "--json").json()
+    old = cli.store / added["path"]
+    new = old.parent / "billing-by-hand.md"
+    old.rename(new)
+    other = cli.store / cli.ok("add", "An unrelated note about the cache", "--json").json()["path"]
+    other.unlink()  # another note deleted by hand: not memctl's change to commit
+    served = [added["id"]]
+    if change == "forget":
+        cli.ok("forget", added["id"])
+        served = []
+    elif change == "edit":
+        edit(cli, added["id"], "The renf billing service runs on Fly.io in region fra.",
+             "2026-11-30T13:00:00Z")
+    else:
+        newer = cli.ok("add", "Billing moved to Hetzner", "--force", "--json").json()
+        cli.ok("supersede", added["id"], newer["id"])
+        served = [newer["id"]]
+    tracked = git(cli.store, "ls-files", "demo").split()
+    assert added["path"] not in tracked
+    assert ("demo/notes/fact/billing-by-hand.md" in tracked) == (change != "forget")
+    assert git(cli.store, "status", "--porcelain") == f" D {other.relative_to(cli.store)}\n"
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(cli.store), str(clone)], check=True)
+    found = run_memctl("search", "--json", "billing", store=clone).json()
+    assert [hit["id"] for hit in found] == served
 
 
 def test_hand_dropped_file_is_listed_and_never_rewritten(cli: Cli):

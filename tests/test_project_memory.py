@@ -35,6 +35,15 @@ def test_add_creates_the_file_from_the_template_and_commits_once(cli, store_path
     assert git(store_path, "status", "--porcelain") == ""
 
 
+def test_add_keeps_the_blank_lines_inside_the_text(cli, store_path):
+    """A blank line in the text is a paragraph break of the item, kept as given (it was
+    dropped, joining the paragraphs)."""
+    cli.ok("project", "add", "lessons", "line one\nline two\n\nline four after blank", env=NOW)
+    text = (store_path / "demo" / "MEMORY.md").read_text()
+    assert "- [11-30] line one\n  line two\n\n  line four after blank\n" in text
+    assert sections.format_item("a\n\nb") == ["- a", "  b"]  # scratchpad items: one paragraph
+
+
 def test_add_keeps_a_hand_written_file_byte_for_byte(cli, store_path):
     original = (
         "# My project\r\n\r\n## 技术约束\r\n- 只支持 Python 3.11   \r\n\r\n"
@@ -195,4 +204,5 @@ def test_any_item_reads_back_in_its_section_and_leaves_the_others(item: str, key
         added = part[len(before_parts[key].rstrip("\n")):].strip("\n").splitlines()
         lines = [added[0].split("] ", 1)[1] if "] " in added[0] else ""] + [
             sections.restore(line.strip(), item=True) for line in added[1:]]
-        assert lines == [line.strip() for line in item.strip().splitlines() if line.strip()]
+        # Blank lines inside are kept as blank lines of the item.
+        assert lines == [line.strip() for line in item.strip().splitlines()]

@@ -313,6 +313,20 @@ def test_get_returns_the_active_note_for_a_subject_and_predicate(cli: Cli) -> No
     assert missing.exit_code == 1 and "no active note about 'nosuch'" in missing.stderr
 
 
+def test_get_says_a_fact_was_corrected(cli: Cli) -> None:
+    """A correction leaves the note it corrects active, so `get` still finds that note: it
+    must say it was corrected and by which note, as recall does (docs/lifecycle.md)."""
+    fact = add(cli, "staging db host is stg-db-1", "--subject", "staging", "--predicate", "db-host")
+    plain = cli.ok("get", "staging", "db-host", "--json", env=NOW).json()
+    assert plain[0]["corrected_by"] == []
+    fix = add(cli, "staging db host is stg-db-2, not stg-db-1", "--type", "correction",
+              "--corrects", fact)
+    got = cli.ok("get", "staging", "db-host", "--json", env=NOW).json()
+    assert [(note["id"], note["corrected_by"]) for note in got] == [(fact, [fix])]
+    shown = cli.ok("get", "staging", "db-host", env=NOW)
+    assert f"[corrected by {fix}]" in shown.stderr
+
+
 def test_the_query_language_filters_by_subject_and_ranks_a_named_fact_first(cli: Cli) -> None:
     fact = add(cli, "We use PostgreSQL 16 with Kysely", "--subject", "blog-backend",
                "--predicate", "database")

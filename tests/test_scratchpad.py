@@ -121,6 +121,25 @@ def test_clear_empties_and_can_archive_an_episode(cli, store_path):
     assert git(store_path, "status", "--porcelain") == ""
 
 
+def test_archiving_a_focus_over_the_front_matter_limit_is_one_error_and_changes_nothing(
+        cli, store_path):
+    """The focus becomes the episode's goal, a front matter field: 70 KB of it is refused in
+    one line saying the limit and how to archive anyway, the scratchpad kept (docs/format.md)."""
+    cli.ok("scratch", "focus", "f" * 70_000)
+    before = tree_snapshot(store_path)
+    result = cli("scratch", "clear", "--archive", "--outcome", "completed")
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "64 KB" in result.stderr and "--goal" in result.stderr
+    assert tree_snapshot(store_path) == before
+    result = cli("scratch", "clear", "--archive", "--outcome", "completed", "--goal", "x" * 70_000)
+    assert result.exit_code == 1 and "64 KB" in result.stderr and "Traceback" not in result.stderr
+    assert tree_snapshot(store_path) == before
+    data = cli.ok("scratch", "clear", "--archive", "--outcome", "completed", "--goal", "Ship",
+                  "--json").json()
+    assert data["episode"]["goal"] == "Ship"
+
+
 def test_clear_options_only_with_archive(cli):
     cli.ok("scratch", "focus", "x")
     assert cli("scratch", "clear", "--outcome", "failed").exit_code == 2

@@ -109,7 +109,8 @@ def test_multi_line_item_is_indented_under_its_bullet():
     result = sections.append_dated_item(
         "## Lessons\n", "lessons", "first line\n\nsecond line", WHEN
     )
-    assert result == f"## Lessons\n- [{STAMP}] first line\n  second line\n"
+    # The blank line is kept: a paragraph break inside the item (docs/agents.md).
+    assert result == f"## Lessons\n- [{STAMP}] first line\n\n  second line\n"
 
 
 def test_unknown_section_and_empty_text_are_usage_errors():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -379,6 +380,40 @@ def test_a_note_broken_by_hand_on_one_machine_and_edited_on_the_other_stays_one_
     for side in (a, b):
         assert len(_files_of(side.store, note)[0]) == 1
         assert side.ok("health", "--json").json()["duplicate_ids"] == []
+
+
+@pytest.mark.parametrize("hand_edit", ["saved", "committed unstamped"])
+def test_a_later_hand_edit_of_a_note_stamped_in_the_future_wins(tmp_path, remote, hand_edit):
+    """B's clock ran three days ahead while it edited the note; A then edits it by hand,
+    later than B's next edit (clock fixed). The hand edit was stamped 1 ms after the
+    future stamp it edited, a date the merge treats as no time at all, so B's earlier edit
+    won. A hand edit is stamped as memctl's own edits are: its save time, or 1 ms after the
+    version it edited unless that one is more than a day ahead (docs/sync.md). The times
+    are years ahead of any real clock, which "the future" is also measured against."""
+    def at(day: int, clock: str) -> dict[str, str]:
+        return {"MEMCTL_NOW": f"2090-01-0{day}T{clock}.000Z"}
+
+    a = machine(tmp_path, "a")
+    note = a.ok("add", "The scheduler runs every minute", "--json",
+                env=at(1, "10:00:00")).json()["id"]
+    a.ok("sync", "--remote", remote, env=at(1, "10:00:00"))
+    b = machine(tmp_path, "b", remote)
+    edit(b, note, "The scheduler runs every hour", at(4, "10:00:00")["MEMCTL_NOW"])  # 3 days ahead
+    b.ok("sync", env=at(4, "10:00:01"))
+    a.ok("sync", env=at(1, "10:01:00"))
+    edit(b, note, "The scheduler runs every day", at(1, "10:05:00")["MEMCTL_NOW"])  # fixed clock
+    path = a.store / a.ok("show", note, "--json").json()["path"]
+    path.write_text(path.read_text().replace("every hour", "every week"))
+    saved = datetime(2090, 1, 1, 10, 10, tzinfo=UTC)  # after b's 10:05
+    os.utime(path, (saved.timestamp(), saved.timestamp()))
+    if hand_edit == "committed unstamped":  # dated by when git first recorded it
+        when = saved.isoformat()
+        subprocess.run(["git", "-C", str(a.store), "commit", "-qam", "hand edit"], check=True,
+                       env=dict(os.environ, GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when))
+    for side in (b, a, b):
+        side.ok("sync", env=at(1, "10:20:00"))
+    for side in (a, b):
+        assert body_of(side, note) == "The scheduler runs every week"
 
 
 def test_a_failing_remote_leaves_no_half_merge(tmp_path, remote):

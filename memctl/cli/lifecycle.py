@@ -87,7 +87,9 @@ def restore(
                        "skipped": [{"id": i, "why": why} for i, why in result.skipped]})
         return
     for entry in restored:
-        info(f"restored {entry['id']}  {entry['from']} → {entry['path']}")
+        moved = entry["from"] != entry["path"]  # a superseded note stays where it is
+        info(f"restored {entry['id']}  " + (f"{entry['from']} → {entry['path']}" if moved
+                                             else entry["path"]))
     for note_id, why in result.skipped:
         info(f"skipped {note_id}: {why}")
 

@@ -118,13 +118,16 @@ def get(
     scope = None if all_projects else current_project(project)
     found = notes.get(get_store(), subject, predicate, project=scope)
     if json_output:
-        emit_json([note.to_dict() for note in found])
+        emit_json([fact.to_dict() for fact in found])
         return
-    for number, note in enumerate(found):
+    for number, fact in enumerate(found):
+        note = fact.note
         if number:
             write("\n")
+        corrected = (f"  [corrected by {', '.join(fact.corrected_by)}]"
+                     if fact.corrected_by else "")
         info(f"{note.id}  {note.subject} / {note.predicate or '-'}  {note.type}  "
-             f"updated {(note.updated or note.created or '')[:10]}  {note.path}")
+             f"updated {(note.updated or note.created or '')[:10]}  {note.path}{corrected}")
         write(note.body.strip("\n") + "\n")
 
 

@@ -10,7 +10,7 @@ import unicodedata
 from datetime import datetime
 
 from memctl.core.clock import now, parse_expiry, parse_since
-from memctl.core.errors import ArgumentError, UsageError, arg
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
 from memctl.core.vocab import (
     GLOBAL,
     IMPORTANCE_RANGE,
@@ -195,6 +195,22 @@ def tags(values: str | list[str] | tuple[str, ...] | None, argument: str = "tags
         if len(tag) > MAX_FIELD_CHARS or any(ord(ch) < 32 for ch in tag):
             raise ArgumentError(argument, f"a tag must be one short line (at most {MAX_FIELD_CHARS} characters)")
     return clean
+
+
+def merged_tags(existing: list[str], added: list[str], what: str, remedy: str) -> list[str]:
+    """`existing` with the tags of `added` it lacks (compared without case), refused when
+    that would pass MAX_TAGS: a write that unions tags (a near-duplicate `add`, an episode
+    update) never writes more tags than a note takes, nor drops any it was given
+    (docs/format.md). A file that already holds more (written by hand) is left as it is
+    when nothing is added."""
+    known = {tag.lower() for tag in existing}
+    new = [tag for tag in added if tag.lower() not in known]
+    if new and len(existing) + len(new) > MAX_TAGS:
+        # Exit 1, not a usage error: the tags given are valid; the note they meet is full.
+        raise MemctlError(f"{what} has {len(existing)} tags and {arg('tags')} would add "
+                          f"{len(new)} more ({len(existing) + len(new)}); a note takes at most "
+                          f"{MAX_TAGS}, so nothing was changed: {remedy}")
+    return [*existing, *new]
 
 
 def note_text(text: str) -> str:

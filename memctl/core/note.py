@@ -335,8 +335,9 @@ def stamp(text: str, updates: dict[str, object], moment: datetime, note: Note | 
         text = set_fields(text, {"checksum": compute_checksum(text)})
     except ValueError as exc:
         where = f"{note.path}: " if note is not None and note.path else ""
-        raise MemctlError(f"{where}cannot change a file whose front matter does not parse "
-                          f"({exc})") from exc
+        # The reason says which: front matter that does not parse, or a shape of it line
+        # edits do not handle (a file that parses well must not be said not to).
+        raise MemctlError(f"{where}cannot change its fields ({exc})") from exc
     if len(text.encode("utf-8")) > MAX_NOTE_BYTES * 10:
         raise MemctlError("note is too large to rewrite")
     return text

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
+from memctl.core.errors import MemctlError
 from memctl.core.hashing import sha256
 from memctl.core.records import dataclass, field
 
@@ -25,6 +26,39 @@ BOM = "\ufeff"
 _DELIMITER = re.compile(r"^---[ \t]*$")
 _CLOSERS = ("---", "...")
 CHECKSUM_KEY = "checksum"
+
+
+class FrontMatterTooLarge(MemctlError):
+    """Fields memctl was asked to write that would not fit in a file's front matter
+    (`MAX_FRONT_MATTER_BYTES`, the limit every reader holds a file to). Raised where front
+    matter is rendered or edited (`render_front_matter`, `set_fields`), before anything is
+    written, so every command refuses such a value in one place, store unchanged, instead of
+    writing a file that would no longer parse (docs/format.md). Not a ValueError: the callers
+    that word a ValueError as "does not parse" must let this one through as it is."""
+
+
+def _require_fits(yaml_text: str) -> None:
+    """`yaml_text`: the front matter between its delimiters, measured as `load_yaml_mapping`
+    measures it. The largest field is named, as what to shorten."""
+    size = len(yaml_text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_FRONT_MATTER_BYTES:
+        return
+    sizes: dict[str, int] = {}
+    key = ""
+    for line in split_lines(yaml_text):  # a field's lines are its key line and the indented ones after it
+        match = _KEY_LINE.match(_strip_eol(line))
+        key = match.group(1) if match else key
+        sizes[key] = sizes.get(key, 0) + len(line.encode("utf-8", "surrogatepass"))
+    largest = max(sizes, key=sizes.__getitem__)
+    limit = MAX_FRONT_MATTER_BYTES // 1024
+    detail = f"; `{largest}` alone is {_kb(sizes[largest])}, shorten it" if largest else ""
+    raise FrontMatterTooLarge(
+        f"the fields would take {_kb(size)}, more than the {limit} KB a file's front matter may "
+        f"hold{detail} (long text belongs in the body, not in a field); nothing was changed")
+
+
+def _kb(size: int) -> str:
+    return f"{-(-size // 1024)} KB"
 
 
 @dataclass
@@ -404,11 +438,13 @@ def _render_flow_item(item: Any) -> str:
 
 
 def render_front_matter(meta: dict[str, Any], newline: str = "\n") -> str:
+    """Raises FrontMatterTooLarge when the fields do not fit the limit."""
     lines = ["---"]
     for key, value in meta.items():
         if value is None:
             continue
         lines.append(f"{key}: {render_value(value)}")
+    _require_fits(newline.join(lines[1:]) + newline)
     lines.append("---")
     return newline.join(lines) + newline
 
@@ -442,7 +478,8 @@ def set_fields(text: str, updates: dict[str, Any]) -> str:
 
     Every other byte of the file is kept. A file with no front matter gets a new block at
     the top (the body stays byte for byte). Raises ValueError when the existing front
-    matter does not parse, because editing a file we cannot read could lose data.
+    matter does not parse, because editing a file we cannot read could lose data, and
+    FrontMatterTooLarge when the changed fields would not fit the limit.
     """
     parsed = parse_text(text)
     if parsed.problem is not None:
@@ -461,6 +498,7 @@ def set_fields(text: str, updates: dict[str, Any]) -> str:
     head = lines[1:parsed.close_line]
     for key, value in updates.items():
         head = _set_one(head, key, value, newline)
+    _require_fits("".join(head))
     result = prefix + lines[0] + "".join(head) + "".join(lines[parsed.close_line:])
     _check_edit(result, parsed.meta, updates)
     return result

@@ -397,15 +397,19 @@ def text_lines(text: str, *, keep_blank: bool = False) -> list[str]:
             if keep_blank or line.strip()]
 
 
-def format_item(text: str, stamp: str | None = None, marker: str = "-") -> list[str]:
+def format_item(text: str, stamp: str | None = None, marker: str = "-", *,
+                keep_blank: bool = False) -> list[str]:
     """A list item, continuation lines indented under it and made `inert`; empty lines
-    inside are dropped."""
-    parts = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    inside are dropped, or with `keep_blank` kept as empty lines (a paragraph break inside
+    the item: the indented lines after it still belong to it, in Markdown too)."""
+    parts = [line.rstrip() for line in text.strip().splitlines()
+             if keep_blank or line.strip()]
     if not parts:
         raise UsageError("the text is empty")
     head = f"{marker} [{stamp}] {parts[0]}" if stamp else f"{marker} {parts[0]}"
     indent = " " * (len(marker) + 1)
-    return [head] + [indent + inert(part.strip(), item=True) for part in parts[1:]]
+    return [head] + [indent + inert(part.strip(), item=True) if part.strip() else ""
+                     for part in parts[1:]]
 
 
 def day_stamp(moment: datetime) -> str:
@@ -420,9 +424,11 @@ def append_dated_item(
     moment: datetime,
     aliases: Mapping[str, Sequence[str]] = L2_ALIASES,
 ) -> str:
-    """Add `- [11-30] item` to a section (a name or key in any language)."""
+    """Add `- [11-30] item` to a section (a name or key in any language); blank lines
+    inside the item are kept (docs/agents.md)."""
     key = section_key(section, aliases)
-    return insert_lines(text, key, format_item(item, day_stamp(moment)), aliases)
+    return insert_lines(text, key, format_item(item, day_stamp(moment), keep_blank=True),
+                        aliases)
 
 
 def strip_comments(text: str, replacement: str = "", *, whole_lines: bool = False) -> str:

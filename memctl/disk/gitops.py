@@ -14,6 +14,9 @@ from pathlib import Path
 
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError
+from memctl.core.ids import valid_id
+from memctl.core.note import derive_id
+from memctl.core.noteformat import parse_text
 from memctl.core.vocab import DEBRIS_SUFFIXES, MERGE_DRIVER_IDENTITY
 from memctl.disk.atomic import (
     TEMP_SUFFIX,
@@ -23,7 +26,7 @@ from memctl.disk.atomic import (
     is_temp_name,
     make_dirs,
 )
-from memctl.disk.layout import state_path
+from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, TOMBSTONE, classify, state_path
 from memctl.disk.locking import clear_crashed, crashed_holder
 
 _IDENTITY = {
@@ -468,19 +471,82 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     # bench/bench_write.py). Both only read, so the order changes nothing.
     reading = Started(root, "rev-parse", "HEAD", "HEAD^{tree}")
     asked = ask_identity(root)
+    projects = sorted({path.split("/", 1)[0] for path in paths or () if "/" in path
+                       and not path.startswith(".")})
+    # Asked while the paths are staged: which tracked files of these projects are gone.
+    gone = Started(root, "ls-files", "-z", "--deleted", "--",
+                   *(f":(literal){project}" for project in projects)) if projects else None
     try:
         _stage(root, paths)
+        staged = list(paths or ())
         try:
+            if paths and gone is not None:
+                moved = _moved_away(root, paths, gone.finish())
+                if moved:
+                    staged += moved
+                    _stage(root, moved)
             return _commit_index(root, message, reading, asked)
         except BaseException:
             # A commit that failed leaves nothing staged: the next command's commit must not
             # carry this change in with its own (tests/test_reliability.py).
-            _unstage(root, paths)
+            _unstage(root, staged or None)
             raise
     finally:
         reading.finish()
         if asked is not None:
             asked.finish()
+        if gone is not None:
+            gone.finish()
+
+
+def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str]) -> list[str]:
+    """The tracked files gone from disk (`listed`: `git ls-files --deleted` of the projects
+    of `paths`) that held a note or episode among `paths`, by id: a note renamed by hand and
+    then changed or forgotten by memctl. Its old path is part of that change; committing
+    the new path (or the tombstone) alone left the old file in HEAD, served again by every
+    clone (tests/test_notes_cli.py). A file gone that held another note is left as it is:
+    memctl commits its own change only. Nearly always nothing is gone, and nothing is read."""
+    if listed.returncode != 0:
+        return []
+    wanted = set(paths)
+    gone = [path for path in listed.stdout.split("\0")
+            if path and path not in wanted and _holds_note(path)]
+    if not gone:
+        return []
+    ids = {note_id for note_id in (_id_on_disk(root, path) for path in paths) if note_id}
+    moved = []
+    for path in gone:
+        blob = run_git(root, "cat-file", "blob", f":{path}", check=False)  # as git has it
+        if blob.returncode == 0 and _file_id(path, blob.stdout) in ids:
+            moved.append(path)
+    return moved
+
+
+def _holds_note(path: str) -> bool:
+    kind = classify(path)
+    return kind is not None and kind[0] in (NOTE, ARCHIVED, EPISODE)
+
+
+def _id_on_disk(root: Path, path: str) -> str | None:
+    """The id of the note or episode `path` holds now; a tombstone's is its name."""
+    kind = classify(path)
+    if kind is not None and kind[0] == TOMBSTONE:
+        return path.rsplit("/", 1)[-1][:-len(".md")].lower()
+    if not _holds_note(path):
+        return None
+    try:
+        text = (root / path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None  # gone (forgotten): its tombstone names it
+    return _file_id(path, text)
+
+
+def _file_id(path: str, text: str) -> str:
+    """A file's id as every reader takes it: its `id:` field, else the one its path gives."""
+    value = parse_text(text).meta.get("id")
+    if isinstance(value, str) and valid_id(value.strip()):
+        return value.strip().lower()
+    return derive_id(path)
 
 
 def _remove_temp_files_left_by(root: Path, crashed: dict[str, object]) -> None:

@@ -13,11 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import MemctlError, NoteFormatError
+from memctl.core.errors import MemctlError, NoteFormatError, cmd
 from memctl.core.vocab import valid_project_name
 from memctl.disk.layout import (
     ARCHIVED,
     CONFLICT_DIR,
+    EPISODE,
     NOTE,
     NOTES_DIR,
     STATE_DIR,
@@ -203,6 +204,12 @@ class StoreFiles:
 
     def read_note(self, relpath: str) -> Note:
         kind = classify(relpath)
+        if kind is not None and kind[0] == EPISODE:
+            # An episode's id given where a note's is (forget, update, supersede): say what
+            # it is and what does work on it.
+            raise MemctlError(f"{relpath} is an episode, not a note: {cmd('episode update')} "
+                              "changes it; to remove it, delete its file (memctl takes the "
+                              "deletion as any change by hand)")
         if kind is None or kind[0] not in (NOTE, ARCHIVED):
             raise MemctlError(f"{relpath} is not a note")
         text, parsed, info = self.parse_file(relpath)

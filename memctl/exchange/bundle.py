@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.core.clock import parse_time
+from memctl.core.clock import latest_now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import valid_id
 from memctl.core.merge import (
@@ -37,7 +37,7 @@ from memctl.core.merge import (
     Entry,
     MergeKey,
 )
-from memctl.core.note import note_from_parsed
+from memctl.core.note import FUTURE_TOLERANCE, note_from_parsed
 from memctl.core.noteformat import compute_checksum, parse_file, parse_text, salvage_id
 from memctl.core.textfile import decode_file
 from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
@@ -536,9 +536,16 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
 
 
 def _later(stamped: str, seen: str) -> str:
-    """The later of two times (`seen` only when both read as times)."""
+    """The later of two times (`seen` only when both read as times). A `stamped` more than
+    a day ahead of this clock is not carried forward: the merge counts it as no time at all,
+    and the hand edit would lose to an earlier edit made elsewhere (as `monotonic_stamp`
+    dates memctl's own edits; docs/sync.md, tests/test_sync.py)."""
     first, second = parse_time(stamped), parse_time(seen)
-    return seen if first is not None and second is not None and second > first else stamped
+    if first is None or second is None:
+        return stamped
+    if second > first or first - latest_now() > FUTURE_TOLERANCE:
+        return seen
+    return stamped
 
 
 def _text(value: object) -> str | None:

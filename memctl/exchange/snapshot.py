@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memctl.core.clock import format_time, parse_time
+from memctl.core.clock import format_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import ALPHABET, valid_id
 from memctl.core.merge import (
@@ -216,7 +216,7 @@ def read_store_files(root: Path, unreadable: list[str] | None = None
 
 def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
     """A not-yet-committed hand edit with its `updated` set from the file time (never older
-    than the version it edited) and a fresh checksum; None when it needs no stamp or has no
+    than the version it edited, unless that one is dated in the future) and a fresh checksum; None when it needs no stamp or has no
     front matter to stamp (memctl adds none to a person's plain file)."""
     if path_kind(path) not in _NOTE_KINDS:
         return None
@@ -231,10 +231,12 @@ def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
         return None
     moment = datetime.fromtimestamp(mtime, UTC).replace(microsecond=0) \
         + timedelta(milliseconds=int(mtime * 1000) % 1000)
-    previous = parse_time(entry.updated) if entry.updated else None
-    if previous is not None and moment <= previous:
-        moment = previous + timedelta(milliseconds=1)
     note = note_from_parsed(parsed, text=text, relpath=path, project=path.split("/", 1)[0])
+    # `stamp` dates it as memctl dates its own edits (`monotonic_stamp`): the save time, or
+    # 1 ms after the version it edited when that is later, so it beats that version; but not
+    # after a stamp more than a day ahead of this clock, which the merge counts as no time
+    # at all: 1 ms after it, a person's later edit lost to an earlier one made elsewhere
+    # (docs/sync.md, tests/test_sync.py).
     try:
         return stamp(text, {}, moment, note).encode("utf-8")
     except Exception:  # noqa: BLE001 - an unstampable file takes part as it is

@@ -179,9 +179,12 @@ def _merge_into(store: Store, target: Note, importance: int, tags: list[str], mo
     updates: dict[str, Any] = {}
     if importance > target.importance:
         updates["importance"] = importance
-    new_tags = [t for t in tags if t.lower() not in {x.lower() for x in target.tags}]
-    if new_tags:
-        updates["tags"] = target.tags + new_tags
+    merged = arguments.merged_tags(
+        target.tags, tags, f"note `{target.id}`, the near-duplicate this would refresh,",
+        f"remove some of its tags ({cmd('edit')}), or keep this as a note of its own "
+        f"({arg('force')})")
+    if len(merged) > len(target.tags):
+        updates["tags"] = merged
     text, _info = store.read_text(target.path)
     store.write_text(target.path, stamp(text, updates, moment, target))
     return target.path
@@ -340,6 +343,10 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
             # no active one: a cycle); an archived one is out of search. CLI and MCP come here.
             raise MemctlError(f"note {new.id} is {new.status} ({new.path}); only an active note "
                               f"can supersede another: restore it first (`memctl restore {new.id}`)")
+        if old.status == "superseded" and old.superseded_by == new.id:
+            # Already so: the tool is declared idempotent, so the same call again changes
+            # nothing, not even `updated`, and makes no commit (tests/test_lifecycle.py).
+            return old, new
         moment = now()
         path = _mark_superseded(store, old, new.id, moment)
         store.commit(f"supersede {old.id} by {new.id}: {masked_title(old.title)}", [path])

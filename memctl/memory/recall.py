@@ -415,8 +415,9 @@ def assemble(
         if not current:
             continue
         excess = len(block) - budget.total_chars
-        command = "memctl scratch show" if which == "scratch" else "memctl project show"
-        marker = f"[… cut to fit the recall budget; `{command}` has it all]"
+        # Worded for the reader: an MCP client is told the tool, not a CLI command.
+        command = wording.command("scratch show" if which == "scratch" else "project show")
+        marker = f"[… cut to fit the recall budget; {command} has it all]"
         shortened = _cut_lines(current, len(current) - excess, marker) or marker
         if which == "scratch":
             scratch_shown, state["scratch_cut"] = shortened, True

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memctl.core import arguments, sections
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError, arg, cmd
+from memctl.core.noteformat import FrontMatterTooLarge
 from memctl.core.secrets import masked_title
 from memctl.disk.layout import SCRATCHPAD_FILE
 from memctl.disk.templates import fill, load_template
@@ -414,20 +415,28 @@ def clear(
         if state.is_empty() and not goal:
             raise MemctlError("the scratchpad is empty; there is nothing to archive as an episode")
         episode_goal = goal or state.focus.replace("\n", " ") or f"work on {project}"
-        episode_file = episodes.prepare_episode(
-            store,
-            project,
-            goal=episode_goal,
-            outcome=outcome,
-            steps=[episodes.Step(step) for step in state.done],
-            summary=summary,
-            moment=moment,
-            extra_sections=[
-                ("Notes", state.notes),
-                ("Open questions", state.questions),
-                ("Left to do", state.next),
-            ],
-        )
+        try:
+            episode_file = episodes.prepare_episode(
+                store,
+                project,
+                goal=episode_goal,
+                outcome=outcome,
+                steps=[episodes.Step(step) for step in state.done],
+                summary=summary,
+                moment=moment,
+                extra_sections=[
+                    ("Notes", state.notes),
+                    ("Open questions", state.questions),
+                    ("Left to do", state.next),
+                ],
+            )
+        except FrontMatterTooLarge as exc:
+            if goal:
+                raise
+            # The field named is the episode's, which the person never typed: say where it
+            # came from and how to archive anyway.
+            raise FrontMatterTooLarge(f"{exc.raw_message}; the episode's goal is the "
+                                      f"scratchpad's focus: give a shorter {arg('goal')}") from None
         files.append(episode_file[0])
         episode_data = episode_file[2].to_dict(with_body=False)
     elif outcome or goal or summary:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memctl.core import arguments
+from memctl.core.clock import now
 from memctl.core.errors import ArgumentError, MemctlError, cmd
 from memctl.core.ids import id_argument
 from memctl.core.note import Note
@@ -27,7 +28,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms o
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["AddResult", "EditResult", "Shown", "UpdateResult", "edit", "forget", "get", "list_notes",
+__all__ = ["AddResult", "EditResult", "Fact", "Shown", "UpdateResult", "edit", "forget", "get", "list_notes",
            "remember", "show", "supersede", "update"]
 
 
@@ -74,11 +75,25 @@ def list_notes(store: Store, *, project: str | None, note_type: str | None = Non
     return rows, index
 
 
+class Fact:
+    """A note `get` found, with the live corrections that name it (`corrects`): a corrected
+    note stays active, so the exact fact must say it was corrected, as recall does
+    (docs/lifecycle.md)."""
+
+    def __init__(self, note: Note, corrected_by: list[str]) -> None:
+        self.note = note
+        self.corrected_by = corrected_by
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.note.to_dict(), "corrected_by": list(self.corrected_by)}
+
+
 def get(store: Store, subject: str, predicate: str | None = None, *,
-        project: str | None) -> list[Note]:
+        project: str | None) -> list[Fact]:
     """The exact-fact lookup: the active notes about `subject` (and `predicate`), in `project`
-    + global (every project when None), newest first. A note with the same subject and
-    predicate supersedes the older one, so there is usually one."""
+    + global (every project when None), newest first, each with the corrections of it. A
+    note with the same subject and predicate supersedes the older one, so there is usually
+    one."""
     subject_text = arguments.short_line(subject, "subject")
     if subject_text is None:
         raise ArgumentError("subject", "empty; name what the fact is about")
@@ -91,7 +106,9 @@ def get(store: Store, subject: str, predicate: str | None = None, *,
         about = subject_text + (f" / {predicate_text}" if predicate_text else "")
         raise MemctlError(f"no active note about {about!r}; {cmd('search')} finds notes by "
                           "their words")
-    return [store.read_note(str(row["path"])) for row in rows]
+    corrections = index.corrections_of([str(row["id"]) for row in rows], now().timestamp())
+    return [Fact(store.read_note(str(row["path"])), corrections.get(str(row["id"]), []))
+            for row in rows]
 
 
 def edit(store: Store, ref: str, *, fresh: bool = False) -> EditResult:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memctl.core import arguments
-from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
+from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.core.ids import id_argument
 from memctl.core.sections import section_key
 from memctl.memory import episodes, project_memory
@@ -39,8 +39,8 @@ def scratchpad(store: Store, project: str, action: str, text: str | None = None,
                answer: str | None = None) -> ScratchView:
     """One scratchpad action (`SCRATCH_ACTIONS`); every one but show and clear takes text.
     `resolve` takes the question's number or words as text, and an optional `answer`."""
-    if action not in SCRATCH_ACTIONS:
-        raise ArgumentError("action", f"{action!r} (choose from {', '.join(SCRATCH_ACTIONS)})")
+    # Case-insensitive, as every other word from a fixed set (`arguments.choice`).
+    action = arguments.choice(action, SCRATCH_ACTIONS, "action")
     _utf8(text=text, goal=goal, summary=summary, answer=answer, outcome=outcome)
     if action == "show":
         return scratch.show(store, project)
