@@ -190,6 +190,9 @@ def sync(
     for item in report.moved_aside:
         warn(f"{item['path']} is a file here or on the remote and a folder on the other side: "
              f"the file was moved aside to {item['to']}, nothing was lost")
+    for item in report.renamed:
+        warn(f"{item['id']} was the id of two notes: the later-created one is now {item['to']} "
+             f"({item['path']}), alike on every machine; both were kept")
     for note_id in report.revived:
         warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
              f"kept (`memctl forget {note_id}` deletes it again)")

@@ -102,6 +102,39 @@ def add_entry(entries: dict[str, Entry], entry: Entry) -> Entry:
     return entry
 
 
+def one_side(versions: Iterable[Entry]) -> tuple[dict[str, Entry], list[tuple[Entry, Entry]]]:
+    """One side's files keyed for a merge (`versions` in path order), with rule 6 of
+    docs/sync.md applied inside the side as well: of the files claiming one id with different
+    `created` times (a plain git push that reuses an id beside the note that has it), the
+    earliest-created keeps the id and each later one gets `collision_id`, exactly as when the
+    two come from the two sides (`_split_collisions`), so every machine renames it alike.
+    Files with one id and one `created` time (a hand copy) are kept by their path
+    (`add_entry`). Returns the entries and each (file, the same file renamed)."""
+    claims: dict[str, list[Entry]] = {}
+    for version in versions:
+        claims.setdefault(version.key, []).append(version)
+    entries: dict[str, Entry] = {}
+    renames: list[tuple[Entry, Entry]] = []
+    for key in sorted(claims):
+        group = claims[key]
+        dated = [v for v in group if not v.is_tombstone and instant(v.created) is not None]
+        keeper = min(dated, key=lambda v: (instant(v.created), v.oid)) if dated else None
+        if keeper is None or not any(_created_differs(keeper, v) for v in group):
+            for version in group:
+                add_entry(entries, version)
+            continue
+        for version in group:
+            if _created_differs(keeper, version):
+                assert version.created is not None
+                moved = retag(version, collision_id(key_name(key), version.created))
+                if moved.key not in claims and moved.key not in entries:
+                    entries[moved.key] = moved
+                    renames.append((version, moved))
+                    continue
+            add_entry(entries, version)  # its new id is taken too: kept by its path
+    return entries, renames
+
+
 @dataclass(frozen=True)
 class Entry:
     """One version of one note or file.

@@ -16,6 +16,8 @@ import glob
 import os
 import shutil
 import tempfile
+from collections import Counter
+from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +30,6 @@ from memctl.core.merge import (
     CONFLICT_DIR,
     Entry,
     MergeKey,
-    add_entry,
     conflict_path,
     conflict_source,
     dump_counters,
@@ -38,6 +39,7 @@ from memctl.core.merge import (
     merge_counters,
     merge_key,
     merge_snapshots,
+    one_side,
     seen_from_base,
 )
 from memctl.core.secrets import carried
@@ -85,6 +87,8 @@ class SyncReport:
     broken: list[ParseError] = field(default_factory=list)  # files that do not parse, synced as they are
     # a file where the other side has a folder of the same name: {"path", "to"} (docs/sync.md)
     moved_aside: list[dict[str, str]] = field(default_factory=list)
+    # a note that had to give its id to an earlier-created one: {"id", "to", "path"} (rule 6)
+    renamed: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
@@ -92,7 +96,7 @@ class SyncReport:
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
                 "refused_from": self.refused_from, "revived": self.revived,
                 "secrets": self.secrets, "received_secrets": self.received_secrets,
-                "moved_aside": self.moved_aside,
+                "moved_aside": self.moved_aside, "renamed": self.renamed,
                 "broken": [{"path": p.path, "line": p.line, "message": p.message}
                            for p in self.broken]}
 
@@ -536,7 +540,10 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
         tree_of(root, theirs)  # a name that is not UTF-8 refuses it here, said to be the remote's
     except MemctlError as exc:
         raise MemctlError(f"the remote {report.remote}: {exc}") from None
-    fast_forward = _is_ancestor(root, head, theirs)
+    # A remote commit holding two notes with one id is merged, never taken as it is: the
+    # merge gives the later-created one a new id (rule 6, docs/sync.md), as it does when the
+    # two come from the two sides (tests/test_trust_boundary.py).
+    fast_forward = _is_ancestor(root, head, theirs) and not _brings_a_shared_id(root, head, theirs)
     target = theirs if fast_forward else build_merge_commit(root, head, theirs, report)
     target = _without_hostile_paths(root, head, theirs, target, report)
     gitops.begin_move(root, head, target)  # finished by the next command if this one dies
@@ -635,6 +642,27 @@ def _names(root: Path, head: str, target: str, paths: list[str]) -> list[str]:
                    else key_name(history_key(p) or MergeKey.for_path(p)) for p in wanted})
 
 
+def _keys_by_content(root: Path, trees: Iterable[dict[str, tuple[str, str]]]
+                     ) -> dict[tuple[str, str], str]:
+    """(path, blob id) -> the merge key of every note, episode and tombstone of these trees,
+    read from the file itself: a file's name need not carry its id (a note renamed by hand,
+    or pushed with plain git under any name), and two files with one id must meet in the
+    merge wherever they are (rule 6, docs/sync.md). Each version is read once."""
+    wanted = {(path, oid) for tree in trees for path, (_mode, oid) in tree.items()
+              if MergeKey(history_key(path) or MergeKey.for_path(path)).is_id}
+    blobs = read_blobs(root, {oid for _path, oid in wanted})
+    return {(path, oid): entry_for(path, blobs.get(oid, b"")).key for path, oid in wanted}
+
+
+def _brings_a_shared_id(root: Path, head: str, theirs: str) -> bool:
+    """Does the remote's commit add or change a note whose id another file of it has?"""
+    tree, before = tree_of(root, theirs), tree_of(root, head)
+    content = _keys_by_content(root, [tree])
+    claims = Counter(content.values())
+    return any(claims[content[(path, entry[1])]] > 1 for path, entry in tree.items()
+               if before.get(path) != entry and (path, entry[1]) in content)
+
+
 def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -> str:
     """The merge of two commits, made with the merge core, as a commit object (nothing in the
     working tree changes)."""
@@ -646,23 +674,37 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     changed = {p for p in set(trees["ours"]) | set(trees["theirs"])
                if trees["ours"].get(p) != trees["theirs"].get(p)}
     history = scan_history(root, [ours, theirs])
-    keys = {history_key(p) or MergeKey.for_path(p) for p in changed}
-    relevant = changed | {p for side in trees.values() for p in side
-                          if (history_key(p) or MergeKey.for_path(p)) in keys}
+    content = _keys_by_content(root, trees.values())
+
+    def keys_of(path: str, oid: str) -> set[str]:
+        return {history_key(path) or MergeKey.for_path(path), content.get((path, oid), "")}
+
+    keys = {key for side in trees.values() for p in changed if p in side
+            for key in keys_of(p, side[p][1])} - {""}
+    relevant = changed | {p for side in trees.values() for p, (_mode, oid) in side.items()
+                          if keys_of(p, oid) & keys}
     blobs = read_blobs(root, {trees[s][p][1] for s in trees for p in relevant if p in trees[s]})
 
+    renames: set[tuple[str, str]] = set()  # (old id, new id), inside a side or across
+
     def side_entries(name: str) -> dict[str, Entry]:
-        entries: dict[str, Entry] = {}
+        versions = []
         for path in sorted(p for p in relevant if p in trees[name]):
             oid = trees[name][path][1]
             first = history.first_time.get((path, oid))
             fallback = format_time(datetime.fromtimestamp(first, UTC)) if first is not None else None
-            add_entry(entries, entry_for(path, blobs.get(oid, b""), fallback))
+            versions.append(entry_for(path, blobs.get(oid, b""), fallback))
+        entries, moved = one_side(versions)
+        renames.update((key_name(before.key), key_name(after.key)) for before, after in moved)
         return entries
 
     mine, other, common = side_entries("ours"), side_entries("theirs"), side_entries("base")
     seen = seen_from_base(common)
     result = merge_snapshots(mine, other, seen, seen, future_horizon(latest_now()))
+    renames.update(result.renamed.items())
+    report.renamed.extend({"id": old_id, "to": new_id, "path": result.entries[
+        MergeKey.for_id(new_id)].path} for old_id, new_id in sorted(renames)
+        if MergeKey.for_id(new_id) in result.entries)
     report.revived.extend(key_name(key) for key, outcome in result.outcomes.items()
                           if outcome.revived)
     modes = {(p, oid): mode for s in trees.values() for p, (mode, oid) in s.items()}
