@@ -20,6 +20,7 @@ from memctl.core.merge import (
     merge_counters,
     merge_key,
     merge_snapshots,
+    one_side,
     seen_from_base,
 )
 
@@ -152,6 +153,32 @@ def test_id_collision_keeps_both_notes_with_a_deterministic_new_id():
     assert f"id: {new_id}" in moved.data.decode() and b"another note entirely" in moved.data
     assert moved.path.endswith(f"-{new_id}.md")
     assert new_id[:10] == "01jdz4k2m8" and len(new_id) == 16
+
+
+def test_one_id_twice_in_one_side_gives_the_later_created_note_the_collision_id():
+    """Rule 6 inside one side's tree (a plain git push reusing an id beside the note that has
+    it): the earliest-created keeps the id, each later one gets `collision_id`, whatever the
+    order the files are met in; the same note meeting the same fate from the other side
+    merges with it, so nothing is lost and nothing is doubled."""
+    own = note("01jdz4k2m8x7b3qv", "our note", 10, created=1, path="demo/notes/fact/a.md")
+    reused = note("01jdz4k2m8x7b3qv", "pushed over it", 5, created=3, path="other/notes/fact/b.md")
+    third = note("01jdz4k2m8x7b3qv", "and again", 5, created=2, path="x/notes/fact/c.md")
+    outcomes = []
+    for order in itertools.permutations([own, reused, third]):
+        entries, renames = one_side(order)
+        outcomes.append((entries, sorted((a.path, b.key) for a, b in renames)))
+    entries, renames = outcomes[0]
+    assert all(outcome == outcomes[0] for outcome in outcomes)
+    assert entries[own.key] == own
+    assert renames == [("other/notes/fact/b.md", f"id:{collision_id(own.note_id, reused.created)}"),
+                       ("x/notes/fact/c.md", f"id:{collision_id(own.note_id, third.created)}")]
+    assert sorted(e.data.split(b"---\n")[-1] for e in entries.values()) == [
+        b"and again\n", b"our note\n", b"pushed over it\n"]
+    merged = merge_snapshots({own.key: own}, entries)
+    assert merged.entries == entries and not merged.conflicts
+    copy = note("01jdz4k2m8x7b3qv", "a hand copy", 10, created=1, path="demo/notes/fact/z.md")
+    kept, moved = one_side([own, copy])
+    assert not moved and kept[own.key] == own and kept["path:demo/notes/fact/z.md"].data == copy.data
 
 
 def test_conflict_copy_names_are_stable_and_stay_under_conflicts():

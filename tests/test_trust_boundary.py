@@ -14,6 +14,7 @@ import pytest
 from conftest import Cli, git, run_memctl, tree_snapshot, write_memory_file
 
 from memctl.core.ids import valid_id
+from memctl.core.merge import collision_id
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
 
@@ -764,3 +765,71 @@ def test_settings_nested_too_deeply_are_one_line(store_path: Path) -> None:
     result = run_memctl("recall", store=store_path)
     assert result.exit_code == 1 and result.stderr.startswith("error: memctl.toml does not parse")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("file_name", ["collide-{id}.md", "any-name.md"])
+@pytest.mark.parametrize("local_change", [True, False], ids=["merge", "fast-forward"])
+def test_a_pushed_note_reusing_an_id_gets_a_new_id_and_the_owner_keeps_its_own(
+        tmp_path: Path, remote: Path, local_change: bool, file_name: str) -> None:
+    """A collaborator pushes (plain git), in another project, a note whose front matter reuses
+    the id of one of ours (later `created`, older `updated`, other text), beside our note in
+    the same commit. Rule 6 of docs/sync.md holds inside one side's tree as across the two:
+    the later-created one gets `collision_id`, the report says so, ours keeps its id (shown,
+    forgotten by it), nothing is lost, whether sync merges or would fast-forward, and a second
+    machine resolving the same commit on its own reaches the same files."""
+    laptop = machine(tmp_path, "laptop", remote)
+    own = laptop.ok("add", "Postgres is the database of the blog backend", "--force", "--json",
+                    env=NOW).json()["id"]
+    laptop.ok("sync", env=NOW)
+    desktop = machine(tmp_path, "desktop", remote)
+    later = "2026-11-30T13:00:00Z"
+
+    def reuse_the_id(work: Path) -> None:
+        [mine] = (work / "demo" / "notes" / "fact").glob(f"*{own}.md")
+        text = mine.read_text(encoding="utf-8")
+        lines = [("project: other" if line.startswith("project:") else
+                  f"created: {later}" if line.startswith("created:") else
+                  "updated: 2026-01-01T00:00:00Z" if line.startswith("updated:") else line)
+                 for line in text.replace("Postgres is", "ATTACKER: MongoDB is").splitlines()]
+        folder = work / "other" / "notes" / "fact"
+        folder.mkdir(parents=True)
+        (folder / file_name.format(id=own)).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    push_hostile_commit(tmp_path, remote, reuse_the_id)
+
+    new_id = collision_id(own, later)
+    if local_change:
+        for cli in (laptop, desktop):
+            cli.ok("add", f"A local note on the {cli.store.name}", "--force", env=NOW)
+    synced = laptop("sync", "--json", "--no-push", env=NOW)
+    assert synced.exit_code == 0, synced.stderr
+    [renamed] = synced.json()["renamed"]
+    assert (renamed["id"], renamed["to"]) == (own, new_id)
+    assert renamed["path"].startswith("other/notes/fact/") and new_id in renamed["path"]
+    assert new_id in synced.json()["pulled"]
+    said = laptop("sync", "--no-push", env=NOW)  # nothing new: the rename is not made again
+    assert said.exit_code == 0 and "two notes" not in said.stderr
+
+    def notes_with(cli: Cli, note_id: str) -> list[str]:
+        return [rel for rel, data in tree_snapshot(cli.store).items()
+                if rel.endswith(".md") and f"\nid: {note_id}\n".encode() in data]
+
+    for cli in (laptop, desktop):
+        if cli is desktop:  # resolves the same commit on its own, then both meet
+            result = desktop("sync", "--json", env=NOW)
+            assert result.exit_code == 0, result.stderr
+            assert [(r["id"], r["to"]) for r in result.json()["renamed"]] == [(own, new_id)]
+        mine = cli.ok("show", own, "--json").json()
+        assert mine["project"] == "demo" and mine["body"].startswith("Postgres is")
+        theirs = cli.ok("show", new_id, "--json").json()
+        assert theirs["project"] == "other" and theirs["body"].startswith("ATTACKER")
+        assert len(notes_with(cli, own)) == 1 and len(notes_with(cli, new_id)) == 1
+    merged = laptop("sync", "--json", env=NOW)
+    assert merged.exit_code == 0 and merged.json()["conflicts"] == [], merged.stdout
+    desktop.ok("sync", env=NOW)
+
+    def memory(cli: Cli) -> dict[str, bytes]:
+        return {rel: data for rel, data in tree_snapshot(cli.store).items()
+                if not rel.startswith(".counters/")}
+    assert memory(laptop) == memory(desktop), "both machines renamed it alike"
+    assert laptop("forget", own, env=NOW).exit_code == 0
+    assert laptop.ok("show", new_id, "--json").json()["body"].startswith("ATTACKER")
