@@ -4,6 +4,7 @@ driver, `memctl log`, and failures that leave no half-merge."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from datetime import UTC, datetime
@@ -761,3 +762,25 @@ def test_a_fifo_where_a_note_was_stops_sync_with_one_line_naming_it(tmp_path, re
     (a.store / path).unlink()
     a.ok("sync", env={"MEMCTL_NOW": T[2]})
     assert "at three" in git(a.store, "show", f"HEAD:{other_path.relative_to(a.store).as_posix()}")
+
+
+def test_the_kept_merge_keys_are_only_a_shortcut(tmp_path, remote):
+    """A sync that brings news knows every note by the id in its file (rule 6), and keeps
+    what it read by blob id in `.memctl/merge-keys.json`, so the next one reads only what is
+    new. A blob id names its content, so an entry cannot go stale; a damaged file is read
+    again from git, and the sync is the same."""
+    laptop = machine(tmp_path, "laptop")
+    first = add(laptop, "The first note, synced", T[0])
+    laptop.ok("sync", "--remote", remote)
+    desktop = machine(tmp_path, "desktop", remote)
+    second = add(desktop, "A note from the desktop", T[1])
+    desktop.ok("sync")
+    assert laptop.ok("sync", "--json").json()["pulled"] == [second]
+    kept = laptop.store / ".memctl" / "merge-keys.json"
+    assert {f"id:{first}", f"id:{second}"} <= set(json.loads(kept.read_text()).values())
+    third = add(desktop, "Another note from the desktop", T[2])
+    desktop.ok("sync")
+    kept.write_text("{not json")
+    assert laptop.ok("sync", "--json").json()["pulled"] == [third]
+    assert body_of(laptop, third) == "Another note from the desktop"
+    assert f"id:{third}" in json.loads(kept.read_text()).values()

@@ -114,6 +114,11 @@ def tree_of(root: Path, rev: str = "HEAD", *, strict: bool = True
     replacement characters would turn two such names into one path and lose a note in the
     merge (docs/sync.md, tests/test_sync.py). With `strict` False such a name is left out
     instead (an export's or an import's view of the last commit, as the walk leaves it out)."""
+    # A commit named by its full hash never changes: its listing is kept for the process (a
+    # sync asks for the same few commits eight times; 10k notes: ~50 ms each).
+    remembered = _TREES.get((str(root), rev, strict)) if _FULL_HASH.fullmatch(rev) else None
+    if remembered is not None:
+        return dict(remembered)
     if not has_commits(root, rev):
         return {}
     out = run_git_binary(root, "ls-tree", "-r", "-z", "--full-tree", rev)
@@ -135,7 +140,15 @@ def tree_of(root: Path, rev: str = "HEAD", *, strict: bool = True
         mode, kind, oid = meta.decode("ascii").split()
         if kind == "blob":
             tree[path] = (mode, oid)
+    if _FULL_HASH.fullmatch(rev):
+        if len(_TREES) >= 8:
+            _TREES.clear()
+        _TREES[(str(root), rev, strict)] = dict(tree)
     return tree
+
+
+_FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_TREES: dict[tuple[str, str, bool], dict[str, tuple[str, str]]] = {}
 
 
 def scan_history(root: Path, revs: Iterable[str] = ("HEAD",),
