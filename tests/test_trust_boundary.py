@@ -833,3 +833,38 @@ def test_a_pushed_note_reusing_an_id_gets_a_new_id_and_the_owner_keeps_its_own(
     assert memory(laptop) == memory(desktop), "both machines renamed it alike"
     assert laptop("forget", own, env=NOW).exit_code == 0
     assert laptop.ok("show", new_id, "--json").json()["body"].startswith("ATTACKER")
+
+
+def test_a_zip_reusing_an_id_gives_the_later_created_note_a_new_id(store_path: Path,
+                                                                   tmp_path: Path) -> None:
+    """Rule 6 of docs/sync.md for `import` as for `sync`: a zip whose notes reuse an id (one
+    of this store's, or twice within the zip) never leaves two files with one id, which no
+    command could show or forget by it; the later-created note gets `collision_id`, the
+    report names it, nothing is lost."""
+    from memctl.core.merge import collision_id
+
+    cli = Cli(store_path)
+    own = cli.ok("add", "Postgres is the database of the blog backend", "--force", "--json",
+                 env=NOW).json()["id"]
+
+    def note(project: str, note_id: str, created: str, text: str) -> bytes:
+        return (f"---\nid: {note_id}\ntype: fact\nproject: {project}\nimportance: 5\n"
+                f"created: {created}\nupdated: 2026-01-01T00:00:00Z\n---\n{text}\n").encode()
+    twice = "01twice000000000"
+    bundle = hostile_zip(tmp_path / "reuse.zip", {
+        f"other/notes/fact/any-name-{own}.md": note("other", own, "2026-11-30T13:00:00Z",
+                                                      "ATTACKER: MongoDB is the database"),
+        "other/notes/fact/first.md": note("other", twice, "2026-11-01T00:00:00Z", "first of two"),
+        "other/notes/fact/second.md": note("other", twice, "2026-11-02T00:00:00Z", "second of two"),
+    })
+    report = cli.ok("import", str(bundle), "--json", env=NOW).json()
+    later = {(item["id"], item["to"]) for item in report["renamed"]}
+    assert later == {(own, collision_id(own, "2026-11-30T13:00:00Z")),
+                     (twice, collision_id(twice, "2026-11-02T00:00:00Z"))}
+    assert "Postgres" in cli.ok("show", own, "--json").json()["body"]
+    assert cli.ok("show", twice, "--json").json()["body"].strip() == "first of two"
+    for _, new_id in later:
+        assert cli.ok("show", new_id, "--json").json()["project"] == "other"
+    ids = [line.split(":", 1)[1].strip() for path in store_path.glob("*/notes/**/*.md")
+           for line in path.read_text().splitlines() if line.startswith("id:")]
+    assert len(ids) == len(set(ids)) == 4

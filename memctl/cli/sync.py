@@ -139,6 +139,9 @@ def import_command(
         info(f"retired {note_id}: the source no longer has it (archived; `memctl restore "
              f"{note_id}` brings it back)")
     _name_copies(report.conflict_copies, dry_run)
+    for item in report.renamed:
+        warn(f"{item['id']} was the id of two notes: the later-created one is now {item['to']} "
+             f"({item['path']}); both were kept")
     for note_id in report.revived:
         warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
              f"kept (`memctl forget {note_id}` deletes it again)")

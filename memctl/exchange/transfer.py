@@ -28,13 +28,13 @@ from memctl.core.merge import (
     Entry,
     MergeKey,
     MergeResult,
-    add_entry,
     dump_counters,
     future_horizon,
     instant,
     key_name,
     merge_counters,
     merge_snapshots,
+    one_side,
 )
 from memctl.core.noteformat import parse_file
 from memctl.core.secrets import carried, guard_files
@@ -238,6 +238,8 @@ class ImportReport:
     # conflict copies the bundle itself carried (made on another machine), written here
     carried_copies: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)  # deleted on one side, edited later on the other
+    # a note that gave its id to an earlier-created one: {"id", "to", "path"} (rule 6)
+    renamed: list[dict[str, str]] = field(default_factory=list)
     held_back: list[str] = field(default_factory=list)  # settings and templates not applied
     rejected: list[dict[str, str]] = field(default_factory=list)
     # Importers of other tools' formats (memctl.exchange.reimport): notes archived because the
@@ -254,6 +256,7 @@ class ImportReport:
                 "deleted": self.deleted, "conflicts": self.conflicts,
                 "conflict_copies": self.conflict_copies,
                 "carried_copies": self.carried_copies, "revived": self.revived,
+                "renamed": self.renamed,
                 "held_back": self.held_back, "rejected": self.rejected,
                 "retired": self.retired, "skipped": self.skipped}
 
@@ -299,15 +302,20 @@ def load_foreign(source: Path, kind: str, project: str) -> tuple[Bundle, importe
 
 def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeResult]:
     """Merge the bundle into the local snapshot and work out every file to write or remove."""
-    incoming: dict[str, Entry] = {}
-    seen_in: dict[str, frozenset[str]] = {}
+    versions: list[Entry] = []
     for path in sorted(bundle.files):
         item = bundle.files[path]
         entry = entry_for(path, item.data, item.updated)
         if entry.kind == COUNTERS:
             continue  # counts go into counters.sqlite (absorb_counters), not into the files
-        entry = add_entry(incoming, entry)
-        seen_in[entry.key] = frozenset(item.history)
+        versions.append(entry)
+    # Two of the bundle's notes with one id: the later-created one gets a new id (rule 6,
+    # docs/sync.md), as sync does inside one side, so the import never leaves two files with
+    # one id (tests/test_trust_boundary.py).
+    incoming, moved = one_side(versions)
+    came_from = {after.path: before.path for before, after in moved}
+    seen_in = {key: frozenset(bundle.files[came_from.get(entry.path, entry.path)].history)
+               for key, entry in incoming.items()}
     # A file the import leaves out (`skip_invalid`) is not one the sender removed: a bundle
     # from an older export lists a broken note's id as removed (tests/test_broken_files.py).
     # Known by its id, not its file name (a note renamed by hand); one whose id cannot be read
@@ -325,6 +333,12 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
             removed_there.add(key)
     result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(latest_now()))
     report = ImportReport(source=bundle.source)
+    renames = {(key_name(before.key), key_name(after.key)) for before, after in moved}
+    renames.update(result.renamed.items())
+    report.renamed = [{"id": old_id, "to": new_id,
+                       "path": result.entries[MergeKey.for_id(new_id)].path}
+                      for old_id, new_id in sorted(renames)
+                      if MergeKey.for_id(new_id) in result.entries]
     report.rejected = [p.to_dict() for p in bundle.invalid]
     for key in sorted(set(result.entries) | set(local.entries)):
         before, after = local.entries.get(key), result.entries.get(key)
