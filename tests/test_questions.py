@@ -325,6 +325,10 @@ def test_get_says_a_fact_was_corrected(cli: Cli) -> None:
     assert [(note["id"], note["corrected_by"]) for note in got] == [(fact, [fix])]
     shown = cli.ok("get", "staging", "db-host", env=NOW)
     assert f"[corrected by {fix}]" in shown.stderr
+    # `show` by id says it too, in JSON and for people (the installed command: its fast path).
+    assert run_memctl("show", fact, "--json", store=cli.store, env=NOW).json()["corrected_by"] == [fix]
+    assert f"corrected by {fix}" in run_memctl("show", fact, store=cli.store, env=NOW).stdout
+    assert cli.ok("show", fix, "--json", env=NOW).json()["corrected_by"] == []
 
 
 def test_the_query_language_filters_by_subject_and_ranks_a_named_fact_first(cli: Cli) -> None:

@@ -51,6 +51,9 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
         fields.append(f"subject {v(note.subject or '-')}   predicate {v(note.predicate or '-')}")
     if note.superseded_by:
         fields.append(f"superseded by {v(note.superseded_by)}")
+    if shown.corrected_by:
+        fields.append(f"corrected by {v(', '.join(shown.corrected_by))} (read the correction "
+                      "first)")
     # The ids an imported note's [[wikilinks]] resolved to: the body names titles only (docs/sync.md).
     links = [str(link) for link in note.meta.get("links") or []]
     if links:

@@ -5,6 +5,7 @@ scanner, templates) nor the episode rules of `memctl.services.notes` (10k notes:
 
 from __future__ import annotations
 
+from memctl.core.clock import now
 from memctl.core.errors import MemctlError, NoteFormatError, UnknownIdError
 from memctl.core.ids import id_argument
 from memctl.disk.counters import get_counters
@@ -30,8 +31,10 @@ class Shown:
     def __init__(self, note: Note | None = None, episode: Episode | None = None,
                  access_count: int = 0, last_accessed: str | None = None,
                  broken: NoteFormatError | None = None,
-                 last_good: dict[str, Any] | None = None) -> None:
+                 last_good: dict[str, Any] | None = None,
+                 corrected_by: list[str] | None = None) -> None:
         self.note = note
+        self.corrected_by = corrected_by or []  # live corrections naming the note, as `get`'s
         self.episode = episode
         self.access_count = access_count
         self.last_accessed = last_accessed
@@ -47,7 +50,8 @@ class Shown:
                     "raw": self.broken.data.decode("utf-8", "replace")}
         assert self.note is not None
         data = self.note.to_dict()
-        data.update({"access_count": self.access_count, "last_accessed": self.last_accessed})
+        data.update({"access_count": self.access_count, "last_accessed": self.last_accessed,
+                     "corrected_by": list(self.corrected_by)})
         return data
 
 
@@ -79,7 +83,14 @@ def show(store: Store, ref: str) -> Shown:
     except NoteFormatError as broken:
         return Shown(broken=broken, last_good=entry)
     count, last = get_counters(store, [note.id]).get(note.id, (0, None))
-    return Shown(note=note, access_count=count, last_accessed=last)
+    # A corrected note stays active: `show`, like `get` and recall, says which corrections
+    # name it, so the fact is never read without them (docs/lifecycle.md).
+    index = open_index(store)
+    try:
+        corrected_by = index.corrections_of([note.id], now().timestamp()).get(note.id, [])
+    finally:
+        index.close()
+    return Shown(note=note, access_count=count, last_accessed=last, corrected_by=corrected_by)
 
 
 def _read_episode(store: Store, relpath: str) -> Episode:
