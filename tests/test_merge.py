@@ -181,6 +181,23 @@ def test_one_id_twice_in_one_side_gives_the_later_created_note_the_collision_id(
     assert not moved and kept[own.key] == own and kept["path:demo/notes/fact/z.md"].data == copy.data
 
 
+def test_one_id_three_times_in_one_side_loses_nothing_whatever_the_paths():
+    """The original, a note reusing its id (later `created`) and a hand copy of that one
+    (same later `created`, edited): the keeper's path sorting last let the hand copy take
+    the id and the merge then drop a version (tests/test_trust_boundary.py pushes it)."""
+    own = note("01jdz4k2m8x7b3qv", "our note", 10, created=1, path="z/notes/fact/a.md")
+    reused = note("01jdz4k2m8x7b3qv", "pushed over it", 5, created=3, path="b/notes/fact/b.md")
+    copy = note("01jdz4k2m8x7b3qv", "hand copy, edited", 6, created=3, path="c/notes/fact/c.md")
+    bodies = [b"hand copy, edited\n", b"our note\n", b"pushed over it\n"]
+    for order in itertools.permutations([own, reused, copy]):
+        entries, _ = one_side(order)
+        assert entries[own.key] == own
+        assert sorted(e.data.split(b"---\n")[-1] for e in entries.values()) == bodies
+        merged = merge_snapshots({own.key: own}, entries)
+        assert merged.entries[own.key] == own
+        assert sorted(e.data.split(b"---\n")[-1] for e in merged.entries.values()) == bodies
+
+
 def test_conflict_copy_names_are_stable_and_stay_under_conflicts():
     assert conflict_path("p/MEMORY.md", "abcdef0123456789") == ".conflicts/p/MEMORY.abcdef012345.md"
     assert conflict_path("memctl.toml", "abcdef0123456789") == ".conflicts/memctl.abcdef012345.toml"

@@ -602,6 +602,20 @@ def test_git_files_a_remote_puts_in_a_project_folder_never_reach_the_working_tre
     assert any(path.startswith("global/notes/") for path in pushed)
 
 
+def test_a_clone_of_a_plain_store_refuses_nothing(tmp_path: Path, remote: Path) -> None:
+    """memctl's own `.gitkeep` files are no git file: refusing `.git*` names in every folder
+    must not take them for one (a warning and two extra commits on every clone)."""
+    laptop = machine(tmp_path, "laptop", remote)
+    note = laptop.ok("add", "first", "--json", env=NOW).json()["id"]
+    laptop.ok("forget", note, env=NOW)
+    laptop.ok("sync")
+    assert git(remote, "ls-tree", "-r", "--name-only", "HEAD").count(".gitkeep") >= 1
+    desktop = Cli(tmp_path / "desktop", project="demo")
+    cloned = desktop.ok("init", str(desktop.store), "--clone", str(remote))
+    assert "not checked out" not in cloned.stderr and "refus" not in cloned.stderr
+    assert git(desktop.store, "rev-parse", "HEAD") == git(remote, "rev-parse", "HEAD")
+
+
 def test_a_conflict_copy_of_a_template_from_a_remote_is_refused(tmp_path: Path, remote: Path) -> None:
     """Templates are held back from a remote, so no merge makes a conflict copy of one: a
     planted copy could only be an attack, which `memctl conflicts keep` would install."""

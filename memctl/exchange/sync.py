@@ -574,8 +574,13 @@ def refused_from_remote(path: str, mode: str) -> bool:
     can make every later `git add` fail (`working-tree-encoding`), a `.gitignore` keep the
     notes beside it out of every commit (tests/test_sync.py)."""
     parts = path.split("/")
-    return (mode in ("120000", "160000") or parts[0] == ".memctl"
-            or any(part.startswith(".git") for part in parts))
+    return (mode in ("120000", "160000") or parts[0] == ".memctl" or parts[0].startswith(".git")
+            or any(part in _GITS_OWN for part in parts))
+
+
+# The files git itself reads in any folder (a `.gitkeep` is only a name: memctl's own keep
+# empty folders in git).
+_GITS_OWN = frozenset({".git", ".gitattributes", ".gitignore", ".gitmodules"})
 
 
 def held_back_from_remote(path: str) -> bool:
