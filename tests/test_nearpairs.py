@@ -242,3 +242,10 @@ def test_a_crowd_of_alike_notes_makes_pairs_in_proportion_to_its_size_not_its_sq
     # Each text's pairs are its nearest alike texts after it.
     first = [b for a, b, _ in pairs if a == "n0000"]
     assert sorted(first) == [f"n{i:04d}" for i in range(1, len(first) + 1)]
+    # The health report's kept pairs ask for the pairs of changed notes only: in a crowd,
+    # the same pairs as the whole search's, never all of the crowd's.
+    from memctl.core.similarity import pairs_involving
+
+    changed = {"n0000", "n0350", "n0699"}
+    assert pairs_involving(items, changed) == [
+        pair for pair in pairs if pair[0] in changed or pair[1] in changed]

@@ -777,10 +777,16 @@ def test_the_kept_merge_keys_are_only_a_shortcut(tmp_path, remote):
     desktop.ok("sync")
     assert laptop.ok("sync", "--json").json()["pulled"] == [second]
     kept = laptop.store / ".memctl" / "merge-keys.json"
-    assert {f"id:{first}", f"id:{second}"} <= set(json.loads(kept.read_text()).values())
+    assert {f"id:{first}", f"id:{second}"} <= set(json.loads(kept.read_text())["keys"].values())
     third = add(desktop, "Another note from the desktop", T[2])
     desktop.ok("sync")
     kept.write_text("{not json")
     assert laptop.ok("sync", "--json").json()["pulled"] == [third]
     assert body_of(laptop, third) == "Another note from the desktop"
-    assert f"id:{third}" in json.loads(kept.read_text()).values()
+    assert f"id:{third}" in json.loads(kept.read_text())["keys"].values()
+    # Keys kept by another reading of the files (another format) are read again, not trusted.
+    fourth = add(desktop, "One more from the desktop", T[3])
+    desktop.ok("sync")
+    kept.write_text(json.dumps({"format": 0, "keys": {}}))
+    assert laptop.ok("sync", "--json").json()["pulled"] == [fourth]
+    assert json.loads(kept.read_text())["format"] == 1

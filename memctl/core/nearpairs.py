@@ -147,15 +147,19 @@ class Shape:
 
 
 def candidate_pairs(shapes: Sequence[Shape], own: int | None = None,
-                    rows: Collection[int] | None = None) -> list[Pair]:
+                    rows: Collection[int] | None = None, limit: int | None = None
+                    ) -> list[Pair] | None:
     """Candidate pairs (i, j), i < j, sorted. Texts [0, own) are the group's own and texts
     [own, count) its partners: pairs of two partners are left out (a project's notes with the
     global notes: global pairs are looked for once, in global's own group). With `rows`, only
-    pairs involving one of those texts."""
+    pairs involving one of those texts; with `limit` too, None as soon as one of them has
+    more candidates than that (a crowd: its pairs would be quadratic)."""
     own = len(shapes) if own is None else own
     found: set[Pair] = set()
     for elements, width, divisor in _regimes(shapes):
         for first, others in _lane_hits(elements, own, rows, width, divisor):
+            if limit is not None and rows is not None and len(others) > limit:
+                return None
             found.update((first, other) if first < other else (other, first)
                          for other in others)
     return sorted(found)

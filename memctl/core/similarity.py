@@ -755,11 +755,16 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
         partners_of = nearpairs.candidate_partners(shapes, own=len(items))
     else:
         rows = [number for number, key in enumerate(all_keys) if key in keys]
+        found = nearpairs.candidate_pairs(shapes, own=len(items), rows=rows,
+                                          limit=nearpairs.CANDIDATES_PER_TEXT)
+        if found is None:
+            # A crowd: the pairs of the whole group's search (which bounds the crowd) that
+            # involve these texts, so a kept report and a fresh one agree (docs/health.md).
+            return [pair for pair in _candidate_pairs(items, partners, None, threshold)
+                    if pair[0] in keys or pair[1] in keys]
         partners_of = {}
-        for first, second in nearpairs.candidate_pairs(shapes, own=len(items), rows=rows):
-            others = partners_of.setdefault(first, [])
-            if len(others) < nearpairs.CANDIDATES_PER_TEXT:
-                others.append(second)
+        for first, second in found:
+            partners_of.setdefault(first, []).append(second)
     # The three views of the texts in some candidate pair only (a long text's word codes cost
     # a millisecond: not worth it for a text no pair needs).
     involved = sorted(set(partners_of).union(*partners_of.values()))

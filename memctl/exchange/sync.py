@@ -652,6 +652,9 @@ def _names(root: Path, head: str, target: str, paths: list[str]) -> list[str]:
 # entry never goes stale. Without it every sync that brings news read every note of the
 # store (10k notes: +1.1 s a sync); with it, only the versions new since the last sync.
 KEYS_FILE = "merge-keys.json"
+# Raised whenever how `entry_for` reads a file's key changes: the kept keys of an older
+# reading are then read again, never trusted.
+KEYS_FORMAT = 1
 
 
 def _keys_by_content(root: Path, trees: Iterable[dict[str, tuple[str, str]]]
@@ -678,9 +681,10 @@ def _keys_by_content(root: Path, trees: Iterable[dict[str, tuple[str, str]]]
         found.update({(path, oid): entry_for(path, blobs.get(oid, b"")).key
                       for path, oid in missing})
         try:  # the versions of these trees only: the file never grows past the store
-            atomic_write_text(state_path(root, KEYS_FILE), json.dumps(
-                {f"{oid} {path}": key for (path, oid), key in found.items()
-                 if oid in blobs or (path, oid) not in missing}))
+            atomic_write_text(state_path(root, KEYS_FILE), json.dumps({
+                "format": KEYS_FORMAT,
+                "keys": {f"{oid} {path}": key for (path, oid), key in found.items()
+                         if oid in blobs or (path, oid) not in missing}}))
         except (OSError, MemctlError):
             pass  # a read-only or linked state folder: read again next time
     return {pair: MergeKey(key) for pair, key in found.items()}
@@ -691,9 +695,10 @@ def _load_keys(root: Path) -> dict[str, str]:
         data = json.loads(state_path(root, KEYS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict):
+    keys = data.get("keys") if isinstance(data, dict) and data.get("format") == KEYS_FORMAT else None
+    if not isinstance(keys, dict):
         return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+    return {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _brings_a_shared_id(root: Path, head: str, theirs: str) -> bool:
