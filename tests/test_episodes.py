@@ -395,3 +395,22 @@ def test_a_field_over_the_front_matter_limit_is_one_error_and_writes_nothing(cli
     assert result.exit_code == 1 and "64 KB" in result.stderr and "`tags`" in result.stderr
     assert "shape" not in result.stderr  # not "a shape line edits do not handle"
     assert path.read_text() == text and git(store_path, "rev-parse", "HEAD") == head
+
+
+def test_tags_added_to_an_episode_never_pass_the_cap(cli, store_path):
+    """Each `episode update --tags` takes up to 100 tags, and added them all to the file's:
+    two calls wrote 120 tags, more than any reader takes. Now the union is refused as a
+    note's is (arguments.merged_tags), in one line, the file unchanged."""
+    started = cli.ok("episode", "add", "--goal", "tag the work", "--outcome", "in_progress",
+                     "--json").json()
+    first = ",".join(f"a{number}" for number in range(60))
+    cli.ok("episode", "update", started["id"], "--tags", first)
+    path = store_path / cli.ok("show", started["id"], "--json").json()["path"]
+    before = path.read_bytes()
+    refused = cli("episode", "update", started["id"], "--tags",
+                  ",".join(f"b{number}" for number in range(60)))
+    assert refused.exit_code == 1 and refused.stderr.startswith("error:"), refused.stderr
+    assert "at most 100" in refused.stderr and str(path.relative_to(store_path)) in refused.stderr
+    assert path.read_bytes() == before
+    again = cli.ok("episode", "update", started["id"], "--tags", "a1,A2,b1", "--json").json()
+    assert len(again["tags"]) == 61 and again["tags"][-1] == "b1"

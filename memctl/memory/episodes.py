@@ -485,8 +485,11 @@ def update_episode(
             fields["outcome"] = new_outcome
         if new_links:
             fields["links"] = [*episode.links, *(note.id for note in new_links)]
-        if [t for t in clean_tags if t not in episode.tags]:
-            fields["tags"] = [*episode.tags, *(t for t in clean_tags if t not in episode.tags)]
+        merged = arguments.merged_tags(
+            episode.tags, clean_tags, f"episode {episode.id}",
+            f"remove some of the tags in {episode.path} first")
+        if merged != episode.tags:
+            fields["tags"] = merged
         fields["updated"] = format_time(monotonic_stamp(now(), episode.updated))
         try:
             changed = set_fields(text[: len(text) - len(parsed.body)] + body, fields)
