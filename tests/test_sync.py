@@ -290,6 +290,10 @@ def test_a_stray_file_named_like_a_project_folder_is_moved_aside_not_dropped(tmp
     assert memory_files(a.store) == memory_files(b.store)
     assert report["moved_aside"] == [{"path": "zeta", "to": kept[0].relative_to(b.store).as_posix()}]
     assert report["moved_aside"][0]["to"] in report["conflicts"]
+    # `health` counts it among the conflict copies to review, as `memctl conflicts` lists it.
+    listed = [copy["path"] for copy in a.ok("conflicts", "--json").json()]
+    health = a.ok("health", "--json").json()
+    assert [c["path"] for c in health["conflicts"]] == listed == [report["moved_aside"][0]["to"]]
 
 
 def test_sync_stamps_and_commits_a_hand_edit(tmp_path, remote):

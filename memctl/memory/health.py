@@ -684,6 +684,21 @@ def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
     return report
 
 
+def _conflict_copies(root: Path) -> list[str]:
+    """Every file under `.conflicts/`, as `memctl conflicts` lists them (not a dot file nor a
+    link): a note's copy, and any other file a merge moved aside (a stray file where the
+    other side has a folder, docs/sync.md), which the walk of the notes never meets."""
+    found: list[str] = []
+    top = root / CONFLICT_DIR
+    for folder, names, files in os.walk(top):
+        names[:] = [name for name in names if not os.path.islink(os.path.join(folder, name))]
+        here = Path(folder).relative_to(root).as_posix()
+        found.extend(f"{here}/{name}" for name in files if not name.startswith(".")
+                     and os.path.isfile(os.path.join(folder, name))
+                     and not os.path.islink(os.path.join(folder, name)))
+    return sorted(found)
+
+
 def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: datetime
               ) -> dict[str, dict[str, Any]]:
     """The parts of the report besides the pairs, the files read and the index, each `head`,
@@ -741,8 +756,7 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
             for p, size in sorted(sizes.items())
             if p.count("/") == 1 and p.endswith("/MEMORY.md") and size > limit]
     conflicts = [{"path": p, "project": (classify(p) or ("", ""))[1]}
-                 for p in sorted(sizes)  # (only a path under .conflicts/ is one: no classify)
-                 if p.startswith(CONFLICT_DIR + "/") and (classify(p) or ("",))[0] == CONFLICT]
+                 for p in _conflict_copies(Path(store.root))]
     warnings = [{**_brief(n), "warnings": list(n.warnings)} for n in notes if n.warnings]
     invalid_ids = [{**_brief(n), "warning": w} for n in notes for w in n.warnings
                    if "is not a valid id" in w]
