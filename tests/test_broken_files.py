@@ -118,14 +118,19 @@ def test_recall_and_search_use_the_last_good_version_of_a_file_that_does_not_par
 # --- export and import ------------------------------------------------------------------------------
 
 
-def test_export_leaves_out_a_broken_note_naming_it_and_the_zip_imports(cli: Cli, tmp_path: Path):
-    kept = add(cli, "Redis holds the sessions")
-    note = add(cli, "Postgres is the database we use")
+def copied_to_another_store(cli: Cli, tmp_path: Path, note: dict) -> tuple[Cli, bytes]:
+    """A second store that imported an export of `cli`'s, and `note`'s file as it holds it."""
     other = Cli(tmp_path / "other")
     other.ok("init", str(other.store))
     cli.ok("export", str(tmp_path / "first.zip"))
     other.ok("import", str(tmp_path / "first.zip"))
-    good = (other.store / note["path"]).read_bytes()
+    return other, (other.store / note["path"]).read_bytes()
+
+
+def test_export_leaves_out_a_broken_note_naming_it_and_the_zip_imports(cli: Cli, tmp_path: Path):
+    kept = add(cli, "Redis holds the sessions")
+    note = add(cli, "Postgres is the database we use")
+    other, good = copied_to_another_store(cli, tmp_path, note)
 
     break_tags(cli, note["path"])
     exported = cli("export", str(tmp_path / "second.zip"), "--json")
@@ -193,11 +198,7 @@ def test_a_broken_note_renamed_by_hand_is_left_out_by_its_id_never_deleted_on_im
     its `id:` line; when that line does not read either, no note removal travels at all."""
     note = add(cli, "Renamed broken note about SENTINEL_X")
     gone = add(cli, "A note deleted by hand")
-    other = Cli(tmp_path / "other")
-    other.ok("init", str(other.store))
-    cli.ok("export", str(tmp_path / "first.zip"))
-    other.ok("import", str(tmp_path / "first.zip"))
-    good = (other.store / note["path"]).read_bytes()
+    other, good = copied_to_another_store(cli, tmp_path, note)
 
     renamed = rename_by_hand(cli, note["path"], "sentinel.md")
     break_tags(cli, renamed)

@@ -139,16 +139,22 @@ def import_command(
         info(f"retired {note_id}: the source no longer has it (archived; `memctl restore "
              f"{note_id}` brings it back)")
     _name_copies(report.conflict_copies, dry_run)
-    for item in report.renamed:
-        warn(f"{item['id']} was the id of two notes: the later-created one is now {item['to']} "
-             f"({item['path']}); both were kept")
-    for note_id in report.revived:
-        warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
-             f"kept (`memctl forget {note_id}` deletes it again)")
+    _name_renamed_and_revived(report.renamed, report.revived)
     if report.held_back:
         warn(f"kept this store's own settings and templates; not applied from {source}: "
              f"{', '.join(report.held_back)} (copy what you want by hand)")
     info(f"{'dry run: ' if dry_run else ''}{counts}")
+
+
+def _name_renamed_and_revived(renamed: list[dict[str, str]], revived: list[str]) -> None:
+    """What a merge (sync or import) decided for the person to know: ids given up by rule 6
+    (docs/sync.md), and notes an edit brought back from a deletion."""
+    for item in renamed:
+        warn(f"{item['id']} was the id of two notes: the later-created one is now {item['to']} "
+             f"({item['path']}), alike on every machine; both were kept")
+    for note_id in revived:
+        warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
+             f"kept (`memctl forget {note_id}` deletes it again)")
 
 
 def _name_copies(paths: list[str], dry_run: bool = False) -> None:
@@ -193,12 +199,7 @@ def sync(
     for item in report.moved_aside:
         warn(f"{item['path']} is a file here or on the remote and a folder on the other side: "
              f"the file was moved aside to {item['to']}, nothing was lost")
-    for item in report.renamed:
-        warn(f"{item['id']} was the id of two notes: the later-created one is now {item['to']} "
-             f"({item['path']}), alike on every machine; both were kept")
-    for note_id in report.revived:
-        warn(f"{note_id} was deleted on one side and edited later on the other: the edit was "
-             f"kept (`memctl forget {note_id}` deletes it again)")
+    _name_renamed_and_revived(report.renamed, report.revived)
     if report.refused:
         warn(f"refused {len(report.refused)} path(s) from remote commit "
              f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files, settings and "
