@@ -882,3 +882,33 @@ def test_a_zip_reusing_an_id_gives_the_later_created_note_a_new_id(store_path: P
     ids = [line.split(":", 1)[1].strip() for path in store_path.glob("*/notes/**/*.md")
            for line in path.read_text().splitlines() if line.startswith("id:")]
     assert len(ids) == len(set(ids)) == 4
+    again = cli.ok("import", str(bundle), "--json", env=NOW).json()  # said once, not each time
+    assert again["renamed"] == [] and not again["added"] and not again["conflicts"]
+
+
+def test_an_edit_of_a_note_renamed_on_import_arrives_without_a_conflict(store_path: Path,
+                                                                       tmp_path: Path) -> None:
+    """The note a zip's own two-notes-one-id gave a new id here is edited where the zip came
+    from: the next import updates it. The version written here carries the new id, which
+    the sender never had; it is the sender's version renamed, so it was seen, not a clash."""
+    sender = Cli(store_path)
+    own = sender.ok("add", "The first note about caching layers", "--force", "--json",
+                    env=NOW).json()["id"]
+    dup = store_path / "demo" / "notes" / "fact" / "dup.md"
+    dup.write_text(f"---\nid: {own}\ntype: fact\nproject: demo\nimportance: 5\n"
+                   "created: 2026-11-30T13:00:00Z\nupdated: 2026-11-30T13:00:00Z\n---\n"
+                   "a second note reusing the id\n")
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "hand drop")
+    receiver = Cli(tmp_path / "receiver")
+    receiver.ok("init", str(receiver.store))
+    sender.ok("export", str(tmp_path / "one.zip"))
+    [renamed] = receiver.ok("import", str(tmp_path / "one.zip"), "--json", env=NOW).json()["renamed"]
+    dup.write_text(dup.read_text().replace("reusing the id", "reusing the id, edited")
+                   .replace("updated: 2026-11-30T13:00:00Z", "updated: 2026-11-30T14:00:00Z"))
+    git(store_path, "commit", "-qam", "edit")
+    sender.ok("export", str(tmp_path / "two.zip"))
+    report = receiver.ok("import", str(tmp_path / "two.zip"), "--json", env=NOW).json()
+    assert report["conflicts"] == [] and report["conflict_copies"] == []
+    assert renamed["to"] in report["updated"]
+    assert "edited" in receiver.ok("show", renamed["to"], "--json").json()["body"]
