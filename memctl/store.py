@@ -98,15 +98,18 @@ class Store(StoreFiles):
         good fields."""
         return self.read_note(self.find_entry(id_or_prefix)["path"])
 
-    def find_entry(self, id_or_prefix: str) -> dict[str, Any]:
+    def find_entry(self, id_or_prefix: str,
+                   then: Callable[[Index, dict[str, Any]], object] | None = None
+                   ) -> dict[str, Any]:
         """The index's entry (front matter fields and path) of the note or episode with this
-        id or unambiguous id prefix: for a file that no longer parses, its last good version."""
+        id or unambiguous id prefix: for a file that no longer parses, its last good version.
+        `then(index, entry)` runs on the index the lookup used, before it is closed."""
         wanted = id_or_prefix.strip().lower()
         if not wanted:
             raise UsageError("an id is required")
         # Raises MemctlError for unknown or ambiguous ids; a whole id whose file is unchanged
         # is answered without walking the store (memctl.index.db.find_entry).
-        return find_entry(self, wanted)
+        return find_entry(self, wanted, then=then)
 
     def commit(self, message: str, paths: list[str] | None = None,
                index: Index | None = None, close_index: bool = False,

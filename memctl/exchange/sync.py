@@ -249,9 +249,8 @@ def _check_out_safely(root: Path) -> list[str]:
     submodules, `.memctl/`, `.git*` files other than `.gitattributes` and `.gitignore`):
     those are left out by a commit on top, named in its message. Returns the paths."""
     head = run_git(root, "rev-parse", "HEAD").stdout.strip()
-    listing = run_git(root, "ls-tree", "-r", "-z", "--full-tree", head).stdout
-    modes = {record.partition("\t")[2]: record.split()[0] for record in listing.split("\0") if record}
-    refused = sorted(path for path, mode in modes.items() if refused_from_remote(path, mode)
+    refused = sorted(path for path, (mode, _) in _entries(root, head).items()
+                     if refused_from_remote(path, mode)
                      and not (path in (".gitattributes", ".gitignore") and mode == "100644"))
     if refused:
         tree = {path: entry for path, entry in tree_of(root, head).items() if path not in refused}

@@ -457,12 +457,15 @@ def _walk(store: StoreLike, index: Index, paths: list[str] | None = None) -> Ind
 
 
 def find_entry(store: StoreLike, id_or_prefix: str,
-               kinds: tuple[str, ...] = ("note", "episode")) -> dict[str, Any]:
+               kinds: tuple[str, ...] = ("note", "episode"),
+               then: Callable[[Index, dict[str, Any]], object] | None = None) -> dict[str, Any]:
     """`Index.get` on an index that is current for the answer. An entry asked for by its
     whole id is answered from its own file when that file is as indexed (or once it is
     indexed again): `memctl show` reads one file instead of walking the store (10k notes:
     one stat instead of 10k, bench/bench_write.py). Anything else (a prefix, an id the
-    index does not know or knows twice, a file gone) after `ensure_fresh`."""
+    index does not know or knows twice, a file gone) after `ensure_fresh`. `then` is run on
+    the index and the entry before the index is closed (`show` reads the note's
+    corrections there rather than opening the index again)."""
     wanted = id_or_prefix.strip()
     index = open_index(store)
     try:
@@ -470,10 +473,12 @@ def find_entry(store: StoreLike, id_or_prefix: str,
             found = index.current_entry(wanted, kinds)
         except sqlite3.DatabaseError:
             found = None  # a broken index: ensure_fresh rebuilds it
-        if found is not None:
-            return found
-        index = _freshen(store, index)
-        return index.get(wanted, kinds)
+        if found is None:
+            index = _freshen(store, index)
+            found = index.get(wanted, kinds)
+        if then is not None:
+            then(index, found)
+        return found
     finally:
         index.close()
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memctl.core.note import Note
+    from memctl.index.db import Index
     from memctl.memory.episodes import Episode
 
 __all__ = ["Shown", "show"]
@@ -65,8 +66,17 @@ def show(store: Store, ref: str) -> Shown:
     hand without an `id:` field, known by the end of its file name, is looked for among the
     index's episodes."""
     ref = id_argument(ref)
+    # A corrected note stays active: `show`, like `get` and recall, says which corrections
+    # name it, so the fact is never read without them (docs/lifecycle.md). Asked on the
+    # index the lookup opened.
+    corrected_by: list[str] = []
+
+    def corrections(index: Index, found: dict[str, Any]) -> None:
+        note_id = str(found["id"])
+        corrected_by.extend(index.corrections_of([note_id], now().timestamp()).get(note_id, []))
+
     try:
-        entry = store.find_entry(ref)
+        entry = store.find_entry(ref, then=corrections)
     except UnknownIdError as not_found:
         # Only when nothing has this id: an ambiguous prefix is said as it is, never taken
         # for the one episode whose file name starts with it (tests/test_episodes.py).
@@ -83,13 +93,6 @@ def show(store: Store, ref: str) -> Shown:
     except NoteFormatError as broken:
         return Shown(broken=broken, last_good=entry)
     count, last = get_counters(store, [note.id]).get(note.id, (0, None))
-    # A corrected note stays active: `show`, like `get` and recall, says which corrections
-    # name it, so the fact is never read without them (docs/lifecycle.md).
-    index = open_index(store)
-    try:
-        corrected_by = index.corrections_of([note.id], now().timestamp()).get(note.id, [])
-    finally:
-        index.close()
     return Shown(note=note, access_count=count, last_accessed=last, corrected_by=corrected_by)
 
 
