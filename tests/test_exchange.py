@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli, edit, git, memctl_executable, run_memctl, tree_snapshot
 
+from memctl.core.errors import MemctlError
 from memctl.disk.counters import record_access
 from memctl.store import Store
 
@@ -347,3 +348,45 @@ def test_export_makes_the_missing_folders_of_its_target(store_path, tmp_path):
     assert blocked.exit_code == 1 and blocked.stderr.count("\n") == 1
     assert blocked.stderr.startswith("error: cannot create the folder") and "is a file" in blocked.stderr
     assert blocker.read_text() == "keep me\n"
+
+
+def test_export_writes_no_zip_an_import_would_refuse_for_its_size(machines, tmp_path):
+    """An export counts entries and bytes as an import does (bundle.size_problem): at the
+    limits the zip is written and imports; one entry or one byte less and nothing is written,
+    with one line saying what to do."""
+    from memctl.exchange.bundle import BundleError, Limits, read_bundle
+    from memctl.exchange.transfer import export_store
+
+    laptop, _ = machines
+    for number in range(3):
+        add(laptop, f"Deploy step {number} is written down in the runbook")
+    store = Store(laptop.store)
+    fits = tmp_path / "fits.zip"
+    export_store(store, fits)
+    with zipfile.ZipFile(fits) as archive:
+        entries = len(archive.infolist())
+        total = sum(info.file_size for info in archive.infolist())
+    exact = Limits(max_entries=entries, max_total_bytes=total)
+    at_the_limits = tmp_path / "exact.zip"
+    export_store(store, at_the_limits, limits=exact)
+    assert read_bundle(at_the_limits, exact).files  # what the export let through imports
+
+    for tighter, said in ((Limits(max_entries=entries - 1, max_total_bytes=total), "files"),
+                          (Limits(max_entries=entries, max_total_bytes=total - 1), "MB")):
+        with pytest.raises(BundleError):
+            read_bundle(at_the_limits, tighter)  # an import with these limits refuses it
+        refused = tmp_path / "refused.zip"
+        with pytest.raises(MemctlError) as caught:
+            export_store(store, refused, limits=tighter)
+        message = str(caught.value)
+        assert message.startswith("nothing was exported") and said in message
+        assert "one project at a time" in message and "\n" not in message
+        assert not refused.exists() and not list(tmp_path.glob(".refused.zip*"))
+
+
+def test_a_store_of_the_largest_benchmark_size_exports_in_one_zip():
+    """bench/gen_corpus.py's 100k store holds ~103k files (notes, MEMORY.md, scratchpads,
+    episodes, counters): each is an entry of its export, which must import."""
+    from memctl.exchange.bundle import Limits
+
+    assert Limits().max_entries >= 150_000

@@ -61,6 +61,7 @@ from memctl.exchange.bundle import (
     path_kind,
     read_bundle,
     read_dir,
+    size_problem,
     validate,
     write_zip,
 )
@@ -141,13 +142,14 @@ class ExportResult:
 
 def export_store(store: Store, target: Path, project: str | None = None,
                  progress: Callable[[int, int], None] | None = None,
-                 skip_unreadable: bool = False) -> ExportResult:
+                 skip_unreadable: bool = False, limits: Limits | None = None) -> ExportResult:
     """Write the store (or one project) to a zip. Reads only: the store is not changed. A file
     that cannot be read stops the export, naming it (or, with `skip_unreadable`, is left out
     and named in `skipped`): an export never loses a note silently. A file that memctl's
     import would refuse (a note whose front matter does not parse) is left out and named in
     `broken` with its line: the zip always imports, and the other machine keeps the version
-    it has (docs/sync.md)."""
+    it has (docs/sync.md). A zip too big for an import (`limits`, the import's by default) is
+    not written."""
     unreadable: list[str] = []
     with store.read_lock("export"):
         snap = snapshot(store.root, read_store_files(store.root, unreadable))
@@ -191,6 +193,11 @@ def export_store(store: Store, target: Path, project: str | None = None,
         machine = "read-only"  # a read-only store cannot keep an id of its own
     manifest = manifest_for(files, machine=machine, time=newest,
                             extra={"project": project, "removed": removed})
+    too_big = size_problem(files, manifest, limits)
+    if too_big is not None:
+        what = f"project {project!r}" if project else "the store"
+        hint = ("" if project else f"; export one project at a time ({arg('project')} NAME)")
+        raise MemctlError(f"nothing was exported: a zip of {what} would hold {too_big}{hint}")
     target = Path(target)
     write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
     return ExportResult(str(target), len(files), target.stat().st_size, project,
