@@ -572,3 +572,30 @@ def test_a_correction_brought_in_for_its_note_says_it_matched_nothing(cli: Cli) 
     assert hits[0]["explain"]["score"] == round(hits[0]["score"], 6)
     printed = cli.ok("search", "--explain", "nightly backup", env=NOW).stdout
     assert f"brought in for {backup}, which it corrects" in printed
+
+
+@pytest.mark.parametrize("change", ["deleted", "archived by hand", "moved by hand"])
+def test_show_never_names_a_correction_deleted_or_retired_by_hand(cli: Cli, change: str) -> None:
+    """`show` answers from the note's own file without walking the store; the corrections it
+    names are made sure of too, so one deleted or archived by hand since is not named, and one
+    moved to another folder still is."""
+    fact = add(cli, "staging db host is stg-db-1", "--subject", "staging", "--predicate", "db-host")
+    fix = add(cli, "staging db host is stg-db-2, not stg-db-1", "--type", "correction",
+              "--corrects", fact)
+    assert run_memctl("show", fact, "--json", store=cli.store, env=NOW).json()["corrected_by"] == [fix]
+    path = cli.store / cli.ok("show", fix, "--json", env=NOW).json()["path"]
+    still_named: list[str] = []
+    if change == "deleted":
+        path.unlink()
+    elif change == "archived by hand":
+        path.write_text(path.read_text().replace("status: active", "status: archived"))
+    else:
+        other = cli.store / "demo" / "notes" / "elsewhere"
+        other.mkdir(parents=True)
+        path.rename(other / path.name)
+        still_named = [fix]
+    shown = run_memctl("show", fact, "--json", store=cli.store, env=NOW)
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.json()["corrected_by"] == still_named
+    assert (f"corrected by {fix}" in run_memctl("show", fact, store=cli.store, env=NOW).stdout) \
+        == bool(still_named)
