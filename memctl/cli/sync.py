@@ -139,16 +139,19 @@ def import_command(
         info(f"retired {note_id}: the source no longer has it (archived; `memctl restore "
              f"{note_id}` brings it back)")
     _name_copies(report.conflict_copies, dry_run)
-    _name_renamed_and_revived(report.renamed, report.revived)
+    _name_renamed_and_revived(report.renamed, report.revived, report.counters_not_merged)
     if report.held_back:
         warn(f"kept this store's own settings and templates; not applied from {source}: "
              f"{', '.join(report.held_back)} (copy what you want by hand)")
     info(f"{'dry run: ' if dry_run else ''}{counts}")
 
 
-def _name_renamed_and_revived(renamed: list[dict[str, str]], revived: list[str]) -> None:
+def _name_renamed_and_revived(renamed: list[dict[str, str]], revived: list[str],
+                              counters_not_merged: str | None) -> None:
     """What a merge (sync or import) decided for the person to know: ids given up by rule 6
-    (docs/sync.md), and notes an edit brought back from a deletion."""
+    (docs/sync.md), notes an edit brought back from a deletion, and counts not merged."""
+    if counters_not_merged:
+        warn(counters_not_merged)
     for item in renamed:
         warn(f"{item['id']} was the id of two notes: the later-created one is now {item['to']} "
              f"({item['path']}), alike on every machine; both were kept")
@@ -199,7 +202,7 @@ def sync(
     for item in report.moved_aside:
         warn(f"{item['path']} is a file here or on the remote and a folder on the other side: "
              f"the file was moved aside to {item['to']}, nothing was lost")
-    _name_renamed_and_revived(report.renamed, report.revived)
+    _name_renamed_and_revived(report.renamed, report.revived, report.counters_not_merged)
     if report.refused:
         warn(f"refused {len(report.refused)} path(s) from remote commit "
              f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files, settings and "

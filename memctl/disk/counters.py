@@ -70,6 +70,11 @@ def machine_id(store: StoreLike) -> str:
     return value
 
 
+# SQLite's primary result codes that say a file is no database (any other error, such as
+# SQLITE_IOERR or SQLITE_FULL, is the disk's, not the file's).
+_CORRUPT, _NOT_A_DATABASE = 11, 26
+
+
 class CountersUnavailable(Exception):
     """The counters cannot be written here (a read-only store): they are hints, so reads go
     on without them."""
@@ -85,6 +90,10 @@ def _connect(store: StoreLike, *, shared: bool = False) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise
+        if getattr(exc, "sqlite_errorcode", _CORRUPT) & 0xFF not in (_CORRUPT, _NOT_A_DATABASE):
+            # A disk that is full or failing, a file that cannot be opened: the file is not
+            # damaged, and setting it aside would lose every count it holds.
+            raise CountersUnavailable(f"{path}: {exc}") from exc
         # Not a database any more (truncated, overwritten): keep the damaged file for a
         # person to look at, and count afresh rather than fail every search.
         aside = path.with_name(f"{COUNTERS_FILE}.damaged-{int(time.time())}")

@@ -51,6 +51,11 @@ class GitError(MemctlError):
     pass
 
 
+# How a commit's error ends: the command's change is written, only not committed. A caller
+# that puts the change back (an import) says so instead.
+CHANGE_ON_DISK = "Your change is on disk"
+
+
 def git_available() -> bool:
     import shutil  # lazy: it loads bz2 and lzma (~3 ms); a git call finds out by itself
 
@@ -97,12 +102,36 @@ def run_git_binary(root: Path, *args: str, input_bytes: bytes = b"") -> bytes:
 def git_reason(output: str, returncode: int | None = None) -> str:
     """The most informative line of git's error output: its `fatal:` or `error:` line (git
     often adds hints after it, such as "… and the repository exists."), else its last
-    line, else the exit status."""
+    line, else the exit status (or the signal that ended git)."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
     reasons = [line for line in lines if line.startswith(("fatal:", "error:"))]
     if reasons:
         return reasons[0]
-    return lines[-1] if lines else f"exit {returncode}"
+    if lines:
+        return lines[-1]
+    if returncode is not None and returncode < 0:
+        import signal  # lazy: only to name the signal of a git that was killed
+
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        why = {"SIGXFSZ": " (a file grew past the size limit)"}.get(name, "")
+        return f"git was killed by {name}{why}"
+    return f"exit {returncode}"
+
+
+def _remove_locks_made_since(root: Path, started: float) -> None:
+    """A git that a signal killed leaves the lock files it held (git removes them on its way
+    out of an error, not when killed). Those made since it started are its own: this
+    process ran it holding the store lock. Left there, they would fail every later commit
+    until STALE_INDEX_LOCK_AGE (tests/test_exchange.py)."""
+    for lock in git_lock_files(root):
+        try:
+            if lock.stat().st_mtime >= started - 0.01:
+                lock.unlink()
+        except FileNotFoundError:
+            continue
 
 
 def run_git(root: Path, *args: str, check: bool = True, input_text: str | None = None,
@@ -110,6 +139,7 @@ def run_git(root: Path, *args: str, check: bool = True, input_text: str | None =
     full_env = _git_env(root, env)
     deadline = time.monotonic() + LOCK_RETRY_SECONDS
     while True:
+        started = time.time()
         try:
             result = subprocess.run(
                 ["git", "-C", str(root), "-c", "core.quotepath=off", *args],
@@ -119,6 +149,9 @@ def run_git(root: Path, *args: str, check: bool = True, input_text: str | None =
             )
         except FileNotFoundError:
             raise _no_git() from None
+        if result.returncode < 0:  # killed by a signal (a file size limit): no clean-up of its own
+            _remove_locks_made_since(root, started)
+            break
         # Another git holds a lock (a person's, or one orphaned by a killed memctl and still
         # finishing): git gave up before changing anything, so the same command can run again.
         if result.returncode == 0 or not _lock_contention(result.stderr) \
@@ -283,7 +316,7 @@ def settle_index_lock(root: Path, wait: float | None = None, *, keep_crash: bool
     raise GitError(
         f"git's lock file {held} exists: another git command is running in the store. Wait "
         f"for it to finish and run the command again (if no git is running, delete that "
-        f"file). Your change is on disk"
+        f"file). {CHANGE_ON_DISK}"
     )
 
 
@@ -411,7 +444,7 @@ def _run_git_write(root: Path, *args: str, env: dict[str, str] | None = None) ->
     if special is not None:
         raise GitError(f"{special} is not a regular file (a FIFO, socket or device where a note "
                        "was): git cannot commit it; remove it or put the note's file back, then "
-                       "run the command again. Your change is on disk.")
+                       f"run the command again. {CHANGE_ON_DISK}.")
     raise GitError(f"git {args[0]} failed: {git_reason(result.stderr or result.stdout, result.returncode)}")
 
 
@@ -454,11 +487,11 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     root = Path(root)
     if not is_repo(root):
         raise GitError(f"the store {root} has no git repository (.git is missing); run "
-                       f"`memctl init {root}` to make one. Your change is on disk.")
+                       f"`memctl init {root}` to make one. {CHANGE_ON_DISK}.")
     busy = operation_in_progress(root)
     if busy:
         raise GitError(f"the store's git repository is in the middle of {busy}; finish or abort it "
-                       f"(git -C {root} status), then run the command again. Your change is on disk.")
+                       f"(git -C {root} status), then run the command again. {CHANGE_ON_DISK}.")
     crashed = crashed_holder(root)  # (settling the locks forgets it)
     settle_index_lock(root)
     finish_interrupted_move(root)  # before anything commits what a killed sync half wrote

@@ -90,9 +90,11 @@ class SyncReport:
     moved_aside: list[dict[str, str]] = field(default_factory=list)
     # a note that had to give its id to an earlier-created one: {"id", "to", "path"} (rule 6)
     renamed: list[dict[str, str]] = field(default_factory=list)
+    counters_not_merged: str | None = None  # why, when the pulled counts were not merged
 
     def to_dict(self) -> dict[str, Any]:
-        return {"remote": self.remote, "branch": self.branch, "committed": self.committed,
+        extra = {"counters_not_merged": self.counters_not_merged} if self.counters_not_merged else {}
+        return {**extra, "remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
                 "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
                 "refused_from": self.refused_from, "revived": self.revived,
@@ -561,8 +563,9 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
                and (root / p).is_file() and not (root / p).is_symlink()}
     report.received_secrets.extend(item for item in carried(arrived)
                                    if item not in report.received_secrets)
-    absorb_counters(store, {p: (root / p).read_bytes() for p in changed
-                            if p.startswith(".counters/") and (root / p).is_file()})
+    report.counters_not_merged = absorb_counters(
+        store, {p: (root / p).read_bytes() for p in changed
+                if p.startswith(".counters/") and (root / p).is_file()})
     refresh_index(store, changed)
 
 

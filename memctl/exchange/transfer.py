@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import shutil
+import sqlite3
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,8 +103,11 @@ def counter_files(store: Store, existing: dict[str, BundleFile]) -> dict[str, by
     return out
 
 
-def absorb_counters(store: Store, files: dict[str, bytes]) -> None:
-    """Merge counter files that arrived (import, pull) into this machine's counters.sqlite."""
+def absorb_counters(store: Store, files: dict[str, bytes]) -> str | None:
+    """Merge counter files that arrived (import, pull) into this machine's counters.sqlite.
+    Called once the change is committed: a counters database that cannot be written (a full
+    disk) does not undo it; why the counts were not merged is returned instead, for the
+    report to say (the next import or pull of the same files merges them)."""
     for path, data in sorted(files.items()):
         if not path.startswith(".counters/"):
             continue
@@ -112,6 +116,9 @@ def absorb_counters(store: Store, files: dict[str, bytes]) -> None:
             counters.import_machine(store, value, value.get("machine") or path[10:-5])
         except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
             continue  # a broken counter file costs only its counts
+        except (sqlite3.Error, OSError, counters.CountersUnavailable) as exc:
+            return f"the access counts that came with it were not merged: {exc}"
+    return None
 
 
 # --- export -----------------------------------------------------------------------------------
@@ -258,6 +265,7 @@ class ImportReport:
     removes: list[str] = field(default_factory=list)
     commit: str | None = None
     dry_run: bool = False
+    counters_not_merged: str | None = None  # why, when the committed import's counts were not
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
@@ -266,7 +274,9 @@ class ImportReport:
                 "carried_copies": self.carried_copies, "revived": self.revived,
                 "renamed": self.renamed,
                 "held_back": self.held_back, "rejected": self.rejected,
-                "retired": self.retired, "skipped": self.skipped}
+                "retired": self.retired, "skipped": self.skipped,
+                **({"counters_not_merged": self.counters_not_merged}
+                   if self.counters_not_merged else {})}
 
     def changes(self) -> list[tuple[str, str]]:
         """(action, path) of every file the import writes or removes, sorted by path."""
@@ -436,7 +446,8 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
         report, _result = plan_import(local, bundle)
         if not _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret):
             return report
-    absorb_counters(store, {p: f.data for p, f in bundle.files.items() if p.startswith(".counters/")})
+    report.counters_not_merged = absorb_counters(
+        store, {p: f.data for p, f in bundle.files.items() if p.startswith(".counters/")})
     refresh_index(store, list(report.writes) + report.removes)
     return report
 
@@ -570,13 +581,10 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
                     f"changed: move or rename it, then import again")
 
 
-def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
-    """Replace and remove files as one transaction, then make one commit. A failure half way
-    (a disk that fills up, a permission) puts back every file before the error is raised:
-    the store is as it was, with no need for the next command's `recover_pending`."""
-    root = Path(store.root)
-    check_targets(store, writes, removes)  # before any write
-    txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
+def _stage(root: Path, txn: Path, writes: dict[str, bytes], removes: list[str],
+           message: str) -> dict[str, Any]:
+    """Every new file written into the transaction's folder `txn`, then its journal (the ops in
+    order): what `roll_back` and `recover_pending` read. Only `txn` is written."""
     (txn / "new").mkdir(parents=True)
     (txn / "old").mkdir()
     ops: list[dict[str, Any]] = []
@@ -597,6 +605,23 @@ def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], me
         os.fsync(handle.fileno())
     os.replace(temp, txn / JOURNAL)
     fsync_dir(txn)
+    return journal
+
+
+def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], message: str) -> str | None:
+    """Replace and remove files as one transaction, then make one commit. A failure half way
+    (a disk that fills up, a permission) puts back every file before the error is raised:
+    the store is as it was, with no need for the next command's `recover_pending`."""
+    root = Path(store.root)
+    check_targets(store, writes, removes)  # before any write
+    txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
+    try:
+        journal = _stage(root, txn, writes, removes, message)
+    except OSError as exc:  # a disk that fills up while staging: no store file was touched yet
+        shutil.rmtree(txn, ignore_errors=True)
+        raise MemctlError(f"cannot import: {exc.filename or root}: {exc.strerror or exc}; "
+                          "nothing was changed") from None
+    ops: list[dict[str, Any]] = journal["ops"]
     crash_point("import-journal")
     try:
         for number, op in enumerate(ops):
@@ -623,8 +648,13 @@ def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], me
     untracked_removed = set(removes) - set(listed)  # `git add` would fail on a path git never knew
     try:
         commit = store.commit(message, [op["path"] for op in ops if op["path"] not in untracked_removed])
-    except BaseException:
+    except BaseException as exc:
         roll_back(root, txn, journal)
+        shutil.rmtree(txn, ignore_errors=True)  # rolled back: nothing is left to recover
+        if isinstance(exc, (OSError, MemctlError)) and not isinstance(exc, UsageError):
+            why = str(exc).removesuffix(".").removesuffix(gitops.CHANGE_ON_DISK).rstrip(" .;")
+            raise MemctlError(f"cannot import: the commit failed ({why}); every file was put "
+                              "back, the store is as it was") from None
         raise
     crash_point("import-committed")
     shutil.rmtree(txn, ignore_errors=True)
