@@ -404,6 +404,37 @@ def test_a_write_error_from_the_kernel_is_reported_not_raised(store: Path) -> No
     assert tree_snapshot(store) == before
 
 
+@pytest.mark.parametrize("args", [["reindex"], ["health", "--json"], ["scratch", "note", "x"],
+                                  ["project", "add", "decisions", "Kysely for queries"],
+                                  ["search", "alpha"], ["export", "out.zip"]])
+def test_a_write_the_machine_refuses_anywhere_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    """Every file may grow only so far (RLIMIT_FSIZE, at sizes around the index's own): the
+    SQLite files, git's and the store's then fail where they grow, in whatever step. The
+    command succeeds or says so in one `error:` line (memctl.core.errors.machine_error),
+    never a traceback, and the next command without the limit works."""
+    root = make_store(tmp_path / "store", 30)
+    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
+    assert _all_listed(root)  # the index built
+    built = (root / ".memctl" / "index.sqlite").stat().st_size
+    for allowed in (built // 4, built // 2, built - 4096, built + 4096, built * 2):
+        copy = tmp_path / f"copy-{allowed}"
+        shutil.copytree(root, copy, symlinks=True)
+        (copy / ".memctl" / "index.sqlite").unlink()  # built again under the limit
+
+        def limit(allowed: int = allowed) -> None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (allowed, allowed))
+
+        done = subprocess.run([memctl_executable(), *args], capture_output=True, text=True,
+                              env=dict(env, MEMCTL_STORE=str(copy)), preexec_fn=limit,
+                              timeout=60, cwd=copy)
+        no_traceback(done.stderr)
+        assert done.returncode in (0, 1), done.stderr
+        if done.returncode == 1:
+            assert done.stderr.startswith("error:") and done.stderr.count("\n") == 1, done.stderr
+        again = run_memctl("list", "--all-projects", "--json", store=copy)
+        assert again.exit_code == 0, again.stderr
+
+
 # --- concurrency: several writers, a reader, the watcher and a person, all at once -------------
 
 def test_four_writers_a_reader_and_the_watcher_lose_nothing(tmp_path: Path) -> None:

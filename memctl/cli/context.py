@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memctl.cli.output import visible
-from memctl.core.errors import CLI, MemctlError, exit_code
+from memctl.core.errors import CLI, MemctlError, exit_code, machine_error
 from memctl.services import stores
 
 _state: dict[str, object] = {"store_option": None, "store": None}
@@ -60,6 +60,12 @@ def run_command(action: Callable[[], object]) -> int:
         return exit_code(exc)
     except BrokenPipeError:
         _quiet_stdout()
+    except Exception as exc:
+        message = machine_error(exc)  # a full disk, say: one line, not a traceback
+        if message is None:
+            raise
+        print_error(CLI.render(message))
+        return 1
     return 0
 
 

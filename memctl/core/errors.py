@@ -98,3 +98,28 @@ def exit_code(error: BaseException) -> int:
     if isinstance(error, KeyboardInterrupt):
         return 130
     return 1
+
+
+# SQLite's primary result codes that are the machine's, not memctl's: no permission, a
+# read-only file, a disk that fails or is full, a file that cannot be opened.
+_SQLITE_MACHINE_CODES = {3: "no permission", 8: "read-only", 10: "disk I/O error",
+                         13: "disk full", 14: "cannot open a file"}
+
+
+def machine_error(error: BaseException) -> str | None:
+    """One line for an error of the machine rather than of memctl or of its input (a disk
+    that is full or fails, a file size limit, a permission), raised anywhere in a command:
+    every front end says it so, never as a traceback (tests/test_reliability.py). None for
+    any other error, which stays a bug to report."""
+    if isinstance(error, BrokenPipeError):
+        return None
+    if isinstance(error, OSError):
+        where = f" ({error.filename})" if error.filename else ""
+        reason = error.strerror or str(error)
+    else:
+        code = getattr(error, "sqlite_errorcode", None)  # sqlite3.Error, without importing it
+        if not isinstance(code, int) or code & 0xFF not in _SQLITE_MACHINE_CODES:
+            return None
+        where, reason = "", f"{error} (the store's SQLite files)"
+    return (f"{reason}{where}; the command stopped there. Once the disk has room (or the file "
+            f"can be written), run it again; {cmd('health')} checks the store")
