@@ -12,6 +12,7 @@ as git's merge driver for `*.md` and counter files, so git resolves those the sa
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -165,6 +166,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
         if (path / "memctl.toml").is_file() and _origin(path) == url:
             return _set_up_clone(path), []  # cloned before, or killed after the rename
         raise MemctlError(f"{path} exists and is not empty; choose a new folder for the clone")
+    made = [folder for folder in path.parents if not folder.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_clones(path)
     staging = path.parent / f"{_STAGING_PREFIX.format(name=path.name)}{os.getpid()}"
@@ -177,14 +179,21 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
                            f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
         if not _has_commits(staging):
             _take_the_remote_branch(staging, url)
+        if _has_commits(staging) and not _holds_settings(staging):
+            # Refused before anything is checked out or renamed, so nothing of it reaches
+            # PATH: a checkout left there was no store, and `init PATH` (files that are not
+            # memory) and a clone again (PATH not empty) both refused it (docs/reliability.md).
+            raise MemctlError(f"{url} is a git repository but not a memctl store (no "
+                              f"{SETTINGS_FILE}); nothing was cloned: give the URL of a memctl "
+                              f"store's repository, or make a new store with `memctl init {path}`")
         refused = _check_out_safely(staging) if _has_commits(staging) else []
         os.replace(staging, path)  # PATH is missing or an empty folder
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        for folder in made:  # the folders made for PATH, deepest first, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
-    if _has_commits(path) and not (path / "memctl.toml").is_file():
-        raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
-                          f"the clone is in {path}")
     return _set_up_clone(path), refused
 
 
@@ -261,6 +270,13 @@ def _check_out_safely(root: Path) -> list[str]:
         run_git(root, "update-ref", "HEAD", commit)
     run_git(root, "reset", "-q", "--hard", "HEAD")
     return refused
+
+
+def _holds_settings(root: Path) -> bool:
+    """Whether HEAD has `memctl.toml` as a file at its top: a store's commit. A link there
+    would not be checked out (`refused_from_remote`), so it is no store either."""
+    listed = run_git(root, "ls-tree", "-z", "HEAD", "--", SETTINGS_FILE).stdout
+    return listed.startswith(("100644 blob ", "100755 blob "))
 
 
 def _origin(root: Path) -> str | None:
