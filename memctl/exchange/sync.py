@@ -33,7 +33,6 @@ from memctl.core.merge import (
     Entry,
     MergeKey,
     conflict_path,
-    conflict_source,
     dump_counters,
     future_horizon,
     git_oid,
@@ -59,7 +58,7 @@ from memctl.disk.gitops import (
 from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
-from memctl.exchange.bundle import clashes, entry_for
+from memctl.exchange.bundle import clashes, entry_for, kept_local
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
 from memctl.index.db import ParseError
@@ -598,16 +597,6 @@ def refused_from_remote(path: str, mode: str) -> bool:
 _GITS_OWN = frozenset({".git", ".gitattributes", ".gitignore", ".gitmodules"})
 
 
-def held_back_from_remote(path: str) -> bool:
-    """What a remote's change may not apply here silently (docs/security.md): the settings and
-    the templates every later note is made from, and conflict copies of them (which no merge
-    makes, since these are held back: `memctl conflicts keep` would install one). This
-    machine keeps its own, and says so."""
-    if path.startswith(CONFLICT_DIR + "/"):
-        path = conflict_source(path)
-    return path == "memctl.toml" or path.startswith(".templates/")
-
-
 def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
                            report: SyncReport) -> str:
     """`target`, or when it would bring a path `refused_from_remote` that this machine does not
@@ -618,9 +607,9 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
     # Every entry, submodules too (`tree_of` has the files only): a submodule the remote
     # adds must differ from this side's nothing, or it would be checked out unnamed.
     entries, our_entries = _entries(root, target), _entries(root, head)
-    refused = sorted(path for path in set(entries) | {p for p in ours if held_back_from_remote(p)}
+    refused = sorted(path for path in set(entries) | {p for p in ours if kept_local(p)}
                      if (refused_from_remote(path, entries.get(path, ("100644", ""))[0])
-                         or held_back_from_remote(path))
+                         or kept_local(path))
                      and our_entries.get(path) != entries.get(path))
     if not refused:
         return target
