@@ -94,6 +94,35 @@ def test_a_clone_that_cannot_tell_the_store_branch_says_what_to_do(tmp_path, rem
     assert not list(tmp_path.glob(".b.memctl-clone-*"))
 
 
+@pytest.mark.parametrize("there_before", ["nothing", "an empty folder"])
+def test_a_clone_of_a_repository_that_is_no_store_leaves_nothing_at_path(
+        tmp_path, remote, there_before):
+    """The refused clone once stayed at PATH, whole: no store (`list` said to run `init`),
+    and both `init PATH` (files that are not memory) and the same clone again (PATH not
+    empty) refused it. Only what the clone made goes: an empty folder there before stays."""
+    code = tmp_path / "code"
+    code.mkdir()
+    git(code, "init", "-q")
+    (code / "README.md").write_text("# a code repository\n")
+    git(code, "add", "-A")
+    git(code, "commit", "-qm", "code")
+    git(code, "push", "-q", remote, "HEAD")
+    path = tmp_path / "made" / "for" / "memory" if there_before == "nothing" else tmp_path / "memory"
+    if there_before == "an empty folder":
+        path.mkdir()
+    result = Cli(path)("init", str(path), "--clone", remote)
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert "not a memctl store" in result.stderr and "nothing was cloned" in result.stderr
+    assert f"memctl init {path}" in result.stderr
+    if there_before == "nothing":
+        assert not (tmp_path / "made").exists(), "the folders made for PATH are gone too"
+    else:
+        assert path.is_dir() and not any(path.iterdir())
+    assert not list(path.parent.glob(f".{path.name}.memctl-clone-*"))
+    Cli(path).ok("init", str(path))  # the way out the error names works
+
+
 def test_sync_refuses_to_push_a_branch_beside_the_one_the_remote_holds_the_store_on(tmp_path,
                                                                                       remote):
     """A store made on its own (`memctl init`, git's default branch) and a remote holding the

@@ -556,6 +556,83 @@ def test_settings_and_templates_in_a_bundle_are_held_back(tmp_path: Path, store_
     assert "not applied" in cli("import", str(bundle)).stderr  # the text form warns too
 
 
+def _commit_at(root: Path, when: str, message: str) -> None:
+    """Commit every change in `root` at `when` (settings and templates carry no `updated`
+    stamp: git's time of a version is its time in a merge)."""
+    dated = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", message], check=True, env=dated)
+
+
+def test_settings_and_templates_newer_here_than_in_a_bundle_are_held_back_not_conflict_copies(
+        tmp_path: Path, store_path: Path) -> None:
+    """Held back whichever side is newer: a bundle's older settings or template once became
+    a conflict copy here, which `memctl conflicts keep` then installed, and every import of
+    the same zip reported the conflict again."""
+    sender_root = tmp_path / "sender"
+    sender = Cli(sender_root)
+    sender.ok("init", str(sender_root))
+    with open(sender_root / ".templates" / "fact.md", "a") as handle:
+        handle.write("INJECTED by the bundle\n")
+    (sender_root / "memctl.toml").write_text("[ttl]\narchive_after_days = 1\n")
+    _commit_at(sender_root, "2020-01-01T00:00:00Z", "sender edits")
+    bundle = tmp_path / "sender.zip"
+    sender.ok("export", str(bundle))
+    with open(store_path / ".templates" / "fact.md", "a") as handle:
+        handle.write("# local tweak\n")
+    with open(store_path / "memctl.toml", "a") as handle:
+        handle.write("# local\n")
+    _commit_at(store_path, "2020-01-02T00:00:00Z", "local edits")  # the newer versions
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    for _ in range(2):  # the same zip again says the same, and changes nothing either
+        imported = run_memctl("import", str(bundle), "--json", store=store_path)
+        assert imported.exit_code == 0, imported.stderr
+        report = imported.json()
+        assert report["held_back"] == [".templates/fact.md", "memctl.toml"]
+        assert report["conflicts"] == report["conflict_copies"] == []
+        assert tree_snapshot(store_path) == before
+        assert git(store_path, "rev-parse", "HEAD") == head
+    assert not (store_path / ".conflicts").exists()
+    assert "no conflict copies" in run_memctl("conflicts", store=store_path).stderr
+
+
+def test_a_template_removed_by_the_sender_is_held_back_not_removed(
+        tmp_path: Path, store_path: Path) -> None:
+    """A removal is a change too: a bundle listing a template as removed once deleted this
+    store's copy of it (the same default template on both sides)."""
+    sender_root = tmp_path / "sender"
+    Cli(sender_root).ok("init", str(sender_root))
+    git(sender_root, "rm", "-q", ".templates/rule.md")
+    git(sender_root, "commit", "-qm", "no rule template")
+    bundle = tmp_path / "sender.zip"
+    Cli(sender_root).ok("export", str(bundle))
+    template = (store_path / ".templates" / "rule.md").read_bytes()
+    imported = run_memctl("import", str(bundle), "--json", store=store_path)
+    assert imported.exit_code == 0, imported.stderr
+    assert imported.json()["held_back"] == [".templates/rule.md"]
+    assert (store_path / ".templates" / "rule.md").read_bytes() == template
+
+
+@pytest.mark.parametrize("copy", [".conflicts/.templates/fact.abcdef012345.md",
+                                  ".conflicts/memctl.abcdef012345.toml"])
+def test_conflicts_keep_refuses_a_copy_of_settings_or_a_template(store_path: Path, copy: str) -> None:
+    """No merge makes one; a copy already there (an older memctl's import made them, or a
+    hand-dropped file) is never installed: compared by hand, or dropped."""
+    original = (store_path / "memctl.toml").read_bytes(), (store_path / ".templates" / "fact.md").read_bytes()
+    (store_path / copy).parent.mkdir(parents=True, exist_ok=True)
+    (store_path / copy).write_text("INJECTED {{text}}\n")
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "an older import's copy")
+    kept = run_memctl("conflicts", "keep", "1", store=store_path)
+    assert kept.exit_code == 1
+    assert kept.stderr.startswith("error: ") and kept.stderr.count("\n") == 1
+    assert "nothing was changed" in kept.stderr and "conflicts drop 1" in kept.stderr
+    assert (store_path / copy).is_file()
+    assert ((store_path / "memctl.toml").read_bytes(),
+            (store_path / ".templates" / "fact.md").read_bytes()) == original
+    run_memctl("conflicts", "drop", "1", store=store_path)
+    assert not (store_path / copy).exists()
+
+
 def test_settings_and_templates_changed_on_a_remote_are_kept_as_they_are_here(tmp_path: Path, remote: Path) -> None:
     laptop = machine(tmp_path, "laptop", remote)
     laptop.ok("add", "first", env=NOW)

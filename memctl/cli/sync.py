@@ -125,7 +125,8 @@ def import_command(
     if len(changes) > len(shown):
         info(f"… and {len(changes) - len(shown)} more files")
     labels = {"conflicts": ("conflict", "conflicts"),
-              "carried_copies": ("carried conflict copy", "carried conflict copies")}
+              "carried_copies": ("carried conflict copy", "carried conflict copies"),
+              "held_back": ("held back", "held back")}
     counts = ", ".join(f"{len(v)} {labels.get(k, (k, k))[len(v) != 1]}"
                        for k, v in report.to_dict().items()
                        if v and k != "conflict_copies") or "nothing to do"

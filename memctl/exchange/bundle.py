@@ -31,11 +31,13 @@ from memctl.core.clock import latest_now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import valid_id
 from memctl.core.merge import (
+    CONFLICT_DIR,
     COUNTERS,
     COUNTERS_DIR,
     TOMBSTONE,
     Entry,
     MergeKey,
+    conflict_source,
 )
 from memctl.core.note import FUTURE_TOLERANCE, note_from_parsed
 from memctl.core.noteformat import compute_checksum, parse_file, parse_text, salvage_id
@@ -152,6 +154,17 @@ def path_kind(relpath: str) -> str | None:
         return TEMPLATE
     found = classify(relpath)
     return found[0] if found else None
+
+
+def kept_local(relpath: str) -> bool:
+    """Whether a bundle or a remote may never change this store's file at `relpath`
+    (docs/security.md): the settings and the templates every later note is made from, and a
+    conflict copy of either, which no merge makes (these are never merged) and `memctl
+    conflicts keep` would install. `import` (held back), `sync` (refused) and `conflicts
+    keep` all ask here."""
+    if relpath.startswith(CONFLICT_DIR + "/"):
+        relpath = conflict_source(relpath)
+    return relpath == SETTINGS_FILE or relpath.startswith(STORE_TEMPLATE_DIR + "/")
 
 
 MAX_NAME_BYTES = 255  # one name in a path: the limit of ext4, APFS, NTFS…

@@ -16,7 +16,7 @@ from memctl.core.note import stamp, title_of
 from memctl.core.noteformat import parse_text
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.layout import TOMBSTONE_DIR
-from memctl.exchange.bundle import entry_for
+from memctl.exchange.bundle import entry_for, kept_local
 from memctl.store import Store
 
 
@@ -136,6 +136,14 @@ def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
     if action not in ("keep", "drop"):
         raise UsageError(f"invalid action {action!r} (keep or drop)")
     copy = find_copy(store, ref)
+    if action == "keep" and kept_local(copy.path):
+        # No merge makes one (settings and templates are never merged): a copy here came from
+        # elsewhere (an older memctl's import, a hand-dropped file), and keeping it would
+        # install another store's settings or template (docs/security.md).
+        raise MemctlError(f"{copy.path} is a copy of {copy.original}, which memctl never takes "
+                          f"from elsewhere; nothing was changed: compare it by hand "
+                          f"(`memctl conflicts diff {copy.number}`), copy what you want into "
+                          f"{copy.original} yourself, then `memctl conflicts drop {copy.number}`")
     with store.lock(f"conflicts {action}"):
         changed = [copy.path]
         if action == "keep":

@@ -12,6 +12,7 @@ as git's merge driver for `*.md` and counter files, so git resolves those the sa
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -32,7 +33,6 @@ from memctl.core.merge import (
     Entry,
     MergeKey,
     conflict_path,
-    conflict_source,
     dump_counters,
     future_horizon,
     git_oid,
@@ -58,7 +58,7 @@ from memctl.disk.gitops import (
 from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
-from memctl.exchange.bundle import clashes, entry_for
+from memctl.exchange.bundle import clashes, entry_for, kept_local
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
 from memctl.index.db import ParseError
@@ -167,6 +167,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
         if (path / "memctl.toml").is_file() and _origin(path) == url:
             return _set_up_clone(path), []  # cloned before, or killed after the rename
         raise MemctlError(f"{path} exists and is not empty; choose a new folder for the clone")
+    made = [folder for folder in path.parents if not folder.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_clones(path)
     staging = path.parent / f"{_STAGING_PREFIX.format(name=path.name)}{os.getpid()}"
@@ -179,14 +180,21 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
                            f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
         if not _has_commits(staging):
             _take_the_remote_branch(staging, url)
+        if _has_commits(staging) and not _holds_settings(staging):
+            # Refused before anything is checked out or renamed, so nothing of it reaches
+            # PATH: a checkout left there was no store, and `init PATH` (files that are not
+            # memory) and a clone again (PATH not empty) both refused it (docs/reliability.md).
+            raise MemctlError(f"{url} is a git repository but not a memctl store (no "
+                              f"{SETTINGS_FILE}); nothing was cloned: give the URL of a memctl "
+                              f"store's repository, or make a new store with `memctl init {path}`")
         refused = _check_out_safely(staging) if _has_commits(staging) else []
         os.replace(staging, path)  # PATH is missing or an empty folder
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        for folder in made:  # the folders made for PATH, deepest first, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
-    if _has_commits(path) and not (path / "memctl.toml").is_file():
-        raise MemctlError(f"{url} is a git repository but not a memctl store (no memctl.toml); "
-                          f"the clone is in {path}")
     return _set_up_clone(path), refused
 
 
@@ -263,6 +271,13 @@ def _check_out_safely(root: Path) -> list[str]:
         run_git(root, "update-ref", "HEAD", commit)
     run_git(root, "reset", "-q", "--hard", "HEAD")
     return refused
+
+
+def _holds_settings(root: Path) -> bool:
+    """Whether HEAD has `memctl.toml` as a file at its top: a store's commit. A link there
+    would not be checked out (`refused_from_remote`), so it is no store either."""
+    listed = run_git(root, "ls-tree", "-z", "HEAD", "--", SETTINGS_FILE).stdout
+    return listed.startswith(("100644 blob ", "100755 blob "))
 
 
 def _origin(root: Path) -> str | None:
@@ -585,16 +600,6 @@ def refused_from_remote(path: str, mode: str) -> bool:
 _GITS_OWN = frozenset({".git", ".gitattributes", ".gitignore", ".gitmodules"})
 
 
-def held_back_from_remote(path: str) -> bool:
-    """What a remote's change may not apply here silently (docs/security.md): the settings and
-    the templates every later note is made from, and conflict copies of them (which no merge
-    makes, since these are held back: `memctl conflicts keep` would install one). This
-    machine keeps its own, and says so."""
-    if path.startswith(CONFLICT_DIR + "/"):
-        path = conflict_source(path)
-    return path == "memctl.toml" or path.startswith(".templates/")
-
-
 def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
                            report: SyncReport) -> str:
     """`target`, or when it would bring a path `refused_from_remote` that this machine does not
@@ -605,9 +610,9 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
     # Every entry, submodules too (`tree_of` has the files only): a submodule the remote
     # adds must differ from this side's nothing, or it would be checked out unnamed.
     entries, our_entries = _entries(root, target), _entries(root, head)
-    refused = sorted(path for path in set(entries) | {p for p in ours if held_back_from_remote(p)}
+    refused = sorted(path for path in set(entries) | {p for p in ours if kept_local(p)}
                      if (refused_from_remote(path, entries.get(path, ("100644", ""))[0])
-                         or held_back_from_remote(path))
+                         or kept_local(path))
                      and our_entries.get(path) != entries.get(path))
     if not refused:
         return target

@@ -34,6 +34,7 @@ from memctl.core.merge import (
     instant,
     key_name,
     merge_counters,
+    merge_key,
     merge_snapshots,
     one_side,
     retag,
@@ -50,14 +51,13 @@ from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
     COUNTERS,
-    SETTINGS,
-    TEMPLATE,
     Bundle,
     BundleError,
     BundleFile,
     Limits,
     check_file,
     entry_for,
+    kept_local,
     manifest_for,
     path_kind,
     read_bundle,
@@ -331,6 +331,11 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     # docs/sync.md), as sync does inside one side, so the import never leaves two files with
     # one id (tests/test_trust_boundary.py).
     incoming, moved = one_side(versions)
+    # Settings, templates and conflict copies of either are never written from a bundle,
+    # whichever side is newer (docs/security.md): they stay out of the merge, so none of
+    # them becomes a conflict copy here either, and `held_back` names the ones the merge
+    # would have changed (tests/test_trust_boundary.py).
+    guarded = {key: incoming.pop(key) for key in sorted(incoming) if kept_local(incoming[key].path)}
     came_from = {after.path: before.path for before, after in moved}
     seen_in = {key: frozenset(bundle.files[came_from.get(entry.path, entry.path)].history)
                for key, entry in incoming.items()}
@@ -353,12 +358,20 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
         if note_id is None:
             left_out |= {key for key in bundle.removed if MergeKey(key).is_id}
     removed_there: set[str] = set()
+    guarded_removed: dict[str, frozenset[str]] = {}
     for key, oids in bundle.removed.items():
-        if key not in incoming and key not in left_out:
+        if key in incoming or key in left_out or key in guarded:
+            continue
+        mine = local.entries.get(key)
+        if mine is not None and kept_local(mine.path):
+            guarded_removed[key] = oids
+        else:
             seen_in[key] = oids
             removed_there.add(key)
-    result = merge_snapshots(local.entries, incoming, local.seen, seen_in, future_horizon(latest_now()))
+    horizon = future_horizon(latest_now())
+    result = merge_snapshots(local.entries, incoming, local.seen, seen_in, horizon)
     report = ImportReport(source=bundle.source)
+    report.held_back = _held_back(local, guarded, guarded_removed, bundle, horizon)
     renames = {(key_name(before.key), key_name(after.key)) for before, after in moved}
     renames.update(result.renamed.items())
     # Said once, by the import that brings the renamed note here (the same zip again
@@ -401,13 +414,6 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
             report.deleted.append(name)
         else:
             report.updated.append(name)
-    # Settings and templates from elsewhere are never applied silently: this store keeps its
-    # own, and the report names what was held back (docs/security.md).
-    for path in sorted(set(report.writes) | set(report.removes)):
-        if path_kind(path) in (SETTINGS, TEMPLATE) and path in bundle.files:
-            report.writes.pop(path, None)
-            report.held_back.append(path)
-    report.removes = [path for path in report.removes if path not in report.held_back]
     report.removes = sorted(set(report.removes) - set(report.writes))
     for key, outcome in sorted(result.outcomes.items()):
         if outcome.copy is not None and outcome.copy.key in result.entries:
@@ -419,6 +425,25 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
         elif outcome.revived:
             report.revived.append(key_name(key))
     return report, result
+
+
+def _held_back(local: Snapshot, guarded: dict[str, Entry], removed: dict[str, frozenset[str]],
+               bundle: Bundle, horizon: int) -> list[str]:
+    """The bundle's files `kept_local` (and its removals of them) that a merge would have
+    taken or kept as a conflict copy: the paths named as held back. A version this store has
+    already, or has moved past, is no news (the same bundle imported again says the same)."""
+    empty: frozenset[str] = frozenset()
+    held: list[str] = []
+    for key, theirs in guarded.items():
+        seen = frozenset(bundle.files[theirs.path].history) if theirs.path in bundle.files else empty
+        outcome = merge_key(local.entries.get(key), theirs, local.seen.get(key, empty), seen, horizon)
+        if outcome.taken != "ours" or outcome.copy is not None:
+            held.append(theirs.path)
+    for key, oids in removed.items():
+        outcome = merge_key(local.entries[key], None, local.seen.get(key, empty), oids, horizon)
+        if outcome.taken != "ours":
+            held.append(local.entries[key].path)
+    return sorted(held)
 
 
 def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_invalid: bool = False,
