@@ -41,7 +41,7 @@ from typing import Annotated, Any, Optional
 from memctl import __version__
 from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
-from memctl.core.errors import Front, MemctlError, arg, machine_error
+from memctl.core.errors import Front, MemctlError, arg
 from memctl.core.ids import VALID_ID
 from memctl.core.sections import MEMORY_SECTIONS
 from memctl.core.vocab import (
@@ -691,9 +691,6 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             try:
                 result = await super().call_tool(name, arguments, context)
             except UnexpectedToolError as exc:
-                machine = machine_error(exc.__cause__) if exc.__cause__ is not None else None
-                if machine is not None:  # a full disk, say: the agent is told what happened
-                    raise ToolError(MCP_WORDING.render(machine)) from None
                 logging.getLogger("memctl.mcp").error("tool %s failed", name, exc_info=exc)
                 raise ToolError(f"the `{name}` tool failed unexpectedly (a bug in memctl; the "
                                 "server's log has the details)") from None

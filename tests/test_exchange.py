@@ -273,8 +273,11 @@ def _import_with_file_size_limit(store: Path, archive: Path, limit: int):
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
+    # No bytecode written under the limit: Python's own cache writer does not check for a
+    # short write, and a truncated .pyc would break every later run.
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run([memctl_executable(), "--store", str(store), "import", str(archive)],
-                          capture_output=True, text=True, timeout=60, preexec_fn=limited)
+                          capture_output=True, text=True, timeout=60, preexec_fn=limited, env=env)
 
 
 def test_an_import_that_cannot_write_is_all_or_nothing_with_one_line(machines, tmp_path):

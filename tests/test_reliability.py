@@ -394,7 +394,8 @@ def test_a_write_error_from_the_kernel_is_reported_not_raised(store: Path) -> No
         resource.setrlimit(resource.RLIMIT_FSIZE, (allowed, allowed))
 
     before = tree_snapshot(store)
-    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="alpha")
+    env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT="alpha",
+               PYTHONDONTWRITEBYTECODE="1")  # (a .pyc cut short by the limit breaks later runs)
     text = "\n".join(sentence(random.Random(n), 12) for n in range(allowed // 60))
     assert allowed < len(text.encode()) < 1024 * 1024
     done = subprocess.run([memctl_executable(), "add", "-"], input=text, capture_output=True,
@@ -413,7 +414,10 @@ def test_a_write_the_machine_refuses_anywhere_is_one_line(tmp_path: Path, args: 
     command succeeds or says so in one `error:` line (memctl.core.errors.machine_error),
     never a traceback, and the next command without the limit works."""
     root = make_store(tmp_path / "store", 30)
-    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
+    # No bytecode written under the limit: Python's own cache writer does not check for a
+    # short write, and a truncated .pyc would break every later run.
+    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha",
+               PYTHONDONTWRITEBYTECODE="1")
     assert _all_listed(root)  # the index built
     built = (root / ".memctl" / "index.sqlite").stat().st_size
     for allowed in (built // 4, built // 2, built - 4096, built + 4096, built * 2):

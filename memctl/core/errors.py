@@ -109,7 +109,7 @@ _SQLITE_MACHINE_CODES = {3: "no permission", 8: "read-only", 10: "disk I/O error
 def machine_error(error: BaseException) -> str | None:
     """One line for an error of the machine rather than of memctl or of its input (a disk
     that is full or fails, a file size limit, a permission), raised anywhere in a command:
-    every front end says it so, never as a traceback (tests/test_reliability.py). None for
+    the CLI says it so, never as a traceback (tests/test_reliability.py). None for
     any other error, which stays a bug to report."""
     if isinstance(error, BrokenPipeError):
         return None
