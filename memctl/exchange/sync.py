@@ -687,25 +687,47 @@ def _keys_by_content(root: Path, trees: Iterable[dict[str, tuple[str, str]]]
         blobs = read_blobs(root, {oid for _path, oid in missing})
         found.update({(path, oid): entry_for(path, blobs.get(oid, b"")).key
                       for path, oid in missing})
+        keep = {f"{oid} {path}": key for (path, oid), key in found.items()
+                if oid in blobs or (path, oid) not in missing}
         try:  # the versions of these trees only: the file never grows past the store
-            atomic_write_text(state_path(root, KEYS_FILE), json.dumps({
-                "format": KEYS_FORMAT,
-                "keys": {f"{oid} {path}": key for (path, oid), key in found.items()
-                         if oid in blobs or (path, oid) not in missing}}))
+            where = state_path(root, KEYS_FILE)
+            atomic_write_text(where, json.dumps({"format": KEYS_FORMAT, "keys": keep}))
+            _LOADED_KEYS[str(where)] = (_stamp(where), keep)
         except (OSError, MemctlError):
             pass  # a read-only or linked state folder: read again next time
     return {pair: MergeKey(key) for pair, key in found.items()}
 
 
-def _load_keys(root: Path) -> dict[str, str]:
+# The kept keys this process read or wrote, by file, with the file's stamp then: a sync
+# that merges asks for them twice (`_brings_a_shared_id`, `build_merge_commit`), and a 10k
+# store's file is ~1 MB of JSON. Read again whenever the file is not the one seen.
+_LOADED_KEYS: dict[str, tuple[tuple[int, int, int] | None, dict[str, str]]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
     try:
-        data = json.loads(state_path(root, KEYS_FILE).read_text(encoding="utf-8"))
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
+
+
+def _load_keys(root: Path) -> dict[str, str]:
+    where = state_path(root, KEYS_FILE)
+    stamp = _stamp(where)
+    loaded = _LOADED_KEYS.get(str(where))
+    if stamp is not None and loaded is not None and loaded[0] == stamp:
+        return loaded[1]
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     keys = data.get("keys") if isinstance(data, dict) and data.get("format") == KEYS_FORMAT else None
     if not isinstance(keys, dict):
         return {}
-    return {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+    kept = {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+    _LOADED_KEYS[str(where)] = (stamp, kept)
+    return kept
 
 
 def _brings_a_shared_id(root: Path, head: str, theirs: str) -> bool:
