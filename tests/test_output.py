@@ -225,6 +225,40 @@ def test_every_command_has_examples_that_parse() -> None:
                     command.make_context(name, words[2:], parent=parent)
 
 
+def test_help_keeps_bracketed_words() -> None:
+    """Typer reads help as rich markup, where `[mcp]` is a tag that vanishes: the install
+    line must show the extra as the README writes it."""
+    result = run_memctl("mcp", "--help", env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "pip install 'memctl-md[mcp]'" in result.stdout
+
+
+def test_every_help_text_shows_its_brackets(cli: Cli) -> None:
+    """Every command's docstring and option help, as `--help` shows it, keeps each `[...]` it
+    was written with (`- [11-30] …` of `memctl project add` too)."""
+    import typer
+
+    from memctl.cli.app import app
+
+    def walk(command, path):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    checked = 0
+    for path, command in walk(typer.main.get_command(app), []):
+        written = " ".join(t for t in [command.help, *(getattr(p, "help", None) for p in command.params)]
+                           if t).replace("\\[", "[")
+        brackets = re.findall(r"\[[^\]\[]*\]", written)
+        if not brackets:
+            continue
+        shown = " ".join(cli(*path, "--help", env={"COLUMNS": "400"}).stdout.replace("│", " ").split())
+        for bracket in brackets:
+            assert bracket in shown, (path, bracket)
+        checked += 1
+    assert checked >= 2
+
+
 # --- words that agree with the JSON ------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import HAS_RICH, TyperGroup
 
 try:  # typer 0.28 carries its own copy of click; older ones use click itself
     from typer._click import exceptions as click_errors
@@ -31,6 +31,11 @@ from memctl.core.errors import ArgumentError
 
 class MemctlGroup(TyperGroup):
     """Turns library errors into `error: …` on stderr with exit 1 (2 for bad usage)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in _every_command(self):
+            _help_as_written(command)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)  # keep the order commands were defined in
@@ -66,6 +71,32 @@ def report_click_error(exc: click_errors.ClickException) -> int:
             names = [c.info_name for c in reversed(list(_chain(ctx)))][1:]
             sys.stderr.write(f"hint: try '{' '.join(['memctl', *names])} --help'\n")
     return exc.exit_code
+
+
+def _every_command(command: Any) -> Any:
+    """A command, then every command and group under it (`memctl project add` too)."""
+    yield command
+    for sub in getattr(command, "commands", {}).values():
+        yield from _every_command(sub)
+
+
+def _help_as_written(command: Any) -> None:
+    """Typer's rich help reads help texts as rich markup, which drops any `[word]` as a tag:
+    `pip install 'memctl-md[mcp]'` would show as `'memctl-md'`. Every docstring and option
+    help of every command is plain text, so it is escaped here, once, where the app is built
+    (tests/test_output.py). The epilog is not: `examples` writes it as markup, escaped."""
+    if not (HAS_RICH and getattr(command, "rich_markup_mode", None) == "rich"):
+        return  # click's plain help shows the text as it is
+    for holder in (command, *command.params):
+        for field in ("help", "short_help"):
+            if isinstance(getattr(holder, field, None), str):
+                setattr(holder, field, not_markup(getattr(holder, field)))
+
+
+def not_markup(text: str) -> str:
+    """Text shown as written where rich reads markup: each `[` escaped (rich 15 drops the
+    backslash before any `[`, tag or not)."""
+    return text.replace("[", "\\[")
 
 
 def _chain(ctx: Any) -> Any:
@@ -107,7 +138,7 @@ def _main(
 def examples(*commands: str) -> str:
     """The examples at the end of a command's --help (typer's `epilog`). One paragraph each:
     typer before 0.28 joins the lines of a paragraph into one."""
-    lines = "\n\n".join(command.replace("[", "\\[") for command in commands)  # not markup
+    lines = "\n\n".join(not_markup(command) for command in commands)
     return f"[bold]Examples:[/bold]\n\n{lines}"
 
 
