@@ -181,6 +181,39 @@ def test_usage_errors_of_the_installed_program(store_path: Path) -> None:
         assert result.stderr.splitlines()[-1] == f"hint: try 'memctl {args[0]} --help'"
 
 
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast path", "typer app"])
+@pytest.mark.parametrize(("args", "command"), [
+    (["add", ""], "add"),                      # refused by memctl, not by the option parser
+    (["add", "x", "--expires", "2020-01-01"], "add"),
+    (["show", ""], "show"),
+    (["search", ""], "search"),
+    (["list", "--limit", "0"], "list"),
+    (["project", "add", "decisions", ""], "project add"),
+    (["scratch", "focus", ""], "scratch focus"),
+    (["--store", "", "list"], "list"),
+], ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+def test_every_usage_error_ends_with_the_hint_of_its_command(
+        store_path: Path, args: list[str], command: str, fast_path: bool) -> None:
+    """README, "Errors": bad usage exits 2 with a second line naming the command's --help,
+    whether the option parser or memctl itself refuses it, on the fast path or not."""
+    env = {} if fast_path else {"MEMCTL_NO_FAST_PATH": "1"}
+    result = run_memctl(*args, store=store_path, env=env)
+    assert result.exit_code == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: "), result.stderr
+    assert lines[1] == f"hint: try 'memctl {command} --help'"
+
+
+@pytest.mark.parametrize("env", [{"MEMCTL_NOW": "garbage"}, {"MEMCTL_PROJECT": "../up"}],
+                         ids=["MEMCTL_NOW", "MEMCTL_PROJECT"])
+def test_a_bad_variable_is_bad_usage_without_a_commands_hint(store_path: Path,
+                                                            env: dict[str, str]) -> None:
+    """No command's --help says how to set the environment: one line, still exit 2."""
+    result = run_memctl("add", "x", store=store_path, env=env)
+    assert result.exit_code == 2 and result.stderr.startswith("error: invalid value for MEMCTL_")
+    assert result.error.count("\n") == 1
+
+
 # --- help: examples ----------------------------------------------------------------------------
 
 

@@ -4,7 +4,6 @@ command modules (`memctl/cli/<group>.py`), which register their commands on `app
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
@@ -22,19 +21,35 @@ from memctl.cli.context import (  # noqa: F401 - re-exported for the command mod
     current_project,
     get_store,
     print_error,
+    print_usage_hint,
     run_command,
     store_path_option,
 )
 from memctl.core import arguments
 from memctl.core.errors import ArgumentError
 
+_RUNNING = "memctl.running"  # the key of the running command's context in `ctx.meta`
+
+
+class CommandContext(typer.Context):
+    """The context of every command: the one entered last is the command that runs (a
+    group's before its command's), kept in the `meta` all contexts of a run share, so that a
+    usage error raised while it runs names it in its hint."""
+
+    def __enter__(self) -> CommandContext:
+        self.meta[_RUNNING] = self
+        return super().__enter__()  # type: ignore[return-value]
+
 
 class MemctlGroup(TyperGroup):
     """Turns library errors into `error: …` on stderr with exit 1 (2 for bad usage)."""
 
+    context_class = CommandContext
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for command in _every_command(self):
+            command.context_class = CommandContext
             _help_as_written(command)
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -50,7 +65,8 @@ class MemctlGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         returned: list[Any] = []
         try:
-            code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)))
+            code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)),
+                               lambda: _names(ctx.meta.get(_RUNNING, ctx)))
         except click_errors.ClickException as exc:  # bad usage of a command, found while parsing it
             code = report_click_error(exc)
         if code:
@@ -67,9 +83,7 @@ def report_click_error(exc: click_errors.ClickException) -> int:
         print_error(message[:1].lower() + message[1:] if message[1:2].islower() else message)
         ctx = getattr(exc, "ctx", None)
         if isinstance(exc, click_errors.UsageError) and ctx is not None:
-            # The command as typed, named `memctl` whatever the program was called.
-            names = [c.info_name for c in reversed(list(_chain(ctx)))][1:]
-            sys.stderr.write(f"hint: try '{' '.join(['memctl', *names])} --help'\n")
+            print_usage_hint(_names(ctx))
     return exc.exit_code
 
 
@@ -99,10 +113,13 @@ def not_markup(text: str) -> str:
     return text.replace("[", "\\[")
 
 
-def _chain(ctx: Any) -> Any:
+def _names(ctx: Any) -> list[str]:
+    """The command of a context as typed after `memctl`, whatever the program was called."""
+    names = []
     while ctx is not None:
-        yield ctx
+        names.append(ctx.info_name)
         ctx = ctx.parent
+    return names[::-1][1:]
 
 
 app = typer.Typer(
