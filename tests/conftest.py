@@ -65,6 +65,15 @@ class Result:
     def json(self):
         return json.loads(self.stdout)
 
+    @property
+    def error(self) -> str:
+        """stderr without the hint line that ends a usage error (README, "Errors"): what a
+        test of the one-line `error:` looks at (tests/test_output.py checks the hint)."""
+        head, hint = self.stderr.rstrip("\n").rpartition("\n")[0::2]
+        if self.exit_code == 2 and hint.startswith("hint: try 'memctl ") and hint.endswith(" --help'"):
+            return head + "\n"
+        return self.stderr
+
 
 class Cli:
     """Runs memctl in-process with CliRunner, against one store."""

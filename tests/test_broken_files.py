@@ -530,7 +530,7 @@ def test_a_note_replaced_by_a_fifo_or_a_socket_hangs_nothing(store_path: Path, k
         listener = socket.socket(socket.AF_UNIX)
         listener.bind(path.name)
     shown = run_memctl("show", note["id"], store=store_path, timeout=30)
-    assert shown.exit_code == 1 and shown.stderr.count("\n") == 1, shown.stderr
+    assert shown.exit_code == 1 and shown.error.count("\n") == 1, shown.stderr
     assert shown.stderr.startswith("error:") and "Traceback" not in shown.stderr
     found = run_memctl("search", "drains", store=store_path, timeout=30)
     assert found.exit_code == 0 and note["id"] not in found.stdout

@@ -251,7 +251,7 @@ def test_a_merge_never_writes_more_tags_than_a_note_takes(cli: Cli) -> None:
     before = tree_snapshot(cli.store)
     refused = cli("add", text, "--tags", ",".join(f"b{i}" for i in range(100)))
     assert refused.exit_code == 1, refused.stderr
-    assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith("error: ") and refused.error.count("\n") == 1
     assert first["id"] in refused.stderr and "at most 100" in refused.stderr
     assert "--force" in refused.stderr and "does not parse" not in refused.stderr
     assert tree_snapshot(cli.store) == before

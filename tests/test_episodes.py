@@ -209,7 +209,7 @@ def test_finish_an_in_progress_episode(cli, store_path):
     # Once ended, `finish` is refused (one line, nothing changes); `update` changes it.
     before = tree_snapshot(store_path)
     again = cli("episode", "finish", started["id"], "--outcome", "failed")
-    assert again.exit_code == 1 and again.stderr.count("\n") == 1
+    assert again.exit_code == 1 and again.error.count("\n") == 1
     assert "already ended (completed)" in again.stderr and "`memctl episode update`" in again.stderr
     assert tree_snapshot(store_path) == before
     changed = cli.ok("episode", "update", started["id"], "--outcome", "partial", "--json").json()
@@ -234,7 +234,7 @@ def test_finish_and_update_refuse_bad_input_and_change_nothing(cli, store_path):
         assert result.exit_code == code and words in result.stderr, (args, result.stderr)
         assert result.stderr.startswith("error:") and "Traceback" not in result.stderr
         if code == 1:
-            assert result.stderr.count("\n") == 1, result.stderr
+            assert result.error.count("\n") == 1, result.stderr
     assert tree_snapshot(store_path) == before
     assert cli.ok("episode", "show", started["id"], "--json").json()["outcome"] == "in_progress"
 
@@ -256,7 +256,7 @@ def test_edit_of_an_episode_says_what_changes_it(cli, store_path):
     started = _in_progress(cli)
     before = tree_snapshot(store_path)
     result = cli("edit", started["id"], env={"EDITOR": "true"})
-    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.exit_code == 1 and result.error.count("\n") == 1
     assert "is an episode, not a note" in result.stderr and "`memctl episode update`" in result.stderr
     assert started["path"] in result.stderr
     assert tree_snapshot(store_path) == before
@@ -377,7 +377,7 @@ def test_a_field_over_the_front_matter_limit_is_one_error_and_writes_nothing(cli
     before = tree_snapshot(store_path)
     result = cli("episode", "add", "--goal", "g" * 70_000, "--outcome", "completed")
     assert result.exit_code == 1, result.stderr
-    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and result.error.count("\n") == 1
     assert "64 KB" in result.stderr and "`goal`" in result.stderr
     assert "Traceback" not in result.stderr
     assert tree_snapshot(store_path) == before

@@ -197,7 +197,7 @@ def test_an_import_that_meets_something_in_the_way_changes_nothing(machines, in_
         result = run_memctl("import", str(archive), *options, store=desktop.store)
         assert result.exit_code == 1, result.stderr
         assert result.stderr.startswith("error: cannot import: zeta") \
-            and len(result.stderr.strip().splitlines()) == 1, result.stderr
+            and len(result.error.strip().splitlines()) == 1, result.stderr
         assert tree_snapshot(desktop.store) == before, "nothing written, not even the first note"
         assert git(desktop.store, "status", "--porcelain") == status
         assert git(desktop.store, "rev-parse", "HEAD") == head
@@ -385,7 +385,7 @@ def test_export_refuses_a_target_that_is_not_a_regular_file(store_path, tmp_path
         result = run_memctl("export", str(target), store=store_path)
         assert result.exit_code == 1, result.stderr
         assert result.stderr.startswith("error:") and words in result.stderr, result.stderr
-        assert len(result.stderr.strip().splitlines()) == 1
+        assert len(result.error.strip().splitlines()) == 1
     assert folder.is_dir() and list(folder.iterdir()) == []
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode), "the FIFO is still a FIFO"
     empty = run_memctl("export", "", store=store_path)
@@ -411,7 +411,7 @@ def test_export_makes_the_missing_folders_of_its_target(store_path, tmp_path):
     blocker = tmp_path / "notes.txt"
     blocker.write_text("keep me\n")
     blocked = run_memctl("export", str(blocker / "sub" / "memory.zip"), store=store_path)
-    assert blocked.exit_code == 1 and blocked.stderr.count("\n") == 1
+    assert blocked.exit_code == 1 and blocked.error.count("\n") == 1
     assert blocked.stderr.startswith("error: cannot create the folder") and "is a file" in blocked.stderr
     assert blocker.read_text() == "keep me\n"
 

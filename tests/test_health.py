@@ -232,7 +232,7 @@ def test_markdown_dash_is_stdout_not_a_file(cli: Cli, tmp_path: Path) -> None:
     assert printed.stdout.startswith("# memctl health report — 2026-11-30")
     assert not (tmp_path / "-").exists() and not list(Path.cwd().glob("-"))
     both = cli("health", "--markdown", "-", "--json", env=NOW)
-    assert both.exit_code == 2 and both.stderr.count("\n") == 1 and "--markdown" in both.stderr
+    assert both.exit_code == 2 and both.error.count("\n") == 1 and "--markdown" in both.stderr
 
 
 def test_a_correction_and_the_note_it_corrects_are_no_contradiction(cli: Cli) -> None:

@@ -134,7 +134,7 @@ def test_the_store_itself_is_refused_as_a_source(cli, store_path, tmp_path, sour
     before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
     result = cli("import", str(tmp_path / source), *options)
     assert result.exit_code == 2, result.stdout + result.stderr
-    assert result.stderr.startswith("error:") and len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("error:") and len(result.error.strip().splitlines()) == 1
     assert "choose a file or folder outside the store" in result.stderr
     assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
 

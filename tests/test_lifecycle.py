@@ -295,7 +295,7 @@ def test_restore_many_ids_and_the_last_sweep_in_one_commit(cli: Cli) -> None:
     before, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
     refused = cli("restore", early["id"], later[0]["id"], env=SWEEP)
     assert refused.exit_code == 1 and later[0]["id"] in refused.stderr
-    assert refused.stderr.count("\n") == 1
+    assert refused.error.count("\n") == 1
     assert tree_snapshot(cli.store) == before and git(cli.store, "rev-parse", "HEAD") == head
     for args in (["restore"], ["restore", early["id"], "--last-sweep"]):
         bad = cli(*args, env=SWEEP)

@@ -46,7 +46,7 @@ def test_text_that_is_not_utf8_is_refused_in_one_line_and_nothing_changes(
     before, commit = snapshot(sample_store), head(sample_store)
     result = run_memctl(*args, store=sample_store, project="blog-backend")
     assert result.exit_code == 2, result.stderr
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: the {what} is not UTF-8")
+    assert result.error.count("\n") == 1 and result.stderr.startswith(f"error: the {what} is not UTF-8")
     assert "byte 0xE9 at character 4" in result.stderr and "Traceback" not in result.stderr
     assert snapshot(sample_store) == before and head(sample_store) == commit
 
@@ -58,7 +58,7 @@ def test_an_id_that_is_not_utf8_is_no_id(sample_store: Path, args: tuple[str, ..
     before, commit = snapshot(sample_store), head(sample_store)
     result = run_memctl(*args, store=sample_store, project="blog-backend")
     assert result.exit_code == 2, result.stderr
-    assert result.stderr.count("\n") == 1 and "is not an id" in result.stderr
+    assert result.error.count("\n") == 1 and "is not an id" in result.stderr
     assert snapshot(sample_store) == before and head(sample_store) == commit
 
 

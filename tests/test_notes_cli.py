@@ -162,7 +162,7 @@ def test_an_editor_that_cannot_be_run_is_one_line_and_changes_nothing(
     result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith("error: ") and said in result.stderr, result.stderr
-    assert result.stderr.count("\n") == 1
+    assert result.error.count("\n") == 1
     assert tree_snapshot(cli.store) == before
 
 
@@ -344,7 +344,7 @@ def test_an_expiry_in_the_past_is_refused(cli: Cli, when: str):
     value = now().date().isoformat() if when == "today" else when  # midnight: already past
     result = cli("add", "a note that would vanish at once", "--expires", value)
     assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: invalid value for --expires")
+    assert result.error.count("\n") == 1 and result.stderr.startswith("error: invalid value for --expires")
     assert "not in the future" in result.stderr
     assert tree_snapshot(cli.store) == before
     assert git(cli.store, "rev-list", "--count", "HEAD") == commits

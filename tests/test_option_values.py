@@ -59,7 +59,7 @@ def test_a_day_or_span_memctl_cannot_read_is_bad_usage(cli: Cli, args: list[str]
     commits = git(cli.store, "rev-list", "--count", "HEAD")
     result = cli(*args, env={"MEMCTL_NOW": LATE_ON_THE_3RD})
     assert result.exit_code == 2, result.stderr
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: invalid value for --")
+    assert result.error.count("\n") == 1 and result.stderr.startswith("error: invalid value for --")
     assert words in result.stderr
     assert tree_snapshot(cli.store) == before
     assert git(cli.store, "rev-list", "--count", "HEAD") == commits

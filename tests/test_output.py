@@ -181,6 +181,39 @@ def test_usage_errors_of_the_installed_program(store_path: Path) -> None:
         assert result.stderr.splitlines()[-1] == f"hint: try 'memctl {args[0]} --help'"
 
 
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast path", "typer app"])
+@pytest.mark.parametrize(("args", "command"), [
+    (["add", ""], "add"),                      # refused by memctl, not by the option parser
+    (["add", "x", "--expires", "2020-01-01"], "add"),
+    (["show", ""], "show"),
+    (["search", ""], "search"),
+    (["list", "--limit", "0"], "list"),
+    (["project", "add", "decisions", ""], "project add"),
+    (["scratch", "focus", ""], "scratch focus"),
+    (["--store", "", "list"], "list"),
+], ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+def test_every_usage_error_ends_with_the_hint_of_its_command(
+        store_path: Path, args: list[str], command: str, fast_path: bool) -> None:
+    """README, "Errors": bad usage exits 2 with a second line naming the command's --help,
+    whether the option parser or memctl itself refuses it, on the fast path or not."""
+    env = {} if fast_path else {"MEMCTL_NO_FAST_PATH": "1"}
+    result = run_memctl(*args, store=store_path, env=env)
+    assert result.exit_code == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: "), result.stderr
+    assert lines[1] == f"hint: try 'memctl {command} --help'"
+
+
+@pytest.mark.parametrize("env", [{"MEMCTL_NOW": "garbage"}, {"MEMCTL_PROJECT": "../up"}],
+                         ids=["MEMCTL_NOW", "MEMCTL_PROJECT"])
+def test_a_bad_variable_is_bad_usage_without_a_commands_hint(store_path: Path,
+                                                            env: dict[str, str]) -> None:
+    """No command's --help says how to set the environment: one line, still exit 2."""
+    result = run_memctl("add", "x", store=store_path, env=env)
+    assert result.exit_code == 2 and result.stderr.startswith("error: invalid value for MEMCTL_")
+    assert result.error.count("\n") == 1
+
+
 # --- help: examples ----------------------------------------------------------------------------
 
 
@@ -223,6 +256,40 @@ def test_every_command_has_examples_that_parse() -> None:
                         sub.make_context(words[2], words[3:], parent=group)
                 else:
                     command.make_context(name, words[2:], parent=parent)
+
+
+def test_help_keeps_bracketed_words() -> None:
+    """Typer reads help as rich markup, where `[mcp]` is a tag that vanishes: the install
+    line must show the extra as the README writes it."""
+    result = run_memctl("mcp", "--help", env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "pip install 'memctl-md[mcp]'" in result.stdout
+
+
+def test_every_help_text_shows_its_brackets(cli: Cli) -> None:
+    """Every command's docstring and option help, as `--help` shows it, keeps each `[...]` it
+    was written with (`- [11-30] …` of `memctl project add` too)."""
+    import typer
+
+    from memctl.cli.app import app
+
+    def walk(command, path):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    checked = 0
+    for path, command in walk(typer.main.get_command(app), []):
+        written = " ".join(t for t in [command.help, *(getattr(p, "help", None) for p in command.params)]
+                           if t).replace("\\[", "[")
+        brackets = re.findall(r"\[[^\]\[]*\]", written)
+        if not brackets:
+            continue
+        shown = " ".join(cli(*path, "--help", env={"COLUMNS": "400"}).stdout.replace("│", " ").split())
+        for bracket in brackets:
+            assert bracket in shown, (path, bracket)
+        checked += 1
+    assert checked >= 2
 
 
 # --- words that agree with the JSON ------------------------------------------------------------

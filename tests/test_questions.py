@@ -483,6 +483,18 @@ def test_a_date_that_matches_nothing_gives_nothing_not_the_misspelling_search(cl
     assert ids(cli, "what changed in October 2025?") == []
 
 
+@pytest.mark.parametrize("date", [
+    "in March", "on 2026-03-04", "in March 2026", "in 2025", "on Oct. 13th", "2026-03",
+    "13 October 2023", "在3月4日", "2025年8月",
+])
+def test_every_date_form_that_matches_nothing_gives_nothing(cli: Cli, date: str) -> None:
+    """Whatever form the date takes, a query naming it that nothing matches has no result:
+    its other words are not read as misspellings (`decide` is close to `decisions`)."""
+    decisions = add(cli, "Decisions: Kysely for every new query")  # written on 30 November
+    assert ids(cli, "what did we decide?") == [decisions]  # without a date: a close word
+    assert ids(cli, f"what did we decide {date}?") == []
+
+
 def test_how_many_and_what_kind_of_are_question_words_there_only() -> None:
     assert [u.label for u in parse("How many turtles does Nate have?").units] == ["turtles", "Nate"]
     assert [u.label for u in parse("What kind of books does Caroline read?").units] == ["books", "Caroline", "read?"]

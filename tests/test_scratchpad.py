@@ -65,7 +65,7 @@ def test_done_errors(cli, store_path):
     before = tree_snapshot(store_path)
     commits = git(store_path, "rev-list", "--count", "HEAD")
     result = cli("scratch", "done", "fixed a flaky test")
-    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.exit_code == 1 and result.error.count("\n") == 1
     assert result.stderr.startswith("error: 'fixed a flaky test' is not one of the next steps")
     assert "`memctl scratch note`" in result.stderr
     assert tree_snapshot(store_path) == before
@@ -129,7 +129,7 @@ def test_archiving_a_focus_over_the_front_matter_limit_is_one_error_and_changes_
     before = tree_snapshot(store_path)
     result = cli("scratch", "clear", "--archive", "--outcome", "completed")
     assert result.exit_code == 1, result.stderr
-    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and result.error.count("\n") == 1
     assert "64 KB" in result.stderr and "--goal" in result.stderr
     assert tree_snapshot(store_path) == before
     result = cli("scratch", "clear", "--archive", "--outcome", "completed", "--goal", "x" * 70_000)
@@ -245,7 +245,7 @@ def test_resolving_what_is_not_a_question_changes_nothing(cli, store_path):
     for ref, code, words in (("3", 2, "there is no open question 3"),
                              ("the weather", 1, "is not one of the open questions")):
         result = cli("scratch", "resolve", ref, "--answer", "yes")
-        assert result.exit_code == code and result.stderr.count("\n") == 1, result.stderr
+        assert result.exit_code == code and result.error.count("\n") == 1, result.stderr
         assert words in result.stderr
     assert tree_snapshot(store_path) == before
 

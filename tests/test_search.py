@@ -94,7 +94,7 @@ def test_a_filter_naming_nothing_is_a_one_line_usage_error(cli: Cli, store: Path
                                                           query: str) -> None:
     result = cli("search", "--json", "--", query)
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and result.error.count("\n") == 1
     assert "names no" in result.stderr and "Traceback" not in result.stderr
 
 

@@ -88,7 +88,7 @@ def test_a_clone_that_cannot_tell_the_store_branch_says_what_to_do(tmp_path, rem
     git(Path(remote), "symbolic-ref", "HEAD", "refs/heads/nothing-here")
     result = Cli(tmp_path / "b")("init", str(tmp_path / "b"), "--clone", remote)
     assert result.exit_code == 1
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert result.error.count("\n") == 1 and result.stderr.startswith("error: ")
     assert "experiment" in result.stderr and "git symbolic-ref HEAD refs/heads/" in result.stderr
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
     assert not list(tmp_path.glob(".b.memctl-clone-*"))
@@ -612,7 +612,7 @@ def test_a_remote_file_name_that_is_not_utf8_is_refused_never_merged_into_anothe
     result = laptop("sync")
     assert result.exit_code == 1
     assert "demo/notes/fact/caf\\xe" in result.stderr and "not UTF-8" in result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr and len(result.error.strip().splitlines()) == 1
     assert tree_snapshot(laptop.store) == before
     assert git(Path(remote), "rev-parse", "HEAD") == remote_head, "nothing pushed"
     names = subprocess.run(["git", "-C", remote, "ls-tree", "-r", "-z", "--name-only", "HEAD"],
@@ -668,7 +668,7 @@ def test_sync_refuses_a_remote_that_is_not_a_memctl_store(tmp_path, remote, bran
     before = tree_snapshot(laptop.store)
     result = laptop("sync", "--remote", remote)
     assert result.exit_code == 1, result.stderr
-    assert "not a memctl store" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "not a memctl store" in result.stderr and len(result.error.strip().splitlines()) == 1
     assert tree_snapshot(laptop.store) == before
     assert not (laptop.store / "README.md").exists() and not (laptop.store / "src").exists()
     assert git(Path(remote), "for-each-ref") == heads, "nothing pushed"
@@ -757,7 +757,7 @@ def test_a_file_saved_while_sync_merges_stops_it_and_is_kept(tmp_path, remote, m
     monkeypatch.setattr(sync_module, "_without_hostile_paths", saved_meanwhile)
     head = git(a.store, "rev-parse", "HEAD")
     refused = a("sync", env={"MEMCTL_NOW": T[2]})
-    assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.exit_code == 1 and refused.error.count("\n") == 1, refused.stderr
     assert refused.stderr.startswith(f"error: {path.relative_to(a.store).as_posix()} changed on "
                                      "disk while memctl sync ran; nothing was merged")
     assert "run the same `memctl sync` again" in refused.stderr
@@ -787,7 +787,7 @@ def test_a_fifo_where_a_note_was_stops_sync_with_one_line_naming_it(tmp_path, re
     os.mkfifo(a.store / path)
     head = git(a.store, "rev-parse", "HEAD")
     refused = a("sync", env={"MEMCTL_NOW": T[1]})
-    assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.exit_code == 1 and refused.error.count("\n") == 1, refused.stderr
     assert refused.stderr.startswith(f"error: {path} is not a regular file (a FIFO, socket or "
                                      "device where a note was): git cannot commit it")
     assert git(a.store, "rev-parse", "HEAD") == head

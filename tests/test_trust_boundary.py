@@ -359,7 +359,7 @@ def test_a_linked_template_is_refused_never_read(store_path: Path, outside: Path
     result = run_memctl("add", "Always run tests", "--type", "rule", store=store_path)
     assert result.exit_code == 1, result.stderr
     assert result.stderr.startswith("error: .templates/rule.md: .templates") \
-        and "symbolic link" in result.stderr and result.stderr.count("\n") == 1
+        and "symbolic link" in result.stderr and result.error.count("\n") == 1
     assert tree_snapshot(store_path) == before
     assert git(store_path, "status", "--porcelain") == ""
 
@@ -494,7 +494,7 @@ def test_an_empty_store_option_or_variable_is_bad_usage_never_the_default_store(
         env["MEMCTL_STORE"] = store_env
     result = run_memctl(*args, project=None, env=env)
     assert result.exit_code == 2, result.stderr
-    assert result.stderr.startswith(f"error: {words}") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: {words}") and result.error.count("\n") == 1
     assert not (tmp_path / "data").exists() and not (tmp_path / "home").exists()
 
 

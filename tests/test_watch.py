@@ -194,6 +194,23 @@ def test_a_heartbeat_written_for_another_folder_is_not_trusted(tmp_path: Path) -
     assert not watcher_is_live(elsewhere)
 
 
+def test_status_says_when_the_watcher_started_in_utc(store_path: Path) -> None:
+    """The heartbeat keeps epoch seconds; `--status` says them as every time memctl writes:
+    ISO 8601 UTC in the JSON, UTC named in the text, whatever the machine's time zone."""
+    import socket
+
+    beat = {"pid": os.getpid(), "host": socket.gethostname(), "state": "ready",
+            "started": 1796281581.7, "heartbeat": time.time(), **store_identity(store_path)}
+    (store_path / ".memctl" / "watch.json").write_text(json.dumps(beat))
+    zone = {"TZ": "Asia/Shanghai"}
+    status = run_memctl("watch", "--status", "--json", store=store_path, env=zone)
+    assert status.exit_code == 0 and status.json()["live"] is True, status.stdout
+    assert status.json()["started"] == "2026-12-03T07:06:21.700Z"
+    text = run_memctl("watch", "--status", store=store_path, env=zone).stdout
+    assert "since 2026-12-03 07:06:21 UTC," in text, text
+    assert read_status(store_path).started == 1796281581.7  # the heartbeat as it was
+
+
 # --- the real watcher, a subprocess on real files ----------------------------------------------
 
 DEADLINE = 15.0  # generous: the suite may share two cores with others

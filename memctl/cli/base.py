@@ -4,12 +4,11 @@ command modules (`memctl/cli/<group>.py`), which register their commands on `app
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import HAS_RICH, TyperGroup
 
 try:  # typer 0.28 carries its own copy of click; older ones use click itself
     from typer._click import exceptions as click_errors
@@ -22,15 +21,36 @@ from memctl.cli.context import (  # noqa: F401 - re-exported for the command mod
     current_project,
     get_store,
     print_error,
+    print_usage_hint,
     run_command,
     store_path_option,
 )
 from memctl.core import arguments
 from memctl.core.errors import ArgumentError
 
+_RUNNING = "memctl.running"  # the key of the running command's context in `ctx.meta`
+
+
+class CommandContext(typer.Context):
+    """The context of every command: the one entered last is the command that runs (a
+    group's before its command's), kept in the `meta` all contexts of a run share, so that a
+    usage error raised while it runs names it in its hint."""
+
+    def __enter__(self) -> CommandContext:
+        self.meta[_RUNNING] = self
+        return super().__enter__()  # type: ignore[return-value]
+
 
 class MemctlGroup(TyperGroup):
     """Turns library errors into `error: …` on stderr with exit 1 (2 for bad usage)."""
+
+    context_class = CommandContext
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in _every_command(self):
+            command.context_class = CommandContext
+            _help_as_written(command)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)  # keep the order commands were defined in
@@ -45,7 +65,8 @@ class MemctlGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         returned: list[Any] = []
         try:
-            code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)))
+            code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)),
+                               lambda: _names(ctx.meta.get(_RUNNING, ctx)))
         except click_errors.ClickException as exc:  # bad usage of a command, found while parsing it
             code = report_click_error(exc)
         if code:
@@ -62,16 +83,43 @@ def report_click_error(exc: click_errors.ClickException) -> int:
         print_error(message[:1].lower() + message[1:] if message[1:2].islower() else message)
         ctx = getattr(exc, "ctx", None)
         if isinstance(exc, click_errors.UsageError) and ctx is not None:
-            # The command as typed, named `memctl` whatever the program was called.
-            names = [c.info_name for c in reversed(list(_chain(ctx)))][1:]
-            sys.stderr.write(f"hint: try '{' '.join(['memctl', *names])} --help'\n")
+            print_usage_hint(_names(ctx))
     return exc.exit_code
 
 
-def _chain(ctx: Any) -> Any:
+def _every_command(command: Any) -> Any:
+    """A command, then every command and group under it (`memctl project add` too)."""
+    yield command
+    for sub in getattr(command, "commands", {}).values():
+        yield from _every_command(sub)
+
+
+def _help_as_written(command: Any) -> None:
+    """Typer's rich help reads help texts as rich markup, which drops any `[word]` as a tag:
+    `pip install 'memctl-md[mcp]'` would show as `'memctl-md'`. Every docstring and option
+    help of every command is plain text, so it is escaped here, once, where the app is built
+    (tests/test_output.py). The epilog is not: `examples` writes it as markup, escaped."""
+    if not (HAS_RICH and getattr(command, "rich_markup_mode", None) == "rich"):
+        return  # click's plain help shows the text as it is
+    for holder in (command, *command.params):
+        for field in ("help", "short_help"):
+            if isinstance(getattr(holder, field, None), str):
+                setattr(holder, field, not_markup(getattr(holder, field)))
+
+
+def not_markup(text: str) -> str:
+    """Text shown as written where rich reads markup: each `[` escaped (rich 15 drops the
+    backslash before any `[`, tag or not)."""
+    return text.replace("[", "\\[")
+
+
+def _names(ctx: Any) -> list[str]:
+    """The command of a context as typed after `memctl`, whatever the program was called."""
+    names = []
     while ctx is not None:
-        yield ctx
+        names.append(ctx.info_name)
         ctx = ctx.parent
+    return names[::-1][1:]
 
 
 app = typer.Typer(
@@ -107,7 +155,7 @@ def _main(
 def examples(*commands: str) -> str:
     """The examples at the end of a command's --help (typer's `epilog`). One paragraph each:
     typer before 0.28 joins the lines of a paragraph into one."""
-    lines = "\n\n".join(command.replace("[", "\\[") for command in commands)  # not markup
+    lines = "\n\n".join(not_markup(command) for command in commands)
     return f"[bold]Examples:[/bold]\n\n{lines}"
 
 

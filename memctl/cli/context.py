@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memctl.cli.output import visible
-from memctl.core.errors import CLI, MemctlError, exit_code, machine_error
+from memctl.core.errors import CLI, MemctlError, VariableError, exit_code, machine_error
 from memctl.services import stores
 
 _state: dict[str, object] = {"store_option": None, "store": None}
@@ -49,15 +49,26 @@ def print_error(message: str) -> None:
     sys.stderr.flush()
 
 
-def run_command(action: Callable[[], object]) -> int:
+def print_usage_hint(names: Sequence[str]) -> None:
+    """The line after a usage error's: where to read how the command is used (README,
+    "Errors"). `names`: the command as typed after `memctl` (`project add`; none: memctl's)."""
+    sys.stderr.write(f"hint: try '{' '.join(['memctl', *names])} --help'\n")
+
+
+def run_command(action: Callable[[], object], command: Callable[[], Sequence[str]]) -> int:
     """Run one command and return its exit code: a memctl error becomes one `error:` line on
     stderr (exit 2 for bad usage, 1 otherwise, 130 for Ctrl-C); a closed stdout ends quietly.
-    The one mapping for the typer app and the fast path."""
+    Bad usage is followed by the hint line, for every command (`command`: the names of the
+    one that ran, asked only then), except a bad environment variable: no command's --help
+    tells how to set it. The one mapping for the typer app and the fast path."""
     try:
         action()
     except (MemctlError, KeyboardInterrupt) as exc:
         print_error("interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc))
-        return exit_code(exc)
+        code = exit_code(exc)
+        if code == 2 and not isinstance(exc, VariableError):
+            print_usage_hint(command())
+        return code
     except BrokenPipeError:
         _quiet_stdout()
     except Exception as exc:

@@ -270,7 +270,7 @@ def run_fast(argv: list[str]) -> int | None:
             # Lazy: `memctl search` never loads what `show` needs (tests/test_layers.py).
             from memctl.cli.showing import run_show
 
-            return run_command(lambda: run_show(note_id, json_output=json_output))
+            return run_command(lambda: run_show(note_id, json_output=json_output), lambda: ["show"])
     if "add" in argv:
         adding = parse_add(argv)
         if adding is not None:
@@ -279,7 +279,7 @@ def run_fast(argv: list[str]) -> int | None:
             # Lazy: the write-time checks and the git commit, never for a search.
             from memctl.cli.adding import run_add
 
-            return run_command(lambda: run_add(**add_kwargs))  # type: ignore[arg-type]
+            return run_command(lambda: run_add(**add_kwargs), lambda: ["add"])  # type: ignore[arg-type]
     if "search" not in argv:
         return None
     parsed = parse_search(argv)
@@ -288,4 +288,4 @@ def run_fast(argv: list[str]) -> int | None:
 
     store_option, kwargs = parsed
     choose_store(store_option)
-    return run_command(lambda: run_search(**kwargs))  # type: ignore[arg-type]
+    return run_command(lambda: run_search(**kwargs), lambda: ["search"])  # type: ignore[arg-type]

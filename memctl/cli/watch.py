@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-import time
+from datetime import UTC, datetime
 from typing import Any
 
 import typer
@@ -11,6 +11,7 @@ import typer
 from memctl.cli.base import JSON_OPTION, app, examples, get_store
 from memctl.cli.output import emit_json
 from memctl.cli.searchserver import SearchServer
+from memctl.core.clock import format_time
 from memctl.services import stores
 from memctl.services.serving import kept_open
 from memctl.services.watching import BatchReport, Watcher, read_status
@@ -104,6 +105,9 @@ def watch(
 
 def _status(store: stores.Store, json_out: bool) -> None:
     found = read_status(store)
+    # The heartbeat keeps epoch seconds (memctl.disk.watchstate); shown in UTC, as every
+    # time memctl writes: ISO 8601 in the JSON, said to be UTC in the text.
+    started = datetime.fromtimestamp(found.started, UTC) if found else None
     if json_out:
         emit_json({
             "store": str(store.root),
@@ -112,14 +116,14 @@ def _status(store: stores.Store, json_out: bool) -> None:
             "pid": found.pid if found else None,
             "state": found.state if found else None,
             "heartbeat_age_s": round(found.age, 1) if found else None,
-            "started": found.started if found else None,
+            "started": format_time(started) if started else None,
         })
         return
     if found is None:
         typer.echo(f"no watcher runs for {store.root}")
     elif found.live:
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(found.started))
-        typer.echo(f"a watcher runs for {store.root}: pid {found.pid}, since {since}, "
+        typer.echo(f"a watcher runs for {store.root}: pid {found.pid}, "
+                   f"since {started:%Y-%m-%d %H:%M:%S} UTC, "
                    f"last heartbeat {found.age:.0f} s ago")
     elif found.running and found.state == "starting":
         typer.echo(f"a watcher is starting for {store.root} (pid {found.pid}); it does its "

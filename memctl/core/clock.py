@@ -6,7 +6,7 @@ import os
 import re
 from datetime import UTC, date, datetime, timedelta
 
-from memctl.core.errors import UsageError
+from memctl.core.errors import VariableError
 
 # The years a clock may say: git dates no commit after 2099 (nor, portably, before 1970),
 # and a file stamped in year 1 is one memctl itself cannot read back (docs/security.md).
@@ -19,10 +19,10 @@ def now() -> datetime:
     if override:
         parsed = parse_time(override)
         if parsed is None:
-            raise UsageError(f"invalid value for MEMCTL_NOW: {override!r} is not an ISO 8601 "
+            raise VariableError(f"invalid value for MEMCTL_NOW: {override!r} is not an ISO 8601 "
                              "time (2026-03-01T09:00:00Z); set one or unset MEMCTL_NOW")
         if not FIRST_YEAR <= parsed.year <= LAST_YEAR:
-            raise UsageError(f"invalid value for MEMCTL_NOW: {override!r} is outside the "
+            raise VariableError(f"invalid value for MEMCTL_NOW: {override!r} is outside the "
                              f"years {FIRST_YEAR}..{LAST_YEAR} (git cannot date a commit "
                              "then); set a time in them or unset MEMCTL_NOW")
         return parsed

@@ -81,6 +81,11 @@ class UsageError(MemctlError):
     """Bad usage, such as an invalid option value; the CLI exits 2."""
 
 
+class VariableError(UsageError):
+    """A bad environment variable (`MEMCTL_NOW`, `MEMCTL_STORE`, `MEMCTL_PROJECT`): bad usage
+    (exit 2), but of no one command, so the CLI adds no hint to read a command's --help."""
+
+
 class ArgumentError(UsageError):
     """An invalid value for one named option or argument."""
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, VariableError, arg
 from memctl.core.textfile import is_utf8_name
 from memctl.core.vocab import DEBRIS_SUFFIXES as _DEBRIS_SUFFIXES
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
@@ -105,7 +105,7 @@ def chosen_store(option: str | None, environ: dict[str, str] | None = None) -> s
         return option
     value = (os.environ if environ is None else environ).get("MEMCTL_STORE")
     if value is not None and not value.strip():
-        raise UsageError("MEMCTL_STORE is set but empty; set it to the store's folder, or "
+        raise VariableError("MEMCTL_STORE is set but empty; set it to the store's folder, or "
                          "unset it for the default store")
     return value
 
@@ -132,7 +132,7 @@ def choose_project(option: str | None, store_root: Path | None = None,
         try:
             return project_name(from_env, "MEMCTL_PROJECT"), None
         except ArgumentError as exc:  # worded for the variable in every front end
-            raise UsageError(f"invalid value for MEMCTL_PROJECT: {exc.problem}") from None
+            raise VariableError(f"invalid value for MEMCTL_PROJECT: {exc.problem}") from None
     here = (cwd or Path.cwd()).absolute()
     if store_root is not None:
         try:

@@ -512,6 +512,13 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     completed = {slot for slot, _, _, _ in beginnings} | {
         slot for slot, unit in enumerate(units)
         if any(bare(unit.text) in period.text.lower() for period in periods)}
+    # The notes of each date the query names, read before any misspelling is looked for.
+    period_rows = [ranker.dated_rows(period.first, period.last) for period in periods]
+    if periods and not any(found) and not beginnings and not any(period_rows):
+        # A query naming a date (any form `memctl.core.dates` reads) that nothing matches has
+        # no result: nothing was written then, and its other words are not looked for as
+        # misspellings, here or in the fallback (`search`; docs/search.md "Dates in a query").
+        return []
     # The typo fallback, word by word: a word the index does not have at all is matched by
     # its closest words. The misspelt word counts as much as the rarest of them; a note
     # matching one gets that times how close the word it has is.
@@ -541,9 +548,8 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # never left out for one that covers less.
     dated_slots: set[int] = set()
     dated: dict[int, float] = {}
-    for number, period in enumerate(periods):
+    for number, (period, rows) in enumerate(zip(periods, period_rows, strict=True)):
         slot = len(parsed.units) + number  # after the slots of the units as typed
-        rows = ranker.dated_rows(period.first, period.last)
         weight = ranker.rarity(len(rows))
         units.append(Unit("", period.text, period.label))
         weights.append(weight)
