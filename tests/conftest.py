@@ -54,6 +54,12 @@ def _isolated_env(monkeypatch, tmp_path, request):
     monkeypatch.setenv("GIT_COMMITTER_NAME", "memctl-test")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.invalid")
     monkeypatch.chdir(tmp_path)
+    # rich's console of stdout takes its width when it is made, once per process: each test
+    # makes its own, so a COLUMNS one test sets never wraps another's output.
+    from memctl.cli import output
+
+    monkeypatch.setattr(output, "_console", None)
+    monkeypatch.setattr(output, "_err_console", None)
 
 
 @dataclass
