@@ -373,10 +373,14 @@ def test_a_rename_within_a_folder_keeping_stamp_and_size_is_seen(root: Path) -> 
         index.close()
 
 
-def test_a_check_with_nothing_changed_reads_no_stamps(root: Path) -> None:
+def test_a_check_with_nothing_changed_reads_no_stamps(root: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """After any refresh, the index's digest of each folder is the walk's: nothing differs."""
     index = ensure_fresh(root)
-    old = time.time() - 60  # older than the racy window, so stamps are recorded as they are
+    # Stamps recorded as they are: mtimes older than the racy window, and no racy window for
+    # the ctimes (which no one can set back).
+    monkeypatch.setattr(db, "RACY_NS", 0)
+    old = time.time() - 60
     for path in root.glob("blog/**/*.md"):
         os.utime(path, (old, old))
     write(root, "blog/notes/fact/new.md", "a new fact")
@@ -571,14 +575,18 @@ def _indexed_rows(index) -> list[tuple]:
     return sorted(index.conn.execute("SELECT path, mtime_ns, size, hash FROM files"))
 
 
-def test_a_folder_refresh_compares_only_the_sub_folders_that_changed(root: Path) -> None:
+def test_a_folder_refresh_compares_only_the_sub_folders_that_changed(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`refresh([folder])` (what `add` walks: its project and `global`) reads the stamps the
     index keeps only for the sub-folders whose digest differs, and ends exactly where a
     rebuild from the files does: edits in place, new files, a sub-folder gone, a new one,
     a file that became a folder."""
     import re
 
-    old = time.time() - 60  # outside the racy window: stamps are recorded as they are
+    # Stamps recorded as they are: mtimes outside the racy window, and no racy window for the
+    # ctimes (which no one can set back).
+    monkeypatch.setattr(db, "RACY_NS", 0)
+    old = time.time() - 60
     for number in range(3):
         write(root, f"blog/notes/t{number}/n.md", f"topic {number} original")
     write(root, "blog/episodes/x.md", "a file that will become a folder")
@@ -593,7 +601,7 @@ def test_a_folder_refresh_compares_only_the_sub_folders_that_changed(root: Path)
         hands the statements over with their values in place)."""
         walk = statements[:next((n for n, sql in enumerate(statements)
                                  if sql.startswith("BEGIN")), len(statements))]
-        return sorted(folder for sql in walk if "mtime_ns, size FROM files" in sql
+        return sorted(folder for sql in walk if "mtime_ns, ctime_ns, size FROM files" in sql
                       for folder in re.findall(r"path > '([^']*)'", sql))
 
     try:

@@ -35,7 +35,7 @@ def _items(root: Path) -> list[tuple[str, str, str, str | None]]:
 
 
 def _as_tuples(prepared: list) -> list[tuple]:
-    return [(p.path, p.kind, p.outcome, p.mtime_ns, p.size, p.digest, p.error_line, p.error,
+    return [(p.path, p.kind, p.outcome, p.mtime_ns, p.ctime_ns, p.size, p.digest, p.error_line, p.error,
              [list(row) for row in p.rows]) for p in prepared]
 
 

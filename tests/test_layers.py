@@ -87,6 +87,7 @@ SEARCH_MODULES = {
     "memctl.core.wordforms",  # the forms of irregular verbs (docs/search.md)
     "memctl.core.errors", "memctl.core.stopwords", "memctl.index.bestmatch",
     "memctl.core.textfile",  # no imports: the walk's check of names that are not UTF-8
+    "memctl.core.stamp",  # no imports: a file's stamp, which the walk compares
     "memctl.core.query", "memctl.core.tokenize", "memctl.core.vocab", "memctl.disk",
     "memctl.disk.counters", "memctl.disk.filescan", "memctl.disk.forking", "memctl.disk.layout",
     "memctl.disk.repositories",

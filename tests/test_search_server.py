@@ -381,13 +381,28 @@ def test_an_incomplete_answer_is_no_answer() -> None:
 def test_a_server_whose_code_changed_declines(tmp_path: Path) -> None:
     source = tmp_path / "module.py"
     source.write_text("x = 1\n")
-    files = {str(source): (source.stat().st_mtime_ns, source.stat().st_size)}
+    files = {str(source): searchserver.code_stamp(str(source))}
     assert searchserver.code_unchanged(files)
     source.write_text("x = 22\n")
     assert not searchserver.code_unchanged(files)
     source.unlink()
     assert not searchserver.code_unchanged(files)
     assert searchserver.answer([served.MAGIC], [], files) == searchserver.DECLINE
+
+
+def test_a_server_whose_code_was_replaced_keeping_size_and_mtime_declines(tmp_path: Path) -> None:
+    """An upgrade that writes a file of the same size with the same mtime (`cp -p`, a wheel's
+    fixed times) still changes its ctime (docs/watch.md, "What a pass compares")."""
+    source, newer = tmp_path / "module.py", tmp_path / "newer.py"
+    source.write_text("x = 1\n")
+    newer.write_text("x = 2\n")
+    stamp = source.stat().st_mtime_ns
+    os.utime(newer, ns=(stamp, stamp))
+    files = {str(source): searchserver.code_stamp(str(source))}
+    assert searchserver.code_unchanged(files)
+    os.replace(newer, source)
+    assert (source.stat().st_mtime_ns, source.stat().st_size) == (stamp, 6)
+    assert not searchserver.code_unchanged(files)
 
 
 def test_the_asking_side_finds_the_store_and_heartbeat_as_memctl_does(tmp_path: Path,

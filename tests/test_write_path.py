@@ -14,19 +14,19 @@ import pytest
 from conftest import Cli, git, memctl_executable, run_memctl
 
 from memctl.cli.commands import MODULE_OF, command_word
+from memctl.core.stamp import file_stamp
 from memctl.disk import gitops
 from memctl.index.db import ensure_fresh, open_index
 
 
-def _stamp(store: Path, relpath: str) -> tuple[int, int]:
-    info = os.stat(store / relpath)
-    return info.st_mtime_ns, info.st_size
+def _stamp(store: Path, relpath: str) -> tuple[int, int, int]:
+    return file_stamp(os.stat(store / relpath))
 
 
-def _indexed_stamp(store: Path, relpath: str) -> tuple[int, int]:
+def _indexed_stamp(store: Path, relpath: str) -> tuple[int, int, int]:
     with open_index(store) as index:
-        mtime, size, _digest = index.indexed_files()[relpath]
-    return mtime, size
+        stamp, _digest = index.indexed_files()[relpath]
+    return stamp
 
 
 def _hand_edit(store: Path, relpath: str, old: str, new: str) -> None:
@@ -215,7 +215,7 @@ def test_add_and_a_show_right_after_it_load_only_what_they_use(store_path: Path)
     assert shown["body"].strip() == "the billing cron runs nightly at 3am"
     assert loaded == set()
     with open_index(store_path) as index:  # still recorded without its mtime: not re-indexed
-        assert index.indexed_files()[added["path"]][0] == 0
+        assert index.indexed_files()[added["path"]][0][0] == 0
 
 
 def test_show_right_after_a_same_size_rewrite_shows_the_rewrite(store_path: Path,

@@ -41,6 +41,7 @@ import time
 
 from memctl.cli import served
 from memctl.cli.fast import parse_add, parse_search, parse_show, run_fast
+from memctl.core.stamp import Stamp, file_stamp
 from memctl.core.tokenize import warm_patterns
 from memctl.services.retrieval import open_index_ahead
 
@@ -128,25 +129,29 @@ class SearchServer:
 
 # --- the server process ---------------------------------------------------------------------
 
-def code_files() -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of each of memctl's source files: a server whose files changed since
-    it imported them (an upgrade, an edit) would answer with the old code."""
+def code_files() -> dict[str, Stamp]:
+    """The stamp of each of memctl's source files: a server whose files changed since it
+    imported them (an upgrade, an edit) would answer with the old code. (Its ctime too: an
+    upgrade may write a file of the same size with the same mtime, as a wheel's fixed times
+    can.)"""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    files: dict[str, tuple[int, int]] = {}
+    files: dict[str, Stamp] = {}
     for folder, folders, names in os.walk(package):
         folders[:] = [name for name in folders if name != "__pycache__"]
         for name in names:
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
-                info = os.stat(path)
-                files[path] = (info.st_mtime_ns, info.st_size)
+                files[path] = code_stamp(path)
     return files
 
 
-def code_unchanged(files: dict[str, tuple[int, int]]) -> bool:
+def code_stamp(path: str) -> Stamp:
+    return file_stamp(os.stat(path))
+
+
+def code_unchanged(files: dict[str, Stamp]) -> bool:
     try:
-        return all((info.st_mtime_ns, info.st_size) == seen
-                   for info, seen in ((os.stat(path), seen) for path, seen in files.items()))
+        return all(code_stamp(path) == seen for path, seen in files.items())
     except OSError:
         return False
 

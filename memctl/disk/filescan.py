@@ -2,11 +2,12 @@
 
 Every read first checks the index against the files. An edit in place changes nothing but
 the file's own stamp, so every file is stat'ed: that is the floor. What this module saves is
-the rest: the stamps are grouped by folder, and each folder gets one digest of its sorted
-`path\\tmtime_ns\\tsize` keys. The index keeps the same digest of what it indexed in each
-folder (computed from its `files` table, inside the transaction that changes it), so a check
-that finds nothing changed compares a few hundred digests instead of loading every file's
-stamp from SQLite, and a change is looked at only in the folders whose digest differs.
+the rest: the stamps (`file_stamp`) are grouped by folder, and each folder gets one digest of
+its sorted `path\\tmtime_ns\\tctime_ns\\tsize` keys (`stamp_key`). The index keeps the same
+digest of what it indexed in each folder (computed from its `files` table, inside the
+transaction that changes it), so a check that finds nothing changed compares a few hundred
+digests instead of loading every file's stamp from SQLite, and a change is looked at only in
+the folders whose digest differs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import stat as stat_module
 
+from memctl.core.stamp import Stamp
 from memctl.core.textfile import is_utf8_name
 from memctl.disk.forking import fork_child, read_all, stop_child
 
@@ -25,7 +27,7 @@ _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
 def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, list[str]]:
-    """`path\\tmtime_ns\\tsize` keys of every file the index covers, by store-relative folder
+    """`stamp_key`s of every file the index covers, by store-relative folder
     (`blog/notes/fact/`); folders without such files are left out.
 
     Mirrors `store.classify` for indexed kinds without classifying each file: top-level
@@ -89,7 +91,10 @@ def _list_folder(here: str, folder: str, below: list[tuple[str, str]]) -> list[s
                     if name.endswith(_MD_SUFFIXES):
                         info = entry.stat(follow_symlinks=False)
                         if s_isreg(info.st_mode):
-                            add(f"{here}{name}\t{info.st_mtime_ns}\t{info.st_size}")
+                            # stamp_key(path, file_stamp(info)), written out: one call less
+                            # a file in the hot path (tests/test_index_stamp.py holds them equal)
+                            add(f"{here}{name}\t{info.st_mtime_ns}\t{info.st_ctime_ns}"
+                                f"\t{info.st_size}")
                         elif s_isdir(info.st_mode):
                             below.append((f"{here}{name}/", f"{folder}/{name}"))
                     elif entry.is_dir(follow_symlinks=False):
@@ -155,13 +160,30 @@ def folder_of(path: str) -> str:
     return path[:path.rfind("/") + 1]
 
 
-def split_key(key: str) -> tuple[str, tuple[int, int]]:
-    path, mtime, size = key.rsplit("\t", 2)
-    return path, (int(mtime), int(size))
+# --- the keys of the stamps (memctl.core.stamp.file_stamp) ---------------------------------
 
 
-def walk_stats(root: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of every file the index covers, by store-relative path."""
+def stamp_key(path: str, stamp: Stamp) -> str:
+    """The key of a file in a folder's digest: `path\\tmtime_ns\\tctime_ns\\tsize`."""
+    return f"{path}\t{stamp[0]}\t{stamp[1]}\t{stamp[2]}"
+
+
+# The same key made by SQLite from the `files` table (memctl.index.db).
+STAMP_COLUMNS = "mtime_ns, ctime_ns, size"
+STAMP_KEY_SQL = "path || char(9) || mtime_ns || char(9) || ctime_ns || char(9) || size"
+
+
+def split_key(key: str) -> tuple[str, Stamp]:
+    path, mtime, ctime, size = key.rsplit("\t", 3)
+    return path, (int(mtime), int(ctime), int(size))
+
+
+def key_path(key: str) -> str:
+    return key.rsplit("\t", 3)[0]
+
+
+def walk_stats(root: str | os.PathLike[str]) -> dict[str, Stamp]:
+    """`file_stamp` of every file the index covers, by store-relative path."""
     return dict(split_key(key) for key in scan_keys(str(root)))
 
 

@@ -221,14 +221,18 @@ def belongs_in_store(relpath: str) -> bool:
 
 
 class MemoryFile:
-    __slots__ = ("relpath", "kind", "project", "mtime_ns", "size")
+    __slots__ = ("relpath", "kind", "project", "stamp")
 
-    def __init__(self, relpath: str, kind: str, project: str, mtime_ns: int, size: int) -> None:
+    def __init__(self, relpath: str, kind: str, project: str,
+                 stamp: tuple[int, int, int]) -> None:
         self.relpath = relpath
         self.kind = kind
         self.project = project
-        self.mtime_ns = mtime_ns
-        self.size = size
+        self.stamp = stamp  # memctl.core.stamp.file_stamp, as the walk read it
+
+    @property
+    def size(self) -> int:
+        return self.stamp[2]
 
     def __repr__(self) -> str:
         return f"MemoryFile({self.relpath!r}, {self.kind!r}, {self.project!r})"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from memctl.core.arguments import project_name
 from memctl.core.errors import MemctlError, NoteFormatError, cmd
+from memctl.core.stamp import file_stamp
 from memctl.core.vocab import valid_project_name
 from memctl.disk.layout import (
     ARCHIVED,
@@ -163,7 +164,7 @@ class StoreFiles:
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                yield MemoryFile(rel, kind[0], kind[1], info.st_mtime_ns, info.st_size)
+                yield MemoryFile(rel, kind[0], kind[1], file_stamp(info))
 
     # --- reading --------------------------------------------------------------------------
 

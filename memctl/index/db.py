@@ -1,7 +1,8 @@
 """The derived index: SQLite in `.memctl/index.sqlite`, rebuilt from the files at will.
 
 The files are the truth. Every read first calls `ensure_fresh`, which walks the store with
-scandir and compares each file's (mtime_ns, size) with one SELECT of what was indexed; only
+scandir and compares each file's stamp (mtime_ns, ctime_ns, size: memctl.core.stamp) with
+one SELECT of what was indexed; only
 files that differ are read and hashed, and only those whose hash differs are parsed. All
 changes of one pass land in one transaction. A file that stops parsing keeps its last good
 entry and is reported; a file that disappears leaves no row behind. Nothing here ever writes
@@ -28,17 +29,22 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd
+from memctl.core.stamp import Stamp, file_stamp
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.filescan import (
+    STAMP_COLUMNS,
+    STAMP_KEY_SQL,
     content_digest,
     folder_digest,
     folder_of,
+    key_path,
     project_folders,
     scan,
     scan_folders,
     scan_keys,
     split_key,
+    stamp_key,
     walking_ahead,
 )
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
@@ -64,8 +70,9 @@ if TYPE_CHECKING:
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 10  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
-# 10: `docs_project_created`, `docs_project_updated` (a date named in a query, docs/search.md)
+SCHEMA_VERSION = 11  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
+# 10: `docs_project_created`, `docs_project_updated` (a date named in a query, docs/search.md);
+# 11: `files.ctime_ns` (a file's stamp: memctl.core.stamp)
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
 # 2: values memctl cannot read are read as their defaults (docs/format.md), and a file that is
 # no text is named at the line of its first bad byte.
@@ -78,8 +85,8 @@ INDEXED_KINDS = frozenset({"note", "archived", "memory", "scratchpad", "episode"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS files(
-    path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-    hash TEXT NOT NULL, kind TEXT NOT NULL, error TEXT, error_line INTEGER
+    path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL, hash TEXT NOT NULL, kind TEXT NOT NULL, error TEXT, error_line INTEGER
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS folders(path TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS docs(
@@ -186,7 +193,7 @@ class ParseError:
 _FOLDER_BY_FOLDER_MAX = 40
 # The files directly in one folder: paths between `folder` and `folder` with its `/` turned
 # into `0` (the next character), without a further `/`.
-_IN_FOLDER_SQL = ("SELECT path, mtime_ns, size FROM files WHERE path > ? AND path < ?"
+_IN_FOLDER_SQL = (f"SELECT path, {STAMP_COLUMNS} FROM files WHERE path > ? AND path < ?"
                   " AND instr(substr(path, ?), '/') = 0")
 
 
@@ -194,8 +201,15 @@ def _in_folder(folder: str) -> tuple[str, str, int]:
     return folder, folder[:-1] + "0", len(folder) + 1
 
 
-# Files modified less than this long before they were read are re-checked next time.
+# Files modified (or replaced: their ctime) less than this long before they were read are
+# re-checked next time.
 RACY_NS = 2_000_000_000
+
+
+def _racy(stamp: Stamp, now: int) -> bool:
+    """Whether a file of this stamp, read at `now`, may have been written again in the same
+    clock tick without a change of its stamp."""
+    return now - max(stamp[0], stamp[1]) < RACY_NS
 # Up to this many changed files, a refresh first looks for those that are only racily clean
 # (`Index._racy_unchanged`), one query each; beyond, all go to the parser.
 _RACY_CHECK_MAX = 200
@@ -714,9 +728,9 @@ class Index:
             known, current, total = self._differing_keys()
             changed = current - known
             gone = known - current
-            candidates = [key.rsplit("\t", 2)[0] for key in changed]
+            candidates = [key_path(key) for key in changed]
             # A changed file is in both sets (new stamp, old stamp): not removed.
-            removed = sorted({key.rsplit("\t", 2)[0] for key in gone} - set(candidates))
+            removed = sorted({key_path(key) for key in gone} - set(candidates))
             stats.unchanged = total - len(changed)
         else:
             found, known_stats, removed, same = self._stat_paths(paths)
@@ -751,7 +765,7 @@ class Index:
             if conn.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone():
                 return False
         for path in candidates:
-            row = conn.execute("SELECT mtime_ns, size FROM files WHERE path = ?",
+            row = conn.execute(f"SELECT {STAMP_COLUMNS} FROM files WHERE path = ?",
                                (path,)).fetchone()
             if _kind_of(path) is None:
                 if row is not None:
@@ -765,7 +779,7 @@ class Index:
                 return False
             if row[0] == 0:
                 racy.append(path)
-            elif (info.st_mtime_ns, info.st_size) != tuple(row):
+            elif file_stamp(info) != tuple(row):
                 return False
         return not racy or len(self._racy_unchanged(racy)) == len(racy)
 
@@ -788,7 +802,7 @@ class Index:
             except OSError:
                 continue
             if stat_module.S_ISREG(info.st_mode) and info.st_size == row[1] \
-                    and now - info.st_mtime_ns < RACY_NS and _holds(self.root / path, row[1], row[2]):
+                    and _racy(file_stamp(info), now) and _holds(self.root / path, row[1], row[2]):
                 still.add(path)
         return still
 
@@ -828,7 +842,7 @@ class Index:
                 current.update(on_disk.keys(folder))
             return known, current, total
         for folder in differing:
-            known.update(f"{path}\t{mtime}\t{size}" for path, mtime, size in
+            known.update(stamp_key(path, stamp) for path, *stamp in
                          self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)))
             current.update(on_disk.keys(folder))
         return known, current, total
@@ -840,13 +854,13 @@ class Index:
         if touched is None:
             conn.execute("DELETE FROM folders")
             by_folder: dict[str, list[str]] = {}
-            for path, mtime, size in conn.execute("SELECT path, mtime_ns, size FROM files"):
-                by_folder.setdefault(folder_of(path), []).append(f"{path}\t{mtime}\t{size}")
+            for path, *stamp in conn.execute(f"SELECT path, {STAMP_COLUMNS} FROM files"):
+                by_folder.setdefault(folder_of(path), []).append(stamp_key(path, stamp))
             conn.executemany("INSERT INTO folders(path, digest) VALUES (?, ?)",
                              [(folder, folder_digest(keys)) for folder, keys in by_folder.items()])
             return
         for folder in set(touched):
-            keys = [f"{path}\t{mtime}\t{size}" for path, mtime, size in
+            keys = [stamp_key(path, stamp) for path, *stamp in
                     conn.execute(_IN_FOLDER_SQL, _in_folder(folder))]
             if keys:
                 conn.execute("INSERT OR REPLACE INTO folders(path, digest) VALUES (?, ?)",
@@ -858,8 +872,7 @@ class Index:
         # One string for the whole table: splitting it is done in C, unlike 10k row tuples.
         # (A path holding a newline splits wrongly; it is then merely re-checked each time.)
         text = self.conn.execute(
-            "SELECT group_concat(path || char(9) || mtime_ns || char(9) || size, char(10))"
-            " FROM files").fetchone()[0]
+            f"SELECT group_concat({STAMP_KEY_SQL}, char(10)) FROM files").fetchone()[0]
         return set(text.split("\n")) if text else set()
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> RefreshStats:
@@ -886,14 +899,14 @@ class Index:
         return stats
 
     def _stat_paths(self, paths: Iterable[str]) -> tuple[
-            dict[str, tuple[int, int]], dict[str, tuple[int, int]], list[str], int]:
+            dict[str, Stamp], dict[str, Stamp], list[str], int]:
         """(found now, indexed before, removed, how many files were found as indexed) for
         the named paths and what is under them. In a folder, only the sub-folders whose
         digest differs from the one the index keeps are compared file by file (as the
         whole store's walk does, memctl.disk.filescan): `add` walks a project and `global`
         (10k notes: ~1,000 files, a few ms less, bench/bench_write.py)."""
-        current: dict[str, tuple[int, int]] = {}
-        known: dict[str, tuple[int, int]] = {}
+        current: dict[str, Stamp] = {}
+        known: dict[str, Stamp] = {}
         removed: set[str] = set()
         same = 0
         for rel in paths:
@@ -904,24 +917,24 @@ class Index:
                 info = None
             if info is not None and stat_module.S_ISDIR(info.st_mode):
                 # A file indexed at this very path (a folder now) is gone.
-                for path, mtime, size in self.conn.execute(
-                        "SELECT path, mtime_ns, size FROM files WHERE path = ?", (rel,)):
-                    known[path] = (mtime, size)
+                for path, *stamp in self.conn.execute(
+                        f"SELECT path, {STAMP_COLUMNS} FROM files WHERE path = ?", (rel,)):
+                    known[path] = tuple(stamp)
                 same += self._stat_folder(rel, str(full), current, known)
             else:
                 # Indexed entries at this path or below it ('0' sorts right after '/').
-                for path, mtime, size in self.conn.execute(
-                        "SELECT path, mtime_ns, size FROM files WHERE path = ?"
+                for path, *stamp in self.conn.execute(
+                        f"SELECT path, {STAMP_COLUMNS} FROM files WHERE path = ?"
                         " OR (path > ? AND path < ?)", (rel, rel + "/", rel + "0")):
-                    known[path] = (mtime, size)
+                    known[path] = tuple(stamp)
                 if info is not None and stat_module.S_ISREG(info.st_mode) and _kind_of(rel):
-                    current[rel] = (info.st_mtime_ns, info.st_size)
+                    current[rel] = file_stamp(info)
             removed.update(p for p in known if (p == rel or p.startswith(rel + "/"))
                            and p not in current)
         return current, known, sorted(removed), same
 
-    def _stat_folder(self, rel: str, full: str, current: dict[str, tuple[int, int]],
-                     known: dict[str, tuple[int, int]]) -> int:
+    def _stat_folder(self, rel: str, full: str, current: dict[str, Stamp],
+                     known: dict[str, Stamp]) -> int:
         """Adds to `current` and `known` the files of the folders under `rel` whose digest
         differs from the index's (or that only one of them has); returns the number of
         files in the others, which are exactly as indexed."""
@@ -939,10 +952,10 @@ class Index:
             self._indexed_in(folder, known)
         return same
 
-    def _indexed_in(self, folder: str, known: dict[str, tuple[int, int]]) -> None:
+    def _indexed_in(self, folder: str, known: dict[str, Stamp]) -> None:
         """Adds to `known` the files the index holds directly in `folder`."""
-        for path, mtime, size in self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)):
-            known[path] = (mtime, size)
+        for path, *stamp in self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)):
+            known[path] = tuple(stamp)
 
     def _apply(self, candidates: list[str], removed: list[str], stats: RefreshStats,
                progress: Callable[[int, int], None] | None, clear: bool = False) -> None:
@@ -971,7 +984,7 @@ class Index:
                 # Every file, read under the lock: one another process indexed after a walk
                 # made before it would be dropped with the old index, and a watcher that
                 # indexed it would not see it again (tests/test_concurrency.py).
-                candidates = sorted(key.rsplit("\t", 2)[0] for key in scan_keys(str(self.root)))
+                candidates = sorted(key_path(key) for key in scan_keys(str(self.root)))
                 hashes: dict[str, str] = {}
             elif len(candidates) > 200:
                 hashes = dict(conn.execute("SELECT path, hash FROM files"))
@@ -1034,20 +1047,24 @@ class Index:
     def _store(self, prepared: Prepared, known: bool, writer: Writer, stats: RefreshStats,
                gone_ids: dict[str, str], new_ids: list[str]) -> None:
         conn, path = self.conn, prepared.path
-        if time.time_ns() - prepared.mtime_ns < RACY_NS:
+        if _racy((prepared.mtime_ns, prepared.ctime_ns, prepared.size), time.time_ns()):
             # Racily clean (as git calls it): a write in the same clock tick as our read would
-            # keep this mtime and maybe this size. Recording no mtime makes the next refresh
-            # hash the file again, until it is old enough to trust its stamp.
+            # keep this mtime and maybe this size (and a replacement, this ctime). Recording no
+            # mtime makes the next refresh hash the file again, until it is old enough to
+            # trust its stamp.
             prepared.mtime_ns = 0
         if prepared.outcome == "gone":  # vanished (or became a folder or a link) meanwhile
             if known:
                 gone_ids.update((doc_id, path) for doc_id in self._delete_docs(path))
                 conn.execute("DELETE FROM files WHERE path = ?", (path,))
             return
-        row = (path, prepared.mtime_ns, prepared.size, prepared.digest, prepared.kind)
+        row = (path, prepared.mtime_ns, prepared.ctime_ns, prepared.size, prepared.digest,
+               prepared.kind)
         if prepared.outcome == "same":
-            conn.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?",
-                         (prepared.mtime_ns, prepared.size, path))
+            # (Only its stamp changed: a `chmod`, a hard link made or removed, a copy of the
+            # same bytes. Its rows stay; the next walk finds it as indexed.)
+            conn.execute("UPDATE files SET mtime_ns = ?, ctime_ns = ?, size = ? WHERE path = ?",
+                         (prepared.mtime_ns, prepared.ctime_ns, prepared.size, path))
             stats.unchanged += 1
             return
         stats.files_changed += 1
@@ -1055,8 +1072,9 @@ class Index:
             # The last good entry stays; the file's row remembers the problem.
             stats.errors.append((path, prepared.error_line, prepared.error))
             conn.execute(
-                "INSERT OR REPLACE INTO files(path, mtime_ns, size, hash, kind, error, error_line)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, prepared.error, prepared.error_line))
+                "INSERT OR REPLACE INTO files(path, mtime_ns, ctime_ns, size, hash, kind, error,"
+                " error_line) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (*row, prepared.error, prepared.error_line))
             return
         if known:
             writer.flush()
@@ -1118,20 +1136,20 @@ class Index:
         file changed: indexed again first); None when the whole store must be looked at:
         no such id, two files with it, or its file gone or no longer holding it."""
         kind_list = list(kinds)
-        sql = ("SELECT d.meta, d.path, f.mtime_ns, f.size, f.hash FROM docs d JOIN files f"
-               " ON f.path = d.path WHERE d.id = ? AND d.kind IN ("
+        sql = ("SELECT d.meta, d.path, f.mtime_ns, f.ctime_ns, f.size, f.hash FROM docs d"
+               " JOIN files f ON f.path = d.path WHERE d.id = ? AND d.kind IN ("
                + ", ".join("?" * len(kind_list)) + ")")
         rows = self.conn.execute(sql, (doc_id, *kind_list)).fetchall()
         if len(rows) != 1:
             return None
-        meta, path, mtime_ns, size, digest = rows[0]
+        meta, path, mtime_ns, ctime_ns, size, digest = rows[0]
         try:
             info = os.lstat(self.root / path)
         except OSError:
             return None
         if not stat_module.S_ISREG(info.st_mode):
             return None
-        if (info.st_mtime_ns, info.st_size) == (mtime_ns, size):
+        if file_stamp(info) == (mtime_ns, ctime_ns, size):
             return json.loads(meta)
         if mtime_ns == 0 and info.st_size == size and _holds(self.root / path, size, digest):
             # Indexed without its mtime (written too recently to trust its stamp: RACY_NS),
@@ -1248,7 +1266,7 @@ class Index:
         return self.conn.execute("SELECT count(*) FROM docs WHERE kind = ?",
                                  (kind,)).fetchone()[0]
 
-    def indexed_files(self) -> dict[str, tuple[int, int, str]]:
-        """(mtime_ns, size, hash) by path: for health's drift check and for tests."""
-        return {row[0]: (row[1], row[2], row[3]) for row in
-                self.conn.execute("SELECT path, mtime_ns, size, hash FROM files")}
+    def indexed_files(self) -> dict[str, tuple[Stamp, str]]:
+        """(stamp, hash) by path: for health's drift check and for tests."""
+        return {path: (tuple(stamp), digest) for path, *stamp, digest in
+                self.conn.execute(f"SELECT path, {STAMP_COLUMNS}, hash FROM files")}

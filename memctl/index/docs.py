@@ -21,6 +21,7 @@ from memctl.core.note import note_from_parsed, title_of
 from memctl.core.noteformat import BOM, ParsedFile, detect_newline, parse_file
 from memctl.core.records import dataclass, field
 from memctl.core.sections import parse_headings, strip_comments
+from memctl.core.stamp import file_stamp
 from memctl.core.textfile import decode_file
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
 from memctl.disk.filescan import content_digest
@@ -296,7 +297,8 @@ class Prepared:
     path: str
     kind: str
     outcome: str  # "gone" (not a regular file now), "same" (hash unchanged), "error", "docs"
-    mtime_ns: int = 0
+    mtime_ns: int = 0  # the file's stamp (memctl.core.stamp)
+    ctime_ns: int = 0
     size: int = 0
     digest: str = ""
     error_line: int = 0
@@ -326,7 +328,7 @@ def read_file(path: str, max_bytes: int) -> tuple[bytes, os.stat_result] | str |
             return None
         data = read_open(fd, before.st_size, max_bytes)
         after = os.fstat(fd)
-        raced = (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size)
+        raced = file_stamp(after) != file_stamp(before)
         if raced or (len(data) != after.st_size and len(data) <= max_bytes):
             return data, _stale_stat(before)
         return data, after
@@ -342,6 +344,7 @@ class _RacedStat:
 
     def __init__(self, info: os.stat_result) -> None:
         self.st_mtime_ns = info.st_mtime_ns
+        self.st_ctime_ns = info.st_ctime_ns
         self.st_size = -1
 
 
@@ -382,10 +385,10 @@ def prepare_file(root: str, path: str, kind: str, project: str, old_hash: str | 
     if isinstance(read, str):
         # No stat and no hash are recorded: the next pass tries again (a chmod back changes
         # neither mtime nor size), and the last good entry stays until then.
-        return Prepared(path, kind, "error", -1, -1, "", 1, read)
+        return Prepared(path, kind, "error", -1, -1, -1, "", 1, read)
     data, info = read
     digest = content_digest(data)
-    prepared = Prepared(path, kind, "same", info.st_mtime_ns, info.st_size, digest)
+    prepared = Prepared(path, kind, "same", *file_stamp(info), digest)
     if digest == old_hash:
         return prepared
     result = docs_for_file(path, kind, project, data, info.st_mtime_ns, max_bytes=max_bytes)
@@ -448,6 +451,6 @@ class Writer:
                              self.tags)
         if self.files:
             conn.executemany(
-                "INSERT OR REPLACE INTO files(path, mtime_ns, size, hash, kind, error,"
-                " error_line) VALUES (?, ?, ?, ?, ?, NULL, NULL)", self.files)
+                "INSERT OR REPLACE INTO files(path, mtime_ns, ctime_ns, size, hash, kind, error,"
+                " error_line) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)", self.files)
         self.docs, self.fts, self.pairs, self.tags, self.files = [], [], [], [], []

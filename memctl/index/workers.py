@@ -98,8 +98,9 @@ def _work(root: str, chunks: list[list[Item]], write_fd: int) -> None:
 
 
 def _pack(prepared: Prepared) -> tuple[object, ...]:
-    return (prepared.path, prepared.kind, prepared.outcome, prepared.mtime_ns, prepared.size,
-            prepared.digest, prepared.error_line, prepared.error, prepared.rows)
+    return (prepared.path, prepared.kind, prepared.outcome, prepared.mtime_ns,
+            prepared.ctime_ns, prepared.size, prepared.digest, prepared.error_line,
+            prepared.error, prepared.rows)
 
 
 def _receive(stream: BinaryIO) -> list[tuple[object, ...]] | None:

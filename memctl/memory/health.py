@@ -29,6 +29,7 @@ from memctl.core.noteformat import parse_file
 from memctl.core.secrets import mask_name, masked_title, scan
 from memctl.core.similarity import forget as forget_texts
 from memctl.core.similarity import judge, load_scorers
+from memctl.core.stamp import Stamp
 from memctl.core.textfile import escaped_name, is_utf8_name
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
@@ -455,7 +456,7 @@ def _read_walking(store: Store, files: list[MemoryFile], rest: Iterator[MemoryFi
         nonlocal used
         number = len(chunks)
         chunks.append(chunk)
-        data = marshal.dumps([(each.relpath, each.kind, each.project, each.mtime_ns, each.size)
+        data = marshal.dumps([(each.relpath, each.kind, each.project, each.stamp)
                               for each in chunk])
         if used + len(data) > WALKED_BYTES:
             return  # left off the queue: read here, once the queue is empty
@@ -522,15 +523,16 @@ def _read_walking(store: Store, files: list[MemoryFile], rest: Iterator[MemoryFi
                     for number in range(len(chunks))]
 
 
-def _differs(root: Path, path: str, indexed: tuple[int, int, str], on_disk: tuple[int, int]) -> bool:
+def _differs(root: Path, path: str, indexed: tuple[Stamp, str], on_disk: Stamp) -> bool:
     """An mtime of 0 means the file was too new to trust its stamp when indexed: compare the
     content instead."""
     from pathlib import Path
 
-    if indexed[0] != 0:
-        return tuple(indexed[:2]) != tuple(on_disk)
+    stamp, digest = indexed
+    if stamp[0] != 0:
+        return tuple(stamp) != tuple(on_disk)
     try:
-        return content_digest((Path(root) / path).read_bytes()) != indexed[2]
+        return content_digest((Path(root) / path).read_bytes()) != digest
     except OSError:
         return True
 
@@ -550,8 +552,8 @@ def _index_drift(store: Store, walked: list[MemoryFile] | None = None) -> dict[s
     events, or a file the index cannot take). `walked`: the memory files the report has just
     walked, whose stamps are the files' as the index sees them before its update (no walk
     again: 100,000 files, ~1 s)."""
-    def drift(indexed: dict[str, tuple[int, int, str]],
-              on_disk: dict[str, tuple[int, int]] | None = None) -> dict[str, list[str]]:
+    def drift(indexed: dict[str, tuple[Stamp, str]],
+              on_disk: dict[str, Stamp] | None = None) -> dict[str, list[str]]:
         if on_disk is None:
             on_disk = walk_stats(store.root)
         return {
@@ -592,11 +594,11 @@ def _checked_index(store: Store, walked: list[MemoryFile]) -> dict[str, Any]:
     return drift
 
 
-def _indexed_stats(walked: list[MemoryFile]) -> dict[str, tuple[int, int]]:
+def _indexed_stats(walked: list[MemoryFile]) -> dict[str, Stamp]:
     """`walk_stats` of the store, from its memory files: the files the index covers are the
     projects' memory files (not tombstones nor conflict copies), each with the stamp its walk
     read (tests/test_health.py holds the two equal)."""
-    return {each.relpath: (each.mtime_ns, each.size) for each in walked
+    return {each.relpath: each.stamp for each in walked
             if each.kind not in (TOMBSTONE, CONFLICT)}
 
 

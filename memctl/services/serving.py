@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from memctl.core import arguments
 from memctl.core.errors import MemctlError, cmd
+from memctl.core.stamp import file_stamp
 from memctl.disk import counters
 from memctl.disk.private import read_or_create_private
 from memctl.disk.settings import SETTINGS_FILE
@@ -76,8 +77,8 @@ class ServedStore:
       moved, deleted or on a drive unmounted, an empty folder or another store in its place,
       never answers "nothing found" nor gets the call's files;
     - its settings are what `memctl.toml` says now, as for a CLI command run now: the file
-      is read again, at the settings' next use, when its stamp (inode, mtime_ns, size)
-      changed; then a file that does not parse, or a setting out of its range, is the
+      is read again, at the settings' next use, when its stamp (inode, mtime, ctime, size:
+      ctime for a copy of the same size and mtime, as `cp -p` leaves it) changed; then a file that does not parse, or a setting out of its range, is the
       error of a call that uses the settings, naming it, as it is the CLI's."""
 
     def __init__(self, store: Store) -> None:
@@ -106,14 +107,14 @@ class ServedStore:
             self.store.forget_settings()
             self.settings_stamp = stamp
 
-    def _settings_stamp(self) -> tuple[int, int, int] | None:
+    def _settings_stamp(self) -> tuple[int, ...] | None:
         try:
             found = os.stat(self.store.root / SETTINGS_FILE)
         except OSError:
             return None
         if not stat.S_ISREG(found.st_mode):
             return None
-        return found.st_ino, found.st_mtime_ns, found.st_size
+        return (found.st_ino, *file_stamp(found))
 
 
 def _identity(found: os.stat_result) -> tuple[int, int]:
