@@ -668,3 +668,81 @@ def test_odd_front_matter_values_read_as_defaults_everywhere_and_health_names_ea
     assert "project '../../etc'" in said["n1"]
     for field in ("created", "updated", "expires", "tags"):
         assert field in said["n2"], field
+
+
+# --- states made by hand that memctl would otherwise serve without a word -------------------
+
+MARKED = "<<<<<<< HEAD\nThe blog uses PostgreSQL 16\n=======\nThe blog uses MySQL 8\n>>>>>>> theirs"
+
+
+def test_git_conflict_markers_left_in_a_note_memory_md_or_scratchpad_are_a_problem(
+        cli: Cli) -> None:
+    note_id = cli.ok("add", "The blog uses PostgreSQL 16", "--type", "decision", "--json",
+                     env=NOW).json()["id"]
+    path = next((cli.store / "demo/notes/decision").glob("*.md"))
+    path.write_text(path.read_text().replace("The blog uses PostgreSQL 16", MARKED))
+    _hand_commit(cli.store, "demo/MEMORY.md", "# demo\n\n" + MARKED + "\n")
+    # A heading's underline or a quoted marker alone is no conflict.
+    _hand_commit(cli.store, "demo/notes/fact/heading.md",
+                 "---\ntype: fact\n---\nSetup\n=======\nwrite `<<<<<<< ` to see one\n")
+    report = cli.ok("health", "--json", env=NOW).json()
+    found = {(e["path"], e["line"]) for e in report["conflict_markers"]}
+    relpath = path.relative_to(cli.store).as_posix()
+    line = path.read_text().splitlines().index("<<<<<<< HEAD") + 1
+    assert found == {(relpath, line), ("demo/MEMORY.md", 3)}
+    assert "keep the right one" in report["conflict_markers"][0]["message"]
+    assert {"kind": "conflict_markers", "count": 2,
+            "message": "files with git conflict markers: 2"} in report["problems"]
+    assert "git conflict markers (2)" in cli.ok("health", env=NOW).stdout
+    # recall shows the note marked, never as plain fact; MEMORY.md gets a warning.
+    recalled = cli.ok("recall", "--json", env=NOW).json()
+    marked = next(n for n in recalled["notes"] if n["id"] == note_id)
+    assert marked["conflict_markers"] == line
+    shown = cli.ok("recall", env=NOW).stdout
+    assert f"git conflict markers at {relpath}:{line}: both sides shown" in shown
+    assert any(w.startswith("demo/MEMORY.md:3: git conflict markers") for w in recalled["warnings"])
+
+
+def _status(path: Path, superseded_by: str) -> None:
+    text = path.read_text()
+    path.write_text(text.replace("status: active",
+                                 f"status: superseded\nsuperseded_by: {superseded_by}", 1))
+
+
+def test_a_supersession_loop_or_a_missing_replacement_is_reported_with_the_way_out(
+        cli: Cli) -> None:
+    ids = [cli.ok("add", text, "--json", env=NOW).json()["id"] for text in
+           ("Deploy with fly deploy", "Nightly backups run at 3am", "Logs go to Loki",
+            "Alerts go to the ops channel")]
+    paths = {note_id: cli.store / cli.ok("show", note_id, "--json").json()["path"]
+             for note_id in ids}
+    a, b, c, d = ids
+    _status(paths[a], b)                 # a -> b -> a: a loop
+    _status(paths[b], a)
+    _status(paths[c], "01zzzzzzzzzzzzzz")  # c -> a note that does not exist
+    _status(paths[d], c)                 # d -> c: replaced by a note that exists (not listed)
+    report = cli.ok("health", "--json", env=NOW).json()
+    found = {(e["id"], e["problem"]) for e in report["supersession"]}
+    assert found == {(a, "cycle"), (b, "cycle"), (c, "missing")}
+    missing = next(e for e in report["supersession"] if e["problem"] == "missing")
+    assert missing["superseded_by"] == "01zzzzzzzzzzzzzz"
+    assert f"`memctl restore {c}`" in missing["message"]
+    assert any(p["kind"] == "supersession" and p["count"] == 3 for p in report["problems"])
+    # The way out the report names works: the note is active again, the loop gone.
+    cli.ok("restore", a, env=NOW)
+    cli.ok("restore", c, env=NOW)
+    report = cli.ok("health", "--json", env=NOW).json()
+    assert report["supersession"] == []
+
+
+def test_a_note_brought_back_beside_its_tombstone_is_reported(cli: Cli) -> None:
+    note_id = cli.ok("add", "Try the Bun runtime for scripts", "--json", env=NOW).json()["id"]
+    relpath = cli.ok("show", note_id, "--json").json()["path"]
+    cli.ok("forget", note_id, env=NOW)
+    git(cli.store, "checkout", "HEAD~1", "--", relpath)
+    git(cli.store, "commit", "-qm", "hand: bring the note back")
+    report = cli.ok("health", "--json", env=NOW).json()
+    assert [(e["id"], e["tombstone"]) for e in report["tombstoned_notes"]] == [
+        (note_id, f".tombstones/{note_id}.md")]
+    assert f"memctl forget {note_id}" in report["tombstoned_notes"][0]["message"]
+    assert any(p["kind"] == "tombstoned_notes" for p in report["problems"])

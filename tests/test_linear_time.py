@@ -251,6 +251,11 @@ HOSTILE = {
         assert search(Store(root), " ".join(runs), project="demo") == []
         assert search(Store(root), " ".join([*runs[:31], "部署失败"]), project="demo")
     """,
+    "conflict markers: 200,000 openings, then dividers and no closing": """
+        from memctl.core.markers import conflict_markers
+        assert conflict_markers("<<<<<<< a\\n" * 200_000 + "=======\\n" * 200_000) is None
+        assert conflict_markers("x\\n" + "<<<<<<< a\\n" * 200_000 + "=======\\n>>>>>>> b\\n") == 2
+    """,
     "similarity: 2,000 words of three symbols": """
         from memctl.core.similarity import compare
         a = " ".join(str(i % 3) for i in range(2_000))
@@ -341,3 +346,21 @@ def test_comments_and_links_are_removed_as_the_rules_say(text):
     if "\n" not in text:  # on one line the rule is the old regex's
         assert strip_comments(text, " ") == OLD_COMMENT.sub(" ", text)
     assert similarity._reduce_links(text) == OLD_LINK.sub(r"\1", text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<<<<<<< a", "=======", ">>>>>>> b", "x", "======= ",
+                                 "<<<<<<<", ""]), max_size=12))
+def test_conflict_markers_are_found_when_and_only_when_a_block_is_complete(lines):
+    from memctl.core.markers import conflict_markers
+
+    text = "\n".join(lines)
+    found = conflict_markers(text)
+    complete = any(
+        lines[o].startswith("<<<<<<< ") and lines[m].rstrip() == "=======" and
+        lines[c].startswith(">>>>>>> ")
+        for o in range(len(lines)) for m in range(o + 1, len(lines))
+        for c in range(m + 1, len(lines)))
+    assert (found is not None) == complete
+    if found is not None:  # the first opening line
+        assert found - 1 == next(n for n, line in enumerate(lines) if line.startswith("<<<<<<< "))

@@ -823,3 +823,43 @@ def test_the_kept_merge_keys_are_only_a_shortcut(tmp_path, remote):
     kept.write_text(json.dumps({"format": 0, "keys": {}}))
     assert laptop.ok("sync", "--json").json()["pulled"] == [fourth]
     assert json.loads(kept.read_text())["format"] == 1
+
+
+def test_a_note_brought_back_by_hand_after_its_forget_is_revived_and_its_tombstone_removed(
+        tmp_path, remote):
+    """`forget`, sync, then `git checkout HEAD~1 -- PATH` and a plain commit: the note came
+    back by a commit after its tombstone's. The next sync says so (`revived`) and removes
+    the tombstone on both machines, never leaving the note alive beside it (docs/sync.md)."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Try the Bun runtime for scripts", T[0])
+    relpath = a.ok("show", note, "--json").json()["path"]
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    a.ok("forget", note, env={"MEMCTL_NOW": T[1]})
+    a.ok("sync")
+    b.ok("sync")
+    git(a.store, "checkout", "HEAD~1", "--", relpath)
+    git(a.store, "commit", "-qm", "hand: bring the note back")
+    report = a.ok("sync", "--json").json()
+    assert report["revived"] == [note] and report["pushed"]
+    b.ok("sync")
+    for cli in (a, b):
+        assert not (cli.store / ".tombstones" / f"{note}.md").exists()
+        assert body_of(cli, note) == "Try the Bun runtime for scripts"
+        assert cli.ok("health", "--json").json()["tombstoned_notes"] == []
+    assert memory_files(a.store) == memory_files(b.store)
+
+
+def test_a_forget_whose_tombstone_came_last_is_not_undone_by_sync(tmp_path, remote):
+    """The tombstone written after the note's last commit (a `forget` killed between its two
+    writes, docs/reliability.md): sync leaves both for a person to decide, health names them."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Keep me or not", T[0])
+    a.ok("sync", "--remote", remote)
+    (a.store / ".tombstones").mkdir(exist_ok=True)
+    (a.store / ".tombstones" / f"{note}.md").write_text(
+        f"---\nid: {note}\nupdated: {T[1]}\n---\nKeep me or not\n")
+    report = a.ok("sync", "--json").json()
+    assert report["revived"] == []
+    assert (a.store / ".tombstones" / f"{note}.md").exists()
+    assert [e["id"] for e in a.ok("health", "--json").json()["tombstoned_notes"]] == [note]

@@ -198,6 +198,14 @@ def _render(report: dict[str, Any]) -> None:
              [[e["path"], e["warning"]] for e in report["invalid_ids"]])
     _section(f"ids used by more than one file ({len(report['duplicate_ids'])})", ["id", "files"],
              [[e["id"], ", ".join(e["paths"])] for e in report["duplicate_ids"]])
+    _section(f"git conflict markers ({len(report['conflict_markers'])})", ["where", "problem"],
+             [[f"{e['path']}:{e['line']}", e["message"]] for e in report["conflict_markers"]])
+    _section(f"supersessions that lead nowhere ({len(report['supersession'])})",
+             ["id", "path", "problem"],
+             [[e["id"], e["path"], e["message"]] for e in report["supersession"]])
+    _section(f"live notes beside their tombstone ({len(report['tombstoned_notes'])})",
+             ["id", "path", "tombstone"],
+             [[e["id"], e["path"], e["tombstone"]] for e in report["tombstoned_notes"]])
     _section(f"folders memctl does not read ({len(report['ignored'])})", ["folder"],
              [[path] for path in report["ignored"]])
     _section(f"MEMORY.md over budget ({len(report['memory_over_budget'])})",

@@ -55,13 +55,13 @@ from memctl.disk.gitops import (
     run_git,
     run_git_binary,
 )
-from memctl.disk.layout import state_path
+from memctl.disk.layout import TOMBSTONE_DIR, state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import clashes, entry_for, kept_local
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
-from memctl.index.db import ParseError
+from memctl.index.db import ParseError, ensure_fresh
 from memctl.store import Store
 
 ATTEMPTS = 5
@@ -333,7 +333,9 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             # The local half still happens: `sync` is how a change left on disk gets
             # committed (docs/reliability.md), with a remote or without one.
             _refuse_names_not_utf8(root)
-            done = "; your local changes were committed" if commit_local_changes(store) else ""
+            committed = commit_local_changes(store)
+            done = "; your local changes were committed" \
+                if committed or revive_beside_tombstones(store) else ""
             raise MemctlError(f"the store has no git remote{done}; run `memctl sync --remote "
                               "URL` once to share it")
         branch = _branch(root)
@@ -341,6 +343,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         gitops.install_merge_driver(root)
         _refuse_names_not_utf8(root)
         report.committed = commit_local_changes(store)
+        report.revived.extend(revive_beside_tombstones(store))
         for attempt in range(1, attempts + 1):
             report.attempts = attempt
             fetched = run_git(root, "fetch", "-q", "origin",
@@ -524,6 +527,42 @@ def commit_local_changes(store: Store) -> str | None:
     if new != old and (old is not None or export_machine(store)["notes"]):
         atomic_write_bytes(counters_path, new)
     return store.commit("sync: local changes")
+
+
+def revive_beside_tombstones(store: Store) -> list[str]:
+    """Notes brought back beside their tombstone by a commit made after it (a person's
+    `git checkout OLD -- PATH`, `git commit`): the note stays, its tombstone is removed in one
+    commit, and the ids are returned for `revived`, as when an edit after a deletion wins a
+    merge (docs/sync.md). "After" is git's order: the last commit that touched the note
+    descends from the last that touched its tombstone. Anything else (the tombstone the
+    later one: a `forget` killed between its two writes; no order between them) is left as
+    it is, and `memctl health` lists it (docs/health.md)."""
+    root = Path(store.root)
+    try:
+        names = os.listdir(root / TOMBSTONE_DIR)
+    except OSError:
+        return []
+    ids = [name[:-3] for name in names if name.endswith(".md") and valid_id(name[:-3])]
+    if not ids:
+        return []
+    with ensure_fresh(store) as index:
+        alive = index.paths_of(ids)
+    revived: list[str] = []
+    for note_id, paths in sorted(alive.items()):
+        tombstone = f"{TOMBSTONE_DIR}/{note_id}.md"
+        if len(paths) != 1 or not (root / tombstone).is_file():
+            continue  # two files with the id: health names them; nothing decided here
+        tombstoned, brought_back = (
+            run_git(root, "log", "-1", "--format=%H", "--", path, check=False).stdout.strip()
+            for path in (tombstone, paths[0]))
+        if tombstoned and brought_back and tombstoned != brought_back \
+                and _is_ancestor(root, tombstoned, brought_back):
+            (root / tombstone).unlink()
+            revived.append(note_id)
+    if revived:
+        store.commit(f"sync: {', '.join(revived)} brought back after being forgotten; "
+                     "tombstone removed", [f"{TOMBSTONE_DIR}/{note_id}.md" for note_id in revived])
+    return revived
 
 
 # What git says when a file the fast-forward would write changed on disk (it writes nothing).

@@ -1234,6 +1234,22 @@ class Index:
                 found.setdefault(corrected, []).append(correction)
         return found
 
+    def paths_of(self, ids: Iterable[str], kinds: Iterable[str] = ("note", "archived")
+                 ) -> dict[str, list[str]]:
+        """The files holding each of these ids (exactly), by id: `sync` looks for notes
+        alive beside their tombstone with it (docs/sync.md)."""
+        wanted = list(dict.fromkeys(ids))
+        kind_list = list(kinds)
+        found: dict[str, list[str]] = {}
+        for start in range(0, len(wanted), 500):  # SQLite's limit on bound values
+            chunk = wanted[start:start + 500]
+            for note_id, path in self.conn.execute(
+                    f"SELECT d.id, d.path FROM docs d WHERE d.id IN ({', '.join('?' * len(chunk))})"
+                    f" AND d.kind IN ({', '.join('?' * len(kind_list))}) ORDER BY d.path",
+                    [*chunk, *kind_list]):
+                found.setdefault(note_id, []).append(path)
+        return found
+
     def parse_errors(self) -> list[ParseError]:
         """Files that do not parse now (each keeps its last good entry, if it had one)."""
         return [ParseError(path, line or 1, message, bool(kept)) for path, line, message, kept

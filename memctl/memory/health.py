@@ -24,6 +24,7 @@ from typing import Any
 
 from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import MemctlError
+from memctl.core.markers import conflict_markers
 from memctl.core.note import Note, note_from_parsed
 from memctl.core.noteformat import parse_file
 from memctl.core.secrets import mask_name, masked_title, scan
@@ -40,7 +41,9 @@ from memctl.disk.layout import (
     CONFLICT,
     CONFLICT_DIR,
     GLOBAL,
+    MEMORY,
     NOTE,
+    SCRATCHPAD,
     TOMBSTONE,
     TOMBSTONE_DIR,
     MemoryFile,
@@ -74,6 +77,9 @@ PROBLEM_SECTIONS = (
     ("templates", "note templates without {{text}} or unreadable"),
     ("invalid_ids", "notes whose id is not a valid id"),
     ("duplicate_ids", "ids used by more than one file"),
+    ("conflict_markers", "files with git conflict markers"),
+    ("supersession", "notes hidden by a supersession that leads nowhere"),
+    ("tombstoned_notes", "live notes beside their tombstone"),
 )
 
 
@@ -95,7 +101,14 @@ def _masked_title(title: str) -> str:
     return masked_title(title, 80)
 
 
-Read = tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]
+Read = tuple[list[Note], list[dict[str, Any]], list[dict[str, Any]], dict[str, int],
+             list[dict[str, Any]]]
+
+# The files a person reads as memory, where git's conflict markers would be served as text.
+MARKED_KINDS = (NOTE, ARCHIVED, MEMORY, SCRATCHPAD)
+MARKERS_MESSAGE = ("git conflict markers (<<<<<<<, =======, >>>>>>>) from this line: both "
+                   "sides are served as one text; keep the right one, delete the marker "
+                   "lines, then `memctl sync`")
 
 
 def _read_all(store: Store, alongside: Callable[[list[MemoryFile]], Any] = lambda files: None
@@ -118,12 +131,14 @@ def _read_all(store: Store, alongside: Callable[[list[MemoryFile]], Any] = lambd
     errors: list[dict[str, Any]] = []
     secrets: list[dict[str, Any]] = []
     sizes: dict[str, int] = {}
-    for more_notes, more_errors, more_secrets, more_sizes in read:  # in the walk's order
+    markers: list[dict[str, Any]] = []
+    for more_notes, more_errors, more_secrets, more_sizes, more_markers in read:  # walk order
         notes += more_notes
         errors += more_errors
         secrets += more_secrets
         sizes.update(more_sizes)
-    return (notes, errors, secrets, sizes), first
+        markers += more_markers
+    return (notes, errors, secrets, sizes, markers), first
 
 
 def _read_files(store: Store, files: list[MemoryFile]) -> Read:
@@ -131,6 +146,7 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
     errors: list[dict[str, Any]] = []
     secrets: list[dict[str, Any]] = []
     sizes: dict[str, int] = {}
+    markers: list[dict[str, Any]] = []
     folders: set[str] = set()  # each folder checked for a link once (StoreFiles.read_text)
     for memory_file in files:
         path = memory_file.relpath
@@ -153,6 +169,10 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
         for finding in scan(text):
             secrets.append({"path": mask_name(path), "line": finding.line,
                             "kind": finding.kind, "masked": finding.masked})
+        if memory_file.kind in MARKED_KINDS:
+            line = conflict_markers(text)
+            if line is not None:
+                markers.append({"path": path, "line": line, "message": MARKERS_MESSAGE})
         if memory_file.kind not in (NOTE, ARCHIVED):
             parsed = parse_file(text)
             if parsed.problem is not None and memory_file.kind not in ("tombstone", "conflict"):
@@ -178,7 +198,7 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
         note.type, note.status, note.project = (
             sys.intern(note.type), sys.intern(note.status), sys.intern(note.project))
         notes.append(note)
-    return notes, errors, secrets, sizes
+    return notes, errors, secrets, sizes, markers
 
 
 def _pairs(root: Path, notes: list[Note], moment: datetime, dup: float, similar: float,
@@ -479,11 +499,11 @@ def _read_walking(store: Store, files: list[MemoryFile], rest: Iterator[MemoryFi
                 start = int.from_bytes(record[4:8], "little")
                 end = start + int.from_bytes(record[8:], "little")
                 chunk = [MemoryFile(*each) for each in marshal.loads(walked[start:end])]
-                notes, errors, secrets, sizes = _read_files(store, chunk)
+                notes, errors, secrets, sizes, markers = _read_files(store, chunk)
                 # Plain values, as marshal takes them: half the time of pickling the notes
                 # here and of unpickling them there.
                 done[number] = marshal.dumps(([note.__dict__ for note in notes], errors,
-                                              secrets, sizes))
+                                              secrets, sizes, markers))
             else:
                 done[number] = _read_files(store, chunks[number])
 
@@ -512,8 +532,9 @@ def _read_walking(store: Store, files: list[MemoryFile], rest: Iterator[MemoryFi
             child.discard()
             raise
         for number, data in child.result().items():
-            fields, errors, secrets, sizes = marshal.loads(data)
-            done[number] = ([_note_of(each) for each in fields], errors, secrets, sizes)
+            fields, errors, secrets, sizes, markers = marshal.loads(data)
+            done[number] = ([_note_of(each) for each in fields], errors, secrets, sizes,
+                            markers)
     finally:
         if write_end >= 0:
             os.close(write_end)
@@ -656,7 +677,7 @@ def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
     settings = store.settings
     # A big store: a child reads while this process walks on and checks the index, then
     # finds and judges pairs while this one makes the rest of the report.
-    (notes, parse_errors, secrets, sizes), drift = _read_all(
+    (notes, parse_errors, secrets, sizes, markers), drift = _read_all(
         store, lambda files: _checked_index(store, files))
     duplicates, contradictions, pair_counts, sections = _pairs(
         store.root, notes, moment, settings.get("duplicates.merge_threshold"),
@@ -677,6 +698,7 @@ def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
                                key=lambda e: (e["path"], e["line"])),
         "field_warnings": sections["field_warnings"],
         "secrets": secrets,
+        "conflict_markers": markers,
         **sections["tail"],
         "index": drift,
         **sections["state"],
@@ -767,6 +789,9 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         paths_by_id.setdefault(note.id, []).append(note.path)
     duplicate_ids = [{"id": note_id, "paths": sorted(paths)}
                      for note_id, paths in sorted(paths_by_id.items()) if len(paths) > 1]
+    tombstoned = [{**_brief(note), "tombstone": f"{TOMBSTONE_DIR}/{note.id}.md",
+                   "message": TOMBSTONED_MESSAGE.format(id=note.id)}
+                  for note in notes if f"{TOMBSTONE_DIR}/{note.id}.md" in sizes]
     links, ignored, unnamed = _links_and_ignored(store)
     return {
         "head": {"totals": totals, "top_recalled": top, "unrecalled": unrecalled,
@@ -775,10 +800,59 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         "field_warnings": warnings,
         "tail": {"memory_over_budget": over, "conflicts": conflicts, "links": links,
                  "templates": template_problems(store), "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
-                 "ignored": ignored},
+                 "supersession": supersession_problems(notes),
+                 "tombstoned_notes": tombstoned, "ignored": ignored},
         "unnamed": unnamed,
         "state": {"git": git(), "watcher": _watcher_state(store)},
     }
+
+
+TOMBSTONED_MESSAGE = (
+    "its tombstone says it was forgotten, yet the note is back: `memctl sync` keeps it (and "
+    "removes the tombstone) when a commit after the tombstone's brought it back; to delete "
+    "it again, `memctl forget {id}`")
+
+
+def supersession_problems(notes: Sequence[Note]) -> list[dict[str, Any]]:
+    """Superseded notes whose `superseded_by` leads to no live note: it names no note
+    (`missing`), or the chain of superseded notes it starts comes back on itself (`cycle`,
+    each note of the loop listed). Such notes are hidden from `list`, `search` and `recall`
+    like any superseded note, and nothing replaces them (docs/lifecycle.md). One pass: each
+    note is followed once."""
+    by_id = {note.id.lower(): note for note in notes}
+
+    def next_of(note: Note) -> Note | None:
+        """The superseded note this one's `superseded_by` names, if it names one."""
+        target = by_id.get((note.superseded_by or "").lower())
+        return target if target is not None and target.status == "superseded" else None
+
+    found: list[dict[str, Any]] = []
+    done: set[str] = set()
+    for start in notes:
+        if start.status != "superseded" or not start.superseded_by:
+            continue
+        if start.superseded_by.lower() not in by_id:
+            found.append({**_brief(start), "superseded_by": start.superseded_by,
+                          "problem": "missing",
+                          "message": f"superseded by {start.superseded_by}, which is no note "
+                                     f"here: `memctl restore {start.id}` makes it active again"})
+        path: list[Note] = []
+        on_path: dict[str, int] = {}
+        note: Note | None = start
+        while note is not None and note.id not in done and note.id not in on_path:
+            on_path[note.id] = len(path)
+            path.append(note)
+            note = next_of(note)
+        if note is not None and note.id in on_path:  # this walk came back to itself
+            loop = path[on_path[note.id]:]
+            ids = ", ".join(each.id for each in loop)
+            for each in loop:
+                found.append({**_brief(each), "superseded_by": each.superseded_by,
+                              "problem": "cycle",
+                              "message": f"superseded in a loop ({ids}): each hides the other; "
+                                         f"`memctl restore ID` the one that stands"})
+        done.update(on_path)
+    return sorted(found, key=lambda e: (e["path"], e["problem"]))
 
 
 def _meanwhile(work: Callable[[], Any]) -> Callable[[], Any]:
@@ -979,6 +1053,15 @@ def to_markdown(report: dict[str, Any]) -> str:
     out += _table(["path", "problem"], [[e["path"], e["warning"]] for e in report["invalid_ids"]])
     out += ["## Ids used by more than one file", ""]
     out += _table(["id", "files"], [[e["id"], ", ".join(e["paths"])] for e in report["duplicate_ids"]])
+    out += ["## Git conflict markers", ""]
+    out += _table(["where", "problem"], [[f"{e['path']}:{e['line']}", e["message"]]
+                                         for e in report["conflict_markers"]])
+    out += ["## Supersessions that lead nowhere", ""]
+    out += _table(["id", "path", "problem"], [[e["id"], e["path"], e["message"]]
+                                              for e in report["supersession"]])
+    out += ["## Live notes beside their tombstone", ""]
+    out += _table(["id", "path", "tombstone"], [[e["id"], e["path"], e["tombstone"]]
+                                                for e in report["tombstoned_notes"]])
     out += ["## Folders memctl does not read", ""]
     out += _table(["folder"], [[path] for path in report["ignored"]])
     out += ["## Conflict copies", ""]

@@ -35,6 +35,7 @@ from typing import Any
 from memctl.core import arguments
 from memctl.core.clock import now, parse_time
 from memctl.core.errors import CLI, Front, MemctlError, NoteFormatError
+from memctl.core.markers import conflict_markers
 from memctl.core.secrets import scan
 from memctl.core.sections import parse_sections, strip_comments
 from memctl.core.similarity import compare, similar_pairs
@@ -85,6 +86,7 @@ class Candidate:
     corrects: str | None = None  # for a correction: the note it corrects
     corrected_by: list[str] = field(default_factory=list)  # live corrections of this note
     contradicts: list[str] = field(default_factory=list)  # notes of the block it may contradict
+    markers: int | None = None  # the line of git conflict markers left in its file
 
 
 @dataclass
@@ -100,6 +102,7 @@ class RecalledNote:
     date: str = ""  # YYYY-MM-DD of `updated` (else `created`)
     corrected_by: list[str] = field(default_factory=list)
     contradicts: list[str] = field(default_factory=list)
+    markers: int | None = None  # line of git conflict markers in its file (docs/health.md)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +117,7 @@ class RecalledNote:
             "reason": self.reason,
             "corrected_by": list(self.corrected_by),
             "contradicts": list(self.contradicts),
+            "conflict_markers": self.markers,
         }
 
 
@@ -304,6 +308,10 @@ def _note_line(note: RecalledNote, project: str) -> str:
              ] if note.contradicts else []
     if note.corrected_by:
         marks.append(f"corrected by {', '.join(f'`{other}`' for other in note.corrected_by)}")
+    if note.markers is not None:
+        # Both sides of a merge left in the file: neither is the note's word (docs/health.md).
+        marks.append(f"⚠ git conflict markers at {note.path}:{note.markers}: both sides shown,"
+                     " not settled")
     return (f"- `{note.id}` ({note.type}{where}{when}) {note.text}"
             + "".join(f" [{mark}]" for mark in marks))
 
@@ -382,6 +390,7 @@ def assemble(
                 candidate.date,
                 list(candidate.corrected_by),
                 list(candidate.contradicts),
+                candidate.markers,
             )
         )
     memory_shown = compact(memory_md) if memory_md else None
@@ -509,7 +518,8 @@ def _without_secrets(store: Store, readable: list[tuple[Candidate, str]]
                      ) -> tuple[list[tuple[Candidate, str]], int]:
     """The notes to show, and how many were left out because their file looks like it holds
     a secret: the scan `memctl health` runs (memctl.core.secrets, docs/security.md), since a
-    recall block goes into an agent's context and from there anywhere."""
+    recall block goes into an agent's context and from there anywhere. A note kept whose
+    file holds git conflict markers is marked with their line (`health` lists it too)."""
     kept = []
     for candidate, reason in readable:
         try:
@@ -517,6 +527,7 @@ def _without_secrets(store: Store, readable: list[tuple[Candidate, str]]
         except MemctlError:
             text = candidate.text  # unreadable now: what the block would show
         if not scan(text):
+            candidate.markers = conflict_markers(text)
             kept.append((candidate, reason))
     return kept, len(readable) - len(kept)
 
@@ -623,6 +634,12 @@ def recall(
     _mark_known_conflicts(store, [candidate for candidate, _ in readable], corrections)
     memory_text = _readable(lambda: project_memory.read_memory(store, project), warnings)
     scratch_text = _readable(lambda: scratchpad.read_scratch(store, project), warnings)
+    for text, path in ((memory_text, project_memory.memory_relpath(project)),
+                       (scratch_text, scratchpad.scratch_relpath(project))):
+        line = conflict_markers(text) if text else None
+        if line is not None:
+            warnings.append(f"{path}:{line}: git conflict markers: both sides are shown "
+                            "below, neither settled; keep one and delete the marker lines")
     view = project_memory.show(store, project) if memory_text is not None else None
     if view is not None and view.warning(wording):
         warnings.append(view.warning(wording))
