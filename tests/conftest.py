@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -207,6 +209,20 @@ def machine(tmp_path: Path, name: str, remote: str | None = None) -> Cli:
     cli = Cli(root)
     cli.ok("init", str(root), *(("--clone", remote) if remote else ()))
     return cli
+
+
+def advised(stderr: str) -> list[list[str]]:
+    """The git commands an error names as the way out, `(git -C … && git -C …)`: tests run
+    them as a person would, then see the store work again."""
+    found = re.search(r"\((git -C [^)]*)\)", stderr)
+    assert found, f"no git command named in: {stderr}"
+    return [shlex.split(part) for part in found.group(1).split(" && ")]
+
+
+def run_advice(stderr: str) -> None:
+    for command in advised(stderr):
+        assert "BRANCH" not in command, "a placeholder where the branch is known"
+        subprocess.run(command, check=True, capture_output=True, text=True)
 
 
 def edit(cli: Cli, note_id: str, body: str, now: str) -> None:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import Cli, edit, git, machine, tree_snapshot
+from conftest import Cli, advised, edit, git, machine, run_advice, tree_snapshot
 
 from memctl.disk.counters import record_access
 
@@ -135,14 +135,42 @@ def test_sync_refuses_to_push_a_branch_beside_the_one_the_remote_holds_the_store
     b = machine(tmp_path, "b")
     own = add(b, "Written on b before it met the remote", T[1])
     result = b("sync", "--remote", remote)
-    assert result.exit_code == 1 and "trunk" in result.stderr and "branch -m" in result.stderr
+    assert result.exit_code == 1 and "trunk" in result.stderr
+    assert [command[3:] for command in advised(result.stderr)] \
+        == [["branch", "-m", _branch(b), "trunk"]], "b has no trunk: renamed to it"
     assert git(Path(remote), "for-each-ref", "--format=%(refname:short)", "refs/heads/").split() \
         == ["trunk"], "nothing was pushed"
-    git(b.store, "branch", "-m", _branch(b), "trunk")
+    run_advice(result.stderr)
     b.ok("sync", "--remote", remote)
     a.ok("sync")
     assert body_of(b, note) == "Kept on the trunk branch"
     assert body_of(a, own) == "Written on b before it met the remote"
+
+
+def test_a_branch_the_remote_lacks_beside_the_store_branch_is_merged_into_it(tmp_path, remote):
+    """`git checkout -b exp` from the store's branch, a note, `sync`: the advice was to rename
+    exp to the store's branch, which git refuses while that branch exists ("a branch named
+    'master' already exists"; forcing it drops the branch's unpushed commits). Now it is to
+    switch to that branch and merge exp into it: run as given, the next sync pushes both the
+    note on exp and one on the store's branch not pushed yet."""
+    a = machine(tmp_path, "a")
+    add(a, "A note on the store's branch", T[0])
+    a.ok("sync", "--remote", remote)
+    home = _branch(a)
+    unpushed = add(a, "Committed on the store's branch, not pushed yet", T[1])
+    git(a.store, "checkout", "-q", "-b", "exp")
+    on_exp = add(a, "A note written on branch exp", T[2])
+    result = a("sync")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert [command[3:] for command in advised(result.stderr)] \
+        == [["switch", home], ["merge", "--no-edit", "exp"]]
+    run_advice(result.stderr)
+    assert a.ok("sync", "--json").json()["pushed"] is True
+    b = machine(tmp_path, "b", remote)
+    assert body_of(b, on_exp) == "A note written on branch exp"
+    assert body_of(b, unpushed) == "Committed on the store's branch, not pushed yet"
+    assert git(Path(remote), "for-each-ref", "--format=%(refname:short)", "refs/heads/").split() \
+        == [home], "no second branch on the remote"
 
 
 def test_sync_without_a_remote_is_an_error(tmp_path):

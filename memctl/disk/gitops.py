@@ -247,6 +247,67 @@ def operation_in_progress(root: Path) -> str | None:
     return None
 
 
+def head_detached(root: Path) -> bool:
+    """Is HEAD a commit rather than a branch (`git checkout HEAD~1`, a tag)? Read from
+    `.git/HEAD` itself, as the markers above are: no git process on every commit."""
+    try:
+        text = (Path(root) / ".git" / "HEAD").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False  # no repository (commit_all says so) or one git reads its own way
+    return not text.startswith("ref:")
+
+
+def commit_blocked(root: Path) -> bool:
+    """Whether `commit_refusal` refuses, without the git calls that name its way out (the
+    watcher asks on every tick)."""
+    return operation_in_progress(root) is not None or head_detached(root)
+
+
+def commit_refusal(root: Path) -> str | None:
+    """Why memctl must not commit in the store's repository now, one sentence naming the way
+    out; None when it may. Every memctl commit goes through `commit_all`, which asks this
+    (sync asks it first, the watcher waits, health reports it: docs/reliability.md). A commit
+    on a detached HEAD belongs to no branch: sync refused it, and checking the branch out
+    again, as sync advised, left it behind, seen by no command (tests/test_git_state.py)."""
+    busy = operation_in_progress(root)
+    if busy:
+        return (f"the store's git repository is in the middle of {busy}; finish or abort it "
+                f"(git -C {root} status), then run the command again")
+    if head_detached(root):
+        return (f"the store's git repository is not on a branch (detached HEAD), where a commit "
+                f"would belong to no branch; {way_back_to_branch(root)}, then run the command "
+                "again")
+    return None
+
+
+def way_back_to_branch(root: Path) -> str:
+    """The git command that puts a detached store back on its branch, losing nothing: the
+    branch is the one that tracks a remote (sync sets that), else the only one, else the one
+    checked out before HEAD was detached. Commits made on the detached HEAD are merged in."""
+    listed = run_git(root, "for-each-ref", "--format=%(refname:short)%00%(upstream)",
+                     "refs/heads/", check=False).stdout.splitlines()
+    branches = [line.split("\0")[0] for line in listed if line]
+    tracking = [line.split("\0")[0] for line in listed if line.split("\0")[1:2] != [""]]
+    previous = run_git(root, "rev-parse", "--symbolic-full-name", "@{-1}", check=False).stdout.strip()
+    previous = previous.removeprefix("refs/heads/") if previous.startswith("refs/heads/") else ""
+    if len(tracking) == 1:
+        branch = tracking[0]
+    elif len(branches) == 1:
+        branch = branches[0]
+    elif previous in branches:
+        branch = previous
+    else:
+        return (f"switch to the store's branch (git -C {root} switch BRANCH; its branches: "
+                f"{', '.join(branches[:5]) or 'none'})")
+    way = f"git -C {root} switch {shlex.quote(branch)}"  # pasted into a shell
+    here = run_git(root, "rev-parse", "--verify", "-q", "HEAD", check=False).stdout.strip()
+    if here and run_git(root, "merge-base", "--is-ancestor", here, f"refs/heads/{branch}",
+                        check=False).returncode != 0:
+        # Commits only this detached HEAD has (a person's): brought onto the branch.
+        way += f" && git -C {root} merge --no-edit {here[:12]}"
+    return f"switch back to the store's branch ({way})"
+
+
 def git_lock_files(root: Path) -> list[Path]:
     """Lock files git leaves when killed mid-command: the index, HEAD and the refs."""
     git_dir = Path(root) / ".git"
@@ -488,10 +549,9 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     if not is_repo(root):
         raise GitError(f"the store {root} has no git repository (.git is missing); run "
                        f"`memctl init {root}` to make one. {CHANGE_ON_DISK}.")
-    busy = operation_in_progress(root)
-    if busy:
-        raise GitError(f"the store's git repository is in the middle of {busy}; finish or abort it "
-                       f"(git -C {root} status), then run the command again. {CHANGE_ON_DISK}.")
+    refusal = commit_refusal(root)
+    if refusal:
+        raise GitError(f"{refusal}. {CHANGE_ON_DISK}.")
     crashed = crashed_holder(root)  # (settling the locks forgets it)
     settle_index_lock(root)
     finish_interrupted_move(root)  # before anything commits what a killed sync half wrote

@@ -16,6 +16,7 @@ import contextlib
 import glob
 import json
 import os
+import shlex
 import shutil
 import tempfile
 from collections import Counter
@@ -294,7 +295,7 @@ def _branch(root: Path) -> str:
     name = result.stdout.strip()
     if not name:
         raise MemctlError("the store's git repository is not on a branch (detached HEAD); "
-                          "check out a branch, then sync again")
+                          f"{gitops.way_back_to_branch(root)}, then sync again")
     return name
 
 
@@ -307,10 +308,11 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
     if remote and Path(remote).expanduser().exists():
         remote = str(Path(remote).expanduser().resolve())  # a local path must not depend on the cwd
     with store.lock("sync"), ExitStack() as on_failure:
-        busy = gitops.operation_in_progress(root)
-        if busy:
-            raise MemctlError(f"the store's git repository is in the middle of {busy}; finish or "
-                              f"abort it (git -C {root} status), then sync again")
+        # A merge or rebase under way, or a detached HEAD: refused before anything is written,
+        # as every commit refuses them (gitops.commit_refusal).
+        refusal = gitops.commit_refusal(root)
+        if refusal:
+            raise MemctlError(refusal)
         # Sync writes `.git/config` (the remote, the merge driver) before its first commit
         # settles git's locks: a sync killed mid-`git config` left `config.lock`, which
         # would fail every later sync (tests/test_reliability.py).
@@ -444,13 +446,23 @@ def _refuse_another_branch(root: Path, origin: str, branch: str, stores: list[st
     would start a second store beside theirs that no machine merges, each side never seeing
     the other's notes. Nothing is pushed; renaming this branch to theirs makes the next sync
     merge the two (docs/sync.md)."""
-    theirs = stores[0] if len(stores) == 1 else "BRANCH"
     listed = ", ".join(stores[:5]) + (" …" if len(stores) > 5 else "")
+    local = [name for name in stores if _has_commits(root, f"refs/heads/{name}")]
+    if local:
+        # This store has the remote's branch too (`git checkout -b exp` from it): renaming onto
+        # it fails, and forcing it would drop its unpushed commits. Merged into it, nothing goes.
+        # Branch names quoted: the remote's are untrusted, and a person pastes this into a shell.
+        theirs = shlex.quote(local[0]) if len(local) == 1 else "BRANCH"
+        way = (f"switch to this store's {theirs} and merge this branch into it (git -C {root} "
+               f"switch {theirs} && git -C {root} merge --no-edit {shlex.quote(branch)})")
+    else:
+        theirs = shlex.quote(stores[0]) if len(stores) == 1 else "BRANCH"
+        way = (f"rename this store's branch to the remote's (git -C {root} branch -m "
+               f"{shlex.quote(branch)} {theirs})")
     raise MemctlError(
         f"{origin} has no branch {branch}, this store's branch, but holds the store on "
-        f"{listed}; nothing was pushed (your changes are committed here): rename this store's "
-        f"branch to the remote's (git -C {root} branch -m {branch} {theirs}), then run the "
-        f"same `memctl sync` again, which merges the two")
+        f"{listed}; nothing was pushed (your changes are committed here): {way}, then run the "
+        f"same `memctl sync` again, which merges it with the remote's")
 
 
 def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:

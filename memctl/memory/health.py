@@ -625,8 +625,11 @@ def _indexed_stats(walked: list[MemoryFile]) -> dict[str, Stamp]:
 
 def _git_state(store: Store) -> dict[str, Any]:
     state: dict[str, Any] = {"branch": None, "head": None, "uncommitted": [], "remote": None,
-                             "upstream": None, "unpushed": None, "error": None}
+                             "upstream": None, "unpushed": None, "error": None, "blocked": None}
     try:
+        # What refuses every commit memctl would make (a detached HEAD, a rebase under way):
+        # each write says so, and the report must too (tests/test_git_state.py).
+        state["blocked"] = gitops.commit_refusal(store.root) if gitops.is_repo(store.root) else None
         state["head"] = gitops.head(store.root)
         branch = gitops.run_git(store.root, "rev-parse", "--abbrev-ref", "HEAD", check=False)
         state["branch"] = branch.stdout.strip() or None
@@ -638,7 +641,7 @@ def _git_state(store: Store) -> dict[str, Any]:
             state["upstream"] = upstream.stdout.strip()
             ahead = gitops.run_git(store.root, "rev-list", "--count", "@{u}..HEAD", check=False)
             state["unpushed"] = int(ahead.stdout.strip() or 0) if ahead.returncode == 0 else None
-        elif state["remote"] and state["head"]:
+        elif state["remote"] and state["head"] and not gitops.head_detached(store.root):
             # A remote but no upstream yet: nothing of this branch has been pushed.
             count = gitops.run_git(store.root, "rev-list", "--count", "HEAD", check=False)
             state["unpushed"] = int(count.stdout.strip() or 0) if count.returncode == 0 else None
@@ -943,8 +946,10 @@ def problems_of(report: dict[str, Any]) -> list[dict[str, Any]]:
         problems.append({"kind": "index_drift", "count": drifted,
                          "message": f"files that differ from the index: {drifted}"})
     git = report["git"]
-    if git["error"]:
-        problems.append({"kind": "git", "count": 1, "message": f"git: {git['error']}"})
+    failures = [text for text in (git["error"], git["blocked"]) if text]
+    if failures:
+        problems.append({"kind": "git", "count": len(failures),
+                         "message": f"git: {'; '.join(failures)}"})
     if git["uncommitted"]:
         problems.append({"kind": "uncommitted", "count": len(git["uncommitted"]),
                          "message": f"uncommitted changes in the store: {len(git['uncommitted'])}"})

@@ -516,8 +516,8 @@ class Watcher:
     def _maybe_commit(self, now: float) -> None:
         if not self._dirty or now - self._last_commit < self.commit_every:
             return
-        if self._git_busy() or gitops.operation_in_progress(self.root) is not None:
-            return  # never through a merge, a rebase or another git's index lock
+        if self._git_busy() or gitops.commit_blocked(self.root):
+            return  # never through a merge, a rebase, a detached HEAD or another git's index lock
         try:
             with store_lock(self.root, "watch --commit", timeout=0.2):
                 self._dirty, self._last_commit = False, now

@@ -1,0 +1,144 @@
+"""The store's git repository in a state where no commit may be made (a detached HEAD, a
+merge, rebase or cherry-pick under way): every write refuses to commit and leaves its
+change on disk, the way out it names works and loses nothing, and health reports the state
+(docs/reliability.md, docs/health.md)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import Cli, advised, git, machine, run_advice, run_memctl
+
+
+def titles(cli: Cli) -> list[str]:
+    return sorted(note["title"] for note in cli.ok("list", "--json").json())
+
+
+def head(cli: Cli) -> str:
+    return git(cli.store, "rev-parse", "HEAD").strip()
+
+
+def branch(cli: Cli) -> str:
+    return git(cli.store, "symbolic-ref", "--short", "HEAD").strip()
+
+
+def test_add_on_a_detached_head_commits_nothing_and_the_way_out_keeps_the_note(tmp_path, remote):
+    """`add` on a detached HEAD committed onto it with no word; `sync` then refused, and
+    checking out the branch as it advised left the note in no branch, seen by no command
+    (only the reflog had it). Now the add is refused, its file stays on disk, uncommitted,
+    the command it names puts the store back on its branch with the file, and `sync`
+    commits and pushes it."""
+    a = machine(tmp_path, "a")
+    a.ok("add", "First note: the API listens on 8080")
+    a.ok("add", "Second note: staging uses port 6543")
+    a.ok("sync", "--remote", remote)
+    home = branch(a)
+    git(a.store, "checkout", "-q", "HEAD~1")
+    before = head(a)
+    added = run_memctl("add", "Detached note: the CDN is Fastly", store=a.store)
+    assert added.exit_code == 1 and added.stderr.count("\n") == 1
+    assert added.stderr.startswith("error: ") and "detached HEAD" in added.stderr
+    assert "Your change is on disk" in added.stderr
+    assert [command[3:] for command in advised(added.stderr)] == [["switch", home]]
+    assert head(a) == before, "nothing was committed onto the detached HEAD"
+    assert git(a.store, "status", "--porcelain").startswith("?? "), "the note is on disk"
+    refused = a("sync")
+    assert refused.exit_code == 1 and f"switch {home}" in refused.stderr
+
+    run_advice(added.stderr)
+    assert branch(a) == home
+    assert "Detached note: the CDN is Fastly" in titles(a), "the file came along, uncommitted"
+    a.ok("sync")
+    assert git(a.store, "status", "--porcelain") == "", "sync committed it"
+    b = machine(tmp_path, "b", remote)
+    assert "Detached note: the CDN is Fastly" in titles(b)
+    assert "Fastly" in b.ok("search", "fastly").stdout
+
+
+@pytest.mark.parametrize("command", [["forget", "{id}"], ["supersede", "{id}", "{other}"],
+                                     ["project", "add", "decisions", "REST, not GraphQL"]])
+def test_no_write_command_commits_onto_a_detached_head(tmp_path, command):
+    """One check in the one place every commit goes through: each write says so."""
+    a = machine(tmp_path, "a")
+    note = a.ok("add", "Kept on the branch", "--json").json()["id"]
+    other = a.ok("add", "A second note", "--json").json()["id"]
+    git(a.store, "checkout", "-q", "--detach")
+    before = head(a)
+    result = a(*[part.format(id=note, other=other) for part in command])
+    assert result.exit_code == 1 and "detached HEAD" in result.stderr, result.stderr
+    assert head(a) == before
+
+
+def test_the_way_out_of_a_detached_head_brings_the_commits_only_it_has(tmp_path, remote):
+    """A person committed on the detached HEAD: switching back alone would leave that commit
+    behind, so the way out merges it too."""
+    a = machine(tmp_path, "a")
+    a.ok("add", "On the branch")
+    a.ok("sync", "--remote", remote)
+    git(a.store, "checkout", "-q", "--detach")
+    (a.store / "demo" / "notes").mkdir(parents=True, exist_ok=True)
+    (a.store / "demo" / "notes" / "by-hand.md").write_text("Committed by hand while detached\n")
+    git(a.store, "add", "-A")
+    git(a.store, "commit", "-qm", "by hand")
+    result = a("add", "Written while detached")
+    assert result.exit_code == 1 and "merge --no-edit" in result.stderr
+    run_advice(result.stderr)
+    a.ok("sync")
+    assert {"Committed by hand while detached", "Written while detached"} <= set(titles(a))
+    assert git(a.store, "status", "--porcelain") == ""
+    assert "by hand" in git(a.store, "log", "--format=%s", "origin/" + branch(a))
+
+
+def health_git(cli: Cli) -> tuple[dict, list[dict]]:
+    report = cli.ok("health", "--json").json()
+    return report["git"], [p for p in report["problems"] if p["kind"] == "git"]
+
+
+def test_health_reports_a_detached_head_as_a_git_problem(tmp_path, remote):
+    a = machine(tmp_path, "a")
+    a.ok("add", "A note")
+    a.ok("sync", "--remote", remote)
+    state, problems = health_git(a)
+    assert problems == [] and state["blocked"] is None
+    git(a.store, "checkout", "-q", "--detach")
+    state, problems = health_git(a)
+    assert state["branch"] == "HEAD" and "detached HEAD" in state["blocked"]
+    assert state["unpushed"] is None, "no branch, so nothing to count against its upstream"
+    assert len(problems) == 1 and problems[0]["count"] == 1
+    assert "detached HEAD" in problems[0]["message"] and "switch" in problems[0]["message"]
+    strict = a("health", "--strict")
+    assert strict.exit_code == 1 and "detached HEAD" in strict.stderr
+
+
+def _conflicting_branches(store: Path) -> None:
+    """`side` and the current branch each change `scratch.txt` its own way."""
+    (store / "scratch.txt").write_text("base\n")
+    git(store, "add", "scratch.txt")
+    git(store, "commit", "-qm", "base")
+    git(store, "branch", "side")
+    (store / "scratch.txt").write_text("ours\n")
+    git(store, "commit", "-qam", "ours")
+    git(store, "checkout", "-q", "side")
+    (store / "scratch.txt").write_text("theirs\n")
+    git(store, "commit", "-qam", "theirs")
+    git(store, "checkout", "-q", "-")
+
+
+@pytest.mark.parametrize("operation,what", [(["merge", "side"], "a merge"),
+                                            (["rebase", "side"], "a rebase"),
+                                            (["cherry-pick", "side"], "a cherry-pick")])
+def test_health_reports_a_git_operation_under_way(tmp_path, operation, what):
+    """Every write was refused in the middle of a merge or rebase, and health said nothing
+    of it (a rebase's detached HEAD is named as the rebase it is)."""
+    a = machine(tmp_path, "a")
+    a.ok("add", "A note")
+    _conflicting_branches(a.store)
+    stopped = subprocess.run(["git", "-C", str(a.store), *operation], capture_output=True)
+    assert stopped.returncode != 0, "git stopped at the conflict"
+    state, problems = health_git(a)
+    assert len(problems) == 1 and f"in the middle of {what}" in problems[0]["message"]
+    assert "detached" not in problems[0]["message"]
+    added = a("add", "Written meanwhile")
+    assert added.exit_code == 1 and f"in the middle of {what}" in added.stderr
