@@ -179,6 +179,25 @@ def test_a_note_deleted_by_hand_is_reported_as_deleted_by_the_import_that_remove
     assert "1 deleted" in git(desktop.store, "log", "-1", "--format=%s")
 
 
+def test_an_import_keeps_a_rename_made_here_and_takes_the_edit_the_bundle_brings(machines):
+    """The note was renamed here (`git mv`) and edited on the other machine: the import
+    takes the edit and keeps the new name, with nothing left at the old one (docs/sync.md).
+    A bundle carries no earlier paths; this store's history tells its own moves."""
+    laptop, desktop = machines
+    note = add(laptop, "Never push straight to main", T1)
+    transfer(laptop, desktop)
+    edit(desktop, note, "Never push straight to main or release", T2)
+    [old] = laptop.store.glob(f"demo/notes/fact/*-{note}.md")
+    git(laptop.store, "mv", old.relative_to(laptop.store).as_posix(), "demo/notes/fact/never-push.md")
+    git(laptop.store, "commit", "-qm", "hand: a shorter name")
+    report = transfer(desktop, laptop)
+    assert report["updated"] == [note] and report["conflicts"] == []
+    assert laptop.ok("show", note, "--json").json()["path"] == "demo/notes/fact/never-push.md"
+    assert body_of(laptop, note) == "Never push straight to main or release"
+    assert not old.exists() and not (laptop.store / ".conflicts").exists()
+    assert git(laptop.store, "status", "--porcelain") == ""
+
+
 @pytest.mark.parametrize("in_the_way", ["file for a folder", "folder for a file"])
 def test_an_import_that_meets_something_in_the_way_changes_nothing(machines, in_the_way):
     laptop, desktop = machines

@@ -20,7 +20,9 @@ from memctl.core.merge import (
     merge_counters,
     merge_key,
     merge_snapshots,
+    newer,
     one_side,
+    paths_from_base,
     seen_from_base,
 )
 
@@ -112,6 +114,20 @@ def test_only_one_side_changed_since_base_needs_no_conflict_copy():
     changed = note("a1", "changed", 5)  # even an older stamp: the other side did not move
     outcome = merge_key(base, changed, frozenset({base.oid}), frozenset({base.oid}))
     assert outcome.result == changed and outcome.copy is None
+
+
+def test_a_move_on_one_side_and_an_edit_on_the_other_are_both_kept():
+    """docs/sync.md: only one side changed the path, only the other the content: the merge
+    took the edit whole, its old path too, and the rename was undone without a word."""
+    base = note("a1", "base", 10)
+    moved = note("a1", "base", 10, path="p/notes/fact/shorter.md")
+    edited = note("a1", "edited", 20)
+    seen, paths = seen_from_base({base.key: base}), paths_from_base({base.key: base})
+    for ours, theirs in ((moved, edited), (edited, moved)):
+        result = merge_snapshots({ours.key: ours}, {theirs.key: theirs}, seen, seen, None,
+                                 paths, paths)
+        assert result.entries == {base.key: edited.with_data(edited.data, path=moved.path)}
+        assert result.conflicts == []
 
 
 def test_deleting_an_unchanged_note_wins_but_an_edit_beats_a_plain_delete():
@@ -311,6 +327,65 @@ def test_three_way_merge_takes_the_only_change(base, a, b):
             assert result.get(key) == right
         if right == old and left != old:
             assert result.get(key) == left
+
+
+BASE = note("a", "base", 0)
+MOVES = ["p/notes/fact/renamed.md", "q/notes/fact/n-a.md", "p/archive/fact/n-a.md"]
+
+
+@st.composite
+def changes(draw) -> tuple[Entry, bool, bool]:
+    """One side's version of BASE: its content edited or not, its file moved or not."""
+    edited = draw(st.booleans())
+    moved = draw(st.booleans())
+    path = draw(st.sampled_from(MOVES)) if moved else BASE.path
+    if not edited:
+        return BASE.with_data(BASE.data, path=path), False, moved
+    body = draw(st.sampled_from(["left", "right", "both"]))
+    version = note("a", body, draw(st.integers(0, 6)), stamped=draw(st.booleans()), path=path)
+    return version, version.oid != BASE.oid, moved
+
+
+@settings(max_examples=300, deadline=None)
+@given(changes(), changes())
+def test_a_path_merges_three_way_and_no_content_is_lost(left, right):
+    """docs/sync.md ("How a merge decides"): the path is merged against the base apart from
+    the content. One live file per id; at the moved path when only one side moved it (unless
+    the move came with an edit that lost); the newest content; every losing content kept."""
+    (a, a_edited, a_moved), (b, b_edited, b_moved) = left, right
+    seen, paths = seen_from_base({BASE.key: BASE}), paths_from_base({BASE.key: BASE})
+    result = merge_snapshots({a.key: a}, {b.key: b}, seen, seen, None, paths, paths)
+    swapped = merge_snapshots({b.key: b}, {a.key: a}, seen, seen, None, paths, paths)
+    live_files = [e for e in result.entries.values() if e.kind != "conflict"]
+    assert [e.key for e in live_files] == [BASE.key], "exactly one live file per id"
+    assert len({e.path for e in result.entries.values()}) == len(result.entries)
+    kept = result.entries[BASE.key]
+    if a_edited and b_edited:
+        winner = newer(a, b)
+    else:
+        winner = a if a_edited else b
+    assert kept.data == winner.data, "the newest content (the only change, if one)"
+    loser = b if winner is a else a
+    copies = {copy.data for copy in result.conflicts}
+    if a_edited and b_edited and content_of(a) != content_of(b):
+        assert copies == {loser.data}, "the losing content is a conflict copy"
+    else:
+        assert copies == set()
+    if a_moved != b_moved:
+        mover, other_edited = (a, b_edited) if a_moved else (b, a_edited)
+        mover_edited = a_edited if a_moved else b_edited
+        if not mover_edited or not other_edited or mover.oid == winner.oid:
+            assert kept.path == mover.path, "a move made on one side only is kept"
+        else:
+            assert kept.path == BASE.path, "a move goes with its edit, which lost"
+    elif not a_moved:
+        assert kept.path == BASE.path
+    elif a.oid != b.oid:
+        assert kept.path == winner.path, "both moved: the winner's path"
+    else:
+        assert kept.path in (a.path, b.path)
+    if a.oid != b.oid or a.path == b.path:
+        assert swapped.entries == result.entries, "every machine reaches the same answer"
 
 
 # --- a state machine over simulated machines ------------------------------------------------

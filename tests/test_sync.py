@@ -506,6 +506,71 @@ def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):
     assert a("log", "0000000000000000").exit_code == 1
 
 
+def files_with_id(root: Path, note_id: str) -> list[str]:
+    """Every live file (not a conflict copy) that holds the note with this id."""
+    return sorted(p for p, data in memory_files(root).items()
+                  if not p.startswith(".conflicts/") and f"id: {note_id}\n".encode() in data)
+
+
+@pytest.mark.parametrize("target", ["demo/notes/fact/shorter-name.md", "other/notes/fact/moved.md"])
+@pytest.mark.parametrize("mover_syncs_last", [True, False])
+def test_a_note_moved_on_one_machine_and_edited_on_the_other_keeps_the_move_and_the_edit(
+        tmp_path, remote, target, mover_syncs_last):
+    """Only one machine moved the file (a rename with `git mv`, a move to another project)
+    and only the other edited it: both changes are taken (docs/sync.md, "How a merge
+    decides"). The merge took the newer edit's path with its content and put the file back
+    at its old name, silently."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Never push straight to main", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    [old] = files_with_id(a.store, note)
+
+    def move() -> None:
+        (a.store / target).parent.mkdir(parents=True, exist_ok=True)
+        git(a.store, "mv", old, target)
+        git(a.store, "commit", "-qm", "hand: a shorter name")
+
+    if mover_syncs_last:
+        edit(b, note, "Never push straight to main or release", T[1])
+        b.ok("sync")
+        move()
+        report = a.ok("sync", "--json").json()
+    else:
+        move()
+        a.ok("sync")
+        edit(b, note, "Never push straight to main or release", T[1])
+        report = b.ok("sync", "--json").json()
+    assert report["conflicts"] == []
+    a.ok("sync")
+    b.ok("sync")
+    for cli in (a, b):
+        assert files_with_id(cli.store, note) == [target], "one file, where it was moved to"
+        assert body_of(cli, note) == "Never push straight to main or release"
+        assert not (cli.store / ".conflicts").exists()
+        assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_an_archiving_that_loses_to_a_later_edit_loses_its_move_too(tmp_path, remote):
+    """Archiving moves the file and changes its status in one change: a later edit elsewhere
+    wins over it as a whole (docs/lifecycle.md), the note stays where the edit has it, and
+    the archived version is the conflict copy. A move that came with an edit goes with it."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Archived on one machine, edited later on the other", T[0])
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    [old] = files_with_id(a.store, note)
+    a.ok("archive", env={"MEMCTL_NOW": "2027-12-01T00:00:00.000Z"})
+    assert "/archive/" in a.ok("show", note, "--json").json()["path"]
+    a.ok("sync", env={"MEMCTL_NOW": "2027-12-01T00:00:00.000Z"})
+    edit(b, note, "Still in use", "2027-12-02T00:00:00.000Z")
+    report = b.ok("sync", "--json", env={"MEMCTL_NOW": "2027-12-02T00:00:00.000Z"}).json()
+    [copy] = report["conflicts"]
+    assert "/archive/" in copy
+    assert files_with_id(b.store, note) == [old]
+    assert body_of(b, note) == "Still in use"
+
+
 # --- the state machine on real stores (slow: every step is a real command) --------------------
 
 from hypothesis import HealthCheck, settings  # noqa: E402

@@ -16,6 +16,9 @@ The rules (docs/sync.md explains them for users):
   conflict copy unless it is a tombstone or differs from the winner only in its stamp.
 - A side that does not have a key either never had it (the other side's version is taken)
   or deleted it (the other side's version is in its history: it stays deleted).
+- The path of a note both sides have is merged three-way, apart from its content: a side
+  that only moved the file keeps its path whatever content wins; a move that came with an
+  edit goes with it; when both moved it, the winner's path (`_kept_path`).
 - Access counter files merge by taking, per note, the larger count and the later time.
 - The same id with two different `created` times is two notes that happen to share an id:
   both are kept, and the later-created one gets a new id derived from (id, created), so
@@ -28,7 +31,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from memctl.core.clock import format_time, parse_time
@@ -287,10 +290,49 @@ def conflict_copy(loser: Entry) -> Entry:
 
 def merge_key(ours: Entry | None, theirs: Entry | None,
               seen_ours: frozenset[str] = frozenset(),
-              seen_theirs: frozenset[str] = frozenset(), horizon: int | None = None) -> Outcome:
+              seen_theirs: frozenset[str] = frozenset(), horizon: int | None = None,
+              paths_ours: frozenset[str] = frozenset(),
+              paths_theirs: frozenset[str] = frozenset()) -> Outcome:
     """Merge one key. `seen_*` are the versions (git blob ids) each side had before its
     current one: its history, or just the merge base. `horizon` (`future_horizon`) caps the
-    times versions claim."""
+    times versions claim. `paths_*` are the paths each side's note had before (the merge
+    base's path, or this store's history): they tell which side moved the file
+    (`_kept_path`)."""
+    outcome = _merge_versions(ours, theirs, seen_ours, seen_theirs, horizon)
+    result = outcome.result
+    if result is None or ours is None or theirs is None or ours.path == theirs.path \
+            or not MergeKey(result.key).is_id or ours.is_tombstone or theirs.is_tombstone:
+        return outcome
+    path = _kept_path(ours, theirs, result, seen_ours, seen_theirs, paths_ours, paths_theirs)
+    if path == result.path:
+        return outcome
+    return replace(outcome, result=result.with_data(result.data, path=path))
+
+
+def _kept_path(ours: Entry, theirs: Entry, result: Entry, seen_ours: frozenset[str],
+               seen_theirs: frozenset[str], paths_ours: frozenset[str],
+               paths_theirs: frozenset[str]) -> str:
+    """Where a note both sides have, at two paths, is kept: the path is merged three-way.
+    A side whose note sits where the other side's note used to be did not move it; the other
+    side did. A side that only moved the file (its content is one the other side had
+    before) keeps its new path whatever content wins: a rename by hand or a move to another
+    project is never undone by an edit made elsewhere (docs/sync.md, tests/test_merge.py).
+    A move that came with an edit of its own goes with that edit: if the edit loses, so
+    does the move (an archiving, which moves the file and changes its status, loses to a
+    later edit as a whole, and the losing version, at its path, is the conflict copy). When
+    both moved it, or nothing tells who did, the winner's path is kept."""
+    ours_moved = theirs.path in paths_ours and ours.path not in paths_theirs
+    theirs_moved = ours.path in paths_theirs and theirs.path not in paths_ours
+    if ours_moved and (result.oid == ours.oid or ours.oid in seen_theirs):
+        return ours.path
+    if theirs_moved and (result.oid == theirs.oid or theirs.oid in seen_ours):
+        return theirs.path
+    return result.path
+
+
+def _merge_versions(ours: Entry | None, theirs: Entry | None, seen_ours: frozenset[str],
+                    seen_theirs: frozenset[str], horizon: int | None) -> Outcome:
+    """Which version's content wins (`merge_key` then settles its path)."""
     if theirs is None:
         if ours is not None and ours.oid in seen_theirs:
             return Outcome(None, "theirs")  # they deleted what we still have unchanged
@@ -327,11 +369,15 @@ def merge_key(ours: Entry | None, theirs: Entry | None,
 
 def merge_snapshots(ours: Mapping[str, Entry], theirs: Mapping[str, Entry],
                     seen_ours: Seen | None = None, seen_theirs: Seen | None = None,
-                    horizon: int | None = None) -> MergeResult:
+                    horizon: int | None = None, paths_ours: Seen | None = None,
+                    paths_theirs: Seen | None = None) -> MergeResult:
     """Merge two whole sets of entries (key -> entry). Symmetric: swapping the sides gives
-    the same entries (only the `taken` labels swap)."""
+    the same entries (only the `taken` labels swap). `paths_*`: key -> the paths each side
+    had for it before (`paths_from_base`), so a note moved on one side only stays moved."""
     seen_ours = seen_ours or {}
     seen_theirs = seen_theirs or {}
+    paths_ours = paths_ours or {}
+    paths_theirs = paths_theirs or {}
     mine, other = dict(ours), dict(theirs)
     renamed = _split_collisions(mine, other)
     empty: frozenset[str] = frozenset()
@@ -340,7 +386,8 @@ def merge_snapshots(ours: Mapping[str, Entry], theirs: Mapping[str, Entry],
     conflicts: list[Entry] = []
     for key in sorted(set(mine) | set(other)):
         outcome = merge_key(mine.get(key), other.get(key),
-                            seen_ours.get(key, empty), seen_theirs.get(key, empty), horizon)
+                            seen_ours.get(key, empty), seen_theirs.get(key, empty), horizon,
+                            paths_ours.get(key, empty), paths_theirs.get(key, empty))
         outcomes[key] = outcome
         if outcome.result is not None:
             entries[key] = outcome.result
@@ -359,6 +406,11 @@ def merge_snapshots(ours: Mapping[str, Entry], theirs: Mapping[str, Entry],
 def seen_from_base(base: Mapping[str, Entry]) -> dict[str, frozenset[str]]:
     """For a three-way merge: each side has moved past the base version of every key."""
     return {key: frozenset({entry.oid}) for key, entry in base.items()}
+
+
+def paths_from_base(base: Mapping[str, Entry]) -> dict[str, frozenset[str]]:
+    """For a three-way merge: each side had every key at its base path."""
+    return {key: frozenset({entry.path}) for key, entry in base.items()}
 
 
 def seen_from_history(pairs: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:

@@ -52,6 +52,7 @@ class History:
     # (path, blob id) -> the earliest commit time (epoch seconds) that had it
     first_time: dict[tuple[str, str], int] = field(default_factory=dict)
     last_path: dict[str, str] = field(default_factory=dict)  # key -> its newest path
+    paths: dict[str, set[str]] = field(default_factory=dict)  # key -> every path it had
 
 
 @dataclass
@@ -60,6 +61,9 @@ class Snapshot:
     entries: dict[str, Entry]  # key -> entry
     disk_oid: dict[str, str]  # path -> blob id of the bytes on disk
     seen: dict[str, frozenset[str]]
+    # key -> the paths its note had in this store's history: a move made here is kept by an
+    # import whose bundle brings an edit (docs/sync.md)
+    paths: dict[str, frozenset[str]] = field(default_factory=dict)
     normalized: list[str] = field(default_factory=list)  # hand edits stamped in memory
     # keys this store had and no longer has (removed without a tombstone) -> (path, blob ids):
     # a bundle carries them so the removal reaches the other machine
@@ -189,6 +193,7 @@ def scan_history(root: Path, revs: Iterable[str] = ("HEAD",),
                 if key is not None:
                     history.seen.setdefault(key, set()).add(oid)
                     history.last_path.setdefault(key, path)
+                    history.paths.setdefault(key, set()).add(path)
             if parts[3] != null:
                 slot = (path, parts[3])
                 if when < history.first_time.get(slot, when + 1):
@@ -287,10 +292,12 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
         add_entry(entries, entry_for(path, data, fallback))
         files[path] = BundleFile(path, data, fallback)
     seen: dict[str, set[str]] = {key: set(oids) for key, oids in history.seen.items()}
+    paths: dict[str, set[str]] = {key: set(found) for key, found in history.paths.items()}
     for entry in entries.values():
         alias = history_key(entry.path)
         if alias and alias != entry.key:
             seen.setdefault(entry.key, set()).update(history.seen.get(alias, ()))
+            paths.setdefault(entry.key, set()).update(history.paths.get(alias, ()))
     frozen = {key: frozenset(oids) for key, oids in seen.items()}
     for entry in entries.values():
         oids = sorted(frozen.get(entry.key, frozenset()) - {entry.oid})[:HISTORY_LIMIT]
@@ -299,6 +306,7 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
     removed = {key: (history.last_path.get(key, key_name(key)), tuple(sorted(oids))[:HISTORY_LIMIT])
                for key, oids in frozen.items() if key not in entries and key in history.last_path}
     return Snapshot(files=files, entries=entries, disk_oid=disk_oid, seen=frozen,
+                    paths={key: frozenset(found) for key, found in paths.items()},
                     normalized=normalized, removed=removed)
 
 

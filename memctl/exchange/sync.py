@@ -42,6 +42,7 @@ from memctl.core.merge import (
     merge_key,
     merge_snapshots,
     one_side,
+    paths_from_base,
     seen_from_base,
 )
 from memctl.core.secrets import carried
@@ -826,8 +827,8 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
         return entries
 
     mine, other, common = side_entries("ours"), side_entries("theirs"), side_entries("base")
-    seen = seen_from_base(common)
-    result = merge_snapshots(mine, other, seen, seen, future_horizon(latest_now()))
+    seen, paths = seen_from_base(common), paths_from_base(common)
+    result = merge_snapshots(mine, other, seen, seen, future_horizon(latest_now()), paths, paths)
     renames.update(result.renamed.items())
     report.renamed.extend({"id": old_id, "to": new_id, "path": result.entries[
         MergeKey.for_id(new_id)].path} for old_id, new_id in sorted(renames)

@@ -369,7 +369,8 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
             seen_in[key] = oids
             removed_there.add(key)
     horizon = future_horizon(latest_now())
-    result = merge_snapshots(local.entries, incoming, local.seen, seen_in, horizon)
+    # A bundle carries no earlier paths: only a move made in this store is known as one.
+    result = merge_snapshots(local.entries, incoming, local.seen, seen_in, horizon, local.paths)
     report = ImportReport(source=bundle.source)
     report.held_back = _held_back(local, guarded, guarded_removed, bundle, horizon)
     renames = {(key_name(before.key), key_name(after.key)) for before, after in moved}
