@@ -1,7 +1,18 @@
 """The store lock: one writer at a time around multi-file changes and git commits.
 
-An flock on `.memctl/lock` (released by the kernel when a process dies, so a crash never
-leaves the store locked), plus `lock.info` naming the holder for a clear timeout message.
+An flock on the store's own folder, then one on `.memctl/lock` (both released by the kernel
+when a process dies, so a crash never leaves the store locked), plus `lock.info` naming the
+holder for a clear timeout message.
+
+Why two: `.memctl/` may be deleted at any time (docs/reliability.md, "How to recover"). A
+holder's flock then sits on a file nobody can open any more, and the next command would lock
+the new `.memctl/lock` while the holder still writes: two commits racing for HEAD, and the
+newcomer taking the live holder's `lock.info` for a dead one's and removing its temp files.
+The store folder cannot be deleted under a running command without deleting the store, so a
+newcomer waits on it for the holder whatever happened to `.memctl/`. `.memctl/lock` stays the
+lock where a folder cannot be flocked (some network filesystems) and for a memctl of an older
+version running at the same time; a lock on it is kept only once the file locked is still the
+one at that path (tests/test_store_lock.py).
 
 A holder removes `lock.info` before it lets go, so finding one on taking the lock means the
 last holder was killed while holding it. It is kept as `lock.crashed` (with the time it was
@@ -89,47 +100,119 @@ def store_lock(store_root: Path, what: str = "", timeout: float | None = None) -
         timeout = _timeout_setting()
     state_dir = state_path(store_root)
     _make_state_dir(state_dir)
-    lock_path = state_dir / "lock"
     info_path = state_dir / "lock.info"
+    deadline = time.monotonic() + timeout
+    folder_fd = _lock_store_folder(state_dir.parent, deadline, timeout, info_path)
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+        fd = _lock_file_at(state_dir, deadline, timeout, info_path)
+        try:
+            _note_previous_holder(info_path)
+            _write_info(info_path, {
+                "pid": os.getpid(),
+                "command": what or " ".join(sys.argv[1:3]),
+                "since": time.time(),
+            })
+            try:
+                yield
+            finally:
+                try:
+                    info_path.unlink()
+                except OSError:
+                    pass
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    finally:
+        if folder_fd is not None:
+            os.close(folder_fd)  # (closing lets go of its flock)
+
+
+def _lock_store_folder(root: Path, deadline: float, timeout: float, info_path: Path) -> int | None:
+    """The flock on the store folder itself, which deleting `.memctl/` cannot take away from
+    a running holder. None where the folder cannot be opened or flocked (some network
+    filesystems refuse a lock on a folder): `.memctl/lock` alone is the lock there."""
+    try:
+        fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        _wait_for_flock(fd, deadline, timeout, info_path)
+    except OSError:  # (not LockTimeout: a MemctlError)
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lock_file_at(state_dir: Path, deadline: float, timeout: float, info_path: Path) -> int:
+    """An open descriptor of `.memctl/lock`, flocked, and still the file at that path. A lock
+    taken on a file that was deleted (or replaced) meanwhile locks nothing anyone else will
+    open: let it go and lock the file there now, made again if it is gone."""
+    lock_path = state_dir / "lock"
+    vanished = 0
+    while True:
+        _make_state_dir(state_dir)
+        try:
+            fd = _open_lock_file(lock_path, state_dir.parent, retry_missing=vanished < 100)
+        except _FolderGone:
+            vanished += 1  # deleted again between making it and opening the file in it
+            continue
+        try:
+            _wait_for_flock(fd, deadline, timeout, info_path)
+            if _is_file_at(fd, lock_path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def _open_lock_file(lock_path: Path, store_root: Path, *, retry_missing: bool) -> int:
+    try:
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                       _FILE_MODE)
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise ReadOnlyStore(
                 f"the store {store_root} is read-only for you ({exc.strerror}: {lock_path}); "
                 "memctl can read it but not change it: check the folder's permissions") from None
+        if exc.errno == errno.ENOENT and retry_missing:
+            # (Not "is the folder there now?": another command may have made it again since.)
+            raise _FolderGone from None
         raise state_file_error(lock_path, exc) from None
-    try:
-        deadline = time.monotonic() + timeout
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockTimeout(
-                        f"the store is locked by {_describe_holder(info_path)} for more than "
-                        f"{timeout:.0f} s; wait for it to finish (or stop it) and try again"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        _note_previous_holder(info_path)
-        _write_info(info_path, {
-            "pid": os.getpid(),
-            "command": what or " ".join(sys.argv[1:3]),
-            "since": time.time(),
-        })
+
+
+class _FolderGone(Exception):
+    """`.memctl/` was deleted between making it and opening the lock file in it."""
+
+
+def _wait_for_flock(fd: int, deadline: float, timeout: float, info_path: Path) -> None:
+    delay = 0.005
+    while True:
         try:
-            yield
-        finally:
-            try:
-                info_path.unlink()
-            except OSError:
-                pass
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise LockTimeout(
+                    f"the store is locked by {_describe_holder(info_path)} for more than "
+                    f"{timeout:.0f} s; wait for it to finish (or stop it) and try again"
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
+def _is_file_at(fd: int, path: Path) -> bool:
+    """Is the open file `fd` the one at `path` now (not deleted, not replaced)?"""
+    try:
+        on_disk = os.stat(path)
+    except OSError:
+        return False
+    ours = os.fstat(fd)
+    return (on_disk.st_dev, on_disk.st_ino) == (ours.st_dev, ours.st_ino)
 
 
 def _timeout_setting() -> float:
@@ -170,8 +253,34 @@ def _note_previous_holder(info_path: Path) -> None:
         info = {}
     if info.get("pid") == os.getpid():
         return  # our own, from an earlier acquisition whose cleanup failed
+    if is_alive(info.get("pid")):
+        # Not a dead holder's record (its pid was reused, or a holder of a lock file deleted
+        # under it still runs): treating it as one would remove a live writer's temp files
+        # and git locks. A dead memctl's debris is then left to the age rule of gitops.
+        return
     info["found"] = time.time()
     _write_info(info_path.with_name(CRASHED_FILE), info)
+
+
+def is_alive(pid: object) -> bool:
+    """Does process `pid` run on this machine (a zombie, killed and not yet waited for,
+    does not)? A pid that is not a positive number is no process."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rpartition(b")")[2].split()[:1]
+    except OSError:
+        return True  # no /proc (macOS): kill's answer stands
+    return state not in ([b"Z"], [b"X"])
 
 
 def _write_info(info_path: Path, info: dict[str, Any]) -> None:
