@@ -41,6 +41,9 @@ def test_add_on_a_detached_head_commits_nothing_and_the_way_out_keeps_the_note(t
     assert added.exit_code == 1 and added.stderr.count("\n") == 1
     assert added.stderr.startswith("error: ") and "detached HEAD" in added.stderr
     assert "Your change is on disk" in added.stderr
+    # Run again, `add` would make a second note: the error names what commits this one.
+    assert "`memctl sync` commits the change" in added.stderr
+    assert "run the command again" not in added.stderr
     assert [command[3:] for command in advised(added.stderr)] == [["switch", home]]
     assert head(a) == before, "nothing was committed onto the detached HEAD"
     assert git(a.store, "status", "--porcelain").startswith("?? "), "the note is on disk"
@@ -142,3 +145,20 @@ def test_health_reports_a_git_operation_under_way(tmp_path, operation, what):
     assert "detached" not in problems[0]["message"]
     added = a("add", "Written meanwhile")
     assert added.exit_code == 1 and f"in the middle of {what}" in added.stderr
+
+
+def test_a_store_whose_git_folder_is_elsewhere_refuses_a_detached_head_too(tmp_path):
+    """A store in a linked worktree (`.git` is a file naming git's folder, as with
+    `--separate-git-dir` or a submodule) is checked where git keeps its HEAD: a detached
+    HEAD there refuses the commit and health reports it, as in any store."""
+    main = machine(tmp_path, "main")
+    main.ok("add", "First note: the API listens on 8080")
+    linked = tmp_path / "linked"
+    git(main.store, "worktree", "add", "-q", "--detach", str(linked), "HEAD")
+    assert (linked / ".git").is_file()
+    before = git(linked, "rev-parse", "HEAD").strip()
+    added = run_memctl("add", "Written on a detached worktree", store=linked)
+    assert added.exit_code == 1 and "detached HEAD" in added.stderr, added.stderr
+    assert git(linked, "rev-parse", "HEAD").strip() == before
+    report = run_memctl("health", "--json", store=linked).json()
+    assert report["git"]["blocked"] and "detached HEAD" in report["git"]["blocked"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,23 @@ def test_a_served_store_reads_memctl_toml_replaced_keeping_size_and_mtime(
     os.utime(settings, ns=(OLD_TIME, OLD_TIME))
     served.check()
     assert served.store.settings.get("recall.max_notes") == 2
+
+
+@pytest.mark.parametrize("change", ["chmod", "touch"])
+def test_health_reports_no_drift_for_a_file_whose_stamp_alone_changed(store_path: Path,
+                                                                       change: str) -> None:
+    """A chmod (a new ctime) or a touch (a new mtime) leaves the bytes as indexed: health's
+    own update stamps the file anew, and what it reports as drift, what still differs after
+    that update, is nothing (docs/health.md)."""
+    note = _store_with_note(store_path)
+    time.sleep(2.1)  # past RACY_NS: the stamps recorded now are trusted ones
+    ensure_fresh(store_path).close()
+    if change == "chmod":
+        os.chmod(note, 0o600)
+    else:
+        os.utime(note)
+    result = run_memctl("health", "--json", store=store_path, project=None)
+    assert result.stdout, (result.exit_code, result.stderr)
+    index = json.loads(result.stdout)["index"]
+    assert index["changed_since_last_update"] == 1
+    assert (index["drifted"], index["drift"]["stale"]) == (0, [])

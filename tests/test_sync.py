@@ -943,6 +943,23 @@ def test_a_note_brought_back_by_hand_after_its_forget_is_revived_and_its_tombsto
     assert memory_files(a.store) == memory_files(b.store)
 
 
+def test_a_sync_with_no_remote_commits_local_changes_and_revives_at_once(tmp_path):
+    """With no remote, sync still does its local half (docs/reliability.md): the changes left
+    on disk are committed and a note brought back beside its tombstone is revived, both in
+    the same run."""
+    a = machine(tmp_path, "a")
+    note = add(a, "Try the Bun runtime for scripts", T[0])
+    relpath = a.ok("show", note, "--json").json()["path"]
+    a.ok("forget", note, env={"MEMCTL_NOW": T[1]})
+    git(a.store, "checkout", "HEAD~1", "--", relpath)
+    git(a.store, "commit", "-qm", "hand: bring the note back")
+    (a.store / "demo" / "notes" / "fact" / "by-hand.md").write_text("Written by hand\n")
+    refused = a("sync")
+    assert refused.exit_code == 1 and "your local changes were committed" in refused.stderr
+    assert git(a.store, "status", "--porcelain") == ""
+    assert not (a.store / ".tombstones" / f"{note}.md").exists()
+
+
 def test_a_forget_whose_tombstone_came_last_is_not_undone_by_sync(tmp_path, remote):
     """The tombstone written after the note's last commit (a `forget` killed between its two
     writes, docs/reliability.md): sync leaves both for a person to decide, health names them."""

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from memctl.core.clock import now
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, cmd
 from memctl.core.ids import valid_id
 from memctl.core.note import derive_id
 from memctl.core.noteformat import parse_text
@@ -235,9 +235,24 @@ def init_repo(root: Path) -> None:
     run_git(root, "init", "-q")
 
 
+def repository_folder(root: Path) -> Path:
+    """The folder of git's own files for the store at `root`: `.git`, or where a `.git`
+    file points (`gitdir: PATH`: a linked worktree, `git init --separate-git-dir`, a
+    submodule), so the checks below read the HEAD and markers git itself reads."""
+    dot_git = Path(root) / ".git"
+    if dot_git.is_file():
+        try:
+            text = dot_git.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return dot_git
+        if text.startswith("gitdir:"):
+            return (Path(root) / text[len("gitdir:"):].strip()).resolve()
+    return dot_git
+
+
 def operation_in_progress(root: Path) -> str | None:
     """A merge, rebase, cherry-pick or another git's index lock: never commit through those."""
-    git_dir = Path(root) / ".git"
+    git_dir = repository_folder(root)
     for marker, what in (
         ("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase"),
         ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"),
@@ -251,7 +266,7 @@ def head_detached(root: Path) -> bool:
     """Is HEAD a commit rather than a branch (`git checkout HEAD~1`, a tag)? Read from
     `.git/HEAD` itself, as the markers above are: no git process on every commit."""
     try:
-        text = (Path(root) / ".git" / "HEAD").read_text(encoding="utf-8", errors="replace")
+        text = (repository_folder(root) / "HEAD").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False  # no repository (commit_all says so) or one git reads its own way
     return not text.startswith("ref:")
@@ -272,11 +287,10 @@ def commit_refusal(root: Path) -> str | None:
     busy = operation_in_progress(root)
     if busy:
         return (f"the store's git repository is in the middle of {busy}; finish or abort it "
-                f"(git -C {root} status), then run the command again")
+                f"(git -C {root} status)")
     if head_detached(root):
         return (f"the store's git repository is not on a branch (detached HEAD), where a commit "
-                f"would belong to no branch; {way_back_to_branch(root)}, then run the command "
-                "again")
+                f"would belong to no branch; {way_back_to_branch(root)}")
     return None
 
 
@@ -551,7 +565,9 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
                        f"`memctl init {root}` to make one. {CHANGE_ON_DISK}.")
     refusal = commit_refusal(root)
     if refusal:
-        raise GitError(f"{refusal}. {CHANGE_ON_DISK}.")
+        # The change is written: the command run again would make it twice (a second note)
+        # or find it made (`forget`); a sync commits whatever is on disk.
+        raise GitError(f"{refusal}; then {cmd('sync')} commits the change. {CHANGE_ON_DISK}.")
     crashed = crashed_holder(root)  # (settling the locks forgets it)
     settle_index_lock(root)
     finish_interrupted_move(root)  # before anything commits what a killed sync half wrote

@@ -313,7 +313,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         # as every commit refuses them (gitops.commit_refusal).
         refusal = gitops.commit_refusal(root)
         if refusal:
-            raise MemctlError(refusal)
+            raise MemctlError(f"{refusal}; then sync again")
         # Sync writes `.git/config` (the remote, the merge driver) before its first commit
         # settles git's locks: a sync killed mid-`git config` left `config.lock`, which
         # would fail every later sync (tests/test_reliability.py).
@@ -337,8 +337,8 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             # committed (docs/reliability.md), with a remote or without one.
             _refuse_names_not_utf8(root)
             committed = commit_local_changes(store)
-            done = "; your local changes were committed" \
-                if committed or revive_beside_tombstones(store) else ""
+            revived = revive_beside_tombstones(store)  # both, whatever the first did
+            done = "; your local changes were committed" if committed or revived else ""
             raise MemctlError(f"the store has no git remote{done}; run `memctl sync --remote "
                               "URL` once to share it")
         branch = _branch(root)
