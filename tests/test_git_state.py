@@ -162,3 +162,22 @@ def test_a_store_whose_git_folder_is_elsewhere_refuses_a_detached_head_too(tmp_p
     assert git(linked, "rev-parse", "HEAD").strip() == before
     report = run_memctl("health", "--json", store=linked).json()
     assert report["git"]["blocked"] and "detached HEAD" in report["git"]["blocked"]
+
+
+def test_an_import_on_a_detached_head_changes_nothing_and_says_why(tmp_path):
+    """An import checks what would refuse its commit before it writes: one line, the store
+    as it was, no journal (not a rollback after the files were written)."""
+    sender, here = machine(tmp_path, "sender"), machine(tmp_path, "here")
+    sender.ok("add", "Imported note: the queue is SQS")
+    archive = tmp_path / "sender.zip"
+    sender.ok("export", str(archive))
+    here.ok("add", "First note: the API listens on 8080")
+    here.ok("add", "Second note: staging uses port 6543")
+    git(here.store, "checkout", "-q", "HEAD~1")
+    before = git(here.store, "status", "--porcelain")
+    imported = run_memctl("import", str(archive), store=here.store)
+    assert imported.exit_code == 1 and imported.stderr.count("\n") == 1, imported.stderr
+    assert imported.stderr.startswith("error: cannot import: ") and "detached HEAD" in imported.stderr
+    assert imported.stderr.rstrip().endswith("nothing was changed")
+    assert git(here.store, "status", "--porcelain") == before
+    assert not list((here.store / ".memctl").glob("txn-*"))

@@ -159,3 +159,22 @@ def test_only_a_holder_that_no_longer_runs_is_taken_for_a_crashed_one(
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_child_forked_while_the_lock_is_held_does_not_keep_it(store_path: Path) -> None:
+    """A process forked while the store lock is held (a health or reindex worker of `memctl
+    mcp`) shares its descriptors: the holder lets go of both flocks when it leaves the lock,
+    so the next writer need not wait for that child to end."""
+    with store_lock(store_path, "test"):
+        child = os.fork()
+        if child == 0:  # the child: outlives the holder's lock, does nothing with it
+            time.sleep(5)
+            os._exit(0)
+    try:
+        started = time.monotonic()
+        with store_lock(store_path, "next", timeout=2):
+            pass
+        assert time.monotonic() - started < 2
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)

@@ -323,8 +323,9 @@ def way_back_to_branch(root: Path) -> str:
 
 
 def git_lock_files(root: Path) -> list[Path]:
-    """Lock files git leaves when killed mid-command: the index, HEAD and the refs."""
-    git_dir = Path(root) / ".git"
+    """Lock files git leaves when killed mid-command: the index, HEAD and the refs (in git's
+    folder, where a `.git` file names it: `repository_folder`)."""
+    git_dir = repository_folder(root)
     found = [git_dir / name for name in _TOP_LOCKS if (git_dir / name).exists()]
     refs = git_dir / "refs"
     if refs.is_dir():

@@ -34,6 +34,7 @@ from pathlib import Path
 from memctl.core.errors import MemctlError
 from memctl.disk.atomic import make_dirs
 from memctl.disk.layout import state_file_error, state_path
+from memctl.disk.watchstate import process_alive
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
 if TYPE_CHECKING:
@@ -124,7 +125,10 @@ def store_lock(store_root: Path, what: str = "", timeout: float | None = None) -
             os.close(fd)
     finally:
         if folder_fd is not None:
-            os.close(folder_fd)  # (closing lets go of its flock)
+            # Let go before closing: a child forked meanwhile (a health or reindex worker of
+            # `memctl mcp`) shares the descriptor, and would hold the lock until it exits.
+            fcntl.flock(folder_fd, fcntl.LOCK_UN)
+            os.close(folder_fd)
 
 
 def _lock_store_folder(root: Path, deadline: float, timeout: float, info_path: Path) -> int | None:
@@ -253,34 +257,14 @@ def _note_previous_holder(info_path: Path) -> None:
         info = {}
     if info.get("pid") == os.getpid():
         return  # our own, from an earlier acquisition whose cleanup failed
-    if is_alive(info.get("pid")):
+    pid = info.get("pid")
+    if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and process_alive(pid):
         # Not a dead holder's record (its pid was reused, or a holder of a lock file deleted
         # under it still runs): treating it as one would remove a live writer's temp files
         # and git locks. A dead memctl's debris is then left to the age rule of gitops.
         return
     info["found"] = time.time()
     _write_info(info_path.with_name(CRASHED_FILE), info)
-
-
-def is_alive(pid: object) -> bool:
-    """Does process `pid` run on this machine (a zombie, killed and not yet waited for,
-    does not)? A pid that is not a positive number is no process."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    except OSError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rpartition(b")")[2].split()[:1]
-    except OSError:
-        return True  # no /proc (macOS): kill's answer stands
-    return state not in ([b"Z"], [b"X"])
 
 
 def _write_info(info_path: Path, info: dict[str, Any]) -> None:

@@ -592,14 +592,15 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return (json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode()
 
 
-def size_problem(files: list[BundleFile], manifest: dict[str, Any],
+def size_problem(files: list[BundleFile], manifest: bytes,
                  limits: Limits | None = None) -> str | None:
-    """Why an import would refuse a zip of `files` and `manifest` for its size alone (more
-    entries, or more bytes in all, than `limits` take); None when it would not. The same
-    counts `_read_zip` makes: every file and the manifest are entries, and their bytes."""
+    """Why an import would refuse a zip of `files` and `manifest` (`manifest_bytes`) for its
+    size alone (more entries, or more bytes in all, than `limits` take); None when it would
+    not. The same counts `_read_zip` makes: every file and the manifest are entries, and
+    their bytes."""
     limits = limits or Limits()
     entries = len(files) + 1
-    total = sum(len(item.data) for item in files) + len(manifest_bytes(manifest))
+    total = sum(len(item.data) for item in files) + len(manifest)
     if entries > limits.max_entries:
         return f"{entries:,} files, over the {limits.max_entries:,} an import takes"
     if total > limits.max_total_bytes:
@@ -608,16 +609,18 @@ def size_problem(files: list[BundleFile], manifest: dict[str, Any],
     return None
 
 
-def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any],
+def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | bytes,
               progress: Callable[[int], None] | None = None) -> None:
-    """Write the bundle via a temp file and an atomic rename; identical input, identical bytes."""
+    """Write the bundle via a temp file and an atomic rename; identical input, identical bytes.
+    `manifest`: its dict, or the bytes `manifest_bytes` made of it already."""
+    data = manifest if isinstance(manifest, bytes) else manifest_bytes(manifest)
     target = Path(target)
     refuse_special_target(target)
     make_dirs(target.parent)
     temp = target.with_name(f".{target.name}.tmp")
     try:
         with zipfile.ZipFile(temp, "w") as archive:
-            _add(archive, MANIFEST_NAME, manifest_bytes(manifest))
+            _add(archive, MANIFEST_NAME, data)
             for done, item in enumerate(sorted(files, key=lambda f: f.path), 1):
                 _add(archive, item.path, item.data)
                 if progress:

@@ -46,6 +46,7 @@ from memctl.core.merge import (
     seen_from_base,
 )
 from memctl.core.secrets import carried
+from memctl.core.stamp import Stamp, file_stamp
 from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes, atomic_write_text
 from memctl.disk.counters import export_machine, machine_id
@@ -753,15 +754,14 @@ def _keys_by_content(root: Path, trees: Iterable[dict[str, tuple[str, str]]]
 # The kept keys this process read or wrote, by file, with the file's stamp then: a sync
 # that merges asks for them twice (`_brings_a_shared_id`, `build_merge_commit`), and a 10k
 # store's file is ~1 MB of JSON. Read again whenever the file is not the one seen.
-_LOADED_KEYS: dict[str, tuple[tuple[int, int, int] | None, dict[str, str]]] = {}
+_LOADED_KEYS: dict[str, tuple[Stamp | None, dict[str, str]]] = {}
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
+def _stamp(path: Path) -> Stamp | None:
     try:
-        info = path.stat()
+        return file_stamp(path.stat())
     except OSError:
         return None
-    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def _load_keys(root: Path) -> dict[str, str]:

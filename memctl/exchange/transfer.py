@@ -58,6 +58,7 @@ from memctl.exchange.bundle import (
     check_file,
     entry_for,
     kept_local,
+    manifest_bytes,
     manifest_for,
     path_kind,
     read_bundle,
@@ -200,13 +201,14 @@ def export_store(store: Store, target: Path, project: str | None = None,
         machine = "read-only"  # a read-only store cannot keep an id of its own
     manifest = manifest_for(files, machine=machine, time=newest,
                             extra={"project": project, "removed": removed})
-    too_big = size_problem(files, manifest, limits)
+    manifest_data = manifest_bytes(manifest)  # (for 100k notes ~20 MB of JSON: made once)
+    too_big = size_problem(files, manifest_data, limits)
     if too_big is not None:
         what = f"project {project!r}" if project else "the store"
         hint = ("" if project else f"; export one project at a time ({arg('project')} NAME)")
         raise MemctlError(f"nothing was exported: a zip of {what} would hold {too_big}{hint}")
     target = Path(target)
-    write_zip(target, files, manifest, (lambda done: progress(done, len(files))) if progress else None)
+    write_zip(target, files, manifest_data, (lambda done: progress(done, len(files))) if progress else None)
     return ExportResult(str(target), len(files), target.stat().st_size, project,
                         skipped=unreadable, broken=sorted(broken, key=lambda p: p.path),
                         secrets=carried({f.path: f.data for f in files}),
@@ -640,6 +642,9 @@ def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], me
     the store is as it was, with no need for the next command's `recover_pending`."""
     root = Path(store.root)
     check_targets(store, writes, removes)  # before any write
+    refusal = gitops.commit_refusal(root)  # (a detached HEAD: the commit would be refused)
+    if refusal:
+        raise MemctlError(f"cannot import: {refusal}; nothing was changed")
     txn = store.state_dir / f"{TXN_PREFIX}{secrets.token_hex(6)}"
     try:
         journal = _stage(root, txn, writes, removes, message)
