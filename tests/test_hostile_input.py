@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -118,23 +117,26 @@ def test_reading_any_zip_raises_only_the_documented_error(tmp_path: Path, spec) 
 
 # --- hostile input: bounded time and memory, a clear error at a limit ----------------------------
 
-MEASURE = ("import resource, subprocess, sys, time\n"
-           "started = time.monotonic()\n"
+# No test here asserts a time (the convention of tests/test_linear_time.py): each command runs
+# in a child with a generous `timeout=`, so a blow-up fails by that timeout, and the tests assert
+# on results and on the child's peak memory, which does not depend on the machine's load.
+TIMEOUT = 120  # seconds: a quadratic reading of these inputs takes far longer; these take ~1-3 s
+
+MEASURE = ("import resource, subprocess, sys\n"
            "done = subprocess.run(sys.argv[1:], stdin=sys.stdin)\n"
            "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-           "sys.stderr.write(f'\\nMEASURED {time.monotonic() - started:.3f} {peak}\\n')\n"
+           "sys.stderr.write(f'\\nMEASURED {peak}\\n')\n"
            "sys.exit(done.returncode)\n")
 
 
-def measured(*args: str, store: Path, input: str | None = None, timeout: float = 120,
-             project: str = "alpha") -> tuple[int, str, str, float, int]:
-    """Run the installed memctl; returns exit code, stdout, stderr, seconds and peak RSS (MB)."""
+def measured(*args: str, store: Path, input: str | None = None,
+             project: str = "alpha") -> tuple[int, str, str, int]:
+    """Run the installed memctl; returns exit code, stdout, stderr and peak RSS (MB)."""
     env = dict(os.environ, MEMCTL_STORE=str(store), MEMCTL_PROJECT=project)
     done = subprocess.run([sys.executable, "-c", MEASURE, memctl_executable(), *args],
-                          input=input, capture_output=True, text=True, env=env, timeout=timeout)
-    stderr, _, figures = done.stderr.rpartition("\nMEASURED ")
-    seconds, peak_kb = figures.split()
-    return done.returncode, done.stdout, stderr, float(seconds), int(peak_kb) // 1024
+                          input=input, capture_output=True, text=True, env=env, timeout=TIMEOUT)
+    stderr, _, peak_kb = done.stderr.rpartition("\nMEASURED ")
+    return done.returncode, done.stdout, stderr, int(peak_kb) // 1024
 
 
 def no_traceback(stderr: str) -> None:
@@ -148,10 +150,10 @@ def store(tmp_path: Path) -> Path:
 
 def test_a_10_mb_note_is_refused_clearly_and_nothing_is_written(store: Path) -> None:
     before = tree_snapshot(store)
-    code, _out, err, seconds, peak = measured("add", "-", store=store,
+    code, _out, err, peak = measured("add", "-", store=store,
                                               input="big " * (10 * 1024 * 1024 // 4))
     assert code in (1, 2) and err.startswith("error:") and "KB" in err, err[-500:]
-    assert seconds < 20 and peak < 400, (seconds, peak)
+    assert peak < 400, peak
     assert tree_snapshot(store) == before
 
 
@@ -175,10 +177,10 @@ def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
     (folder / "laughs.md").write_text("---\n" + "\n".join(laughs) + "\n---\nbomb\n")
     for args in (["search", "zebracorn", "--all-projects", "--json"],
                  ["list", "--all-projects", "--json"], ["reindex", "--json"]):
-        code, out, err, seconds, peak = measured(*args, store=store)
+        code, out, err, peak = measured(*args, store=store)
         no_traceback(err)
         assert code == 0, err[-1000:]
-        assert seconds < 30 and peak < 500, (args, seconds, peak)
+        assert peak < 500, (args, peak)
         if args[0] == "search":
             assert [hit["id"] for hit in json.loads(out)] == ["0000000000000line"]
             for name in ("ten-mb.md", "ten-k-tags.md", "nested.md", "laughs.md"):
@@ -188,30 +190,36 @@ def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
     assert set(notes_on_disk(store)) - {"00000000000000big"} <= ids  # over the index's limit
 
 
-def test_deep_nesting_and_alias_bombs_fail_fast_in_the_reader() -> None:
-    from memctl.core.noteformat import parse_text
+BOMBS = ("bombs = {\n"
+         "    'nested lists': '---\\nx: ' + '[' * 200_000 + ']' * 200_000 + '\\n---\\n',\n"
+         "    'nested maps': '---\\n' + ''.join(' ' * n + f'k{n}:\\n' for n in range(3000)) + '---\\n',\n"
+         "    'flow maps': '---\\nx: ' + '{a: ' * 50_000 + 'b' + '}' * 50_000 + '\\n---\\n',\n"
+         "    'aliases': '---\\na: &a [x, x]\\nb: &b [*a, *a]\\nc: [*b, *b]\\n---\\n',\n"
+         "    'huge scalar': '---\\nx: ' + 'y' * (5 * 1024 * 1024) + '\\n---\\n',\n"
+         "}\n"
+         "from memctl.core.noteformat import parse_text\n"
+         "for name, text in bombs.items():\n"
+         "    print(name, '=>', parse_text(text).problem is not None)\n")
 
-    bombs = {
-        "nested lists": "---\nx: " + "[" * 200_000 + "]" * 200_000 + "\n---\n",
-        "nested maps": "---\n" + "".join(" " * n + f"k{n}:\n" for n in range(3000)) + "---\n",
-        "flow maps": "---\nx: " + "{a: " * 50_000 + "b" + "}" * 50_000 + "\n---\n",
-        "aliases": "---\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n---\n",
-        "huge scalar": "---\nx: " + "y" * (5 * 1024 * 1024) + "\n---\n",
-    }
-    for name, text in bombs.items():
-        started = time.perf_counter()
-        parsed = parse_text(text)
-        assert time.perf_counter() - started < 5, name
-        assert parsed.problem is not None, name
+
+def test_deep_nesting_and_alias_bombs_fail_fast_in_the_reader() -> None:
+    """Each bomb is refused as a problem of that note; a reader that expanded one would not
+    finish inside the child's timeout."""
+    done = subprocess.run([sys.executable, "-c", BOMBS], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [f"{name} => True" for name in
+                                        ("nested lists", "nested maps", "flow maps", "aliases",
+                                         "huge scalar")]
 
 
 def test_a_huge_or_hostile_query_is_answered_quickly(store: Path) -> None:
     for query in ("word " * 200_000, '"' * 50_000, "(" * 50_000, "a* " * 10_000, "数据库" * 30_000):
         query = query.encode()[:100_000].decode(errors="ignore")  # the kernel's argv limit
-        code, out, err, seconds, peak = measured("search", query, "--json", store=store)
+        code, out, err, peak = measured("search", query, "--json", store=store)
         no_traceback(err)
         assert code in (0, 2), err[-500:]
-        assert seconds < 20 and peak < 400, (query[:10], seconds, peak)
+        assert peak < 400, (query[:10], peak)
 
 
 @pytest.mark.parametrize("command", [["search", "deploy"], ["list"], ["recall", "deploy"]])
@@ -230,10 +238,9 @@ def test_ten_thousand_tags_or_control_characters_give_a_clear_answer(store: Path
              ["--tags", "line\u2028break"]]
     for extra in cases:
         before = tree_snapshot(store)
-        code, out, err, seconds, _peak = measured("add", f"note with {extra[0]} {len(extra[1])}",
+        code, out, err, _peak = measured("add", f"note with {extra[0]} {len(extra[1])}",
                                                   *extra, "--json", store=store)
         no_traceback(err)
-        assert seconds < 20
         if code == 0:
             note = json.loads(run_memctl("show", json.loads(out)["id"], "--json", store=store).stdout)
             option, value = extra[0].lstrip("-"), extra[1]

@@ -88,10 +88,8 @@ def test_a_clone_killed_after_its_checkout_is_finished_by_the_rerun(tmp_path: Pa
     clone = tmp_path / "clone"
     killed = run_memctl("init", str(clone), "--clone", remote, env=killing_env(tmp_path, "config"))
     assert killed.exit_code == -9, killed.stderr
-    started = time.monotonic()
     again = run_memctl("init", str(clone), "--clone", remote)
     assert again.exit_code == 0, again.stderr
-    assert time.monotonic() - started < 10
     assert notes(clone) == notes(first)
     assert not (clone / ".git" / "config.lock").exists()
     assert run_memctl("sync", store=clone).exit_code == 0

@@ -170,11 +170,9 @@ def test_a_child_forked_while_the_lock_is_held_does_not_keep_it(store_path: Path
         if child == 0:  # the child: outlives the holder's lock, does nothing with it
             time.sleep(5)
             os._exit(0)
-    try:
-        started = time.monotonic()
-        with store_lock(store_path, "next", timeout=2):
+    try:  # no wait at all: the lock is free the moment the holder leaves it
+        with store_lock(store_path, "next", timeout=0):
             pass
-        assert time.monotonic() - started < 2
     finally:
         os.kill(child, 9)
         os.waitpid(child, 0)
