@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import BODY_EDITOR, Cli, run_memctl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 
 LONG_TITLE = ("Deploy checklist: run the migrations first, then restart the workers, "
@@ -362,3 +364,52 @@ def test_control_characters_in_notes_reach_no_terminal_raw_and_json_stays_exact(
     assert json.loads(data.stdout)["body"] == _HOSTILE + "\n"
     assert json.loads(data.stdout)["tags"] == ["t\x1b[5m", "[/]"]
     assert "\x9b" not in data.stdout and "\u202e" not in data.stdout and "\x1b" not in data.stdout
+
+
+# --- --json: exactly json.dumps(indent=2), written faster ------------------------------------
+
+_JSON_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
+                 | st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(
+                     "\x7f\x85\x9b\u202a\u202e\u2066\u2069\n\"\\")))
+_JSON_KEYS = st.text(max_size=8) | st.integers() | st.floats() | st.booleans() | st.none()
+_JSON_DATA = st.recursive(_JSON_SCALARS, lambda inner: (
+    st.lists(inner, max_size=5) | st.lists(inner, max_size=5).map(tuple)
+    | st.dictionaries(_JSON_KEYS, inner, max_size=5)), max_leaves=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_DATA)
+def test_json_output_is_exactly_json_dumps_with_indent_two(data: object) -> None:
+    """`emit_json` writes lists and dicts of scalars with json's encoder in C (its separators
+    carry the line breaks): the document is still byte for byte json.dumps(indent=2), with
+    only the characters a terminal would act on escaped (docs/security.md)."""
+    import io
+
+    from memctl.cli import output
+
+    expected = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    expected = "".join(output._JSON_UNSAFE.get(ord(char), char) for char in expected) + "\n"
+    written = io.StringIO()
+    real, sys.stdout = sys.stdout, written
+    try:
+        output.emit_json(data)
+    finally:
+        sys.stdout = real
+    assert written.getvalue() == expected
+
+
+def test_json_output_writes_what_json_cannot_encode_as_its_text() -> None:
+    import io
+    from datetime import date
+    from pathlib import PurePosixPath
+
+    from memctl.cli import output
+
+    data = {"when": date(2026, 12, 3), "where": [PurePosixPath("a/b"), {"deep": {1, 2} - {2}}]}
+    written = io.StringIO()
+    real, sys.stdout = sys.stdout, written
+    try:
+        output.emit_json(data)
+    finally:
+        sys.stdout = real
+    assert written.getvalue() == json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n"

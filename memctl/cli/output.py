@@ -10,6 +10,7 @@ from memctl.core.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -27,6 +28,7 @@ _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u
 # values stay exactly the same.
 _JSON_UNSAFE = {code: f"\\u{code:04x}" for code in
                 (0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+_JSON_UNSAFE_CHARS = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -49,21 +51,95 @@ def write(text: str) -> None:
 
 
 def emit_json(data: Any) -> None:
-    """The document as `json.dumps(data, ensure_ascii=False, indent=2)` gives it, written in
-    pieces: a health report of 100k notes is hundreds of MB of text, and building it whole
-    (with the millions of pieces the encoder joins) took gigabytes."""
-    encoder = json.JSONEncoder(ensure_ascii=False, indent=2, default=str)
+    """The document exactly as `json.dumps(data, ensure_ascii=False, indent=2, default=str)`
+    gives it, written in pieces: a health report of 100k notes is tens of MB of text, and
+    building it whole (with the millions of pieces the encoder joins) took gigabytes."""
     write = sys.stdout.write
     pieces: list[str] = []
-    for piece in encoder.iterencode(data):
-        pieces.append(piece if piece.isascii() and "\x7f" not in piece
-                      else piece.translate(_JSON_UNSAFE))
+    for piece in _indented(data, 0):
+        pieces.append(piece)
         if len(pieces) >= 4096:
-            write("".join(pieces))
+            write(_json_safe("".join(pieces)))
             pieces.clear()
     pieces.append("\n")
-    write("".join(pieces))
+    write(_json_safe("".join(pieces)))
     sys.stdout.flush()
+
+
+def _json_safe(text: str) -> str:
+    # Only inside a string can these characters be (JSON's own text is ASCII). One class
+    # searched in C: `str.translate` looks each character of a non-ASCII text up in Python.
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _JSON_UNSAFE_CHARS.sub(_json_escaped, text)
+
+
+def _json_escaped(match: re.Match[str]) -> str:
+    return _JSON_UNSAFE[ord(match.group())]
+
+
+_CONTAINERS = (dict, list, tuple)
+_flat_encoders: dict[int, json.JSONEncoder] = {}
+
+
+def _flat_encoder(level: int) -> json.JSONEncoder:
+    """json's encoder in C (it has no `indent`) whose separator between items carries the
+    line break and indentation of items at `level`: what the indenting encoder, in Python
+    and ~4× slower, writes for a list or dict of scalars there."""
+    encoder = _flat_encoders.get(level)
+    if encoder is None:
+        encoder = _flat_encoders[level] = json.JSONEncoder(
+            ensure_ascii=False, default=str, separators=(",\n" + "  " * level, ": "))
+    return encoder
+
+
+def _indented(value: Any, level: int) -> Iterator[str]:
+    """The pieces of `value` at nesting `level`, as json.dumps(indent=2) writes them: a list
+    or dict holding no list or dict is written whole by `_flat_encoder` (nearly every item of
+    a big report: a note's brief, a pair's reasons), the others item by item."""
+    if isinstance(value, dict):
+        items: Any = value.values()
+        opening, closing = "{", "}"
+    elif isinstance(value, (list, tuple)):
+        items = value
+        opening, closing = "[", "]"
+    else:
+        yield _flat_encoder(level).encode(value)
+        return
+    if not value:
+        yield opening + closing
+        return
+    inner = "\n" + "  " * (level + 1)
+    end = "\n" + "  " * level + closing
+    if not any(isinstance(item, _CONTAINERS) for item in items):
+        # '{"a": 1,⏎    "b": 2}': the brackets' own line breaks added around the C encoder's.
+        yield opening + inner + _flat_encoder(level + 1).encode(value)[1:-1] + end
+        return
+    separator = opening + inner
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield separator + json.encoder.encode_basestring(_key(key)) + ": "
+            yield from _indented(item, level + 1)
+            separator = "," + inner
+    else:
+        for item in value:
+            yield separator
+            yield from _indented(item, level + 1)
+            separator = "," + inner
+    yield end
+
+
+def _key(key: Any) -> str:
+    """A dict's key as json writes it (a string; a number, true, false or null as text)."""
+    if isinstance(key, str):
+        return key
+    if key is True or key is False or key is None:
+        return {True: "true", False: "false", None: "null"}[key]
+    if isinstance(key, int):
+        return int.__repr__(key)
+    if isinstance(key, float):
+        return json.dumps(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
 def console():  # -> rich.console.Console (lazy: rich costs start-up time)
