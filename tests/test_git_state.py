@@ -1,7 +1,8 @@
 """The store's git repository in a state where no commit may be made (a detached HEAD, a
 merge, rebase or cherry-pick under way): every write refuses to commit and leaves its
 change on disk, the way out it names works and loses nothing, and health reports the state
-(docs/reliability.md, docs/health.md)."""
+(docs/reliability.md, docs/health.md). And git's index holding more than memctl's change: a
+commit of memctl takes its own paths only."""
 
 from __future__ import annotations
 
@@ -181,3 +182,49 @@ def test_an_import_on_a_detached_head_changes_nothing_and_says_why(tmp_path):
     assert imported.stderr.rstrip().endswith("nothing was changed")
     assert git(here.store, "status", "--porcelain") == before
     assert not list((here.store / ".memctl").glob("txn-*"))
+
+
+def _hand_note(note_id: str, text: str) -> str:
+    return f"---\nid: {note_id}\ntype: fact\n---\n{text}\n"
+
+
+def test_a_commit_of_memctl_carries_nothing_else_that_git_s_index_holds(tmp_path, remote):
+    """memctl committed git's whole index: a note staged by hand and then deleted, and a
+    blob left staged for a file on no disk (what an import rolled back leaves when git
+    cannot write its index back), went into the next `add`'s commit, and `sync` pushed
+    notes that no disk holds to every clone. memctl's commit now holds its own change only
+    (`git commit --only`); a change staged by hand stays staged, and `memctl sync` commits
+    what is on disk (docs/reliability.md)."""
+    a = machine(tmp_path, "a")
+    first = a.ok("add", "First note: the API listens on 8080", "--json").json()
+    a.ok("sync", "--remote", remote)
+    folder = first["path"].rsplit("/", 1)[0]
+    deleted = f"{folder}/staged-then-deleted.md"
+    (a.store / deleted).write_text(_hand_note("0000000000gone01", "Deleted by hand: port 1111"))
+    git(a.store, "add", deleted)
+    (a.store / deleted).unlink()
+    left = f"{folder}/left-by-an-import.md"
+    blob = subprocess.run(["git", "-C", str(a.store), "hash-object", "-w", "--stdin"],
+                          input=_hand_note("0000000000left01", "Rolled back: port 2222"),
+                          capture_output=True, text=True, check=True).stdout.strip()
+    git(a.store, "update-index", "--add", "--cacheinfo", f"100644,{blob},{left}")
+    staged = f"{folder}/staged-by-hand.md"
+    (a.store / staged).write_text(_hand_note("0000000000hand01", "Staged by hand: port 3333"))
+    git(a.store, "add", staged)
+
+    second = a.ok("add", "Second note: staging uses port 6543", "--json").json()
+    a.ok("forget", first["id"])
+    committed = git(a.store, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+    assert second["path"] in committed and first["path"] not in committed
+    assert not {deleted, left, staged} & set(committed), "only memctl's own change is committed"
+    still = git(a.store, "diff", "--cached", "--name-only", "HEAD").split()
+    assert sorted(still) == sorted([deleted, left, staged]), "what was staged stays staged"
+
+    a.ok("sync")
+    assert git(a.store, "status", "--porcelain") == ""
+    committed = git(a.store, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+    assert staged in committed and not {deleted, left} & set(committed)
+    for path in (deleted, left):
+        assert git(a.store, "log", "--all", "--format=%h", "--", path) == "", f"{path} never committed"
+    b = machine(tmp_path, "b", remote)
+    assert titles(b) == sorted(["Second note: staging uses port 6543", "Staged by hand: port 3333"])

@@ -586,6 +586,10 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     # Asked while the paths are staged: which tracked files of these projects are gone.
     gone = Started(root, "ls-files", "-z", "--deleted", "--",
                    *(f":(literal){project}" for project in projects)) if projects else None
+    # And what git's index already holds that HEAD does not: staged by hand (`git add`), or
+    # left by a commit that failed where git could not write its index back.
+    foreign = Started(root, "diff-index", "--cached", "--name-only", "-z", "--no-renames",
+                      "HEAD") if paths else None
     try:
         _stage(root, paths)
         staged = list(paths or ())
@@ -595,7 +599,10 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
                 if moved:
                     staged += moved
                     _stage(root, moved)
-            return _commit_index(root, message, reading, asked)
+            tree = None
+            if foreign is not None and _staged_elsewhere(foreign.finish(), staged):
+                tree = _tree_of_head_with(root, staged)
+            return _commit_index(root, message, reading, asked, tree)
         except BaseException:
             # A commit that failed leaves nothing staged: the next command's commit must not
             # carry this change in with its own (tests/test_reliability.py).
@@ -607,6 +614,43 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
             asked.finish()
         if gone is not None:
             gone.finish()
+        if foreign is not None:
+            foreign.finish()
+
+
+def _staged_elsewhere(listed: subprocess.CompletedProcess[str], own: list[str]) -> bool:
+    """Whether the index held, before this commit staged `own`, a change of another path
+    (`listed`: `git diff-index --cached --name-only -z HEAD`). No HEAD yet: nothing to keep
+    apart from."""
+    if listed.returncode != 0:
+        return False
+    mine = {path.rstrip("/") for path in own}  # a file, or a folder staged whole
+
+    def is_mine(path: str) -> bool:
+        while path:
+            if path in mine:
+                return True
+            path = path.rpartition("/")[0]
+        return False
+
+    return any(path and not is_mine(path) for path in listed.stdout.split("\0"))
+
+
+def _tree_of_head_with(root: Path, paths: list[str]) -> str:
+    """The tree of HEAD with `paths` as they are on disk, made in an index of its own (what
+    `git commit --only PATHS` commits): a commit of memctl's change never carries what else
+    git's index holds. Committing that index whole put a file someone staged and then
+    deleted into the commit (a note on no disk, pushed to every clone); a change staged by
+    hand stays staged, for its author or the next `memctl sync`."""
+    own_index = repository_folder(root) / f"memctl-index-{os.getpid()}"
+    env = {"GIT_INDEX_FILE": str(own_index.resolve())}
+    try:
+        _run_git_write(root, "read-tree", "HEAD", env=env)
+        _stage(root, paths, env)
+        return run_git(root, "write-tree", env=env).stdout.strip()
+    finally:
+        own_index.unlink(missing_ok=True)
+        Path(f"{own_index}.lock").unlink(missing_ok=True)
 
 
 def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str]) -> list[str]:
@@ -729,21 +773,22 @@ _NOT_DEBRIS = tuple(f":(exclude,glob)**/*{suffix}" for suffix in DEBRIS_SUFFIXES
     + (":(exclude,glob)**/4913",)
 
 
-def _stage(root: Path, paths: list[str] | None) -> None:
-    """Bring the index in step with the files for `paths` (every file when None)."""
+def _stage(root: Path, paths: list[str] | None, env: dict[str, str] | None = None) -> None:
+    """Bring the index in step with the files for `paths` (every file when None); `env`:
+    another index (`GIT_INDEX_FILE`)."""
     if not paths:
-        _run_git_write(root, "add", "-A", "--", ".", *_NOT_DEBRIS)
+        _run_git_write(root, "add", "-A", "--", ".", *_NOT_DEBRIS, env=env)
         return
     unique = list(dict.fromkeys(paths))
     if any(os.path.isdir(root / path) and not os.path.islink(root / path) for path in unique):
         # A folder (a whole project moved or imported): `git add` walks it.
         wanted = _stageable(root, unique)
         if wanted:
-            _run_git_write(root, "add", "-A", "--", *wanted, env=_LITERAL)
+            _run_git_write(root, "add", "-A", "--", *wanted, env={**_LITERAL, **(env or {})})
         return
     # Files: `update-index` stages exactly these (one removed is dropped from the index, one
     # never tracked and gone is ignored), with the same clean filters as `git add`.
-    _run_git_write(root, "update-index", "--add", "--remove", "--", *unique)
+    _run_git_write(root, "update-index", "--add", "--remove", "--", *unique, env=env)
 
 
 def _unstage(root: Path, paths: list[str] | None) -> None:
@@ -764,12 +809,14 @@ _NO_COMMIT = "0" * 40
 
 
 def _commit_index(root: Path, message: str, reading: Started | None = None,
-                  asked: Started | None = None) -> str | None:
-    """Commit what the index holds, as `git commit -q --no-verify` does, with git's plumbing
-    (`write-tree`, `commit-tree`, `update-ref`). `git commit` first refreshes the stat data of
-    every tracked file and writes the whole index once more (10k notes: ~50 ms of a ~100 ms
-    commit, bench/bench_write.py); these read only what they need. No hook runs."""
-    tree = run_git(root, "write-tree").stdout.strip()
+                  asked: Started | None = None, tree: str | None = None) -> str | None:
+    """Commit what the index holds (or `tree`), as `git commit -q --no-verify` does, with
+    git's plumbing (`write-tree`, `commit-tree`, `update-ref`). `git commit` first refreshes
+    the stat data of every tracked file and writes the whole index once more (10k notes:
+    ~50 ms of a ~100 ms commit, bench/bench_write.py); these read only what they need. No
+    hook runs."""
+    if tree is None:
+        tree = run_git(root, "write-tree").stdout.strip()
     parent, parent_tree = _head_and_tree(root, reading)
     if tree == parent_tree:
         return None  # nothing staged
