@@ -601,7 +601,11 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
                     _stage(root, moved)
             tree = None
             if foreign is not None and _staged_elsewhere(foreign.finish(), staged):
-                tree = _tree_of_head_with(root, staged)
+                # A note renamed with `git mv`: its old path left git's index, so no
+                # `ls-files --deleted` names it, but HEAD, which this tree starts from,
+                # still holds it.
+                moved = _moved_away(root, staged, foreign.finish(), in_head=True)
+                tree = _tree_of_head_with(root, staged + moved)
             return _commit_index(root, message, reading, asked, tree)
         except BaseException:
             # A commit that failed leaves nothing staged: the next command's commit must not
@@ -653,24 +657,29 @@ def _tree_of_head_with(root: Path, paths: list[str]) -> str:
         Path(f"{own_index}.lock").unlink(missing_ok=True)
 
 
-def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str]) -> list[str]:
+def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str],
+                in_head: bool = False) -> list[str]:
     """The tracked files gone from disk (`listed`: `git ls-files --deleted` of the projects
     of `paths`) that held a note or episode among `paths`, by id: a note renamed by hand and
     then changed or forgotten by memctl. Its old path is part of that change; committing
     the new path (or the tombstone) alone left the old file in HEAD, served again by every
     clone (tests/test_notes_cli.py). A file gone that held another note is left as it is:
-    memctl commits its own change only. Nearly always nothing is gone, and nothing is read."""
+    memctl commits its own change only. Nearly always nothing is gone, and nothing is read.
+    `in_head`: `listed` is `git diff-index --cached HEAD` and HEAD's version is the one read
+    (a `git mv` took the old path out of the index; tests/test_git_state.py)."""
     if listed.returncode != 0:
         return []
     wanted = set(paths)
     gone = [path for path in listed.stdout.split("\0")
-            if path and path not in wanted and _holds_note(path)]
+            if path and path not in wanted and _holds_note(path)
+            and not (in_head and os.path.lexists(Path(root) / path))]
     if not gone:
         return []
     ids = {note_id for note_id in (_id_on_disk(root, path) for path in paths) if note_id}
     moved = []
     for path in gone:
-        blob = run_git(root, "cat-file", "blob", f":{path}", check=False)  # as git has it
+        blob = run_git(root, "cat-file", "blob", f"{'HEAD' if in_head else ''}:{path}",
+                       check=False)  # as git has it
         if blob.returncode == 0 and _file_id(path, blob.stdout) in ids:
             moved.append(path)
     return moved
