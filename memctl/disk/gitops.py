@@ -574,6 +574,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     finish_interrupted_move(root)  # before anything commits what a killed sync half wrote
     if crashed is not None:
         _remove_temp_files_left_by(root, crashed)
+        _remove_own_index(_own_index(root, crashed.get("pid")))
         if paths:
             _commit_left_by(root, crashed, paths)
     # HEAD, and once per process whether git knows the user, are read while git stages the
@@ -646,15 +647,28 @@ def _tree_of_head_with(root: Path, paths: list[str]) -> str:
     git's index holds. Committing that index whole put a file someone staged and then
     deleted into the commit (a note on no disk, pushed to every clone); a change staged by
     hand stays staged, for its author or the next `memctl sync`."""
-    own_index = repository_folder(root) / f"memctl-index-{os.getpid()}"
+    own_index = _own_index(root, os.getpid())
+    _remove_own_index(own_index)  # a killed memctl's of the same pid (the caller holds the lock)
     env = {"GIT_INDEX_FILE": str(own_index.resolve())}
     try:
         _run_git_write(root, "read-tree", "HEAD", env=env)
         _stage(root, paths, env)
         return run_git(root, "write-tree", env=env).stdout.strip()
     finally:
-        own_index.unlink(missing_ok=True)
-        Path(f"{own_index}.lock").unlink(missing_ok=True)
+        _remove_own_index(own_index)
+
+
+def _own_index(root: Path, pid: object) -> Path:
+    """The index file `_tree_of_head_with` uses in the process `pid`, in git's folder."""
+    return repository_folder(root) / f"memctl-index-{pid}"
+
+
+def _remove_own_index(own_index: Path) -> None:
+    """Remove an index of `_tree_of_head_with` and git's lock of it: a memctl killed while it
+    used one left both (the index as big as git's own), and that lock would fail the next
+    commit of a process given the same pid (tests/test_reliability.py)."""
+    own_index.unlink(missing_ok=True)
+    Path(f"{own_index}.lock").unlink(missing_ok=True)
 
 
 def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str],
