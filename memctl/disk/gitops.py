@@ -679,14 +679,17 @@ def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProces
     the new path (or the tombstone) alone left the old file in HEAD, served again by every
     clone (tests/test_notes_cli.py). A file gone that held another note is left as it is:
     memctl commits its own change only. Nearly always nothing is gone, and nothing is read.
-    `in_head`: `listed` is `git diff-index --cached HEAD` and HEAD's version is the one read
-    (a `git mv` took the old path out of the index; tests/test_git_state.py)."""
+    `in_head`: `listed` is `git diff-index --cached HEAD` of the whole store, whose paths gone
+    from disk in these projects are looked for in HEAD (a `git mv` took the old path out of
+    the index; tests/test_git_state.py)."""
     if listed.returncode != 0:
         return []
     wanted = set(paths)
+    projects = {path.split("/", 1)[0] for path in paths}
     gone = [path for path in listed.stdout.split("\0")
             if path and path not in wanted and _holds_note(path)
-            and not (in_head and os.path.lexists(Path(root) / path))]
+            and not (in_head and (path.split("/", 1)[0] not in projects
+                                  or os.path.lexists(Path(root) / path)))]
     if not gone:
         return []
     ids = {note_id for note_id in (_id_on_disk(root, path) for path in paths) if note_id}
