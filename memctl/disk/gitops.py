@@ -544,16 +544,23 @@ def _special_file(output: str) -> str | None:
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
 
-def _stageable(root: Path, paths: list[str]) -> list[str]:
-    """The paths git can stage: those on disk, and removed ones it tracks. A file that was
-    never committed and is gone now (a hand-dropped note that `archive` moved) would make
-    `git add` fail with "pathspec did not match"."""
+def _stageable(root: Path, paths: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The paths git can stage: those on disk, and removed ones it tracks (in the index
+    `env` names, the one they are staged in). A file that was never committed and is gone
+    now (a hand-dropped note that `archive` moved) would make `git add` fail with "pathspec
+    did not match"."""
     unique = list(dict.fromkeys(paths))
     missing = [p for p in unique if not os.path.lexists(Path(root) / p)]
     if not missing:
         return unique
-    tracked = run_git(root, "ls-files", "-z", "--", *missing, env=_LITERAL).stdout.split("\0")
-    gone_untracked = set(missing) - set(tracked)
+    listed = run_git(root, "ls-files", "-z", "--", *missing,
+                     env={**_LITERAL, **(env or {})}).stdout.split("\0")
+    tracked: set[str] = set()  # each file git lists, and the folders holding it
+    for path in listed:
+        while path and path not in tracked:
+            tracked.add(path)
+            path = path.rpartition("/")[0]
+    gone_untracked = {p for p in missing if p.rstrip("/") not in tracked}
     return [p for p in unique if p not in gone_untracked]
 
 
@@ -808,7 +815,7 @@ def _stage(root: Path, paths: list[str] | None, env: dict[str, str] | None = Non
     unique = list(dict.fromkeys(paths))
     if any(os.path.isdir(root / path) and not os.path.islink(root / path) for path in unique):
         # A folder (a whole project moved or imported): `git add` walks it.
-        wanted = _stageable(root, unique)
+        wanted = _stageable(root, unique, env)
         if wanted:
             _run_git_write(root, "add", "-A", "--", *wanted, env={**_LITERAL, **(env or {})})
         return
