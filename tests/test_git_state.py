@@ -249,3 +249,21 @@ def test_a_note_renamed_with_git_mv_then_changed_by_memctl_leaves_no_old_copy_in
     assert f"{folder}/queue-renamed-by-hand.md" in committed
     assert f"{folder}/cache-renamed-by-hand.md" not in committed
     assert git(a.store, "status", "--porcelain") == ""
+
+
+def test_a_file_named_head_in_the_store_never_lets_a_hand_staged_change_ride_along(tmp_path):
+    """What else git's index holds is asked with `git diff-index --cached HEAD`; a file named
+    `HEAD` at the top of the store made that argument ambiguous, git refused, and memctl
+    committed its whole index again: a note staged by hand and then deleted went in."""
+    a = machine(tmp_path, "a")
+    first = a.ok("add", "First note: the API listens on 8080", "--json").json()
+    (a.store / "HEAD").write_text("a file a person keeps here\n")
+    git(a.store, "add", "HEAD")
+    git(a.store, "commit", "-qm", "a person's file named HEAD")
+    deleted = f"{first['path'].rsplit('/', 1)[0]}/staged-then-deleted.md"
+    (a.store / deleted).write_text(_hand_note("0000000000gone01", "Deleted by hand: port 1111"))
+    git(a.store, "add", deleted)
+    (a.store / deleted).unlink()
+    second = a.ok("add", "Second note: staging uses port 6543", "--json").json()
+    committed = git(a.store, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+    assert second["path"] in committed and deleted not in committed

@@ -597,7 +597,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     # And what git's index already holds that HEAD does not: staged by hand (`git add`), or
     # left by a commit that failed where git could not write its index back.
     foreign = Started(root, "diff-index", "--cached", "--name-only", "-z", "--no-renames",
-                      "HEAD") if paths else None
+                      "HEAD", "--") if paths else None
     try:
         _stage(root, paths)
         staged = list(paths or ())
