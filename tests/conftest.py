@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,6 +37,12 @@ def memctl_executable() -> str:
 # MEMCTL_TEST_NOW years ahead (see .ci/run), so a test that quietly relies on the calendar
 # fails there. A test that needs the real clock is marked `@pytest.mark.real_clock`.
 PINNED_NOW = os.environ.get("MEMCTL_TEST_NOW", "2026-11-30T12:00:00Z")
+
+
+# No property test has hypothesis's deadline (200 ms an example, by default): a timed
+# assertion, which a loaded CI machine fails (tests/test_linear_time.py: no test measures time).
+settings.register_profile("memctl", deadline=None)
+settings.load_profile("memctl")
 
 
 def pytest_configure(config):

@@ -228,3 +228,42 @@ def test_a_commit_of_memctl_carries_nothing_else_that_git_s_index_holds(tmp_path
         assert git(a.store, "log", "--all", "--format=%h", "--", path) == "", f"{path} never committed"
     b = machine(tmp_path, "b", remote)
     assert titles(b) == sorted(["Second note: staging uses port 6543", "Staged by hand: port 3333"])
+
+
+def test_a_note_renamed_with_git_mv_then_changed_by_memctl_leaves_no_old_copy_in_head(tmp_path):
+    """A note renamed with `git mv` has left git's index, so `ls-files --deleted` no longer
+    names its old path; the commit of memctl's own change starts from HEAD, which still
+    holds it. Forgotten (or edited) after the rename, the note stayed in HEAD at its old
+    path beside the tombstone (or the new copy): a note no disk holds, the same id twice."""
+    a = machine(tmp_path, "a")
+    forgotten = a.ok("add", "The cache is redis seven", "--json").json()
+    edited = a.ok("add", "The queue is rabbitmq three", "--json").json()
+    folder = forgotten["path"].rsplit("/", 1)[0]
+    git(a.store, "mv", forgotten["path"], f"{folder}/cache-renamed-by-hand.md")
+    git(a.store, "mv", edited["path"], f"{folder}/queue-renamed-by-hand.md")
+    a.ok("forget", forgotten["id"])
+    a.ok("supersede", edited["id"],
+         a.ok("add", "The queue is kafka now", "--force", "--json").json()["id"])
+    committed = git(a.store, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+    assert forgotten["path"] not in committed and edited["path"] not in committed
+    assert f"{folder}/queue-renamed-by-hand.md" in committed
+    assert f"{folder}/cache-renamed-by-hand.md" not in committed
+    assert git(a.store, "status", "--porcelain") == ""
+
+
+def test_a_file_named_head_in_the_store_never_lets_a_hand_staged_change_ride_along(tmp_path):
+    """What else git's index holds is asked with `git diff-index --cached HEAD`; a file named
+    `HEAD` at the top of the store made that argument ambiguous, git refused, and memctl
+    committed its whole index again: a note staged by hand and then deleted went in."""
+    a = machine(tmp_path, "a")
+    first = a.ok("add", "First note: the API listens on 8080", "--json").json()
+    (a.store / "HEAD").write_text("a file a person keeps here\n")
+    git(a.store, "add", "HEAD")
+    git(a.store, "commit", "-qm", "a person's file named HEAD")
+    deleted = f"{first['path'].rsplit('/', 1)[0]}/staged-then-deleted.md"
+    (a.store / deleted).write_text(_hand_note("0000000000gone01", "Deleted by hand: port 1111"))
+    git(a.store, "add", deleted)
+    (a.store / deleted).unlink()
+    second = a.ok("add", "Second note: staging uses port 6543", "--json").json()
+    committed = git(a.store, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+    assert second["path"] in committed and deleted not in committed

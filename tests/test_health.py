@@ -189,7 +189,7 @@ def test_health_says_whether_a_watcher_runs(tmp_path):
         assert report["watcher"] == {"running": True, "live": True, "pid": proc.pid}
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a safety net, not a measure: no test times a shutdown
 
 
 def _pair_titles(report: dict, section: str) -> set[frozenset[str]]:

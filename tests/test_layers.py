@@ -400,7 +400,7 @@ def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
         finally:
             if watcher is not None:
                 watcher.terminate()
-                watcher.wait(10)
+                watcher.wait(60)  # a safety net, not a measure: no test times a shutdown
 
 
 _LOADED_BY_SHOW = """

@@ -364,3 +364,13 @@ def test_conflict_markers_are_found_when_and_only_when_a_block_is_complete(lines
     assert (found is not None) == complete
     if found is not None:  # the first opening line
         assert found - 1 == next(n for n, line in enumerate(lines) if line.startswith("<<<<<<< "))
+
+
+def test_no_property_test_has_a_deadline() -> None:
+    """hypothesis fails an example slower than its deadline (200 ms unless told): under load
+    that is a timed assertion. The suite's profile (conftest.py) has none, and every
+    `@settings` inherits it."""
+    from hypothesis import settings as current
+
+    assert current.default.deadline is None
+    assert current(max_examples=5).deadline is None

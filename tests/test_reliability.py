@@ -609,6 +609,21 @@ def test_what_a_killed_memctl_left_uncommitted_is_committed_by_the_next_command(
         [f"D\t{path.relative_to(store).as_posix()}", f"A\t.tombstones/{victim}.md"])
 
 
+def test_the_index_file_a_killed_commit_left_in_git_s_folder_is_removed_by_the_next_commit(
+        store: Path) -> None:
+    """kill -9 while a commit made its tree in an index of its own (with a change staged by
+    hand beside it: docs/reliability.md) left that index, as big as git's own, and git's
+    lock of it in `.git` for ever. The next command that commits removes both."""
+    dead = plant_dead_holder(store, "add")
+    left = [store / ".git" / f"memctl-index-{dead.pid}", store / ".git" / f"memctl-index-{dead.pid}.lock"]
+    for path in left:
+        path.write_bytes((store / ".git" / "index").read_bytes())
+    result = run_memctl("add", "after the kill " + sentence(random.Random(9)), store=store)
+    assert result.exit_code == 0, result.stderr
+    assert not [path for path in left if path.exists()]
+    assert git(store, "status", "--porcelain").stdout == ""
+
+
 def test_the_temp_files_a_killed_writer_left_are_removed_by_the_next_commit(
         store: Path) -> None:
     """kill -9 between an atomic write's temp file and its rename left `.NAME.RANDOM.tmp`

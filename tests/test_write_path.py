@@ -61,16 +61,16 @@ def test_add_commits_without_git_looking_at_every_tracked_file(store_path: Path,
 
 def test_a_commit_is_the_one_git_commit_would_make(store_path: Path, cli: Cli) -> None:
     (store_path / "mine.txt").write_text("staged by the person\n")
-    git(store_path, "add", "mine.txt")  # `git commit` takes what is staged: so does memctl
+    git(store_path, "add", "mine.txt")  # `git commit --only PATHS` leaves it staged: so does memctl
     added = cli.ok("add", "the cache is Redis 7", "--json").json()
     log = git(store_path, "log", "-1", "--format=%an <%ae>%n%cn <%ce>%n%s%n%P", "--name-only")
     who, committer, subject, parent, *files = [line for line in log.splitlines() if line]
     assert who == committer == "memctl-test <test@example.invalid>"  # the tests' identity
     assert subject == f"add fact {added['id']}: the cache is Redis 7"
     assert parent == git(store_path, "rev-parse", "HEAD~1").strip()
-    assert sorted(files) == sorted([added["path"], "mine.txt"])
+    assert files == [added["path"]]
     assert git(store_path, "reflog", "-1", "--format=%gs").strip() == f"commit: {subject}"
-    assert git(store_path, "status", "--porcelain") == ""
+    assert git(store_path, "status", "--porcelain") == "A  mine.txt\n"
     assert gitops.commit_all(store_path, "nothing new", [added["path"]]) is None
     assert git(store_path, "log", "-1", "--format=%s").strip() == subject
 
@@ -108,6 +108,33 @@ def test_a_commit_another_git_made_meanwhile_is_never_dropped(
     assert gitops.commit_all(store_path, "ours again", ["global/ours.md"]) is not None
     assert git(store_path, "log", "-2", "--format=%s").split("\n")[:2] == [
         "ours again", "a person's commit"]
+
+
+def test_a_folder_committed_away_leaves_no_copy_in_head_whatever_git_s_index_holds(
+        store_path: Path) -> None:
+    """A folder among a commit's paths (a whole project moved) that is gone from disk: git
+    lists the files it tracks under it, never the folder's own name, so the folder was taken
+    for one git never knew and left out, and its files stayed in HEAD. And with a change
+    staged by hand elsewhere, the tree is made from HEAD: a folder tracked there but taken
+    out of git's index by hand was left out the same way."""
+    def head_files() -> list[str]:
+        return sorted(p for p in git(store_path, "ls-tree", "-r", "--name-only", "HEAD").split()
+                      if "/" in p and not p.startswith((".", "global/")))
+
+    (store_path / "beta").mkdir()
+    (store_path / "beta" / "x.md").write_text("a note of project beta\n")
+    assert gitops.commit_all(store_path, "beta", ["beta"]) is not None
+    (store_path / "beta").rename(store_path / "gamma")
+    assert gitops.commit_all(store_path, "beta to gamma", ["beta", "gamma"]) is not None
+    assert head_files() == ["gamma/x.md"]
+
+    git(store_path, "rm", "-r", "-q", "--cached", "gamma")
+    (store_path / "global" / "mine.txt").write_text("staged by the person\n")
+    git(store_path, "add", "global/mine.txt")
+    (store_path / "gamma").rename(store_path / "delta")
+    assert gitops.commit_all(store_path, "gamma to delta", ["gamma", "delta"]) is not None
+    assert head_files() == ["delta/x.md"]
+    assert git(store_path, "status", "--porcelain") == "A  global/mine.txt\n"
 
 
 # --- what `add` and `show` walk ------------------------------------------------------------------

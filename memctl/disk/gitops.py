@@ -544,16 +544,23 @@ def _special_file(output: str) -> str | None:
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
 
-def _stageable(root: Path, paths: list[str]) -> list[str]:
-    """The paths git can stage: those on disk, and removed ones it tracks. A file that was
-    never committed and is gone now (a hand-dropped note that `archive` moved) would make
-    `git add` fail with "pathspec did not match"."""
+def _stageable(root: Path, paths: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The paths git can stage: those on disk, and removed ones it tracks (in the index
+    `env` names, the one they are staged in). A file that was never committed and is gone
+    now (a hand-dropped note that `archive` moved) would make `git add` fail with "pathspec
+    did not match"."""
     unique = list(dict.fromkeys(paths))
     missing = [p for p in unique if not os.path.lexists(Path(root) / p)]
     if not missing:
         return unique
-    tracked = run_git(root, "ls-files", "-z", "--", *missing, env=_LITERAL).stdout.split("\0")
-    gone_untracked = set(missing) - set(tracked)
+    listed = run_git(root, "ls-files", "-z", "--", *missing,
+                     env={**_LITERAL, **(env or {})}).stdout.split("\0")
+    tracked: set[str] = set()  # each file git lists, and the folders holding it
+    for path in listed:
+        while path and path not in tracked:
+            tracked.add(path)
+            path = path.rpartition("/")[0]
+    gone_untracked = {p for p in missing if p.rstrip("/") not in tracked}
     return [p for p in unique if p not in gone_untracked]
 
 
@@ -574,6 +581,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     finish_interrupted_move(root)  # before anything commits what a killed sync half wrote
     if crashed is not None:
         _remove_temp_files_left_by(root, crashed)
+        _remove_own_index(_own_index(root, crashed.get("pid")))
         if paths:
             _commit_left_by(root, crashed, paths)
     # HEAD, and once per process whether git knows the user, are read while git stages the
@@ -589,7 +597,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     # And what git's index already holds that HEAD does not: staged by hand (`git add`), or
     # left by a commit that failed where git could not write its index back.
     foreign = Started(root, "diff-index", "--cached", "--name-only", "-z", "--no-renames",
-                      "HEAD") if paths else None
+                      "HEAD", "--") if paths else None
     try:
         _stage(root, paths)
         staged = list(paths or ())
@@ -601,7 +609,11 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
                     _stage(root, moved)
             tree = None
             if foreign is not None and _staged_elsewhere(foreign.finish(), staged):
-                tree = _tree_of_head_with(root, staged)
+                # A note renamed with `git mv`: its old path left git's index, so no
+                # `ls-files --deleted` names it, but HEAD, which this tree starts from,
+                # still holds it.
+                moved = _moved_away(root, staged, foreign.finish(), in_head=True)
+                tree = _tree_of_head_with(root, staged + moved)
             return _commit_index(root, message, reading, asked, tree)
         except BaseException:
             # A commit that failed leaves nothing staged: the next command's commit must not
@@ -642,35 +654,56 @@ def _tree_of_head_with(root: Path, paths: list[str]) -> str:
     git's index holds. Committing that index whole put a file someone staged and then
     deleted into the commit (a note on no disk, pushed to every clone); a change staged by
     hand stays staged, for its author or the next `memctl sync`."""
-    own_index = repository_folder(root) / f"memctl-index-{os.getpid()}"
+    own_index = _own_index(root, os.getpid())
+    _remove_own_index(own_index)  # a killed memctl's of the same pid (the caller holds the lock)
     env = {"GIT_INDEX_FILE": str(own_index.resolve())}
     try:
         _run_git_write(root, "read-tree", "HEAD", env=env)
         _stage(root, paths, env)
         return run_git(root, "write-tree", env=env).stdout.strip()
     finally:
-        own_index.unlink(missing_ok=True)
-        Path(f"{own_index}.lock").unlink(missing_ok=True)
+        _remove_own_index(own_index)
 
 
-def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str]) -> list[str]:
+def _own_index(root: Path, pid: object) -> Path:
+    """The index file `_tree_of_head_with` uses in the process `pid`, in git's folder."""
+    return repository_folder(root) / f"memctl-index-{pid}"
+
+
+def _remove_own_index(own_index: Path) -> None:
+    """Remove an index of `_tree_of_head_with` and git's lock of it: a memctl killed while it
+    used one left both (the index as big as git's own), and that lock would fail the next
+    commit of a process given the same pid (tests/test_reliability.py)."""
+    own_index.unlink(missing_ok=True)
+    Path(f"{own_index}.lock").unlink(missing_ok=True)
+
+
+def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str],
+                in_head: bool = False) -> list[str]:
     """The tracked files gone from disk (`listed`: `git ls-files --deleted` of the projects
     of `paths`) that held a note or episode among `paths`, by id: a note renamed by hand and
     then changed or forgotten by memctl. Its old path is part of that change; committing
     the new path (or the tombstone) alone left the old file in HEAD, served again by every
     clone (tests/test_notes_cli.py). A file gone that held another note is left as it is:
-    memctl commits its own change only. Nearly always nothing is gone, and nothing is read."""
+    memctl commits its own change only. Nearly always nothing is gone, and nothing is read.
+    `in_head`: `listed` is `git diff-index --cached HEAD` of the whole store, whose paths gone
+    from disk in these projects are looked for in HEAD (a `git mv` took the old path out of
+    the index; tests/test_git_state.py)."""
     if listed.returncode != 0:
         return []
     wanted = set(paths)
+    projects = {path.split("/", 1)[0] for path in paths}
     gone = [path for path in listed.stdout.split("\0")
-            if path and path not in wanted and _holds_note(path)]
+            if path and path not in wanted and _holds_note(path)
+            and not (in_head and (path.split("/", 1)[0] not in projects
+                                  or os.path.lexists(Path(root) / path)))]
     if not gone:
         return []
     ids = {note_id for note_id in (_id_on_disk(root, path) for path in paths) if note_id}
     moved = []
     for path in gone:
-        blob = run_git(root, "cat-file", "blob", f":{path}", check=False)  # as git has it
+        blob = run_git(root, "cat-file", "blob", f"{'HEAD' if in_head else ''}:{path}",
+                       check=False)  # as git has it
         if blob.returncode == 0 and _file_id(path, blob.stdout) in ids:
             moved.append(path)
     return moved
@@ -782,7 +815,7 @@ def _stage(root: Path, paths: list[str] | None, env: dict[str, str] | None = Non
     unique = list(dict.fromkeys(paths))
     if any(os.path.isdir(root / path) and not os.path.islink(root / path) for path in unique):
         # A folder (a whole project moved or imported): `git add` walks it.
-        wanted = _stageable(root, unique)
+        wanted = _stageable(root, unique, env)
         if wanted:
             _run_git_write(root, "add", "-A", "--", *wanted, env={**_LITERAL, **(env or {})})
         return
