@@ -377,39 +377,37 @@ _JSON_DATA = st.recursive(_JSON_SCALARS, lambda inner: (
     | st.dictionaries(_JSON_KEYS, inner, max_size=5)), max_leaves=40)
 
 
-@settings(max_examples=400, deadline=None)
+def _emitted(data: object) -> str:
+    """What `emit_json` writes on stdout for `data`."""
+    import io
+
+    from memctl.cli import output
+
+    written = io.StringIO()
+    real, sys.stdout = sys.stdout, written
+    try:
+        output.emit_json(data)
+    finally:
+        sys.stdout = real
+    return written.getvalue()
+
+
+@settings(max_examples=400)
 @given(_JSON_DATA)
 def test_json_output_is_exactly_json_dumps_with_indent_two(data: object) -> None:
     """`emit_json` writes lists and dicts of scalars with json's encoder in C (its separators
     carry the line breaks): the document is still byte for byte json.dumps(indent=2), with
     only the characters a terminal would act on escaped (docs/security.md)."""
-    import io
-
     from memctl.cli import output
 
     expected = json.dumps(data, ensure_ascii=False, indent=2, default=str)
     expected = "".join(output._JSON_UNSAFE.get(ord(char), char) for char in expected) + "\n"
-    written = io.StringIO()
-    real, sys.stdout = sys.stdout, written
-    try:
-        output.emit_json(data)
-    finally:
-        sys.stdout = real
-    assert written.getvalue() == expected
+    assert _emitted(data) == expected
 
 
 def test_json_output_writes_what_json_cannot_encode_as_its_text() -> None:
-    import io
     from datetime import date
     from pathlib import PurePosixPath
 
-    from memctl.cli import output
-
     data = {"when": date(2026, 12, 3), "where": [PurePosixPath("a/b"), {"deep": {1, 2} - {2}}]}
-    written = io.StringIO()
-    real, sys.stdout = sys.stdout, written
-    try:
-        output.emit_json(data)
-    finally:
-        sys.stdout = real
-    assert written.getvalue() == json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n"
+    assert _emitted(data) == json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n"
