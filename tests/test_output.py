@@ -398,10 +398,9 @@ def test_json_output_is_exactly_json_dumps_with_indent_two(data: object) -> None
     """`emit_json` writes lists and dicts of scalars with json's encoder in C (its separators
     carry the line breaks): the document is still byte for byte json.dumps(indent=2), with
     only the characters a terminal would act on escaped (docs/security.md)."""
-    from memctl.cli import output
-
     expected = json.dumps(data, ensure_ascii=False, indent=2, default=str)
-    expected = "".join(output._JSON_UNSAFE.get(ord(char), char) for char in expected) + "\n"
+    expected = re.sub("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]",
+                      lambda found: f"\\u{ord(found.group()):04x}", expected) + "\n"
     assert _emitted(data) == expected
 
 

@@ -23,12 +23,12 @@ _err_console = None
 # field can hold them (`\x1b]0;…\x07` retitles a terminal, `\x1b[2J` clears it, U+202E turns
 # a line around); human output shows each as an escape (`\x1b`, `\u202e`). One class, so
 # linear in the text.
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
-# In JSON, the same characters JSON leaves as they are (C0 it escapes itself): the document's
-# values stay exactly the same.
-_JSON_UNSAFE = {code: f"\\u{code:04x}" for code in
-                (0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
-_JSON_UNSAFE_CHARS = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# `_ACTED_ON`: those beside the C0 controls (which JSON escapes itself).
+_ACTED_ON = "\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_ACTED_ON}]|\r(?!\n)")
+# In JSON, the same characters JSON leaves as they are (C0 it escapes itself), written as
+# JSON's own escape (`\u202e`): the document's values stay exactly the same.
+_JSON_UNSAFE = re.compile(f"[{_ACTED_ON}]")
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -71,11 +71,11 @@ def _json_safe(text: str) -> str:
     # searched in C: `str.translate` looks each character of a non-ASCII text up in Python.
     if text.isascii() and "\x7f" not in text:
         return text
-    return _JSON_UNSAFE_CHARS.sub(_json_escaped, text)
+    return _JSON_UNSAFE.sub(_json_escaped, text)
 
 
 def _json_escaped(match: re.Match[str]) -> str:
-    return _JSON_UNSAFE[ord(match.group())]
+    return f"\\u{ord(match.group()):04x}"
 
 
 _CONTAINERS = (dict, list, tuple)

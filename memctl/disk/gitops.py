@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from memctl.core.clock import now
@@ -555,13 +556,17 @@ def _stageable(root: Path, paths: list[str], env: dict[str, str] | None = None) 
         return unique
     listed = run_git(root, "ls-files", "-z", "--", *missing,
                      env={**_LITERAL, **(env or {})}).stdout.split("\0")
-    tracked: set[str] = set()  # each file git lists, and the folders holding it
-    for path in listed:
-        while path and path not in tracked:
-            tracked.add(path)
-            path = path.rpartition("/")[0]
+    tracked = {known for path in listed for known in _and_folders(path)}
     gone_untracked = {p for p in missing if p.rstrip("/") not in tracked}
     return [p for p in unique if p not in gone_untracked]
+
+
+def _and_folders(path: str) -> Iterator[str]:
+    """`path`, then each folder holding it (`a/b/c.md`, `a/b`, `a`): git lists files, never
+    the folder that holds them."""
+    while path:
+        yield path
+        path = path.rpartition("/")[0]
 
 
 def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str | None:
@@ -637,15 +642,8 @@ def _staged_elsewhere(listed: subprocess.CompletedProcess[str], own: list[str]) 
     if listed.returncode != 0:
         return False
     mine = {path.rstrip("/") for path in own}  # a file, or a folder staged whole
-
-    def is_mine(path: str) -> bool:
-        while path:
-            if path in mine:
-                return True
-            path = path.rpartition("/")[0]
-        return False
-
-    return any(path and not is_mine(path) for path in listed.stdout.split("\0"))
+    return any(path and mine.isdisjoint(_and_folders(path))
+               for path in listed.stdout.split("\0"))
 
 
 def _tree_of_head_with(root: Path, paths: list[str]) -> str:
