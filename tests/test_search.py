@@ -424,3 +424,54 @@ def check(root: Path, live: dict) -> None:
         assert {h.id for h in hits} == expected, query
         assert len(hits) == len(expected)  # no duplicates, no phantoms
         assert len({h.id for h in found}) == len(found)
+
+
+# --- what a search of one project walks (docs/search.md, "Never stale") ----------------------
+
+
+def _indexed_hash(store: Path, path: str) -> str:
+    import sqlite3
+
+    from memctl.index.db import index_path
+
+    with sqlite3.connect(index_path(store)) as conn:
+        return conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()[0]
+
+
+def test_a_search_of_one_project_sees_every_hand_edit_there_and_walks_no_other_project(
+        store: Path) -> None:
+    """Hand edits in the project and in global/ are found at once; a project the search
+    cannot answer from is not walked (its entry stays as indexed) until a search reads it."""
+    assert run_memctl("search", "Kysely", "--all-projects", store=store).exit_code == 0
+    other = "other/notes/fact/ot00000000000001.md"
+    before = _indexed_hash(store, other)
+    for project, note_id in (("demo", "en00000000000001"), ("global", "gl00000000000001"),
+                             ("other", "ot00000000000001")):
+        kind = {"demo": "rule", "global": "preference", "other": "fact"}[project]
+        path = store / project / "notes" / kind / f"{note_id}.md"
+        path.write_text(path.read_text().replace("\n---\n", "\n---\nzeppelin hangar: ", 1))
+    found = run_memctl("search", "zeppelin", "--json", store=store)
+    assert found.exit_code == 0, found.stderr
+    assert sorted(hit["id"] for hit in json.loads(found.stdout)) == [
+        "en00000000000001", "gl00000000000001"]
+    assert _indexed_hash(store, other) == before  # not walked: nothing of it was read
+    everywhere = run_memctl("search", "zeppelin", "--all-projects", "--json", store=store)
+    assert sorted(hit["id"] for hit in json.loads(everywhere.stdout)) == [
+        "en00000000000001", "gl00000000000001", "ot00000000000001"]
+    assert _indexed_hash(store, other) != before
+
+
+def test_a_search_of_one_project_names_the_files_that_do_not_parse_where_it_searched(
+        store: Path) -> None:
+    for project in ("demo", "other", "global"):
+        broken = store / project / "notes" / "fact" / f"broken-{project}.md"
+        broken.parent.mkdir(parents=True, exist_ok=True)
+        broken.write_text("---\nid: [unclosed\n---\nPostgreSQL everywhere\n")
+    named = {}
+    for args, project in ((["--all-projects"], "demo"), ([], "demo"), ([], "other")):
+        searched = run_memctl("search", "PostgreSQL", *args, store=store, project=project)
+        assert searched.exit_code == 0, searched.stderr
+        named[(tuple(args), project)] = sorted(
+            re.findall(r"(\w+)/notes/fact/broken-\w+\.md:2: ", searched.stderr))
+    assert named == {(("--all-projects",), "demo"): ["demo", "global", "other"],
+                     ((), "demo"): ["demo", "global"], ((), "other"): ["global", "other"]}
