@@ -380,20 +380,15 @@ def test_memctl_search_loads_only_what_it_needs(sample_store: Path) -> None:
     (MEMCTL_NO_SEARCH_SERVER=1) and once answered by the watcher's search server."""
     env = {"MEMCTL_STORE": str(sample_store), "MEMCTL_PROJECT": "blog-backend", "PATH": "/usr/bin:/bin",
            "COLUMNS": "100"}
-    # Every file indexed first (a search of one project indexes its own folders alone).
-    subprocess.run([memctl_executable(), "search", "postgres", "--all-projects"], env=env,
-                   capture_output=True, check=True)
+    subprocess.run([memctl_executable(), "search", "postgres"], env=env, capture_output=True, check=True)
     for watching in (False, True):
         watcher = live_watcher(env) if watching else None
         try:
-            for output in (["--json"], [], ["--all-projects"]):
+            for output in (["--json"], []):
                 alone = dict(env, MEMCTL_NO_SEARCH_SERVER="1") if watching else env
                 loaded = loaded_by_search(alone, "postgres", *output)
-                # Only a search of every project walks ahead (one project's search walks its
-                # two folders itself: docs/search.md, "Never stale").
-                ahead = not watching and output == ["--all-projects"]
                 assert set(loaded["memctl"]) == SEARCH_MODULES | (
-                    WALK_AHEAD_MODULES if ahead else set()), output
+                    set() if watching else WALK_AHEAD_MODULES), output
                 assert loaded["never"] == [], output
                 if watching:
                     served = loaded_by_search(env, "postgres", *output,

@@ -285,46 +285,10 @@ def test_a_search_that_fails_before_its_walk_leaves_no_helper(store_path: Path,
     env = dict(os.environ, MEMCTL_STORE=str(store_path), MEMCTL_PROJECT="project-0",
                MEMCTL_WALK_WORKERS="1")
     failed = subprocess.run([sys.executable, "-c", CHILDREN_AT_EXIT, str(mark), "search",
-                             "note", "--all-projects", "--since", "someday"], env=env,
-                            capture_output=True, text=True)
+                             "note", "--since", "someday"], env=env, capture_output=True,
+                            text=True)
     assert failed.returncode == 2 and failed.stderr.startswith("error: "), failed.stderr
     assert mark.read_text() == "no child"
-
-
-# A walk ahead started for a search that turns out to be of one project (`-data`, "leave out
-# data", looks like `-a` before the arguments are parsed): the search stops the helpers
-# before its query runs, and walks the project's folder and global/ itself.
-ONE_PROJECT_AFTER_A_WALK_AHEAD = """
-import os, sys
-from memctl.disk import filescan
-from memctl.services import retrieval
-from memctl.store import Store
-root = sys.argv[1]
-print(filescan.walk_ahead(root, helpers=1))
-def children():
-    try:
-        return os.waitpid(-1, os.WNOHANG) is not None
-    except ChildProcessError:
-        return False
-queried = retrieval.ranked_search
-def query(*args, **kwargs):
-    print(filescan.walking_ahead(root), children())
-    return queried(*args, **kwargs)
-retrieval.ranked_search = query
-found = retrieval.search(Store(root), "harbours", project="project-0")
-print(sorted(hit.project for hit in found.hits))
-"""
-
-
-def test_a_walk_ahead_a_search_of_one_project_does_not_need_is_stopped(
-        store_path: Path) -> None:
-    for number in range(4):
-        write_memory_file(store_path, f"project-{number}/notes/fact/n.md", "a note on harbours",
-                          type="fact")
-    write_memory_file(store_path, "global/notes/fact/n.md", "harbours everywhere", type="fact")
-    lines = python_lines(ONE_PROJECT_AFTER_A_WALK_AHEAD.replace("sys.argv[1]",
-                                                                 repr(str(store_path))))
-    assert lines == ["True", "False False", "['global', 'project-0']"]
 
 
 # The query of a search runs while the helpers walk (memctl.index.db.fresh_during); here,
@@ -369,7 +333,7 @@ def test_only_a_search_no_live_watcher_answers_starts_a_walk(tmp_path: Path,
     store = tmp_path / "store"
     heartbeat = store / ".memctl" / "watch.json"
     heartbeat.parent.mkdir(parents=True)
-    args = ["--store", str(store), "search", "postgres", "--all-projects"]
+    args = ["--store", str(store), "search", "postgres"]
     assert walk_root(args) == str(store)  # no heartbeat: no watcher
     heartbeat.write_text("{}")
     assert walk_root(args) is None  # a heartbeat of now: the watcher's cookies answer
@@ -380,10 +344,6 @@ def test_only_a_search_no_live_watcher_answers_starts_a_walk(tmp_path: Path,
     os.utime(heartbeat, (stale, stale))
     assert walk_root(args) == str(store)  # a watcher gone an hour ago
     monkeypatch.setenv("MEMCTL_STORE", str(store))
-    assert walk_root(["search", "postgres", "-a"]) == str(store)
-    assert walk_root(["search", "-an", "5", "postgres"]) == str(store)
-    # A search of one project walks its folder and global/ itself, after its imports.
-    assert walk_root(["search", "postgres"]) is None
-    assert walk_root(["search", "postgres", "-n", "5", "--project", "all"]) is None
+    assert walk_root(["search", "postgres"]) == str(store)
     assert walk_root(["list", "--json"]) is None
     assert walk_root(["add", "search", "the", "docs"]) is None

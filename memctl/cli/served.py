@@ -319,16 +319,15 @@ def heartbeat_is_fresh(root: str) -> bool:
 
 
 def walk_root(argv: list[str]) -> str | None:
-    """The store's folder when `memctl ARGV` is a search of every project that will walk the
-    store itself: no live watcher keeps its index fresh (a stale or missing heartbeat, as in
-    `answer`), or MEMCTL_ALWAYS_WALK=1. The walk then starts at once, in helper processes,
-    while this process imports the rest of the search (memctl.disk.filescan.walk_ahead,
-    docs/search.md); None for any other command line, or when the heartbeat says a watcher
-    answers. A search of one project walks its two folders itself, after its imports."""
+    """The store's folder when `memctl ARGV` is a search that will walk the store itself: no
+    live watcher keeps its index fresh (a stale or missing heartbeat, as in `answer`), or
+    MEMCTL_ALWAYS_WALK=1. The walk then starts at once, in helper processes, while this
+    process imports the rest of the search (memctl.disk.filescan.walk_ahead, docs/search.md);
+    None for any other command line, or when the heartbeat says a watcher answers."""
     if "search" not in argv:
         return None
     command, option = search_store_option(argv)
-    if command is None or not may_search_every_project(argv[command + 1:]):
+    if command is None:
         return None
     try:
         root = store_root(option)
@@ -337,14 +336,6 @@ def walk_root(argv: list[str]) -> str | None:
         return root
     except (OSError, ValueError):
         return None  # no working folder, a path the system refuses: the search says so
-
-
-def may_search_every_project(args: list[str]) -> bool:
-    """Whether the arguments of `memctl search` may ask for --all-projects (`-a`, also among
-    short options run together). Only a guess, made before the arguments are parsed: a yes
-    for a query such as `-data` costs a walk ahead that the search then stops."""
-    return any(token == "--all-projects" or (token[:1] == "-" and token[1:2] != "-"
-                                              and "a" in token) for token in args)
 
 
 def _interrupted() -> int:

@@ -302,14 +302,12 @@ def walk_ahead(root: str, helpers: int | None = None) -> bool:
     else:
         import atexit
 
-        atexit.register(stop_walking_ahead)  # a command that ends before its walk is used
+        atexit.register(_abandon_at_exit)  # a command that ends before its walk is used
     _ahead = started
     return True
 
 
-def stop_walking_ahead() -> None:
-    """Stop the helpers of a walk ahead this process will not use: at its exit, or when a
-    search turned out to need only some folders (it walks those itself)."""
+def _abandon_at_exit() -> None:
     global _ahead
     ahead, _ahead = _ahead, None
     if ahead is not None:

@@ -45,7 +45,6 @@ from memctl.disk.filescan import (
     scan_keys,
     split_key,
     stamp_key,
-    stop_walking_ahead,
     walking_ahead,
 )
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
@@ -498,9 +497,8 @@ def find_entry(store: StoreLike, id_or_prefix: str,
         index.close()
 
 
-def fresh_during(store: StoreLike, work: Callable[[Index], Any],
-                 paths: list[str] | None = None) -> tuple[Index, Any]:
-    """(`ensure_fresh(store, paths)`, `work` run on it), with a live watcher's round trip (its
+def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index, Any]:
+    """(`ensure_fresh(store)`, `work` run on it), with a live watcher's round trip (its
     cookies) overlapping `work`: the question is asked, `work` runs while the watcher
     catches up, then its answer is awaited. If the index changed meanwhile (SQLite's
     `data_version`: another connection committed, as the watcher's pass would), `work`
@@ -508,11 +506,7 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any],
     before the call, as with `ensure_fresh` first. Without a live watcher, or when it does
     not answer in time: the walk, then `work` (the MCP server's search: the ~5 ms of the
     round trip mostly hidden behind the query, bench/bench_mcp.py). With this process's change
-    probe finding nothing changed since the index was last made sure of, `work` alone.
-
-    `paths` (store-relative folders): `work` reads only entries of files under them (a
-    search of one project and `global/`), so a walk covers them alone (docs/search.md,
-    "Never stale"). The watcher and the probe are asked about the whole store as usual."""
+    probe finding nothing changed since the index was last made sure of, `work` alone."""
     probe, ticket = _probe_ticket(store)
     index = open_index(store)
     if _still_fresh(store, index, probe, ticket):
@@ -520,9 +514,11 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any],
         return index, index.consistently(work)
     question = _ask_watcher(store, index)
     if question is None:
-        if paths is None and walking_ahead(str(index.root)):
+        if walking_ahead(str(index.root)):
             return _work_while_walking(store, index, probe, ticket, work)
-        return _walked_for(store, index, probe, ticket, work, paths)
+        index = _walk(store, index)
+        _settle(probe, ticket, index)
+        return index, index.consistently(work)
     try:
         before = _data_version(index)
         result = index.consistently(work)
@@ -530,25 +526,13 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any],
     finally:
         question.close()
     if not answered:
-        return _walked_for(store, index, probe, ticket, work, paths)
+        index = _walk(store, index)
+        _settle(probe, ticket, index)
+        return index, index.consistently(work)
     _settle(probe, ticket, index)
     if _data_version(index) != before:
         result = index.consistently(work)
     return index, result
-
-
-def _walked_for(store: StoreLike, index: Index, probe: ChangeProbe | None,
-                ticket: Ticket | None, work: Callable[[Index], Any], paths: list[str] | None
-                ) -> tuple[Index, Any]:
-    """The walk of `paths` (None: the whole store), then `work`. Helpers walking the whole
-    store ahead are stopped when `paths` needs only part of it; the probe is armed only by
-    a walk of the whole store, the only one that makes sure of every file."""
-    if paths is not None:
-        stop_walking_ahead()
-    index = _walk(store, index, paths)
-    if paths is None:
-        _settle(probe, ticket, index)
-    return index, index.consistently(work)
 
 
 def _work_while_walking(store: StoreLike, index: Index, probe: ChangeProbe | None,
@@ -1266,18 +1250,13 @@ class Index:
                 found.setdefault(note_id, []).append(path)
         return found
 
-    def parse_errors(self, folders: Iterable[str] | None = None) -> list[ParseError]:
-        """Files that do not parse now (each keeps its last good entry, if it had one): all
-        of them, or those under the store-relative `folders`."""
-        errors = [ParseError(path, line or 1, message, bool(kept)) for path, line, message, kept
-                  in self.conn.execute(
-                      "SELECT fl.path, fl.error_line, fl.error, EXISTS(SELECT 1 FROM docs d"
-                      " WHERE d.path = fl.path) FROM files fl WHERE fl.error IS NOT NULL"
-                      " ORDER BY fl.path")]
-        if folders is None:
-            return errors
-        under = tuple(folder.strip("/") + "/" for folder in folders)
-        return [error for error in errors if error.path.startswith(under)]
+    def parse_errors(self) -> list[ParseError]:
+        """Files that do not parse now (each keeps its last good entry, if it had one)."""
+        return [ParseError(path, line or 1, message, bool(kept)) for path, line, message, kept
+                in self.conn.execute(
+                    "SELECT fl.path, fl.error_line, fl.error, EXISTS(SELECT 1 FROM docs d"
+                    " WHERE d.path = fl.path) FROM files fl WHERE fl.error IS NOT NULL"
+                    " ORDER BY fl.path")]
 
     def last_good_notes(self) -> int:
         """How many notes are served from their last good version: their file does not

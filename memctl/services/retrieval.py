@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memctl.core import arguments
 from memctl.core.query import Query, parse
-from memctl.core.vocab import GLOBAL, MAX_LIMIT
+from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.counters import record_access
 from memctl.index.db import Index, ParseError, fresh_during, open_ahead
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
@@ -61,13 +61,10 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
         return hits, stale
 
     # The query runs while a live watcher answers whether it has indexed everything written
-    # before now (run again if it had not: memctl.index.db.fresh_during). A search of one
-    # project reads entries of that project's folder and global/ alone, so only they are
-    # walked, and only their files that do not parse are named (docs/search.md).
-    folders = None if all_projects else list(dict.fromkeys([project or GLOBAL, GLOBAL]))
-    index, (hits, stale) = fresh_during(store, ranked, folders)
+    # before now (run again if it had not: memctl.index.db.fresh_during).
+    index, (hits, stale) = fresh_during(store, ranked)
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
-    return SearchResult(hits, index.parse_errors(folders), parsed.truncated, stale)
+    return SearchResult(hits, index.parse_errors(), parsed.truncated, stale)
 
 
 def open_index_ahead(root: str) -> None:
