@@ -170,6 +170,38 @@ def test_add_walks_only_its_project_and_global(store_path: Path, cli: Cli) -> No
     assert _indexed_stamp(store_path, other["path"]) != _stamp(store_path, other["path"])
 
 
+def test_an_add_judges_the_project_s_notes_held_in_other_folders_as_they_are_now(
+        store_path: Path, cli: Cli) -> None:
+    """A note's project is its front matter's, whatever folder holds it: notes of `demo` moved
+    by hand into billing/ and edited there are compared as they are now. Before, add walked
+    demo/ and global/ alone and judged them by the index's older copy: it merged a new note
+    into one that no longer said it (the new text was written nowhere) and superseded one
+    whose predicate had changed."""
+    plants = cli.ok("add", "Deploys go out on Tuesdays after the standup meeting",
+                    "--json").json()
+    engine = cli.ok("add", "The database engine is Postgres", "--subject", "db",
+                    "--predicate", "engine", "--json").json()
+    moved = {}
+    for note in (plants, engine):
+        target = store_path / "billing" / "notes" / "fact" / Path(note["path"]).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (store_path / note["path"]).rename(target)
+        moved[note["id"]] = target.relative_to(store_path).as_posix()
+    ensure_fresh(store_path).close()  # indexed where they lie now
+    _hand_edit(store_path, moved[plants["id"]], "Deploys go out on Tuesdays after the standup "
+               "meeting", "The office plants need water every Friday")
+    _hand_edit(store_path, moved[engine["id"]], "predicate: engine", "predicate: version")
+
+    again = cli.ok("add", "Deploys go out on Tuesdays after the standup meeting",
+                   "--json").json()
+    assert again["action"] == "created" and again["id"] != plants["id"]
+    assert "Tuesdays" in (store_path / again["path"]).read_text(encoding="utf-8")
+    newer = cli.ok("add", "The database engine is MySQL now", "--subject", "db",
+                   "--predicate", "engine", "--json").json()
+    assert newer["superseded"] == []
+    assert "status: active" in (store_path / moved[engine["id"]]).read_text(encoding="utf-8")
+
+
 # --- one command module per command line ---------------------------------------------------------
 
 

@@ -70,9 +70,9 @@ if TYPE_CHECKING:
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 11  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
+SCHEMA_VERSION = 12  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
 # 10: `docs_project_created`, `docs_project_updated` (a date named in a query, docs/search.md);
-# 11: `files.ctime_ns` (a file's stamp: memctl.core.stamp)
+# 11: `files.ctime_ns` (a file's stamp: memctl.core.stamp); 12: `docs_project_path`
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
 # 2: values memctl cannot read are read as their defaults (docs/format.md), and a file that is
 # no text is named at the line of its first bad byte.
@@ -108,6 +108,9 @@ _INDEXES = {
     "docs_id": "CREATE INDEX IF NOT EXISTS docs_id ON docs(id)",
     "docs_path": "CREATE INDEX IF NOT EXISTS docs_path ON docs(path)",
     "docs_project": "CREATE INDEX IF NOT EXISTS docs_project ON docs(project, kind)",
+    # The entries of a project whose file lies outside its folder (Index.held_elsewhere):
+    # two range reads, whatever the size of the project.
+    "docs_project_path": "CREATE INDEX IF NOT EXISTS docs_project_path ON docs(project, path)",
     "docs_corrects": "CREATE INDEX IF NOT EXISTS docs_corrects ON docs(corrects)"
                      " WHERE corrects IS NOT NULL",
     # The notes of a day, a month or a year a query names, project by project
@@ -406,6 +409,10 @@ def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:
     index = open_index(store)
     if _still_fresh(store, index, probe, ticket):
         return index
+    if paths is not None:
+        # A project's folder stands for the project's entries, some of which may lie in
+        # another folder: their files are made sure of too.
+        paths = [*paths, *index.held_elsewhere(paths)]
     index = _freshen(store, index, paths)
     if paths is None:
         _settle(probe, ticket, index)
@@ -805,6 +812,23 @@ class Index:
                     and _racy(file_stamp(info), now) and _holds(self.root / path, row[1], row[2]):
                 still.add(path)
         return still
+
+    def held_elsewhere(self, paths: Iterable[str]) -> list[str]:
+        """The files of the entries of each project whose folder is named in `paths` that lie
+        outside that folder. A note's project is its front matter's `project:`, whatever
+        folder holds it (a note moved by hand into another project's folder stays its
+        project's), so a check of a project's notes must look at these files too (`add`'s
+        write-time checks: docs/search.md, "Why a search of one project walks every project
+        too")."""
+        relative = self._relative(paths) or []
+        found: list[str] = []
+        for project in dict.fromkeys(path for path in relative if "/" not in path):
+            # ('0' sorts right after '/'.)
+            found.extend(path for (path,) in self.conn.execute(
+                "SELECT path FROM docs WHERE project = ?1"
+                " AND path < ?2 UNION ALL SELECT path FROM docs"
+                " WHERE project = ?1 AND path >= ?3", (project, project + "/", project + "0")))
+        return list(dict.fromkeys(found))
 
     def _relative(self, paths: Iterable[str]) -> list[str] | None:
         """Store-relative `/` paths; None (walk everything) when the store itself is named."""
