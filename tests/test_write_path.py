@@ -170,36 +170,135 @@ def test_add_walks_only_its_project_and_global(store_path: Path, cli: Cli) -> No
     assert _indexed_stamp(store_path, other["path"]) != _stamp(store_path, other["path"])
 
 
-def test_an_add_judges_the_project_s_notes_held_in_other_folders_as_they_are_now(
-        store_path: Path, cli: Cli) -> None:
-    """A note's project is its front matter's, whatever folder holds it: notes of `demo` moved
-    by hand into billing/ and edited there are compared as they are now. Before, add walked
-    demo/ and global/ alone and judged them by the index's older copy: it merged a new note
-    into one that no longer said it (the new text was written nowhere) and superseded one
-    whose predicate had changed."""
-    plants = cli.ok("add", "Deploys go out on Tuesdays after the standup meeting",
-                    "--json").json()
-    engine = cli.ok("add", "The database engine is Postgres", "--subject", "db",
-                    "--predicate", "engine", "--json").json()
-    moved = {}
-    for note in (plants, engine):
-        target = store_path / "billing" / "notes" / "fact" / Path(note["path"]).name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        (store_path / note["path"]).rename(target)
-        moved[note["id"]] = target.relative_to(store_path).as_posix()
-    ensure_fresh(store_path).close()  # indexed where they lie now
-    _hand_edit(store_path, moved[plants["id"]], "Deploys go out on Tuesdays after the standup "
-               "meeting", "The office plants need water every Friday")
-    _hand_edit(store_path, moved[engine["id"]], "predicate: engine", "predicate: version")
+# How a note the write-time checks would act on changed since the index read it: moved by
+# hand into another project's folder (its project is its front matter's) and rewritten there;
+# emptied (the index keeps serving its last good version); rewritten while the add looked.
+CHANGES = ("moved and rewritten", "emptied", "rewritten meanwhile")
 
-    again = cli.ok("add", "Deploys go out on Tuesdays after the standup meeting",
-                   "--json").json()
-    assert again["action"] == "created" and again["id"] != plants["id"]
-    assert "Tuesdays" in (store_path / again["path"]).read_text(encoding="utf-8")
+
+def _change(store_path: Path, how: str, relpath: str, old: str, new: str,
+            monkeypatch: pytest.MonkeyPatch) -> str:
+    """Change the note at `relpath` as `how` says (`old` → `new` in its text); its path now."""
+    if how == "emptied":
+        (store_path / relpath).write_text("")
+        return relpath
+    if how == "rewritten meanwhile":
+        from memctl.memory import notes
+
+        looked = notes._check_pool
+
+        def looked_then_rewritten(*args, **kwargs):
+            found = looked(*args, **kwargs)
+            if not monkeypatch_done:
+                monkeypatch_done.append(True)
+                _hand_edit(store_path, relpath, old, new)
+            return found
+
+        monkeypatch_done: list[bool] = []
+        monkeypatch.setattr(notes, "_check_pool", looked_then_rewritten)
+        return relpath
+    target = store_path / "billing" / "notes" / "fact" / Path(relpath).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    (store_path / relpath).rename(target)
+    ensure_fresh(store_path).close()  # indexed where it lies now
+    moved = target.relative_to(store_path).as_posix()
+    _hand_edit(store_path, moved, old, new)
+    return moved
+
+
+def _left_by_hand(store_path: Path, path: str, how: str, old: str, new: str) -> str:
+    """What the person leaves in the note's file (the edit made meanwhile is still to come)."""
+    text = (store_path / path).read_text(encoding="utf-8")
+    return text.replace(old, new) if how == "rewritten meanwhile" else text
+
+
+@pytest.mark.parametrize("how", CHANGES)
+def test_an_add_never_merges_into_a_note_that_no_longer_says_it(
+        store_path: Path, cli: Cli, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the add merged into the index's older copy of the note: it said "merged", and
+    its text was written nowhere."""
+    text = "Deploys go out on Tuesdays after the standup meeting"
+    first = cli.ok("add", text, "--tags", "ops", "--json").json()
+    plants = "The office plants need water every Friday"
+    path = _change(store_path, how, first["path"], text, plants, monkeypatch)
+    left = _left_by_hand(store_path, path, how, text, plants)
+    again = cli.ok("add", text, "--json").json()
+    assert again["action"] == "created" and again["id"] != first["id"]
+    assert text in (store_path / again["path"]).read_text(encoding="utf-8")
+    assert (store_path / path).read_text(encoding="utf-8") == left  # as the person left it
+
+
+@pytest.mark.parametrize("how", CHANGES)
+def test_an_add_never_supersedes_a_note_that_no_longer_has_its_subject_and_predicate(
+        store_path: Path, cli: Cli, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the add rewrote the note as superseded by the index's older copy: a note whose
+    predicate had changed, or an emptied file, which then held front matter alone."""
+    first = cli.ok("add", "The database engine is Postgres", "--subject", "db", "--predicate",
+                   "engine", "--json").json()
+    path = _change(store_path, how, first["path"], "predicate: engine", "predicate: version",
+                   monkeypatch)
+    left = _left_by_hand(store_path, path, how, "predicate: engine", "predicate: version")
     newer = cli.ok("add", "The database engine is MySQL now", "--subject", "db",
                    "--predicate", "engine", "--json").json()
-    assert newer["superseded"] == []
-    assert "status: active" in (store_path / moved[engine["id"]]).read_text(encoding="utf-8")
+    assert newer["superseded"] == [] and newer["action"] == "created"
+    assert (store_path / path).read_text(encoding="utf-8") == left
+
+
+def test_an_add_whose_note_keeps_changing_while_it_looks_writes_nothing_and_says_so(
+        store_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each time the add looks, the note says what the add says, and is rewritten right
+    after: the second time, the add stops before it writes anything."""
+    from memctl.memory import notes
+
+    text = "Deploys go out on Tuesdays after the standup meeting"
+    plants = "The office plants need water every Friday"
+    first = cli.ok("add", text, "--json").json()
+    looked = notes._check_pool
+
+    def says(old: str, new: str) -> None:
+        path = store_path / first["path"]
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+
+    def looked_then_rewritten(*args, **kwargs):
+        says(plants, text)
+        found = looked(*args, **kwargs)
+        says(text, plants)
+        return found
+
+    monkeypatch.setattr(notes, "_check_pool", looked_then_rewritten)
+    head = git(store_path, "rev-parse", "HEAD")
+    files = sorted(path.name for path in (store_path / "demo" / "notes" / "fact").iterdir())
+    refused = cli("add", text, "--json")
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert "changed on disk while this command ran; nothing was written" in refused.stderr
+    assert git(store_path, "rev-parse", "HEAD") == head
+    assert sorted(path.name for path in (store_path / "demo" / "notes" / "fact").iterdir()) \
+        == files
+    assert plants in (store_path / first["path"]).read_text(encoding="utf-8")
+
+
+def test_an_add_meeting_a_damaged_index_rebuilds_it_and_adds(store_path: Path,
+                                                              cli: Cli) -> None:
+    """The pages of one index of the index file overwritten: the add's look for the project's
+    notes held in other folders fails, and the whole walk rebuilds the index, as every
+    command does with a damaged one."""
+    import sqlite3
+
+    from memctl.index.db import index_path
+
+    cli.ok("add", "The billing cron runs at 3am", "--project", "billing")
+    database = index_path(store_path)
+    with sqlite3.connect(database) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name ="
+                            " 'docs_project_path'").fetchone()[0]
+    with open(database, "r+b") as handle:
+        handle.seek((root - 1) * page_size)
+        handle.write(b"\xff" * page_size)
+    added = cli("add", "Deploys go out on Tuesdays", "--json")
+    assert added.exit_code == 0, added.stderr
+    assert "Tuesdays" in (store_path / added.json()["path"]).read_text(encoding="utf-8")
 
 
 # --- one command module per command line ---------------------------------------------------------

@@ -412,7 +412,10 @@ def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:
     if paths is not None:
         # A project's folder stands for the project's entries, some of which may lie in
         # another folder: their files are made sure of too.
-        paths = [*paths, *index.held_elsewhere(paths)]
+        try:
+            paths = [*paths, *index.held_elsewhere(paths)]
+        except sqlite3.DatabaseError:
+            paths = None  # a damaged index: the whole walk rebuilds it (`_walk`)
     index = _freshen(store, index, paths)
     if paths is None:
         _settle(probe, ticket, index)
@@ -812,6 +815,13 @@ class Index:
                     and _racy(file_stamp(info), now) and _holds(self.root / path, row[1], row[2]):
                 still.add(path)
         return still
+
+    def holds_as_indexed(self, path: str) -> bool:
+        """Whether the file at `path` holds the bytes the index read from it, and they parsed:
+        what the index says of it is what the file says now."""
+        row = self.conn.execute("SELECT size, hash, error FROM files WHERE path = ?",
+                                (path,)).fetchone()
+        return row is not None and row[2] is None and _holds(self.root / path, row[0], row[1])
 
     def held_elsewhere(self, paths: Iterable[str]) -> list[str]:
         """The files of the entries of each project whose folder is named in `paths` that lie

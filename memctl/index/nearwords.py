@@ -57,7 +57,10 @@ _COLUMNS = ("SELECT doc, path, project, hash, version, tiny, size, words FROM ne
             "SELECT project, word, doc FROM near_words LIMIT 0")
 _CHUNK = 400  # SQL parameters per statement (well under SQLite's limit)
 _LIVE = "d.kind = 'note' AND d.status = 'active'"
-_SCOPE = _LIVE + " AND d.project IN ({marks})"
+# A note whose file does not parse now (emptied, say: the index serves its last good version)
+# is no note to merge into or supersede: either would write to a file that says otherwise.
+_SCOPE = (_LIVE + " AND d.project IN ({marks})"
+          " AND d.path NOT IN (SELECT path FROM files WHERE error IS NOT NULL)")
 
 
 def check_pool(conn: sqlite3.Connection, projects: Sequence[str], text: str, *,

@@ -30,12 +30,13 @@ from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
 from memctl.index.nearwords import check_pool, keep_words
-from memctl.memory.checks import MERGED, decide
+from memctl.memory.checks import MERGED, WriteDecision, decide
 from memctl.memory.drafts import MARK, Draft, fingerprint
 from memctl.store import Store
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -121,13 +122,13 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
     with store.lock("add"):
         # The index stays open until the commit has indexed the change (closed on the way
         # out otherwise, when its last reference goes).
-        pool, index = _check_pool(store, project, text, subject=subject, predicate=predicate)
-        decision = decide(
-            text, note_type=note_type, project=project, existing=pool, subject=subject,
-            predicate=predicate, corrects=corrected, force=force, moment=moment,
-            duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
-            similar_threshold=store.settings.get("duplicates.similar_threshold"),
-        )
+        pool, index, decision = _checked(
+            store, project, text, subject=subject, predicate=predicate,
+            decide_on=lambda pool: decide(
+                text, note_type=note_type, project=project, existing=pool, subject=subject,
+                predicate=predicate, corrects=corrected, force=force, moment=moment,
+                duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
+                similar_threshold=store.settings.get("duplicates.similar_threshold")))
         by_id = {note.id: note for note in pool}
         if decision.action == MERGED and decision.merged_into:
             target = by_id[decision.merged_into]
@@ -206,6 +207,31 @@ def _check_pool(store: Store, project: str, text: str, *, subject: str | None,
     rows = check_pool(index.conn, [project, GLOBAL], text,
                       same_key_project=project if subject and predicate else None)
     return [_indexed_note(meta, body) for meta, body in rows], index
+
+
+def _checked(store: Store, project: str, text: str, *, subject: str | None,
+             predicate: str | None, decide_on: Callable[[list[Note]], WriteDecision]
+             ) -> tuple[list[Note], Index, WriteDecision]:
+    """The pool of the write-time checks, the open index and `decide_on(pool)`, made sure to
+    rest on the files as they are now: each note the decision would write (merged into,
+    superseded) must still hold the bytes the index read, and parse. A note edited by hand
+    since (or while this command looked) is indexed again and the decision made again, once;
+    changed again by then, the command stops before it writes anything. Before, an add
+    merged a new note into a note emptied or rewritten by hand, by the index's older copy,
+    and its text was written nowhere (tests/test_write_path.py)."""
+    for _attempt in range(2):
+        pool, index = _check_pool(store, project, text, subject=subject, predicate=predicate)
+        decision = decide_on(pool)
+        by_id = {note.id: note for note in pool}
+        acted_on = [decision.merged_into] if decision.action == MERGED else decision.supersedes
+        changed = [by_id[note_id].path for note_id in acted_on
+                   if note_id in by_id and not index.holds_as_indexed(by_id[note_id].path)]
+        if not changed:
+            return pool, index, decision
+        index.refresh(changed)
+        index.close()
+    raise MemctlError(f"{', '.join(changed)} changed on disk while this command ran; nothing "
+                      "was written: run it again")
 
 
 def _indexed_note(meta: dict[str, Any], body: str) -> Note:
@@ -300,19 +326,16 @@ def update_note(store: Store, ref: str, *, text: str | None = None, importance: 
             checked = new_text if new_text is not None else note.body
             subject_now = fields["subject"] if "subject" in fields else note.subject
             predicate_now = fields["predicate"] if "predicate" in fields else note.predicate
-            candidates, index = _check_pool(store, note.project, checked,
-                                            subject=subject_now, predicate=predicate_now)
+            candidates, index, decision = _checked(
+                store, note.project, checked, subject=subject_now, predicate=predicate_now,
+                decide_on=lambda candidates: decide(
+                    checked, note_type=note.type, project=note.project,
+                    existing=[other for other in candidates if other.id != note.id],
+                    subject=subject_now, predicate=predicate_now, force=True, moment=moment,
+                    duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
+                    similar_threshold=store.settings.get("duplicates.similar_threshold")))
             index.close()
-            pool = [other for other in candidates if other.id != note.id]
-            decision = decide(
-                checked, note_type=note.type,
-                project=note.project, existing=pool,
-                subject=subject_now,
-                predicate=predicate_now,
-                force=True, moment=moment,
-                duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
-                similar_threshold=store.settings.get("duplicates.similar_threshold"))
-            by_id = {other.id: other for other in pool}
+            by_id = {other.id: other for other in candidates if other.id != note.id}
             for old_id in decision.supersedes:
                 old = by_id.get(old_id)
                 if old is not None and old.status == "active":
