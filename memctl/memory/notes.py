@@ -228,8 +228,7 @@ def _checked(store: Store, project: str, text: str, *, subject: str | None,
                    if note_id in by_id and not index.holds_as_indexed(by_id[note_id].path)]
         if not changed:
             return pool, index, decision
-        index.refresh(changed)
-        index.close()
+        index.close()  # the next look's walk reads the changed files again (their stamps)
     raise MemctlError(f"{', '.join(changed)} changed on disk while this command ran; nothing "
                       "was written: run it again")
 
