@@ -244,6 +244,24 @@ def test_an_add_never_supersedes_a_note_that_no_longer_has_its_subject_and_predi
     assert (store_path / path).read_text(encoding="utf-8") == left
 
 
+@pytest.mark.parametrize("how", CHANGES)
+def test_an_update_never_supersedes_a_note_that_no_longer_has_its_subject_and_predicate(
+        store_path: Path, cli: Cli, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The update of a note's fields (the MCP server's `update`) makes the same checks."""
+    from memctl.services import notes
+    from memctl.store import Store
+
+    first = cli.ok("add", "The database engine is Postgres", "--subject", "db", "--predicate",
+                   "engine", "--json").json()
+    other = cli.ok("add", "Backups run nightly at two", "--json").json()
+    path = _change(store_path, how, first["path"], "predicate: engine", "predicate: version",
+                   monkeypatch)
+    left = _left_by_hand(store_path, path, how, "predicate: engine", "predicate: version")
+    updated = notes.update(Store.open(store_path), other["id"], subject="db", predicate="engine")
+    assert updated.superseded == [] and updated.changed == ["subject", "predicate"]
+    assert (store_path / path).read_text(encoding="utf-8") == left
+
+
 def test_an_add_whose_note_keeps_changing_while_it_looks_writes_nothing_and_says_so(
         store_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each time the add looks, the note says what the add says, and is rewritten right
