@@ -186,15 +186,15 @@ def _change(store_path: Path, how: str, relpath: str, old: str, new: str,
         from memctl.memory import notes
 
         looked = notes._check_pool
+        rewritten: list[bool] = []  # once: after the first look
 
         def looked_then_rewritten(*args, **kwargs):
             found = looked(*args, **kwargs)
-            if not monkeypatch_done:
-                monkeypatch_done.append(True)
+            if not rewritten:
+                rewritten.append(True)
                 _hand_edit(store_path, relpath, old, new)
             return found
 
-        monkeypatch_done: list[bool] = []
         monkeypatch.setattr(notes, "_check_pool", looked_then_rewritten)
         return relpath
     target = store_path / "billing" / "notes" / "fact" / Path(relpath).name

@@ -122,14 +122,13 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
     with store.lock("add"):
         # The index stays open until the commit has indexed the change (closed on the way
         # out otherwise, when its last reference goes).
-        pool, index, decision = _checked(
+        by_id, index, decision = _checked(
             store, project, text, subject=subject, predicate=predicate,
             decide_on=lambda pool: decide(
                 text, note_type=note_type, project=project, existing=pool, subject=subject,
                 predicate=predicate, corrects=corrected, force=force, moment=moment,
                 duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
                 similar_threshold=store.settings.get("duplicates.similar_threshold")))
-        by_id = {note.id: note for note in pool}
         if decision.action == MERGED and decision.merged_into:
             target = by_id[decision.merged_into]
             path = _merge_into(store, target, importance, clean_tags, moment)
@@ -211,9 +210,9 @@ def _check_pool(store: Store, project: str, text: str, *, subject: str | None,
 
 def _checked(store: Store, project: str, text: str, *, subject: str | None,
              predicate: str | None, decide_on: Callable[[list[Note]], WriteDecision]
-             ) -> tuple[list[Note], Index, WriteDecision]:
-    """The pool of the write-time checks, the open index and `decide_on(pool)`, made sure to
-    rest on the files as they are now: each note the decision would write (merged into,
+             ) -> tuple[dict[str, Note], Index, WriteDecision]:
+    """The pool of the write-time checks (by id), the open index and `decide_on(pool)`, made
+    sure to rest on the files as they are now: each note the decision would write (merged into,
     superseded) must still hold the bytes the index read, and parse. A note edited by hand
     since (or while this command looked) is indexed again and the decision made again, once;
     changed again by then, the command stops before it writes anything. Before, an add
@@ -227,7 +226,7 @@ def _checked(store: Store, project: str, text: str, *, subject: str | None,
         changed = [by_id[note_id].path for note_id in acted_on
                    if note_id in by_id and not index.holds_as_indexed(by_id[note_id].path)]
         if not changed:
-            return pool, index, decision
+            return by_id, index, decision
         index.close()  # the next look's walk reads the changed files again (their stamps)
     raise MemctlError(f"{', '.join(changed)} changed on disk while this command ran; nothing "
                       "was written: run it again")
@@ -325,7 +324,7 @@ def update_note(store: Store, ref: str, *, text: str | None = None, importance: 
             checked = new_text if new_text is not None else note.body
             subject_now = fields["subject"] if "subject" in fields else note.subject
             predicate_now = fields["predicate"] if "predicate" in fields else note.predicate
-            candidates, index, decision = _checked(
+            by_id, index, decision = _checked(
                 store, note.project, checked, subject=subject_now, predicate=predicate_now,
                 decide_on=lambda candidates: decide(
                     checked, note_type=note.type, project=note.project,
@@ -334,7 +333,6 @@ def update_note(store: Store, ref: str, *, text: str | None = None, importance: 
                     duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
                     similar_threshold=store.settings.get("duplicates.similar_threshold")))
             index.close()
-            by_id = {other.id: other for other in candidates if other.id != note.id}
             for old_id in decision.supersedes:
                 old = by_id.get(old_id)
                 if old is not None and old.status == "active":
