@@ -650,6 +650,46 @@ def test_a_racily_clean_file_still_as_indexed_is_not_indexed_again(root: Path) -
         index.close()
 
 
+def test_a_racily_clean_file_once_old_enough_has_its_stamp_recorded_without_the_parser(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a racily clean file is older than RACY_NS and still holds the indexed bytes,
+    the next refresh records its stamp with one UPDATE: its entry is not read again, the
+    parser not even imported (a search seconds after an `add`), and the walk after that finds
+    it as indexed. Where the bytes changed meanwhile, it is parsed as any changed file."""
+    relpath = "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"
+    index = ensure_fresh(root)  # just written: recorded without its mtime
+    try:
+        rows = index.conn.execute("SELECT rowid, * FROM docs ORDER BY rowid").fetchall()
+        assert index.conn.execute("SELECT mtime_ns FROM files WHERE path = ?",
+                                  (relpath,)).fetchone()[0] == 0
+    finally:
+        index.close()
+    # The parser is imported by this process already: whether a refresh needs it is asked
+    # of a Python of its own, with the clock's margin at 0 (every stamp old enough).
+    probe = ("import sys; from memctl.index import db; db.RACY_NS = 0; "
+             "index = db.open_index(sys.argv[1]); stats = index.refresh(); "
+             "print(stats.changed, 'memctl.index.docs' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True,
+                         text=True, check=True)
+    assert ran.stdout.split() == ["False", "False"], ran.stdout  # nothing changed, no parser
+    index = open_index(root)
+    try:
+        path = root / relpath
+        info = path.stat()
+        assert index.conn.execute("SELECT mtime_ns, ctime_ns FROM files WHERE path = ?",
+                                  (relpath,)).fetchone() == (info.st_mtime_ns, info.st_ctime_ns)
+        assert index.conn.execute("SELECT rowid, * FROM docs ORDER BY rowid").fetchall() == rows
+        monkeypatch.setattr(db, "RACY_NS", 0)
+        before = index.conn.total_changes
+        assert not index.refresh().changed and index.conn.total_changes == before
+        path.write_text(path.read_text(encoding="utf-8").replace("Redis", "Valky"),
+                        encoding="utf-8")
+        assert len(index.refresh().updated) == 1
+        assert find(root, "Valky") == ["bbbbbbbbbbbbbbbb"]
+    finally:
+        index.close()
+
+
 @pytest.mark.parametrize("size", [0, 1, 4095, 65536, 65537, (1 << 20) + 5])
 @pytest.mark.parametrize("max_bytes", [10, 1 << 20, 10 << 20])
 def test_the_indexer_reads_a_file_whole_or_up_to_one_byte_past_the_limit(

@@ -747,9 +747,10 @@ class Index:
             candidates = [path for path, st in found.items() if known_stats.get(path) != st]
             stats.unchanged = same + len(found) - len(candidates)
         if candidates and len(candidates) <= _RACY_CHECK_MAX:
-            still = self._racy_unchanged(candidates)
-            candidates = [path for path in candidates if path not in still]
-            stats.unchanged += len(still)
+            unchanged = self._racy_unchanged(candidates)
+            candidates = [path for path in candidates if path not in unchanged]
+            stats.unchanged += len(unchanged)
+            self._settle(unchanged)
         if (candidates or removed) and not self._done_by_another(candidates, removed):
             try:
                 self._apply(sorted(candidates), removed, stats, progress)
@@ -793,14 +794,19 @@ class Index:
                 return False
         return not racy or len(self._racy_unchanged(racy)) == len(racy)
 
-    def _racy_unchanged(self, candidates: list[str]) -> set[str]:
+    def _racy_unchanged(self, candidates: list[str]) -> dict[str, tuple[Stamp, str] | None]:
         """The candidates indexed without their mtime (written less than RACY_NS before they
-        were read: racily clean) that still hold the bytes indexed and are still that recent.
-        Indexing them again would hash them, find them the same and record them once more
-        without an mtime: nothing would change. So they are checked by their hash alone,
-        without the parser and without a write (`add` right after `add`, and `show`:
-        bench/bench_write.py); once older, the next refresh records their stamp."""
-        still: set[str] = set()
+        were read: racily clean) that still hold the bytes indexed: each with its stamp now
+        and the hash it holds, to record (`_settle`), or None while it is still that recent.
+        Indexing them again would hash them, find them the same and record them once more:
+        nothing would change but the stamp. So they are checked by their hash alone, without
+        the parser (`add` right after `add`, `show`, and the command after those, seconds
+        later: bench/bench_write.py).
+
+        The stamp is taken before the bytes are read: a write after it gives the file
+        another stamp (its mtime, RACY_NS later at least), which the next walk sees; a write
+        before the read gives other bytes, which go to the parser."""
+        unchanged: dict[str, tuple[Stamp, str] | None] = {}
         now = time.time_ns()
         for path in candidates:
             row = self.conn.execute("SELECT mtime_ns, size, hash FROM files WHERE path = ?",
@@ -812,9 +818,31 @@ class Index:
             except OSError:
                 continue
             if stat_module.S_ISREG(info.st_mode) and info.st_size == row[1] \
-                    and _racy(file_stamp(info), now) and _holds(self.root / path, row[1], row[2]):
-                still.add(path)
-        return still
+                    and _holds(self.root / path, row[1], row[2]):
+                stamp = file_stamp(info)
+                unchanged[path] = None if _racy(stamp, now) else (stamp, row[2])
+        return unchanged
+
+    def _settle(self, unchanged: dict[str, tuple[Stamp, str] | None]) -> None:
+        """Record the stamps `_racy_unchanged` found old enough to trust, each only where the
+        index still holds the row it compared (no mtime, the same size and hash): the next
+        walk then finds these files as indexed. Best effort: an index busy or not writable
+        leaves them to the next refresh, which hashes them again."""
+        settled = [(stamp[0], stamp[1], path, stamp[2], digest)
+                   for path, found in unchanged.items() if found is not None
+                   for stamp, digest in (found,)]
+        if not settled:
+            return
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("UPDATE files SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
+                             " AND mtime_ns = 0 AND size = ? AND hash = ?", settled)
+            self._store_folder_digests(folder_of(row[2]) for row in settled)
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
 
     def holds_as_indexed(self, path: str) -> bool:
         """Whether the file at `path` holds the bytes the index read from it, and they parsed:
