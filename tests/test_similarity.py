@@ -431,3 +431,85 @@ def test_the_word_matching_is_difflibs(first: list[str], second: list[str]) -> N
 
     assert _difflib_opcodes(first, second) == \
         difflib.SequenceMatcher(a=first, b=second, autojunk=False).get_opcodes()
+
+
+# Text as notes hold it: words of a small vocabulary (so texts share some), CJK characters,
+# and every kind of blank and punctuation normalising folds.
+_WORDS = st.sampled_from(["use", "port", "5432", "the", "blog", "deploy", "never", "redis",
+                          "使用", "缓存", "数据库", "不", "Ünïcode", "naïve", "ﬁle", "x"])
+_GLUE = st.sampled_from([" ", "  ", "\t", "\n", "\u3000", "\u00a0", "\u2028", "\x1c", ", ",
+                         "。", "", "_", "'", "-"])
+_NOTE_TEXT = st.lists(st.tuples(_WORDS, _GLUE), max_size=24).map(
+    lambda pairs: "".join(word + glue for word, glue in pairs))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(st.text(max_size=60), _NOTE_TEXT), st.one_of(st.text(max_size=60), _NOTE_TEXT))
+def test_a_ratio_scored_in_python_is_rapidfuzz_s_to_the_last_bit(a: str, b: str) -> None:
+    """`add` scores a few short pairs in Python rather than import rapidfuzz (~20 ms): its
+    characters', sorted words' and tokens' ratios must be rapidfuzz's, the same floats, and
+    so its longest common subsequence of tokens (`_apart`)."""
+    from rapidfuzz import fuzz
+    from rapidfuzz.distance import Indel
+
+    from memctl.core.similarity import _lcs_length, _python_ratio, _sorted_words, tokens
+
+    assert _python_ratio(a, b) == fuzz.ratio(a, b)
+    na, nb = normalize(a), normalize(b)
+    assert _python_ratio(_sorted_words(na), _sorted_words(nb)) == fuzz.token_sort_ratio(na, nb)
+    ta, tb = tokens(na), tokens(nb)
+    assert _python_ratio(ta, tb) == fuzz.ratio(ta, tb)
+    assert _lcs_length(ta, tb) == (len(ta) + len(tb) - Indel.distance(ta, tb)) // 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NOTE_TEXT, st.lists(_NOTE_TEXT, max_size=10), st.sampled_from([50.0, 70.0, 88.0]))
+def test_add_s_checks_scored_in_python_find_and_judge_what_rapidfuzz_finds(
+        text: str, others: list[str], threshold: float) -> None:
+    """`candidates` and `compare`, each pair scored in Python (what `add` does while rapidfuzz
+    is not loaded), give what every text scored by rapidfuzz gives: the same keys, order,
+    scores and verdicts."""
+    from memctl.core import similarity
+
+    pool = [(f"k{number}", other) for number, other in enumerate(others)]
+    with pytest.MonkeyPatch.context() as patch:  # every text through the views, in C
+        patch.setattr(similarity, "_FEW_TEXTS", -1)
+        patch.setattr(similarity, "_in_python", lambda a, b: False)
+        expected = candidates(text, pool, threshold=threshold)
+        verdicts = [compare(text, other) for other in others]
+    with pytest.MonkeyPatch.context() as patch:  # as if rapidfuzz were not loaded
+        patch.setattr(similarity, "_in_python",
+                      lambda a, b: len(a) * len(b) <= similarity._PYTHON_LCS_MAX)
+        assert candidates(text, pool, threshold=threshold) == expected
+        assert [compare(text, other) for other in others] == verdicts
+
+
+def test_an_add_beside_a_near_duplicate_does_not_load_rapidfuzz(tmp_path) -> None:
+    """The checks of an `add` whose text is near a note's (reported as similar, then merged)
+    score the pair in Python: rapidfuzz's import is no part of the command."""
+    import json
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: print('rapidfuzz' in sys.modules, file=sys.stderr))\n"
+              "from memctl.cli import main\n"
+              "sys.argv = ['memctl', '--store', sys.argv[1], *sys.argv[2:]]\n"
+              "main()\n")
+
+    def memctl(*args: str) -> tuple[dict, str]:
+        ran = subprocess.run([sys.executable, "-c", script, str(store), *args],
+                             capture_output=True, text=True, check=True)
+        return json.loads(ran.stdout or "{}"), ran.stderr.strip().splitlines()[-1]
+
+    subprocess.run([sys.executable, "-m", "memctl", "init", str(store)], check=True,
+                   capture_output=True)
+    first, _ = memctl("add", "--project", "blog", "The blog backend uses PostgreSQL 16",
+                      "--json")
+    similar, loaded = memctl("add", "--project", "blog", "The blog backend uses PostgreSQL 15",
+                             "--json")
+    assert (similar["similar"], loaded) == ([first["id"]], "False")
+    merged, loaded = memctl("add", "--project", "blog", "the blog backend uses PostgreSQL 16!",
+                            "--json")
+    assert (merged["action"], merged["id"], loaded) == ("merged", first["id"], "False")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import threading
 import unicodedata
 from collections import Counter
@@ -269,15 +270,70 @@ def score(a: str, b: str) -> float:
 
 
 def _score_normalized(na: str, nb: str) -> float:
-    from rapidfuzz import fuzz
-
     if not na or not nb:
         return 100.0 if na == nb else 0.0
     # Characters, sorted words, and the token sequence: the last keeps "使用 Redis 做缓存" and
-    # "使用 Memcached 做缓存" close although most of their characters differ.
-    return max(
-        fuzz.ratio(na, nb), fuzz.token_sort_ratio(na, nb), fuzz.ratio(tokens(na), tokens(nb))
-    )
+    # "使用 Memcached 做缓存" close although most of their characters differ. (The words of a
+    # normalised text are split by single spaces: sorted and joined, they are what
+    # rapidfuzz's `token_sort_ratio` compares; tests/test_similarity.py holds them equal.)
+    return max(_ratio(na, nb), _ratio(_sorted_words(na), _sorted_words(nb)),
+               _ratio(tokens(na), tokens(nb)))
+
+
+def _sorted_words(norm: str) -> str:
+    return " ".join(sorted(norm.split()))
+
+
+# --- the longest common subsequence, in Python for small pairs -----------------------------
+#
+# rapidfuzz (in C) scores pairs fast, but importing it costs ~20 ms on this kind of machine:
+# as much as the rest of `add`'s checks, which mostly score a few short texts
+# (bench/bench_write.py). A pair up to this product of lengths is scored here instead while
+# rapidfuzz is not loaded (1,000 x 1,000 characters: ~0.7 ms); the numbers are the same, to
+# the last bit (tests/test_similarity.py), so which one scored a pair never shows.
+_PYTHON_LCS_MAX = 1_000_000
+
+
+def _in_python(a: Sequence[object], b: Sequence[object]) -> bool:
+    return "rapidfuzz" not in sys.modules and len(a) * len(b) <= _PYTHON_LCS_MAX
+
+
+def _lcs_length(a: Sequence[object], b: Sequence[object]) -> int:
+    """The length of the longest common subsequence of two sequences, bit-parallel (Hyyrö's
+    algorithm, as rapidfuzz's Indel computes it in C): one step per item of the longer
+    sequence, each a few operations on an integer with a bit per item of the shorter."""
+    if len(a) < len(b):
+        a, b = b, a
+    masks: dict[object, int] = {}
+    bit = 1
+    for item in b:
+        masks[item] = masks.get(item, 0) | bit
+        bit <<= 1
+    full = bit - 1
+    row = full
+    mask_of = masks.get
+    for item in a:
+        matched = row & mask_of(item, 0)
+        row = ((row + matched) | (row - matched)) & full
+    return len(b) - row.bit_count()
+
+
+def _ratio(a: Sequence[object], b: Sequence[object]) -> float:
+    """rapidfuzz's `fuzz.ratio` of two sequences (the normalised Indel similarity, 0..100),
+    the same float: `(1 - distance / (len(a) + len(b))) * 100`, with distance the items of
+    both not in their longest common subsequence."""
+    if not _in_python(a, b):
+        from rapidfuzz import fuzz
+
+        return fuzz.ratio(a, b)
+    return _python_ratio(a, b)
+
+
+def _python_ratio(a: Sequence[object], b: Sequence[object]) -> float:
+    total = len(a) + len(b)
+    if not total:
+        return 100.0
+    return (1.0 - (total - 2 * _lcs_length(a, b)) / total) * 100
 
 
 class _Views:
@@ -509,11 +565,14 @@ def _apart(ta: list[str], tb: list[str]) -> bool:
     """Whether `_same_statement` is False whatever the opcodes: the equal runs of any opcodes
     are a common subsequence, so they share at most the longest one's words, and those are
     at most half of the longer text's and two or more short of it (the longest common
-    subsequence in C, bit-parallel)."""
-    from rapidfuzz.distance import Indel
-
+    subsequence, bit-parallel)."""
     longer = max(len(ta), len(tb))
-    shared = (len(ta) + len(tb) - Indel.distance(ta, tb)) // 2
+    if _in_python(ta, tb):
+        shared = _lcs_length(ta, tb)
+    else:
+        from rapidfuzz.distance import Indel
+
+        shared = (len(ta) + len(tb) - Indel.distance(ta, tb)) // 2
     return 2 * shared <= longer and longer - shared > 1
 
 
@@ -646,8 +705,8 @@ def compared_tokens(text: str) -> tuple[list[str], str]:
     return tokens(norm), norm
 
 
-# Up to this many texts, `candidates` first looks whether any pairs with the new one (their
-# bags cost more than scoring them in C, which pays once rapidfuzz is loaded anyway).
+# Up to this many texts, `candidates` first looks which pair with the new one, and scores
+# those alone (beyond, their bags cost more than scoring every text in C).
 _FEW_TEXTS = 64
 
 
@@ -658,7 +717,8 @@ def candidates(
     the candidate pairs of memctl.core.nearpairs: `add` and the health report see the same
     pairs. One text against many is linear, so every text is scored (in C, cheaper than
     building each one's bags) and the candidate rule then applied to those that score; a few
-    texts are first looked at by the rule alone, which keeps the same ones."""
+    texts are first looked at by the rule alone, and only those it keeps are scored: the
+    same ones, with the same scores."""
     keys: list[str] = []
     texts: list[str] = []
     for key, other in others:
@@ -670,11 +730,17 @@ def candidates(
     if not query:
         return []
     shape = nearpairs.Shape(tokens(query), query)
-    if len(texts) <= _FEW_TEXTS and not nearpairs.matches(shape, list(map(_shape, texts))):
-        # No text is a candidate pair with this one, so none can be kept whatever it scores:
-        # rapidfuzz (~8 ms to import) is not needed. `add` mostly gets a few texts from the
-        # index (memctl.index.nearwords), and most share too few words.
-        return []
+    if len(texts) <= _FEW_TEXTS:
+        # `add` mostly gets a few texts from the index (memctl.index.nearwords), and most
+        # share too few words: no text is a candidate pair with this one, so none can be kept
+        # whatever it scores. The few that are, short ones, are scored in Python.
+        matched = nearpairs.matches(shape, list(map(_shape, texts)))
+        if not matched:
+            return []
+        scored = _scored_here(query, texts, matched, threshold)
+        if scored is not None:
+            ranked = sorted(scored, key=lambda item: (-item[1], keys[item[0]]))
+            return [(keys[idx], value) for idx, value in ranked]
     best = sorted(_Views(texts).best(query, 0, threshold).items())
     if not best:
         return []
@@ -682,6 +748,25 @@ def candidates(
     ranked = sorted((best[position] for position in kept),
                     key=lambda item: (-item[1], keys[item[0]]))
     return [(keys[idx], value) for idx, value in ranked]
+
+
+def _scored_here(query: str, texts: list[str], matched: list[int],
+                 threshold: float) -> list[tuple[int, float]] | None:
+    """(number, score) of the `matched` texts scoring at least `threshold`, scored one by one
+    (`_score_normalized`, in Python while rapidfuzz is not loaded), as `_Views.best` would
+    score them; None where that could differ: a score at the threshold itself (rapidfuzz
+    compares the cut-off on its own scale), or more distinct tokens than the views' codes
+    (CODES: theirs repeat, this would not)."""
+    if len(query) + sum(map(len, texts)) > CODES:
+        return None
+    scored: list[tuple[int, float]] = []
+    for number in matched:
+        value = _score_normalized(query, texts[number])
+        if abs(value - threshold) < 1e-6:
+            return None
+        if value >= threshold:
+            scored.append((number, value))
+    return scored
 
 
 # A text's similar pairs are looked for until it has this many (memctl.core.nearpairs
