@@ -600,7 +600,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     # `_moved_away` looks for those gone from disk. Not `ls-files --deleted`: git 2.39 stats
     # every file of its index for it, whatever the pathspec (10k notes: ~30 ms of the
     # kernel's time, on a core the staging needs; bench/bench_write.py).
-    gone = Started(root, "ls-files", "-z", "--",
+    gone = Started(root, "ls-files", "-z", "-t", "--",
                    *(f":(literal){project}" for project in projects)) if projects else None
     # And what git's index already holds that HEAD does not: staged by hand (`git add`), or
     # left by a commit that failed where git could not write its index back.
@@ -611,7 +611,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
         staged = list(paths or ())
         try:
             if paths and gone is not None:
-                moved = _moved_away(root, paths, gone.finish())
+                moved = _moved_away(root, paths, _in_worktree(gone.finish()))
                 if moved:
                     staged += moved
                     _stage(root, moved)
@@ -619,7 +619,9 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
             if foreign is not None and _staged_elsewhere(foreign.finish(), staged):
                 # A note renamed with `git mv`: its old path left git's index, so no
                 # `ls-files` names it, but HEAD, which this tree starts from, still holds it.
-                moved = _moved_away(root, staged, foreign.finish(), in_head=True)
+                listed = foreign.finish()
+                moved = _moved_away(root, staged, listed.stdout.split("\0")
+                                    if listed.returncode == 0 else [], in_head=True)
                 tree = _tree_of_head_with(root, staged + moved)
             return _commit_index(root, message, reading, asked, tree)
         except BaseException:
@@ -678,7 +680,17 @@ def _remove_own_index(own_index: Path) -> None:
     Path(f"{own_index}.lock").unlink(missing_ok=True)
 
 
-def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProcess[str],
+def _in_worktree(listed: subprocess.CompletedProcess[str]) -> list[str]:
+    """The paths of `git ls-files -z -t`, but those git keeps out of the working tree (a
+    sparse checkout's `S`): absent from disk without being gone, as `ls-files --deleted`
+    leaves them out. Nothing when git failed."""
+    if listed.returncode != 0:
+        return []
+    return [entry[2:] for entry in listed.stdout.split("\0")
+            if entry[1:2] == " " and entry[:1] not in ("S", "s")]
+
+
+def _moved_away(root: Path, paths: list[str], listed: list[str],
                 in_head: bool = False) -> list[str]:
     """The tracked files gone from disk (of `listed`: `git ls-files` of the projects of
     `paths`) that held a note or episode among `paths`, by id: a note renamed by hand and
@@ -689,11 +701,9 @@ def _moved_away(root: Path, paths: list[str], listed: subprocess.CompletedProces
     `in_head`: `listed` is `git diff-index --cached HEAD` of the whole store, whose paths gone
     from disk in these projects are looked for in HEAD (a `git mv` took the old path out of
     the index; tests/test_git_state.py)."""
-    if listed.returncode != 0:
-        return []
     wanted = set(paths)
     projects = {path.split("/", 1)[0] for path in paths}
-    gone = [path for path in listed.stdout.split("\0")
+    gone = [path for path in listed
             if path and path not in wanted and not os.path.lexists(os.path.join(root, path))
             and _holds_note(path)
             and not (in_head and path.split("/", 1)[0] not in projects)]
