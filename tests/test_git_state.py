@@ -231,7 +231,7 @@ def test_a_commit_of_memctl_carries_nothing_else_that_git_s_index_holds(tmp_path
 
 
 def test_a_note_renamed_with_git_mv_then_changed_by_memctl_leaves_no_old_copy_in_head(tmp_path):
-    """A note renamed with `git mv` has left git's index, so `git ls-files` no longer
+    """A note renamed with `git mv` has left git's index, so `ls-files --deleted` no longer
     names its old path; the commit of memctl's own change starts from HEAD, which still
     holds it. Forgotten (or edited) after the rename, the note stayed in HEAD at its old
     path beside the tombstone (or the new copy): a note no disk holds, the same id twice."""

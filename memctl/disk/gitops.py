@@ -596,12 +596,12 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     asked = ask_identity(root)
     projects = sorted({path.split("/", 1)[0] for path in paths or () if "/" in path
                        and not path.startswith(".")})
-    # Asked while the paths are staged: the tracked files of these projects, of which
-    # `_moved_away` looks for those gone from disk. Not `ls-files --deleted`: git 2.39 stats
-    # every file of its index for it, whatever the pathspec (10k notes: ~30 ms of the
-    # kernel's time, on a core the staging needs; bench/bench_write.py).
-    gone = Started(root, "ls-files", "-z", "-t", "--",
-                   *(f":(literal){project}" for project in projects)) if projects else None
+    # Asked while the paths are staged: which tracked files of these projects are gone. Each
+    # project's folder named with its `/`: git then stats the files under it alone, where a
+    # pathspec without one (or of several folders) had it stat every file of its index
+    # (10k notes: ~30 ms of the kernel's time, beside the staging; bench/bench_write.py).
+    gone = [Started(root, "ls-files", "-z", "--deleted", "--", *(
+        f":(literal){project}/" for project in group)) for group in _one_by_one(projects)]
     # And what git's index already holds that HEAD does not: staged by hand (`git add`), or
     # left by a commit that failed where git could not write its index back.
     foreign = Started(root, "diff-index", "--cached", "--name-only", "-z", "--no-renames",
@@ -610,18 +610,17 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
         _stage(root, paths)
         staged = list(paths or ())
         try:
-            if paths and gone is not None:
-                moved = _moved_away(root, paths, _in_worktree(gone.finish()))
+            if paths and gone:
+                moved = _moved_away(root, paths, _listed(gone))
                 if moved:
                     staged += moved
                     _stage(root, moved)
             tree = None
             if foreign is not None and _staged_elsewhere(foreign.finish(), staged):
                 # A note renamed with `git mv`: its old path left git's index, so no
-                # `ls-files` names it, but HEAD, which this tree starts from, still holds it.
-                listed = foreign.finish()
-                moved = _moved_away(root, staged, listed.stdout.split("\0")
-                                    if listed.returncode == 0 else [], in_head=True)
+                # `ls-files --deleted` names it, but HEAD, which this tree starts from, still
+                # holds it.
+                moved = _moved_away(root, staged, _listed([foreign]), in_head=True)
                 tree = _tree_of_head_with(root, staged + moved)
             return _commit_index(root, message, reading, asked, tree)
         except BaseException:
@@ -633,8 +632,8 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
         reading.finish()
         if asked is not None:
             asked.finish()
-        if gone is not None:
-            gone.finish()
+        for started in gone:
+            started.finish()
         if foreign is not None:
             foreign.finish()
 
@@ -680,20 +679,29 @@ def _remove_own_index(own_index: Path) -> None:
     Path(f"{own_index}.lock").unlink(missing_ok=True)
 
 
-def _in_worktree(listed: subprocess.CompletedProcess[str]) -> list[str]:
-    """The paths of `git ls-files -z -t`, but those git keeps out of the working tree (a
-    sparse checkout's `S`): absent from disk without being gone, as `ls-files --deleted`
-    leaves them out. Nothing when git failed."""
-    if listed.returncode != 0:
+# Up to this many projects in one commit, each is asked about on its own (a process each, at
+# once); beyond (an import of many), all in one process, which stats every tracked file.
+_PROJECTS_ONE_BY_ONE = 4
+
+
+def _one_by_one(projects: list[str]) -> list[list[str]]:
+    if len(projects) <= _PROJECTS_ONE_BY_ONE:
+        return [[project] for project in projects]
+    return [projects]
+
+
+def _listed(started: list[Started]) -> list[str]:
+    """The paths git's commands listed (`-z`); none when any of them failed."""
+    results = [process.finish() for process in started]
+    if any(result.returncode != 0 for result in results):
         return []
-    return [entry[2:] for entry in listed.stdout.split("\0")
-            if entry[1:2] == " " and entry[:1] not in ("S", "s")]
+    return [path for result in results for path in result.stdout.split("\0") if path]
 
 
 def _moved_away(root: Path, paths: list[str], listed: list[str],
                 in_head: bool = False) -> list[str]:
-    """The tracked files gone from disk (of `listed`: `git ls-files` of the projects of
-    `paths`) that held a note or episode among `paths`, by id: a note renamed by hand and
+    """The tracked files gone from disk (`listed`: `git ls-files --deleted` of the projects
+    of `paths`) that held a note or episode among `paths`, by id: a note renamed by hand and
     then changed or forgotten by memctl. Its old path is part of that change; committing
     the new path (or the tombstone) alone left the old file in HEAD, served again by every
     clone (tests/test_notes_cli.py). A file gone that held another note is left as it is:
