@@ -690,6 +690,31 @@ def test_a_racily_clean_file_once_old_enough_has_its_stamp_recorded_without_the_
         index.close()
 
 
+def test_a_stamp_to_record_never_makes_a_refresh_wait_for_another_writer(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While another process holds the index's write lock, a refresh that has only stamps to
+    record (`_settle`) answers at once with the index as it is, and leaves them to the next
+    refresh; it does not wait out the lock, nor fail with "database is locked"."""
+    relpath = "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"
+    ensure_fresh(root).close()  # just written: recorded without its mtime
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(db, "RACY_NS", 0)
+    writer = sqlite3.connect(index_path(root), isolation_level=None)
+    index = open_index(root)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        assert not index.refresh().changed
+        assert index.conn.execute("SELECT mtime_ns FROM files WHERE path = ?",
+                                  (relpath,)).fetchone()[0] == 0
+        writer.execute("ROLLBACK")
+        assert not index.refresh().changed
+        assert index.conn.execute("SELECT mtime_ns FROM files WHERE path = ?",
+                                  (relpath,)).fetchone()[0] == (root / relpath).stat().st_mtime_ns
+    finally:
+        index.close()
+        writer.close()
+
+
 @pytest.mark.parametrize("size", [0, 1, 4095, 65536, 65537, (1 << 20) + 5])
 @pytest.mark.parametrize("max_bytes", [10, 1 << 20, 10 << 20])
 def test_the_indexer_reads_a_file_whole_or_up_to_one_byte_past_the_limit(

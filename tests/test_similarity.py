@@ -513,3 +513,19 @@ def test_an_add_beside_a_near_duplicate_does_not_load_rapidfuzz(tmp_path) -> Non
     merged, loaded = memctl("add", "--project", "blog", "the blog backend uses PostgreSQL 16!",
                             "--json")
     assert (merged["action"], merged["id"], loaded) == ("merged", first["id"], "False")
+
+
+def test_scoring_in_python_stays_within_its_budget() -> None:
+    """A pool of many long candidates, or a pair whose words `judge` matches with rapidfuzz
+    anyway (more than 200 x 200 tokens), is left to rapidfuzz: Python scores only where it
+    costs less than rapidfuzz's import."""
+    from memctl.core import similarity
+
+    latin = normalize(" ".join(f"deploy{number} step" for number in range(70)))
+    assert similarity._scored_here(latin, [latin], [0], 70.0) == [(0, 100.0)]
+    many = [latin] * (similarity._PYTHON_LCS_MAX // (len(latin) * len(latin)) + 1)
+    assert similarity._scored_here(latin, many, list(range(len(many))), 70.0) is None
+    chinese = normalize("数据库连接池大小设为二十" * 20)  # 240 tokens, 240 characters
+    assert len(chinese) * len(chinese) <= similarity._PYTHON_LCS_MAX
+    assert similarity._scored_here(chinese, [chinese], [0], 70.0) is None
+    assert similarity._scored_here(chinese[:150], [chinese[:150]], [0], 70.0) == [(0, 100.0)]

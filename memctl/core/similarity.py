@@ -754,10 +754,18 @@ def _scored_here(query: str, texts: list[str], matched: list[int],
                  threshold: float) -> list[tuple[int, float]] | None:
     """(number, score) of the `matched` texts scoring at least `threshold`, scored one by one
     (`_score_normalized`, in Python while rapidfuzz is not loaded), as `_Views.best` would
-    score them; None where that could differ: a score at the threshold itself (rapidfuzz
+    score them. None where that could differ: a score at the threshold itself (rapidfuzz
     compares the cut-off on its own scale), or more distinct tokens than the views' codes
-    (CODES: theirs repeat, this would not)."""
-    if len(query) + sum(map(len, texts)) > CODES:
+    (CODES: theirs repeat, this would not). None too where Python would not be the cheaper:
+    more than _PYTHON_LCS_MAX characters' pairs in all (64 texts of 1,000 characters took
+    three times rapidfuzz's import and scores), or a pair whose words `judge` matches with
+    rapidfuzz anyway (`_opcodes`: more than _DIFFLIB_MAX_PRODUCT pairs of tokens)."""
+    if len(query) + sum(map(len, texts)) > CODES \
+            or len(query) * sum(len(texts[number]) for number in matched) > _PYTHON_LCS_MAX:
+        return None
+    query_tokens = len(tokens(query))
+    if any(query_tokens * len(tokens(texts[number])) > _DIFFLIB_MAX_PRODUCT
+           for number in matched):
         return None
     scored: list[tuple[int, float]] = []
     for number in matched:

@@ -826,23 +826,31 @@ class Index:
     def _settle(self, unchanged: dict[str, tuple[Stamp, str] | None]) -> None:
         """Record the stamps `_racy_unchanged` found old enough to trust, each only where the
         index still holds the row it compared (no mtime, the same size and hash): the next
-        walk then finds these files as indexed. Best effort: an index busy or not writable
-        leaves them to the next refresh, which hashes them again."""
+        walk then finds these files as indexed. Only when the write lock is free at once: an
+        index another process writes (or one not writable) leaves them to the next refresh,
+        which hashes them again, rather than make this one wait for the lock."""
         settled = [(stamp[0], stamp[1], path, stamp[2], digest)
                    for path, found in unchanged.items() if found is not None
                    for stamp, digest in (found,)]
         if not settled:
             return
         conn = self.conn
+        conn.execute("PRAGMA busy_timeout=0")
         try:
             conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return  # busy, read-only, or a transaction open already (none is: never ours)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        try:
             conn.executemany("UPDATE files SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
                              " AND mtime_ns = 0 AND size = ? AND hash = ?", settled)
             self._store_folder_digests(folder_of(row[2]) for row in settled)
             conn.execute("COMMIT")
-        except sqlite3.Error:
+        except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            raise
 
     def holds_as_indexed(self, path: str) -> bool:
         """Whether the file at `path` holds the bytes the index read from it, and they parsed:
