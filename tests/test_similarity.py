@@ -482,6 +482,9 @@ def test_add_s_checks_scored_in_python_find_and_judge_what_rapidfuzz_finds(
                       lambda a, b: len(a) * len(b) <= similarity._PYTHON_LCS_MAX)
         assert candidates(text, pool, threshold=threshold) == expected
         assert [compare(text, other) for other in others] == verdicts
+    # Each score is the pair's own (`score`): `add` judges the pair with it (memory/checks.py).
+    texts = dict(pool)
+    assert [value for _, value in expected] == [score(text, texts[key]) for key, _ in expected]
 
 
 def test_an_add_beside_a_near_duplicate_does_not_load_rapidfuzz(tmp_path) -> None:

@@ -27,7 +27,7 @@ from memctl.core.similarity import (
     DEFAULT_DUPLICATE_THRESHOLD,
     DEFAULT_SIMILAR_THRESHOLD,
     candidates,
-    compare,
+    judge,
     mergeable,
 )
 
@@ -92,9 +92,11 @@ def decide(
     scored = candidates(text, ((n.id, n.body) for n in pool), threshold=similar_threshold)
     duplicates: list[str] = []
     similar: list[str] = []
-    for note_id, _ in scored:
-        verdict = compare(
-            text, by_id[note_id].body,
+    for note_id, value in scored:
+        # `candidates` gave each note's score (`score(text, body)`): judged with it, the pair
+        # is not scored a second time.
+        verdict = judge(
+            text, by_id[note_id].body, value,
             duplicate_threshold=duplicate_threshold, similar_threshold=similar_threshold,
         )
         reasons = verdict.reasons
