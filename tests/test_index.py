@@ -693,7 +693,7 @@ def test_a_racily_clean_file_once_old_enough_has_its_stamp_recorded_without_the_
 def test_a_stamp_to_record_never_makes_a_refresh_wait_for_another_writer(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """While another process holds the index's write lock, a refresh that has only stamps to
-    record (`_settle`) answers at once with the index as it is, and leaves them to the next
+    record (`_record_stamps`) answers at once with the index as it is, and leaves them to the next
     refresh; it does not wait out the lock, nor fail with "database is locked"."""
     relpath = "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"
     ensure_fresh(root).close()  # just written: recorded without its mtime

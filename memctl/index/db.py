@@ -750,7 +750,7 @@ class Index:
             unchanged = self._racy_unchanged(candidates)
             candidates = [path for path in candidates if path not in unchanged]
             stats.unchanged += len(unchanged)
-            self._settle(unchanged)
+            self._record_stamps(unchanged)
         if (candidates or removed) and not self._done_by_another(candidates, removed):
             try:
                 self._apply(sorted(candidates), removed, stats, progress)
@@ -797,7 +797,8 @@ class Index:
     def _racy_unchanged(self, candidates: list[str]) -> dict[str, tuple[Stamp, str] | None]:
         """The candidates indexed without their mtime (written less than RACY_NS before they
         were read: racily clean) that still hold the bytes indexed: each with its stamp now
-        and the hash it holds, to record (`_settle`), or None while it is still that recent.
+        and the hash it holds, to record (`_record_stamps`), or None while it is still that
+        recent.
         Indexing them again would hash them, find them the same and record them once more:
         nothing would change but the stamp. So they are checked by their hash alone, without
         the parser (`add` right after `add`, `show`, and the command after those, seconds
@@ -823,15 +824,17 @@ class Index:
                 unchanged[path] = None if _racy(stamp, now) else (stamp, row[2])
         return unchanged
 
-    def _settle(self, unchanged: dict[str, tuple[Stamp, str] | None]) -> None:
+    def _record_stamps(self, unchanged: dict[str, tuple[Stamp, str] | None]) -> None:
         """Record the stamps `_racy_unchanged` found old enough to trust, each only where the
         index still holds the row it compared (no mtime, the same size and hash): the next
         walk then finds these files as indexed. Only when the write lock is free at once: an
         index another process writes (or one not writable) leaves them to the next refresh,
         which hashes them again, rather than make this one wait for the lock."""
-        settled = [(stamp[0], stamp[1], path, stamp[2], digest)
-                   for path, found in unchanged.items() if found is not None
-                   for stamp, digest in (found,)]
+        settled = []
+        for path, found in unchanged.items():
+            if found is not None:
+                (mtime_ns, ctime_ns, size), digest = found
+                settled.append((mtime_ns, ctime_ns, path, size, digest))
         if not settled:
             return
         conn = self.conn
