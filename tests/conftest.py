@@ -10,6 +10,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +111,16 @@ class Cli:
         result = self(*args, **kwargs)
         assert result.exit_code == 0, f"memctl {' '.join(args)} failed: {result.stderr}{result.stdout}"
         return result
+
+
+def plant_dead_holder(store: Path, command: str) -> subprocess.Popen[bytes]:
+    """The store lock's record of a holder killed 2 s into `command` (a process that has
+    ended, so its pid is dead), as `kill -9` leaves it; the process, for its pid."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store / ".memctl" / "lock.info").write_text(json.dumps(
+        {"pid": dead.pid, "command": command, "since": time.time() - 2}))
+    return dead
 
 
 def write_memory_file(root: Path, rel: str, body: str, **meta: object) -> Path:

@@ -22,22 +22,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import memctl_executable, run_memctl, tree_snapshot  # noqa: E402
+from conftest import memctl_executable, plant_dead_holder, run_memctl, tree_snapshot  # noqa: E402
 from test_crash import git, make_store, notes_on_disk, sentence, whole_files  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import crash_loop  # noqa: E402
 from crash_loop import collect, running_watcher, start_worker  # noqa: E402
-
-
-def plant_dead_holder(store: Path, command: str) -> subprocess.Popen[bytes]:
-    """The store lock's record of a holder killed 2 s into `command` (a process that has
-    ended, so its pid is dead), as `kill -9` leaves it; the process, for its pid."""
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (store / ".memctl" / "lock.info").write_text(json.dumps(
-        {"pid": dead.pid, "command": command, "since": time.time() - 2}))
-    return dead
 
 
 def no_traceback(stderr: str) -> None:

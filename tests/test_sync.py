@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import Cli, advised, edit, git, machine, run_advice, tree_snapshot
+from conftest import Cli, advised, edit, git, machine, plant_dead_holder, run_advice, tree_snapshot
 
 from memctl.disk.counters import record_access
 
@@ -488,6 +488,56 @@ def test_a_failing_remote_leaves_no_half_merge(tmp_path, remote):
     assert result.exit_code == 1 and result.stderr.startswith("error:")
     assert not (a.store / ".git" / "MERGE_HEAD").exists()
     assert git(a.store, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("named", ["path", "file URL"])
+def test_a_ref_lock_a_killed_sync_left_on_a_remote_on_this_machine_is_removed_by_the_next(
+        tmp_path, remote, named):
+    """kill -9 of a sync's process group mid-push kills git's `receive-pack` too, holding the
+    remote's `refs/heads/BRANCH.lock`: every later push was refused, and sync said, after 5
+    attempts, that others kept pushing. The next sync finds the dead holder's record and
+    removes the remote's locks made while it held the store lock."""
+    a = machine(tmp_path, "a")
+    add(a, "Pushed before the kill", T[0])
+    a.ok("sync", "--remote", remote if named == "path" else f"file://{remote}")
+    mine = add(a, "Written before the killed sync", T[1])
+    plant_dead_holder(a.store, "sync")
+    lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
+    lock.write_text("half written by a killed receive-pack\n")
+    report = a.ok("sync", "--json").json()
+    assert report["pushed"] is True and report["attempts"] == 1
+    assert not lock.exists()
+    assert git(Path(remote), "rev-parse", _branch(a)).strip() == git(a.store, "rev-parse", "HEAD").strip()
+    assert body_of(machine(tmp_path, "b", remote), mine) == "Written before the killed sync"
+
+
+@pytest.mark.parametrize("lock_made", ["with no crash", "before the killed sync began"])
+def test_a_lock_on_the_remote_that_no_killed_sync_made_is_named_and_left(tmp_path, remote,
+                                                                           lock_made):
+    """A lock on the remote that is somebody's (no dead holder, or one made before the dead
+    holder took the store lock) stays where it is; the sync says which file stops it, not
+    that others kept pushing, and keeps the change committed here."""
+    a = machine(tmp_path, "a")
+    add(a, "Pushed before the lock", T[0])
+    a.ok("sync", "--remote", remote)
+    remote_head = git(Path(remote), "rev-parse", _branch(a)).strip()
+    add(a, "Written while the remote is locked", T[1])
+    lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
+    lock.write_text("a person's git\n")
+    if lock_made != "with no crash":
+        plant_dead_holder(a.store, "sync")
+        an_hour_ago = lock.stat().st_mtime - 3600
+        os.utime(lock, (an_hour_ago, an_hour_ago))
+    result = a("sync")
+    assert result.exit_code == 1
+    assert result.stderr == (f"error: the remote's lock file {lock} exists: a git is updating the "
+                             "remote, or one died there. If no git runs there, delete that file; "
+                             "your changes are committed here, run `memctl sync` again\n")
+    assert lock.read_text() == "a person's git\n"
+    assert git(Path(remote), "rev-parse", _branch(a)).strip() == remote_head
+    assert git(a.store, "status", "--porcelain") == ""
+    lock.unlink()
+    assert a.ok("sync", "--json").json()["pushed"] is True
 
 
 def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):

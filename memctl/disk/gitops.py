@@ -326,7 +326,10 @@ def way_back_to_branch(root: Path) -> str:
 def git_lock_files(root: Path) -> list[Path]:
     """Lock files git leaves when killed mid-command: the index, HEAD and the refs (in git's
     folder, where a `.git` file names it: `repository_folder`)."""
-    git_dir = repository_folder(root)
+    return _lock_files_in(repository_folder(root))
+
+
+def _lock_files_in(git_dir: Path) -> list[Path]:
     found = [git_dir / name for name in _TOP_LOCKS if (git_dir / name).exists()]
     refs = git_dir / "refs"
     if refs.is_dir():
@@ -395,6 +398,61 @@ def settle_index_lock(root: Path, wait: float | None = None, *, keep_crash: bool
         f"for it to finish and run the command again (if no git is running, delete that "
         f"file). {CHANGE_ON_DISK}"
     )
+
+
+def settle_remote_locks(root: Path, remote: str) -> None:
+    """A sync killed while it pushed to a remote on this machine kills git's `receive-pack`
+    with it, which may hold the remote's ref lock (`refs/heads/BRANCH.lock`): every later
+    push is then refused. The caller holds the store lock and the dead holder's record is
+    still there: the remote's locks made while that holder held the store lock, still
+    there after CRASHED_LOCK_WAIT (a push orphaned by the kill finishing), are its debris
+    and are removed. Any other lock on a remote is somebody's, and stays: the push that
+    meets it names it (`remote_lock_in`). docs/reliability.md."""
+    crashed = crashed_holder(root)
+    folder = local_remote_folder(remote)
+    if crashed is None or folder is None:
+        return
+    ours = [lock for lock in _lock_files_in(folder) if _made_during(lock, crashed)]
+    deadline = time.monotonic() + CRASHED_LOCK_WAIT
+    while any(lock.exists() for lock in ours) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for lock in ours:
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def local_remote_folder(remote: str) -> Path | None:
+    """The git folder of a remote that is a folder on this machine (a bare repository, or
+    a clone whose `.git` holds it); None for a URL git reaches over the network."""
+    if remote.startswith("file://"):
+        remote = remote[len("file://"):]
+    elif "://" in remote or ":" in remote.split("/", 1)[0]:
+        return None  # `ssh://…`, `https://…`, or scp's `host:path`
+    folder = Path(remote).expanduser()
+    if (folder / "HEAD").is_file() and (folder / "refs").is_dir():
+        return folder
+    if (folder / ".git").exists():
+        return repository_folder(folder)
+    return None
+
+
+def remote_lock_in(output: str) -> str | None:
+    """The lock file a push found on the remote, from git's output ("remote: error: cannot
+    lock ref '…': Unable to create '/…/refs/heads/main.lock': File exists."); None when
+    the push failed for another reason."""
+    for line in output.splitlines():
+        if not line.startswith("remote:"):
+            continue  # this store's own locks are settled before the push
+        start = line.find("Unable to create '")
+        if start < 0:
+            continue
+        start += len("Unable to create '")
+        end = line.find("': File exists", start)
+        if end > start:
+            return os.path.normpath(line[start:end])
+    return None
 
 
 def git_lock_is_fresh(root: Path) -> bool:

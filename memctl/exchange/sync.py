@@ -342,6 +342,9 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             done = "; your local changes were committed" if committed or revived else ""
             raise MemctlError(f"the store has no git remote{done}; run `memctl sync --remote "
                               "URL` once to share it")
+        # Before the commit below forgets a killed sync's record: its push's locks left on
+        # a remote on this machine (tests/test_reliability.py).
+        gitops.settle_remote_locks(root, origin)
         branch = _branch(root)
         report = SyncReport(remote=origin, branch=branch)
         gitops.install_merge_driver(root)
@@ -375,6 +378,14 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                 run_git(root, "config", f"branch.{branch}.remote", "origin", check=False)
                 run_git(root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}", check=False)
                 break
+            remote_lock = gitops.remote_lock_in(pushed.stderr)
+            if remote_lock:
+                # run_git tried again for LOCK_RETRY_SECONDS: a git running there would have
+                # let go (it holds a ref's lock for milliseconds). Not "others are pushing".
+                raise GitError(f"the remote's lock file {remote_lock} exists: a git is updating "
+                               "the remote, or one died there. If no git runs there, delete "
+                               "that file; your changes are committed here, run `memctl sync` "
+                               "again")
             if not any(marker in pushed.stdout + pushed.stderr for marker in _REJECTED):
                 lines = [ln for ln in (pushed.stdout + pushed.stderr).splitlines()
                          if ln.startswith(("!", "error", "fatal", "remote:"))]
