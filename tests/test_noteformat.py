@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+from datetime import UTC, datetime, timedelta, timezone
 
 from conftest import python_lines
 from hypothesis import HealthCheck, given, settings
@@ -161,6 +162,33 @@ def test_any_text_parses_or_reports_never_raises(text):
     assert parsed.problem is None or parsed.problem.line >= 1
 
 
+_BLANK_TO_PYTHON = " \t\r\n\v\f\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000"
+
+
+@settings(max_examples=1500)
+@given(st.text(alphabet=st.sampled_from(_BLANK_TO_PYTHON + "ab: -"), max_size=10),
+       st.sampled_from(["---", "..."]), st.booleans(),
+       st.sampled_from(["importance", "tags", "title"]),
+       st.sampled_from([3, ["x", "y"], [], "new title"]))
+def test_a_front_matter_that_reads_is_one_whose_fields_can_be_set(head, closer, bom, key,
+                                                                   value):
+    """Whatever reads without a problem, `set_fields` changes, and the result reads back as
+    the value set and every other field as it was; a head of characters Python calls white
+    space and YAML refuses (\x1d) read as blank, then could not be edited (bench/fuzz.py)."""
+    text = ("\ufeff" if bom else "") + f"---\n{head}\n{closer}\nthe body\n"
+    before = parse_text(text)
+    try:
+        after = parse_text(set_fields(text, {key: value}))
+    except ValueError:
+        assert before.problem is not None, f"refused a file that reads: {text!r}"
+        return
+    assert after.problem is None
+    assert after.meta[key] == ([str(v) for v in value] if isinstance(value, list) else str(value))
+    assert {k: v for k, v in after.meta.items() if k != key} == \
+        {k: v for k, v in before.meta.items() if k != key}
+    assert after.body == before.body
+
+
 def _reference_parse_time(text: str):
     """parse_time without its fast path: normalise `Z` and a space, then fromisoformat."""
     from memctl.core.clock import parse_time_spelled_out
@@ -178,6 +206,19 @@ def test_times_read_the_same_on_the_fast_path(moment, separator, zone, spec, dat
         moment.isoformat(sep=separator, timespec=spec) + zone
     assert parse_time(text) == _reference_parse_time(text)
     assert parse_time(f"  {text} ") == _reference_parse_time(text)
+
+
+@given(st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 30)),
+       st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(0)),
+                        timezone(timedelta(hours=-8))]))
+def test_a_time_is_written_as_strftime_writes_it(moment, zone):
+    """`format_time` formats by hand what strftime formatted: the same text for any time in
+    any zone, so no stamp memctl writes changes."""
+    from memctl.core.clock import format_time
+
+    aware = moment.replace(tzinfo=zone)
+    utc = aware.astimezone(UTC)
+    assert format_time(aware) == utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 @given(st.text(alphabet="0123456789-:T Zz+.W ", max_size=32) | st.text(max_size=12))
