@@ -511,12 +511,14 @@ def test_a_ref_lock_a_killed_sync_left_on_a_remote_on_this_machine_is_removed_by
     assert body_of(machine(tmp_path, "b", remote), mine) == "Written before the killed sync"
 
 
-@pytest.mark.parametrize("lock_made", ["with no crash", "before the killed sync began"])
+@pytest.mark.parametrize("lock_made", ["with no crash", "before the killed sync began",
+                                       "while a killed add held the store lock"])
 def test_a_lock_on_the_remote_that_no_killed_sync_made_is_named_and_left(tmp_path, remote,
                                                                            lock_made):
-    """A lock on the remote that is somebody's (no dead holder, or one made before the dead
-    holder took the store lock) stays where it is; the sync says which file stops it, not
-    that others kept pushing, and keeps the change committed here."""
+    """A lock on the remote that is somebody's (no dead holder, one made before the dead
+    holder took the store lock, or while a dead command that never pushes held it) stays;
+    the sync says which file stops it, not that others kept pushing, and keeps the change
+    committed here."""
     a = machine(tmp_path, "a")
     add(a, "Pushed before the lock", T[0])
     a.ok("sync", "--remote", remote)
@@ -524,10 +526,12 @@ def test_a_lock_on_the_remote_that_no_killed_sync_made_is_named_and_left(tmp_pat
     add(a, "Written while the remote is locked", T[1])
     lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
     lock.write_text("a person's git\n")
-    if lock_made != "with no crash":
+    if lock_made == "before the killed sync began":
         plant_dead_holder(a.store, "sync")
         an_hour_ago = lock.stat().st_mtime - 3600
         os.utime(lock, (an_hour_ago, an_hour_ago))
+    elif lock_made != "with no crash":
+        plant_dead_holder(a.store, "add")  # no push: the lock is another git's
     result = a("sync")
     assert result.exit_code == 1
     assert result.stderr == (f"error: the remote's lock file {lock} exists: a git is updating the "

@@ -410,17 +410,28 @@ def settle_remote_locks(root: Path, remote: str) -> None:
     meets it names it (`remote_lock_in`). docs/reliability.md."""
     crashed = crashed_holder(root)
     folder = local_remote_folder(remote)
-    if crashed is None or folder is None:
-        return
-    ours = [lock for lock in _lock_files_in(folder) if _made_during(lock, crashed)]
+    if crashed is None or folder is None or str(crashed.get("command")) != "sync":
+        return  # only a sync pushes: what else was killed left no lock on a remote
+    seen = {lock: _file_identity(lock) for lock in _lock_files_in(folder)
+            if lock.name != "index.lock" and _made_during(lock, crashed)}
     deadline = time.monotonic() + CRASHED_LOCK_WAIT
-    while any(lock.exists() for lock in ours) and time.monotonic() < deadline:
+    while any(lock.exists() for lock in seen) and time.monotonic() < deadline:
         time.sleep(0.02)
-    for lock in ours:
-        try:
-            lock.unlink()
-        except FileNotFoundError:
-            pass
+    for lock, identity in seen.items():
+        # The same file as before the wait: one that went and came back is a live git's.
+        if identity is not None and _file_identity(lock) == identity:
+            try:
+                lock.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_mtime_ns
 
 
 def local_remote_folder(remote: str) -> Path | None:
