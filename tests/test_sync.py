@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -490,20 +492,26 @@ def test_a_failing_remote_leaves_no_half_merge(tmp_path, remote):
     assert git(a.store, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("named", ["path", "file URL"])
+@pytest.mark.parametrize("named", ["path", "file URL", "file URL naming a host",
+                                   "path relative to the store"])
 def test_a_ref_lock_a_killed_sync_left_on_a_remote_on_this_machine_is_removed_by_the_next(
         tmp_path, remote, named):
     """kill -9 of a sync's process group mid-push kills git's `receive-pack` too, holding the
-    remote's `refs/heads/BRANCH.lock`: every later push was refused, and sync said, after 5
-    attempts, that others kept pushing. The next sync finds the dead holder's record and
-    removes the remote's locks made while it held the store lock."""
+    remote's `refs/heads/BRANCH.lock` (with the commit it was writing): every later push was
+    refused, and sync said, after 5 attempts, that others kept pushing. The next sync finds
+    the dead sync's record and removes that lock, on the remote as git finds it from the
+    store (a relative path is the store's, a file URL's host is ignored)."""
     a = machine(tmp_path, "a")
     add(a, "Pushed before the kill", T[0])
-    a.ok("sync", "--remote", remote if named == "path" else f"file://{remote}")
+    a.ok("sync", "--remote", {"path": remote, "file URL": f"file://{remote}",
+                              "file URL naming a host": f"file://localhost{remote}",
+                              "path relative to the store": remote}[named])
+    if named == "path relative to the store":
+        git(a.store, "remote", "set-url", "origin", f"../{Path(remote).name}")
     mine = add(a, "Written before the killed sync", T[1])
     plant_dead_holder(a.store, "sync")
     lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
-    lock.write_text("half written by a killed receive-pack\n")
+    lock.write_text(git(a.store, "rev-parse", "HEAD"))  # what the killed push was writing
     report = a.ok("sync", "--json").json()
     assert report["pushed"] is True and report["attempts"] == 1
     assert not lock.exists()
@@ -512,36 +520,92 @@ def test_a_ref_lock_a_killed_sync_left_on_a_remote_on_this_machine_is_removed_by
 
 
 @pytest.mark.parametrize("lock_made", ["with no crash", "before the killed sync began",
-                                       "while a killed add held the store lock"])
+                                       "while a killed add held the store lock",
+                                       "by a killed sync, naming a commit this store never had"])
 def test_a_lock_on_the_remote_that_no_killed_sync_made_is_named_and_left(tmp_path, remote,
                                                                            lock_made):
-    """A lock on the remote that is somebody's (no dead holder, one made before the dead
-    holder took the store lock, or while a dead command that never pushes held it) stays;
-    the sync says which file stops it, not that others kept pushing, and keeps the change
-    committed here."""
+    """A lock on the remote that is somebody's stays: no dead holder; one made before the
+    dead sync took the store lock; one made while a dead command that never pushes held it;
+    one naming a commit no push from here wrote. The sync says which file stops it, not that
+    others kept pushing, and keeps the change committed here."""
     a = machine(tmp_path, "a")
     add(a, "Pushed before the lock", T[0])
     a.ok("sync", "--remote", remote)
     remote_head = git(Path(remote), "rev-parse", _branch(a)).strip()
     add(a, "Written while the remote is locked", T[1])
     lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
-    lock.write_text("a person's git\n")
+    lock.write_text(git(a.store, "rev-parse", "HEAD"))  # all but one as a push from here
     if lock_made == "before the killed sync began":
         plant_dead_holder(a.store, "sync")
         an_hour_ago = lock.stat().st_mtime - 3600
         os.utime(lock, (an_hour_ago, an_hour_ago))
-    elif lock_made != "with no crash":
+    elif lock_made == "while a killed add held the store lock":
         plant_dead_holder(a.store, "add")  # no push: the lock is another git's
+    elif lock_made != "with no crash":
+        plant_dead_holder(a.store, "sync")
+        lock.write_text("0123456789abcdef0123456789abcdef01234567\n")  # another's push
     result = a("sync")
     assert result.exit_code == 1
     assert result.stderr == (f"error: the remote's lock file {lock} exists: a git is updating the "
                              "remote, or one died there. If no git runs there, delete that file; "
                              "your changes are committed here, run `memctl sync` again\n")
-    assert lock.read_text() == "a person's git\n"
+    assert lock.exists()
     assert git(Path(remote), "rev-parse", _branch(a)).strip() == remote_head
     assert git(a.store, "status", "--porcelain") == ""
     lock.unlink()
     assert a.ok("sync", "--json").json()["pushed"] is True
+
+
+def test_a_first_sync_that_meets_a_lock_on_the_remote_says_to_name_the_remote_again(
+        tmp_path, remote):
+    """A first `sync --remote URL` keeps the remote only once it succeeds, so the way to try
+    again names it."""
+    a = machine(tmp_path, "a")
+    add(a, "Never pushed yet", T[0])
+    lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    result = a("sync", "--remote", remote)
+    assert result.exit_code == 1
+    assert result.stderr.endswith(f"run `memctl sync --remote {remote}` again\n")
+    assert git(a.store, "remote") == ""
+    lock.unlink()
+    assert a.ok("sync", "--remote", remote, "--json").json()["pushed"] is True
+
+
+def test_a_remote_lock_that_went_and_came_back_during_the_wait_is_a_live_git_s(tmp_path, remote):
+    """The branch's lock on the remote, made during a killed sync: if it goes and another
+    comes while memctl waits for it, the new one belongs to a git running now and stays."""
+    from memctl.disk import gitops
+    from memctl.disk.layout import state_path
+    from memctl.disk.locking import CRASHED_FILE
+
+    a = machine(tmp_path, "a")
+    add(a, "Pushed before the kill", T[0])
+    a.ok("sync", "--remote", remote)
+    lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
+    head = git(a.store, "rev-parse", "HEAD")
+    crashed = state_path(a.store, CRASHED_FILE)
+    lock.write_text(head)
+    crashed.write_text(json.dumps({"pid": 1, "command": "sync", "since": time.time() - 2,
+                                   "found": time.time()}))
+
+    def another_git() -> None:
+        time.sleep(0.2)
+        lock.unlink()
+        lock.write_text(head + "another push\n")
+
+    replacing = threading.Thread(target=another_git)
+    replacing.start()
+    gitops.settle_remote_locks(a.store, remote, _branch(a))
+    replacing.join()
+    assert lock.read_text() == head + "another push\n"
+    lock.unlink()
+    lock.write_text(head)  # the same lock, left alone through the wait: the dead sync's
+    crashed.write_text(json.dumps({"pid": 1, "command": "sync", "since": time.time() - 2,
+                                   "found": time.time()}))
+    gitops.settle_remote_locks(a.store, remote, _branch(a))
+    assert not lock.exists()
 
 
 def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -326,10 +327,7 @@ def way_back_to_branch(root: Path) -> str:
 def git_lock_files(root: Path) -> list[Path]:
     """Lock files git leaves when killed mid-command: the index, HEAD and the refs (in git's
     folder, where a `.git` file names it: `repository_folder`)."""
-    return _lock_files_in(repository_folder(root))
-
-
-def _lock_files_in(git_dir: Path) -> list[Path]:
+    git_dir = repository_folder(root)
     found = [git_dir / name for name in _TOP_LOCKS if (git_dir / name).exists()]
     refs = git_dir / "refs"
     if refs.is_dir():
@@ -400,30 +398,34 @@ def settle_index_lock(root: Path, wait: float | None = None, *, keep_crash: bool
     )
 
 
-def settle_remote_locks(root: Path, remote: str) -> None:
+def settle_remote_locks(root: Path, remote: str, branch: str) -> None:
     """A sync killed while it pushed to a remote on this machine kills git's `receive-pack`
-    with it, which may hold the remote's ref lock (`refs/heads/BRANCH.lock`): every later
-    push is then refused. The caller holds the store lock and the dead holder's record is
-    still there: the remote's locks made while that holder held the store lock, still
-    there after CRASHED_LOCK_WAIT (a push orphaned by the kill finishing), are its debris
-    and are removed. Any other lock on a remote is somebody's, and stays: the push that
-    meets it names it (`remote_lock_in`). docs/reliability.md."""
+    with it, which may hold the remote's lock of the branch (`refs/heads/BRANCH.lock`): every
+    later push is then refused. The caller holds the store lock and the dead holder's record
+    is still there. When that holder was a sync, the branch's lock on the remote is its
+    debris if it was made while the sync held the store lock, holds nothing or a commit this
+    store has (what the push was writing), and is still the same file after CRASHED_LOCK_WAIT
+    (a push orphaned by the kill finishing lets go, and one that went and came back is a
+    live git's): it is removed. Any other lock on a remote is somebody's, and stays: the push
+    that meets it names it (`remote_lock_in`). docs/reliability.md."""
     crashed = crashed_holder(root)
-    folder = local_remote_folder(remote)
-    if crashed is None or folder is None or str(crashed.get("command")) != "sync":
+    if crashed is None or str(crashed.get("command")) != "sync":
         return  # only a sync pushes: what else was killed left no lock on a remote
-    seen = {lock: _file_identity(lock) for lock in _lock_files_in(folder)
-            if lock.name != "index.lock" and _made_during(lock, crashed)}
+    folder = local_remote_folder(root, remote)
+    if folder is None:
+        return
+    lock = folder / "refs" / "heads" / f"{branch}.lock"
+    identity = _file_identity(lock)
+    if identity is None or not _made_during(lock, crashed) or not _holds_ours(root, lock):
+        return
     deadline = time.monotonic() + CRASHED_LOCK_WAIT
-    while any(lock.exists() for lock in seen) and time.monotonic() < deadline:
+    while lock.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    for lock, identity in seen.items():
-        # The same file as before the wait: one that went and came back is a live git's.
-        if identity is not None and _file_identity(lock) == identity:
-            try:
-                lock.unlink()
-            except FileNotFoundError:
-                pass
+    if _file_identity(lock) == identity:
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def _file_identity(path: Path) -> tuple[int, int, int] | None:
@@ -434,14 +436,35 @@ def _file_identity(path: Path) -> tuple[int, int, int] | None:
     return found.st_dev, found.st_ino, found.st_mtime_ns
 
 
-def local_remote_folder(remote: str) -> Path | None:
+def _holds_ours(root: Path, lock: Path) -> bool:
+    """Does a ref's lock file hold nothing, or the id of a commit this store has? git writes
+    the ref's new value into its lock; what a push from here wrote is one of ours."""
+    try:
+        content = lock.read_bytes()[:100].strip()
+    except OSError:
+        return False
+    if not content:
+        return True
+    if len(content) not in (40, 64) or content.strip(b"0123456789abcdef"):
+        return False
+    return run_git(root, "cat-file", "-e", f"{content.decode()}^{{commit}}",
+                   check=False).returncode == 0
+
+
+def local_remote_folder(root: Path, remote: str) -> Path | None:
     """The git folder of a remote that is a folder on this machine (a bare repository, or
-    a clone whose `.git` holds it); None for a URL git reaches over the network."""
+    a clone whose `.git` holds it), as git finds it from the store: a relative path from the
+    store's folder, a `file://` URL's path whatever its host, percent-escapes decoded. None
+    for a URL git reaches over the network."""
     if remote.startswith("file://"):
-        remote = remote[len("file://"):]
+        after_scheme = remote[len("file://"):]
+        slash = after_scheme.find("/")
+        if slash < 0:
+            return None
+        remote = urllib.parse.unquote(after_scheme[slash:])
     elif "://" in remote or ":" in remote.split("/", 1)[0]:
         return None  # `ssh://…`, `https://…`, or scp's `host:path`
-    folder = Path(remote).expanduser()
+    folder = Path(root) / Path(remote).expanduser()  # an absolute path stays itself
     if (folder / "HEAD").is_file() and (folder / "refs").is_dir():
         return folder
     if (folder / ".git").exists():

@@ -322,6 +322,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         gitops.finish_interrupted_move(root)  # a sync killed mid fast-forward: finish it first
         _clear_debris(root)
         origin = _origin(root)
+        again = "memctl sync"  # what runs this sync again
         if remote and origin is None:
             # A remote is kept only once a sync through it succeeded: a mistyped URL must not
             # make the next `sync --remote` refuse the right one (docs/sync.md). The note
@@ -330,6 +331,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             on_failure.callback(_forget_unconfirmed_remote, root)
             run_git(root, "remote", "add", "origin", remote)
             origin = remote
+            again = f"memctl sync --remote {shlex.quote(remote)}"  # not kept unless it succeeds
         elif remote and origin != remote:
             raise MemctlError(f"the store's remote is already {origin}; change it with "
                               f"`git -C {root} remote set-url origin {remote}`")
@@ -342,10 +344,10 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             done = "; your local changes were committed" if committed or revived else ""
             raise MemctlError(f"the store has no git remote{done}; run `memctl sync --remote "
                               "URL` once to share it")
-        # Before the commit below forgets a killed sync's record: its push's locks left on
-        # a remote on this machine (tests/test_reliability.py).
-        gitops.settle_remote_locks(root, origin)
         branch = _branch(root)
+        # Before the commit below forgets a killed sync's record: its push's lock left on a
+        # remote on this machine (tests/test_sync.py).
+        gitops.settle_remote_locks(root, origin, branch)
         report = SyncReport(remote=origin, branch=branch)
         gitops.install_merge_driver(root)
         _refuse_names_not_utf8(root)
@@ -384,7 +386,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                 # let go (it holds a ref's lock for milliseconds). Not "others are pushing".
                 raise GitError(f"the remote's lock file {remote_lock} exists: a git is updating "
                                "the remote, or one died there. If no git runs there, delete "
-                               "that file; your changes are committed here, run `memctl sync` "
+                               f"that file; your changes are committed here, run `{again}` "
                                "again")
             if not any(marker in pushed.stdout + pushed.stderr for marker in _REJECTED):
                 lines = [ln for ln in (pushed.stdout + pushed.stderr).splitlines()
@@ -392,7 +394,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                 raise GitError(f"git push to {origin} failed: {'; '.join(lines) or pushed.returncode}")
         else:
             raise MemctlError(f"the remote kept changing during {attempts} attempts (others are "
-                              "pushing); your changes are committed here, run `memctl sync` again")
+                              f"pushing); your changes are committed here, run `{again}` again")
         on_failure.pop_all()  # the sync succeeded: a remote it set stays
         _confirm_remote(root)
     return report
