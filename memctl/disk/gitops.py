@@ -440,7 +440,8 @@ def _holds_ours(root: Path, lock: Path) -> bool:
     """Does a ref's lock file hold nothing, or the id of a commit this store has? git writes
     the ref's new value into its lock; what a push from here wrote is one of ours."""
     try:
-        content = lock.read_bytes()[:100].strip()
+        with open(lock, "rb") as handle:
+            content = handle.read(100).strip()  # an id and a newline; never more
     except OSError:
         return False
     if not content:
