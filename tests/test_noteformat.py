@@ -166,17 +166,20 @@ _BLANK_TO_PYTHON = " \t\r\n\v\f\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000"
 
 
 @settings(max_examples=1500)
-@given(st.lists(st.one_of(st.text(alphabet=st.sampled_from(_BLANK_TO_PYTHON), max_size=3),
-                         st.sampled_from(["a: b", "tags: [x]", "# a comment"])),
-                max_size=4).map("\n".join),
+@given(st.lists(st.text(alphabet=st.sampled_from(_BLANK_TO_PYTHON), max_size=3),
+                max_size=4).map("\n".join)
+       | st.lists(st.one_of(st.text(alphabet=st.sampled_from(" \t"), max_size=3),
+                            st.sampled_from(["a: b", "tags: [x]", "# a comment"])),
+                  max_size=4).map("\n".join),
        st.sampled_from(["---", "..."]), st.booleans(),
        st.sampled_from(["importance", "tags", "title"]),
        st.sampled_from([3, ["x", "y"], [], "new title"]))
 def test_a_front_matter_that_reads_is_one_whose_fields_can_be_set(head, closer, bom, key,
                                                                    value):
-    """Whatever reads without a problem, `set_fields` changes, and the result reads back as
-    the value set and every other field as it was: a head of white space YAML refuses
-    (\x1d, \xa0) reads as no fields, and could not be edited (bench/fuzz.py)."""
+    """A front matter of white space, or of fields and blank lines of spaces and tabs: if
+    it reads without a problem, `set_fields` changes it, and the result reads back as the
+    value set and every other field as it was. A head of white space YAML refuses (\x1d,
+    \xa0) reads as no fields, and could not be edited (bench/fuzz.py)."""
     text = ("\ufeff" if bom else "") + f"---\n{head}\n{closer}\nthe body\n"
     before = parse_text(text)
     if not head.strip():

@@ -552,12 +552,16 @@ def _set_one(head: list[str], key: str, value: Any, newline: str) -> list[str]:
         stamp_at = _field_extent(head, CHECKSUM_KEY)
         if stamp_at is not None and key != CHECKSUM_KEY:
             return head[:stamp_at[0]] + [rendered + newline] + head[stamp_at[0]:]
-        # Before trailing blank lines. A blank line of anything but spaces (tabs, and what
-        # Python calls white space and YAML refuses or reads as a value: \x1d, \f, \xa0)
-        # reads as no fields until a field stands next to it, then breaks the file: such
-        # lines are the one thing dropped (bench/fuzz.py --only edit).
-        if any(_odd_blank(line) for line in head):
-            head = [line for line in head if not _odd_blank(line)]
+        # Before trailing blank lines. A line holding only tabs is blank to YAML until a
+        # field stands next to it, then an error: such lines are the one thing dropped. So
+        # is, in a front matter of nothing but white space (no fields), a blank line of what
+        # Python calls white space and YAML refuses or reads as a value (\x1d, \f, \xa0):
+        # read as no fields, then broken by the first one (bench/fuzz.py --only edit). Beside
+        # fields such a line may be part of a value, and stays (the edit is then refused).
+        if all(not line.strip() for line in head):
+            head = [line for line in head if not line.strip(" \r\n")]
+        elif any("\t" in line and not line.strip() for line in head):
+            head = [line for line in head if line.strip() or "\t" not in line]
         end = len(head)
         while end > 0 and not head[end - 1].strip():
             end -= 1
@@ -567,10 +571,6 @@ def _set_one(head: list[str], key: str, value: Any, newline: str) -> list[str]:
     eol = head[start][len(old_first):] or newline
     comment = _trailing_comment(old_first) if end == start + 1 else ""
     return head[:start] + [rendered + comment + eol] + head[end:]
-
-
-def _odd_blank(line: str) -> bool:
-    return not line.strip() and bool(line.strip(" \r\n"))
 
 
 def _trailing_comment(line: str) -> str:
