@@ -22,6 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_memory"
 
 
+def frozen_code(tmp_path: Path) -> dict[str, str]:
+    """The environment of processes that run a copy of memctl's code as it is now: a watcher
+    starts again, and its search server declines every search, once memctl's files change
+    under it (an upgrade; here, an edit made while the test runs)."""
+    shutil.copytree(REPO / "memctl", tmp_path / "code" / "memctl")
+    return {"PYTHONPATH": str(tmp_path / "code")}
+
+
 def memctl_executable() -> str:
     """The installed console script next to the running interpreter."""
     candidate = Path(sys.executable).parent / "memctl"

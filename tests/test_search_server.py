@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, memctl_executable, write_memory_file
+from conftest import frozen_code, memctl_executable, write_memory_file
 
 from memctl.cli import searchserver, served
 from memctl.core.errors import UsageError
@@ -121,14 +120,6 @@ class Watching:
             self.proc.send_signal(signal.SIGTERM)
         _out, err = self.proc.communicate(timeout=20)
         return err
-
-
-def frozen_code(tmp_path: Path) -> dict[str, str]:
-    """The environment of processes that run a copy of memctl's code as it is now: a server
-    declines every search once memctl's files change under it (an upgrade; here, an edit
-    made while the test runs), and these tests are about what it answers."""
-    shutil.copytree(REPO / "memctl", tmp_path / "code" / "memctl")
-    return {"PYTHONPATH": str(tmp_path / "code")}
 
 
 @pytest.fixture

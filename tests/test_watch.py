@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, memctl_executable, run_memctl
+from conftest import frozen_code, git, memctl_executable, run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,8 +228,8 @@ def nid(i: int) -> str:
 class WatchProcess:
     """`memctl watch --json` as a subprocess; its JSON lines are collected as they come."""
 
-    def __init__(self, store: Path, *extra: str) -> None:
-        env = {**os.environ, "MEMCTL_STORE": str(store)}
+    def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        env = {**os.environ, **(env or {}), "MEMCTL_STORE": str(store)}
         self.proc = subprocess.Popen([memctl_executable(), "watch", "--json", *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=env)
@@ -735,3 +735,83 @@ def test_a_heartbeat_whose_folder_became_a_file_is_cleared_without_a_traceback(
     heartbeat.clear()  # NotADirectoryError before
     clear_own_heartbeat(notes_store)
     assert (notes_store / ".memctl").read_text() == "x\n"
+
+
+# --- after an upgrade (memctl.cli.codechange) ---------------------------------------------
+
+def _status(store: Path, env: dict[str, str]) -> dict:
+    shown = subprocess.run([memctl_executable(), "watch", "--status", "--json"], check=True,
+                           capture_output=True, text=True,
+                           env={**os.environ, **env, "MEMCTL_STORE": str(store)})
+    return json.loads(shown.stdout)
+
+
+def _events(process: WatchProcess, kind: str) -> list[dict]:
+    return [line for line in process.lines if line.get("event") == kind]
+
+
+def _messages(process: WatchProcess) -> list[str]:
+    return [line["message"] for line in _events(process, "message")]
+
+
+def test_a_watcher_starts_again_on_the_code_an_upgrade_installs(
+        notes_store: Path, tmp_path: Path) -> None:
+    """Once memctl's files change under a running watcher, it runs its own command line again,
+    in the same process, on the new code: before, it went on indexing with the code it had
+    imported beside commands that ran the new one."""
+    env = frozen_code(tmp_path)
+    process = WatchProcess(notes_store, env=env).ready()
+    try:
+        before = _status(notes_store, env)
+        assert before["live"]
+        # The new code says that it was imported, on stderr (and in the `--help` that checks
+        # that it starts, whose output the watcher does not show).
+        module = tmp_path / "code" / "memctl" / "cli" / "watch.py"
+        module.write_text(module.read_text() + "\nsys.stderr.write('new code loaded\\n')\n")
+        process.wait_for(lambda: len(_events(process, "ready")) == 2, "the second ready")
+        assert _messages(process) == ["memctl's code changed (an upgrade): starting again on it"]
+        assert "new code loaded\n" in process.stderr
+        after = process.wait_for(lambda: (lambda found: found["live"] and found)(
+            _status(notes_store, env)), "the heartbeat of the new code")
+        assert after["pid"] == before["pid"] == process.proc.pid  # the same process
+        assert after["started"] >= before["started"]
+        assert process.proc.poll() is None
+        # It watches as before: a hand edit reaches the index.
+        mark = process.mark()
+        (notes_store / "demo" / "notes" / "fact" / "n3.md").write_text(
+            note_text(nid(3), "edited after the upgrade quokkaword"))
+        process.settle(mark, lambda total: total["updated"] >= 1, "the edit indexed")
+        assert search_ids(notes_store, "quokkaword") == [nid(3)]
+    finally:
+        process.stop()
+    assert process.proc.returncode == 0, "".join(process.stderr)
+
+
+def test_new_code_that_does_not_start_is_said_and_the_watcher_goes_on(
+        notes_store: Path, tmp_path: Path) -> None:
+    """An upgrade that leaves code which does not start (a file half written, a broken
+    release): one warning, and the watcher keeps running the code it has, until the files
+    change again."""
+    env = frozen_code(tmp_path)
+    process = WatchProcess(notes_store, env=env).ready()
+    try:
+        module = tmp_path / "code" / "memctl" / "core" / "ids.py"
+        good = module.read_text()
+        module.write_text(good + "\nbroken = (\n")
+        process.wait_for(lambda: _messages(process), "the warning")
+        [warning] = _messages(process)
+        assert warning.startswith("warning: memctl's code changed but does not start ("), warning
+        assert "SyntaxError" in warning and warning.endswith(
+            "this watcher goes on with the code it started with"), warning
+        assert len(_events(process, "ready")) == 1
+        mark = process.mark()
+        (notes_store / "demo" / "notes" / "fact" / "n4.md").write_text(
+            note_text(nid(4), "edited while the code is broken wombatword"))
+        process.settle(mark, lambda total: total["updated"] >= 1, "the edit indexed")
+        module.write_text(good)
+        process.wait_for(lambda: len(_events(process, "ready")) == 2, "the start on the mend")
+        assert _messages(process)[1:] == [
+            "memctl's code changed (an upgrade): starting again on it"]
+        assert search_ids(notes_store, "wombatword") == [nid(4)]
+    finally:
+        process.stop()

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from memctl.cli.base import JSON_OPTION, app, examples, get_store
+from memctl.cli.codechange import CodeChange, start_again
 from memctl.cli.output import emit_json
 from memctl.cli.searchserver import SearchServer
 from memctl.core.clock import format_time
@@ -88,6 +89,9 @@ def watch(
     server = SearchServer(store.root)
     watcher = Watcher(store.root, commit=commit, on_batch=on_batch, on_message=on_message,
                       on_commit=on_commit, on_live=server.live)
+    # After an upgrade it stops and starts again on the new code (memctl.cli.codechange).
+    code_change = CodeChange(watcher.stop, on_message)
+    code_change.start()
     try:
         # The access counters held open while it runs: a search's own connection is then never
         # the last to close, whose close checkpoints the WAL with an fsync (10k notes: ~10-20 ms
@@ -99,8 +103,12 @@ def watch(
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not quiet:
             _say("memctl watch: stopped")
+        return
     finally:
+        code_change.stop()
         server.stop()
+    if code_change.wanted:
+        start_again()
 
 
 def _status(store: stores.Store, json_out: bool) -> None:
