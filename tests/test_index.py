@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import tree_snapshot
+from conftest import run_memctl, tree_snapshot
 from conftest import write_memory_file as write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -194,6 +194,68 @@ def test_tokenizer_version_change_rebuilds(root: Path) -> None:
     index = ensure_fresh(root)
     assert index.conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()[0] != "0"
     assert index.last_refresh is not None and len(index.last_refresh.added) == 2
+
+
+def _set_version(root: Path, key: str, value: str) -> None:
+    with sqlite3.connect(index_path(root)) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    conn.close()
+
+
+def _head(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def _versions(root: Path) -> dict[str, str]:
+    conn = sqlite3.connect(index_path(root))
+    try:
+        return dict(conn.execute("SELECT key, value FROM meta"))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("key", ["schema", "tokenizer", "extract"])
+def test_an_index_of_a_newer_memctl_is_refused_and_left_as_it_is(root: Path, key: str) -> None:
+    """A memctl older than the index (a `memctl mcp` started before an upgrade) rebuilt it for
+    its own version, and the newer one rebuilt it back on its next command: over and over.
+    Now the older one says so, writes nothing, and `memctl reindex` takes the index over."""
+    ensure_fresh(root).close()
+    newer = str(int(_versions(root)[key]) + 1)
+    _set_version(root, key, newer)
+    before = _versions(root)
+    snapshot, head = tree_snapshot(root), _head(root)
+    for args in (["search", "postgresql", "-a"], ["list", "-a"],
+                 ["add", "a note for the newer index", "--project", "blog"]):
+        result = run_memctl(*args, store=root)
+        assert result.exit_code == 1, (args, result)
+        assert result.stdout == ""
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"error: the index was made by a newer memctl ({key} {newer}, "
+                               f"this memctl's {int(newer) - 1}): "), line
+        assert line.endswith("run `memctl reindex`"), line
+        assert _versions(root) == before
+        assert tree_snapshot(root) == snapshot and _head(root) == head  # no note, no commit
+    with pytest.raises(MemctlError, match="made by a newer memctl"):
+        open_index(root)
+    result = run_memctl("reindex", store=root)
+    assert result.exit_code == 0, result
+    assert _versions(root)[key] == str(int(newer) - 1)
+    assert find(root, "postgresql") == ["aaaaaaaaaaaaaaaa"]
+
+
+@pytest.mark.parametrize("found", [{"schema": "-1"}, {"schema": "x"},
+                                   {"schema": "+1", "tokenizer": "-1"}])
+def test_an_index_of_an_older_or_unreadable_version_is_rebuilt(root: Path,
+                                                                found: dict[str, str]) -> None:
+    """Older in any part, or versions that are no numbers: rebuilt as before, not refused."""
+    ensure_fresh(root).close()
+    current = _versions(root)
+    for key, change in found.items():
+        value = change if change == "x" else str(int(current[key]) + int(change))
+        _set_version(root, key, value)
+    assert find(root, "postgresql") == ["aaaaaaaaaaaaaaaa"]
+    assert _versions(root) == current
 
 
 def test_get_by_prefix_and_its_errors(root: Path) -> None:

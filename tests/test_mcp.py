@@ -8,6 +8,7 @@ import contextlib
 import os
 import re
 import socket
+import sqlite3
 import stat
 import subprocess
 import time
@@ -633,6 +634,47 @@ def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tm
 
     outcome = run_session(store, script)
     assert "freeze" in text_of(outcome["found"])
+    assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
+
+
+def test_an_index_made_by_a_newer_memctl_while_serving_is_one_error_and_left_as_it_is(tmp_path):
+    """A server started before an upgrade, after the new memctl made the index for its new
+    schema: each call says so in one line and leaves the index as it is (rebuilding it for
+    the old schema made the new memctl rebuild it back at its next command, over and over)."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    index_file = store / ".memctl" / "index.sqlite"
+
+    def versions() -> dict[str, str]:
+        conn = sqlite3.connect(index_file)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta"))
+        finally:
+            conn.close()
+
+    async def script(session) -> dict:
+        added = await session.call_tool("remember", {"text": "The deploy freeze starts on "
+                                                             "Friday"})
+        assert not added.is_error
+        conn = sqlite3.connect(index_file)
+        with conn:
+            conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'schema'")
+        conn.close()
+        newer = versions()
+        for tool, arguments in [("search", {"query": "freeze"}), ("recall", {}),
+                                ("remember", {"text": "The release train leaves on Monday"})]:
+            result = await session.call_tool(tool, arguments)
+            message = result.content[0].text
+            assert result.is_error and "\n" not in message, (tool, message)
+            assert "the index was made by a newer memctl (schema " in message, (tool, message)
+        await anyio.sleep(2.5)  # the server's watcher has made a full pass meanwhile
+        return {"newer": newer, "after": versions(), "files": sorted(
+            path.name for path in (store / "demo" / "notes" / "fact").iterdir())}
+
+    outcome = run_session(store, script)
+    assert outcome["after"] == outcome["newer"]
+    assert len(outcome["files"]) == 1  # the refused `remember` wrote nothing
     assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 

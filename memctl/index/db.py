@@ -272,7 +272,7 @@ def _private_copy(root: Path, path: Path) -> Index:
     for attempt in range(2):
         try:
             index = Index(root, _connect(copy), copy)
-            index._prepare()
+            index._prepare(replace_newer=True)  # this process's own copy
             return index
         except sqlite3.DatabaseError:
             if attempt:
@@ -358,9 +358,10 @@ def _take_opened_ahead(path: Path) -> sqlite3.Connection | None:
     return None
 
 
-def open_index(store: StoreLike) -> Index:
+def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
     """Open the index, creating it or rebuilding it when it is missing, corrupt or of another
-    schema or tokenizer version. The caller still has to `refresh()` (see `ensure_fresh`)."""
+    schema or tokenizer version (one of a newer memctl only with `replace_newer`:
+    `Index._prepare`). The caller still has to `refresh()` (see `ensure_fresh`)."""
     root = root_of(store)
     path = state_path(root, INDEX_FILE)
     if not _writable(path):
@@ -374,7 +375,7 @@ def open_index(store: StoreLike) -> Index:
         try:
             conn, ahead = ahead or _connect(path), None
             index = Index(root, conn, path)
-            index._prepare()
+            index._prepare(replace_newer=replace_newer)
             return index
         except sqlite3.DatabaseError as exc:
             if conn is not None:
@@ -653,6 +654,24 @@ def _indexed_kind(relpath: str) -> tuple[str, str] | None:
     return kind
 
 
+def _refuse_newer(found: dict[str, str], wanted: dict[str, str]) -> None:
+    """Raise when `found` (the index's versions) is newer than `wanted` in some part and older
+    in none: the index of a newer memctl. Versions that are no numbers (a damaged table)
+    are no reason to refuse: the index is made anew, as for any other version."""
+    try:
+        newer = [key for key in wanted if int(found[key]) > int(wanted[key])]
+        older = [key for key in wanted if int(found[key]) < int(wanted[key])]
+    except (KeyError, ValueError):
+        return
+    if newer and not older:
+        said = "; ".join(f"{key} {found[key]}, this memctl's {wanted[key]}" for key in newer)
+        raise MemctlError(
+            f"the index was made by a newer memctl ({said}): this one is older (another "
+            f"installation, or a process started before an upgrade, such as a `memctl mcp`: "
+            f"start it again). If you went back to this version on purpose, run "
+            f"{cmd('reindex')}")
+
+
 class Index:
     def __init__(self, root: Path, conn: sqlite3.Connection, path: Path) -> None:
         self.root = root
@@ -685,13 +704,21 @@ class Index:
         return {"schema": str(SCHEMA_VERSION), "tokenizer": str(TOKENIZER_VERSION),
                 "extract": str(EXTRACT_VERSION)}
 
-    def _prepare(self) -> None:
+    def _prepare(self, *, replace_newer: bool = False) -> None:
+        """The tables of this version, made anew when the index is of another version. An
+        index a newer memctl made is refused unless `replace_newer` (`memctl reindex`, or a
+        private copy): a process that still runs the code from before an upgrade (a
+        long-running `memctl mcp`) would make it again for its own version, and every command
+        of the new version would then make it again for theirs, over and over
+        (docs/search.md, "The index")."""
         wanted = self._wanted_versions()
         if self._versions() == wanted:
             return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             current = self._versions()  # another process may have done it meanwhile
+            if current != wanted and not replace_newer:
+                _refuse_newer(current, wanted)
             if current != wanted:
                 for table in _TABLES:
                     self.conn.execute(f"DROP TABLE IF EXISTS {table}")

@@ -47,7 +47,7 @@ def create_store(root: Path, clone_url: str | None = None,
 
 def reindex(store: Store, progress: Any = None) -> tuple[RefreshStats, dict[str, int]]:
     """Rebuild the index from the files. Returns the run's figures and the entries by kind."""
-    index = open_index(store)
+    index = open_index(store, replace_newer=True)
     try:
         stats = index.rebuild(progress=progress)
         counts = {kind: index.count(kind) for kind in ("note", "episode", "memory", "scratchpad")}
