@@ -22,6 +22,20 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_memory"
 
 
+# Runs `memctl ARGS` as the console script does, and records in MARK whether the search was
+# answered by a watcher's search server (the fast path, which a local search imports, was
+# never loaded): `python -c HARNESS MARK ARGS...`.
+HARNESS = """
+import atexit, os, sys
+mark = sys.argv.pop(1)
+atexit.register(lambda: open(mark, "w").write(
+    "local" if "memctl.cli.fast" in sys.modules else "served"))
+sys.argv[0] = "memctl"
+from memctl.cli import main
+main()
+"""
+
+
 def frozen_code(tmp_path: Path) -> dict[str, str]:
     """The environment of processes that run a copy of memctl's code as it is now: a watcher
     starts again, and its search server declines every search, once memctl's files change

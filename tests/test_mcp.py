@@ -668,13 +668,26 @@ def test_an_index_made_by_a_newer_memctl_while_serving_is_one_error_and_left_as_
             message = result.content[0].text
             assert result.is_error and "\n" not in message, (tool, message)
             assert "the index was made by a newer memctl (schema " in message, (tool, message)
-        await anyio.sleep(2.5)  # the server's watcher has made a full pass meanwhile
-        return {"newer": newer, "after": versions(), "files": sorted(
+        # A hand edit meanwhile: the server's own watcher writes nothing into that index.
+        (store / "demo" / "notes" / "fact" / "by-hand.md").write_text("The wombat flag.\n")
+        log = tmp_path / "mcp-stderr.log"
+        with anyio.fail_after(30):
+            while "This watcher writes nothing to it meanwhile" not in log.read_text():
+                await anyio.sleep(0.05)
+        await anyio.sleep(1.0)  # (a batch applied would be written by now)
+        conn = sqlite3.connect(index_file)
+        try:
+            written = conn.execute("SELECT count(*) FROM files WHERE path LIKE '%by-hand%'"
+                                   ).fetchone()[0]
+        finally:
+            conn.close()
+        return {"newer": newer, "after": versions(), "written": written, "files": sorted(
             path.name for path in (store / "demo" / "notes" / "fact").iterdir())}
 
     outcome = run_session(store, script)
     assert outcome["after"] == outcome["newer"]
-    assert len(outcome["files"]) == 1  # the refused `remember` wrote nothing
+    assert outcome["written"] == 0
+    assert len(outcome["files"]) == 2  # the refused `remember` wrote nothing (the hand one)
     assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 

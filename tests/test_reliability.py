@@ -49,8 +49,9 @@ def _all_listed(store: Path) -> set[str]:
     return {note["id"] for note in result.json()}
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "newer-schema", "empty", "wal-garbage",
-                                    "state-dir-deleted", "index-is-a-folder", "counters-garbage"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "older-schema", "newer-schema", "empty",
+                                    "wal-garbage", "state-dir-deleted", "index-is-a-folder",
+                                    "counters-garbage"])
 def test_damaged_local_state_heals_on_the_next_command(store: Path, damage: str) -> None:
     assert _all_listed(store) == set(notes_on_disk(store))  # the index exists now
     index = store / ".memctl" / "index.sqlite"
@@ -59,10 +60,11 @@ def test_damaged_local_state_heals_on_the_next_command(store: Path, damage: str)
         index.write_bytes(data[: len(data) // 3])
     elif damage == "garbage":
         index.write_bytes(os.urandom(64 * 1024))
-    elif damage == "newer-schema":
+    elif damage in ("older-schema", "newer-schema"):
         with sqlite3.connect(index) as conn:
-            conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema'")
-            conn.execute("CREATE TABLE from_the_future(x)")
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
+                         ("1" if damage == "older-schema" else "999",))
+            conn.execute("CREATE TABLE from_another_version(x)")
     elif damage == "empty":
         index.write_bytes(b"")
     elif damage == "wal-garbage":
@@ -83,6 +85,14 @@ def test_damaged_local_state_heals_on_the_next_command(store: Path, damage: str)
         assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
         assert "index.sqlite" in result.stderr
         index.rmdir()
+    if damage == "newer-schema":
+        # Left as it is for the newer memctl (docs/search.md): said, and taken over by a
+        # reindex of this version.
+        result = run_memctl("list", "--all-projects", "--json", store=store)
+        no_traceback(result.stderr)
+        assert result.exit_code == 1 and result.stderr.startswith(
+            "error: the index was made by a newer memctl (schema 999, "), result.stderr
+        assert run_memctl("reindex", store=store).exit_code == 0
     assert _all_listed(store) == set(notes_on_disk(store))
     hits = run_memctl("search", "alpha* OR bravo* OR cobalt* OR delta*", "--all-projects", "--json",
                       store=store)

@@ -19,23 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import frozen_code, memctl_executable, write_memory_file
+from conftest import HARNESS, frozen_code, memctl_executable, write_memory_file
 
 from memctl.cli import searchserver, served
 from memctl.core.errors import UsageError
 from memctl.disk import layout, watchstate
-
-# Runs `memctl ARGS` as the console script does, and records in MARK whether the search was
-# answered by the server (the fast path, which a local search imports, was never loaded).
-HARNESS = """
-import atexit, os, sys
-mark = sys.argv.pop(1)
-atexit.register(lambda: open(mark, "w").write(
-    "local" if "memctl.cli.fast" in sys.modules else "served"))
-sys.argv[0] = "memctl"
-from memctl.cli import main
-main()
-"""
 
 
 class Ran:

@@ -4,9 +4,11 @@ shutdown, one watcher per store."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -14,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import frozen_code, git, memctl_executable, run_memctl
+from conftest import HARNESS, frozen_code, git, memctl_executable, run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,8 +230,10 @@ def nid(i: int) -> str:
 class WatchProcess:
     """`memctl watch --json` as a subprocess; its JSON lines are collected as they come."""
 
-    def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None) -> None:
-        env = {**os.environ, **(env or {}), "MEMCTL_STORE": str(store)}
+    def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None,
+                 base: dict[str, str] | None = None) -> None:
+        env = {**(os.environ if base is None else base), **(env or {}),
+               "MEMCTL_STORE": str(store)}
         self.proc = subprocess.Popen([memctl_executable(), "watch", "--json", *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=env)
@@ -739,6 +743,11 @@ def test_a_heartbeat_whose_folder_became_a_file_is_cleared_without_a_traceback(
 
 # --- after an upgrade (memctl.cli.codechange) ---------------------------------------------
 
+# A change of the code is acted on after two looks 2 s apart, then its check (a start of the
+# new code); a check that fails is tried again after 2, 4 and 8 s.
+RESTART_WAIT = 90.0
+
+
 def _status(store: Path, env: dict[str, str]) -> dict:
     shown = subprocess.run([memctl_executable(), "watch", "--status", "--json"], check=True,
                            capture_output=True, text=True,
@@ -754,27 +763,70 @@ def _messages(process: WatchProcess) -> list[str]:
     return [line["message"] for line in _events(process, "message")]
 
 
+def _said(process: WatchProcess, words: str) -> bool:
+    return any(words in line for line in process.stderr)
+
+
+STARTING_AGAIN = "memctl's code changed (an upgrade): starting again on it"
+
+
+def _change_code(tmp_path: Path) -> None:
+    """An upgrade: the new code says on stderr that it was imported (a check of it, whose
+    output the watcher does not show, imports it too)."""
+    module = tmp_path / "code" / "memctl" / "cli" / "watch.py"
+    module.write_text(module.read_text() + "\nsys.stderr.write('new code loaded\\n')\n")
+
+
+class _LockTaker(threading.Thread):
+    """Tries to take the store's watcher lock every few ms (as a `memctl mcp` tries every 5 s),
+    until told to stop; counts the times it got it."""
+
+    def __init__(self, store: Path) -> None:
+        super().__init__(daemon=True)
+        self.store = store
+        self.taken = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            lock = WatchLock(self.store)
+            try:
+                lock.acquire()
+            except WatcherRunning:
+                pass
+            else:
+                self.taken += 1
+                lock.release()
+            time.sleep(0.003)
+
+
 def test_a_watcher_starts_again_on_the_code_an_upgrade_installs(
         notes_store: Path, tmp_path: Path) -> None:
     """Once memctl's files change under a running watcher, it runs its own command line again,
     in the same process, on the new code: before, it went on indexing with the code it had
-    imported beside commands that ran the new one."""
+    imported beside commands that ran the new one. The store's watcher lock stays held all
+    along (no other watcher takes the store meanwhile), and the reason is said even with
+    --quiet (a service's log)."""
     env = frozen_code(tmp_path)
-    process = WatchProcess(notes_store, env=env).ready()
+    process = WatchProcess(notes_store, "--quiet", env=env).ready()
+    taker = _LockTaker(notes_store)
     try:
         before = _status(notes_store, env)
         assert before["live"]
-        # The new code says that it was imported, on stderr (and in the `--help` that checks
-        # that it starts, whose output the watcher does not show).
-        module = tmp_path / "code" / "memctl" / "cli" / "watch.py"
-        module.write_text(module.read_text() + "\nsys.stderr.write('new code loaded\\n')\n")
-        process.wait_for(lambda: len(_events(process, "ready")) == 2, "the second ready")
-        assert _messages(process) == ["memctl's code changed (an upgrade): starting again on it"]
-        assert "new code loaded\n" in process.stderr
+        taker.start()
+        _change_code(tmp_path)
+        process.wait_for(lambda: len(_events(process, "ready")) == 2, "the second ready",
+                         RESTART_WAIT)
+        taker.done.set()
+        taker.join()
+        assert taker.taken == 0  # the lock was never free
+        assert _messages(process) == [STARTING_AGAIN]
+        process.wait_for(lambda: _said(process, f"memctl watch: {STARTING_AGAIN}"),
+                         "the reason on stderr")
+        process.wait_for(lambda: _said(process, "new code loaded"), "the new code")
         after = process.wait_for(lambda: (lambda found: found["live"] and found)(
             _status(notes_store, env)), "the heartbeat of the new code")
         assert after["pid"] == before["pid"] == process.proc.pid  # the same process
-        assert after["started"] >= before["started"]
         assert process.proc.poll() is None
         # It watches as before: a hand edit reaches the index.
         mark = process.mark()
@@ -783,6 +835,7 @@ def test_a_watcher_starts_again_on_the_code_an_upgrade_installs(
         process.settle(mark, lambda total: total["updated"] >= 1, "the edit indexed")
         assert search_ids(notes_store, "quokkaword") == [nid(3)]
     finally:
+        taker.done.set()
         process.stop()
     assert process.proc.returncode == 0, "".join(process.stderr)
 
@@ -790,15 +843,15 @@ def test_a_watcher_starts_again_on_the_code_an_upgrade_installs(
 def test_new_code_that_does_not_start_is_said_and_the_watcher_goes_on(
         notes_store: Path, tmp_path: Path) -> None:
     """An upgrade that leaves code which does not start (a file half written, a broken
-    release): one warning, and the watcher keeps running the code it has, until the files
-    change again."""
+    release): it is tried again a few times, then one warning, and the watcher keeps running
+    the code it has, until the files change again."""
     env = frozen_code(tmp_path)
     process = WatchProcess(notes_store, env=env).ready()
     try:
         module = tmp_path / "code" / "memctl" / "core" / "ids.py"
         good = module.read_text()
         module.write_text(good + "\nbroken = (\n")
-        process.wait_for(lambda: _messages(process), "the warning")
+        process.wait_for(lambda: _messages(process), "the warning", RESTART_WAIT)
         [warning] = _messages(process)
         assert warning.startswith("warning: memctl's code changed but does not start ("), warning
         assert "SyntaxError" in warning and warning.endswith(
@@ -809,9 +862,136 @@ def test_new_code_that_does_not_start_is_said_and_the_watcher_goes_on(
             note_text(nid(4), "edited while the code is broken wombatword"))
         process.settle(mark, lambda total: total["updated"] >= 1, "the edit indexed")
         module.write_text(good)
-        process.wait_for(lambda: len(_events(process, "ready")) == 2, "the start on the mend")
-        assert _messages(process)[1:] == [
-            "memctl's code changed (an upgrade): starting again on it"]
+        process.wait_for(lambda: len(_events(process, "ready")) == 2, "the start on the mend",
+                         RESTART_WAIT)
+        assert _messages(process)[1:] == [STARTING_AGAIN]
         assert search_ids(notes_store, "wombatword") == [nid(4)]
     finally:
         process.stop()
+
+
+def _search_server_of(watcher_pid: int) -> int:
+    """The pid of the watcher's search server (its child running memctl.cli.searchserver)."""
+    for task in os.listdir(f"/proc/{watcher_pid}/task"):
+        with open(f"/proc/{watcher_pid}/task/{task}/children") as listed:
+            for child in listed.read().split():
+                with open(f"/proc/{child}/cmdline", "rb") as command:
+                    if b"memctl.cli.searchserver" in command.read():
+                        return int(child)
+    raise AssertionError("no search server")
+
+
+def test_a_stop_asked_while_the_watcher_starts_again_ends_it_cleanly(
+        notes_store: Path, tmp_path: Path) -> None:
+    """SIGTERM (a `systemctl stop`) that comes while the watcher stops to start again on new
+    code: it ends as on any stop, exit 0, the lock and the heartbeat gone, instead of
+    `error: interrupted` and exit 130. (Its search server, stopped here with SIGSTOP, holds
+    the watcher in that window for the 2 s it is waited for.)"""
+    env = frozen_code(tmp_path)
+    process = WatchProcess(notes_store, env=env).ready()
+    server = None
+    try:
+        process.wait_for(lambda: (notes_store / ".memctl" / "search.sock").exists(),
+                         "the search server")
+        server = _search_server_of(process.proc.pid)
+        os.kill(server, signal.SIGSTOP)
+        _change_code(tmp_path)
+        process.wait_for(lambda: _messages(process), "the restart", RESTART_WAIT)
+        time.sleep(0.3)
+        process.proc.send_signal(signal.SIGTERM)
+        process.proc.wait(30)
+    finally:
+        if server is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server, signal.SIGCONT)
+        process.stop()
+    process.wait_for(lambda: _said(process, "memctl watch: stopped"), "the stop")
+    assert process.proc.returncode == 0, "".join(process.stderr)
+    assert len(_events(process, "ready")) == 1  # not started again
+    assert not _said(process, "error:")
+    assert read_status(notes_store) is None  # no heartbeat left
+    with WatchLock(notes_store):  # nor the lock
+        pass
+
+
+def test_a_restarted_watcher_keeps_the_utf8_mode_of_the_c_locale(
+        notes_store: Path, tmp_path: Path) -> None:
+    """Python started in the C locale turns UTF-8 mode on and sets LC_CTYPE=C.UTF-8 in its
+    own environment: started again with that environment, it ran without UTF-8 mode, and its
+    search server then declined every search asked in the same locale."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("LC_", "LANG", "PYTHONUTF8"))}
+    env.update(frozen_code(tmp_path), MEMCTL_STORE=str(notes_store))
+    env.pop("MEMCTL_ALWAYS_WALK", None)
+    process = WatchProcess(notes_store, base=env).ready()
+
+    def answered() -> str:
+        mark = tmp_path / f"mark-{time.monotonic_ns()}"
+        subprocess.run([sys.executable, "-c", HARNESS, str(mark), "search", "zebra3q", "-a"],
+                       env=env, check=True, capture_output=True, timeout=60)
+        return mark.read_text()
+
+    try:
+        process.wait_for(lambda: answered() == "served", "a served search")
+        _change_code(tmp_path)
+        process.wait_for(lambda: len(_events(process, "ready")) == 2, "the second ready",
+                         RESTART_WAIT)
+        process.wait_for(lambda: answered() == "served", "a served search after the restart")
+    finally:
+        process.stop()
+
+
+def _bump(store: Path, key: str) -> dict[str, str]:
+    """The index as a newer memctl leaves it: `key`'s version one higher (`meta`)."""
+    conn = sqlite3.connect(store / ".memctl" / "index.sqlite")
+    try:
+        with conn:
+            conn.execute("UPDATE meta SET value = value + 1 WHERE key = ?", (key,))
+        return dict(conn.execute("SELECT key, value FROM meta"))
+    finally:
+        conn.close()
+
+
+def _indexed(store: Path, word: str) -> bool:
+    conn = sqlite3.connect(store / ".memctl" / "index.sqlite")
+    try:
+        return conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?",
+                            (word,)).fetchone()[0] > 0
+    finally:
+        conn.close()
+
+
+def test_a_running_watcher_writes_nothing_into_an_index_a_newer_memctl_made(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """A newer memctl made the index while an older watcher runs (another installation, or
+    the seconds before the watcher starts again on an upgrade): the watcher wrote rows of its
+    version into it, which the newer memctl then trusted. Now it writes nothing and is not
+    live (readers check the files themselves) until the index is its version's again."""
+    newer = _bump(notes_store, "tokenizer")
+    mark = watcher.mark()
+    (notes_store / "demo" / "notes" / "fact" / "n5.md").write_text(
+        note_text(nid(5), "edited under a newer index numbatword"))
+    watcher.wait_for(lambda: _messages(watcher), "the warning")
+    [warning] = _messages(watcher)
+    assert warning.startswith("warning: the index was made by a newer memctl (tokenizer "), \
+        warning
+    assert warning.endswith("This watcher writes nothing to it meanwhile"), warning
+    time.sleep(1.0)  # a batch would have been applied by now
+    assert not _indexed(notes_store, "numbatword")
+    assert watcher.batches(mark) == []
+    found = read_status(notes_store)
+    assert found is not None and found.running and not found.live and found.state == "paused"
+    shown = run_memctl("watch", "--status", store=notes_store, project=None)
+    assert "writes nothing to the index, which a newer memctl made" in shown.stdout
+    conn = sqlite3.connect(notes_store / ".memctl" / "index.sqlite")
+    assert dict(conn.execute("SELECT key, value FROM meta")) == newer
+    conn.close()
+    # This version takes the index over (`memctl reindex`): the watcher watches again.
+    assert run_memctl("reindex", store=notes_store, project=None).exit_code == 0
+    (notes_store / "demo" / "notes" / "fact" / "n6.md").write_text(
+        note_text(nid(6), "edited once the index is ours again dingoword"))
+    watcher.wait_for(lambda: len(_messages(watcher)) == 2, "watching again")
+    assert _messages(watcher)[1] == "the index is of this memctl's version again: watching"
+    watcher.wait_for(lambda: _indexed(notes_store, "dingoword"), "the edit indexed")
+    watcher.wait_for(lambda: watcher_is_live(notes_store), "live again")
+    assert search_ids(notes_store, "numbatword") == [nid(5)]

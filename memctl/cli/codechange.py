@@ -3,14 +3,15 @@ upgrade").
 
 A watcher runs for days. Once memctl's files change under it (`pipx upgrade memctl`, `pip
 install -U`, an edit of a checkout), it would go on indexing with the code it imported, beside
-commands that run the new code: the two disagree on what the index holds (a new index schema
-is rebuilt by every command of one version and again by the watcher of the other). So the
-watcher looks at memctl's source files every few seconds; once they changed and stayed as they
-are for one more look (an installer writes them one by one), it runs the new code's
-`memctl watch … --help` to see that it starts, then stops and executes its own command line
-again, in the same process: the same pid for a service manager, the same terminal, the same
-options. New code that does not start is said once, and the watcher keeps running the code it
-has until the files change again.
+commands that run the new code. So the watcher looks at memctl's source files every few
+seconds; once they changed and stayed as they are for one more look (an installer writes them
+one by one), it starts its own command line on the new code in check-only mode (`PROBE_ENV`:
+the imports and the store, no watching), then stops and executes its own command line again,
+in the same process: the same pid for a service manager, the same terminal, the same options,
+and the store's watcher lock held throughout (memctl.disk.watchstate.WatchLock.hand_over).
+New code that does not start is tried again a few times (an installer may still be busy with
+memctl's dependencies), then said once; the watcher keeps running the code it has until the
+files change again.
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ from memctl.core.errors import MemctlError
 from memctl.core.stamp import Stamp
 
 CHECK_EVERY = 2.0
-# The new code's `--help` must end within this; an installer that is still busy, or code that
-# hangs at start-up, is looked at again once the files change.
+# A check that fails is tried again after this many looks each (while the files stay as they
+# are), before the watcher says the new code does not start.
+RETRY_AFTER = (1, 2, 4)
+# The check must end within this; a start-up that hangs is a failed check.
 PROBE_WAIT = 60.0
+# Set in the environment of the check: `memctl watch` then imports what it needs, opens the
+# store, and exits 0 without watching.
+PROBE_ENV = "MEMCTL_WATCH_CHECK_ONLY"
 
 
 def command_line() -> list[str]:
@@ -37,14 +43,26 @@ def command_line() -> list[str]:
     return [sys.executable, *sys.orig_argv[1:]]
 
 
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment for the new code, with `extra`. Python started in the C
+    locale turns UTF-8 mode on and sets LC_CTYPE=C.UTF-8 in its own environment, where it
+    would then start without UTF-8 mode: the search server's flags, and so the searches it
+    may answer (memctl.cli.served.identity), would differ. PYTHONUTF8 keeps the mode."""
+    env = dict(os.environ)
+    if sys.flags.utf8_mode:
+        env.setdefault("PYTHONUTF8", "1")
+    env.update(extra or {})
+    return env
+
+
 class CodeChange:
     """A thread that calls `on_change()` once memctl's files changed and the new code starts;
-    `on_message(text)` for what the watcher should say."""
+    `say(text)` for what the watcher says of it (shown even with --quiet)."""
 
-    def __init__(self, on_change: Callable[[], None], on_message: Callable[[str], None],
+    def __init__(self, on_change: Callable[[], None], say: Callable[[str], None],
                  every: float = CHECK_EVERY) -> None:
         self.on_change = on_change
-        self.on_message = on_message
+        self.say = say
         self.every = every
         self.wanted = False
         self._started_with = code_files()
@@ -59,24 +77,40 @@ class CodeChange:
         self._stop.set()
 
     def _run(self) -> None:
-        known = self._started_with  # the files as last looked at and judged
+        judged = self._started_with  # the files of the code that runs, or that did not start
         while not self._stop.wait(self.every):
             seen = _files_now()
-            if seen == known:
+            if seen == judged:
                 continue
             if self._stop.wait(self.every):
                 return
             if seen is None or _files_now() != seen:
                 continue  # still being written: judged at a later look
-            problem = _starts()
+            problem = self._check(seen)
+            if self._stop.is_set():
+                return
             if problem is None:
                 self.wanted = True
-                self.on_message("memctl's code changed (an upgrade): starting again on it")
+                self.say("memctl's code changed (an upgrade): starting again on it")
                 self.on_change()
                 return
-            self.on_message(f"warning: memctl's code changed but does not start ({problem}); "
-                            "this watcher goes on with the code it started with")
-            known = seen
+            if problem:
+                self.say(f"warning: memctl's code changed but does not start ({problem}); "
+                         "this watcher goes on with the code it started with")
+                judged = seen
+            # "": the files changed again meanwhile, judged at the next look
+
+    def _check(self, seen: dict[str, Stamp]) -> str | None:
+        """None when the new code starts; else why not, after the tries of RETRY_AFTER ("":
+        the files changed again meanwhile, or the watcher stops)."""
+        problem = _starts()
+        for looks in RETRY_AFTER:
+            if problem is None:
+                return None
+            if self._stop.wait(self.every * looks) or _files_now() != seen:
+                return ""
+            problem = _starts()
+        return problem
 
 
 def _files_now() -> dict[str, Stamp] | None:
@@ -87,13 +121,16 @@ def _files_now() -> dict[str, Stamp] | None:
 
 
 def _starts() -> str | None:
-    """None when this command line's `--help` runs on the code now installed, else why not."""
+    """None when this command line runs on the code now installed, in check-only mode;
+    else why not. In a session of its own: a Ctrl-C at the watcher's terminal is the
+    watcher's alone."""
     try:
-        result = subprocess.run([*command_line(), "--help"], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                timeout=PROBE_WAIT, check=False)
+        result = subprocess.run(command_line(), env=environment({PROBE_ENV: "1"}),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, timeout=PROBE_WAIT, check=False,
+                                start_new_session=True)
     except subprocess.TimeoutExpired:
-        return f"`memctl watch --help` did not end within {PROBE_WAIT:.0f} s"
+        return f"it did not start within {PROBE_WAIT:.0f} s"
     except OSError as exc:
         return exc.strerror or str(exc)
     if result.returncode == 0:
@@ -102,12 +139,13 @@ def _starts() -> str | None:
     return lines[-1][:200] if lines else f"exit {result.returncode}"
 
 
-def start_again() -> NoReturn:
-    """Replace this process with its own command line (the new code)."""
+def start_again(extra: dict[str, str]) -> NoReturn:
+    """Replace this process with its own command line (the new code), `extra` added to its
+    environment."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     try:
-        os.execv(sys.executable, command_line())
+        os.execve(sys.executable, command_line(), environment(extra))
     except OSError as exc:  # the interpreter gone since the check (a virtualenv made anew)
         raise MemctlError(f"memctl's code changed and the watcher could not start again on "
                           f"it ({exc.strerror or exc}); start `memctl watch` again") from None

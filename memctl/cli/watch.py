@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -9,13 +10,19 @@ from typing import Any
 import typer
 
 from memctl.cli.base import JSON_OPTION, app, examples, get_store
-from memctl.cli.codechange import CodeChange, start_again
+from memctl.cli.codechange import PROBE_ENV, CodeChange, start_again
 from memctl.cli.output import emit_json
 from memctl.cli.searchserver import SearchServer
 from memctl.core.clock import format_time
 from memctl.services import stores
 from memctl.services.serving import kept_open
-from memctl.services.watching import BatchReport, Watcher, read_status
+from memctl.services.watching import (
+    BatchReport,
+    Watcher,
+    clear_own_heartbeat,
+    new_observer,
+    read_status,
+)
 
 
 def _line(data: dict[str, Any]) -> None:
@@ -47,6 +54,11 @@ def watch(
     if status:
         _status(store, json_out)
         return
+    if os.environ.get(PROBE_ENV) == "1":
+        # The check a watcher makes of new code before it starts again on it
+        # (memctl.cli.codechange): the store is there and everything a watcher imports loads.
+        new_observer()
+        return
     import signal
 
     def on_batch(report: BatchReport) -> None:
@@ -76,12 +88,28 @@ def watch(
         if json_out:
             _line({"event": "ready"})
 
+    def announce(text: str) -> None:
+        """What the watcher says of a change of memctl's code: shown even with --quiet (a
+        service's log must say why the watcher started again)."""
+        if json_out:
+            _line({"event": "message", "message": text})
+        _say(f"memctl watch: {text}")
+
+    # Stop requests once the watcher stops to start again on new code: kept here, and then
+    # it ends instead of starting again (a signal must not cut the hand-over short).
+    restarting: list[bool] = []
+    stop_asked: list[int] = []
+
     def terminate(signum: int, frame: object) -> None:
+        if restarting:
+            stop_asked.append(signum)
+            return
         raise KeyboardInterrupt
 
     # SIGTERM stops the watcher the way Ctrl-C does: at once, even in the middle of a pass
     # (the index is derived; an interrupted transaction rolls back).
     signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, terminate)
     if hasattr(signal, "SIGHUP"):  # not on Windows, where the watcher then says it cannot run
         signal.signal(signal.SIGHUP, terminate)
     # Searches answered by a process kept ready while the watcher is live (docs/watch.md,
@@ -89,8 +117,13 @@ def watch(
     server = SearchServer(store.root)
     watcher = Watcher(store.root, commit=commit, on_batch=on_batch, on_message=on_message,
                       on_commit=on_commit, on_live=server.live)
+
+    def start_over() -> None:
+        restarting.append(True)
+        watcher.stop(hand_over=True)
+
     # After an upgrade it stops and starts again on the new code (memctl.cli.codechange).
-    code_change = CodeChange(watcher.stop, on_message)
+    code_change = CodeChange(start_over, announce)
     code_change.start()
     try:
         # The access counters held open while it runs: a search's own connection is then never
@@ -107,8 +140,23 @@ def watch(
     finally:
         code_change.stop()
         server.stop()
-    if code_change.wanted:
-        start_again()
+    lock = watcher.handed_lock  # the loop ends only when stopped to start again on new code
+    if lock is None:
+        return
+    extra = lock.hand_over()
+    # From here a stop request ends the process at once (the default action); one that came
+    # while the watcher stopped is honoured instead of starting again.
+    for number in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
+        if number is not None:
+            signal.signal(number, signal.SIG_DFL)
+    try:
+        if not stop_asked:
+            start_again(extra)
+    finally:  # not started again after all
+        lock.release()
+        clear_own_heartbeat(store)
+    if not quiet:
+        _say("memctl watch: stopped")
 
 
 def _status(store: stores.Store, json_out: bool) -> None:
@@ -133,6 +181,10 @@ def _status(store: stores.Store, json_out: bool) -> None:
         typer.echo(f"a watcher runs for {store.root}: pid {found.pid}, "
                    f"since {started:%Y-%m-%d %H:%M:%S} UTC, "
                    f"last heartbeat {found.age:.0f} s ago")
+    elif found.running and found.state == "paused":
+        typer.echo(f"a watcher runs for {store.root} (pid {found.pid}) but writes nothing to "
+                   f"the index, which a newer memctl made; commands check the files "
+                   f"themselves")
     elif found.running and found.state == "starting":
         typer.echo(f"a watcher is starting for {store.root} (pid {found.pid}); it does its "
                    f"first full pass")

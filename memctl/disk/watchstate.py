@@ -233,6 +233,9 @@ class WatchLock:
         if fcntl is None:  # the same refusal as a change's (memctl.disk.locking.NO_FILE_LOCKS)
             raise MemctlError("watching a store is not supported on Windows: memctl keeps one "
                               "watcher per store with POSIX flock, which Windows lacks")
+        self._handle = _handed_over(self.path)
+        if self._handle is not None:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             handle = open(self.path, "a+")
@@ -257,6 +260,15 @@ class WatchLock:
         ours = os.fstat(self._handle.fileno())
         return (on_disk.st_ino, on_disk.st_dev) == (ours.st_ino, ours.st_dev)
 
+    def hand_over(self) -> dict[str, str]:
+        """Keep the lock held across an `exec` of this process (a watcher that starts again
+        on new code, memctl.cli.codechange): its descriptor is inherited, and the
+        environment returned names it for the next `acquire`. Until then no other watcher
+        (a `memctl mcp` that tries every few seconds) can take the store."""
+        fd = self._handle.fileno()
+        os.set_inheritable(fd, True)
+        return {HANDED_LOCK_ENV: str(fd)}
+
     def release(self) -> None:
         if self._handle is not None:
             try:
@@ -271,6 +283,35 @@ class WatchLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+# The descriptor of the lock a watcher kept across its `exec` (WatchLock.hand_over).
+HANDED_LOCK_ENV = "MEMCTL_WATCH_LOCK_FD"
+
+
+def _handed_over(path: Path) -> Any:
+    """The lock file handed over by this process before its `exec`, if the descriptor named
+    in the environment is open on this very file (by device and inode); else None, and
+    the descriptor is left alone (not ours to close). The name is taken out of the
+    environment either way: no child inherits the claim."""
+    value = os.environ.pop(HANDED_LOCK_ENV, "")
+    if not value.isdigit():
+        return None
+    fd = int(value)
+    try:
+        held, here = os.fstat(fd), os.stat(path)
+    except OSError:
+        return None
+    if (held.st_dev, held.st_ino) != (here.st_dev, here.st_ino):
+        return None
+    os.set_inheritable(fd, False)
+    handle = open(fd, "a+", closefd=True)  # noqa: SIM115 - held until `release`
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already: this cannot wait
+    except OSError:
+        handle.close()
+        return None
+    return handle
 
 
 def _describe_holder(root: Path) -> str:

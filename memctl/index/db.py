@@ -375,7 +375,11 @@ def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
         try:
             conn, ahead = ahead or _connect(path), None
             index = Index(root, conn, path)
-            index._prepare(replace_newer=replace_newer)
+            try:
+                index._prepare(replace_newer=replace_newer)
+            except MemctlError:
+                conn.close()
+                raise
             return index
         except sqlite3.DatabaseError as exc:
             if conn is not None:
@@ -654,10 +658,21 @@ def _indexed_kind(relpath: str) -> tuple[str, str] | None:
     return kind
 
 
+class NewerIndexError(MemctlError):
+    """The index was made by a newer memctl (`Index._prepare`): left as it is."""
+
+
+class IndexReplacedError(MemctlError):
+    """The index was made anew, for another version, by another memctl since this process
+    opened it: a process that keeps it open (a watcher) opens it again."""
+
+
 def _refuse_newer(found: dict[str, str], wanted: dict[str, str]) -> None:
-    """Raise when `found` (the index's versions) is newer than `wanted` in some part and older
-    in none: the index of a newer memctl. Versions that are no numbers (a damaged table)
-    are no reason to refuse: the index is made anew, as for any other version."""
+    """Raise NewerIndexError when `found` (the index's versions) is newer than `wanted` in
+    some part and older in none: the index of a newer memctl. Versions that are no numbers (a
+    damaged table), or a key one side lacks, are no reason to refuse: the index is made anew,
+    as for any other version. (So a later memctl that adds a key to `meta` must also bump
+    `schema`, which every older one reads.)"""
     try:
         newer = [key for key in wanted if int(found[key]) > int(wanted[key])]
         older = [key for key in wanted if int(found[key]) < int(wanted[key])]
@@ -665,11 +680,11 @@ def _refuse_newer(found: dict[str, str], wanted: dict[str, str]) -> None:
         return
     if newer and not older:
         said = "; ".join(f"{key} {found[key]}, this memctl's {wanted[key]}" for key in newer)
-        raise MemctlError(
-            f"the index was made by a newer memctl ({said}): this one is older (another "
-            f"installation, or a process started before an upgrade, such as a `memctl mcp`: "
-            f"start it again). If you went back to this version on purpose, run "
-            f"{cmd('reindex')}")
+        raise NewerIndexError(
+            f"the index was made by a newer memctl ({said}): this one is older. Upgrade it "
+            f"if it is another installation; a process started before an upgrade (a "
+            f"`memctl mcp`) must be started again. If you went back to this version on "
+            f"purpose, run {cmd('reindex')}")
 
 
 class Index:
@@ -734,6 +749,17 @@ class Index:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise
+
+    def _still_this_version(self) -> None:
+        """In a write transaction: the index is still of this version. A process that keeps
+        it open (a watcher, for days) would otherwise write rows of its version into an
+        index another memctl made anew for its own (tests/test_watch.py)."""
+        wanted = self._wanted_versions()
+        found = self._versions()
+        if found != wanted:
+            _refuse_newer(found, wanted)
+            raise IndexReplacedError(f"the index {self.path} was made anew by another memctl "
+                                     f"while this one ran; run the command again")
 
     def consistently(self, work: Callable[[Index], Any]) -> Any:
         """`work(self)` in one read transaction: every query it makes sees the index as it
@@ -873,6 +899,7 @@ class Index:
         finally:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         try:
+            self._still_this_version()
             conn.executemany("UPDATE files SET mtime_ns = ?, ctime_ns = ? WHERE path = ?"
                              " AND mtime_ns = 0 AND size = ? AND hash = ?", settled)
             self._store_folder_digests(folder_of(row[2]) for row in settled)
@@ -1072,6 +1099,8 @@ class Index:
         # have indexed the same files since our walk, and we must replace, never add twice.
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if not clear:
+                self._still_this_version()
             # The walk read the disk before the index: a file written, and indexed by another
             # process (the watcher, a command), between the two looks removed. Under the lock,
             # a path that is there again is looked at as a changed one instead

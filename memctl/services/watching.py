@@ -18,9 +18,10 @@ from memctl.disk.watchstate import (
     use_change_probe,
 )
 from memctl.store import Store
-from memctl.watch.watcher import BatchReport, Watcher
+from memctl.watch.watcher import BatchReport, Watcher, new_observer
 
-__all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "read_status"]
+__all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "clear_own_heartbeat", "new_observer",
+           "read_status"]
 
 # While another process's watcher holds the store, look this often whether it is gone, so
 # that the server takes over when it stops.

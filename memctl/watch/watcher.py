@@ -33,7 +33,7 @@ from memctl.disk.watchstate import (
     WatchLock,
     is_cookie,
 )
-from memctl.index.db import INDEXED_KINDS, open_index
+from memctl.index.db import INDEXED_KINDS, IndexReplacedError, NewerIndexError, open_index
 from memctl.watch.events import MAX_DELAY, QUIET, Batch, Coalescer, interpret, relative
 
 # The safety net: a full (stat-only for unchanged files) pass this often.
@@ -126,6 +126,23 @@ class BatchReport:
                 "events": self.events, "full": self.full}
 
 
+def new_observer() -> Any:
+    """watchdog's observer for this platform, not started (its modules imported then: a
+    command that never watches does not pay for them)."""
+    import watchdog.events  # noqa: F401 - the handlers' module, imported with the observer
+
+    try:
+        from watchdog.observers.inotify import InotifyObserver
+
+        # Full events: a move whose other half is outside one watch keeps its empty half,
+        # so a move in from another project can be told from a plain create.
+        return InotifyObserver(generate_full_events=True)
+    except ImportError:  # not Linux
+        from watchdog.observers import Observer
+
+        return Observer()
+
+
 class Watcher:
     """The running watcher of one store. `run()` blocks until `stop()` or a KeyboardInterrupt
     (the CLI raises one on SIGTERM too), and always cleans up: watches, heartbeat, lock."""
@@ -159,6 +176,13 @@ class Watcher:
         self._cond = threading.Condition()
         self._coalescer = Coalescer(quiet, max_delay)
         self._stopping = False
+        # Stopped to start again on new code (memctl.cli.codechange): the lock is kept, for
+        # the process after the `exec` (`handed_lock`), and the heartbeat says "starting".
+        self._hand_over = False
+        self.handed_lock: Any = None
+        # The index is of a newer memctl: nothing is written to it, and no reader is answered,
+        # until it is this version's again (the message said, while paused).
+        self._paused: str | None = None
         self._observer: Any = None
         self._handler: Any = None
         self._log_handler: logging.Handler | None = None
@@ -240,16 +264,7 @@ class Watcher:
     def _start_observer(self) -> None:
         from watchdog.events import FileSystemEventHandler
 
-        try:
-            from watchdog.observers.inotify import InotifyObserver
-
-            # Full events: a move whose other half is outside one watch keeps its empty half,
-            # so a move in from another project can be told from a plain create.
-            observer: Any = InotifyObserver(generate_full_events=True)
-        except ImportError:  # not Linux
-            from watchdog.observers import Observer
-
-            observer = Observer()
+        observer = new_observer()
         watcher = self
 
         class Handler(FileSystemEventHandler):
@@ -380,9 +395,12 @@ class Watcher:
         finally:
             self.close()
 
-    def stop(self) -> None:
+    def stop(self, *, hand_over: bool = False) -> None:
+        """Stop the loop (from any thread); `hand_over`: keep the lock for the process this
+        one is about to become (`handed_lock`)."""
         with self._cond:
             self._stopping = True
+            self._hand_over = hand_over
             self._cond.notify()
 
     def _git_busy(self) -> bool:
@@ -404,18 +422,28 @@ class Watcher:
                 early.update(self._cookies_in(name))
         if not batch.paths and not batch.full:
             return True
+        if self._paused is not None and not self._resume():
+            return False
         # New folders are named in `paths` too: refresh walks them, which also catches files
         # written before their watch was in place.
         try:
             stats = self._index.refresh(None if batch.full else sorted(batch.paths))
-        except sqlite3.Error as exc:
-            # Busy for long, or broken: say so once, start on a fresh connection (open_index
-            # rebuilds a corrupt index) and try a full pass again shortly.
+        except NewerIndexError as exc:
+            self._pause(str(exc))
+            return False
+        except (sqlite3.Error, IndexReplacedError) as exc:
+            # Busy for long, or broken, or made anew by another memctl: say so once, start
+            # on a fresh connection (open_index rebuilds a corrupt index) and try a full pass
+            # again shortly.
             if not self._failing:
                 self.on_message(f"warning: could not update the index ({exc}); retrying")
             self._failing = True
             self._index.close()
-            self._open_index()
+            try:
+                self._open_index()
+            except NewerIndexError as newer:
+                self._pause(str(newer))
+                return False
             with self._cond:
                 self._coalescer.add_full(time.monotonic(), wait=2.0)
             return False
@@ -435,13 +463,44 @@ class Watcher:
             self.on_batch(report)  # a periodic check that found nothing is not worth a line
         return True
 
+    def _pause(self, message: str) -> None:
+        """A newer memctl made the index (docs/watch.md, "After an upgrade"): writing rows of
+        this version into it would hand the newer one rows it trusts and cannot read as
+        its own. So nothing is written and the watcher is not live (readers check the files
+        themselves) until the index is this version's again: `memctl reindex` by this
+        version, looked for at each batch (`_resume`); or this watcher starts again on the
+        new code."""
+        if self._paused is None:
+            self.on_message(f"warning: {message}. This watcher writes nothing to it meanwhile")
+            self.on_live(False)
+            self._set_state("paused")
+        self._paused = message
+        if self._index is not None:
+            self._index.close()  # (kept: its path is still where the index is looked for)
+
+    def _resume(self) -> bool:
+        """Whether the index is this version's again (then watched as before, from a full
+        pass); else still paused."""
+        try:
+            self._open_index()
+        except NewerIndexError:
+            return False
+        self._paused = None
+        self.on_message("the index is of this memctl's version again: watching")
+        with self._cond:
+            self._coalescer.add_full(time.monotonic())
+        self._set_state("ready")
+        self.on_live(True)
+        return True
+
     # --- readers' cookies (memctl.disk.watchstate.ask_watcher) -------------------------
 
     def _answer(self, cookies: set[str]) -> None:
         """Tell the readers waiting on these cookies that the index holds everything before
         them, by deleting the cookies; never while our index or lock is not the store's
         (the reader then checks the files itself)."""
-        if self._index is None or _file_id(self._index.path) != self._index_id \
+        if self._index is None or self._paused is not None \
+                or _file_id(self._index.path) != self._index_id \
                 or self._lock is None or not self._lock.still_held():
             return
         for relpath in cookies:
@@ -480,6 +539,15 @@ class Watcher:
             # where the heartbeat goes: readers then walk, as without a watcher
         self._check_limit(fatal=False)
 
+    def _set_state(self, state: str) -> None:
+        """The heartbeat's state now (readers trust only "ready")."""
+        if self._heartbeat is None:
+            return
+        try:
+            self._heartbeat.beat(state)
+        except (OSError, MemctlError):
+            pass  # as `_beat`: readers then walk
+
     def _store_moved(self) -> bool:
         """The store folder replaced (`mv store store.old; mkdir store`) leaves inotify on the
         old folder, and a deleted `.memctl/` leaves our lock and index on unlinked files: start
@@ -500,10 +568,14 @@ class Watcher:
             return True
         if same_root and self._lock.still_held():
             self._root_gone_said = False
-            if _file_id(self._index.path) != self._index_id:
+            if self._paused is None and _file_id(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
                 self._index.close()
-                self._open_index()
+                try:
+                    self._open_index()
+                except NewerIndexError as exc:
+                    self._pause(str(exc))
+                    return False
                 self._apply(Batch(full=True), announce=False)
             return False
         self._root_gone_said = False
@@ -565,10 +637,16 @@ class Watcher:
         if index is not None:
             index.close()
         if self._heartbeat is not None:
-            self._heartbeat.clear()
+            if self._hand_over:
+                self._set_state("starting")
+            else:
+                self._heartbeat.clear()
             self._heartbeat = None
         if self._lock is not None:
-            self._lock.release()
+            if self._hand_over:
+                self.handed_lock = self._lock
+            else:
+                self._lock.release()
             self._lock = None
 
     def close(self) -> None:
