@@ -244,6 +244,43 @@ def test_an_index_of_a_newer_memctl_is_refused_and_left_as_it_is(root: Path, key
     assert find(root, "postgresql") == ["aaaaaaaaaaaaaaaa"]
 
 
+def test_a_reindex_never_writes_under_the_versions_of_a_newer_memctl(root: Path) -> None:
+    """`memctl reindex` opens the index for its version, then rebuilds it in a second
+    transaction: a newer memctl that made it anew in between kept its versions over this
+    version's rows. Now the rebuild says so and writes nothing."""
+    ensure_fresh(root).close()
+    index = open_index(root, replace_newer=True)
+    try:
+        newer = str(int(_versions(root)["tokenizer"]) + 1)
+        _set_version(root, "tokenizer", newer)
+        before = index.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        with pytest.raises(db.IndexReplacedError, match="made anew by another memctl"):
+            index.rebuild()
+        assert index.conn.execute("SELECT count(*) FROM docs").fetchone()[0] == before
+    finally:
+        index.close()
+    assert _versions(root)["tokenizer"] == newer
+
+
+def test_sync_with_an_index_of_a_newer_memctl_commits_and_pushes_nothing(root: Path,
+                                                                         tmp_path: Path) -> None:
+    """The refusal comes before sync commits or pushes: it used to come after both."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    assert run_memctl("sync", "--remote", str(remote), store=root).exit_code == 0
+    heads = (_head(root), subprocess.run(["git", "-C", str(remote), "rev-parse", "HEAD"],
+                                          capture_output=True, text=True).stdout)
+    ensure_fresh(root).close()
+    _set_version(root, "schema", str(int(_versions(root)["schema"]) + 1))
+    (root / "blog/notes/fact/by-hand.md").write_text("Written by hand before the sync.\n")
+    result = run_memctl("sync", store=root)
+    assert result.exit_code == 1, result
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: the index was made by a newer memctl (schema "), line
+    assert (_head(root), subprocess.run(["git", "-C", str(remote), "rev-parse", "HEAD"],
+                                        capture_output=True, text=True).stdout) == heads
+
+
 @pytest.mark.parametrize("found", [{"schema": "-1"}, {"schema": "x"},
                                    {"schema": "+1", "tokenizer": "-1"}])
 def test_an_index_of_an_older_or_unreadable_version_is_rebuilt(root: Path,

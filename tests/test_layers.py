@@ -69,6 +69,10 @@ LAZY_IMPORTS = {
     "memctl.store": {"memctl.disk.gitops", "memctl.disk.atomic",  # subprocess, tempfile
                      "memctl.disk.locking"},  # init: refused first where a store cannot be locked
     "memctl.index.db": {"memctl.index.docs", "memctl.index.workers"},  # the parser
+    # What a watcher loads only when it runs, imported by the check of new code before it
+    # starts again on it (memctl.cli.codechange): `memctl mcp` imports the watcher at start.
+    "memctl.watch.watcher": {"memctl.index.docs", "memctl.index.nearwords",
+                             "memctl.index.workers"},
     # `re` (~10 ms, through the project-name rule) after a search's walk has started in
     # its helper processes, not before (tests/test_walkahead.py).
     "memctl.disk.filescan": {"memctl.core.vocab"},

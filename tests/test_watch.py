@@ -872,12 +872,17 @@ def test_new_code_that_does_not_start_is_said_and_the_watcher_goes_on(
 
 def _search_server_of(watcher_pid: int) -> int:
     """The pid of the watcher's search server (its child running memctl.cli.searchserver)."""
-    for task in os.listdir(f"/proc/{watcher_pid}/task"):
-        with open(f"/proc/{watcher_pid}/task/{task}/children") as listed:
-            for child in listed.read().split():
-                with open(f"/proc/{child}/cmdline", "rb") as command:
-                    if b"memctl.cli.searchserver" in command.read():
-                        return int(child)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat_file:
+                parent = int(stat_file.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as command:
+                if parent == watcher_pid and b"memctl.cli.searchserver" in command.read():
+                    return int(entry)
+        except (OSError, ValueError, IndexError):
+            continue
     raise AssertionError("no search server")
 
 
@@ -995,3 +1000,65 @@ def test_a_running_watcher_writes_nothing_into_an_index_a_newer_memctl_made(
     watcher.wait_for(lambda: _indexed(notes_store, "dingoword"), "the edit indexed")
     watcher.wait_for(lambda: watcher_is_live(notes_store), "live again")
     assert search_ids(notes_store, "numbatword") == [nid(5)]
+
+
+def test_a_watcher_started_on_an_index_of_a_newer_memctl_starts_paused(notes_store: Path) -> None:
+    """An older `memctl watch` started (or started again, on a version gone back to) where a
+    newer memctl made the index: it watches paused, instead of exiting, and writes nothing
+    until the index is its version's again."""
+    assert run_memctl("reindex", store=notes_store, project=None).exit_code == 0
+    _bump(notes_store, "schema")
+    process = WatchProcess(notes_store)
+    try:
+        process.wait_for(lambda: _messages(process), "the warning")
+        assert _messages(process)[0].startswith(
+            "warning: the index was made by a newer memctl (schema "), _messages(process)
+        process.wait_for(lambda: (lambda found: found is not None and found.state == "paused")(
+            read_status(notes_store)), "the paused heartbeat")
+        (notes_store / "demo" / "notes" / "fact" / "n7.md").write_text(
+            note_text(nid(7), "written while paused okapiword"))
+        time.sleep(1.0)
+        assert not _indexed(notes_store, "okapiword")
+        assert run_memctl("reindex", store=notes_store, project=None).exit_code == 0
+        (notes_store / "demo" / "notes" / "fact" / "n8.md").write_text(
+            note_text(nid(8), "written once the index is ours again tapirword"))
+        process.wait_for(lambda: watcher_is_live(notes_store), "live again")
+        process.wait_for(lambda: _indexed(notes_store, "tapirword"), "the edit indexed")
+        assert process.proc.poll() is None
+    finally:
+        process.stop()
+    assert process.proc.returncode == 0, "".join(process.stderr)
+
+
+def test_a_paused_watcher_with_commit_still_commits_hand_edits(notes_store: Path) -> None:
+    """`--commit` commits what git sees changed, which needs no index: a watcher paused on a
+    newer memctl's index went on counting nothing as changed, and committed nothing."""
+    process = WatchProcess(notes_store, "--commit").ready()
+    try:
+        time.sleep(1.5)  # its first look for hand edits to commit (the first pass's) is over
+        _bump(notes_store, "tokenizer")
+        (notes_store / "demo" / "notes" / "fact" / "n9.md").write_text(
+            note_text(nid(9), "a hand edit while paused"))
+        process.wait_for(lambda: _messages(process), "the warning")
+        process.wait_for(lambda: _events(process, "commit"), "the commit", 60)
+        shown = git(notes_store, "show", "--name-only", "--format=%s", "HEAD")
+        assert "demo/notes/fact/n9.md" in shown, shown
+    finally:
+        process.stop()
+
+
+def test_the_check_of_new_code_meets_a_broken_indexer(notes_store: Path, tmp_path: Path) -> None:
+    """The check a watcher makes before it starts again on new code imports what a watcher
+    loads only once it runs (the indexer and its parser): a release broken there no longer
+    passes it, to crash the watcher after the `exec`."""
+    env = {**os.environ, **frozen_code(tmp_path), "MEMCTL_STORE": str(notes_store),
+           "MEMCTL_WATCH_CHECK_ONLY": "1"}
+    checked = subprocess.run([memctl_executable(), "watch"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0, checked.stderr
+    assert read_status(notes_store) is None  # it did not watch
+    module = tmp_path / "code" / "memctl" / "index" / "docs.py"
+    module.write_text(module.read_text() + "\nbroken = (\n")
+    checked = subprocess.run([memctl_executable(), "watch"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode != 0 and "SyntaxError" in checked.stderr, checked

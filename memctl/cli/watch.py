@@ -20,7 +20,7 @@ from memctl.services.watching import (
     BatchReport,
     Watcher,
     clear_own_heartbeat,
-    new_observer,
+    import_all,
     read_status,
 )
 
@@ -57,7 +57,7 @@ def watch(
     if os.environ.get(PROBE_ENV) == "1":
         # The check a watcher makes of new code before it starts again on it
         # (memctl.cli.codechange): the store is there and everything a watcher imports loads.
-        new_observer()
+        import_all()
         return
     import signal
 
@@ -101,10 +101,10 @@ def watch(
     stop_asked: list[int] = []
 
     def terminate(signum: int, frame: object) -> None:
-        if restarting:
+        if restarting and not stop_asked:
             stop_asked.append(signum)
             return
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt  # (a second request while starting again: at once)
 
     # SIGTERM stops the watcher the way Ctrl-C does: at once, even in the middle of a pass
     # (the index is derived; an interrupted transaction rolls back).
@@ -134,6 +134,9 @@ def watch(
     except KeyboardInterrupt:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut close() short
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if watcher.handed_lock is not None:  # stopped while it was to start again
+            watcher.handed_lock.release()
+            clear_own_heartbeat(store)
         if not quiet:
             _say("memctl watch: stopped")
         return

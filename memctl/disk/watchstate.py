@@ -55,6 +55,7 @@ class WatchStatus:
         self.pid = pid
         self.host = host
         self.state = state  # "starting" while the first full pass runs, then "ready"
+        # ("paused" while the index is a newer memctl's: memctl.watch.watcher)
         self.started = started  # epoch seconds
         self.heartbeat = heartbeat  # epoch seconds of the last beat
         self.running = running  # its process exists on this machine and is not stopped

@@ -727,8 +727,13 @@ class Index:
         of the new version would then make it again for theirs, over and over
         (docs/search.md, "The index")."""
         wanted = self._wanted_versions()
-        if self._versions() == wanted:
+        found = self._versions()
+        if found == wanted:
             return
+        if not replace_newer:
+            # Before the write lock, which the newer memctl may hold for long (its reindex):
+            # an older process says what it is at once, not that the index is busy.
+            _refuse_newer(found, wanted)
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             current = self._versions()  # another process may have done it meanwhile
@@ -750,14 +755,17 @@ class Index:
                 self.conn.execute("ROLLBACK")
             raise
 
-    def _still_this_version(self) -> None:
+    def _still_this_version(self, *, newer_too: bool = False) -> None:
         """In a write transaction: the index is still of this version. A process that keeps
         it open (a watcher, for days) would otherwise write rows of its version into an
-        index another memctl made anew for its own (tests/test_watch.py)."""
+        index another memctl made anew for its own (tests/test_watch.py). `newer_too`: a
+        rebuild (`memctl reindex`), which takes a newer memctl's index over, is told only to
+        run again."""
         wanted = self._wanted_versions()
         found = self._versions()
         if found != wanted:
-            _refuse_newer(found, wanted)
+            if not newer_too:
+                _refuse_newer(found, wanted)
             raise IndexReplacedError(f"the index {self.path} was made anew by another memctl "
                                      f"while this one ran; run the command again")
 
@@ -1099,8 +1107,9 @@ class Index:
         # have indexed the same files since our walk, and we must replace, never add twice.
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if not clear:
-                self._still_this_version()
+            # (A rebuild too: its index was made for this version when it was opened, and a
+            # newer memctl may have made it anew since.)
+            self._still_this_version(newer_too=clear)
             # The walk read the disk before the index: a file written, and indexed by another
             # process (the watcher, a command), between the two looks removed. Under the lock,
             # a path that is there again is looked at as a changed one instead

@@ -7,7 +7,7 @@ from memctl.exchange.conflicts import diff_copy, find_copy, list_conflicts, reso
 from memctl.exchange.sync import SyncReport, merge_file, note_log
 from memctl.exchange.sync import sync as sync_store
 from memctl.exchange.transfer import ExportResult, ImportReport, export_store, import_into
-from memctl.index.db import ensure_fresh
+from memctl.index.db import ensure_fresh, open_index
 from memctl.store import Store
 
 __all__ = ["ExportResult", "ImportReport", "SyncReport", "diff_copy", "export_store", "find_copy",
@@ -18,6 +18,9 @@ def sync(store: Store, remote: str | None = None, push: bool = True) -> SyncRepo
     """`memctl sync`, with the files that do not parse named (`broken`, path and line): sync
     commits and pushes them as they are, like every other change, and says so
     (docs/sync.md)."""
+    # An index this memctl cannot read (a newer memctl's) is said before anything is
+    # committed or pushed, not after (docs/search.md, "The index").
+    open_index(store).close()
     report = sync_store(store, remote=remote, push=push)
     with ensure_fresh(store) as index:
         report.broken = index.parse_errors()

@@ -18,9 +18,9 @@ from memctl.disk.watchstate import (
     use_change_probe,
 )
 from memctl.store import Store
-from memctl.watch.watcher import BatchReport, Watcher, new_observer
+from memctl.watch.watcher import BatchReport, Watcher, import_all
 
-__all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "clear_own_heartbeat", "new_observer",
+__all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "clear_own_heartbeat", "import_all",
            "read_status"]
 
 # While another process's watcher holds the store, look this often whether it is gone, so

@@ -143,6 +143,17 @@ def new_observer() -> Any:
         return Observer()
 
 
+def import_all() -> None:
+    """Import what a watcher loads only once it runs (watchdog's observer, the indexer and
+    its parser): the check a watcher makes of new code before it starts again on it
+    (memctl.cli.codechange) must meet a broken module before the `exec`, not after."""
+    import memctl.index.docs  # noqa: F401 - the parser (yaml) and the note model
+    import memctl.index.nearwords  # noqa: F401
+    import memctl.index.workers  # noqa: F401
+
+    new_observer()
+
+
 class Watcher:
     """The running watcher of one store. `run()` blocks until `stop()` or a KeyboardInterrupt
     (the CLI raises one on SIGTERM too), and always cleans up: watches, heartbeat, lock."""
@@ -243,19 +254,27 @@ class Watcher:
         self._lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
         self._heartbeat = Heartbeat(self.root)
         self._heartbeat.beat("starting")
-        self._open_index()
+        self._paused = None
+        try:
+            self._open_index()
+        except NewerIndexError as exc:  # starts paused (an older memctl, docs/watch.md)
+            self._index = None
+            self._pause(str(exc))
         self._start_observer()
         # The first full pass runs once the watches are in place: a change made during it
         # arrives as an event and is reconciled right after.
-        self._apply(Batch(full=True), announce=announce)
+        if self._paused is None:
+            self._apply(Batch(full=True), announce=announce)
         self._sweep_cookies()
         try:
             # Cookies are never committed, nor shown by `git status` (docs/watch.md).
             gitops.exclude_locally(self.root, f"{COOKIE_PREFIX}*")
         except (OSError, MemctlError):
             pass  # no repository, or a read-only one: nothing to keep them out of
-        self._heartbeat.beat("ready", watches=len(self._watches))
-        self.on_live(True)
+        self._heartbeat.extra["watches"] = len(self._watches)
+        if self._paused is None:
+            self._heartbeat.beat("ready")
+            self.on_live(True)
 
     def _open_index(self) -> None:
         self._index = open_index(self.root)
@@ -399,8 +418,9 @@ class Watcher:
         """Stop the loop (from any thread); `hand_over`: keep the lock for the process this
         one is about to become (`handed_lock`)."""
         with self._cond:
+            if not self._stopping:  # the first request says how it ends
+                self._hand_over = hand_over
             self._stopping = True
-            self._hand_over = hand_over
             self._cond.notify()
 
     def _git_busy(self) -> bool:
@@ -423,6 +443,8 @@ class Watcher:
         if not batch.paths and not batch.full:
             return True
         if self._paused is not None and not self._resume():
+            if batch.paths:
+                self._dirty = True  # hand edits are still committed (`--commit` asks git)
             return False
         # New folders are named in `paths` too: refresh walks them, which also catches files
         # written before their watch was in place.
@@ -430,6 +452,7 @@ class Watcher:
             stats = self._index.refresh(None if batch.full else sorted(batch.paths))
         except NewerIndexError as exc:
             self._pause(str(exc))
+            self._dirty = self._dirty or bool(batch.paths)  # (as for a batch while paused)
             return False
         except (sqlite3.Error, IndexReplacedError) as exc:
             # Busy for long, or broken, or made anew by another memctl: say so once, start
@@ -444,6 +467,8 @@ class Watcher:
             except NewerIndexError as newer:
                 self._pause(str(newer))
                 return False
+            except MemctlError:
+                pass  # busy for long: the full pass below tries again on a fresh connection
             with self._cond:
                 self._coalescer.add_full(time.monotonic(), wait=2.0)
             return False
@@ -483,8 +508,8 @@ class Watcher:
         pass); else still paused."""
         try:
             self._open_index()
-        except NewerIndexError:
-            return False
+        except (MemctlError, sqlite3.Error):
+            return False  # still a newer memctl's, or busy (that memctl's reindex): later
         self._paused = None
         self.on_message("the index is of this memctl's version again: watching")
         with self._cond:
