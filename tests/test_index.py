@@ -262,6 +262,25 @@ def test_a_reindex_never_writes_under_the_versions_of_a_newer_memctl(root: Path)
     assert _versions(root)["tokenizer"] == newer
 
 
+def test_a_refresh_never_deletes_an_index_a_newer_memctl_made_meanwhile(root: Path) -> None:
+    """A newer memctl made the index anew, with other columns, between a command's open and
+    its refresh: the refresh's read fails, and that failure was taken for corruption (the
+    index deleted and made again for this version). Now it is said as a newer index."""
+    ensure_fresh(root).close()
+    index = open_index(root)
+    newer = str(int(_versions(root)["schema"]) + 1)
+    conn = sqlite3.connect(index_path(root))
+    with conn:
+        conn.execute("ALTER TABLE files RENAME COLUMN mtime_ns TO mtime_ns_v2")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (newer,))
+    conn.close()
+    write(root, "blog/notes/fact/new-cccccccccccccccc.md", "A note written meanwhile.",
+          id="cccccccccccccccc", type="fact", project="blog")
+    with pytest.raises(db.NewerIndexError):
+        db._walk(root, index)
+    assert _versions(root)["schema"] == newer
+
+
 def test_sync_with_an_index_of_a_newer_memctl_commits_and_pushes_nothing(root: Path,
                                                                          tmp_path: Path) -> None:
     """The refusal comes before sync commits or pushes: it used to come after both."""

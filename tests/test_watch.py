@@ -1015,6 +1015,7 @@ def test_a_watcher_started_on_an_index_of_a_newer_memctl_starts_paused(notes_sto
             "warning: the index was made by a newer memctl (schema "), _messages(process)
         process.wait_for(lambda: (lambda found: found is not None and found.state == "paused")(
             read_status(notes_store)), "the paused heartbeat")
+        assert _events(process, "ready") == []  # not watching until it resumes
         (notes_store / "demo" / "notes" / "fact" / "n7.md").write_text(
             note_text(nid(7), "written while paused okapiword"))
         time.sleep(1.0)
@@ -1024,6 +1025,7 @@ def test_a_watcher_started_on_an_index_of_a_newer_memctl_starts_paused(notes_sto
             note_text(nid(8), "written once the index is ours again tapirword"))
         process.wait_for(lambda: watcher_is_live(notes_store), "live again")
         process.wait_for(lambda: _indexed(notes_store, "tapirword"), "the edit indexed")
+        process.ready()  # said once it resumed
         assert process.proc.poll() is None
     finally:
         process.stop()

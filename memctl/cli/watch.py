@@ -123,6 +123,9 @@ def watch(
         watcher.stop(hand_over=True)
 
     # After an upgrade it stops and starts again on the new code (memctl.cli.codechange).
+    # What it would otherwise load only at its first changed file is loaded now, from the
+    # code it started with: not from the new files an upgrade may have written meanwhile.
+    import_all()
     code_change = CodeChange(start_over, announce)
     code_change.start()
     try:

@@ -228,6 +228,7 @@ class WatchLock:
     def __init__(self, store: StoreLike) -> None:
         self.path = lock_path(store)
         self._handle: Any = None
+        self.handed_over = False  # taken from this process before its `exec` (hand_over)
 
     def acquire(self) -> None:
         """Take the lock or raise `WatcherRunning` naming the watcher that holds it."""
@@ -236,6 +237,7 @@ class WatchLock:
                               "watcher per store with POSIX flock, which Windows lacks")
         self._handle = _handed_over(self.path)
         if self._handle is not None:
+            self.handed_over = True
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:

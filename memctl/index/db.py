@@ -478,7 +478,12 @@ def _walk(store: StoreLike, index: Index, paths: list[str] | None = None) -> Ind
         if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
             raise MemctlError("the index is busy (another memctl is updating it); try again") \
                 from exc
-        index.close()
+        try:  # a newer memctl made it anew since it was opened: its own, not corrupt
+            _refuse_newer(index._versions(), index._wanted_versions())
+        except sqlite3.DatabaseError:
+            pass  # the versions cannot be read either: corrupt
+        finally:
+            index.close()
         _remove_index_files(index.path)
         index = open_index(store)
         index.last_refresh = index.refresh(paths)

@@ -194,6 +194,9 @@ class Watcher:
         # The index is of a newer memctl: nothing is written to it, and no reader is answered,
         # until it is this version's again (the message said, while paused).
         self._paused: str | None = None
+        # `on_ready` of `run`: called once the watcher is live the first time (after its first
+        # pass, or once a paused start resumes).
+        self._on_ready: Callable[[], None] | None = None
         self._observer: Any = None
         self._handler: Any = None
         self._log_handler: logging.Handler | None = None
@@ -252,6 +255,10 @@ class Watcher:
         self._root_id = (info.st_dev, info.st_ino)
         self._lock = WatchLock(self.root)
         self._lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
+        if self._lock.handed_over and self.commit:
+            # Started again on new code: what the process before could not commit (a command
+            # held the store lock then) is committed at the first look (it asks git).
+            self._dirty = True
         self._heartbeat = Heartbeat(self.root)
         self._heartbeat.beat("starting")
         self._paused = None
@@ -363,9 +370,10 @@ class Watcher:
 
     def run(self, on_ready: Callable[[], None] | None = None) -> None:
         try:
+            self._on_ready = on_ready
             self._start()
-            if on_ready is not None:
-                on_ready()
+            if self._paused is None:
+                self._ready()
             now = time.monotonic()
             next_tick, next_beat = now + 0.5, now + BEAT_INTERVAL
             next_full = now + self._full_every
@@ -488,6 +496,11 @@ class Watcher:
             self.on_batch(report)  # a periodic check that found nothing is not worth a line
         return True
 
+    def _ready(self) -> None:
+        on_ready, self._on_ready = self._on_ready, None
+        if on_ready is not None:
+            on_ready()
+
     def _pause(self, message: str) -> None:
         """A newer memctl made the index (docs/watch.md, "After an upgrade"): writing rows of
         this version into it would hand the newer one rows it trusts and cannot read as
@@ -516,6 +529,7 @@ class Watcher:
             self._coalescer.add_full(time.monotonic())
         self._set_state("ready")
         self.on_live(True)
+        self._ready()
         return True
 
     # --- readers' cookies (memctl.disk.watchstate.ask_watcher) -------------------------
