@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from memctl.cli.searchserver import code_files
+from memctl.cli.served import same_mode_environment
 from memctl.core.errors import MemctlError
 from memctl.core.stamp import Stamp
 
@@ -41,18 +42,6 @@ PROBE_ENV = "MEMCTL_WATCH_CHECK_ONLY"
 def command_line() -> list[str]:
     """This process's command line as it was started, with this interpreter: what runs again."""
     return [sys.executable, *sys.orig_argv[1:]]
-
-
-def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment for the new code, with `extra`. Python started in the C
-    locale turns UTF-8 mode on and sets LC_CTYPE=C.UTF-8 in its own environment, where it
-    would then start without UTF-8 mode: the search server's flags, and so the searches it
-    may answer (memctl.cli.served.identity), would differ. PYTHONUTF8 keeps the mode."""
-    env = dict(os.environ)
-    if sys.flags.utf8_mode:
-        env.setdefault("PYTHONUTF8", "1")
-    env.update(extra or {})
-    return env
 
 
 class CodeChange:
@@ -125,7 +114,7 @@ def _starts() -> str | None:
     else why not. In a session of its own: a Ctrl-C at the watcher's terminal is the
     watcher's alone."""
     try:
-        result = subprocess.run(command_line(), env=environment({PROBE_ENV: "1"}),
+        result = subprocess.run(command_line(), env=same_mode_environment({PROBE_ENV: "1"}),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, timeout=PROBE_WAIT, check=False,
                                 start_new_session=True)
@@ -145,7 +134,7 @@ def start_again(extra: dict[str, str]) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     try:
-        os.execve(sys.executable, command_line(), environment(extra))
+        os.execve(sys.executable, command_line(), same_mode_environment(extra))
     except OSError as exc:  # the interpreter gone since the check (a virtualenv made anew)
         raise MemctlError(f"memctl's code changed and the watcher could not start again on "
                           f"it ({exc.strerror or exc}); start `memctl watch` again") from None

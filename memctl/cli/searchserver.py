@@ -88,12 +88,7 @@ class SearchServer:
                    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
                    "from memctl.cli.searchserver import main; main()",
                    package_parent, self.path]
-        environment = dict(os.environ)
-        if sys.flags.utf8_mode:
-            # Python started in the C locale turns UTF-8 mode on, and sets LC_CTYPE=C.UTF-8 in
-            # its environment, where its child would not: the searches asked in that locale
-            # must find the server in the same mode (served.identity compares the flags).
-            environment["PYTHONUTF8"] = "1"
+        environment = served.same_mode_environment()
         try:
             self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
                                             stdout=subprocess.DEVNULL, cwd="/",

@@ -131,6 +131,19 @@ def identity() -> list[bytes]:
         _locale.nl_langinfo(_locale.CODESET))]
 
 
+def same_mode_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment, with `extra`, for a memctl process it starts (the search
+    server, the watcher started again after an upgrade). Python started in the C locale turns
+    UTF-8 mode on and sets LC_CTYPE=C.UTF-8 in its own environment, where its child would
+    start without UTF-8 mode: its flags, and so the searches it may answer (`identity`),
+    would differ. PYTHONUTF8 keeps the mode."""
+    environment = dict(os.environ)
+    if sys.flags.utf8_mode:
+        environment.setdefault("PYTHONUTF8", "1")
+    environment.update(extra or {})
+    return environment
+
+
 def _stream_settings(stream: object, fd: int) -> list[bytes]:
     """How this process's `sys.stdout` (or `sys.stderr`) writes: the served search writes
     through a stream made the same way, so the bytes and where each write ends are the same."""
