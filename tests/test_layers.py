@@ -43,7 +43,7 @@ LAZY_IMPORTS = {
                    "memctl.services.walkahead"},
     # One command module per command line: `memctl show` on 10k notes ~60 ms less of imports
     # and typer's set-up of every command (bench/bench_write.py, docs/architecture.md).
-    "memctl.cli.notes": {"memctl.services.upkeep"},  # sync, import, health: `init` alone
+    "memctl.cli.notes": {"memctl.services.creation"},  # all of sync: `init` alone
     # `show` and `add` answered without typer, each loading only its own command
     # (bench/bench_write.py; `memctl show` pinned below).
     "memctl.cli.fast": {"memctl.cli.showing", "memctl.cli.adding"},

@@ -52,11 +52,11 @@ def init(
                         "$MEMCTL_STORE or the default store")
     arguments.not_empty(clone, arg("clone"), "give the URL of the store's git remote")
     root = Path(path).expanduser().absolute() if path else store_path_option()
-    # Lazy: the upkeep services (sync, import, health) cost `add` and `show` ~15 ms of
-    # imports that only `init` needs here (tests/test_layers.py, bench/bench_write.py).
-    from memctl.services import upkeep
+    # Lazy: the clone (all of sync) costs `add` and `show` ~15 ms of imports that only
+    # `init` needs here (tests/test_layers.py, bench/bench_write.py).
+    from memctl.services.creation import create_store
 
-    store, created, warnings = upkeep.create_store(root, clone, force=force)
+    store, created, warnings = create_store(root, clone, force=force)
     for warning in warnings:
         warn(warning)
     if json_output:

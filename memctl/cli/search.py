@@ -14,7 +14,7 @@ from memctl.cli.output import emit_json, err_console, visible
 from memctl.cli.searching import run_search
 from memctl.core import arguments
 from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
-from memctl.services import upkeep
+from memctl.services.indexing import reindex as rebuild_index
 
 
 def _check_types(values: Optional[list[str]]) -> list[str]:
@@ -79,9 +79,9 @@ def reindex(json_output: bool = JSON_OPTION) -> None:
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            stats, counts = upkeep.reindex(store, progress=progress)
+            stats, counts = rebuild_index(store, progress=progress)
     else:
-        stats, counts = upkeep.reindex(store)
+        stats, counts = rebuild_index(store)
     for path, line, message in stats.errors:
         _warn(f"{path}:{line}: {message} (not indexed)")
     if json_output:

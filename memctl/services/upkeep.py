@@ -1,4 +1,4 @@
-"""A store's upkeep: creating it, its index, the health report, the TTL sweep and its undo."""
+"""A store's upkeep: the health report, the TTL sweep and its undo."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from memctl.core.ids import id_argument
 from memctl.core.note import Note
 from memctl.core.vocab import GLOBAL
 from memctl.disk.atomic import atomic_write_text
-from memctl.exchange.sync import clone_store
-from memctl.index.db import RefreshStats, open_index
 from memctl.memory.health import bar, build_report, problems_of, report_month, to_markdown
 from memctl.memory.lifecycle import (
     RestoreResult,
@@ -25,35 +23,9 @@ from memctl.memory.lifecycle import (
 )
 from memctl.store import Store
 
-__all__ = ["archive", "create_store", "bar", "health", "health_markdown", "problems_of", "reindex",
+__all__ = ["archive", "bar", "health", "health_markdown", "problems_of",
            "report_month", "restore", "restore_many", "review", "SweepItem",
            "write_health_markdown"]
-
-
-def create_store(root: Path, clone_url: str | None = None,
-                 force: bool = False) -> tuple[Store, bool, list[str]]:
-    """`memctl init`: a new store (or a partial one completed), or this machine's copy of an
-    existing one from its git remote. A folder holding other files than memory becomes a
-    store only with `force` (`Store.init`). Returns the store, whether anything was
-    created, and warnings for the user."""
-    if clone_url:
-        store, refused = clone_store(clone_url, root)
-        warnings = [f"{path}: not checked out (links, .memctl/ and .git* files never come from "
-                    "a remote; docs/security.md)" for path in refused]
-        return store, True, warnings
-    store, created = Store.init(root, force=force)
-    return store, created, []
-
-
-def reindex(store: Store, progress: Any = None) -> tuple[RefreshStats, dict[str, int]]:
-    """Rebuild the index from the files. Returns the run's figures and the entries by kind."""
-    index = open_index(store, replace_newer=True)
-    try:
-        stats = index.rebuild(progress=progress)
-        counts = {kind: index.count(kind) for kind in ("note", "episode", "memory", "scratchpad")}
-    finally:
-        index.close()
-    return stats, counts
 
 
 def health(store: Store) -> dict[str, Any]:
