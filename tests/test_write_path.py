@@ -357,6 +357,29 @@ def test_add_and_show_load_only_the_notes_commands(store_path: Path, argv: list[
     assert usage.returncode == done.returncode
 
 
+# `reindex` and `health` load neither all of sync (the clone of `init --clone`) nor, for a
+# reindex, the health rules: each lives in a service module of its own (docs/architecture.md).
+@pytest.mark.parametrize(("argv", "kept_out"), [
+    (["reindex"], {"memctl.exchange.sync", "memctl.memory.health", "memctl.services.upkeep",
+                   "memctl.services.creation"}),
+    (["health", "--json"], {"memctl.exchange.sync", "memctl.services.creation"}),
+])
+def test_reindex_and_health_load_only_what_they_need(store_path: Path, argv: list[str],
+                                                     kept_out: set[str]) -> None:
+    script = ("import sys, atexit\n"
+              "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith("
+              "'memctl.')), file=sys.stderr))\n"
+              f"sys.argv = ['memctl', *{argv!r}]\n"
+              "from memctl.cli import main\n"
+              "main()\n")
+    env = {**os.environ, "MEMCTL_STORE": str(store_path), "MEMCTL_PROJECT": "demo"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded = set(eval(done.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own output
+    assert "memctl.index.db" in loaded
+    assert not loaded & kept_out, loaded & kept_out
+
+
 # --- what an `add`, and a `show` right after it, load and run ------------------------------------
 
 _LOADED = """
