@@ -253,7 +253,7 @@ IDS = ["a", "b", "c"]
 
 
 @st.composite
-def versions(draw, note_id: str) -> Entry | None:
+def versions(draw, note_id: str, created_edited: bool = False) -> Entry | None:
     kind = draw(st.sampled_from(["none", "note", "note", "hand", "tomb"]))
     updated = draw(st.integers(0, 6))
     if kind == "none":
@@ -261,14 +261,16 @@ def versions(draw, note_id: str) -> Entry | None:
     if kind == "tomb":
         return tomb(note_id, updated)
     body = draw(st.sampled_from(["alpha", "beta", "gamma", "delta"]))
-    return note(note_id, body, updated, stamped=kind != "hand")
+    # `created` corrected by hand or by `memctl edit` (a note's one id, another time)
+    created = draw(st.sampled_from([0, -86400, 3600])) if created_edited else 0
+    return note(note_id, body, updated, created=created, stamped=kind != "hand")
 
 
 @st.composite
-def snapshots(draw) -> dict[str, Entry]:
+def snapshots(draw, created_edited: bool = False) -> dict[str, Entry]:
     out = {}
     for note_id in IDS:
-        entry = draw(versions(note_id))
+        entry = draw(versions(note_id, created_edited))
         if entry is not None:
             out[entry.key] = entry
     return out
@@ -327,6 +329,56 @@ def test_three_way_merge_takes_the_only_change(base, a, b):
             assert result.get(key) == right
         if right == old and left != old:
             assert result.get(key) == left
+
+
+@settings(max_examples=300, deadline=None)
+@given(snapshots(created_edited=True), snapshots(created_edited=True),
+       snapshots(created_edited=True))
+def test_a_note_whose_created_was_edited_stays_one_note(base, a, b):
+    """Both sides had the base's version of each of its ids: whatever `created` each side
+    gives a note since (an edit of the note, never a second note with its id), the merge
+    takes the only change, renames nothing, and keeps every losing text as a conflict copy."""
+    seen = seen_from_base(base)
+    result = merge_snapshots(a, b, seen, seen)
+    assert not any(f"id:{old}" in base for old in result.renamed), result.renamed
+    kept = {content_of(entry) for entry in result.entries.values()}
+    for key in set(a) | set(b) | set(base):
+        old, left, right = base.get(key), a.get(key), b.get(key)
+        if left == old and right != old:
+            assert result.entries.get(key) == right
+        if right == old and left != old:
+            assert result.entries.get(key) == left
+        if key in base:
+            for version in (left, right):
+                if version is not None and version.kind == "note" and version != old:
+                    assert content_of(version) in kept, "an edit must be kept"
+
+
+def test_created_corrected_on_one_side_is_an_edit_not_a_second_note():
+    """One side corrects when a decision was made (`created`); the other changed nothing, or
+    edited the body: one note either way, never the old version back under a new id."""
+    base = note("01jdz4k2m8x7b3qv", "We chose PostgreSQL 16", 10, created=10)
+    corrected = note("01jdz4k2m8x7b3qv", "We chose PostgreSQL 16", 20, created=-86400)
+    edited = note("01jdz4k2m8x7b3qv", "We chose PostgreSQL 16, with pgbouncer", 30,
+                  created=10)
+    seen = seen_from_base({base.key: base})
+    for ours, theirs, winner in ((base, corrected, corrected), (corrected, base, corrected),
+                                 (edited, corrected, edited), (corrected, edited, edited)):
+        result = merge_snapshots({ours.key: ours}, {theirs.key: theirs}, seen, seen)
+        assert result.renamed == {}
+        assert result.entries[base.key] == winner
+        notes = [e for e in result.entries.values() if e.kind == "note"]
+        assert len(notes) == 1
+        if winner is edited:  # both changed it: the other edit is kept as a conflict copy
+            assert [c.data for c in result.conflicts] == [corrected.data]
+    # An export's history (an import) relates them the same way: one side has seen the
+    # other's version.
+    result = merge_snapshots({base.key: base}, {corrected.key: corrected},
+                             {base.key: frozenset({base.oid})},
+                             {base.key: frozenset({base.oid, corrected.oid})})
+    assert result.renamed == {} and result.entries[base.key] == corrected
+    # Neither has seen the other's: two notes that happen to share an id (rule 6).
+    assert merge_snapshots({base.key: base}, {corrected.key: corrected}).renamed
 
 
 BASE = note("a", "base", 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -1091,3 +1092,103 @@ def test_a_forget_whose_tombstone_came_last_is_not_undone_by_sync(tmp_path, remo
     assert report["revived"] == []
     assert (a.store / ".tombstones" / f"{note}.md").exists()
     assert [e["id"] for e in a.ok("health", "--json").json()["tombstoned_notes"]] == [note]
+
+
+def _set_created(cli: Cli, note_id: str, created: str, now: str) -> None:
+    """`memctl edit` that changes only the note's `created` (a decision dated as it was made)."""
+    path = next(cli.store.rglob(f"*{note_id}.md"))
+    script = cli.store.parent / "created_editor.py"
+    script.write_text("import re, sys\n"
+                      "path = sys.argv[1]\n"
+                      "text = open(path, encoding='utf-8').read()\n"
+                      f"text = re.sub(r'(?m)^created: .*$', 'created: {created}', text, count=1)\n"
+                      "open(path, 'w', encoding='utf-8').write(text)\n")
+    cli.ok("edit", note_id, env={"EDITOR": f"{sys.executable} {script}", "MEMCTL_NOW": now})
+    assert f"created: {created}" in path.read_text()
+
+
+def _notes_titled(cli: Cli, words: str) -> list[dict[str, object]]:
+    listed = cli.ok("list", "--json", "--all-projects").json()
+    return [row for row in listed if row["title"] == words]
+
+
+def test_a_created_time_corrected_on_one_machine_is_an_edit_not_a_second_note(tmp_path, remote):
+    """One machine corrects when a decision was made (`created`); the other adds an unrelated
+    note, so its sync merges. The note stays one note with the corrected date on both
+    machines: it used to come back as two, the unchanged old version under a new id
+    (rule 6 of docs/sync.md is for two notes that never saw each other)."""
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    decision = add(a, "We chose PostgreSQL 16", T[0])
+    a.ok("sync")
+    b.ok("sync")
+    _set_created(b, decision, "2026-10-01T00:00:00.000Z", T[1])
+    b.ok("sync")
+    add(a, "CI runs on GitHub Actions", T[2])
+    report = a.ok("sync", "--json").json()
+    assert report["renamed"] == []
+    b.ok("sync")
+    for cli in (a, b):
+        rows = _notes_titled(cli, "We chose PostgreSQL 16")
+        assert [row["id"] for row in rows] == [decision]
+        assert cli.ok("show", decision, "--json").json()["created"] == "2026-10-01T00:00:00.000Z"
+    assert memory_files(a.store) == memory_files(b.store)
+
+
+def test_a_created_time_corrected_on_one_machine_arrives_as_an_edit_by_import(tmp_path, remote):
+    """The same through a zip: the export's history shows the two versions are one note."""
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    decision = add(a, "We chose PostgreSQL 16", T[0])
+    a.ok("sync")
+    b.ok("sync")
+    _set_created(b, decision, "2026-10-01T00:00:00.000Z", T[1])
+    archive = tmp_path / "b.zip"
+    b.ok("export", str(archive))
+    report = a.ok("import", str(archive), "--json", env={"MEMCTL_NOW": T[2]}).json()
+    assert not report.get("renamed"), report
+    rows = _notes_titled(a, "We chose PostgreSQL 16")
+    assert [row["id"] for row in rows] == [decision]
+    assert a.ok("show", decision, "--json").json()["created"] == "2026-10-01T00:00:00.000Z"
+
+
+def test_settings_changed_on_one_machine_do_not_flip_the_branch_on_every_sync(tmp_path, remote):
+    """Each store keeps its own settings (docs/security.md): a machine whose settings differ
+    from the remote's used to push a merge commit with its own on every sync, the other
+    machine its own back, for ever. Now a sync whose only news is refused takes nothing,
+    pushes nothing and makes no commit; the machines settle, each with its own settings."""
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    b = machine(tmp_path, "b", remote)
+    settings_b = (b.store / "memctl.toml").read_bytes()
+    toml = a.store / "memctl.toml"
+    toml.write_text(toml.read_text().replace("default_limit = 20", "default_limit = 30"))
+    assert toml.read_bytes() != settings_b
+    a.ok("sync")
+    remote_head = git(a.store, "rev-parse", "HEAD").strip()
+    for _ in range(3):
+        for cli in (a, b):
+            report = cli.ok("sync", "--json").json()
+            assert report["merged"] is None, "a commit for nothing"
+        assert git(Path(remote), "rev-parse", "HEAD").strip() == remote_head
+    report = b.ok("sync", "--json").json()
+    assert report["refused"] == ["memctl.toml"] and report["nothing_to_push"] is True
+    assert (b.store / "memctl.toml").read_bytes() == settings_b, "the remote's were applied"
+    assert b"default_limit = 30" in toml.read_bytes()
+    shown = b.ok("sync")
+    assert "nothing to push: the remote has every commit of this store" in shown.stderr
+    # A real change still travels, both ways, and the stores settle again after it.
+    note = add(b, "A note written on b", T[1])
+    b.ok("sync")
+    a.ok("sync")
+    assert a.ok("show", note, "--json").json()["body"].strip() == "A note written on b"
+    for cli in (a, b, a, b):
+        cli.ok("sync")
+    settled = git(Path(remote), "rev-parse", "HEAD").strip()
+    for cli in (a, b):
+        assert cli.ok("sync", "--json").json()["merged"] is None
+    assert git(Path(remote), "rev-parse", "HEAD").strip() == settled
+    assert (b.store / "memctl.toml").read_bytes() == settings_b
+    assert b"default_limit = 30" in toml.read_bytes()

@@ -212,7 +212,9 @@ def sync(
     for item in report.secrets:
         warn(f"{item['path']}:{item['line']}: likely {item['kind']} {item['masked']} "
              f"{'was pushed' if report.pushed else 'is in the commits to push'}")
-    info(f"pushed to {report.remote} ({report.branch})" if report.pushed else "not pushed")
+    info(f"pushed to {report.remote} ({report.branch})" if report.pushed else
+         "nothing to push: the remote has every commit of this store" if report.nothing_to_push
+         else "not pushed")
 
 
 @app.command(epilog=examples("memctl log 01kd3q", "memctl log 01kd3q --json"))

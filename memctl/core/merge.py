@@ -379,7 +379,7 @@ def merge_snapshots(ours: Mapping[str, Entry], theirs: Mapping[str, Entry],
     paths_ours = paths_ours or {}
     paths_theirs = paths_theirs or {}
     mine, other = dict(ours), dict(theirs)
-    renamed = _split_collisions(mine, other)
+    renamed = _split_collisions(mine, other, seen_ours, seen_theirs)
     empty: frozenset[str] = frozenset()
     outcomes: dict[str, Outcome] = {}
     entries: dict[str, Entry] = {}
@@ -467,12 +467,22 @@ def _created_differs(a: Entry, b: Entry) -> bool:
     return first is not None and second is not None and first != second
 
 
-def _split_collisions(mine: dict[str, Entry], other: dict[str, Entry]) -> dict[str, str]:
+def _split_collisions(mine: dict[str, Entry], other: dict[str, Entry], seen_mine: Seen,
+                      seen_other: Seen) -> dict[str, str]:
+    """Rule 6 of docs/sync.md between the sides: two notes with one id and different
+    `created` times, neither side having seen the other's, are two notes; the later-created
+    one gets `collision_id`. Versions with a history in common (one side has seen the other's
+    version, or both have seen one version of that id: a base, an export's history) are one
+    note whose `created` was edited, merged as any edit (tests/test_merge.py)."""
     renamed: dict[str, str] = {}
+    empty: frozenset[str] = frozenset()
     for key in sorted(set(mine) & set(other)):
         a, b = mine[key], other[key]
         if not MergeKey(key).is_id or not _created_differs(a, b):
             continue
+        seen_a, seen_b = seen_mine.get(key, empty), seen_other.get(key, empty)
+        if a.oid in seen_b or b.oid in seen_a or not seen_a.isdisjoint(seen_b):
+            continue  # one note, its `created` edited on one side or both
         keep_ours = (instant(a.created), a.oid) <= (instant(b.created), b.oid)
         keeper, mover = (a, b) if keep_ours else (b, a)
         side = other if keep_ours else mine

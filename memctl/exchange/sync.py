@@ -87,6 +87,9 @@ class SyncReport:
     received_secrets: list[dict[str, object]] = field(default_factory=list)
     refused_from: str | None = None  # the remote commit that brought them
     pushed: bool = False
+    # the remote holds every commit of this store, and its only news was refused: nothing
+    # was merged, nothing needed pushing
+    nothing_to_push: bool = False
     attempts: int = 0
     broken: list[ParseError] = field(default_factory=list)  # files that do not parse, synced as they are
     # a file where the other side has a folder of the same name: {"path", "to"} (docs/sync.md)
@@ -99,7 +102,8 @@ class SyncReport:
         extra = {"counters_not_merged": self.counters_not_merged} if self.counters_not_merged else {}
         return {**extra, "remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
-                "pushed": self.pushed, "attempts": self.attempts, "refused": self.refused,
+                "pushed": self.pushed, "nothing_to_push": self.nothing_to_push,
+                "attempts": self.attempts, "refused": self.refused,
                 "refused_from": self.refused_from, "revived": self.revived,
                 "secrets": self.secrets, "received_secrets": self.received_secrets,
                 "moved_aside": self.moved_aside, "renamed": self.renamed,
@@ -372,13 +376,15 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                     _refuse_another_branch(root, origin, branch, stores)
             if not push:
                 break
+            if report.nothing_to_push:
+                _track(root, branch)
+                break
             report.secrets = _secrets_to_push(root, remote_ref)
             pushed = run_git(root, "push", "--porcelain", "origin", f"HEAD:refs/heads/{branch}",
                              check=False)
             if pushed.returncode == 0:
                 report.pushed = True
-                run_git(root, "config", f"branch.{branch}.remote", "origin", check=False)
-                run_git(root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}", check=False)
+                _track(root, branch)
                 break
             remote_lock = gitops.remote_lock_in(pushed.stderr)
             if remote_lock:
@@ -398,6 +404,12 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         on_failure.pop_all()  # the sync succeeded: a remote it set stays
         _confirm_remote(root)
     return report
+
+
+def _track(root: Path, branch: str) -> None:
+    """The branch follows the remote's (what `git status` and `git pull` compare it with)."""
+    run_git(root, "config", f"branch.{branch}.remote", "origin", check=False)
+    run_git(root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}", check=False)
 
 
 # Names the remote a first `sync --remote URL` added, until that sync succeeds.
@@ -617,6 +629,7 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     root = Path(store.root)
     head = run_git(root, "rev-parse", "HEAD").stdout.strip()
     theirs = run_git(root, "rev-parse", remote_ref).stdout.strip()
+    report.nothing_to_push = False
     if head == theirs or _is_ancestor(root, theirs, head):
         return
     try:
@@ -629,6 +642,9 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     fast_forward = _is_ancestor(root, head, theirs) and not _brings_a_shared_id(root, head, theirs)
     target = theirs if fast_forward else build_merge_commit(root, head, theirs, report)
     target = _without_hostile_paths(root, head, theirs, target, report)
+    if target == head:
+        report.nothing_to_push = True  # the remote holds all of this store's commits
+        return
     gitops.begin_move(root, head, target)  # finished by the next command if this one dies
     moved = run_git(root, "merge", "--ff-only", "-q", "--no-verify", target, check=False)
     if moved.returncode == 0 or _REFUSED_AS_CHANGED in moved.stderr:
@@ -690,7 +706,16 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
     message = (f"sync: merge {theirs[:10]}, refusing {len(refused)} path(s) a remote may not "
                f"change: {', '.join(refused[:5])}{' …' if len(refused) > 5 else ''}")
     report.refused, report.refused_from = refused, theirs
-    return run_git(root, "commit-tree", _write_tree(root, tree), "-p", head, "-p", theirs,
+    kept = _write_tree(root, tree)
+    if kept == run_git(root, "rev-parse", f"{head}^{{tree}}").stdout.strip() \
+            and _is_ancestor(root, head, theirs):
+        # The remote's only news is what is refused (another machine's settings): nothing to
+        # take, and nothing of ours to push. A merge commit would put this machine's version
+        # back on the remote, and the other machine's next sync its own: two stores with
+        # different settings would then flip them with a new commit each sync, for ever
+        # (docs/sync.md, "Settings and templates").
+        return head
+    return run_git(root, "commit-tree", kept, "-p", head, "-p", theirs,
                    "-m", message, env=identity_env(root)).stdout.strip()
 
 
