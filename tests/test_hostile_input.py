@@ -250,3 +250,149 @@ def test_ten_thousand_tags_or_control_characters_give_a_clear_answer(store: Path
         else:
             assert code in (1, 2) and err.startswith("error:"), err[-500:]
             assert tree_snapshot(store) == before
+
+
+# --- found by a hostile review: each gave a traceback, hung, or failed after writing ----------------
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def one_line_error(done, code: int = 1) -> None:
+    """One `error:` line (and for a usage error, exit 2, the `hint:` line after it)."""
+    assert done.exit_code == code, (done.exit_code, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("error:") and len(lines) == 1 + (code == 2), done.stderr
+    assert code != 2 or lines[1].startswith("hint:"), done.stderr
+    no_traceback(done.stderr)
+
+
+@pytest.mark.parametrize("command", [["project", "add", "lessons", "hi"],
+                                     ["project", "replace", "-"]])
+def test_settings_that_do_not_parse_stop_a_project_write_before_it_commits(
+        store: Path, command: list[str]) -> None:
+    (store / "memctl.toml").write_text("[[[\n")
+    _git(store, "commit", "-qam", "settings broken by hand")
+    head, before = _git(store, "rev-parse", "HEAD"), tree_snapshot(store)
+    done = run_memctl(*command, store=store, project="alpha", input="# alpha\n\nnew\n")
+    one_line_error(done)
+    assert "memctl.toml" in done.stderr
+    assert _git(store, "rev-parse", "HEAD") == head, "it committed, then said it failed"
+    assert tree_snapshot(store) == before
+
+
+@pytest.mark.parametrize("command", [["forget"], ["supersede"]])
+def test_a_nul_in_a_hand_made_title_does_not_stop_the_commit(store: Path,
+                                                            command: list[str]) -> None:
+    """The title goes into the commit message, where git refuses a NUL: the write failed
+    after its files were changed. It is shown as U+FFFD there now."""
+    folder = store / "alpha" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nul.md").write_text('---\nid: nultitle00000001\ntitle: "a\\0b"\n---\nbody\n')
+    _git(store, "add", "-A")
+    _git(store, "commit", "-qm", "a hand-made note")
+    args = [*command, "nultitle00000001"]
+    if command == ["supersede"]:
+        newer = run_memctl("add", "the new version of it", "--json", store=store,
+                           project="alpha")
+        args.append(json.loads(newer.stdout)["id"])
+    done = run_memctl(*args, store=store, project="alpha")
+    assert done.exit_code == 0, done.stderr
+    assert not _git(store, "status", "--porcelain").strip(), "left uncommitted"
+    assert "a\ufffdb" in _git(store, "log", "-1", "--format=%s")
+
+
+def test_a_fifo_where_the_tombstone_goes_is_refused_not_waited_on(store: Path) -> None:
+    added = run_memctl("add", "Use PostgreSQL 16", "--json", store=store, project="alpha")
+    note_id = json.loads(added.stdout)["id"]
+    os.mkfifo(store / ".tombstones" / f"{note_id}.md")
+    before = tree_snapshot(store)
+    done = run_memctl("forget", note_id, store=store, project="alpha", timeout=TIMEOUT)
+    one_line_error(done)
+    assert "not a regular file" in done.stderr
+    assert tree_snapshot(store) == before
+
+
+def test_a_zip_whose_names_are_flagged_utf8_but_are_not_is_one_line(tmp_path: Path,
+                                                                    store: Path) -> None:
+    import struct
+    import zipfile
+
+    archive = tmp_path / "bad.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("alpha/notes/fact/XXXX.md", "---\nid: x\n---\nx\n")
+    data = archive.read_bytes().replace(b"XXXX", b"\xff\xfe\xfd\xfc")
+    for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.index(signature) + offset
+        flags = struct.unpack("<H", data[at:at + 2])[0] | 0x800  # "the name is UTF-8"
+        data = data[:at] + struct.pack("<H", flags) + data[at + 2:]
+    archive.write_bytes(data)
+    before = tree_snapshot(store)
+    for extra in ([], ["--dry-run"]):
+        one_line_error(run_memctl("import", str(archive), *extra, store=store))
+    assert tree_snapshot(store) == before
+
+
+@pytest.mark.parametrize("limit", [2**63 - 1, 2**70, 1_000_001])
+def test_recall_through_the_services_bounds_its_limit_as_the_cli_does(store: Path,
+                                                                      limit: int) -> None:
+    from memctl.core.errors import ArgumentError
+    from memctl.services.recall import recall
+    from memctl.store import Store
+
+    with pytest.raises(ArgumentError, match="1,000,000"):
+        recall(Store(store), "alpha", "postgres", max_notes=limit)
+
+
+@pytest.mark.parametrize("planted", ["lock.info", "watch.json"])
+@pytest.mark.parametrize("content", [b"\xff{", b'{"pid": 99999999999999999999}'])
+def test_damaged_lock_and_heartbeat_records_are_read_as_no_holder(store: Path, planted: str,
+                                                                  content: bytes) -> None:
+    (store / ".memctl" / planted).write_bytes(content)
+    done = run_memctl("add", "a note after a damaged record", store=store, project="alpha")
+    assert done.exit_code == 0, done.stderr
+    no_traceback(done.stderr)
+    status = run_memctl("watch", "--status", store=store, project="alpha")
+    no_traceback(status.stderr)
+
+
+@pytest.mark.parametrize("suffix", ["99999999999999999999", "²"])
+def test_a_clone_beside_odd_staging_folders_is_made(tmp_path: Path, store: Path,
+                                                    suffix: str) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    pushed = run_memctl("sync", "--remote", str(remote), store=store, project="alpha")
+    assert pushed.exit_code == 0, pushed.stderr
+    (tmp_path / f".copy.memctl-clone-{suffix}").mkdir()
+    done = run_memctl("init", str(tmp_path / "copy"), "--clone", str(remote), project="alpha")
+    assert done.exit_code == 0, done.stderr
+    no_traceback(done.stderr)
+    # A number no process can have: an abandoned staging folder, removed as a dead clone's;
+    # `²` is no process id: not a clone's, left alone.
+    assert (tmp_path / f".copy.memctl-clone-{suffix}").is_dir() == (suffix == "²")
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "big"])
+def test_project_replace_reads_no_more_than_one_text(tmp_path: Path, store: Path,
+                                                     source: str) -> None:
+    if source == "big":
+        big = tmp_path / "big.md"
+        big.write_text("# alpha\n\n" + "a line of text\n" * 200_000)  # ~3 MB
+        source = str(big)
+    before = tree_snapshot(store)
+    done = run_memctl("project", "replace", source, store=store, project="alpha",
+                      timeout=TIMEOUT)
+    one_line_error(done, code=2)
+    assert "1024 KB" in done.stderr
+    assert tree_snapshot(store) == before
+
+
+def test_the_memory_layer_refuses_a_giant_memory_file_from_any_front_end(store: Path) -> None:
+    from memctl.core.errors import UsageError
+    from memctl.memory.project_memory import replace
+    from memctl.store import Store
+
+    with pytest.raises(UsageError, match="1024 KB"):
+        replace(Store(store), "alpha", "x" * (2 * 1024 * 1024))

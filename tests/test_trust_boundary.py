@@ -989,3 +989,32 @@ def test_an_edit_of_a_note_renamed_on_import_arrives_without_a_conflict(store_pa
     assert report["conflicts"] == [] and report["conflict_copies"] == []
     assert renamed["to"] in report["updated"]
     assert "edited" in receiver.ok("show", renamed["to"], "--json").json()["body"]
+
+
+def test_a_remote_file_name_no_file_system_holds_is_refused_before_anything_moves(
+        tmp_path: Path, remote: Path) -> None:
+    """A name of over 255 bytes pushed with plain git: git's checkout failed half-way, left
+    the sync's move record behind, and every later write of the store failed (after writing
+    its file). The tree is refused before the sync moves: one line, nothing changed, and the
+    store works on."""
+    laptop = machine(tmp_path, "laptop", remote)
+    laptop.ok("add", "first", env=NOW)
+    laptop.ok("sync")
+    before = tree_snapshot(laptop.store)
+    head = git(laptop.store, "rev-parse", "HEAD")
+
+    def plant(work: Path) -> None:
+        blob = subprocess.run(["git", "-C", str(work), "hash-object", "-w", "--stdin"],
+                              input=b"---\nid: longname00000001\n---\nx\n", check=True,
+                              capture_output=True).stdout.decode().strip()
+        git(work, "update-index", "--add", "--cacheinfo",
+            f"100644,{blob},demo/notes/fact/{'a' * 300}.md")
+    push_hostile_commit(tmp_path, remote, plant)
+    done = laptop("sync")
+    assert done.exit_code == 1
+    assert done.stderr.startswith("error: the remote") and "longer than 255 bytes" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert tree_snapshot(laptop.store) == before and git(laptop.store, "rev-parse", "HEAD") == head
+    assert not (laptop.store / ".memctl" / "sync-move.json").exists()
+    laptop.ok("add", "a note written after the refused sync", env=NOW)
+    assert not git(laptop.store, "status", "--porcelain").strip()

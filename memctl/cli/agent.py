@@ -22,6 +22,7 @@ from memctl.cli.output import (
     info,
     print_episode,
     read_text_argument,
+    read_text_input,
     table,
     warn,
     write,
@@ -172,11 +173,10 @@ def project_replace(
         text = read_text_argument("-")
     else:
         try:
-            text = Path(source).read_bytes().decode("utf-8")
+            with Path(source).open("rb") as stream:
+                text = read_text_input(stream, source)
         except FileNotFoundError:
             raise UsageError(f"invalid value for FILE: {source} does not exist") from None
-        except UnicodeDecodeError:
-            raise MemctlError(f"{source} is not UTF-8 text") from None
         except OSError as exc:
             raise MemctlError(f"cannot read {source}: {exc.strerror}") from None
     store = get_store()

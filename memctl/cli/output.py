@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import re
 import sys
+from typing import BinaryIO
 
 from memctl.core.errors import UsageError
+from memctl.core.vocab import MAX_NOTE_BYTES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -192,11 +194,21 @@ def read_text_argument(text: str) -> str:
     """A TEXT argument; `-` means the text comes from stdin."""
     if text != "-":
         return text
-    data = sys.stdin.buffer.read()
+    return read_text_input(sys.stdin.buffer, "stdin")
+
+
+def read_text_input(stream: BinaryIO, what: str) -> str:
+    """The UTF-8 text of `stream` (stdin, a FILE argument), read up to MAX_NOTE_BYTES and no
+    further: no text memctl takes is larger, and `/dev/zero` or a runaway pipe must end in
+    one line, not in memory running out."""
+    data = stream.read(MAX_NOTE_BYTES + 1)
+    if len(data) > MAX_NOTE_BYTES:
+        raise UsageError(f"{what} holds more than {MAX_NOTE_BYTES // 1024} KB, the most memctl "
+                         "takes as one text; store big documents elsewhere and note where")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError("stdin is not UTF-8 text") from None
+        raise UsageError(f"{what} is not UTF-8 text") from None
 
 
 def report_parse_errors(problems: Any) -> None:

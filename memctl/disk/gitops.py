@@ -991,11 +991,18 @@ def _head_and_tree(root: Path, reading: Started | None = None
     raise GitError(f"git rev-parse failed: {git_reason(result.stderr, result.returncode)}")
 
 
+# Control characters in a commit message (a note's title holds what its file holds: a NUL
+# from a hand-made or pushed file), each shown as U+FFFD: git refuses a message with a NUL,
+# and the commit, after the files were written, would fail (tests/test_hostile_input.py).
+_MESSAGE_CONTROLS = {code: "\ufffd" for code in (*range(0x20), 0x7F) if chr(code) not in "\n\t"}
+
+
 def clean_message(message: str) -> str:
     """The message as `git commit -m` stores it (its `whitespace` clean-up): no trailing
-    whitespace, no leading or trailing empty lines, runs of empty lines made one."""
+    whitespace, no leading or trailing empty lines, runs of empty lines made one; control
+    characters but a line break and a tab shown as U+FFFD."""
     lines: list[str] = []
-    for line in message.split("\n"):
+    for line in message.translate(_MESSAGE_CONTROLS).split("\n"):
         line = line.rstrip()
         if line or (lines and lines[-1]):
             lines.append(line)

@@ -247,7 +247,7 @@ def _note_previous_holder(info_path: Path) -> None:
         text = info_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return
-    except OSError:
+    except (OSError, ValueError):  # ValueError: bytes that are not UTF-8 (a damaged file)
         text = ""
     try:
         info = json.loads(text)

@@ -88,7 +88,7 @@ def _process_state(pid: int) -> str | None:
         return None
     except PermissionError:
         pass  # exists, owned by another user
-    except OSError:
+    except (OSError, OverflowError):  # OverflowError: a number no process id can be
         return None
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:

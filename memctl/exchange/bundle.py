@@ -397,7 +397,9 @@ def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Prob
     raw: dict[str, bytes] = {}
     try:
         archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        # ValueError: a name flagged UTF-8 whose bytes are not (UnicodeDecodeError), read by
+        # zipfile before any entry can be looked at (tests/test_hostile_input.py)
         raise MemctlError(f"{source} is not a readable zip file: {exc}") from None
     with archive:
         archive_bytes = source.stat().st_size

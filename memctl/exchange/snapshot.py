@@ -38,7 +38,14 @@ from memctl.core.textfile import decode_file
 from memctl.disk.gitops import run_git, run_git_binary
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
-from memctl.exchange.bundle import COUNTERS, BundleFile, entry_for, path_kind
+from memctl.exchange.bundle import (
+    COUNTERS,
+    MAX_NAME_BYTES,
+    MAX_PATH_BYTES,
+    BundleFile,
+    entry_for,
+    path_kind,
+)
 from memctl.store import Store
 
 HISTORY_LIMIT = 200  # blob ids per file carried in a bundle manifest
@@ -141,6 +148,17 @@ def tree_of(root: Path, rev: str = "HEAD", *, strict: bool = True
                 f"commit {rev[:12]} has a file name that is not UTF-8 text: {shown}; memctl "
                 "refuses it and changed nothing: rename the file there (UTF-8 name) and "
                 "run this again") from None
+        if len(raw_path) > MAX_NAME_BYTES and (
+                len(raw_path) > MAX_PATH_BYTES
+                or max(map(len, raw_path.split(b"/"))) > MAX_NAME_BYTES):
+            # No file system here can hold it: git's checkout would fail half-way, after the
+            # sync began to move (tests/test_hostile_input.py).
+            if not strict:
+                continue
+            raise MemctlError(
+                f"commit {rev[:12]} has a file name longer than {MAX_NAME_BYTES} bytes (or a "
+                f"path longer than {MAX_PATH_BYTES}): {path[:80]}…; memctl refuses it and "
+                "changed nothing: rename the file there and run this again")
         mode, kind, oid = meta.decode("ascii").split()
         if kind == "blob":
             tree[path] = (mode, oid)

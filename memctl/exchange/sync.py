@@ -246,7 +246,7 @@ def _remove_abandoned_clones(path: Path) -> None:
     prefix = _STAGING_PREFIX.format(name=path.name)
     for folder in path.parent.glob(f"{glob.escape(prefix)}*"):
         pid = folder.name[len(prefix):]
-        if pid.isdigit() and not process_alive(int(pid)):
+        if pid.isascii() and pid.isdigit() and not process_alive(int(pid)):  # not `²`
             shutil.rmtree(folder, ignore_errors=True)
 
 

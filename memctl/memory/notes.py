@@ -25,7 +25,7 @@ from memctl.core.noteformat import compute_checksum, parse_text, render_note, re
 from memctl.core.records import dataclass, field
 from memctl.core.secrets import guard, mask_secrets, masked_title, scan
 from memctl.core.textfile import decode_file
-from memctl.disk.atomic import WriteError, atomic_write_bytes, remove_file
+from memctl.disk.atomic import WriteError, atomic_write_bytes, refuse_special_target, remove_file
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
@@ -655,6 +655,9 @@ def _write_then_remove(store: Store, tombstone_path: str, tombstone: str, note_p
     the file immutable) takes its tombstone back, as it was: one line, nothing changed, never
     a live note beside its tombstone (docs/reliability.md)."""
     target = store.resolve(tombstone_path)
+    # Checked before the read too: a FIFO there (hand-made) would block the read for ever,
+    # the store locked meanwhile (docs/reliability.md, special files).
+    refuse_special_target(target)
     try:
         before: bytes | None = target.read_bytes()
     except FileNotFoundError:

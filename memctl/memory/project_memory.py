@@ -18,6 +18,7 @@ from memctl.core import arguments, sections
 from memctl.core.clock import now
 from memctl.core.errors import CLI, Front, MemctlError, UsageError, cmd
 from memctl.core.secrets import masked_title, refuse_secrets
+from memctl.core.vocab import MAX_NOTE_BYTES
 from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.store import Store
@@ -90,9 +91,19 @@ def read_memory(store: Store, project: str) -> str | None:
     return store.read_text(relpath)[0]
 
 
-def _view(store: Store, project: str, text: str | None, **extra: Any) -> MemoryView:
+def _view(store: Store, project: str, text: str | None, budget: int | None = None,
+          **extra: Any) -> MemoryView:
+    """`budget`: the settings' `memory.max_bytes`, read before a write (settings that do not
+    parse then stop the write, not its report once it is committed)."""
     size = len(text.encode("utf-8")) if text is not None else 0
-    return MemoryView(project, memory_relpath(project), text, size, max_bytes(store), **extra)
+    return MemoryView(project, memory_relpath(project), text, size,
+                      max_bytes(store) if budget is None else budget, **extra)
+
+
+def _within_size(text: str, what: str) -> None:
+    if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
+        raise UsageError(f"{what} is larger than {MAX_NOTE_BYTES // 1024} KB, the most memctl "
+                         "takes as one text; nothing was changed")
 
 
 def show(store: Store, project: str) -> MemoryView:
@@ -124,9 +135,11 @@ def add_item(
         raise UsageError("the text contains NUL bytes")
     if not item.strip():
         raise UsageError("the text is empty")
+    _within_size(item, "the item")
     check_secrets(item, allow_secret)
     moment = moment or now()
     relpath = memory_relpath(project)
+    budget = max_bytes(store)
     with store.lock("project add"):
         current = read_memory(store, project)
         base = current if current is not None else template_text(store, project)
@@ -135,7 +148,7 @@ def add_item(
         first_line = item.strip().splitlines()[0]
         store.commit(f"project {project}: add to {key}: {masked_title(first_line)}", [relpath])
     line = sections.format_item(item, sections.day_stamp(moment))[0]
-    return _view(store, project, updated, changed=True, section=key, item=line)
+    return _view(store, project, updated, budget, changed=True, section=key, item=line)
 
 
 def replace(store: Store, project: str, text: str, allow_secret: bool = False) -> MemoryView:
@@ -147,15 +160,17 @@ def replace(store: Store, project: str, text: str, allow_secret: bool = False) -
             "the new MEMORY.md is empty; refusing to wipe the project memory "
             f"(edit it with {cmd('project edit')} to remove items)"
         )
+    _within_size(text, "the new MEMORY.md")
     check_secrets(text, allow_secret)
     relpath = memory_relpath(project)
+    budget = max_bytes(store)
     with store.lock("project replace"):
         current = read_memory(store, project)
         if current == text:
-            return _view(store, project, current)
+            return _view(store, project, current, budget)
         store.write_text(relpath, text)
         store.commit(f"project {project}: rewrite MEMORY.md", [relpath])
-    return _view(store, project, text, changed=True)
+    return _view(store, project, text, budget, changed=True)
 
 
 def ensure_exists(store: Store, project: str) -> tuple[str, bool]:
@@ -174,6 +189,7 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
 
     The editor works on the file itself, as people expect of a file they own; the commit
     records the change."""
+    budget = max_bytes(store)
     relpath, _created = ensure_exists(store, project)
     before = store.read_text(relpath)[0]
     editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
@@ -186,6 +202,6 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
     after = store.read_text(relpath)[0]
     with store.lock("project edit"):
         store.commit(f"project {project}: edit MEMORY.md", [relpath])
-    return _view(store, project, after, changed=after != before)
+    return _view(store, project, after, budget, changed=after != before)
 
 

@@ -16,6 +16,6 @@ def recall(store: Store, project: str, query: str | None = None, *,
            total_chars: int | None = None, wording: Front = CLI) -> RecallResult:
     """The budgeted block an agent reads at the start of a task (docs/agents.md)."""
     if max_notes is not None:
-        arguments.at_least(max_notes, 0, "limit")
+        arguments.limit(max_notes, low=0)  # as `memctl recall -n` checks it
     return recall_block(store, arguments.scope_name(project), query, max_notes=max_notes,
                         note_chars=note_chars, total_chars=total_chars, wording=wording)
