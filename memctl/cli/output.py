@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import BinaryIO
 
 from memctl.core.errors import UsageError
 from memctl.core.vocab import MAX_NOTE_BYTES
@@ -13,7 +12,7 @@ from memctl.core.vocab import MAX_NOTE_BYTES
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+    from typing import Any, BinaryIO
 
 
 _console = None
