@@ -1112,11 +1112,8 @@ def _notes_titled(cli: Cli, words: str) -> list[dict[str, object]]:
     return [row for row in listed if row["title"] == words]
 
 
-def test_a_created_time_corrected_on_one_machine_is_an_edit_not_a_second_note(tmp_path, remote):
-    """One machine corrects when a decision was made (`created`); the other adds an unrelated
-    note, so its sync merges. The note stays one note with the corrected date on both
-    machines: it used to come back as two, the unchanged old version under a new id
-    (rule 6 of docs/sync.md is for two notes that never saw each other)."""
+def _corrected_on_b(tmp_path: Path, remote: str) -> tuple[Cli, Cli, str]:
+    """Two machines sharing a note; b then corrects its `created` (not yet synced)."""
     a = machine(tmp_path, "a")
     a.ok("sync", "--remote", remote)
     b = machine(tmp_path, "b", remote)
@@ -1124,6 +1121,15 @@ def test_a_created_time_corrected_on_one_machine_is_an_edit_not_a_second_note(tm
     a.ok("sync")
     b.ok("sync")
     _set_created(b, decision, "2026-10-01T00:00:00.000Z", T[1])
+    return a, b, decision
+
+
+def test_a_created_time_corrected_on_one_machine_is_an_edit_not_a_second_note(tmp_path, remote):
+    """One machine corrects when a decision was made (`created`); the other adds an unrelated
+    note, so its sync merges. The note stays one note with the corrected date on both
+    machines: it used to come back as two, the unchanged old version under a new id
+    (rule 6 of docs/sync.md is for two notes that never saw each other)."""
+    a, b, decision = _corrected_on_b(tmp_path, remote)
     b.ok("sync")
     add(a, "CI runs on GitHub Actions", T[2])
     report = a.ok("sync", "--json").json()
@@ -1138,13 +1144,7 @@ def test_a_created_time_corrected_on_one_machine_is_an_edit_not_a_second_note(tm
 
 def test_a_created_time_corrected_on_one_machine_arrives_as_an_edit_by_import(tmp_path, remote):
     """The same through a zip: the export's history shows the two versions are one note."""
-    a = machine(tmp_path, "a")
-    a.ok("sync", "--remote", remote)
-    b = machine(tmp_path, "b", remote)
-    decision = add(a, "We chose PostgreSQL 16", T[0])
-    a.ok("sync")
-    b.ok("sync")
-    _set_created(b, decision, "2026-10-01T00:00:00.000Z", T[1])
+    a, b, decision = _corrected_on_b(tmp_path, remote)
     archive = tmp_path / "b.zip"
     b.ok("export", str(archive))
     report = a.ok("import", str(archive), "--json", env={"MEMCTL_NOW": T[2]}).json()

@@ -337,22 +337,29 @@ def test_every_command_word_names_the_module_that_registers_it() -> None:
     assert command_word(["--help"]) is None and command_word([]) is None
 
 
-# (What the typer app gets of them: `memctl show ID` and `memctl add TEXT` themselves are
-# answered without typer, tests/test_fastpath.py.)
-@pytest.mark.parametrize("argv", [["show", "--help"], ["add", "--help"]])
-def test_add_and_show_load_only_the_notes_commands(store_path: Path, argv: list[str]) -> None:
+def _loaded_by(store_path: Path, argv: list[str]
+               ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """A memctl command line run in a Python of its own, and the memctl modules it loaded."""
     script = ("import sys, atexit\n"
               "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith("
-              "('memctl.cli.', 'memctl.services.'))), file=sys.stderr))\n"
+              "'memctl.')), file=sys.stderr))\n"
               f"sys.argv = ['memctl', *{argv!r}]\n"
               "from memctl.cli import main\n"
               "main()\n")
     env = {**os.environ, "MEMCTL_STORE": str(store_path), "MEMCTL_PROJECT": "demo"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-    loaded = set(eval(done.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own output
+    return done, set(eval(done.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own output
+
+
+# (What the typer app gets of them: `memctl show ID` and `memctl add TEXT` themselves are
+# answered without typer, tests/test_fastpath.py.)
+@pytest.mark.parametrize("argv", [["show", "--help"], ["add", "--help"]])
+def test_add_and_show_load_only_the_notes_commands(store_path: Path, argv: list[str]) -> None:
+    done, loaded = _loaded_by(store_path, argv)
     assert "memctl.cli.notes" in loaded
     assert not loaded & {"memctl.cli.app", "memctl.cli.sync", "memctl.cli.agent",
                          "memctl.cli.lifecycle", "memctl.cli.watch", "memctl.services.upkeep"}
+    env = {**os.environ, "MEMCTL_STORE": str(store_path), "MEMCTL_PROJECT": "demo"}
     usage = subprocess.run([memctl_executable(), *argv], env=env, capture_output=True, text=True)
     assert usage.returncode == done.returncode
 
@@ -366,16 +373,8 @@ def test_add_and_show_load_only_the_notes_commands(store_path: Path, argv: list[
 ])
 def test_reindex_and_health_load_only_what_they_need(store_path: Path, argv: list[str],
                                                      kept_out: set[str]) -> None:
-    script = ("import sys, atexit\n"
-              "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith("
-              "'memctl.')), file=sys.stderr))\n"
-              f"sys.argv = ['memctl', *{argv!r}]\n"
-              "from memctl.cli import main\n"
-              "main()\n")
-    env = {**os.environ, "MEMCTL_STORE": str(store_path), "MEMCTL_PROJECT": "demo"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    done, loaded = _loaded_by(store_path, argv)
     assert done.returncode == 0, done.stderr
-    loaded = set(eval(done.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own output
     assert "memctl.index.db" in loaded
     assert not loaded & kept_out, loaded & kept_out
 
