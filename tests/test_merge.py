@@ -381,6 +381,26 @@ def test_created_corrected_on_one_side_is_an_edit_not_a_second_note():
     assert merge_snapshots({base.key: base}, {corrected.key: corrected}).renamed
 
 
+def test_an_edit_of_a_note_renamed_by_rule_6_goes_to_its_new_id_not_over_the_keeper():
+    """Rule 6 split A's note (kept the id) from B's (renamed); B, not synced since, edits its
+    note under the old id. The base holds B's old version under that id, yet A's note is no
+    version of it: B's edit goes to the new id, A's note keeps the id and is no conflict
+    copy (as before history was looked at for rule 6; B's old version may be kept as
+    a copy beside its edit, as it was then)."""
+    kept = note("x", "A's note", 0, created=0)
+    b_note = note("x", "B's note", 100, created=100)
+    split = merge_snapshots({kept.key: kept}, {b_note.key: b_note})  # A's sync
+    new_id = collision_id("x", b_note.created)
+    assert set(split.entries) == {kept.key, f"id:{new_id}"}
+    edited = note("x", "B's note, edited", 200, created=100)
+    seen = seen_from_base({b_note.key: b_note})
+    for result in (merge_snapshots({edited.key: edited}, split.entries, seen, seen),
+                   merge_snapshots(split.entries, {edited.key: edited}, seen, seen)):
+        assert result.entries[kept.key] == kept
+        assert b"B's note, edited" in result.entries[f"id:{new_id}"].data
+        assert not any(b"A's note" in copy.data for copy in result.conflicts)
+
+
 BASE = note("a", "base", 0)
 MOVES = ["p/notes/fact/renamed.md", "q/notes/fact/n-a.md", "p/archive/fact/n-a.md"]
 

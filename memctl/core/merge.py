@@ -480,14 +480,19 @@ def _split_collisions(mine: dict[str, Entry], other: dict[str, Entry], seen_mine
         a, b = mine[key], other[key]
         if not MergeKey(key).is_id or not _created_differs(a, b):
             continue
-        seen_a, seen_b = seen_mine.get(key, empty), seen_other.get(key, empty)
-        if a.oid in seen_b or b.oid in seen_a or not seen_a.isdisjoint(seen_b):
-            continue  # one note, its `created` edited on one side or both
         keep_ours = (instant(a.created), a.oid) <= (instant(b.created), b.oid)
         keeper, mover = (a, b) if keep_ours else (b, a)
         side = other if keep_ours else mine
         assert mover.created is not None
         new_id = collision_id(key_name(key), mover.created)
+        seen_a, seen_b = seen_mine.get(key, empty), seen_other.get(key, empty)
+        split_before = MergeKey.for_id(new_id) in mine or MergeKey.for_id(new_id) in other
+        if not split_before and (a.oid in seen_b or b.oid in seen_a
+                                 or not seen_a.isdisjoint(seen_b)):
+            continue  # one note, its `created` edited on one side or both
+        # (A side that holds the later-created one's new id already split this pair: the
+        # base then holds the renamed note's old version under the id, which is history of
+        # the renamed note, not of the one that kept the id.)
         moved = retag(mover, new_id)
         existing = side.get(moved.key)
         side[moved.key] = moved if existing is None else newer(existing, moved)
