@@ -224,8 +224,14 @@ def note_text(text: str) -> str:
     text = text.replace("\r\n", "\n").strip("\n")
     if not text.strip():
         raise UsageError("the note text is empty")
+    return within_text_size(text, "the note text")
+
+
+def within_text_size(text: str, what: str) -> str:
+    """`text`, at most MAX_NOTE_BYTES: the largest text memctl takes as one (a note, MEMORY.md
+    or an item of it)."""
     if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
-        raise UsageError(f"the note text is larger than {MAX_NOTE_BYTES // 1024} KB; "
+        raise UsageError(f"{what} is larger than {MAX_NOTE_BYTES // 1024} KB; "
                          "store big documents elsewhere and note where")
     return text
 

@@ -194,6 +194,16 @@ def not_utf8_name(name: str) -> bool:
     return False
 
 
+def length_problem(name: str) -> str | None:
+    """Why no file system here can hold `name` (a bundle's entry, a remote commit's path:
+    memctl.exchange.snapshot.tree_of), or None."""
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in name.rstrip("/").split("/")):
+        return f"a name longer than {MAX_NAME_BYTES} bytes (no file system can hold it)"
+    if len(name.encode("utf-8")) > MAX_PATH_BYTES:
+        return f"a path longer than {MAX_PATH_BYTES} bytes"
+    return None
+
+
 def path_problem(name: str) -> str | None:
     """Why an entry name is hazardous, or None when it is a plain relative path."""
     if not name or "\x00" in name or any(ord(ch) < 32 for ch in name):
@@ -204,11 +214,10 @@ def path_problem(name: str) -> str | None:
         return "a backslash in the path (could escape the store on Windows)"
     if name.startswith("/") or _WINDOWS_DRIVE.match(name):
         return "an absolute path"
+    too_long = length_problem(name)
+    if too_long:
+        return too_long
     parts = name.rstrip("/").split("/")
-    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
-        return f"a name longer than {MAX_NAME_BYTES} bytes (no file system can hold it)"
-    if len(name.encode("utf-8")) > MAX_PATH_BYTES:
-        return f"a path longer than {MAX_PATH_BYTES} bytes"
     if any(part == ".." for part in parts):
         return "a path that escapes the store (..)"
     if any(part in ("", ".") for part in parts):

@@ -639,9 +639,10 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     # A remote commit holding two notes with one id is merged, never taken as it is: the
     # merge gives the later-created one a new id (rule 6, docs/sync.md), as it does when the
     # two come from the two sides (tests/test_trust_boundary.py).
-    fast_forward = _is_ancestor(root, head, theirs) and not _brings_a_shared_id(root, head, theirs)
+    behind = _is_ancestor(root, head, theirs)
+    fast_forward = behind and not _brings_a_shared_id(root, head, theirs)
     target = theirs if fast_forward else build_merge_commit(root, head, theirs, report)
-    target = _without_hostile_paths(root, head, theirs, target, report)
+    target = _without_hostile_paths(root, head, theirs, target, report, behind)
     if target == head:
         report.nothing_to_push = True  # the remote holds all of this store's commits
         return
@@ -683,10 +684,11 @@ _GITS_OWN = frozenset({".git", ".gitattributes", ".gitignore", ".gitmodules"})
 
 
 def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
-                           report: SyncReport) -> str:
+                           report: SyncReport, behind: bool) -> str:
     """`target`, or when it would bring a path `refused_from_remote` that this machine does not
     already have as it is, a merge commit of `head` and `theirs` with those paths kept as they
-    are here (or left out): the store never checks one out, and stays usable."""
+    are here (or left out): the store never checks one out, and stays usable. `head` itself
+    when `behind` (it is an ancestor of `theirs`) and those paths were all that came."""
     tree = tree_of(root, target)
     ours = tree_of(root, head)
     # Every entry, submodules too (`tree_of` has the files only): a submodule the remote
@@ -707,8 +709,7 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
                f"change: {', '.join(refused[:5])}{' …' if len(refused) > 5 else ''}")
     report.refused, report.refused_from = refused, theirs
     kept = _write_tree(root, tree)
-    if kept == run_git(root, "rev-parse", f"{head}^{{tree}}").stdout.strip() \
-            and _is_ancestor(root, head, theirs):
+    if behind and kept == run_git(root, "rev-parse", f"{head}^{{tree}}").stdout.strip():
         # The remote's only news is what is refused (another machine's settings): nothing to
         # take, and nothing of ours to push. A merge commit would put this machine's version
         # back on the remote, and the other machine's next sync its own: two stores with

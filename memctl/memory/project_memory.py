@@ -18,7 +18,6 @@ from memctl.core import arguments, sections
 from memctl.core.clock import now
 from memctl.core.errors import CLI, Front, MemctlError, UsageError, cmd
 from memctl.core.secrets import masked_title, refuse_secrets
-from memctl.core.vocab import MAX_NOTE_BYTES
 from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.store import Store
@@ -100,12 +99,6 @@ def _view(store: Store, project: str, text: str | None, budget: int | None = Non
                       max_bytes(store) if budget is None else budget, **extra)
 
 
-def _within_size(text: str, what: str) -> None:
-    if len(text.encode("utf-8")) > MAX_NOTE_BYTES:
-        raise UsageError(f"{what} is larger than {MAX_NOTE_BYTES // 1024} KB, the most memctl "
-                         "takes as one text; nothing was changed")
-
-
 def show(store: Store, project: str) -> MemoryView:
     return _view(store, project, read_memory(store, project))
 
@@ -135,7 +128,7 @@ def add_item(
         raise UsageError("the text contains NUL bytes")
     if not item.strip():
         raise UsageError("the text is empty")
-    _within_size(item, "the item")
+    arguments.within_text_size(item, "the item")
     check_secrets(item, allow_secret)
     moment = moment or now()
     relpath = memory_relpath(project)
@@ -160,7 +153,7 @@ def replace(store: Store, project: str, text: str, allow_secret: bool = False) -
             "the new MEMORY.md is empty; refusing to wipe the project memory "
             f"(edit it with {cmd('project edit')} to remove items)"
         )
-    _within_size(text, "the new MEMORY.md")
+    arguments.within_text_size(text, "the new MEMORY.md")
     check_secrets(text, allow_secret)
     relpath = memory_relpath(project)
     budget = max_bytes(store)
