@@ -571,6 +571,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         hits: list[HitOut]
         truncated: bool
         unreadable_files: list[str]
+        stale_matches: int = Field(0, description=(
+            "With no hit: the stale entries that match (include_stale shows them)"))
+        other_project_matches: int = Field(0, description=(
+            "With no hit: the entries of other projects that match (all_projects shows them)"))
 
     class NotesOut(Out):
         notes: list[NoteOut]
@@ -1037,10 +1041,18 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         hits = [hit.to_dict() for hit in found.hits]
         data = {"query": query, "hits": hits, "truncated": found.truncated,
                 "unreadable_files": [str(error) for error in found.parse_errors],
-                "stale_matches": found.stale_matches}
-        if not hits and found.stale_matches:
-            text = (f"No live entry matches {query!r}; {found.stale_matches} stale (superseded,"
-                    " archived or expired) entries do: include_stale shows them.")
+                "stale_matches": found.stale_matches,
+                "other_project_matches": found.other_project_matches}
+        if not hits and (found.stale_matches or found.other_project_matches):
+            text = lines(f"No live entry matches {query!r}"
+                         + ("" if all_projects else " in this project or global") + ".",
+                         *([f"{found.stale_matches} stale (superseded, archived or expired) "
+                            "entries do: include_stale shows them."]
+                           if found.stale_matches else []),
+                         *([f"Other projects hold {found.other_project_matches} matching "
+                            f"entr{'y' if found.other_project_matches == 1 else 'ies'}: "
+                            "all_projects shows them."]
+                           if found.other_project_matches else []))
         elif not hits:
             text = (f"No entry matches {query!r}. Try other words, fewer words, or "
                     "include_stale / all_projects.")

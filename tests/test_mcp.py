@@ -1004,6 +1004,18 @@ def test_a_correction_keeps_its_note_and_stale_matches_are_counted(mcp):
     assert "1 stale" in text and "include_stale" in text
 
 
+def test_a_search_that_finds_nothing_here_names_the_matches_of_other_projects(mcp):
+    mcp.ok("remember", {"text": "The quokka enclosure is fed at noon", "project": "zoo-east"})
+    text, found = mcp.ok("search", {"query": "quokka", "project": "zoo-west"})
+    assert found["hits"] == [] and found["other_project_matches"] == 1
+    assert found["stale_matches"] == 0
+    assert "Other projects hold 1 matching entry: all_projects shows them" in text
+    _, everywhere = mcp.ok("search", {"query": "quokka", "all_projects": True})
+    assert len(everywhere["hits"]) == 1 and everywhere["other_project_matches"] == 0
+    _, there = mcp.ok("search", {"query": "quokka", "project": "zoo-east"})
+    assert len(there["hits"]) == 1 and there["other_project_matches"] == 0
+
+
 def test_show_names_the_links_of_an_imported_note(mcp, tmp_path):
     """A [[wikilink]] between two imported notes: `show` names the linked id in its text
     (the body keeps only the title), as `memctl show` does (docs/sync.md)."""

@@ -181,6 +181,37 @@ def test_when_only_stale_notes_match_the_search_says_how_many(cli: Cli, store: P
     assert nothing.json() == [] and nothing.stderr == ""
 
 
+def test_when_only_other_projects_match_the_search_says_so(cli: Cli, store: Path) -> None:
+    """An agent started in another folder than it thought searches another project: the
+    search says where the matches are instead of a bare `no matches`."""
+    note(store, "zp00000000000001", "The zeppelin hangar opens at dawn.", project="other")
+    note(store, "zp00000000000002", "A zeppelin crew rota lives in the wiki.", project="third")
+    said = ("no matches in project demo or global; 2 matches in other projects: "
+            "--all-projects shows them")
+    text = cli.ok("search", "zeppelin", env=NOW)
+    assert text.stdout == "" and text.stderr.strip() == said
+    data = cli.ok("search", "zeppelin", "--json", env=NOW)
+    assert data.json() == [] and data.stderr.strip() == said
+    one = cli.ok("search", "zeppelin", "--limit", "1", env=NOW)  # as many as it would show
+    assert one.stderr.strip().endswith("1 match in other projects: --all-projects shows it")
+    assert hit_ids(cli, "zeppelin", "--all-projects", env=NOW) == [
+        "zp00000000000001", "zp00000000000002"]
+    # Stale matches here and live ones elsewhere: both said, in one line.
+    note(store, "zp00000000000003", "The zeppelin was sold.", status="superseded",
+         superseded_by="zp00000000000001")
+    both = cli.ok("search", "zeppelin", env=NOW)
+    assert both.stderr.strip() == (
+        "no matches among live notes in project demo or global; 1 stale match (superseded, "
+        "archived or expired): --include-stale shows it; 2 matches in other projects: "
+        "--all-projects shows them")
+    # A hit of this project the wider search finds through the word naming the project
+    # (which the scoped search leaves out) is not counted as elsewhere.
+    note(store, "dm00000000000001", "The demo runs on Fridays.")
+    named = cli.ok("search", "demo zeppelin", env=NOW)
+    assert "2 matches in other projects" in named.stderr
+    assert cli.ok("search", "qqqqzzzz", "--json", env=NOW).stderr == ""
+
+
 def test_filters(cli: Cli, store: Path) -> None:
     note(store, "rl00000000000001", "Postgres backups run nightly.", type="rule",
          tags=["ops"], updated="2026-01-01T00:00:00Z")

@@ -45,9 +45,11 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
     report_parse_errors(found.parse_errors)
     if found.truncated:
         warn("the query was long: only its first words were used")
-    if not found.hits and (found.stale_matches or not json_output):
-        # With --json only when stale entries match (on stderr: stdout stays the array).
-        sys.stderr.write(no_matches(found.stale_matches) + "\n")
+    if not found.hits and (found.stale_matches or found.other_project_matches
+                           or not json_output):
+        # With --json only when something else matches (on stderr: stdout stays the array).
+        sys.stderr.write(no_matches(found.stale_matches, found.other_project_matches,
+                                    scope) + "\n")
     if json_output:
         emit_json([hit.to_dict() for hit in found.hits])
         return
@@ -58,13 +60,27 @@ def run_search(query: str, *, project: str | None = None, all_projects: bool = F
     _print_hits(found.hits, explain)
 
 
-def no_matches(stale: int) -> str:
-    """What a search that found nothing says, naming the stale entries that match."""
-    if not stale:
-        return "no matches"
-    one = stale == 1
-    return (f"no matches among live notes; {stale} stale {'match' if one else 'matches'}"
-            f" (superseded, archived or expired): --include-stale shows {'it' if one else 'them'}")
+def no_matches(stale: int, elsewhere: int = 0, project: str | None = None) -> str:
+    """What a search that found nothing says, naming the stale entries that match and the
+    matches in other projects than `project` (and global)."""
+    said = "no matches among live notes" if stale else "no matches"
+    if elsewhere and project:
+        said += f" in project {project} or global"
+    if stale:
+        said += (f"; {stale} stale {_noun(stale)} (superseded, archived or expired):"
+                 f" --include-stale shows {_them(stale)}")
+    if elsewhere:
+        said += (f"; {elsewhere} {_noun(elsewhere)} in other projects: --all-projects shows"
+                 f" {_them(elsewhere)}")
+    return said
+
+
+def _noun(count: int) -> str:
+    return "match" if count == 1 else "matches"
+
+
+def _them(count: int) -> str:
+    return "it" if count == 1 else "them"
 
 
 def _marked(text: str, text_type: type[Text]) -> Text:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memctl.core import arguments
 from memctl.core.query import Query, parse
-from memctl.core.vocab import MAX_LIMIT
+from memctl.core.vocab import GLOBAL, MAX_LIMIT
 from memctl.disk.counters import record_access
 from memctl.index.db import Index, ParseError, fresh_during, open_ahead
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
@@ -18,16 +18,18 @@ __all__ = ["CLOSE", "OPEN", "Hit", "SearchResult", "open_index_ahead", "search"]
 class SearchResult:
     """Hits best first; the files that do not parse (the index kept their last good
     version); whether the query was cut to its first words; with no hit, how many stale
-    entries (superseded, archived, expired) `include_stale` would show."""
+    entries (superseded, archived, expired) `include_stale` would show, and how many entries
+    of other projects `all_projects` would show (docs/search.md, "When nothing matches")."""
 
-    __slots__ = ("hits", "parse_errors", "truncated", "stale_matches")
+    __slots__ = ("hits", "parse_errors", "truncated", "stale_matches", "other_project_matches")
 
     def __init__(self, hits: list[Hit], parse_errors: list[ParseError], truncated: bool,
-                 stale_matches: int = 0) -> None:
+                 stale_matches: int = 0, other_project_matches: int = 0) -> None:
         self.hits = hits
         self.parse_errors = parse_errors
         self.truncated = truncated
         self.stale_matches = stale_matches
+        self.other_project_matches = other_project_matches
 
 
 def search(store: Store, query: str | Query, *, project: str | None, all_projects: bool = False,
@@ -47,24 +49,33 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
         arguments.since(since)
     if project is not None:
         arguments.scope_name(project)
-    def ranked(index: Index) -> tuple[list[Hit], int]:
-        hits = ranked_search(store, parsed, project=project, all_projects=all_projects,
-                             types=chosen_types, tags=list(tags), since=since, limit=limit,
-                             include_stale=include_stale, explain=explain, index=index)
-        stale = 0
+    def ranked(index: Index) -> tuple[list[Hit], int, int]:
+        def run(*, everywhere: bool, stale_too: bool) -> list[Hit]:
+            return ranked_search(store, parsed, project=None if everywhere else project,
+                                 all_projects=everywhere, types=chosen_types, tags=list(tags),
+                                 since=since, limit=limit, include_stale=stale_too,
+                                 explain=explain, index=index)
+
+        hits = run(everywhere=all_projects, stale_too=include_stale)
+        stale = elsewhere = 0
         if not hits and not include_stale:
             # Nothing live matches: say whether stale entries do, not a bare "no matches".
-            stale = sum(1 for hit in ranked_search(
-                store, parsed, project=project, all_projects=all_projects, types=chosen_types,
-                tags=list(tags), since=since, limit=limit, include_stale=True, index=index)
-                if hit.status != "active" or hit.expired)
-        return hits, stale
+            stale = sum(1 for hit in run(everywhere=all_projects, stale_too=True)
+                        if hit.status != "active" or hit.expired)
+        if not hits and not all_projects:
+            # Nor in this project or global: say whether other projects hold matches (an
+            # agent started in another folder than it thought searches another project).
+            # (The wider search keeps the words naming this project, which the scoped one
+            # leaves out: a hit of this scope it finds is not counted.)
+            elsewhere = sum(1 for hit in run(everywhere=True, stale_too=include_stale)
+                            if hit.project not in (project, GLOBAL))
+        return hits, stale, elsewhere
 
     # The query runs while a live watcher answers whether it has indexed everything written
     # before now (run again if it had not: memctl.index.db.fresh_during).
-    index, (hits, stale) = fresh_during(store, ranked)
+    index, (hits, stale, elsewhere) = fresh_during(store, ranked)
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
-    return SearchResult(hits, index.parse_errors(), parsed.truncated, stale)
+    return SearchResult(hits, index.parse_errors(), parsed.truncated, stale, elsewhere)
 
 
 def open_index_ahead(root: str) -> None:
