@@ -218,3 +218,31 @@ def test_the_merge_changes_only_the_lines_of_the_fields_it_takes() -> None:
         None, ["status", "superseded_by"])
     assert _lifecycle_merge(draft, None, current) == (draft, [])  # kept by an older memctl
     assert _lifecycle_merge(draft, current, current) == (draft, [])
+
+
+def test_a_note_whose_front_matter_cannot_be_stamped_keeps_the_draft_and_says_how_to_save(
+        cli: Cli) -> None:
+    """A flow mapping (`{id: …, type: …}`) is legal YAML that memctl reads but cannot stamp
+    `updated` into: the save said "edit the file by hand", not that the draft was kept, and
+    every later `memctl edit` failed the same way. Written as `key: value` lines in the
+    draft, it saves."""
+    folder = cli.store / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    flow = "{id: flowmap000000001, type: fact, project: demo}"
+    path = folder / "flow.md"
+    path.write_text(f"---\n{flow}\n---\nThe analytics DB is ClickHouse.\n", encoding="utf-8")
+    git(cli.store, "add", "-A")
+    git(cli.store, "commit", "-qm", "a hand-made note")
+    before = path.read_bytes()
+    failed, _seen = edit(cli, "flowmap000000001", append="Words I typed.\n")
+    assert failed.exit_code == 1 and failed.error.count("\n") == 1, failed.stderr
+    assert "one `key: value` line per field" in failed.stderr
+    assert "your edit is kept" in failed.stderr and "memctl edit flowmap000000001" in failed.stderr
+    assert path.read_bytes() == before
+    assert "Words I typed." in draft_of(cli, "flowmap000000001").read_text(encoding="utf-8")
+    saved, _seen = edit(cli, "flowmap000000001", edits=[
+        (flow, "id: flowmap000000001\ntype: fact\nproject: demo")])
+    assert saved.exit_code == 0, saved.stderr
+    text = path.read_text(encoding="utf-8")
+    assert "Words I typed." in text and "updated:" in text
+    assert git(cli.store, "status", "--porcelain") == ""

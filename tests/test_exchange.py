@@ -372,6 +372,10 @@ def test_conflict_copies_can_be_kept_or_dropped_and_stay_resolved(machines):
     transfer(desktop, laptop)
     transfer(laptop, desktop)
     assert len(desktop.ok("conflicts", "--json").json()) == 1
+    for command in ("drop", "keep", "show", "diff"):  # `²`: a digit to isdigit, no number
+        odd = laptop("conflicts", command, "²")
+        assert odd.exit_code in (1, 2) and odd.stderr.startswith("error: "), odd.stderr
+        assert "Traceback" not in odd.stderr
     laptop.ok("conflicts", "drop", "1")
     assert laptop.ok("conflicts", "--json").json() == []
     transfer(desktop, laptop)

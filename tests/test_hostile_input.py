@@ -396,3 +396,43 @@ def test_the_memory_layer_refuses_a_giant_memory_file_from_any_front_end(store: 
 
     with pytest.raises(UsageError, match="1024 KB"):
         replace(Store(store), "alpha", "x" * (2 * 1024 * 1024))
+
+
+# Legal YAML that memctl reads but whose fields its line edits cannot change (a flow
+# mapping): a command that would mark it superseded must stop before it writes anything.
+FLOW_NOTE = ("---\n{id: flowmap000000001, type: fact, project: alpha, subject: db2,"
+             " predicate: engine}\n---\nThe analytics DB is ClickHouse.\n")
+
+
+@pytest.mark.parametrize("how", ["add", "update", "supersede"])
+def test_a_note_whose_fields_cannot_be_changed_stops_a_write_that_supersedes_it(
+        store: Path, how: str) -> None:
+    from memctl.core.errors import MemctlError
+    from memctl.services import notes
+    from memctl.store import Store
+
+    folder = store / "alpha" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "flow.md").write_text(FLOW_NOTE)
+    newer = None
+    if how != "add":
+        newer = json.loads(run_memctl("add", "The warehouse runs on DuckDB now", "--json",
+                                      store=store, project="alpha").stdout)["id"]
+    _git(store, "add", "-A")
+    _git(store, "commit", "-qm", "a hand-made note")
+    head, before = _git(store, "rev-parse", "HEAD"), tree_snapshot(store)
+    if how == "add":
+        done = run_memctl("add", "The analytics DB is DuckDB", "--subject", "db2",
+                          "--predicate", "engine", store=store, project="alpha")
+        one_line_error(done)
+        assert "cannot change its fields" in done.stderr
+    elif how == "update":  # the MCP tool's service: a subject + predicate that supersede
+        with pytest.raises(MemctlError, match="cannot change its fields"):
+            notes.update(Store(store), newer, subject="db2", predicate="engine")
+    else:
+        done = run_memctl("supersede", "flowmap000000001", newer, store=store,
+                          project="alpha")
+        one_line_error(done)
+    assert tree_snapshot(store) == before, "a file was written before the failure"
+    assert not _git(store, "status", "--porcelain").strip()
+    assert _git(store, "rev-parse", "HEAD") == head

@@ -105,6 +105,20 @@ def test_padded_notes_index_and_search(tmp_path):
 # --- a 900 KB note ---------------------------------------------------------------------------
 
 
+def test_pasted_words_of_thousands_of_parts_are_searched_in_bounded_lookups(tmp_path):
+    """A word no note has whole is matched by its longest runs of parts that notes have
+    (memctl.index.search._part_units): only its first MAX_PARTS parts are looked at, so a
+    pasted dump of many thousands of parts costs a bounded number of lookups."""
+    store = init_store(tmp_path)
+    added = json.loads(ok("add", "The pool config lives in src/db/pool.ts.", "--json",
+                          store=store).stdout)
+    tail = ".".join(f"frame{number}" for number in range(1200))  # ~11 KB a word
+    query = " ".join([f"src/db/pool.ts:{tail}"] + [f"q{n}.{tail}" for n in range(9)])
+    hits = json.loads(ok("search", "--json", "--", query, store=store).stdout)
+    assert [hit["id"] for hit in hits] == [added["id"]]
+    assert json.loads(ok("search", "--json", "--", f"q.{tail}", store=store).stdout) == []
+
+
 def test_a_900_kb_note_is_added_found_and_reported(tmp_path):
     store = init_store(tmp_path)
     notes = store / "demo" / "notes"

@@ -93,6 +93,18 @@ def test_set_fields_keeps_every_other_byte():
     assert changed.endswith("---\r\nBody line\r\n\r\nNo final newline")
 
 
+def test_a_quoted_key_is_changed_where_it_is_not_written_twice():
+    """`"updated": …` is the key `updated`: a second, plain `updated:` line was added beside
+    it, a key twice (memctl reads the last; stricter YAML readers refuse the file)."""
+    original = ("---\n\"id\": abc\n'updated': 2026-01-01T00:00:00.000Z\n\"status\": active\n"
+                "---\nBody\n")
+    changed = set_fields(original, {"updated": "2026-11-30T12:00:00.000Z", "status": "superseded"})
+    assert changed == ("---\n\"id\": abc\nupdated: 2026-11-30T12:00:00.000Z\n"
+                       "status: superseded\n---\nBody\n")
+    assert parse_text(changed).meta == {"id": "abc", "updated": "2026-11-30T12:00:00.000Z",
+                                        "status": "superseded"}
+
+
 def test_set_fields_on_file_without_front_matter_adds_a_block_and_keeps_body():
     body = "\ufeffJust text\nsecond line"
     changed = set_fields(body, {"status": "archived"})

@@ -6,6 +6,7 @@ import os
 import stat
 from datetime import UTC, datetime
 
+import pytest
 from conftest import git, run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -137,6 +138,78 @@ def test_edit_opens_the_editor_and_commits_the_change(cli, store_path, tmp_path)
     assert "edited by hand" in (store_path / "demo" / "MEMORY.md").read_text()
     assert git(store_path, "status", "--porcelain") == ""
     assert commits(store_path) == before + 2  # created from the template, then the edit
+
+
+def _editor(tmp_path, name: str, script: str):
+    editor = tmp_path / name
+    editor.write_text("#!/bin/sh\n" + script)
+    editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
+    return str(editor)
+
+
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+@pytest.mark.parametrize(("script", "said"), [
+    (f'printf -- "- [11-30] token {TOKEN}\\n" >> "$1"\n',
+     "the edit adds what looks like a secret: github-token"),
+    ('printf -- "- [11-30] half done\\n" >> "$1"\nexit 3\n', "editor exited with 3"),
+    ('printf "\\000nul\\n" >> "$1"\n', "NUL"),
+    ('printf "\\377\\376 latin-1\\n" >> "$1"\n', "UTF-8"),
+    ('head -c 1100000 /dev/zero | tr "\\000" x >> "$1"\n', "larger than 1024 KB"),
+], ids=["secret", "editor-fails", "nul", "not-utf8", "too-large"])
+def test_an_edit_a_write_would_refuse_is_kept_aside_and_nothing_changes(
+        cli, store_path, tmp_path, script, said):
+    """`project edit` works on the file itself: what it adds goes through the checks of
+    every other write, and a refused or failed edit leaves MEMORY.md as it was (nothing
+    for the next command to commit) with the edit kept, and named, in `.memctl/edit/`."""
+    cli.ok("project", "add", "decisions", "Use PostgreSQL 16", env=NOW)
+    memory = store_path / "demo" / "MEMORY.md"
+    before, head = memory.read_bytes(), git(store_path, "rev-parse", "HEAD")
+    result = cli("project", "edit", env={"EDITOR": _editor(tmp_path, "ed.sh", script)})
+    assert result.exit_code == 1, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and said in line and "Traceback" not in line
+    assert TOKEN not in line
+    kept = store_path / ".memctl" / "edit" / "demo.MEMORY.md"
+    assert f"your edit is kept in {kept}" in line
+    assert f"memctl project replace {kept} -p demo" in line
+    assert kept.read_bytes().startswith(before) and kept.read_bytes() != before
+    assert memory.read_bytes() == before
+    assert git(store_path, "status", "--porcelain") == ""
+    assert git(store_path, "rev-parse", "HEAD") == head
+    # The next command commits its own change only.
+    cli.ok("project", "add", "progress", "step two", env=NOW)
+    assert TOKEN not in git(store_path, "log", "-p", "-1") and "half done" not in memory.read_text()
+
+
+def test_an_editor_that_changes_nothing_or_cannot_start_says_memory_is_unchanged(
+        cli, store_path, tmp_path):
+    cli.ok("project", "add", "decisions", "Use PostgreSQL 16", env=NOW)
+    failing = cli("project", "edit", env={"EDITOR": _editor(tmp_path, "no.sh", "exit 4\n")})
+    assert failing.exit_code == 1
+    assert failing.stderr.strip() == "error: editor exited with 4; MEMORY.md is unchanged"
+    assert not (store_path / ".memctl" / "edit" / "demo.MEMORY.md").exists()
+    for editor, said in (("'", "cannot be read: No closing quotation"),
+                         ("   ", "$VISUAL or $EDITOR is empty"),
+                         (str(tmp_path), "cannot be run: Permission denied"),
+                         (str(tmp_path / "nowhere"), "not found; set $EDITOR")):
+        result = cli("project", "edit", env={"EDITOR": editor, "VISUAL": ""})
+        assert result.exit_code == 1, (editor, result.stderr)
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith("error: ") and said in line, (editor, line)
+    assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_an_edit_of_a_memory_file_that_already_held_a_secret_is_committed(
+        cli, store_path, tmp_path):
+    """Only what the edit adds is checked (as for `memctl edit`): a secret written before
+    with --allow-secret does not make the file uneditable."""
+    cli.ok("project", "add", "decisions", f"token {TOKEN}", "--allow-secret", env=NOW)
+    editor = _editor(tmp_path, "ed.sh", 'printf -- "- [11-30] plain\\n" >> "$1"\n')
+    result = cli.ok("project", "edit", "--json", env={"EDITOR": editor})
+    assert result.json()["changed"] is True
+    assert git(store_path, "status", "--porcelain") == ""
 
 
 def test_installed_command_reads_stdin_for_add(store_path):

@@ -101,6 +101,64 @@ def test_an_unspaced_chinese_question_finds_the_note(cli: Cli) -> None:
     assert ids(cli, "上次部署失败的原因是什么")[0] == failed
 
 
+@pytest.mark.parametrize(("texts", "query"), [
+    (["Redis timeout is 5 seconds for every client in the cluster.",
+      "Redis timeout alerts page on-call.",
+      "Payment API timeout: Redis lock held too long, timeout raised.",
+      "Redis stores sessions.", "Timeout for HTTP calls is 30 s.", "Redis runs version 7.",
+      "The worker timeout is 60 s."], "redis timeout"),
+    (["接口超时统一设为 30 秒，超过就重试。", "日志接口超时会触发告警。",
+      "微信支付统一下单接口超时设为 10 秒。", "订单接口返回 JSON。", "超时重试最多三次。"],
+     "接口超时"),
+], ids=["english", "chinese"])
+def test_the_first_hits_are_the_same_whatever_the_limit(cli: Cli, texts: list[str],
+                                                        query: str) -> None:
+    """`--limit N` is the first N hits of one order: a small limit took the keyword way
+    (BM25 over every word) with fewer exact hits than the default needs, and so gave
+    another first hit than `search` without it."""
+    for text in texts:
+        add(cli, text)
+    whole = ids(cli, query)
+    assert len(whole) >= 3
+    for limit in range(1, len(whole) + 1):
+        assert ids(cli, query, "--limit", str(limit)) == whole[:limit], limit
+
+
+@pytest.mark.parametrize(("query", "answer"), [
+    ("Error at src/db/pool.ts:42:13", "pool"),
+    ("what is in pool.ts:42?", "pool"),
+    ("ECONNREFUSED 127.0.0.1:5432", "postgres"),
+    ("localhost:5432", "postgres"),
+    ("AWS_PROFILE=staging", "deploy"),
+    ("postgres://app@db-stg-03.internal:5432/app", "host"),
+])
+def test_a_pasted_path_address_or_assignment_finds_the_note_of_its_part(
+        cli: Cli, query: str, answer: str) -> None:
+    """A word of several parts that no note has whole (a stack trace's location, an
+    address, `KEY=value`) matched nothing, and neither the misspelling nor the fallback
+    search recovered it: now its longest runs of parts that notes have match, as close ones."""
+    notes = {
+        "pool": add(cli, "The pool config lives in src/db/pool.ts."),
+        "postgres": add(cli, "Local Postgres runs on port 5432; start it with docker compose up db."),
+        "deploy": add(cli, "The deploy script is scripts/deploy.sh and needs AWS_PROFILE=prod."),
+        "host": add(cli, "The staging DB host is db-stg-03.internal behind bastion-2."),
+    }
+    add(cli, "Redis caches sessions for the web app.")
+    found = cli.ok("search", "--json", "--", query, env=NOW).json()
+    assert found and found[0]["id"] == notes[answer], [hit["title"] for hit in found]
+    assert found[0]["fuzzy"] is True and found[0]["exact"] is False
+    said = cli.ok("search", "--", query, env=NOW)
+    assert "no exact matches; showing close ones" in said.stderr
+
+
+def test_a_pasted_word_none_of_whose_parts_a_note_has_finds_nothing(cli: Cli) -> None:
+    add(cli, "The pool config lives in src/db/pool.ts.")
+    assert ids(cli, "qqq.zzz:9999") == []
+    # A function word alone is no part worth a match (`is` of `what.is:xyzzy`).
+    add(cli, "What it is: a note about nothing in particular.")
+    assert ids(cli, "xyzzy.is:plugh") == []
+
+
 def test_more_of_the_query_and_rarer_words_beat_the_commonest(cli: Cli) -> None:
     for number in range(12):
         add(cli, f"deploy note {number}: the service config lives in the repo")

@@ -71,6 +71,12 @@ def test_done_errors(cli, store_path):
     assert tree_snapshot(store_path) == before
     assert git(store_path, "rev-list", "--count", "HEAD") == commits
     assert cli.ok("scratch", "show", "--json").json()["done"] == []
+    # `²` is a digit to str.isdigit but no number: words that match no step, not a traceback.
+    for command in ("done", "resolve"):
+        odd = cli("scratch", command, "²")
+        assert odd.exit_code == 1 and odd.error.count("\n") == 1, odd.stderr
+        assert odd.stderr.startswith("error: '²' is not one of the") and "Traceback" not in odd.stderr
+    assert tree_snapshot(store_path) == before
 
 
 def test_hand_edits_survive_every_command(cli, store_path):
@@ -117,8 +123,37 @@ def test_clear_empties_and_can_archive_an_episode(cli, store_path):
     assert after["focus"] == "" and after["done"] == [] and after["exists"] is True
     log = git(store_path, "log", "-1", "--name-only", "--format=%s")
     assert "SCRATCHPAD.md" in log and episode["path"] in log  # one commit for both
-    cli.ok("scratch", "clear")
+    head = git(store_path, "rev-parse", "HEAD")
+    again = cli.ok("scratch", "clear", "--json").json()  # already the template: no change
+    assert again["changed"] is False and again["message"] == "the scratchpad is already empty"
+    assert git(store_path, "rev-parse", "HEAD") == head
     assert git(store_path, "status", "--porcelain") == ""
+
+
+def test_a_template_that_cannot_be_read_stops_clear_archive_before_the_episode(
+        cli, store_path, tmp_path):
+    """The template was read after the episode was written: the clear failed with the
+    episode on disk and uncommitted, and the retry made a second one."""
+    cli.ok("scratch", "focus", "Doing Y")
+    cli.ok("scratch", "next", "step")
+    cli.ok("scratch", "done", "1")
+    template = store_path / ".templates" / "SCRATCHPAD.md"
+    moved = tmp_path / "SCRATCHPAD.md"
+    template.rename(moved)
+    template.symlink_to(moved)  # a link memctl refuses to follow
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "template linked by hand")
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    result = cli("scratch", "clear", "--archive", "--outcome", "completed")
+    assert result.exit_code == 1 and result.error.count("\n") == 1, result.stderr
+    assert tree_snapshot(store_path) == before
+    assert git(store_path, "rev-parse", "HEAD") == head
+    assert git(store_path, "status", "--porcelain") == ""
+    template.unlink()
+    moved.rename(template)
+    git(store_path, "commit", "-qam", "template back")
+    cli.ok("scratch", "clear", "--archive", "--outcome", "completed")
+    assert len(cli.ok("episode", "list", "--json").json()) == 1
 
 
 def test_archiving_a_focus_over_the_front_matter_limit_is_one_error_and_changes_nothing(

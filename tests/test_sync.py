@@ -97,6 +97,19 @@ def test_a_clone_that_cannot_tell_the_store_branch_says_what_to_do(tmp_path, rem
     assert not list(tmp_path.glob(".b.memctl-clone-*"))
 
 
+def test_the_same_clone_again_says_it_is_already_a_store(tmp_path, remote):
+    """As `memctl init` run again does: it said `created` each time."""
+    a = machine(tmp_path, "a")
+    a.ok("sync", "--remote", remote)
+    path = tmp_path / "b"
+    first = Cli(path).ok("init", str(path), "--clone", remote, "--json").json()
+    assert first["created"] is True
+    again = Cli(path).ok("init", str(path), "--clone", remote, "--json").json()
+    assert again == {"store": str(path), "created": False}
+    said = Cli(path).ok("init", str(path), "--clone", remote)
+    assert said.stderr.strip() == f"already a store: {path}"
+
+
 @pytest.mark.parametrize("there_before", ["nothing", "an empty folder"])
 def test_a_clone_of_a_repository_that_is_no_store_leaves_nothing_at_path(
         tmp_path, remote, there_before):

@@ -140,6 +140,12 @@ def limit(value: int, argument: str = "limit", low: int = 1) -> int:
     return value
 
 
+def as_number(text: str) -> int | None:
+    """The number a reference typed as plain digits gives (`scratch done 2`, `conflicts keep
+    1`), else None: `²` is a digit to `str.isdigit` but no number to `int` (a traceback)."""
+    return int(text) if text.isascii() and text.isdecimal() else None
+
+
 def at_least(value: int, low: int, argument: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ArgumentError(argument, f"{value} (at least {low})")

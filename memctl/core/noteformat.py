@@ -524,11 +524,18 @@ def _as_read(value: Any) -> Any:
     return str(value) if isinstance(value, int) else value
 
 
+# A top-level key as written, quoted or not (`"updated": …` is the key `updated`: a new line
+# written beside it would hold the same key twice, which stricter YAML readers refuse).
+_FIELD_LINE = re.compile(
+    r"""^(?:"(?P<double>[A-Za-z_][A-Za-z0-9_-]*)"|'(?P<single>[A-Za-z_][A-Za-z0-9_-]*)'"""
+    r"|(?P<plain>[A-Za-z_][A-Za-z0-9_-]*))[ \t]*:")
+
+
 def _field_extent(head: list[str], key: str) -> tuple[int, int] | None:
     """Index range [start, end) of the lines holding one top-level field."""
     for index, line in enumerate(head):
-        match = _KEY_LINE.match(_strip_eol(line))
-        if match and match.group(1) == key:
+        match = _FIELD_LINE.match(line)
+        if match and (match["plain"] or match["double"] or match["single"]) == key:
             end = index + 1
             while end < len(head):
                 following = _strip_eol(head[end])

@@ -661,6 +661,14 @@ def guard_files(files: Mapping[str, str], allow: bool = False) -> None:
     guard({mask_name(path): text for path, text in sorted(files.items())}, allow)
 
 
+def added_secrets(before: str, after: str) -> list[SecretFinding]:
+    """The likely secrets of `after` that `before` did not hold (by kind and masked form):
+    what an edit adds. A file that already held one (written with allow_secret, or by hand)
+    stays editable; a new one is refused (`memctl edit`, `memctl project edit`)."""
+    held = {(finding.kind, finding.masked) for finding in scan(before)}
+    return [finding for finding in scan(after) if (finding.kind, finding.masked) not in held]
+
+
 def refuse_secrets(text: str, allow: bool = False) -> None:
     """Every write path's guard: the store travels through git remotes, so a key written once
     lives in every clone. The error shows only the masked form."""

@@ -298,12 +298,12 @@ def _handed_over(path: Path) -> Any:
     the descriptor is left alone (not ours to close). The name is taken out of the
     environment either way: no child inherits the claim."""
     value = os.environ.pop(HANDED_LOCK_ENV, "")
-    if not value.isdigit():
+    if not (value.isascii() and value.isdecimal()):  # (`²` is a digit int() refuses)
         return None
     fd = int(value)
     try:
         held, here = os.fstat(fd), os.stat(path)
-    except OSError:
+    except (OSError, OverflowError):  # (a number no descriptor has)
         return None
     if (held.st_dev, held.st_ino) != (here.st_dev, here.st_ino):
         return None

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memctl.core import arguments
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError
 from memctl.core.merge import CONFLICT_DIR, conflict_source
@@ -70,8 +71,9 @@ def find_copy(store: Store, ref: str) -> ConflictCopy:
     if not copies:
         raise MemctlError("there are no conflict copies")
     ref = ref.strip()
-    if ref.isdigit() and 1 <= int(ref) <= len(copies):
-        return copies[int(ref) - 1]
+    number = arguments.as_number(ref)
+    if number is not None and 1 <= number <= len(copies):
+        return copies[number - 1]
     matches = [c for c in copies if c.path == ref or c.path == f"{CONFLICT_DIR}/{ref}"]
     if not matches and ref:
         matches = [c for c in copies if c.note_id and c.note_id.startswith(ref.lower())]

@@ -158,10 +158,11 @@ def _first_recorded(path: str, *versions: bytes) -> dict[str, str]:
 # --- cloning ------------------------------------------------------------------------------------
 
 
-def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
+def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
     """This machine's copy of a store from its git remote (`memctl init PATH --clone URL`).
-    An empty remote gives a new store whose first sync publishes it. Returns the store and
-    the paths of the remote that were not checked out (`refused_from_remote`).
+    An empty remote gives a new store whose first sync publishes it. Returns the store, the
+    paths of the remote that were not checked out (`refused_from_remote`), and whether it
+    was cloned now (False: PATH was that clone already).
 
     The clone is made and checked out in a folder beside PATH and renamed to PATH whole: a
     clone killed half way leaves no half checked-out store behind, whose first sync would
@@ -172,7 +173,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
         url = str(Path(url).expanduser().resolve())
     if path.exists() and any(path.iterdir()):
         if (path / "memctl.toml").is_file() and _origin(path) == url:
-            return _set_up_clone(path), []  # cloned before, or killed after the rename
+            return _set_up_clone(path), [], False  # cloned before, or killed after the rename
         raise MemctlError(f"{path} exists and is not empty; choose a new folder for the clone")
     made = [folder for folder in path.parents if not folder.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,7 +203,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str]]:
             with contextlib.suppress(OSError):
                 folder.rmdir()
         raise
-    return _set_up_clone(path), refused
+    return _set_up_clone(path), refused, True
 
 
 def _take_the_remote_branch(root: Path, url: str) -> None:

@@ -23,7 +23,7 @@ from memctl.core import arguments
 from memctl.core.clock import now
 from memctl.core.dates import Period, notation_words, periods_in
 from memctl.core.query import Query, Unit, parse, without_date_notation, without_scope_words
-from memctl.core.stopwords import bare
+from memctl.core.stopwords import bare, is_english_stop
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
 from memctl.disk.layout import DEFAULT_PROJECT, GLOBAL
@@ -478,12 +478,15 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # the costliest thing to look for).
     strict_match = parsed.match if parsed.plain else None
     strict = ctx.run(strict_match, limit=size, snippets=False) if strict_match else []
-    if not periods and (len(strict) >= min(ctx.limit, bestmatch.STRICT_ENOUGH)
+    if not periods and (len(strict) >= bestmatch.STRICT_ENOUGH
                         or (strict and parsed.any_match == parsed.match
                             and not any(unit.begins for unit in parsed.units))):
         # Enough notes have every word as typed (a keyword search): they cover the whole
         # query, so no partial match could rank among them (coverage³ × the exact bonus).
-        # Not when the query names a date: the notes written then are one more unit.
+        # Not when the query names a date: the notes written then are one more unit. Never
+        # "enough" by the limit: this way ranks by BM25 over every word, the other over the
+        # rarest units, so `--limit 1` took this way where the default did not and gave
+        # another first hit (tests/test_questions.py).
         for hit in strict:
             hit.score *= bestmatch.EXACT_BONUS
             if hit.explain is not None:
@@ -524,6 +527,9 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # matching one gets that times how close the word it has is.
     alternatives = [(slot, unit, closeness, ranker.rows(unit.match)) for slot, unit, closeness
                     in _close_units(ranker, units, stems, found, skip=completed)]
+    # A pasted path, address or assignment no note has whole (`src/db/pool.ts:42:13`,
+    # `localhost:5432`, `AWS_PROFILE=staging`): matched by its longest end that notes have.
+    alternatives += _part_units(ranker, units, found, skip=completed)
     for slot, _unit, _closeness, rows in alternatives:
         # As the word's own share (a word after the question's mark weighs AFTER_SHARE).
         slot_weights[slot] = max(slot_weights.get(slot, 0.0),
@@ -776,6 +782,69 @@ def _close_units(ranker: bestmatch.BestMatch, units: list[Unit], stems: list[set
             close.append((slot, Unit('"' + word.replace('"', '""') + '" *', word,
                                      f"{unit.text}→{word}"), score / 100.0))
     return close
+
+
+# The parts of a word as the index's tokenizer (unicode61) cuts it: runs of letters and
+# digits; `_`, `.`, `/`, `:`, `=`, `@` and the rest separate them.
+_PART = re.compile(r"[^\W_]+")
+# The parts of such a word looked at (its first ones), and the lookups of runs of parts one
+# search makes at most: a bounded cost whatever the query (linear time on user text; 32
+# words of 16 parts each, every part a word of the index, is the worst case).
+MAX_PARTS = 16
+MAX_RUN_LOOKUPS = 160
+
+
+def _part_units(ranker: bestmatch.BestMatch, units: list[Unit], found: list[set[int]],
+                skip: set[int] | None = None) -> list[tuple[int, Unit, float, set[int]]]:
+    """(slot, unit, closeness 0-1, rows) for each word of several parts that no entry in
+    scope has whole (a pasted path, address or assignment): the longest runs of its parts
+    that entries have (`src/db/pool.ts` of `src/db/pool.ts:42:13`, `5432` of
+    `localhost:5432`, `db-stg-03.internal` of `postgres://app@db-stg-03.internal:5432/app`),
+    close as the share of the parts they keep. A lesser match, shown as close ones are
+    (docs/search.md, "Pasted paths and addresses")."""
+    out: list[tuple[int, Unit, float, set[int]]] = []
+    budget = [MAX_RUN_LOOKUPS]
+    for slot, unit in enumerate(units):
+        if found[slot] or slot in (skip or ()) or unit.required or unit.pair is not None \
+                or not unit.match.startswith('"') or unit.match.endswith("*") \
+                or has_cjk(unit.text):
+            continue
+        parts = [match.span() for match in _PART.finditer(unit.text)]
+        if len(parts) < 2:
+            continue
+        for piece, rows in _longest_runs(ranker, unit.text, parts[:MAX_PARTS], budget):
+            out.append((slot, Unit(_phrase(piece), piece, f"{unit.text}→{piece}"),
+                        len(_PART.findall(piece)) / len(parts), rows))
+    return out
+
+
+def _longest_runs(ranker: bestmatch.BestMatch, text: str, parts: list[tuple[int, int]],
+                  budget: list[int]) -> list[tuple[str, set[int]]]:
+    """The runs of `parts` (fewer than all of them), as long as can be, that entries in
+    scope have: (their text, their rows); none when no entry has even one part (a part
+    alone only when it is no function word). Only runs of parts the index has at all are
+    looked up, while `budget` (the lookups left to the search) lasts."""
+    known = [ranker.in_index(_phrase(text[start:end])) for start, end in parts]
+    for length in range(len(parts) - 1, 0, -1):
+        runs: dict[str, set[int]] = {}
+        for start in range(len(parts) - length + 1):
+            piece = text[parts[start][0]:parts[start + length - 1][1]]
+            if piece in runs or not all(known[start:start + length]) \
+                    or length == 1 and is_english_stop(piece):
+                continue
+            if budget[0] <= 0:
+                return list(runs.items())
+            budget[0] -= 1
+            rows = ranker.rows(_phrase(piece))
+            if rows:
+                runs[piece] = rows
+        if runs:
+            return list(runs.items())
+    return []
+
+
+def _phrase(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
 
 
 def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:

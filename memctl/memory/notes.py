@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-
 from memctl.core import arguments
 from memctl.core.clock import format_time, now
 from memctl.core.errors import MemctlError, NoteFormatError, UnknownIdError, UsageError, arg, cmd
@@ -23,7 +19,7 @@ from memctl.core.note import (
 )
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, replace_body, set_fields
 from memctl.core.records import dataclass, field
-from memctl.core.secrets import guard, mask_secrets, masked_title, scan
+from memctl.core.secrets import added_secrets, guard, mask_secrets, masked_title
 from memctl.core.textfile import decode_file
 from memctl.disk.atomic import WriteError, atomic_write_bytes, refuse_special_target, remove_file
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
@@ -32,6 +28,7 @@ from memctl.index.db import Index, ensure_fresh
 from memctl.index.nearwords import check_pool, keep_words
 from memctl.memory.checks import MERGED, WriteDecision, decide
 from memctl.memory.drafts import MARK, Draft, fingerprint
+from memctl.memory.editor import editor_command, run_editor
 from memctl.store import Store
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
@@ -147,15 +144,18 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
             expires=expires, source=source, created=created,
             extra={"corrects": corrects, "source_episode": source_episode},
         )
+        retired = [old for old in (by_id.get(old_id) or store.find_note(old_id)
+                                   for old_id in decision.supersedes)
+                   if old.status == "active"]  # (one already retired stays as it is)
+        # Every new text before the first write: a note whose fields cannot be changed
+        # (front matter of a shape line edits do not handle) stops the add with nothing
+        # written (tests/test_rough_edges.py).
+        retirements = [_superseded_version(store, old, note_id, moment) for old in retired]
         store.write_text(relpath, file_text)
-        changed = [relpath]
-        superseded: list[str] = []
-        for old_id in decision.supersedes:
-            old = by_id.get(old_id) or store.find_note(old_id)
-            if old.status != "active":
-                continue  # already retired
-            changed.append(_mark_superseded(store, old, note_id, moment))
-            superseded.append(old.id)
+        for path, retired_text in retirements:
+            store.write_text(path, retired_text)
+        changed = [relpath, *(path for path, _ in retirements)]
+        superseded = [old.id for old in retired]
         message = f"add {note_type} {note_id}: {masked_title(title)}"
         if superseded:
             message += f" (supersedes {', '.join(superseded)})"
@@ -246,10 +246,13 @@ _NOTE_FIELDS = ("id", "type", "project", "importance", "created", "updated", "st
                 "source_episode")
 
 
-def _mark_superseded(store: Store, old: Note, new_id_value: str, moment: Any) -> str:
+def _superseded_version(store: Store, old: Note, new_id_value: str, moment: Any
+                        ) -> tuple[str, str]:
+    """OLD's path and its text marked as superseded by NEW (written by the caller, once every
+    text of the command is made)."""
     text, _info = store.read_text(old.path)
-    store.write_text(old.path, stamp(text, {"status": "superseded", "superseded_by": new_id_value}, moment, old))
-    return old.path
+    return old.path, stamp(text, {"status": "superseded", "superseded_by": new_id_value},
+                           moment, old)
 
 
 @dataclass
@@ -319,6 +322,7 @@ def update_note(store: Store, ref: str, *, text: str | None = None, importance: 
         superseded: list[str] = []
         similar: list[str] = []
         changed_paths = [note.path]
+        retirements: list[tuple[str, str]] = []
         if note.status == "active" and (text_changed or "subject" in fields
                                         or "predicate" in fields):
             checked = new_text if new_text is not None else note.body
@@ -336,10 +340,13 @@ def update_note(store: Store, ref: str, *, text: str | None = None, importance: 
             for old_id in decision.supersedes:
                 old = by_id.get(old_id)
                 if old is not None and old.status == "active":
-                    changed_paths.append(_mark_superseded(store, old, note.id, moment))
+                    retirements.append(_superseded_version(store, old, note.id, moment))
                     superseded.append(old.id)
             similar = list(decision.similar)
-        store.write_text(note.path, stamped)
+        store.write_text(note.path, stamped)  # every text made first: a failure wrote nothing
+        for path, retired_text in retirements:
+            store.write_text(path, retired_text)
+            changed_paths.append(path)
         updated = store.read_note(note.path)
         message = f"update {note.id}: {masked_title(updated.title)}"
         if superseded:
@@ -368,7 +375,8 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
             # nothing, not even `updated`, and makes no commit (tests/test_lifecycle.py).
             return old, new
         moment = now()
-        path = _mark_superseded(store, old, new.id, moment)
+        path, retired_text = _superseded_version(store, old, new.id, moment)
+        store.write_text(path, retired_text)
         store.commit(f"supersede {old.id} by {new.id}: {masked_title(old.title)}", [path])
     return store.read_note(old.path), new
 
@@ -399,26 +407,12 @@ def edit_note(store: Store, ref: str, editor: str | None = None, fresh: bool = F
     that does not parse is opened as it is, for fixing; its last good version (the index's)
     gives the id it must keep."""
     note, original, broken = _editable(store, ref)
-    editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    command = _editor_command(editor)
+    command = editor_command(editor)
     draft_dir = store.state_dir / "edit"
     draft_dir.mkdir(exist_ok=True)
     draft = Draft(draft_dir, note.id)
     with draft.editing():
         return _edit_in_draft(store, note, original, broken, command, draft, fresh)
-
-
-def _editor_command(editor: str) -> list[str]:
-    """$VISUAL or $EDITOR as the shell would split it (`code --wait`), checked before any
-    copy is made: an unclosed quote or nothing but spaces is one line, not a traceback."""
-    try:
-        words = shlex.split(editor)
-    except ValueError as exc:
-        raise MemctlError(f"the editor {editor!r} ($VISUAL or $EDITOR) cannot be read: {exc}; "
-                          "set it to a command, e.g. EDITOR='code --wait'") from None
-    if not words:
-        raise MemctlError("$VISUAL or $EDITOR is empty; set it to a command, e.g. EDITOR=vi")
-    return words
 
 
 def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormatError | None,
@@ -440,18 +434,12 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
                      base, base_note)
     else:
         draft.start(original)
-    editor = command[0]
-    try:
-        result = subprocess.run([*command, str(draft.path)])
-    except FileNotFoundError:
-        raise MemctlError(f"editor {editor!r} not found; set $EDITOR") from None
-    except OSError as exc:  # not executable, a folder: the draft stays, as for a failed editor
-        raise MemctlError(f"editor {editor!r} cannot be run: {exc.strerror or exc}; "
-                          "set $EDITOR") from None
     kept_note = (f"the note is unchanged and your edit is kept: {cmd(f'edit {note.id}')} opens "
                  f"it again ({arg('fresh')}: start again from the note)")
-    if result.returncode != 0:
-        raise MemctlError(f"editor exited with {result.returncode}; {kept_note} ({where})")
+    # An editor that cannot start leaves the draft, as one that fails does.
+    returncode = run_editor(command, draft.path, "the note is unchanged")
+    if returncode != 0:
+        raise MemctlError(f"editor exited with {returncode}; {kept_note} ({where})")
     try:
         edited, removed, leftover = draft.read()
     except FileNotFoundError:
@@ -502,7 +490,13 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
                               f"{cmd(f'edit {note.id}')} opens your edit again, on top of the "
                               f"note as it is now ({where})")
         moment = now()
-        stamped = stamp(text, {}, moment, note)
+        try:
+            stamped = stamp(text, {}, moment, note)
+        except MemctlError as exc:
+            # Front matter of a shape line edits do not handle (a flow mapping `{…}`): the
+            # draft stays, and can be saved once written as one `key: value` line a field.
+            raise MemctlError(f"{exc}, or write the draft's front matter as one `key: value` "
+                              f"line per field; {kept_note} ({where})") from None
         store.write_text(note.path, stamped)
         store.commit(f"edit {note.id}: {masked_title(title_of(parse_text(stamped).meta, parse_text(stamped).body))}", [note.path])
     draft.discard()
@@ -638,8 +632,7 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
         # The reader's warnings say how it would read the file anyway ("…, read as 'fact'");
         # an edit is refused on them, so the message says what to change.
         return None, "; ".join(edited.warnings) + "; fix it in the draft (a valid value) and save again"
-    before = {(f.kind, f.masked) for f in scan(original_data.decode("utf-8", "replace"))}
-    added = [f for f in scan(text) if (f.kind, f.masked) not in before]
+    added = added_secrets(original_data.decode("utf-8", "replace"), text)
     if added:
         shown = ", ".join(f"{f.kind} {f.masked} (line {f.line + shift})" for f in added[:3])
         return added[0].line + shift, (f"the edit adds what looks like a secret: {shown}; the "

@@ -8,18 +8,19 @@ makes one commit. A missing file is created from the `MEMORY.md` template on fir
 from __future__ import annotations
 
 import os
-import shlex
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from memctl.core import arguments, sections
 from memctl.core.clock import now
 from memctl.core.errors import CLI, Front, MemctlError, UsageError, cmd
-from memctl.core.secrets import masked_title, refuse_secrets
+from memctl.core.secrets import added_secrets, masked_title, refuse_secrets
+from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
+from memctl.memory.editor import editor_command, run_editor
 from memctl.store import Store
 
 TEMPLATE_NAME = "MEMORY.md"
@@ -181,20 +182,65 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
     """Open MEMORY.md in $EDITOR (created from the template first) and commit what changed.
 
     The editor works on the file itself, as people expect of a file they own; the commit
-    records the change."""
+    records the change. What a write would refuse (not UTF-8 or NUL bytes, too large, a
+    secret the edit adds) and an editor that fails leave MEMORY.md as it was and the edit
+    kept in `.memctl/edit/PROJECT.MEMORY.md` (`_kept_aside`): nothing typed is lost, and
+    nothing refused is committed by the next command."""
     budget = max_bytes(store)
+    command = editor_command(editor)  # an unreadable $EDITOR before anything is made
     relpath, _created = ensure_exists(store, project)
-    before = store.read_text(relpath)[0]
-    editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    try:
-        result = subprocess.run([*shlex.split(editor), str(store.resolve(relpath))])
-    except FileNotFoundError:
-        raise MemctlError(f"editor {editor!r} not found; set $EDITOR") from None
-    if result.returncode != 0:
-        raise MemctlError(f"editor exited with {result.returncode}")
-    after = store.read_text(relpath)[0]
+    before = store.read_text(relpath)[0]  # a regular file, UTF-8: its bytes are restorable
+    path = store.resolve(relpath)
+    original = path.read_bytes()
+    returncode = run_editor(command, path, "MEMORY.md is unchanged")
     with store.lock("project edit"):
+        problem = _edit_problem(store, relpath, before, returncode)
+        if problem is not None:
+            raise MemctlError(f"{problem}; {_kept_aside(store, project, path, original)}")
+        after = store.read_text(relpath)[0]
         store.commit(f"project {project}: edit MEMORY.md", [relpath])
     return _view(store, project, after, budget, changed=after != before)
+
+
+def _edit_problem(store: Store, relpath: str, before: str, returncode: int) -> str | None:
+    """Why the edited MEMORY.md cannot be committed: the write paths' own checks (text,
+    size, the secret guard for what the edit adds, as `memctl edit` does), or None."""
+    if returncode != 0:
+        return f"editor exited with {returncode}"
+    try:
+        after = store.read_text(relpath)[0]
+        arguments.within_text_size(after, "the edited MEMORY.md")
+    except MemctlError as exc:
+        return str(exc)
+    added = added_secrets(before, after)
+    if added:
+        shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in added[:3])
+        return (f"the edit adds what looks like a secret: {shown}; the store is synced "
+                "through git, so it was not committed")
+    return None
+
+
+def _kept_aside(store: Store, project: str, path: Path, original: bytes) -> str:
+    """MEMORY.md put back as it was before the editor, the edited file moved aside (a
+    rename: whatever the editor left, kept whole); what the error says of it."""
+    try:
+        if path.stat().st_size == len(original) and path.read_bytes() == original:
+            return "MEMORY.md is unchanged"
+    except FileNotFoundError:
+        atomic_write_bytes(path, original)
+        return "MEMORY.md is as it was (the editor had removed it)"
+    except OSError:
+        pass  # not a file any more: moved aside below
+    folder = store.state_dir / "edit"
+    folder.mkdir(exist_ok=True)
+    kept = folder / f"{project}.{MEMORY_FILE}"
+    try:
+        os.replace(path, kept)
+    except OSError as exc:
+        raise MemctlError(f"MEMORY.md is left as the editor left it, uncommitted: it cannot "
+                          f"be moved to {kept} ({exc.strerror or exc})") from None
+    atomic_write_bytes(path, original)
+    return (f"MEMORY.md is as it was, and your edit is kept in {kept}: fix it there, then "
+            f"{cmd(f'project replace {kept} -p {project}')}")
 
 

@@ -212,8 +212,8 @@ def find_item(text: str, key: str, ref: str, what: str) -> Item | None:
     None when nothing matches; an ambiguous reference is an error naming the candidates."""
     found = items(text, key)
     ref = ref.strip()
-    if ref.isdigit():
-        number = int(ref)
+    number = arguments.as_number(ref)
+    if number is not None:
         if not 1 <= number <= len(found):
             raise UsageError(
                 f"there is no {what} {number}; the scratchpad has {len(found)} "
@@ -442,11 +442,15 @@ def clear(
     elif outcome or goal or summary:
         raise UsageError(f"{arg('outcome')}, {arg('goal')} and {arg('summary')} only go with {arg('archive')}")
     with store.lock("scratch clear"):
+        # The template before any write: one that cannot be read stops the clear with
+        # nothing written (an episode written first was left uncommitted, and made twice
+        # by the retry).
+        new = template_text(store, project)
+        if episode_file is None and current in (None, new):
+            return ScratchView(project, relpath, current,
+                               message="the scratchpad is already empty")
         if episode_file is not None:
             store.write_text(episode_file[0], episode_file[1])
-        new = template_text(store, project)
-        if current is None and episode_file is None:
-            return ScratchView(project, relpath, None, message="the scratchpad is already empty")
         store.write_text(relpath, new)
         message = "cleared"
         if episode_file is not None:

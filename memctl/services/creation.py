@@ -19,9 +19,9 @@ def create_store(root: Path, clone_url: str | None = None,
     store only with `force` (`Store.init`). Returns the store, whether anything was
     created, and warnings for the user."""
     if clone_url:
-        store, refused = clone_store(clone_url, root)
+        store, refused, cloned = clone_store(clone_url, root)
         warnings = [f"{path}: not checked out (links, .memctl/ and .git* files never come from "
                     "a remote; docs/security.md)" for path in refused]
-        return store, True, warnings
+        return store, cloned, warnings
     store, created = Store.init(root, force=force)
     return store, created, []
