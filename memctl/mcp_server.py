@@ -666,7 +666,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         expired: list[BriefOut]
         unrecalled: list[BriefOut]
         unrecalled_days: Optional[float] = None
-        problems: list[ProblemOut]
+        problems: list[ProblemOut] = Field(description=(
+            "The health report's summary of problems: the whole store's, whatever project"))
 
     class Server(MCPServer):  # type: ignore[misc, valid-type]
         """The SDK's server with memctl's error wording and list-changed notifications."""
@@ -1101,9 +1102,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             data = shown.to_dict()
         if shown.episode is not None:
             return reply(episode_text(data), {"kind": "episode", "episode": data})
-        if shown.broken is not None:  # the file as it is, its problem first (docs/format.md)
-            return reply(lines(f"{shown.broken}; the file as it is (search and recall use its "
-                               "last good version):", "", data["raw"]), {"kind": "note", "note": data})
+        if shown.broken is not None:
+            return reply(broken_text(shown.broken, data), {"kind": "note", "note": data})
         return reply(note_text(data), {"kind": "note", "note": data})
 
     @tool(
@@ -1392,6 +1392,12 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                         else f"{view.path} already had that text.")
         return reply(lines(text_out, f"Warning: {warning}" if warning else ""), data)
 
+    def broken_text(broken: Exception, data: dict[str, Any]) -> str:
+        """A note whose file does not parse: its problem first, then the file as it is
+        (docs/format.md)."""
+        return lines(f"{broken}; the file as it is (search and recall use its last good "
+                     "version):", "", data["raw"])
+
     def review_text(data: dict[str, Any]) -> str:
         def brief(entry: dict[str, Any]) -> str:
             return f"`{entry['id']}` ({entry['type']}, {entry['project']}) {entry['title']}"
@@ -1413,7 +1419,12 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                      f"true? still useful?): {len(data['unrecalled'])}")
         parts.extend(f"- {brief(entry)}, idle {entry.get('days')} days"
                      for entry in data["unrecalled"])
-        if not any(data[key] for key in upkeep.REVIEW_KEYS):
+        if data["problems"]:
+            # The report's summary: the whole store's, whatever project was asked about.
+            parts.append("\nProblems of the whole store (the health report names each; "
+                         "`memctl health` shows them):")
+            parts.extend(f"- {problem['message']}" for problem in data["problems"])
+        if not any(data[key] for key in upkeep.REVIEW_KEYS) and not data["problems"]:
             parts.append("\nNothing to tidy.")
         return "\n".join(parts)
 
@@ -1497,7 +1508,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 data = shown.to_dict()
         except MemctlError as exc:
             raise resource_failure(exc) from None
-        return episode_text(data) if shown.episode is not None else note_text(data)
+        if shown.episode is not None:
+            return episode_text(data)
+        # Never the last good fields alone, as if the note were well (the `show` tool's text).
+        return broken_text(shown.broken, data) if shown.broken is not None else note_text(data)
 
     # --- prompts --------------------------------------------------------------------------
 

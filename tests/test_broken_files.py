@@ -115,6 +115,25 @@ def test_recall_and_search_use_the_last_good_version_of_a_file_that_does_not_par
     assert [hit["id"] for hit in hits] == [note["id"]]
 
 
+def test_get_serves_the_last_good_version_of_a_fact_whose_file_does_not_parse(cli: Cli):
+    """`get` read every note it found from its file: one that did not parse made the whole
+    lookup an error, and a newer note of the same subject and predicate (which could not
+    supersede it: its file cannot be stamped) could not be fetched."""
+    old = cli.ok("add", "The cache is Memcached", "--subject", "cache", "--predicate",
+                 "engine", "--json").json()
+    break_tags(cli, old["path"])
+    new = cli.ok("add", "The cache is Redis 7", "--subject", "cache", "--predicate", "engine",
+                 "--json", "--force").json()
+    found = cli.ok("get", "cache", "engine", "--json").json()
+    by_id = {fact["id"]: fact for fact in found}
+    assert set(by_id) == {old["id"], new["id"]}
+    assert "problem" not in by_id[new["id"]]
+    assert by_id[old["id"]]["body"].strip() == "The cache is Memcached"
+    assert by_id[old["id"]]["problem"].startswith(f"{old['path']}:6: ")
+    said = cli.ok("get", "cache", "engine")
+    assert f"{old['path']}:6: " in said.stderr and "The cache is Redis 7" in said.stdout
+
+
 # --- export and import ------------------------------------------------------------------------------
 
 

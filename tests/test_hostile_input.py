@@ -436,3 +436,27 @@ def test_a_note_whose_fields_cannot_be_changed_stops_a_write_that_supersedes_it(
     assert tree_snapshot(store) == before, "a file was written before the failure"
     assert not _git(store, "status", "--porcelain").strip()
     assert _git(store, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+def test_a_time_no_calendar_holds_in_utc_is_no_time_not_a_failure_of_every_command(
+        store: Path, moment: str) -> None:
+    """`9999-12-31T23:59:59-23:59` is a valid ISO time whose UTC moment is past the last day
+    a datetime holds: reading it raised OverflowError, so one hand-written or pushed
+    `expires` made every command fail, and `--since`/`--expires` gave a traceback."""
+    folder = store / "alpha" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "far.md").write_text(f"---\nid: farexpiry0000001\ntype: fact\nexpires: {moment}\n"
+                                   "---\nThe wombat cache handles sessions.\n")
+    _git(store, "add", "-A")
+    _git(store, "commit", "-qm", "a hand-made note")
+    found = run_memctl("search", "wombat", "--json", store=store, project="alpha")
+    assert found.exit_code == 0, found.stderr
+    assert [hit["id"] for hit in json.loads(found.stdout)] == ["farexpiry0000001"]
+    report = json.loads(run_memctl("health", "--json", store=store, project="alpha").stdout)
+    [warned] = report["field_warnings"]
+    assert warned["id"] == "farexpiry0000001"
+    assert warned["warnings"] == [f"expires {moment!r} is not a date or time; read as no expiry"]
+    for args in (["search", "x", "--since", moment], ["add", "zz", "--expires", moment]):
+        done = run_memctl(*args, store=store, project="alpha")
+        one_line_error(done, 2)

@@ -1055,3 +1055,25 @@ def test_show_and_the_note_resource_say_an_ambiguous_prefix_is_ambiguous(mcp):
     assert "ambiguous" in str(refused.value)
     _, whole = mcp.ok("show", {"id": episode})
     assert episode in str(whole)
+
+
+def test_a_note_that_does_not_parse_is_said_so_by_the_resource_and_the_review(mcp):
+    """The note resource showed a broken note's last good fields as if it were well, without
+    its problem or text; `review` said "Nothing to tidy." while its structured problems
+    named the file."""
+    _, added = mcp.ok("remember", {"text": "The numbat queue drains hourly",
+                                   "project": "brokenres"})
+    path = mcp.store / added["path"]
+    good = path.read_text()
+    path.write_text(good.replace("type: fact", "type: [fact", 1))
+    try:
+        [content] = mcp.read(f"memctl://notes/{added['id']}").contents
+        assert "front matter does not parse" in content.text
+        assert "the file as it is" in content.text and "type: [fact" in content.text
+        text, review = mcp.ok("review", {"project": "brokenres"})
+        assert any(problem["kind"] == "parse_errors" for problem in review["problems"])
+        assert "Problems of the whole store" in text and "Nothing to tidy." not in text
+    finally:
+        path.write_text(good)
+    text, review = mcp.ok("review", {"project": "brokenres"})
+    assert not any(problem["kind"] == "parse_errors" for problem in review["problems"])

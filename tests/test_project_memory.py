@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -209,6 +211,58 @@ def test_an_edit_of_a_memory_file_that_already_held_a_secret_is_committed(
     editor = _editor(tmp_path, "ed.sh", 'printf -- "- [11-30] plain\\n" >> "$1"\n')
     result = cli.ok("project", "edit", "--json", env={"EDITOR": editor})
     assert result.json()["changed"] is True
+    assert git(store_path, "status", "--porcelain") == ""
+    # Another key of the same kind is a new secret (every one has the same masked form).
+    other = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    more = _editor(tmp_path, "more.sh", f'printf -- "- [11-30] also {other}\\n" >> "$1"\n')
+    refused = cli("project", "edit", env={"EDITOR": more})
+    assert refused.exit_code == 1 and "adds what looks like a secret" in refused.stderr
+    assert other not in (store_path / "demo" / "MEMORY.md").read_text()
+
+
+def test_a_second_failed_edit_keeps_the_first_kept_edit(cli, store_path, tmp_path):
+    cli.ok("project", "add", "decisions", "Use PostgreSQL 16", env=NOW)
+    first = cli("project", "edit", env={"EDITOR": _editor(
+        tmp_path, "one.sh", f'printf -- "- [11-30] first try {TOKEN}\\n" >> "$1"\n')})
+    second = cli("project", "edit", env={"EDITOR": _editor(
+        tmp_path, "two.sh", 'printf -- "- [11-30] second try\\n" >> "$1"\nexit 1\n')})
+    assert first.exit_code == second.exit_code == 1
+    folder = store_path / ".memctl" / "edit"
+    assert f"kept in {folder / 'demo.MEMORY.md'}" in first.stderr
+    assert f"kept in {folder / 'demo.MEMORY-2.md'}" in second.stderr
+    assert "first try" in (folder / "demo.MEMORY.md").read_text()
+    assert "second try" in (folder / "demo.MEMORY-2.md").read_text()
+
+
+def test_a_project_add_made_while_the_editor_is_open_is_never_undone(
+        cli, store_path, tmp_path):
+    """The editor works on a copy: MEMORY.md is written by memctl only, under the lock. An
+    editor that failed once put back the bytes it started from over an agent's `project
+    add` made meanwhile, calling that change "your edit"."""
+    cli.ok("project", "add", "decisions", "Use PostgreSQL 16", env=NOW)
+    memctl = shutil.which("memctl", path=os.path.dirname(sys.executable))
+    agent = (f'MEMCTL_STORE="{store_path}" MEMCTL_PROJECT=demo "{memctl}" project add '
+             f'decisions "Use Redis for caching" >/dev/null\n')
+    for script, said in ((agent + "exit 1\n", "editor exited with 1; MEMORY.md is unchanged"),
+                         (agent + 'printf -- "- [11-30] mine\\n" >> "$1"\n',
+                          "MEMORY.md changed while you edited it")):
+        result = cli("project", "edit", env={"EDITOR": _editor(tmp_path, "ed.sh", script)})
+        assert result.exit_code == 1 and said in result.stderr, result.stderr
+        assert "Use Redis for caching" in (store_path / "demo" / "MEMORY.md").read_text()
+        assert git(store_path, "status", "--porcelain") == ""
+        assert "Use Redis for caching" in git(store_path, "show", "HEAD:demo/MEMORY.md")
+    kept = store_path / ".memctl" / "edit" / "demo.MEMORY.md"
+    assert "mine" in kept.read_text()
+
+
+def test_an_editor_that_leaves_a_link_is_refused_and_nothing_follows_it(
+        cli, store_path, tmp_path):
+    cli.ok("project", "add", "decisions", "Use PostgreSQL 16", env=NOW)
+    outside = tmp_path / "outside.md"
+    script = f'cp "$1" "{outside}"; printf -- "- x\\n" >> "{outside}"; ln -sf "{outside}" "$1"\n'
+    result = cli("project", "edit", env={"EDITOR": _editor(tmp_path, "ed.sh", script)})
+    assert result.exit_code == 1 and "the editor left a link, not a file" in result.stderr
+    assert not (store_path / "demo" / "MEMORY.md").is_symlink()
     assert git(store_path, "status", "--porcelain") == ""
 
 

@@ -47,6 +47,16 @@ def test_nothing_yet_gives_nulls_and_a_hint(cli):
     assert "memctl add" in cli.ok("recall").stdout
 
 
+def test_a_budget_of_no_notes_says_the_notes_are_there(cli):
+    """`--limit 0` (or a budget every note misses) said "none yet: `memctl add` records one",
+    and an agent concluded its memory was empty."""
+    add(cli, "Deploys go through GitHub Actions")
+    add(cli, "The API allows 100 requests a minute")
+    block = cli.ok("recall", "-n", "0").stdout
+    assert "(none shown: 2 live notes did not fit the budget; --limit above 0 shows some)" in block
+    assert "none yet" not in block
+
+
 def test_count_and_per_note_budget(cli):
     for i in range(12):
         add(cli, f"Fact number {i} about the build: " + "lorem ipsum dolor sit amet " * 8)

@@ -72,10 +72,11 @@ def test_done_errors(cli, store_path):
     assert git(store_path, "rev-list", "--count", "HEAD") == commits
     assert cli.ok("scratch", "show", "--json").json()["done"] == []
     # `²` is a digit to str.isdigit but no number: words that match no step, not a traceback.
-    for command in ("done", "resolve"):
-        odd = cli("scratch", command, "²")
+    for command, ref in (("done", "²"), ("resolve", "²"), ("done", "9" * 5000)):
+        odd = cli("scratch", command, ref)
         assert odd.exit_code == 1 and odd.error.count("\n") == 1, odd.stderr
-        assert odd.stderr.startswith("error: '²' is not one of the") and "Traceback" not in odd.stderr
+        assert odd.stderr.startswith("error: '") and "is not one of the" in odd.stderr
+        assert "Traceback" not in odd.stderr
     assert tree_snapshot(store_path) == before
 
 

@@ -204,12 +204,27 @@ def test_when_only_other_projects_match_the_search_says_so(cli: Cli, store: Path
         "no matches among live notes in project demo or global; 1 stale match (superseded, "
         "archived or expired): --include-stale shows it; 2 matches in other projects: "
         "--all-projects shows them")
-    # A hit of this project the wider search finds through the word naming the project
-    # (which the scoped search leaves out) is not counted as elsewhere.
+    # The wider search asks what the scoped one asked: without the word naming the project
+    # (a rare word that only this project's notes hold pushed the others below the floor).
     note(store, "dm00000000000001", "The demo runs on Fridays.")
     named = cli.ok("search", "demo zeppelin", env=NOW)
     assert "2 matches in other projects" in named.stderr
     assert cli.ok("search", "qqqqzzzz", "--json", env=NOW).stderr == ""
+    # From global, the scope is global alone.
+    from_global = cli.ok("search", "zeppelin", "-p", "global", env=NOW)
+    assert from_global.stderr.strip() == ("no matches in global; 2 matches in other projects: "
+                                          "--all-projects shows them")
+
+
+def test_the_count_of_other_projects_leaves_out_the_words_naming_this_one(
+        cli: Cli, store: Path) -> None:
+    note(store, "al00000000000001", "Alpha release checklist: tag alpha builds.", project="alpha")
+    for number in range(12):
+        note(store, f"rd{number:014d}", f"Redis cache {number} holds sessions.",
+             project=f"p{number:02d}")
+    said = cli.ok("search", "alpha redis", "-p", "alpha", env=NOW)
+    assert said.stderr.strip() == ("no matches in project alpha or global; 12 matches in other "
+                                   "projects: --all-projects shows them")
 
 
 def test_filters(cli: Cli, store: Path) -> None:

@@ -333,3 +333,17 @@ def test_every_labelled_key_that_could_be_a_project_name_is_refused_as_one() -> 
     assert checked >= 30  # the token shapes, alone and after `deploy-`: AWS, GitHub, GitLab, npm, Slack, Stripe, JWT, …
     for name in ("blog-backend", "my-company-blog-backend", "项目-2026", "AKIAIOSFODNN7EXAMPL"):
         assert project_name(name) == name
+
+
+def test_what_an_edit_adds_is_told_by_the_secret_itself_not_its_masked_form() -> None:
+    """Every key of a kind has one masked form (`AKIA****`): compared by it, an edit could
+    add any number of new keys beside one the file held."""
+    from memctl.core.secrets import added_secrets
+
+    held, new = "AKIAIOSFODNN7EXAMPLE", "AKIAJQWERTYUIOPASDFG"
+    assert added_secrets(f"key {held}\n", f"key {held}\n") == []
+    assert added_secrets(f"key {held}\n", f"moved\nkey {held}\n") == []
+    [added] = added_secrets(f"key {held}\n", f"key {held}\nkey {new}\n")
+    assert added.line == 2 and added.kind == "aws-access-key"
+    [again] = added_secrets(f"key {held}\n", f"key {held}\nkey {held}\n")  # one more copy
+    assert again.line == 2

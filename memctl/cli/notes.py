@@ -128,6 +128,8 @@ def get(
                      if fact.corrected_by else "")
         info(f"{note.id}  {note.subject} / {note.predicate or '-'}  {note.type}  "
              f"updated {(note.updated or note.created or '')[:10]}  {note.path}{corrected}")
+        if fact.problem is not None:
+            warn(f"{fact.problem} (its last good version is used)")
         write(note.body.strip("\n") + "\n")
 
 

@@ -17,6 +17,7 @@ from memctl.cli.output import (
 from memctl.cli.plaintext import PlainText, plain_console
 from memctl.cli.plaintext import cell_len as plain_cell_len
 from memctl.core.query import parse
+from memctl.core.vocab import GLOBAL
 from memctl.services import retrieval
 from memctl.services.retrieval import CLOSE, OPEN
 
@@ -65,7 +66,7 @@ def no_matches(stale: int, elsewhere: int = 0, project: str | None = None) -> st
     matches in other projects than `project` (and global)."""
     said = "no matches among live notes" if stale else "no matches"
     if elsewhere and project:
-        said += f" in project {project} or global"
+        said += " in global" if project == GLOBAL else f" in project {project} or global"
     if stale:
         said += (f"; {stale} stale {_noun(stale)} (superseded, archived or expired):"
                  f" --include-stale shows {_them(stale)}")

@@ -142,8 +142,9 @@ def limit(value: int, argument: str = "limit", low: int = 1) -> int:
 
 def as_number(text: str) -> int | None:
     """The number a reference typed as plain digits gives (`scratch done 2`, `conflicts keep
-    1`), else None: `²` is a digit to `str.isdigit` but no number to `int` (a traceback)."""
-    return int(text) if text.isascii() and text.isdecimal() else None
+    1`), else None: `²` is a digit to `str.isdigit` but no number to `int`, and `int` refuses
+    more than 4,300 digits (each was a traceback). Past 18 digits no list is that long."""
+    return int(text) if text.isascii() and text.isdecimal() and len(text) <= 18 else None
 
 
 def at_least(value: int, low: int, argument: str) -> int:

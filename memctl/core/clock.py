@@ -72,7 +72,17 @@ def parse_time(text: object) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return parse_time_spelled_out(value)
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+    return _in_utc(parsed)
+
+
+def _in_utc(parsed: datetime) -> datetime | None:
+    """`parsed` in UTC (a time without zone is UTC), or None when UTC has no such moment:
+    `9999-12-31T23:59:59-23:59` is past the last day a datetime holds (OverflowError, which
+    a hand-written or pushed `expires` turned into a failure of every command)."""
+    try:
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        return None
 
 
 def parse_time_spelled_out(value: str) -> datetime | None:
@@ -86,9 +96,7 @@ def parse_time_spelled_out(value: str) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    return _in_utc(parsed)
 
 
 # A span: a count and a unit. `m` is months (as in `3m`); minutes are spelled `min`.

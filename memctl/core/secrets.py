@@ -48,6 +48,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
 from memctl.core.errors import MemctlError, arg
@@ -662,11 +663,20 @@ def guard_files(files: Mapping[str, str], allow: bool = False) -> None:
 
 
 def added_secrets(before: str, after: str) -> list[SecretFinding]:
-    """The likely secrets of `after` that `before` did not hold (by kind and masked form):
-    what an edit adds. A file that already held one (written with allow_secret, or by hand)
-    stays editable; a new one is refused (`memctl edit`, `memctl project edit`)."""
-    held = {(finding.kind, finding.masked) for finding in scan(before)}
-    return [finding for finding in scan(after) if (finding.kind, finding.masked) not in held]
+    """The likely secrets of `after` that `before` did not hold, each as many times as it
+    held it (by kind and the secret itself: every key of a kind has one masked form): what
+    an edit adds. A file that already held one (written with allow_secret, or by hand)
+    stays editable; a new one, or one more copy of one, is refused (`memctl edit`,
+    `memctl project edit`)."""
+    held = Counter((finding.kind, before[finding.start:finding.end]) for finding in scan(before))
+    added: list[SecretFinding] = []
+    for finding in scan(after):
+        key = (finding.kind, after[finding.start:finding.end])
+        if held[key] > 0:
+            held[key] -= 1
+        else:
+            added.append(finding)
+    return added
 
 
 def refuse_secrets(text: str, allow: bool = False) -> None:

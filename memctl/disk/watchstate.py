@@ -298,7 +298,8 @@ def _handed_over(path: Path) -> Any:
     the descriptor is left alone (not ours to close). The name is taken out of the
     environment either way: no child inherits the claim."""
     value = os.environ.pop(HANDED_LOCK_ENV, "")
-    if not (value.isascii() and value.isdecimal()):  # (`²` is a digit int() refuses)
+    # (`²` is a digit int() refuses; past 18 digits no descriptor, and int() refuses 4,300)
+    if not (value.isascii() and value.isdecimal() and len(value) <= 18):
         return None
     fd = int(value)
     try:

@@ -7,7 +7,6 @@ makes one commit. A missing file is created from the `MEMORY.md` template on fir
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,10 +16,12 @@ from memctl.core import arguments, sections
 from memctl.core.clock import now
 from memctl.core.errors import CLI, Front, MemctlError, UsageError, cmd
 from memctl.core.secrets import added_secrets, masked_title, refuse_secrets
+from memctl.core.textfile import decode_file
+from memctl.core.vocab import MAX_NOTE_BYTES
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
-from memctl.memory.editor import editor_command, run_editor
+from memctl.memory.editor import edited_copy, editor_command, read_edited, run_editor
 from memctl.store import Store
 
 TEMPLATE_NAME = "MEMORY.md"
@@ -151,8 +152,8 @@ def replace(store: Store, project: str, text: str, allow_secret: bool = False) -
         raise UsageError("the new MEMORY.md contains NUL bytes; it must be text")
     if not text.strip():
         raise UsageError(
-            "the new MEMORY.md is empty; refusing to wipe the project memory "
-            f"(edit it with {cmd('project edit')} to remove items)"
+            "the new MEMORY.md is empty; refusing to wipe the project memory: to remove "
+            f"items, give the whole text without them ({cmd('project edit')})"
         )
     arguments.within_text_size(text, "the new MEMORY.md")
     check_secrets(text, allow_secret)
@@ -179,68 +180,78 @@ def ensure_exists(store: Store, project: str) -> tuple[str, bool]:
 
 
 def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
-    """Open MEMORY.md in $EDITOR (created from the template first) and commit what changed.
+    """Open a copy of MEMORY.md (created from the template first) in $EDITOR, and save and
+    commit what the editor left in it.
 
-    The editor works on the file itself, as people expect of a file they own; the commit
-    records the change. What a write would refuse (not UTF-8 or NUL bytes, too large, a
-    secret the edit adds) and an editor that fails leave MEMORY.md as it was and the edit
-    kept in `.memctl/edit/PROJECT.MEMORY.md` (`_kept_aside`): nothing typed is lost, and
-    nothing refused is committed by the next command."""
+    The copy is `.memctl/edit/PROJECT.MEMORY.md` (`-2`, `-3`… beside a copy kept from an
+    earlier edit): MEMORY.md itself is only written by memctl, under the store lock, so a
+    `project add` made while the editor is open is never undone. What a write would refuse
+    (not UTF-8 or NUL bytes, over 1 MB, a secret the edit adds), an editor that fails, and
+    a MEMORY.md that changed meanwhile leave MEMORY.md as it is and the copy kept, named in
+    the error: nothing typed is lost, nothing refused is committed."""
     budget = max_bytes(store)
     command = editor_command(editor)  # an unreadable $EDITOR before anything is made
     relpath, _created = ensure_exists(store, project)
-    before = store.read_text(relpath)[0]  # a regular file, UTF-8: its bytes are restorable
-    path = store.resolve(relpath)
-    original = path.read_bytes()
-    returncode = run_editor(command, path, "MEMORY.md is unchanged")
+    before = store.read_text(relpath)[0]
+    original = before.encode("utf-8")
+    copy = edited_copy(store.state_dir / "edit", f"{project}.{MEMORY_FILE}", original)
+    try:
+        returncode = run_editor(command, copy, "MEMORY.md is unchanged")
+    except MemctlError:
+        copy.unlink(missing_ok=True)  # nothing was typed
+        raise
     with store.lock("project edit"):
-        problem = _edit_problem(store, relpath, before, returncode)
+        data = None
+        problem = f"editor exited with {returncode}" if returncode else None
+        if problem is None:
+            try:
+                data = read_edited(copy, MAX_NOTE_BYTES)
+            except MemctlError as exc:
+                problem = str(exc)
+        if data is not None:
+            problem = _edit_problem(before, data)
+        if problem is None and store.read_text(relpath)[0] != before:
+            problem = ("MEMORY.md changed while you edited it (another command, or a sync); "
+                       "nothing was saved over it")
         if problem is not None:
-            raise MemctlError(f"{problem}; {_kept_aside(store, project, path, original)}")
-        after = store.read_text(relpath)[0]
-        store.commit(f"project {project}: edit MEMORY.md", [relpath])
+            raise MemctlError(f"{problem}; {_kept(copy, original, project)}")
+        after = decode_file(data)  # checked by `_edit_problem`
+        assert isinstance(after, str) and data is not None
+        if after != before:
+            atomic_write_bytes(store.resolve(relpath), data)
+            store.commit(f"project {project}: edit MEMORY.md", [relpath])
+    copy.unlink(missing_ok=True)
     return _view(store, project, after, budget, changed=after != before)
 
 
-def _edit_problem(store: Store, relpath: str, before: str, returncode: int) -> str | None:
-    """Why the edited MEMORY.md cannot be committed: the write paths' own checks (text,
-    size, the secret guard for what the edit adds, as `memctl edit` does), or None."""
-    if returncode != 0:
-        return f"editor exited with {returncode}"
-    try:
-        after = store.read_text(relpath)[0]
-        arguments.within_text_size(after, "the edited MEMORY.md")
-    except MemctlError as exc:
-        return str(exc)
+def _edit_problem(before: str, data: bytes) -> str | None:
+    """Why the edited MEMORY.md cannot be saved: the write paths' own checks (text, size,
+    the secret guard for what the edit adds, as `memctl edit` does), or None."""
+    if len(data) > MAX_NOTE_BYTES:
+        return f"the edited MEMORY.md is larger than {MAX_NOTE_BYTES // 1024} KB"
+    after = decode_file(data)
+    if not isinstance(after, str):
+        line, message = after
+        return f"the edited MEMORY.md, line {line}: {message}"
     added = added_secrets(before, after)
     if added:
         shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in added[:3])
         return (f"the edit adds what looks like a secret: {shown}; the store is synced "
-                "through git, so it was not committed")
+                "through git, so it was not saved")
     return None
 
 
-def _kept_aside(store: Store, project: str, path: Path, original: bytes) -> str:
-    """MEMORY.md put back as it was before the editor, the edited file moved aside (a
-    rename: whatever the editor left, kept whole); what the error says of it."""
+def _kept(copy: Path, original: bytes, project: str) -> str:
+    """What the error says of the editor's copy: dropped when it holds nothing new, else
+    kept and named, with the command that saves it once fixed."""
     try:
-        if path.stat().st_size == len(original) and path.read_bytes() == original:
-            return "MEMORY.md is unchanged"
-    except FileNotFoundError:
-        atomic_write_bytes(path, original)
-        return "MEMORY.md is as it was (the editor had removed it)"
-    except OSError:
-        pass  # not a file any more: moved aside below
-    folder = store.state_dir / "edit"
-    folder.mkdir(exist_ok=True)
-    kept = folder / f"{project}.{MEMORY_FILE}"
-    try:
-        os.replace(path, kept)
-    except OSError as exc:
-        raise MemctlError(f"MEMORY.md is left as the editor left it, uncommitted: it cannot "
-                          f"be moved to {kept} ({exc.strerror or exc})") from None
-    atomic_write_bytes(path, original)
-    return (f"MEMORY.md is as it was, and your edit is kept in {kept}: fix it there, then "
-            f"{cmd(f'project replace {kept} -p {project}')}")
+        unchanged = read_edited(copy, len(original)) == original
+    except MemctlError:
+        unchanged = False
+    if unchanged:
+        copy.unlink(missing_ok=True)
+        return "MEMORY.md is unchanged"
+    return (f"MEMORY.md is unchanged, and your edit is kept in {copy}: fix it there, then "
+            f"{cmd(f'project replace {copy} -p {project}')}")
 
 

@@ -328,7 +328,10 @@ def render(
     query: str | None = None,
     wording: Front = CLI,
     no_match: bool = False,
+    left_out: int = 0,
 ) -> str:
+    """The block. `left_out`: live notes in scope that did not fit the budget (with none
+    shown, the block says so rather than that there are none)."""
     parts = [f"# Memory for project `{project}`" + (f" (query: {query})" if query else "")]
     for warning in warnings:
         parts.append(f"> warning: {warning}")
@@ -348,6 +351,10 @@ def render(
     elif no_match:
         parts.append(f"## Relevant notes\n\n(no note matches the query; {wording.command('search')}"
                      " with other words may find one)")
+    elif left_out:
+        parts.append(f"## Relevant notes\n\n(none shown: {left_out} live "
+                     f"note{'s' if left_out != 1 else ''} did not fit the budget; "
+                     f"{wording.option('limit')} above 0 shows some)")
     else:
         parts.append(
             f"## Relevant notes\n\n(none yet: {wording.command('add')} records one)"
@@ -397,6 +404,8 @@ def assemble(
     scratch_shown = compact(scratchpad) if scratchpad and scratchpad_has_content else None
     state = {"memory_cut": False, "scratch_cut": False}
 
+    dropped = 0
+
     def build() -> str:
         return render(
             project,
@@ -409,10 +418,10 @@ def assemble(
             query=query,
             wording=wording,
             no_match=no_match,
+            left_out=omitted + dropped,
         )
 
     block = build()
-    dropped = 0
     while len(block) > budget.total_chars and len(notes) > MIN_NOTES_BEFORE_CUTTING_FILES:
         notes.pop()
         dropped += 1

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from memctl.core import arguments
 from memctl.core.clock import now
-from memctl.core.errors import ArgumentError, MemctlError, cmd
+from memctl.core.errors import ArgumentError, MemctlError, NoteFormatError, cmd
 from memctl.core.ids import id_argument
-from memctl.core.note import Note
+from memctl.core.note import Note, note_from_parsed
+from memctl.core.noteformat import parse_text, render_note
 from memctl.core.vocab import GLOBAL, LIST_SORTS, LIST_STATUSES
 from memctl.disk.layout import EPISODE, classify
-from memctl.index.db import Index, ensure_fresh
+from memctl.index.db import Index, ParseError, ensure_fresh
 from memctl.memory.listing import list_notes as list_index
 from memctl.memory.notes import (
     AddResult,
@@ -80,12 +81,18 @@ class Fact:
     note stays active, so the exact fact must say it was corrected, as recall does
     (docs/lifecycle.md)."""
 
-    def __init__(self, note: Note, corrected_by: list[str]) -> None:
+    def __init__(self, note: Note, corrected_by: list[str],
+                 problem: ParseError | None = None) -> None:
         self.note = note
         self.corrected_by = corrected_by
+        self.problem = problem  # its file does not parse: `note` is its last good version
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.note.to_dict(), "corrected_by": list(self.corrected_by)}
+        data = {**self.note.to_dict(), "corrected_by": list(self.corrected_by)}
+        if self.problem is not None:
+            data["problem"] = (f"{self.problem}; this is its last good version, as search "
+                               "and recall use it")
+        return data
 
 
 def get(store: Store, subject: str, predicate: str | None = None, *,
@@ -107,8 +114,33 @@ def get(store: Store, subject: str, predicate: str | None = None, *,
         raise MemctlError(f"no active note about {about!r}; {cmd('search')} finds notes by "
                           "their words")
     corrections = index.corrections_of([str(row["id"]) for row in rows], now().timestamp())
-    return [Fact(store.read_note(str(row["path"])), corrections.get(str(row["id"]), []))
-            for row in rows]
+    facts = []
+    for row in rows:
+        named = corrections.get(str(row["id"]), [])
+        try:
+            facts.append(Fact(store.read_note(str(row["path"])), named))
+        except NoteFormatError:
+            # A file that stopped parsing: its last good version, as search, list and recall
+            # serve it, said so; the other notes found are not lost with it.
+            kept = _last_good_note(index, row)
+            if kept is not None:
+                facts.append(Fact(kept[1], named, kept[0]))
+    return facts
+
+
+def _last_good_note(index: Index, row: dict[str, Any]) -> tuple[ParseError, Note] | None:
+    """The note the index keeps for a file that does not parse now (its front matter as the
+    index read it last, and its body), with the file's problem."""
+    path = str(row["path"])
+    kept = index.last_good(path)
+    if kept is None:
+        return None
+    problem, body = kept
+    meta = {key: value for key, value in row.items() if key != "path"}
+    text = render_note(meta, body)
+    note = note_from_parsed(parse_text(text), text=text, relpath=path,
+                            project=str(row.get("project") or GLOBAL), check_stamp=False)
+    return problem, note
 
 
 def edit(store: Store, ref: str, *, fresh: bool = False) -> EditResult:

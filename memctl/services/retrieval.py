@@ -4,9 +4,10 @@ this module imports nothing the search does not need (tests/test_layers.py)."""
 from __future__ import annotations
 
 from memctl.core import arguments
-from memctl.core.query import Query, parse
+from memctl.core.query import Query, parse, without_scope_words
 from memctl.core.vocab import GLOBAL, MAX_LIMIT
 from memctl.disk.counters import record_access
+from memctl.disk.layout import DEFAULT_PROJECT
 from memctl.index.db import Index, ParseError, fresh_during, open_ahead
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
 from memctl.index.search import search as ranked_search
@@ -49,9 +50,14 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
         arguments.since(since)
     if project is not None:
         arguments.scope_name(project)
+    # The wider search of a search that found nothing asks what the scoped one asked: without
+    # the words naming the project (which a search of one project leaves out, docs/search.md).
+    asked = without_scope_words(parsed, project)[0] \
+        if project not in (None, GLOBAL, DEFAULT_PROJECT) else parsed
+
     def ranked(index: Index) -> tuple[list[Hit], int, int]:
-        def run(*, everywhere: bool, stale_too: bool) -> list[Hit]:
-            return ranked_search(store, parsed, project=None if everywhere else project,
+        def run(*, everywhere: bool, stale_too: bool, query: Query = parsed) -> list[Hit]:
+            return ranked_search(store, query, project=None if everywhere else project,
                                  all_projects=everywhere, types=chosen_types, tags=list(tags),
                                  since=since, limit=limit, include_stale=stale_too,
                                  explain=explain, index=index)
@@ -65,9 +71,8 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
         if not hits and not all_projects:
             # Nor in this project or global: say whether other projects hold matches (an
             # agent started in another folder than it thought searches another project).
-            # (The wider search keeps the words naming this project, which the scoped one
-            # leaves out: a hit of this scope it finds is not counted.)
-            elsewhere = sum(1 for hit in run(everywhere=True, stale_too=include_stale)
+            elsewhere = sum(1 for hit in run(everywhere=True, stale_too=include_stale,
+                                             query=asked)
                             if hit.project not in (project, GLOBAL))
         return hits, stale, elsewhere
 

@@ -45,7 +45,8 @@ def review(store: Store, project: str | None) -> dict[str, Any]:
     """What a consolidation pass works through (docs/agents.md, the `consolidate` prompt):
     the health report's near-duplicates, possible contradictions, expired notes and notes
     nobody recalled for `unrecalled_days`, of `project` + global (every project when None),
-    and the report's `problems` and `unrecalled_days`."""
+    and the report's `problems` (its summary: the whole store's, not narrowed to `project`)
+    and `unrecalled_days`."""
     if project is not None:
         arguments.scope_name(project)
     report = build_report(store)
