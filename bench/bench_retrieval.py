@@ -38,7 +38,7 @@ CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK_RUN = re.compile(f"[{CJK}]+")
 WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 calls a token: letters and digits
 TOP = 10
-CLASSES = ("keyword", "partial", "typo", "question", "agent")
+CLASSES = ("keyword", "partial", "typo", "question", "agent", "pasted")
 RETRY_WAIT_S = 60  # memctl's modules may be mid-move while the package is restructured
 
 # One line of queries.jsonl ("class" is a keyword, hence the functional form).

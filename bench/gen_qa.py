@@ -41,11 +41,12 @@ NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 NOW_TEXT = stamp(NOW)
 OLDEST = datetime(2025, 1, 15, tzinfo=UTC)
 
-CLASSES = ("keyword", "partial", "typo", "question", "agent")
+CLASSES = ("keyword", "partial", "typo", "question", "agent", "pasted")
 # Per language; above the required 40/30/30/60 so each cell has a little more weight.
-QUERY_COUNTS = {"keyword": 48, "partial": 36, "typo": 36, "question": 72, "agent": 60}
+QUERY_COUNTS = {"keyword": 48, "partial": 36, "typo": 36, "question": 72, "agent": 60, "pasted": 24}
 # The classes made in one pass from the generator's main random stream; `agent` questions come
-# after, from a stream of their own, so adding them left every earlier query as it was.
+# after, from a stream of their own, and `pasted` errors after them from another, so adding
+# each left every earlier query as it was.
 MAIN_CLASSES = CLASSES[:4]
 LANG_WEIGHTS = {"en": 45, "zh": 45, "mixed": 10}
 STALE_ODDS = (("superseded", 0.08), ("archived", 0.03), ("expired", 0.04))
@@ -1676,6 +1677,50 @@ def make_queries(rng: random.Random, notes: list[Note], projects: list[Project],
                 raise SystemExit(f"only {made} {lang} {cls} queries could be made; enlarge the corpus")
     used = {query["relevant"][0] for query in queries}  # type: ignore[index]
     queries.extend(make_agent_queries(random.Random(f"agent-{seed}"), notes, projects, used, stale_of))
+    used = {query["relevant"][0] for query in queries}  # type: ignore[index]
+    queries.extend(make_pasted_queries(random.Random(f"pasted-{seed}"), notes, used, stale_of))
+    return queries
+
+
+# What an agent pastes when something fails: an error line holding the value a note records,
+# glued to other parts by `@`, `:`, `/`, `?` as a tool prints it (a host inside a login, a
+# port after an address, a dashboard link with its query string), never the note's words.
+PASTED = {
+    "host": ["{user}@{host}: Permission denied (publickey).",
+             "ssh: connect to host {user}@{host}:22: Connection timed out"],
+    "port": ["connect ECONNREFUSED {ip}:{port}", "dial tcp {ip}:{port}: connect: connection refused"],
+    "dashboard": ["{url}?orgId=1&from=now-6h&to=now", "Failed to load {url}?orgId=1: 502 Bad Gateway"],
+}
+
+
+def pasted_error(rng: random.Random, note: Note) -> str:
+    slots = {**note.slots, "user": rng.choice(["deploy", "ubuntu", "ci"]),
+             "ip": f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"}
+    return fmt(rng.choice(PASTED[note.frame]), slots)
+
+
+def make_pasted_queries(rng: random.Random, notes: list[Note], used: set[str],
+                        stale_of: dict[tuple[str, str, tuple[str, ...]], list[str]]) -> list[dict[str, object]]:
+    """`pasted` errors, per language from active notes of the frames in PASTED no other
+    query is about, in turn over those frames; asked in the note's own project (a global
+    note has none of these frames)."""
+    queries: list[dict[str, object]] = []
+    for lang in ("en", "zh"):
+        by_frame = {name: [note for note in notes if note.lang == lang and note.frame == name
+                           and note.stale_reason is None and note.id not in used]
+                    for name in sorted(PASTED)}
+        for pool in by_frame.values():
+            rng.shuffle(pool)
+        order = sorted(by_frame)
+        for made in range(1, QUERY_COUNTS["pasted"] + 1):
+            pool = by_frame[order[(made - 1) % len(order)]]
+            if not pool:
+                raise SystemExit(f"only {made - 1} {lang} pasted queries could be made; enlarge the corpus")
+            note = pool.pop()
+            queries.append({"id": f"{lang}-pasted-{made:03d}", "lang": lang, "class": "pasted",
+                            "query": pasted_error(rng, note), "relevant": [note.id],
+                            "project": note.project, "frame": note.frame,
+                            "stale_versions": stale_of.get((note.project, note.frame, note.key), [])})
     return queries
 
 
