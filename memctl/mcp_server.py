@@ -526,6 +526,9 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         action: str = Field(json_schema_extra={"enum": ["created", "merged"]})
         superseded: list[str]
         similar: list[str]
+        not_superseded: list[str] = Field(default_factory=list, description=(
+            "Active notes of the same subject and predicate whose file does not parse: "
+            "not superseded; fix them, then `supersede`"))
 
     class RecalledOut(Out):
         id: str
@@ -982,6 +985,9 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             head += (f" A correction of `{result.corrects}`: that note stays active, the "
                      "correction ranks ahead of it.")
         return reply(lines(head, ids_line("Superseded (no longer active)", result.superseded),
+                           ids_line("Not superseded: same subject and predicate, but the file "
+                                    "does not parse (fix it, then `supersede`)",
+                                    result.not_superseded),
                            ids_line("Similar notes that may contradict it (check with `show`)",
                                     result.similar)), data)
 
@@ -1065,6 +1071,9 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                            for number, hit in enumerate(hits, start=1)))
         if found.truncated:
             text += "\n(The query was cut to its first words.)"
+        if data["unreadable_files"]:  # as `memctl search` warns on stderr
+            text += ("\nFiles that do not parse (their last good version is used, or they are "
+                     "left out): " + "; ".join(data["unreadable_files"]))
         return reply(text, data)
 
     @tool(

@@ -124,14 +124,21 @@ def test_get_serves_the_last_good_version_of_a_fact_whose_file_does_not_parse(cl
     break_tags(cli, old["path"])
     new = cli.ok("add", "The cache is Redis 7", "--subject", "cache", "--predicate", "engine",
                  "--json", "--force").json()
+    # It could not be superseded (its file cannot be changed), and the add says so.
+    assert new["superseded"] == [] and new["not_superseded"] == [old["id"]]
+    said = cli.ok("add", "The cache is Redis 7.2", "--subject", "cache", "--predicate",
+                  "engine", "--force")
+    assert f"{old['id']} has the same subject and predicate but its file does not parse" \
+        in said.stderr
+    newest = said.stderr.split()[1]  # `created ID  PATH`
     found = cli.ok("get", "cache", "engine", "--json").json()
     by_id = {fact["id"]: fact for fact in found}
-    assert set(by_id) == {old["id"], new["id"]}
-    assert "problem" not in by_id[new["id"]]
+    assert set(by_id) == {old["id"], newest}  # the second add superseded the first
+    assert "problem" not in by_id[newest]
     assert by_id[old["id"]]["body"].strip() == "The cache is Memcached"
     assert by_id[old["id"]]["problem"].startswith(f"{old['path']}:6: ")
     said = cli.ok("get", "cache", "engine")
-    assert f"{old['path']}:6: " in said.stderr and "The cache is Redis 7" in said.stdout
+    assert f"{old['path']}:6: " in said.stderr and "The cache is Redis 7.2" in said.stdout
 
 
 # --- export and import ------------------------------------------------------------------------------

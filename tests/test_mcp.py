@@ -1073,6 +1073,9 @@ def test_a_note_that_does_not_parse_is_said_so_by_the_resource_and_the_review(mc
         text, review = mcp.ok("review", {"project": "brokenres"})
         assert any(problem["kind"] == "parse_errors" for problem in review["problems"])
         assert "Problems of the whole store" in text and "Nothing to tidy." not in text
+        text, found = mcp.ok("search", {"query": "numbat", "project": "brokenres"})
+        assert [hit["id"] for hit in found["hits"]] == [added["id"]]  # its last good version
+        assert "Files that do not parse" in text and added["path"] in text
     finally:
         path.write_text(good)
     text, review = mcp.ok("review", {"project": "brokenres"})

@@ -4,7 +4,7 @@ fast path (`memctl.cli.fast`), and free of typer so the fast path never imports 
 from __future__ import annotations
 
 from memctl.cli.context import current_project, get_store
-from memctl.cli.output import emit_json, info, read_text_argument
+from memctl.cli.output import emit_json, info, read_text_argument, warn
 from memctl.services import notes
 
 
@@ -30,6 +30,10 @@ def run_add(text: str, *, note_type: str = "fact", project: str | None = None,
     info(f"{verb} {result.id}  {result.path}")
     for old in result.superseded:
         info(f"  supersedes {old}")
+    for old in result.not_superseded:
+        warn(f"{old} has the same subject and predicate but its file does not parse, so it "
+             f"was not superseded: fix it (`memctl edit {old}`), then "
+             f"`memctl supersede {old} {result.id}`")
     if result.corrects:
         info(f"  correction of {result.corrects}: {result.corrects} stays active, the correction "
              "ranks ahead of it")

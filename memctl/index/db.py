@@ -1360,6 +1360,19 @@ class Index:
             fetch(f" AND d.id IN ({marks})", list(hit_ids), len(hit_ids))
         return list(found.values()), live
 
+    def unreadable_with_key(self, projects: Iterable[str], subject: str, predicate: str
+                            ) -> list[str]:
+        """The ids of the active notes of `projects` with this subject and predicate whose
+        file does not parse now (the index serves their last good version): a write that
+        supersedes the others cannot mark them, and says so (memctl.memory.notes)."""
+        scopes = sorted(set(projects))
+        marks = ", ".join("?" * len(scopes))
+        return [row[0] for row in self.conn.execute(
+            f"SELECT d.id FROM docs d JOIN files fl ON fl.path = d.path"
+            f" WHERE fl.error IS NOT NULL AND d.kind = 'note' AND d.status = 'active'"
+            f" AND d.subject = ? AND d.predicate = ? AND d.project IN ({marks}) ORDER BY d.id",
+            [subject, predicate, *scopes])]
+
     def corrections_of(self, ids: Iterable[str], now_ts: float) -> dict[str, list[str]]:
         """The live corrections naming each of these notes in `corrects`, by corrected id
         (oldest first): recall marks a corrected note with them (docs/lifecycle.md)."""

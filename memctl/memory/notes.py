@@ -45,11 +45,14 @@ class AddResult:
     superseded: list[str] = field(default_factory=list)
     similar: list[str] = field(default_factory=list)
     corrects: str | None = None  # a correction: the note it corrects, which stays active
+    # Active notes of the same subject + predicate whose file does not parse: not superseded
+    # (no field of a file that does not parse can be changed), and said so.
+    not_superseded: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "path": self.path, "action": self.action,
                 "superseded": self.superseded, "similar": self.similar,
-                "corrects": self.corrects}
+                "corrects": self.corrects, "not_superseded": self.not_superseded}
 
 
 def build_note_text(store: Store, *, note_id: str, text: str, note_type: str, project: str,
@@ -156,6 +159,8 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
             store.write_text(path, retired_text)
         changed = [relpath, *(path for path, _ in retirements)]
         superseded = [old.id for old in retired]
+        unreadable = index.unreadable_with_key([project, GLOBAL], subject, predicate) \
+            if subject and predicate else []
         message = f"add {note_type} {note_id}: {masked_title(title)}"
         if superseded:
             message += f" (supersedes {', '.join(superseded)})"
@@ -164,7 +169,8 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         # The new note's words are kept for the next add's checks while git commits.
         store.commit(message, changed, index=index, close_index=True,
                      then=lambda held: keep_words(held.conn, [relpath], [project, GLOBAL]))
-    return AddResult(note_id, relpath, "created", superseded, list(decision.similar), corrects)
+    return AddResult(note_id, relpath, "created", superseded, list(decision.similar), corrects,
+                     unreadable)
 
 
 
