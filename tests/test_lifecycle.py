@@ -312,6 +312,41 @@ def test_restore_many_ids_and_the_last_sweep_in_one_commit(cli: Cli) -> None:
     assert nothing.exit_code == 1 and "nothing to undo" in nothing.stderr
 
 
+def test_restore_last_sweep_passes_over_a_later_sweep_that_only_demoted(cli: Cli) -> None:
+    """The newest sweep's commit was taken even when it archived nothing: after a sweep
+    that only demoted, `restore --last-sweep` said there was no sweep at all."""
+    def added(text: str, importance: str, when: str) -> str:
+        return cli.ok("add", text, "--importance", importance, "--json", "--force",
+                      env={"MEMCTL_NOW": when}).json()["id"]
+
+    old = added("The old CI runs on Travis", "5", "2025-06-01T00:00:00Z")
+    added("The lint step runs ruff", "3", "2026-01-01T00:00:00Z")
+    added("The docs build with mkdocs", "4", "2026-03-01T00:00:00Z")
+    first = cli.ok("archive", "--json", env={"MEMCTL_NOW": "2026-04-15T00:00:00Z"}).json()
+    second = cli.ok("archive", "--json", env={"MEMCTL_NOW": "2026-06-01T00:00:00Z"}).json()
+    assert first["archived"] == [old] and len(first["demoted"]) == 1
+    assert second["archived"] == [] and len(second["demoted"]) == 1
+    undone = cli.ok("restore", "--last-sweep", "--json").json()
+    assert [entry["id"] for entry in undone["restored"]] == [old]
+    nothing = cli("restore", "--last-sweep")
+    assert nothing.exit_code == 1 and "nothing to undo" in nothing.stderr
+
+
+def test_a_sweep_whose_commit_is_refused_says_nothing_changed(cli: Cli) -> None:
+    """Every move is put back when the commit fails: the commit's own words ("Your change is
+    on disk", "`memctl sync` commits the change") were false, and a sync then committed
+    nothing of the sweep."""
+    cli.ok("add", "The old CI runs on Travis", env=OLD)
+    git(cli.store, "checkout", "-q", "--detach")
+    before = tree_snapshot(cli.store)
+    refused = cli("archive", env=SWEEP)
+    assert refused.exit_code == 1 and refused.error.count("\n") == 1, refused.stderr
+    assert "detached HEAD" in refused.stderr
+    assert "every file was put back, nothing changed" in refused.stderr
+    assert "on disk" not in refused.stderr and "commits the change" not in refused.stderr
+    assert tree_snapshot(cli.store) == before
+
+
 def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_renamed(
         cli: Cli) -> None:
     notes = _make_aged_store(cli)

@@ -131,6 +131,24 @@ def test_list_filters_and_json(cli: Cli):
     assert all("path" in n and "/" in n["path"] for n in listed)
 
 
+def test_list_sorts_by_time_not_by_text_and_newest_first_in_each_group(cli: Cli):
+    """`--sort created` ordered the `created` text (`10:00+09:00` is 01:00 UTC, before
+    `05:00Z`), and `--sort type`/`project` put the oldest first within each group."""
+    folder = cli.store / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, created in (("tokyo", "2026-05-01T10:00:00+09:00"),
+                          ("five", "2026-05-01T05:00:00Z"), ("three", "2026-05-01T03:00:00.000Z")):
+        (folder / f"{name}.md").write_text(f"---\nid: {name}\ntype: fact\ncreated: {created}\n"
+                                          f"updated: {created}\n---\nNote {name}\n")
+    assert [n["id"] for n in cli.ok("list", "--sort", "created", "--json").json()] == [
+        "five", "three", "tokyo"]
+    cli.ok("add", "a rule", "--type", "rule", env={"MEMCTL_NOW": "2026-01-01T00:00:00Z"})
+    cli.ok("add", "a newer rule", "--type", "rule", env={"MEMCTL_NOW": "2026-09-01T00:00:00Z"})
+    by_type = [(n["type"], n["title"]) for n in cli.ok("list", "--sort", "type", "--json").json()]
+    assert by_type == [("fact", "Note five"), ("fact", "Note three"), ("fact", "Note tokyo"),
+                       ("rule", "a newer rule"), ("rule", "a rule")]
+
+
 def _editor_script(tmp_path: Path, python_code: str) -> str:
     script = tmp_path / "editor.py"
     script.write_text("import sys\npath = sys.argv[1]\ntext = open(path, encoding='utf-8').read()\n" + python_code)

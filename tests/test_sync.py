@@ -636,6 +636,14 @@ def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):
     assert all(set(r) == {"commit", "time", "message"} for r in rows)
     assert [r["time"] for r in rows] == sorted((r["time"] for r in rows), reverse=True)
     assert a("log", "0000000000000000").exit_code == 1
+    # A hand-made id that ends another note's file name (`old-one.md` holds `old-one`): its
+    # log is its own file's alone.
+    folder = a.store / "demo" / "notes" / "fact"
+    for name in ("one", "old-one"):
+        (folder / f"{name}.md").write_text(f"---\nid: {name}\ntype: fact\n---\nNote {name}\n")
+        git(a.store, "add", "-A")
+        git(a.store, "commit", "-qm", f"by hand: {name}")
+    assert [r["message"] for r in a.ok("log", "one", "--json").json()] == ["by hand: one"]
 
 
 def files_with_id(root: Path, note_id: str) -> list[str]:

@@ -50,12 +50,22 @@ LOCK_RETRY_SECONDS = 5.0
 
 
 class GitError(MemctlError):
-    pass
+    """A git step failed. `reason`: why, without what the message says of the change left on
+    disk (for a caller that puts the change back: `put_back_reason`)."""
+
+    reason: str | None = None
 
 
 # How a commit's error ends: the command's change is written, only not committed. A caller
-# that puts the change back (an import) says so instead.
+# that puts the change back (an import, an archive sweep) says so instead.
 CHANGE_ON_DISK = "Your change is on disk"
+
+
+def put_back_reason(exc: BaseException) -> str:
+    """Why a commit failed, for a caller that put every file back: without "then `memctl
+    sync` commits the change" nor "Your change is on disk", which are false then."""
+    reason = getattr(exc, "reason", None)
+    return reason or str(exc).removesuffix(".").removesuffix(CHANGE_ON_DISK).rstrip(" .;")
 
 
 def git_available() -> bool:
@@ -673,7 +683,9 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     if refusal:
         # The change is written: the command run again would make it twice (a second note)
         # or find it made (`forget`); a sync commits whatever is on disk.
-        raise GitError(f"{refusal}; then {cmd('sync')} commits the change. {CHANGE_ON_DISK}.")
+        refused = GitError(f"{refusal}; then {cmd('sync')} commits the change. {CHANGE_ON_DISK}.")
+        refused.reason = refusal
+        raise refused
     crashed = crashed_holder(root)  # (settling the locks forgets it)
     settle_index_lock(root)
     finish_interrupted_move(root)  # before anything commits what a killed sync half wrote
@@ -1055,19 +1067,18 @@ def head(root: Path) -> str | None:
     return result.stdout.strip() or None
 
 
-def last_message_starting(root: Path, subject_prefix: str) -> str | None:
-    """The whole message of the newest commit whose subject starts with `subject_prefix`
-    (such as memctl's own `archive sweep: `), or None when there is none (or no repository)."""
+def messages_starting(root: Path, subject_prefix: str) -> Iterator[str]:
+    """The whole messages of the commits whose subject starts with `subject_prefix` (such as
+    memctl's own `archive sweep: `), newest first; none without a repository."""
     if not is_repo(root) or head(root) is None:
-        return None
-    # Newest first; `--grep` finds the phrase anywhere (a note's title in another commit's
-    # subject may hold it), so the subject is checked here.
+        return
+    # `--grep` finds the phrase anywhere (a note's title in another commit's subject may
+    # hold it), so the subject is checked here.
     result = run_git(root, "log", "--fixed-strings", f"--grep={subject_prefix}",
                      "--format=%B%x00", check=False)
     for message in result.stdout.split("\0"):
         if message.strip().startswith(subject_prefix):
-            return message.strip()
-    return None
+            yield message.strip()
 
 
 def repository_facts(worktree: Path) -> tuple[Path, bool, str | None, str | None] | None:

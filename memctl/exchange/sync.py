@@ -953,8 +953,13 @@ def note_log(store: Store, ref: str) -> list[dict[str, str]]:
             raise
     if note_id is None or not valid_id(note_id):  # never a pathspec of its own (`*`, `../`)
         raise MemctlError(f"{ref!r} is not a note id")
-    specs = [f":(glob)**/*{note_id}.md", f".tombstones/{note_id}.md",
-             f":(glob){CONFLICT_DIR}/**/*{note_id}.*.md"]
+    # memctl names a note's file `<slug>-<id>.md`; a file made by hand is `<id>.md` or any
+    # name (its current path below). `*<id>.md` also took other notes' files: `old-one.md`
+    # for the hand-made id `one`. A slug joins its words with `-` too, so `*-<id>.md` only
+    # for an id memctl made (no `-` in it).
+    own = ["", "*-"] if is_id(note_id) else [""]
+    specs = [*(f":(glob)**/{start}{note_id}.md" for start in own), f".tombstones/{note_id}.md",
+             *(f":(glob){CONFLICT_DIR}/**/{start}{note_id}.*.md" for start in own)]
     if current:
         specs.append(current)
     # --full-history: git's default simplification drops a side of a merge whose version

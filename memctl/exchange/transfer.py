@@ -683,7 +683,7 @@ def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], me
         roll_back(root, txn, journal)
         shutil.rmtree(txn, ignore_errors=True)  # rolled back: nothing is left to recover
         if isinstance(exc, (OSError, MemctlError)) and not isinstance(exc, UsageError):
-            why = str(exc).removesuffix(".").removesuffix(gitops.CHANGE_ON_DISK).rstrip(" .;")
+            why = gitops.put_back_reason(exc)
             raise MemctlError(f"cannot import: the commit failed ({why}); every file was put "
                               "back, the store is as it was") from None
         raise

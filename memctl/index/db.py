@@ -1322,7 +1322,10 @@ class Index:
             projects=None if projects is None else list(projects), types=list(types),
             tags=list(tags), status=status, since=since, include_stale=include_stale,
             kinds=list(kinds), subjects=list(subjects), predicates=list(predicates))
-        orders = {"updated": "d.updated_ts DESC, d.id", "created": "d.created DESC, d.id",
+        # `created` by time (SQLite reads ISO 8601 with `Z` or an offset, and a bare date),
+        # not by its text: `10:00+09:00` is before `05:00Z`. A time it cannot read goes last.
+        orders = {"updated": "d.updated_ts DESC, d.id",
+                  "created": "julianday(d.created) DESC, d.created DESC, d.id",
                   "importance": "d.importance DESC, d.updated_ts DESC, d.id", "id": "d.id",
                   "path": "d.path"}
         if order not in orders:

@@ -30,13 +30,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memctl.core.clock import format_time, now, parse_time
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, UsageError
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
 from memctl.disk.atomic import move_file
 from memctl.disk.counters import get_counters
-from memctl.disk.gitops import last_message_starting
+from memctl.disk.gitops import messages_starting, put_back_reason
 from memctl.disk.layout import ARCHIVED, NOTE, classify
 from memctl.store import Store
 
@@ -274,7 +274,16 @@ def _apply(store: Store, steps: list[_Step], message: str) -> str | None:
         changed: list[str] = []
         for step in steps:
             changed += [step.source] if step.target == step.source else [step.source, step.target]
-        return store.commit(message, changed)
+        try:
+            return store.commit(message, changed)
+        except (OSError, MemctlError) as exc:
+            if isinstance(exc, UsageError):
+                raise
+            # Put back below: the commit's "your change is on disk; `memctl sync` commits
+            # it" would be false, and a sync would then commit nothing of it.
+            raise MemctlError(f"the commit failed ({put_back_reason(exc)}); every file was "
+                              "put back, nothing changed: run the command again once that "
+                              "is fixed") from None
     except BaseException:
         for step in reversed(done):
             _undo(store, step)
@@ -374,17 +383,19 @@ class RestoreResult:
 
 
 def last_sweep_ids(store: Store) -> list[str]:
-    """The ids the newest archive sweep archived, read from its commit (`run_sweep` writes
-    one `archive <id>: <reason>` line per note); none when no sweep was committed."""
-    message = last_message_starting(store.root, SWEEP_SUBJECT)
-    if message is None:
-        return []
-    ids = []
-    for line in message.splitlines()[1:]:
-        words = line.split(" ", 2)
-        if len(words) >= 2 and words[0] == "archive" and words[1].endswith(":"):
-            ids.append(words[1][:-1])
-    return ids
+    """The ids the newest archive sweep that archived any note archived, read from its
+    commit (`run_sweep` writes one `archive <id>: <reason>` line per note); none when no
+    sweep archived anything. A sweep that only demoted is passed over: it archived nothing
+    to undo, and it hid the sweep before it (tests/test_lifecycle.py)."""
+    for message in messages_starting(store.root, SWEEP_SUBJECT):
+        ids = []
+        for line in message.splitlines()[1:]:
+            words = line.split(" ", 2)
+            if len(words) >= 2 and words[0] == "archive" and words[1].endswith(":"):
+                ids.append(words[1][:-1])
+        if ids:
+            return ids
+    return []
 
 
 def restore_notes(store: Store, refs: list[str]) -> RestoreResult:
@@ -426,7 +437,8 @@ def restore_last_sweep(store: Store) -> RestoreResult:
     are still archived. Those restored, forgotten or changed since are listed as skipped."""
     ids = last_sweep_ids(store)
     if not ids:
-        raise MemctlError("no archive sweep in this store's history; nothing to undo")
+        raise MemctlError("no archive sweep in this store's history archived a note; "
+                          "nothing to undo")
     refs, skipped = [], []
     for note_id in ids:
         try:

@@ -34,6 +34,8 @@ def list_notes(store: Store, *, project: str | None, note_type: str | None = Non
         order=_ORDERS.get(sort, "updated"), limit=None if sort in ("type", "project") else limit,
     )
     if sort in ("type", "project"):
-        rows.sort(key=lambda row: (str(row.get(sort) or ""), str(row.get("updated") or "")))
+        # Stable: within a type or project, the index's order stays (newest `updated` first,
+        # by time: not oldest first, nor by text, where `+09:00` and `Z` times disagree).
+        rows.sort(key=lambda row: str(row.get(sort) or ""))
         rows = rows[:limit] if limit else rows
     return rows
