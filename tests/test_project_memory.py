@@ -102,6 +102,10 @@ def test_replace_refuses_an_empty_file(cli, store_path):
     result = cli("project", "replace", input="  \n")
     assert result.exit_code == 2
     assert "keep me" in (store_path / "demo" / "MEMORY.md").read_text()
+    # How to remove items, in words that hold for the MCP tool too (whose `project edit` is
+    # its action replace: "edit it with … replace to remove items" sent it back to the refusal).
+    assert "to remove items, give the whole text without them (`memctl project edit`)" \
+        in result.stderr
 
 
 def test_over_budget_file_is_flagged(cli, store_path):
