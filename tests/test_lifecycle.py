@@ -47,6 +47,15 @@ def test_plan_archives_idle_and_expired_and_demotes_idle_low_importance() -> Non
     assert plan.kept == []
 
 
+def test_idle_counts_from_updated_not_from_a_created_the_file_time_gave() -> None:
+    """A note with `updated:` but no `created:` takes its file's time as `created`: counted
+    as activity, every clone or checkout made such a note fresh again, never archived."""
+    old = note("old", updated="2025-01-01T00:00:00Z", importance=5)
+    old.created = "2026-11-29T00:00:00.000Z"  # the file's time, read as `created`
+    plan = plan_sweep([old], {}, NOW, RULES)
+    assert [item.id for item in plan.archive] == ["old"]
+
+
 def test_a_recent_recall_keeps_a_note_alive() -> None:
     old = note("old", updated="2025-01-01T00:00:00Z", importance=3)
     plan = plan_sweep([old], {"old": "2026-11-20T00:00:00Z"}, NOW, RULES)

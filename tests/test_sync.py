@@ -644,6 +644,18 @@ def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):
         git(a.store, "add", "-A")
         git(a.store, "commit", "-qm", f"by hand: {name}")
     assert [r["message"] for r in a.ok("log", "one", "--json").json()] == ["by hand: one"]
+    # A file named by hand is followed through its renames (archived here), and after it is
+    # forgotten, from where its tombstone says it was.
+    (folder / "low2.md").write_text("---\nid: low-note2\ntype: fact\nupdated: "
+                                    "2025-01-01T00:00:00Z\n---\nA hand-named note\n")
+    git(a.store, "add", "-A")
+    git(a.store, "commit", "-qm", "by hand: low2")
+    a.ok("archive", env={"MEMCTL_NOW": "2027-12-03T00:00:00.000Z"})
+    followed = [r["message"] for r in a.ok("log", "low-note2", "--json").json()]
+    assert followed[0].startswith("archive sweep") and followed[-1] == "by hand: low2"
+    a.ok("forget", "low-note2", env={"MEMCTL_NOW": "2027-12-04T00:00:00.000Z"})
+    gone = [r["message"] for r in a.ok("log", "low-note2", "--json").json()]
+    assert gone[0].startswith("forget") and gone[1:] == followed
 
 
 def files_with_id(root: Path, note_id: str) -> list[str]:

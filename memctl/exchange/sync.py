@@ -45,6 +45,7 @@ from memctl.core.merge import (
     paths_from_base,
     seen_from_base,
 )
+from memctl.core.noteformat import parse_text
 from memctl.core.secrets import carried
 from memctl.core.stamp import Stamp, file_stamp
 from memctl.disk import gitops
@@ -960,21 +961,51 @@ def note_log(store: Store, ref: str) -> list[dict[str, str]]:
     own = ["", "*-"] if is_id(note_id) else [""]
     specs = [*(f":(glob)**/{start}{note_id}.md" for start in own), f".tombstones/{note_id}.md",
              *(f":(glob){CONFLICT_DIR}/**/{start}{note_id}.*.md" for start in own)]
-    if current:
-        specs.append(current)
+    # A file named by hand (`low2.md` holding `low-note2`) is found by its path, where it is
+    # now or, forgotten, where its tombstone says it was: followed through its renames
+    # (archived, restored, moved by hand), which no pattern of its name can find.
+    last_path = current or _tombstone_path(root, note_id)
+    if last_path:
+        specs.append(last_path)
+        # memctl's own moves (archive, restore) keep the name within the project's folder,
+        # or add the id to it; git sees no rename in a small file whose fields changed.
+        folder, _, name = last_path.partition("/")
+        stem = _glob_literal(name.rpartition("/")[2].removesuffix(".md"))
+        if folder and stem:
+            folder = _glob_literal(folder)
+            specs += [f":(glob){folder}/**/{stem}.md", f":(glob){folder}/**/{stem}-{note_id}.md"]
+    fmt = "--format=%H%x1f%ct%x1f%s%x1e"
     # --full-history: git's default simplification drops a side of a merge whose version
     # did not win (this machine's losing edit) and the merge itself (tests/test_rough_edges.py).
-    out = run_git(root, "log", "--full-history", "--format=%H%x1f%ct%x1f%s%x1e", "--", *specs,
-                  check=False).stdout
-    rows = []
-    for record in out.split("\x1e"):
-        record = record.strip("\n")
-        if not record:
-            continue
-        commit, when, message = record.split("\x1f", 2)
-        rows.append({"commit": commit,
-                     "time": format_time(datetime.fromtimestamp(int(when), UTC)),
-                     "message": message})
+    outs = [run_git(root, "log", "--full-history", fmt, "--", *specs, check=False).stdout]
+    if last_path:
+        outs.append(run_git(root, "log", "--follow", fmt, "--", last_path, check=False).stdout)
+    rows: dict[str, dict[str, str]] = {}
+    for out in outs:
+        for record in out.split("\x1e"):
+            record = record.strip("\n")
+            if not record:
+                continue
+            commit, when, message = record.split("\x1f", 2)
+            rows.setdefault(commit, {"commit": commit, "when": when, "message": message})
     if not rows:
         raise MemctlError(f"no history for {ref!r}: no commit ever touched that note")
-    return rows
+    ordered = sorted(rows.values(), key=lambda row: -int(row["when"]))  # stable: git's order
+    return [{"commit": row["commit"],
+             "time": format_time(datetime.fromtimestamp(int(row["when"]), UTC)),
+             "message": row["message"]} for row in ordered]
+
+
+def _glob_literal(text: str) -> str:
+    """`text` as itself in a glob pathspec (a hand-made name may hold `*`, `?` or `[`)."""
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
+def _tombstone_path(root: Path, note_id: str) -> str | None:
+    """Where a forgotten note's file was, as its tombstone says (`path:`), if it says."""
+    try:
+        text = (root / ".tombstones" / f"{note_id}.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    path = parse_text(text).meta.get("path")
+    return path if isinstance(path, str) and path.endswith(".md") else None

@@ -111,9 +111,12 @@ class SweepPlan:
 
 
 def last_active(note: Note, last_accessed: Any = None) -> datetime | None:
-    """The later of the last recall and the last write (`updated`, else `created`)."""
-    times = [parse_time(last_accessed) if last_accessed else None,
-             parse_time(note.updated), parse_time(note.created)]
+    """The later of the last recall and the last write: `updated`, else `created`
+    (docs/lifecycle.md). Not the later of `updated` and `created`: a note without `created:`
+    takes its file's time for it, which each clone, checkout or pull renews, and such a note
+    was never idle however old its `updated` (tests/test_lifecycle.py)."""
+    written = parse_time(note.updated) or parse_time(note.created)
+    times = [parse_time(last_accessed) if last_accessed else None, written]
     known = [t for t in times if t is not None]
     return max(known) if known else None
 
