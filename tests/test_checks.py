@@ -20,7 +20,7 @@ from memctl.index.db import ensure_fresh
 from memctl.index.nearwords import check_pool
 from memctl.memory import notes as notes_module
 from memctl.memory.checks import CREATED, MERGED, decide
-from memctl.memory.notes import _indexed_note
+from memctl.memory.notes import indexed_note
 from memctl.store import Store
 
 T0 = "2026-11-01T10:00:00.000Z"
@@ -447,7 +447,7 @@ def test_the_checks_see_the_same_notes_through_the_index_as_through_every_note(
     texts = _big_project(store_path, rng, 400)
     store = Store.open(store_path)
     index = ensure_fresh(store, ["blog", "global"])
-    every = [_indexed_note(meta, body) for meta, body in index.conn.execute(
+    every = [indexed_note(meta, body) for meta, body in index.conn.execute(
         "SELECT d.meta, f.body FROM docs d JOIN fts f ON f.rowid = d.rowid WHERE d.kind = 'note'"
         " AND d.status = 'active' AND d.project IN ('blog', 'global')").fetchall()
         for meta, body in [(json.loads(meta), from_index(body))]]
@@ -460,7 +460,7 @@ def test_the_checks_see_the_same_notes_through_the_index_as_through_every_note(
         else:
             text = _text(rng)
         subject, predicate = ("api", "limit") if number % 7 == 0 else (None, None)
-        found = [_indexed_note(meta, body) for meta, body in check_pool(
+        found = [indexed_note(meta, body) for meta, body in check_pool(
             index.conn, ["blog", "global"], text,
             same_key_project="blog" if subject else None)]
         everything = decide(text, note_type="fact", project="blog", existing=every,

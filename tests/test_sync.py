@@ -656,6 +656,14 @@ def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):
     a.ok("forget", "low-note2", env={"MEMCTL_NOW": "2027-12-04T00:00:00.000Z"})
     gone = [r["message"] for r in a.ok("log", "low-note2", "--json").json()]
     assert gone[0].startswith("forget") and gone[1:] == followed
+    # A tombstone comes from any machine: a `path:` that is no place of a note in the store
+    # is not asked of git (which refused the whole log for a path outside the repository).
+    (a.store / ".tombstones" / "hostile1.md").write_text(
+        "---\nid: hostile1\ndeleted: 2027-12-05T00:00:00Z\npath: ../outside.md\n---\n")
+    git(a.store, "add", "-A")
+    git(a.store, "commit", "-qm", "a tombstone by hand")
+    assert [r["message"] for r in a.ok("log", "hostile1", "--json").json()] == [
+        "a tombstone by hand"]
 
 
 def files_with_id(root: Path, note_id: str) -> list[str]:

@@ -385,7 +385,7 @@ def _with_forms(unit: Unit) -> Unit:
     forms = verb_forms(bare(unit.text))
     if not forms:
         return unit
-    match = "(" + " OR ".join(map(_quote, forms)) + ")"
+    match = "(" + " OR ".join(map(fts_phrase, forms)) + ")"
     return Unit(match, unit.text, unit.label, begins=unit.begins, share=unit.share)
 
 
@@ -411,7 +411,7 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
         if is_english_stop(word):  # `what’s`, `he's`: a function word with its `'s`
             return [], False, marked
         share = AFTER_SHARE if after else 1.0
-        return [Unit(_quote(word), word, word, begins=_begins(word), share=share)], True, marked
+        return [Unit(fts_phrase(word), word, word, begins=_begins(word), share=share)], True, marked
     units: list[Unit] = []
     whole = True
     chunks = cjk_runs(word)
@@ -419,7 +419,7 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
         before, behind = _marks_around(latin)
         after = after or before
         if latin and has_token_chars(latin) and not is_english_stop(latin):
-            units.append(Unit(_quote(latin), latin, latin,
+            units.append(Unit(fts_phrase(latin), latin, latin,
                               share=AFTER_SHARE if after else 1.0))
         elif latin and has_token_chars(latin):
             whole = False
@@ -438,13 +438,13 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
             if after:
                 share *= AFTER_SHARE
             if len(piece) == 1:
-                units.append(Unit(_quote(piece), piece, piece, share=share))
+                units.append(Unit(fts_phrase(piece), piece, piece, share=share))
                 continue
             for start in range(len(piece) - 1):
                 pair = piece[start:start + 2]
-                units.append(Unit(_quote(pair), pair, pair, pair=pair, share=share))
+                units.append(Unit(fts_phrase(pair), pair, pair, pair=pair, share=share))
             if len(piece) > 2:
-                units.append(Unit(_quote(piece), piece, piece, share=share))
+                units.append(Unit(fts_phrase(piece), piece, piece, share=share))
     return units, whole, after
 
 
@@ -476,15 +476,16 @@ def _begins(word: str) -> str | None:
     token), for a single token of MIN_PREFIX_CHARS or more with a letter in it; else None."""
     if len(word) < MIN_PREFIX_CHARS or not word.isalnum() or not any(ch.isalpha() for ch in word):
         return None
-    return "{title tags body} : " + _quote(word) + " *"
+    return "{title tags body} : " + fts_phrase(word) + " *"
 
 
-def _quote(text: str) -> str:
+def fts_phrase(text: str) -> str:
+    """`text` as one FTS5 phrase (as the index holds it: CJK characters apart)."""
     return '"' + to_index(text).replace('"', '""') + '"'
 
 
 def _phrase(term: Term) -> str:
-    quoted = _quote(term.text)
+    quoted = fts_phrase(term.text)
     return quoted + " *" if term.prefix else quoted
 
 

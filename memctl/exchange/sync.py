@@ -59,7 +59,7 @@ from memctl.disk.gitops import (
     run_git,
     run_git_binary,
 )
-from memctl.disk.layout import TOMBSTONE_DIR, state_path
+from memctl.disk.layout import ARCHIVED, NOTE, TOMBSTONE_DIR, classify, state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import clashes, entry_for, kept_local
@@ -964,7 +964,7 @@ def note_log(store: Store, ref: str) -> list[dict[str, str]]:
     # A file named by hand (`low2.md` holding `low-note2`) is found by its path, where it is
     # now or, forgotten, where its tombstone says it was: followed through its renames
     # (archived, restored, moved by hand), which no pattern of its name can find.
-    last_path = current or _tombstone_path(root, note_id)
+    last_path = current or _tombstone_path(store, note_id)
     if last_path:
         specs.append(last_path)
         # memctl's own moves (archive, restore) keep the name within the project's folder,
@@ -1001,11 +1001,15 @@ def _glob_literal(text: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 
-def _tombstone_path(root: Path, note_id: str) -> str | None:
-    """Where a forgotten note's file was, as its tombstone says (`path:`), if it says."""
+def _tombstone_path(store: Store, note_id: str) -> str | None:
+    """Where a forgotten note's file was, as its tombstone says (`path:`): a note's path in
+    the store, or None. A tombstone comes from any machine: read as every file is (no link
+    followed), and its `path:` only as a place a note can be (never `../`, never a
+    pathspec's `:(magic)`)."""
     try:
-        text = (root / ".tombstones" / f"{note_id}.md").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text, _info = store.read_text(f"{TOMBSTONE_DIR}/{note_id}.md")
+    except MemctlError:
         return None
     path = parse_text(text).meta.get("path")
-    return path if isinstance(path, str) and path.endswith(".md") else None
+    kind = classify(path) if isinstance(path, str) else None
+    return path if kind is not None and kind[0] in (NOTE, ARCHIVED) else None

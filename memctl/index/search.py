@@ -22,7 +22,14 @@ from collections.abc import Sequence
 from memctl.core import arguments
 from memctl.core.clock import now
 from memctl.core.dates import Period, notation_words, periods_in
-from memctl.core.query import Query, Unit, parse, without_date_notation, without_scope_words
+from memctl.core.query import (
+    Query,
+    Unit,
+    fts_phrase,
+    parse,
+    without_date_notation,
+    without_scope_words,
+)
 from memctl.core.stopwords import bare, is_english_stop
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
 from memctl.core.vocab import MAX_LIMIT
@@ -823,7 +830,7 @@ def _part_units(ranker: bestmatch.BestMatch, units: list[Unit], found: list[set[
         if len(parts) < 2:
             continue
         for piece, rows in _longest_runs(ranker, unit.text, parts[:MAX_PARTS], budget):
-            out.append((slot, Unit(_phrase(piece), piece, f"{unit.text}→{piece}"), rows))
+            out.append((slot, Unit(fts_phrase(piece), piece, f"{unit.text}→{piece}"), rows))
     return out
 
 
@@ -833,7 +840,7 @@ def _longest_runs(ranker: bestmatch.BestMatch, text: str, parts: list[tuple[int,
     scope have: (their text, their rows); none when no entry has even one part (a part
     alone only when it is no function word). Only runs of parts the index has at all are
     looked up, while `budget` (the lookups left to the search) lasts."""
-    known = [ranker.in_index(_phrase(text[start:end])) for start, end in parts]
+    known = [ranker.in_index(fts_phrase(text[start:end])) for start, end in parts]
     for length in range(len(parts) - 1, 0, -1):
         runs: dict[str, set[int]] = {}
         for start in range(len(parts) - length + 1):
@@ -844,16 +851,12 @@ def _longest_runs(ranker: bestmatch.BestMatch, text: str, parts: list[tuple[int,
             if budget[0] <= 0:
                 return list(runs.items())
             budget[0] -= 1
-            rows = ranker.rows(_phrase(piece))
+            rows = ranker.rows(fts_phrase(piece))
             if rows:
                 runs[piece] = rows
         if runs:
             return list(runs.items())
     return []
-
-
-def _phrase(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
 
 
 def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:

@@ -152,7 +152,7 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
                    if old.status == "active"]  # (one already retired stays as it is)
         # Every new text before the first write: a note whose fields cannot be changed
         # (front matter of a shape line edits do not handle) stops the add with nothing
-        # written (tests/test_rough_edges.py).
+        # written (tests/test_hostile_input.py).
         retirements = [_superseded_version(store, old, note_id, moment) for old in retired]
         store.write_text(relpath, file_text)
         for path, retired_text in retirements:
@@ -211,7 +211,7 @@ def _check_pool(store: Store, project: str, text: str, *, subject: str | None,
     index = ensure_fresh(store, [project, GLOBAL])
     rows = check_pool(index.conn, [project, GLOBAL], text,
                       same_key_project=project if subject and predicate else None)
-    return [_indexed_note(meta, body) for meta, body in rows], index
+    return [indexed_note(meta, body) for meta, body in rows], index
 
 
 def _checked(store: Store, project: str, text: str, *, subject: str | None,
@@ -238,7 +238,7 @@ def _checked(store: Store, project: str, text: str, *, subject: str | None,
                       "was written: run it again")
 
 
-def _indexed_note(meta: dict[str, Any], body: str) -> Note:
+def indexed_note(meta: dict[str, Any], body: str) -> Note:
     """A note as the index holds it (for a file that no longer parses: its last good version)."""
     fields = {key: meta.get(key) for key in _NOTE_FIELDS}
     fields["tags"] = list(meta.get("tags") or [])
@@ -588,7 +588,7 @@ def _editable(store: Store, ref: str) -> tuple[Note, bytes, NoteFormatError | No
     try:
         note = store.read_note(entry["path"])
     except NoteFormatError as broken:
-        return _indexed_note(entry, ""), broken.data, broken
+        return indexed_note(entry, ""), broken.data, broken
     text, _info = store.read_text(note.path)
     return note, text.encode("utf-8"), None
 

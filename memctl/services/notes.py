@@ -6,8 +6,7 @@ from memctl.core import arguments
 from memctl.core.clock import now
 from memctl.core.errors import ArgumentError, MemctlError, NoteFormatError, cmd
 from memctl.core.ids import id_argument
-from memctl.core.note import Note, note_from_parsed
-from memctl.core.noteformat import parse_text, render_note
+from memctl.core.note import Note
 from memctl.core.vocab import GLOBAL, LIST_SORTS, LIST_STATUSES
 from memctl.disk.layout import EPISODE, classify
 from memctl.index.db import Index, ParseError, ensure_fresh
@@ -19,6 +18,7 @@ from memctl.memory.notes import (
     add_note,
     edit_note,
     forget_note,
+    indexed_note,
     supersede_note,
     update_note,
 )
@@ -129,18 +129,12 @@ def get(store: Store, subject: str, predicate: str | None = None, *,
 
 
 def _last_good_note(index: Index, row: dict[str, Any]) -> tuple[ParseError, Note] | None:
-    """The note the index keeps for a file that does not parse now (its front matter as the
-    index read it last, and its body), with the file's problem."""
-    path = str(row["path"])
-    kept = index.last_good(path)
+    """The note the index keeps for a file that does not parse now, with the file's problem."""
+    kept = index.last_good(str(row["path"]))
     if kept is None:
         return None
     problem, body = kept
-    meta = {key: value for key, value in row.items() if key != "path"}
-    text = render_note(meta, body)
-    note = note_from_parsed(parse_text(text), text=text, relpath=path,
-                            project=str(row.get("project") or GLOBAL), check_stamp=False)
-    return problem, note
+    return problem, indexed_note(row, body)
 
 
 def edit(store: Store, ref: str, *, fresh: bool = False) -> EditResult:

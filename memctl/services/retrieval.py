@@ -50,11 +50,6 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
         arguments.since(since)
     if project is not None:
         arguments.scope_name(project)
-    # The wider search of a search that found nothing asks what the scoped one asked: without
-    # the words naming the project (which a search of one project leaves out, docs/search.md).
-    asked = without_scope_words(parsed, project)[0] \
-        if project not in (None, GLOBAL, DEFAULT_PROJECT) else parsed
-
     def ranked(index: Index) -> tuple[list[Hit], int, int]:
         def run(*, everywhere: bool, stale_too: bool, query: Query = parsed) -> list[Hit]:
             return ranked_search(store, query, project=None if everywhere else project,
@@ -71,6 +66,10 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
         if not hits and not all_projects:
             # Nor in this project or global: say whether other projects hold matches (an
             # agent started in another folder than it thought searches another project).
+            # It asks what the scoped search asked: without the words naming the project
+            # (which a search of one project leaves out, docs/search.md).
+            asked = without_scope_words(parsed, project)[0] \
+                if project not in (None, GLOBAL, DEFAULT_PROJECT) else parsed
             elsewhere = sum(1 for hit in run(everywhere=True, stale_too=include_stale,
                                              query=asked)
                             if hit.project not in (project, GLOBAL))
