@@ -259,6 +259,22 @@ def test_a_project_add_made_while_the_editor_is_open_is_never_undone(
     assert "mine" in kept.read_text()
 
 
+def test_a_memory_file_removed_while_the_editor_is_open_keeps_the_edit(
+        cli, store_path, tmp_path):
+    """MEMORY.md removed while its copy was open (a checkout, a hand `rm`): the error said
+    only that the file does not exist, and never named the copy holding what was typed."""
+    cli.ok("project", "add", "decisions", "Use PostgreSQL 16", env=NOW)
+    memory = store_path / "demo" / "MEMORY.md"
+    script = f'rm "{memory}"\nprintf -- "- [11-30] typed meanwhile\\n" >> "$1"\n'
+    result = cli("project", "edit", env={"EDITOR": _editor(tmp_path, "rm.sh", script)})
+    kept = store_path / ".memctl" / "edit" / "demo.MEMORY.md"
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith("error: MEMORY.md cannot be read now (")
+    assert f"kept in {kept}" in result.stderr and "Traceback" not in result.stderr
+    assert "typed meanwhile" in kept.read_text()
+    assert not memory.exists()  # nothing written in its place
+
+
 def test_an_editor_that_leaves_a_link_is_refused_and_nothing_follows_it(
         cli, store_path, tmp_path):
     cli.ok("project", "add", "decisions", "Use PostgreSQL 16", env=NOW)

@@ -159,6 +159,52 @@ def test_a_pasted_word_none_of_whose_parts_a_note_has_finds_nothing(cli: Cli) ->
     assert ids(cli, "xyzzy.is:plugh") == []
 
 
+def test_a_word_said_twice_in_other_forms_counts_once(cli: Cli) -> None:
+    """`connect: connection refused` says one thing twice: counted twice, it lifted the notes
+    about connections above the one with the error line's port (bench/bench_retrieval.py,
+    the `pasted` class)."""
+    port = add(cli, "The object storage listens on port 9009 in every environment.")
+    add(cli, "The connection pool holds twenty per worker.")
+    add(cli, "Connections to the cache go through the sidecar.")
+    add(cli, "Redis caches sessions for the web app.")
+    add(cli, "Backups run nightly at two.")
+    query = "dial tcp 10.3.175.210:9009: connect: connection refused"
+    assert ids(cli, query)[0] == port
+    explained = cli.ok("search", "--json", "--explain", "--", query, env=NOW).json()
+    assert all("connection" not in hit["explain"]["matched"] for hit in explained)
+
+
+def test_a_pasted_name_of_several_parts_outweighs_a_common_word(cli: Cli) -> None:
+    """The host of `ubuntu@s3-prod-03.internal: Permission denied` is four parts in a row: it
+    weighed as much as one word, and a note about permissions ranked above the host's."""
+    host = add(cli, "Production object storage is s3-prod-03.internal, reached through "
+                    "the bastion.")
+    add(cli, "We chose Casbin for object-level permissions.", "--importance", "9")
+    add(cli, "Redis caches sessions for the web app.")
+    assert ids(cli, "ubuntu@s3-prod-03.internal: Permission denied (publickey).")[0] == host
+
+
+def test_a_small_number_alone_is_no_part_of_a_pasted_address(cli: Cli) -> None:
+    """`10` of `10.3.175.210:9009` is in any note that counts something: only the port, or
+    numbers of three digits or more, stand for the address."""
+    port = add(cli, "The object storage listens on port 9009 in every environment.")
+    add(cli, "Dial timeouts: the pool keeps 10 per worker.", "--importance", "9")
+    add(cli, "Redis caches sessions for the web app.")
+    add(cli, "Dial-up modems are gone from the office.")
+    query = "dial tcp 10.3.175.210:9009"
+    assert ids(cli, query)[0] == port
+    labels = [label for hit in cli.ok("search", "--json", "--explain", "--", query,
+                                      env=NOW).json() for label in hit["explain"]["matched"]]
+    assert "10.3.175.210:9009→10" not in labels
+
+
+def test_a_word_in_capitals_is_a_name_not_a_misspelling(cli: Cli) -> None:
+    """`ECONNREFUSED` is not a misspelt `ECONNRESET`: a code's neighbours are other codes."""
+    reset = add(cli, "ECONNRESET from the database pool after idle periods.")
+    assert ids(cli, "ECONNREFUSED") == []
+    assert ids(cli, "econnresett") == [reset]  # a misspelling in small letters still is
+
+
 def test_more_of_the_query_and_rarer_words_beat_the_commonest(cli: Cli) -> None:
     for number in range(12):
         add(cli, f"deploy note {number}: the service config lives in the repo")

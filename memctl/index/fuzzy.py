@@ -86,9 +86,11 @@ def count_words(conn: Any, changes: dict[tuple[str, str], int]) -> None:
 
 
 def can_expand(word: str) -> bool:
-    """Whether a word is worth looking up close words for (long enough, not CJK)."""
+    """Whether a word is worth looking up close words for: long enough, not CJK, not in
+    capitals. A word in capitals is a code or a name (`ECONNREFUSED`, `ENOENT`): its close
+    words are other codes (`ECONNRESET`), never its right spelling."""
     cleaned = "".join(ch for ch in word if ch.isalnum())
-    return len(cleaned) >= MIN_WORD and not has_cjk(cleaned)
+    return len(cleaned) >= MIN_WORD and not has_cjk(cleaned) and not cleaned.isupper()
 
 
 def close_words(word: str, vocab: set[str] | list[str]) -> list[tuple[str, float]]:

@@ -510,6 +510,14 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # Which entries in scope have each unit, read once per unit (no ranking, no join): the
     # coverage of every entry, exactly, and how rare each unit is where the search looks.
     found = _unit_rows(ranker, units)
+    # A word said again in another form (`connect: connection refused`, `deploy deploying`)
+    # is one unit: counted twice, it doubled the weight of the notes that have it against
+    # the one with the error line's port (bench/bench_retrieval.py, `pasted`).
+    repeats = _repeated_words(ranker, units, found)
+    if repeats:
+        units = [unit for number, unit in enumerate(units) if number not in repeats]
+        found = [rows for number, rows in enumerate(found) if number not in repeats]
+    typed = len(units)
     weights = [ranker.rarity(len(rows)) * unit.share
                for unit, rows in zip(units, found, strict=True)]
     slots = list(range(len(units)))
@@ -537,23 +545,29 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # A pasted path, address or assignment no note has whole (`src/db/pool.ts:42:13`,
     # `localhost:5432`, `AWS_PROFILE=staging`): matched by its longest runs of parts that
     # notes have, each weighed by its own rarity, as a word of the query is (`10` of an
-    # address is everywhere, its port is not). Not also by the share of the word's parts a
-    # run keeps: that cut the hit@1 of pasted errors from 67 % to 42 % (English) and from
-    # 46 % to 17 % (Chinese stores) on bench/bench_retrieval.py's `pasted` class.
-    parts = [(slot, unit, 1.0, rows)
+    # address is everywhere, its port is not), times the number of parts it holds: the host
+    # `s3-prod-03.internal` of `ubuntu@s3-prod-03.internal` is four parts in a row, and
+    # weighing one word's worth it lost to a note saying `permissions` (hit@1 of pasted
+    # errors 75 → 83 % English, 54 → 75 % Chinese stores, bench/bench_retrieval.py). Not
+    # also by the share of the word's parts a run keeps: that cut the hit@1 of pasted
+    # errors from 67 % to 42 % (English) and from 46 % to 17 % (Chinese stores).
+    parts = [(slot, unit, float(len(_PART.findall(unit.text))), rows)
              for slot, unit, rows in _part_units(ranker, units, found, skip=completed)]
-    for slot, _unit, _closeness, rows in alternatives + parts:
+    for slot, _unit, _closeness, rows in alternatives:
         # As the word's own share (a word after the question's mark weighs AFTER_SHARE).
         slot_weights[slot] = max(slot_weights.get(slot, 0.0),
                                  ranker.rarity(len(rows)) * units[slot].share)
+    for slot, _unit, length, rows in parts:
+        slot_weights[slot] = max(slot_weights.get(slot, 0.0),
+                                 ranker.rarity(len(rows)) * units[slot].share * length)
     for slot, unit, closeness, rows in alternatives:
         units.append(unit)
         weights.append(slot_weights[slot] * closeness)
         slots.append(slot)
         found.append(rows)
-    for slot, unit, _closeness, rows in parts:
+    for slot, unit, length, rows in parts:
         units.append(unit)
-        weights.append(ranker.rarity(len(rows)) * units[slot].share)
+        weights.append(ranker.rarity(len(rows)) * units[slot].share * length)
         slots.append(slot)
         found.append(rows)
     alternatives += parts
@@ -573,7 +587,7 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     dated_slots: set[int] = set()
     dated: dict[int, float] = {}
     for number, (period, rows) in enumerate(zip(periods, period_rows, strict=True)):
-        slot = len(parsed.units) + number  # after the slots of the units as typed
+        slot = typed + number  # after the slots of the units as typed
         weight = ranker.rarity(len(rows))
         units.append(Unit("", period.text, period.label))
         weights.append(weight)
@@ -614,7 +628,7 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
         if rowids:
             pool.append((weight, rowids))
             pooled += len(rowids)
-    ranked = _ranking_units(units, found, slots, len(parsed.units), begun, needless,
+    ranked = _ranking_units(units, found, slots, typed, begun, needless,
                             set().union(*(r for _, r in pool)) & worded)
     # BM25 in `fts` for the words, in `fts_pairs` for the pairs of CJK characters, summed.
     required = [units[number].match for number in ranked if units[number].required]
@@ -653,6 +667,33 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # (No words left: a query that is a date alone. Its snippets are the notes' beginnings.)
     ctx.add_snippets(best, parsed.matching_any([unit.match for unit in extra]) or None, copied=True)
     return best
+
+
+def _repeated_words(ranker: bestmatch.BestMatch, units: list[Unit], found: list[set[int]]
+                    ) -> set[int]:
+    """The numbers of the words that say again what another word of the query says: the
+    same stems, found in the same entries (`connect: connection refused`). Of each such
+    group the word with the largest share stays (the first of those), so a word said
+    before and after a question's mark keeps its full weight."""
+    bare = [number for number, unit in enumerate(units)
+            if found[number] and not unit.required and unit.pair is None
+            and unit.match.startswith('"') and not unit.match.endswith("*")
+            and not has_cjk(unit.text)]
+    if len(bare) < 2:
+        return set()
+    kept: dict[frozenset[str], int] = {}
+    repeats: set[int] = set()
+    for number, words in zip(bare, ranker.stems([units[n].text for n in bare]), strict=True):
+        key = frozenset(words)
+        first = kept.setdefault(key, number)
+        if first == number or found[first] != found[number]:
+            continue
+        if units[number].share > units[first].share:
+            kept[key] = number
+            repeats.add(first)
+        else:
+            repeats.add(number)
+    return repeats
 
 
 def _date_text(parsed: Query) -> str:
@@ -838,15 +879,16 @@ def _longest_runs(ranker: bestmatch.BestMatch, text: str, parts: list[tuple[int,
                   budget: list[int]) -> list[tuple[str, set[int]]]:
     """The runs of `parts` (fewer than all of them), as long as can be, that entries in
     scope have: (their text, their rows); none when no entry has even one part (a part
-    alone only when it is no function word). Only runs of parts the index has at all are
-    looked up, while `budget` (the lookups left to the search) lasts."""
+    alone only when it is no function word and no number of one or two digits). Only runs
+    of parts the index has at all are looked up, while `budget` (the lookups left to the
+    search) lasts."""
     known = [ranker.in_index(fts_phrase(text[start:end])) for start, end in parts]
     for length in range(len(parts) - 1, 0, -1):
         runs: dict[str, set[int]] = {}
         for start in range(len(parts) - length + 1):
             piece = text[parts[start][0]:parts[start + length - 1][1]]
             if piece in runs or not all(known[start:start + length]) \
-                    or length == 1 and is_english_stop(piece):
+                    or length == 1 and (is_english_stop(piece) or _small_number(piece)):
                 continue
             if budget[0] <= 0:
                 return list(runs.items())
@@ -857,6 +899,12 @@ def _longest_runs(ranker: bestmatch.BestMatch, text: str, parts: list[tuple[int,
         if runs:
             return list(runs.items())
     return []
+
+
+def _small_number(part: str) -> bool:
+    """A number of one or two digits: alone, it stands for no address (`10` of
+    `10.3.175.210:9009`, `42` of a line number) and is in every note that counts something."""
+    return len(part) <= 2 and part.isdigit()
 
 
 def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:

@@ -210,9 +210,8 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
                 problem = str(exc)
         if data is not None:
             problem = _edit_problem(before, data)
-        if problem is None and store.read_text(relpath)[0] != before:
-            problem = ("MEMORY.md changed while you edited it (another command, or a sync); "
-                       "nothing was saved over it")
+        if problem is None:
+            problem = _changed_meanwhile(store, relpath, before)
         if problem is not None:
             raise MemctlError(f"{problem}; {_kept(copy, original, project)}")
         after = decode_file(data)  # checked by `_edit_problem`
@@ -222,6 +221,20 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
             store.commit(f"project {project}: edit MEMORY.md", [relpath])
     copy.unlink(missing_ok=True)
     return _view(store, project, after, budget, changed=after != before)
+
+
+def _changed_meanwhile(store: Store, relpath: str, before: str) -> str | None:
+    """Why MEMORY.md as it is now must not be saved over, or None when it is as the editor
+    found it. Removed, replaced by a link or made unreadable meanwhile is a change too: the
+    error then still names the kept copy."""
+    try:
+        now = store.read_text(relpath)[0]
+    except MemctlError as exc:
+        return f"MEMORY.md cannot be read now ({exc}); nothing was saved"
+    if now != before:
+        return ("MEMORY.md changed while you edited it (another command, or a sync); "
+                "nothing was saved over it")
+    return None
 
 
 def _edit_problem(before: str, data: bytes) -> str | None:
