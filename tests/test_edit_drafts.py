@@ -246,3 +246,23 @@ def test_a_note_whose_front_matter_cannot_be_stamped_keeps_the_draft_and_says_ho
     text = path.read_text(encoding="utf-8")
     assert "Words I typed." in text and "updated:" in text
     assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_an_edit_that_empties_the_file_says_so_and_changes_nothing(cli: Cli) -> None:
+    """An editor that leaves the draft empty (or only blank lines) is "the file is empty",
+    as every reader of a memory file says (docs/format.md): it was reported as a change of
+    the note's id to the one its draft's file name gives."""
+    note = add(cli, "Backups run nightly at two.")
+    path = cli.store / note["path"]
+    before = path.read_bytes()
+    for blank in ("", "\n\n  \n"):
+        script = cli.store.parent / "blank.py"
+        script.write_text(f"open(__import__('sys').argv[1], 'w').write({blank!r})\n")
+        result = cli("edit", note["id"], env={"EDITOR": f"{sys.executable} {script}",
+                                              "VISUAL": ""})
+        assert result.exit_code == 1, result.stdout
+        assert "the file is empty" in result.stderr and "id changed" not in result.stderr, \
+            result.stderr
+        assert result.stderr.count("\n") == 1
+        assert path.read_bytes() == before
+    assert git(cli.store, "status", "--porcelain") == ""

@@ -271,6 +271,19 @@ def test_fuzzy_fallback_when_nothing_matches(cli: Cli, store: Path) -> None:
     assert "close" in human.stderr and "pg00000000000001" in human.stdout
 
 
+def test_an_excluded_word_holds_for_close_matches_too(cli: Cli, store_path: Path) -> None:
+    """`postgres -mysql` found nothing as typed, and the fallback's close words of
+    `postgres` brought back the very note `-mysql` leaves out."""
+    note(store_path, "my00000000000001", "We use PostgreSQL instead of MySQL here.")
+    for query in ("postgres -mysql", "postgress -mysql", "postgres NOT mysql"):
+        assert hit_ids(cli, query, env=NOW) == [], query
+    note(store_path, "bk00000000000001", "PostgreSQL backups run nightly.")
+    for query in ("postgres -mysql", "postgress -mysql"):
+        hits = cli.ok("search", query, "--json", env=NOW).json()
+        assert [hit["id"] for hit in hits] == ["bk00000000000001"], query
+        assert hits[0]["fuzzy"] is True
+
+
 _LOADS_RAPIDFUZZ = (
     "import atexit, sys\n"
     "atexit.register(lambda: print('rapidfuzz' in sys.modules, file=sys.stderr))\n"

@@ -38,6 +38,34 @@ def test_wrong_values_and_broken_files_are_named(store_path):
     assert result.exit_code == 1 and "memctl.toml does not parse" in result.stderr
 
 
+@pytest.mark.parametrize(("text", "command", "said"), [
+    ("search = 3\n", ("search", "postgres"), "memctl.toml: search must be a table of settings"),
+    ('ttl = "x"\n', ("health",), "memctl.toml: ttl must be a table of settings"),
+    ("recall = []\n", ("recall",), "memctl.toml: recall must be a table of settings"),
+    ("[search]\ndefault_limit = 1.5\n", ("search", "postgres"),
+     "memctl.toml: search.default_limit must be a whole number, not 1.5"),
+    ("[recall]\nmax_notes = 2.7\n", ("recall",),
+     "memctl.toml: recall.max_notes must be a whole number, not 2.7"),
+])
+def test_a_section_that_is_no_table_or_a_count_with_decimals_is_one_error(
+        store_path, text, command, said):
+    """`search = 3` gave a traceback (a value where a table goes), and `default_limit = 1.5`
+    was cut to 1 without a word."""
+    cli = Cli(store_path)
+    cli.ok("add", "Postgres backups run nightly", env={"MEMCTL_NOW": "2026-11-30T12:00:00Z"})
+    (store_path / "memctl.toml").write_text(text)
+    result = cli(*command, env={"MEMCTL_NOW": "2026-11-30T12:00:00Z"})
+    assert result.exit_code == 1, result.stdout
+    assert result.stderr.startswith(f"error: {said}") and result.stderr.count("\n") == 1, \
+        result.stderr
+
+
+def test_a_whole_number_written_with_a_point_is_read(store_path):
+    (store_path / "memctl.toml").write_text("[search]\ndefault_limit = 7.0\n")
+    value = Settings.load(store_path).get("search.default_limit")
+    assert value == 7 and isinstance(value, int)
+
+
 def test_the_untouched_default_file_and_an_edited_one_both_read_right(store_path):
     """An untouched memctl.toml is read without the TOML parser: it must give the defaults,
     and any edit of it must be parsed."""

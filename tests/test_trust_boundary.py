@@ -463,14 +463,33 @@ def test_absurd_spans_are_bad_usage_not_a_traceback(cli: Cli, args: list[str]) -
     assert result.exit_code == 2 and "calendar" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("args", [["add", "x"], ["search", "x"]])
+@pytest.mark.parametrize("args", [["add", "x"], ["search", "x"], ["list"], ["show", "0"],
+                                  ["project", "show"], ["conflicts"]])
 def test_a_bad_clock_override_is_bad_usage_in_one_line(store_path: Path, args: list[str]) -> None:
     # Exit 2, as a bad MEMCTL_PROJECT or an empty MEMCTL_STORE: the environment is part of
-    # how memctl was called.
+    # how memctl was called. Every command, whether or not it reads the clock: `list` ran on.
     result = run_memctl(*args, store=store_path, env={"MEMCTL_NOW": "garbage"})
     assert result.exit_code == 2 and result.stderr == (
         "error: invalid value for MEMCTL_NOW: 'garbage' is not an ISO 8601 time "
         "(2026-03-01T09:00:00Z); set one or unset MEMCTL_NOW\n")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    # `get` has no --subject: its subject and predicate are positional arguments.
+    (["get", ""], "error: invalid value for SUBJECT: empty; name what the fact is about\n"),
+    (["get", "api", "p" * 300], "error: invalid value for PREDICATE: one short line"),
+    # 300 letters are all allowed characters: what is wrong is the length.
+    (["show", "a" * 300], "error: invalid value for ID: '" + "a" * 40 + "…' is longer than an "
+                          "id can be (64 characters)\n"),
+    # Bad usage is said before the note --corrects names is looked for.
+    (["add", "x", "--type", "fact", "--corrects", "01abc"],
+     "error: --corrects is for a correction: add --type correction\n"),
+])
+def test_a_bad_argument_is_named_as_the_command_line_spells_it(
+        cli: Cli, args: list[str], said: str) -> None:
+    result = cli(*args, env=NOW)
+    assert result.exit_code == 2 and result.stderr.startswith(said), result.stderr
+    assert result.stderr.splitlines()[1:] == [f"hint: try 'memctl {args[0]} --help'"]
 
 
 @pytest.mark.parametrize(("args", "store_env", "words"), [

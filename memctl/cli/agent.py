@@ -70,7 +70,9 @@ def _write(text: str) -> None:
 # --- project ---------------------------------------------------------------------------------
 
 
-@project_app.command("show")
+@project_app.command("show", epilog=examples(
+    'memctl project show',
+    'memctl project show --section decisions --json'))
 def project_show(
     project: Optional[str] = PROJECT_OPTION,
     global_scope: bool = GLOBAL_OPTION,
@@ -108,7 +110,9 @@ def project_show(
         warn(view.warning())
 
 
-@project_app.command("edit")
+@project_app.command("edit", epilog=examples(
+    'memctl project edit',
+    'memctl project edit --project blog-backend'))
 def project_edit(
     project: Optional[str] = PROJECT_OPTION,
     global_scope: bool = GLOBAL_OPTION,
@@ -125,7 +129,9 @@ def project_edit(
         warn(view.warning())
 
 
-@project_app.command("add")
+@project_app.command("add", epilog=examples(
+    "memctl project add decisions 'Cache rendered posts in Redis'",
+    "memctl project add lessons 'Run migrations before the deploy' --global"))
 def project_add(
     section: str = typer.Argument(
         ...,
@@ -156,7 +162,9 @@ def project_add(
         warn(view.warning())
 
 
-@project_app.command("replace")
+@project_app.command("replace", epilog=examples(
+    'memctl project replace MEMORY.md',
+    'memctl project replace - --project blog-backend'))
 def project_replace(
     source: str = typer.Argument(
         "-", metavar="FILE", help="The new MEMORY.md (default: - for stdin)."
@@ -207,7 +215,7 @@ def _scratch_update(
         info(f"{view.message}  ({view.path})")
 
 
-@scratch_app.command("show")
+@scratch_app.command("show", epilog=examples('memctl scratch show', 'memctl scratch show --json'))
 def scratch_show(project: Optional[str] = PROJECT_OPTION, json_output: bool = JSON_OPTION) -> None:
     """Print SCRATCHPAD.md."""
     view = working.scratchpad(get_store(), current_project(project), "show")
@@ -219,7 +227,8 @@ def scratch_show(project: Optional[str] = PROJECT_OPTION, json_output: bool = JS
         _write(view.text)
 
 
-@scratch_app.command("focus")
+@scratch_app.command("focus", epilog=examples(
+    "memctl scratch focus 'Move the post cache to Redis'"))
 def scratch_focus(
     text: str = typer.Argument(..., metavar="TEXT", help="What you are working on now."),
     project: Optional[str] = PROJECT_OPTION,
@@ -230,7 +239,8 @@ def scratch_focus(
     _scratch_update("focus", text, project, json_output, allow_secret)
 
 
-@scratch_app.command("question")
+@scratch_app.command("question", epilog=examples(
+    "memctl scratch question 'Does the CDN cache drafts?'"))
 def scratch_question(
     text: str = typer.Argument(..., metavar="TEXT", help="An open question."),
     project: Optional[str] = PROJECT_OPTION,
@@ -241,7 +251,8 @@ def scratch_question(
     _scratch_update("question", text, project, json_output, allow_secret)
 
 
-@scratch_app.command("next")
+@scratch_app.command("next", epilog=examples(
+    "memctl scratch next 'Add the Redis client to the API'"))
 def scratch_next(
     text: str = typer.Argument(..., metavar="TEXT", help="A next step."),
     project: Optional[str] = PROJECT_OPTION,
@@ -252,7 +263,9 @@ def scratch_next(
     _scratch_update("next", text, project, json_output, allow_secret)
 
 
-@scratch_app.command("done")
+@scratch_app.command("done", epilog=examples(
+    'memctl scratch done 1',
+    "memctl scratch done 'Redis client'"))
 def scratch_done(
     step: str = typer.Argument(
         ..., metavar="N|TEXT", help="The next step's number, or words of it."
@@ -265,7 +278,7 @@ def scratch_done(
     _scratch_update("done", step, project, json_output, allow_secret)
 
 
-@scratch_app.command("note")
+@scratch_app.command("note", epilog=examples("memctl scratch note 'p95 dropped from 420 to 90 ms'"))
 def scratch_note(
     text: str = typer.Argument(..., metavar="TEXT", help="An observation or result."),
     project: Optional[str] = PROJECT_OPTION,
@@ -276,7 +289,8 @@ def scratch_note(
     _scratch_update("note", text, project, json_output, allow_secret)
 
 
-@scratch_app.command("resolve")
+@scratch_app.command("resolve", epilog=examples(
+    "memctl scratch resolve 1 --answer 'No: drafts bypass it'"))
 def scratch_resolve(
     question: str = typer.Argument(
         ..., metavar="N|TEXT", help="The open question's place in the list (1 = the first), or words of it."
@@ -296,7 +310,9 @@ def scratch_resolve(
         info(f"{view.message}  ({view.path})")
 
 
-@scratch_app.command("clear")
+@scratch_app.command("clear", epilog=examples(
+    'memctl scratch clear',
+    "memctl scratch clear --archive --outcome completed --goal 'Move the post cache to Redis'"))
 def scratch_clear(
     archive: bool = typer.Option(
         False, "--archive", help="First keep the finished state as an episode."
@@ -330,7 +346,8 @@ def scratch_clear(
 # --- episode ---------------------------------------------------------------------------------
 
 
-@episode_app.command("add")
+@episode_app.command("add", epilog=examples(
+    "memctl episode add --goal 'Fix the flaky deploy' --outcome completed --step 'pinned the runner => green'"))
 def episode_add(
     goal: str = typer.Option(..., "--goal", help="What the task set out to do."),
     outcome: Outcome = typer.Option(..., "--outcome", help="How it ended (no default: say it)."),
@@ -367,7 +384,9 @@ def episode_add(
         info(f"added episode {episode.id}  {episode.path}")
 
 
-@episode_app.command("list")
+@episode_app.command("list", epilog=examples(
+    'memctl episode list',
+    'memctl episode list --all-projects --outcome failed'))
 def episode_list(
     project: Optional[str] = PROJECT_OPTION,
     all_projects: bool = typer.Option(False, "--all-projects", "-a", help="Every project."),
@@ -396,7 +415,9 @@ def episode_list(
     )
 
 
-@episode_app.command("show")
+@episode_app.command("show", epilog=examples(
+    'memctl episode show 01m8p0bq',
+    'memctl episode show 01m8p0bq --json'))
 def episode_show(
     episode_id: str = typer.Argument(
         ..., metavar="ID", help="An episode id or unambiguous prefix."
@@ -411,7 +432,8 @@ STEP_OPTION = typer.Option(None, "--step", help="'action => result', added after
 LINK_OPTION = typer.Option(None, "--link", metavar="ID", help="A note this task produced or used; repeatable.")
 
 
-@episode_app.command("finish")
+@episode_app.command("finish", epilog=examples(
+    "memctl episode finish 01m8p0bq --outcome completed --summary 'Pinned the runner image'"))
 def episode_finish(
     episode_id: str = typer.Argument(..., metavar="ID", help="An in_progress episode's id or prefix."),
     outcome: Outcome = typer.Option(..., "--outcome", help="How it ended: completed, partial or failed."),
@@ -432,7 +454,7 @@ def episode_finish(
         info(f"finished episode {episode.id} ({episode.outcome})  {episode.path}")
 
 
-@episode_app.command("update")
+@episode_app.command("update", epilog=examples('memctl episode update 01m8p0bq --outcome partial'))
 def episode_update(
     episode_id: str = typer.Argument(..., metavar="ID", help="An episode id or unambiguous prefix."),
     outcome: Optional[Outcome] = typer.Option(None, "--outcome", help="A new outcome."),

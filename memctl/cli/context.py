@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memctl.cli.output import visible
+from memctl.core import clock
 from memctl.core.errors import CLI, MemctlError, VariableError, exit_code, machine_error
 from memctl.services import stores
 
@@ -62,6 +63,10 @@ def run_command(action: Callable[[], object], command: Callable[[], Sequence[str
     one that ran, asked only then), except a bad environment variable: no command's --help
     tells how to set it. The one mapping for the typer app and the fast path."""
     try:
+        if os.environ.get("MEMCTL_NOW"):
+            # Read once before any command, so a bad value is the same error whether or not
+            # the command looks at the clock (`list` never did, and ran on).
+            clock.now()
         action()
     except (MemctlError, KeyboardInterrupt) as exc:
         print_error("interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc))

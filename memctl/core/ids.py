@@ -48,7 +48,8 @@ def is_id(text: str) -> bool:
 
 # What any id may be, memctl's own or a person's (`pg-choice`): one short name of letters,
 # digits, `.`, `_`, `-`, not starting with `.` or `-` — never a path (docs/security.md).
-VALID_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+MAX_ID_CHARS = 64
+VALID_ID = re.compile(rf"^[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{MAX_ID_CHARS - 1}}}$")
 
 
 def valid_id(text: str) -> bool:
@@ -67,5 +68,7 @@ def id_argument(value: str, argument: str = "ID") -> str:
         raise ArgumentError(argument, "empty; give an id or its first characters")
     if not valid_id(text):
         shown = text if len(text) <= 40 else text[:40] + "…"
-        raise ArgumentError(argument, f"{shown!r} is not an id (letters, digits, '.', '_', '-')")
+        what = (f"is longer than an id can be ({MAX_ID_CHARS} characters)"
+                if len(text) > MAX_ID_CHARS else "is not an id (letters, digits, '.', '_', '-')")
+        raise ArgumentError(argument, f"{shown!r} {what}")
     return text

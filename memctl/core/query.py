@@ -151,8 +151,11 @@ class Query:
         required = [unit.match for unit in self.units if unit.required]
         optional = [unit.match for unit in self.units if not unit.required] + list(extra)
         parts = required + (["(" + " OR ".join(optional) + ")"] if optional else [])
-        found = " AND ".join(parts)
-        return f"({found}) NOT ({self.negative})" if self.negative else found
+        return self.without_negative(" AND ".join(parts))
+
+    def without_negative(self, match: str) -> str:
+        """`match` less the notes with an excluded word (`-mysql`, `NOT mysql`)."""
+        return f"({match}) NOT ({self.negative})" if self.negative else match
 
     @property
     def has_filters(self) -> bool:

@@ -167,13 +167,24 @@ class Settings:
     def get(self, dotted: str) -> Any:
         section, key = dotted.split(".", 1)
         default = DEFAULTS[section][key]
-        value = self._values.get(section, {}).get(key, default)
+        table = self._values.get(section, {})
+        if not isinstance(table, dict):  # `search = 3`: a value where a [search] table goes
+            raise MemctlError(f"{SETTINGS_FILE}: {section} must be a table of settings "
+                              f"([{section}] on a line of its own, then `{key} = …`), not "
+                              f"{table!r}; fix it or delete the line for the defaults")
+        value = table.get(key, default)
         if isinstance(default, bool):
             if not isinstance(value, bool):
                 raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be true or false, not {value!r}")
         elif isinstance(default, (int, float)):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a number, not {value!r}")
+            if isinstance(default, int) and isinstance(value, float):
+                # A count (`default_limit`, `max_notes`): 1.5 was cut to 1 without a word.
+                if not value.is_integer():
+                    raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a whole number, "
+                                      f"not {value!r}")
+                value = int(value)
             low, high = RANGES.get(dotted, (float("-inf"), float("inf")))
             if not low <= value <= high:
                 raise MemctlError(f"{SETTINGS_FILE}: {dotted} = {value!r} is out of range "

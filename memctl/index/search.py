@@ -915,9 +915,11 @@ def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:
                              lambda word: fuzzy.stored_words(ctx.conn, ctx.projects, word))
     if expansion is None:
         return []
-    hits = ctx.run(expansion.all_of())
+    # An excluded word (`-mysql`) holds here too: the close words of `postgres` found the
+    # note saying "PostgreSQL instead of MySQL" (tests/test_search.py).
+    hits = ctx.run(parsed.without_negative(expansion.all_of()))
     if not hits and len(expansion.groups) > 1:
-        hits = ctx.run(expansion.any_of())
+        hits = ctx.run(parsed.without_negative(expansion.any_of()))
     for hit in hits:
         hit.fuzzy = True
         hit.exact = False

@@ -19,7 +19,7 @@ from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd
 from memctl.core.ids import new_id
 from memctl.core.note import monotonic_stamp
-from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
+from memctl.core.noteformat import compute_checksum, parse_file, render_note, set_fields
 from memctl.core.secrets import guard, masked_title
 from memctl.disk.layout import EPISODE, EPISODES_DIR, classify, slugify
 from memctl.disk.templates import fill, load_template
@@ -188,7 +188,7 @@ def render_episode(
 
 def parse_episode(text: str, relpath: str, project: str) -> Episode:
     """Read an episode file, including one a person wrote or edited by hand."""
-    parsed = parse_text(text)
+    parsed = parse_file(text)
     if parsed.problem is not None:
         raise MemctlError(f"{relpath}:{parsed.problem.line}: {parsed.problem.message}")
     meta = parsed.meta
@@ -457,7 +457,7 @@ def update_episode(
             raise MemctlError(f"episode {episode.id} has already ended ({episode.outcome or 'no outcome'}); "
                               f"{cmd('episode update')} changes it")
         text, _info = store.read_text(episode.path)
-        parsed = parse_text(text)
+        parsed = parse_file(text)
         if parsed.problem is not None:
             raise MemctlError(f"{episode.path}:{parsed.problem.line}: {parsed.problem.message}")
         body = parsed.body

@@ -17,7 +17,14 @@ from memctl.core.note import (
     stamp,
     title_of,
 )
-from memctl.core.noteformat import compute_checksum, parse_text, render_note, replace_body, set_fields
+from memctl.core.noteformat import (
+    compute_checksum,
+    parse_file,
+    parse_text,
+    render_note,
+    replace_body,
+    set_fields,
+)
 from memctl.core.records import dataclass, field
 from memctl.core.secrets import added_secrets, guard, mask_secrets, masked_title
 from memctl.core.textfile import decode_file
@@ -89,6 +96,13 @@ def _template_importance(meta: dict[str, Any]) -> int:
         return 5
 
 
+def check_corrects(corrects: str | None, note_type: str) -> None:
+    """Only a correction is linked to what it corrects and ranked ahead of it: bad usage,
+    said before the note it names is looked for (an unknown id is another error)."""
+    if corrects and note_type != "correction":
+        raise UsageError(f"{arg('corrects')} is for a correction: add {arg('type')} correction")
+
+
 def add_note(store: Store, text: str, *, note_type: str = "fact", project: str = "default",
              importance: int | None = None, tags: list[str] | None = None,
              subject: str | None = None, predicate: str | None = None,
@@ -98,9 +112,7 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
     """Write one note after the write-time checks (duplicates, supersession, secrets)."""
     text = arguments.note_text(text)
     note_type = arguments.note_type(note_type)
-    if corrects and note_type != "correction":
-        # Only a correction is linked to what it corrects and ranked ahead of it.
-        raise UsageError(f"{arg('corrects')} is for a correction: add {arg('type')} correction")
+    check_corrects(corrects, note_type)
     project = arguments.scope_name(project)
     if importance is not None:
         arguments.importance(importance)
@@ -555,7 +567,7 @@ def _front_matter(data: bytes) -> tuple[str, dict[str, Any]] | None:
     text = decode_file(data)
     if not isinstance(text, str):
         return None
-    parsed = parse_text(text)
+    parsed = parse_file(text)
     return None if parsed.problem is not None else (text, parsed.meta)
 
 
@@ -628,7 +640,7 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
     text = decode_file(data)
     if not isinstance(text, str):
         return text[0] + shift, text[1]
-    parsed = parse_text(text)
+    parsed = parse_file(text)  # an emptied draft is "the file is empty", not a new id
     if parsed.problem is not None:
         return parsed.problem.line + shift, parsed.problem.message
     edited = note_from_parsed(parsed, text=text, relpath=original.path, project=original.project)

@@ -16,6 +16,7 @@ from memctl.memory.notes import (
     EditResult,
     UpdateResult,
     add_note,
+    check_corrects,
     edit_note,
     forget_note,
     indexed_note,
@@ -41,6 +42,7 @@ def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
              allow_secret: bool = False, source: str = "cli") -> AddResult:
     """Write one note after the write-time checks. `corrects` and `source_episode` are ids
     (or unambiguous prefixes) that must exist: they are resolved to full ids here."""
+    check_corrects(corrects, note_type)
     corrected = store.find_note(id_argument(corrects, "corrects")).id if corrects else None
     episode_id = None
     if source_episode:
@@ -101,10 +103,11 @@ def get(store: Store, subject: str, predicate: str | None = None, *,
     + global (every project when None), newest first, each with the corrections of it. A
     note with the same subject and predicate supersedes the older one, so there is usually
     one."""
-    subject_text = arguments.short_line(subject, "subject")
+    # The CLI's positional arguments, by their metavars (the MCP tool's `subject`, `predicate`).
+    subject_text = arguments.short_line(subject, "SUBJECT")
     if subject_text is None:
-        raise ArgumentError("subject", "empty; name what the fact is about")
-    predicate_text = arguments.short_line(predicate, "predicate")
+        raise ArgumentError("SUBJECT", "empty; name what the fact is about")
+    predicate_text = arguments.short_line(predicate, "PREDICATE")
     index = ensure_fresh(store)
     rows = index.list_notes(
         projects=None if project is None else sorted({project, GLOBAL}),
