@@ -561,7 +561,7 @@ def test_settings_and_templates_in_a_bundle_are_held_back(tmp_path: Path, store_
     (other_root / "memctl.toml").write_text("[ttl]\narchive_after_days = 1\n")
     (other_root / ".templates" / "fact.md").write_text("INJECTED {{text}}\n")
     bundle = tmp_path / "other.zip"
-    other.ok("export", str(bundle), env={"MEMCTL_NOW": "9999-01-01T00:00:00Z"})
+    other.ok("export", str(bundle), env={"MEMCTL_NOW": "2099-12-31T00:00:00Z"})  # the clock's last year
     settings = (store_path / "memctl.toml").read_bytes()
     template = (store_path / ".templates" / "fact.md").read_bytes()
     cli = Cli(store_path)
