@@ -198,11 +198,45 @@ def test_a_small_number_alone_is_no_part_of_a_pasted_address(cli: Cli) -> None:
     assert "10.3.175.210:9009→10" not in labels
 
 
-def test_a_word_in_capitals_is_a_name_not_a_misspelling(cli: Cli) -> None:
-    """`ECONNREFUSED` is not a misspelt `ECONNRESET`: a code's neighbours are other codes."""
+def test_a_word_in_capitals_is_a_code_matched_only_when_nearly_the_same(cli: Cli) -> None:
+    """`ECONNREFUSED` is not a misspelt `ECONNRESET` (edit ratio 81.8): a code's neighbours are
+    other codes. A letter left out or doubled still finds it (`ECONREFUSED`, `POSTGRESS`)."""
     reset = add(cli, "ECONNRESET from the database pool after idle periods.")
+    refused = add(cli, "The Redis client throws ECONNREFUSED until the sidecar is up.")
+    pool = add(cli, "Postgres connection pool max is 20 per pod.")
+    assert ids(cli, "ECONNRESETS") == [reset]
+    assert ids(cli, "ECONREFUSED") == [refused]
+    assert ids(cli, "POSTGRESS") == [pool]
+    cli.ok("forget", refused, env=NOW)
     assert ids(cli, "ECONNREFUSED") == []
-    assert ids(cli, "econnresett") == [reset]  # a misspelling in small letters still is
+    assert ids(cli, "econnrefused") == [reset]  # in small letters, a misspelling as before
+
+
+def test_a_link_prefix_many_notes_share_does_not_outweigh_the_answer(cli: Cli) -> None:
+    """A run of parts several notes have (the `https://github.com/acme/api/pull` of a pull
+    request's link) counts little more than a word: counted as six words, its notes ranked
+    above the one about the checkout tests."""
+    def note(number: int, text: str) -> None:
+        write_memory_file(cli.store, f"demo/notes/fact/n{number:02d}.md", text,
+                          id=f"n{number:02d}", type="fact", project="demo",
+                          updated="2026-11-29T00:00:00.000Z")
+
+    for number in range(6):
+        note(number, f"Notes on https://github.com/acme/api/pull/{101 + number} topic{number}")
+    note(6, "The checkout integration tests fail when the payment sandbox is down.")
+    for number in range(7, 47):  # the link's six notes are a few of many
+        note(number, f"The worker{number} reads queue jobs{number} and writes bucket out{number}")
+    assert ids(cli, "checkout tests flaky since https://github.com/acme/api/pull/4711")[0] \
+        == "n06"
+
+
+def test_of_a_word_said_twice_the_one_matching_what_it_begins_stays(cli: Cli) -> None:
+    """`configs config` dropped `config`, and with it `config…`, which finds `configuration`:
+    the order of the words changed the hits."""
+    nginx = add(cli, "The nginx configuration lives in /etc/nginx/sites-enabled on the edges.")
+    staging = add(cli, "Staging configs are loaded from the staging bucket at boot.")
+    for query in ("config configs", "configs config"):
+        assert sorted(ids(cli, query)) == sorted([nginx, staging]), query
 
 
 def test_more_of_the_query_and_rarer_words_beat_the_commonest(cli: Cli) -> None:

@@ -474,6 +474,30 @@ def test_a_bad_clock_override_is_bad_usage_in_one_line(store_path: Path, args: l
         "(2026-03-01T09:00:00Z); set one or unset MEMCTL_NOW\n")
 
 
+def test_help_and_bad_usage_come_before_a_bad_clock(store_path: Path) -> None:
+    """The clock is checked when a command opens its store: `list --help` printed nothing
+    but the clock's error, and `list --bogus` named the clock, not the option."""
+    bad = {"MEMCTL_NOW": "bogus"}
+    for args in (["list", "--help"], ["search", "--help"], ["project", "--help"]):
+        shown = run_memctl(*args, store=store_path, env=bad)
+        assert shown.exit_code == 0 and "Usage:" in shown.stdout, (args, shown.stderr)
+    wrong = run_memctl("list", "--bogus", store=store_path, env=bad)
+    assert wrong.exit_code == 2 and "--bogus" in wrong.stderr and "MEMCTL_NOW" not in wrong.stderr
+
+
+def test_a_correction_named_in_any_case_may_say_what_it_corrects(store_path: Path) -> None:
+    """A model's `"type": "Correction"` is a correction (fixed words are read in any case):
+    the check that `corrects` is for a correction ran on the word as given."""
+    from memctl.services.notes import remember
+    from memctl.store import Store
+
+    store = Store.open(store_path)
+    first = remember(store, "The pool max is 20 per pod", project="demo")
+    fixed = remember(store, "Correction: the pool max is 30 per pod", note_type="Correction",
+                     corrects=first.id, project="demo")
+    assert fixed.corrects == first.id
+
+
 @pytest.mark.parametrize(("args", "said"), [
     # `get` has no --subject: its subject and predicate are positional arguments.
     (["get", ""], "error: invalid value for SUBJECT: empty; name what the fact is about\n"),

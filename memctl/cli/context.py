@@ -26,13 +26,22 @@ def choose_store(option: str | None) -> None:
 def get_store() -> stores.Store:
     """The store chosen by --store / MEMCTL_STORE / the default (created on first use)."""
     if _state.get("store") is None:
+        _check_clock()
         _state["store"] = stores.open_store(_state.get("store_option"))  # type: ignore[arg-type]
     return _state["store"]  # type: ignore[return-value]
 
 
 def store_path_option() -> Path:
     """The chosen store's folder, for commands such as init that make it."""
+    _check_clock()
     return stores.store_location(_state.get("store_option"))  # type: ignore[arg-type]
+
+
+def _check_clock() -> None:
+    """A bad `MEMCTL_NOW` is refused by every command that works on a store, whether or not
+    it reads the clock (`list` did not, and ran on); `--help` and bad usage come first."""
+    if os.environ.get("MEMCTL_NOW"):
+        clock.now()
 
 
 def current_project(option: str | None, global_scope: bool = False) -> str:
@@ -63,10 +72,6 @@ def run_command(action: Callable[[], object], command: Callable[[], Sequence[str
     one that ran, asked only then), except a bad environment variable: no command's --help
     tells how to set it. The one mapping for the typer app and the fast path."""
     try:
-        if os.environ.get("MEMCTL_NOW"):
-            # Read once before any command, so a bad value is the same error whether or not
-            # the command looks at the clock (`list` never did, and ran on).
-            clock.now()
         action()
     except (MemctlError, KeyboardInterrupt) as exc:
         print_error("interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc))

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 MIN_WORD = 4  # shorter words have too many close neighbours to be useful
 SCORE_CUTOFF = 78.0
+CODE_CUTOFF = 90.0  # for a word in capitals (`cutoff_for`)
 MAX_CANDIDATES = 4
 NEAREST_MARGIN = 5.0  # close words more than this far (Jaro-Winkler) below the closest are dropped
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
@@ -86,19 +87,29 @@ def count_words(conn: Any, changes: dict[tuple[str, str], int]) -> None:
 
 
 def can_expand(word: str) -> bool:
-    """Whether a word is worth looking up close words for: long enough, not CJK, not in
-    capitals. A word in capitals is a code or a name (`ECONNREFUSED`, `ENOENT`): its close
-    words are other codes (`ECONNRESET`), never its right spelling."""
+    """Whether a word is worth looking up close words for (long enough, not CJK)."""
     cleaned = "".join(ch for ch in word if ch.isalnum())
-    return len(cleaned) >= MIN_WORD and not has_cjk(cleaned) and not cleaned.isupper()
+    return len(cleaned) >= MIN_WORD and not has_cjk(cleaned)
 
 
-def close_words(word: str, vocab: set[str] | list[str]) -> list[tuple[str, float]]:
+def cutoff_for(word: str) -> float:
+    """The edit-distance ratio a close word of `word` needs. A word in capitals is a code or
+    a name (`ECONNREFUSED`, `ENOENT`, `SIGKILL`), whose neighbours are other codes
+    (`ECONNRESET` scores 81.8): it takes CODE_CUTOFF, about one character in ten, which a
+    letter left out or doubled meets (`ECONREFUSED` 95.7, `POSTGRESS` → postgres 94.1)."""
+    cleaned = "".join(ch for ch in word if ch.isalnum())
+    return CODE_CUTOFF if cleaned.isupper() else SCORE_CUTOFF
+
+
+def close_words(word: str, vocab: set[str] | list[str], cutoff: float | None = None
+                ) -> list[tuple[str, float]]:
     """Words of `vocab` close to `word`, best first, with their similarity (0-100): found by
-    edit distance (`fuzz.ratio` at least SCORE_CUTOFF), scored by Jaro-Winkler, which favours
-    a shared beginning: for `postgress`, `postgresql` 93.8 is closer than `progress` 89.6
-    (plain edit distance says 84.2 and 82.4). Only words within NEAREST_MARGIN of the closest
-    are kept."""
+    edit distance (`fuzz.ratio` at least `cutoff`, by default `cutoff_for(word)`), scored by
+    Jaro-Winkler, which favours a shared beginning: for `postgress`, `postgresql` 93.8 is
+    closer than `progress` 89.6 (plain edit distance says 84.2 and 82.4). Only words within
+    NEAREST_MARGIN of the closest are kept."""
+    if cutoff is None:
+        cutoff = cutoff_for(word)
     word = word.lower()
     if len(word) < MIN_WORD or has_cjk(word) or not vocab:
         return []
@@ -108,7 +119,7 @@ def close_words(word: str, vocab: set[str] | list[str]) -> list[tuple[str, float
     from rapidfuzz import fuzz, process  # here: ~15 ms of start-up a search seldom needs
     from rapidfuzz.distance import JaroWinkler
 
-    found = process.extract(word, within_reach, scorer=fuzz.ratio, score_cutoff=SCORE_CUTOFF,
+    found = process.extract(word, within_reach, scorer=fuzz.ratio, score_cutoff=cutoff,
                             limit=MAX_CANDIDATES)
     scored = sorted(((candidate, JaroWinkler.normalized_similarity(word, candidate) * 100)
                      for candidate, _, _ in found if candidate != word), key=lambda c: -c[1])

@@ -545,13 +545,13 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # A pasted path, address or assignment no note has whole (`src/db/pool.ts:42:13`,
     # `localhost:5432`, `AWS_PROFILE=staging`): matched by its longest runs of parts that
     # notes have, each weighed by its own rarity, as a word of the query is (`10` of an
-    # address is everywhere, its port is not), times the number of parts it holds: the host
-    # `s3-prod-03.internal` of `ubuntu@s3-prod-03.internal` is four parts in a row, and
-    # weighing one word's worth it lost to a note saying `permissions` (hit@1 of pasted
-    # errors 75 → 83 % English, 54 → 75 % Chinese stores, bench/bench_retrieval.py). Not
-    # also by the share of the word's parts a run keeps: that cut the hit@1 of pasted
-    # errors from 67 % to 42 % (English) and from 46 % to 17 % (Chinese stores).
-    parts = [(slot, unit, float(len(_PART.findall(unit.text))), rows)
+    # address is everywhere, its port is not), times the words its parts are worth
+    # (`_run_parts`): the host `s3-prod-03.internal` of `ubuntu@s3-prod-03.internal`, four
+    # parts in a row in one note, weighed one word's worth and lost to a note saying
+    # `permissions` (hit@1 of pasted errors 75 → 83 % English, 54 → 75 % Chinese stores,
+    # bench/bench_retrieval.py). Not also by the share of the word's parts a run keeps: that
+    # cut the hit@1 of pasted errors from 67 % to 42 % (English) and from 46 % to 17 %.
+    parts = [(slot, unit, _run_parts(unit.text, len(rows)), rows)
              for slot, unit, rows in _part_units(ranker, units, found, skip=completed)]
     for slot, _unit, _closeness, rows in alternatives:
         # As the word's own share (a word after the question's mark weighs AFTER_SHARE).
@@ -673,23 +673,29 @@ def _repeated_words(ranker: bestmatch.BestMatch, units: list[Unit], found: list[
                     ) -> set[int]:
     """The numbers of the words that say again what another word of the query says: the
     same stems, found in the same entries (`connect: connection refused`). Of each such
-    group the word with the largest share stays (the first of those), so a word said
-    before and after a question's mark keeps its full weight."""
+    group one word stays: the one with the largest share (a word said before and after a
+    question's mark keeps its full weight), then one that also matches the words it begins
+    (`config` of `configs config`: its `config…` finds `configuration`, as
+    `_word_beginnings` allows), then the first."""
     bare = [number for number, unit in enumerate(units)
             if found[number] and not unit.required and unit.pair is None
             and unit.match.startswith('"') and not unit.match.endswith("*")
             and not has_cjk(unit.text)]
     if len(bare) < 2:
         return set()
-    kept: dict[frozenset[str], int] = {}
+    kept: dict[frozenset[str], tuple[int, tuple[float, bool]]] = {}
     repeats: set[int] = set()
     for number, words in zip(bare, ranker.stems([units[n].text for n in bare]), strict=True):
+        unit = units[number]
+        begins = unit.begins is not None and len(words) == 1 \
+            and len(next(iter(words))) == len(unit.text)
+        rank = (unit.share, begins)
         key = frozenset(words)
-        first = kept.setdefault(key, number)
+        first, first_rank = kept.setdefault(key, (number, rank))
         if first == number or found[first] != found[number]:
             continue
-        if units[number].share > units[first].share:
-            kept[key] = number
+        if rank > first_rank:
+            kept[key] = (number, rank)
             repeats.add(first)
         else:
             repeats.add(number)
@@ -837,7 +843,8 @@ def _close_units(ranker: bestmatch.BestMatch, units: list[Unit], stems: list[set
             continue
         stem = next(iter(words))
         # Only the nearest: `postgress` is `postgres`/`postgresql`, not `progress`.
-        for word, score in fuzzy.close_words(stem, ranker.similar_terms(stem)):
+        cutoff = fuzzy.cutoff_for(unit.text)  # (the stem has lost the word's capitals)
+        for word, score in fuzzy.close_words(stem, ranker.similar_terms(stem), cutoff):
             close.append((slot, Unit('"' + word.replace('"', '""') + '" *', word,
                                      f"{unit.text}→{word}"), score / 100.0))
     return close
@@ -899,6 +906,15 @@ def _longest_runs(ranker: bestmatch.BestMatch, text: str, parts: list[tuple[int,
         if runs:
             return list(runs.items())
     return []
+
+
+def _run_parts(run: str, entries: int) -> float:
+    """The words a run of a pasted word's parts counts for: all its parts when one entry has
+    it (a host, a path: that entry's name), its parts beyond the first shared out among the
+    entries that have it otherwise, so a prefix many notes share (`https://github.com/acme/
+    api/pull` of a pull request's link) counts little more than a word
+    (tests/test_questions.py::test_a_pasted_name_of_several_parts_outweighs_a_common_word)."""
+    return 1.0 + (len(_PART.findall(run)) - 1) / max(1, entries)
 
 
 def _small_number(part: str) -> bool:
