@@ -71,8 +71,8 @@ def _write(text: str) -> None:
 
 
 @project_app.command("show", epilog=examples(
-    'memctl project show',
-    'memctl project show --section decisions --json'))
+    "memctl project show",
+    "memctl project show --section decisions --json"))
 def project_show(
     project: Optional[str] = PROJECT_OPTION,
     global_scope: bool = GLOBAL_OPTION,
@@ -111,8 +111,8 @@ def project_show(
 
 
 @project_app.command("edit", epilog=examples(
-    'memctl project edit',
-    'memctl project edit --project blog-backend'))
+    "memctl project edit",
+    "memctl project edit --project blog-backend"))
 def project_edit(
     project: Optional[str] = PROJECT_OPTION,
     global_scope: bool = GLOBAL_OPTION,
@@ -163,8 +163,8 @@ def project_add(
 
 
 @project_app.command("replace", epilog=examples(
-    'memctl project replace MEMORY.md',
-    'memctl project replace - --project blog-backend'))
+    "memctl project replace MEMORY.md",
+    "memctl project replace - --project blog-backend"))
 def project_replace(
     source: str = typer.Argument(
         "-", metavar="FILE", help="The new MEMORY.md (default: - for stdin)."
@@ -215,7 +215,7 @@ def _scratch_update(
         info(f"{view.message}  ({view.path})")
 
 
-@scratch_app.command("show", epilog=examples('memctl scratch show', 'memctl scratch show --json'))
+@scratch_app.command("show", epilog=examples("memctl scratch show", "memctl scratch show --json"))
 def scratch_show(project: Optional[str] = PROJECT_OPTION, json_output: bool = JSON_OPTION) -> None:
     """Print SCRATCHPAD.md."""
     view = working.scratchpad(get_store(), current_project(project), "show")
@@ -264,7 +264,7 @@ def scratch_next(
 
 
 @scratch_app.command("done", epilog=examples(
-    'memctl scratch done 1',
+    "memctl scratch done 1",
     "memctl scratch done 'Redis client'"))
 def scratch_done(
     step: str = typer.Argument(
@@ -311,7 +311,7 @@ def scratch_resolve(
 
 
 @scratch_app.command("clear", epilog=examples(
-    'memctl scratch clear',
+    "memctl scratch clear",
     "memctl scratch clear --archive --outcome completed --goal 'Move the post cache to Redis'"))
 def scratch_clear(
     archive: bool = typer.Option(
@@ -385,8 +385,8 @@ def episode_add(
 
 
 @episode_app.command("list", epilog=examples(
-    'memctl episode list',
-    'memctl episode list --all-projects --outcome failed'))
+    "memctl episode list",
+    "memctl episode list --all-projects --outcome failed"))
 def episode_list(
     project: Optional[str] = PROJECT_OPTION,
     all_projects: bool = typer.Option(False, "--all-projects", "-a", help="Every project."),
@@ -416,8 +416,8 @@ def episode_list(
 
 
 @episode_app.command("show", epilog=examples(
-    'memctl episode show 01m8p0bq',
-    'memctl episode show 01m8p0bq --json'))
+    "memctl episode show 01m8p0bq",
+    "memctl episode show 01m8p0bq --json"))
 def episode_show(
     episode_id: str = typer.Argument(
         ..., metavar="ID", help="An episode id or unambiguous prefix."
@@ -454,7 +454,7 @@ def episode_finish(
         info(f"finished episode {episode.id} ({episode.outcome})  {episode.path}")
 
 
-@episode_app.command("update", epilog=examples('memctl episode update 01m8p0bq --outcome partial'))
+@episode_app.command("update", epilog=examples("memctl episode update 01m8p0bq --outcome partial"))
 def episode_update(
     episode_id: str = typer.Argument(..., metavar="ID", help="An episode id or unambiguous prefix."),
     outcome: Optional[Outcome] = typer.Option(None, "--outcome", help="A new outcome."),

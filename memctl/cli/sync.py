@@ -261,7 +261,7 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
          "(use the copy) or `memctl conflicts drop N`")
 
 
-@conflicts_app.command("show", epilog=examples('memctl conflicts show 1'))
+@conflicts_app.command("show", epilog=examples("memctl conflicts show 1"))
 def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
     """Print a conflict copy."""
 
@@ -271,8 +271,8 @@ def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
 
 
 @conflicts_app.command("diff", epilog=examples(
-    'memctl conflicts diff 1',
-    'memctl conflicts diff 1 --json'))
+    "memctl conflicts diff 1",
+    "memctl conflicts diff 1 --json"))
 def conflicts_diff(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
                    json_output: bool = JSON_OPTION) -> None:
     """What differs between the current version (---) and the conflict copy (+++)."""
@@ -286,7 +286,7 @@ def conflicts_diff(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
         info(f"{copy.path} does not differ from {copy.current}")
 
 
-@conflicts_app.command("keep", epilog=examples('memctl conflicts keep 1'))
+@conflicts_app.command("keep", epilog=examples("memctl conflicts keep 1"))
 def conflicts_keep(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
                    json_output: bool = JSON_OPTION) -> None:
     """Make the conflict copy the current version (and delete the copy)."""
@@ -294,8 +294,8 @@ def conflicts_keep(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
 
 
 @conflicts_app.command("drop", epilog=examples(
-    'memctl conflicts drop 1',
-    'memctl conflicts drop 1 --json'))
+    "memctl conflicts drop 1",
+    "memctl conflicts drop 1 --json"))
 def conflicts_drop(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
                    json_output: bool = JSON_OPTION) -> None:
     """Delete the conflict copy; the current version stays."""

@@ -912,8 +912,8 @@ def _run_parts(run: str, entries: int) -> float:
     """The words a run of a pasted word's parts counts for: all its parts when one entry has
     it (a host, a path: that entry's name), its parts beyond the first shared out among the
     entries that have it otherwise, so a prefix many notes share (`https://github.com/acme/
-    api/pull` of a pull request's link) counts little more than a word
-    (tests/test_questions.py::test_a_pasted_name_of_several_parts_outweighs_a_common_word)."""
+    api/pull` of a pull request's link) counts little more than a word (tests/test_questions.py:
+    `…several_parts_outweighs_a_common_word`, `…link_prefix_many_notes_share…`)."""
     return 1.0 + (len(_PART.findall(run)) - 1) / max(1, entries)
 
 
