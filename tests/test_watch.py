@@ -560,6 +560,40 @@ def test_the_store_folder_replaced(watcher: WatchProcess, notes_store: Path) -> 
     assert search_ids(notes_store, "axolotl")[:1] == [nid(6)]
 
 
+def test_a_store_gone_then_another_folder_in_its_place_is_said_each(notes_store: Path) -> None:
+    """A watcher that leaves a replaced store alone (`memctl mcp`'s) said "gone" and then
+    nothing when an empty folder took the store's place: the second state went unsaid (and a
+    test waiting for it timed out whenever the watcher had seen the first)."""
+    from memctl.watch.watcher import Watcher
+
+    said: list[str] = []
+    watcher = Watcher(notes_store, follow_replaced=False, on_message=said.append)
+    ready = threading.Event()
+    thread = threading.Thread(target=watcher.run, kwargs={"on_ready": ready.set}, daemon=True)
+    thread.start()
+    away = notes_store.with_name("away")
+
+    def wait_for(words: str) -> None:
+        deadline = time.monotonic() + DEADLINE
+        while not any(words in message for message in said):
+            assert time.monotonic() < deadline, (words, said)
+            time.sleep(0.05)
+
+    try:
+        assert ready.wait(DEADLINE)
+        os.rename(notes_store, away)
+        wait_for("is gone")
+        notes_store.mkdir()  # an empty mount point where the store was
+        wait_for("another folder is at")
+        assert os.listdir(notes_store) == []  # left untouched
+        notes_store.rmdir()
+    finally:
+        if away.exists() and not notes_store.exists():
+            os.rename(away, notes_store)
+        watcher.stop()
+        thread.join(DEADLINE)
+
+
 def test_a_clear_error_when_the_inotify_watch_limit_is_reached(notes_store: Path) -> None:
     for i in range(30):
         (notes_store / "demo" / "notes" / f"type{i}").mkdir()

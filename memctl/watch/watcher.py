@@ -205,7 +205,10 @@ class Watcher:
         self._lock: Any = None
         self._heartbeat: Any = None
         self._root_id: tuple[int, int] | None = None
-        self._root_gone_said = False
+        # What was last said of a store folder that is not there to watch ("gone", "other"):
+        # each state said once, and a change of state said again (gone, then an empty folder
+        # put in its place, said nothing of the folder: tests/test_mcp.py).
+        self._root_said: str | None = None
         self._limit_said = False
         self._failing = False
         self._index_id: tuple[int, int] | None = None
@@ -594,19 +597,19 @@ class Watcher:
         try:
             info = os.stat(self.root)
         except FileNotFoundError:
-            if not self._root_gone_said:
-                self._root_gone_said = True
+            if self._root_said != "gone":
+                self._root_said = "gone"
                 self.on_message(f"the store folder {self.root} is gone; waiting for it to return")
             return True
         same_root = (info.st_dev, info.st_ino) == self._root_id
         if not same_root and not self.follow_replaced:
-            if not self._root_gone_said:
-                self._root_gone_said = True
+            if self._root_said != "other":
+                self._root_said = "other"
                 self.on_message(f"another folder is at {self.root}, not the store; leaving it "
                                 "untouched, waiting for the store to return")
             return True
         if same_root and self._lock.still_held():
-            self._root_gone_said = False
+            self._root_said = None
             if self._paused is None and _file_id(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
                 self._index.close()
@@ -617,7 +620,7 @@ class Watcher:
                     return False
                 self._apply(Batch(full=True), announce=False)
             return False
-        self._root_gone_said = False
+        self._root_said = None
         self.on_message("the store folder was replaced; watching the new one" if not same_root
                         else "`.memctl/` was removed; starting over")
         self._teardown()
