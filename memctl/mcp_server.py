@@ -143,8 +143,7 @@ class McpWording(Front):
     """Errors worded for a model: tool arguments and tools, not CLI options and commands."""
 
     ARGUMENTS = {"step": "steps", "link": "links", "global": "scope", "ID": "id",
-                 "OLD": "old_id", "NEW": "new_id", "SECTION": "section",
-                 "SUBJECT": "subject", "PREDICATE": "predicate"}
+                 "OLD": "old_id", "NEW": "new_id", "SECTION": "section"}
     TOOLS = {"list": "the `list_notes` tool", "search": "the `search` tool",
              "show": "the `show` tool", "show ID": "the `show` tool",
              "get": "the `get` tool", "recall": "the `recall` tool",

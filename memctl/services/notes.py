@@ -42,7 +42,8 @@ def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
              allow_secret: bool = False, source: str = "cli") -> AddResult:
     """Write one note after the write-time checks. `corrects` and `source_episode` are ids
     (or unambiguous prefixes) that must exist: they are resolved to full ids here."""
-    check_corrects(corrects, arguments.note_type(note_type))  # (`Correction` from a model too)
+    note_type = arguments.note_type(note_type)  # (`Correction` from a model too)
+    check_corrects(corrects, note_type)  # bad usage before the lookup of what it corrects
     corrected = store.find_note(id_argument(corrects, "corrects")).id if corrects else None
     episode_id = None
     if source_episode:
