@@ -280,6 +280,19 @@ def test_cli_similar_port_numbers_are_both_kept_and_reported(cli: Cli) -> None:
     assert len(_notes_on_disk(cli.store)) == 2
 
 
+def test_cli_long_one_word_notes_are_reported_by_add_and_health(cli: Cli) -> None:
+    """Kana are not split into characters: a sentence of them is one word, here 229
+    characters long. Its edited copy is similar (and may contradict it), for `add` and for
+    `health` alike; only their first five letters were compared."""
+    sentence = "でーたべーすのせつぞくぷーるはかならずごせんよんひゃくさんじゅうにばんのぽーとをつかうこと"
+    first = cli.ok("add", sentence * 5 + "5432", "--json").json()
+    second = cli.ok("add", "ぜったいに" + sentence * 5 + "5433", "--json").json()
+    assert second["action"] == "created" and second["similar"] == [first["id"]]
+    listed = cli.ok("health", "--json").json()["contradictions"]
+    assert [{pair["a"]["id"], pair["b"]["id"]} for pair in listed] == [
+        {first["id"], second["id"]}]
+
+
 def test_cli_unrelated_short_notes_are_not_a_possible_contradiction(cli: Cli) -> None:
     cli.ok("add", "added from non-repo dir")
     said = cli.ok("add", "added from store root")

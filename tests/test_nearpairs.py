@@ -224,6 +224,67 @@ def test_no_pair_of_one_or_two_word_texts_that_scores_is_missed(a: str, b: str) 
         or len(tokens(nb)) > 2
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.text(st.sampled_from("でーたべすのせつぞく54"), min_size=150, max_size=700),
+       st.text(st.sampled_from("でーたべすのせつぞく54"), min_size=1, max_size=40))
+def test_no_pair_of_long_one_word_texts_that_scores_is_missed(word: str, edit: str) -> None:
+    """A word of a script written without spaces that memctl does not split into characters
+    (kana) can be hundreds of characters long: two such notes are compared by their
+    characters at any length, by the report and by `add` (8-bit lanes hold 190 characters;
+    longer ones take 16-bit lanes)."""
+    at = len(edit) % len(word)
+    other = word[:at] + edit + word[at + len(edit):]
+    items = [("a", word), ("b", other)]
+    assert len(tokens(normalize(word))) == 1
+    assert similar_pairs(items) == exhaustive_pairs(items)
+    scored = exhaustive_pairs(items)
+    assert [key for key, _ in candidates(word, [("b", other)])] == [b for _, b, _ in scored]
+
+
+def test_a_long_one_word_note_and_its_edited_copy_are_a_pair() -> None:
+    """The two notes of a review: 229 characters of kana each, the second with a word put in
+    front and the port changed. Only their first five letters were compared."""
+    sentence_ = "でーたべーすのせつぞくぷーるはかならずごせんよんひゃくさんじゅうにばんのぽーとをつかうこと"
+    a, b = sentence_ * 5 + "5432", "ぜったいに" + sentence_ * 5 + "5433"
+    assert len(a) > nearpairs.TINY_MAX
+    pairs = similar_pairs([("a", a), ("b", b)])
+    assert [(x, y) for x, y, _ in pairs] == [("a", "b")] == [
+        (x, y) for x, y, _ in exhaustive_pairs([("a", a), ("b", b)])]
+    assert compare(a, b).similar and [key for key, _ in candidates(b, [("a", a)])] == ["a"]
+
+
+def test_a_note_with_many_candidates_keeps_its_pair_with_one_that_has_few(monkeypatch) -> None:
+    """Note A has more candidates than CANDIDATES_PER_TEXT (many notes holding a part of its
+    words, none alike enough to be a pair) and R, an edited copy of A, comes after all of them
+    in the group. The pair (A, R) is kept whatever the order, and the report's cache (the
+    search of R's pairs alone) finds what a fresh report finds: R is not crowded."""
+    monkeypatch.setattr(nearpairs, "CANDIDATES_PER_TEXT", 8)
+    rng = random.Random(11)
+    words = ["".join(rng.choice("bcdfghjklmnpqrstvwxz") + rng.choice("aeiou") for _ in range(4))
+             for _ in range(40)]
+    a_text = " ".join(words) + " port 5432"
+    parts = []
+    for _ in range(12):  # each a third of A's words, in A's order: a candidate of A, no pair
+        chosen = sorted(rng.sample(range(40), 14))
+        parts.append(" ".join(words[n] for n in chosen))
+    r_words = list(words)
+    r_words[3], r_words[17] = "changed", "other"
+    r_text = " ".join(r_words) + " port 5433"
+    items = [("a", a_text), *((f"p{n:02d}", text) for n, text in enumerate(parts)),
+             ("r", r_text)]
+    shapes = [Shape(tokens(_compared(text)[0])) for _, text in items]
+    assert len(candidate_pairs(shapes, rows=[0])) > nearpairs.CANDIDATES_PER_TEXT
+    expected = exhaustive_pairs(items)
+    assert ("a", "r") in [(x, y) for x, y, _ in expected]
+    assert similar_pairs(items) == expected
+    for order in (items[::-1], [items[-1], *items[:-1]], [*items[1:], items[0]]):
+        assert {frozenset((x, y)) for x, y, _ in similar_pairs(order)} == {
+            frozenset((x, y)) for x, y, _ in expected}
+    from memctl.core.similarity import pairs_involving
+
+    assert pairs_involving(items, {"r"}) == [pair for pair in expected if "r" in pair[:2]]
+
+
 def test_a_crowd_of_alike_notes_makes_pairs_in_proportion_to_its_size_not_its_square() -> None:
     """Thousands of near-copies (a remote pushing them, a script pasting them) made every
     pair: 5,000 took `health` 109 s and 3 GB. Each text now keeps at most

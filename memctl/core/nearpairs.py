@@ -12,10 +12,12 @@ a candidate when the bags share enough; only candidates are scored, exactly as b
   `similarity` reports a contradiction only when more than half of the longer text's words
   are shared, in order, or all but one: every such pair of short texts meets this bound,
   but for two texts of one word each, which the next regime covers.
-- **Texts of one or two words** (up to TINY_MAX characters) are also bags of their
-  characters; candidates share two thirds of them. A ratio of 70 or more over their
-  characters (or their sorted words: the same characters) needs 70 % shared, and over their
-  words the same words: no pair of two such texts is missed.
+- **Texts of one or two words** are also bags of their characters; candidates share two
+  thirds of them. A ratio of 70 or more over their characters (or their sorted words: the
+  same characters) needs 70 % shared, and over their words the same words: no pair of two
+  such texts is missed, however long (a word of a script written without spaces that is not
+  split into characters, as kana are not, can be thousands of characters: the lanes are
+  then 16 bits wide, `_regimes`).
 - **Long texts** (at least LONG_MIN words) are bags of their shingles (SHINGLE words in a
   row) that start with one of a fixed eighth of all words (a crc32 of the word: the same
   shingles are kept in every text, so shared ones stay shared); candidates share a tenth of
@@ -58,16 +60,20 @@ SHORT_DIVISOR = 4  # shared ≥ (n_a + n_b) / 4: Dice ≥ 1/2
 LONG_DIVISOR = 20  # shared ≥ (n_a + n_b) / 20: Dice ≥ 1/10
 DENSE_SHARE = 64  # an element held by 1/64 of the texts or more gets a lane integer
 TINY_WORDS = 2  # texts of one or two words are also compared by their characters
-TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below up to 192
+TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below up to 192 ...
+TINY_WIDE_MAX = 49_000  # ... a 16-bit lane up to 49,151 (similarity compares 4,000 at most)
 TINY_DIVISOR = 3  # shared ≥ (n_a + n_b) / 3: Dice ≥ 2/3
 BLOCKS = 16  # a group's texts are taken in this many blocks (`_lane_hits`) ...
 BLOCK_MIN = 1024  # ... of this many texts at least
 # A crowd of alike texts (thousands of near-copies, pushed by a remote or pasted by a script)
 # makes every text a candidate of every other: quadratic pairs, minutes and gigabytes for
-# 5,000 of them. Each text keeps at most this many candidates, the nearest after it in the
-# group, which is far more than a real store gives one text (at most 325 on the 100k
-# benchmark store, bench/bench_health.py): only a crowd's texts lose candidates, and each
-# of them still pairs with its neighbours.
+# 5,000 of them. A text with more candidates than this (in both directions) is *crowded*,
+# far more than a real store gives one text (at most 325 on the 100k benchmark store,
+# bench/bench_health.py). A pair of two crowded texts is kept only among the first this
+# many after the first of them in the group (its neighbours); every pair with a text that
+# is not crowded is kept, whatever the order of the group (so the cut depends on the texts,
+# not on where their files are listed, and a text's own search, `candidate_pairs` with
+# `rows`, finds what the whole group's finds for it: tests/test_nearpairs.py).
 CANDIDATES_PER_TEXT = 512
 
 Pair = tuple[int, int]
@@ -139,7 +145,7 @@ class Shape:
         size = len(tokens)
         if 0 < size <= TINY_WORDS:
             text = " ".join(tokens) if text is None else text
-            self.tiny = tiny_elements(text) if len(text) <= TINY_MAX else None
+            self.tiny = tiny_elements(text) if len(text) <= TINY_WIDE_MAX else None
         else:
             self.tiny = None
         self.short = short_elements(tokens) if 0 < size <= SHORT_MAX else None
@@ -182,15 +188,30 @@ def candidate_partners(shapes: Sequence[Shape], own: int | None = None) -> dict[
                 several.add(first)
     for first in several:
         partners[first] = sorted(set(partners[first]))
-    for others in partners.values():
-        if len(others) > CANDIDATES_PER_TEXT:
-            del others[CANDIDATES_PER_TEXT:]
+    if any(len(others) > CANDIDATES_PER_TEXT for others in partners.values()):
+        _cut_crowds(partners)
     return partners
 
 
+def _cut_crowds(partners: dict[int, list[int]]) -> None:
+    """Leave out of `partners` the pairs of two crowded texts (see CANDIDATES_PER_TEXT)
+    beyond the first CANDIDATES_PER_TEXT after a text. (Called only when some text has more
+    than that after it: otherwise no list is that long, and nothing would be cut.)"""
+    counts = Counter({first: len(others) for first, others in partners.items()})
+    counts.update(chain.from_iterable(partners.values()))
+    crowded = {text for text, count in counts.items() if count > CANDIDATES_PER_TEXT}
+    for others in partners.values():
+        if len(others) > CANDIDATES_PER_TEXT:
+            others[CANDIDATES_PER_TEXT:] = [other for other in others[CANDIDATES_PER_TEXT:]
+                                            if other not in crowded]
+
+
 def _regimes(shapes: Sequence[Shape]) -> list[tuple[list[list[str] | None], int, int]]:
-    """Each regime's bags, lane width and divisor."""
-    return [([shape.tiny for shape in shapes], 8, TINY_DIVISOR),
+    """Each regime's bags, lane width and divisor. The bags of characters take 8-bit lanes
+    while none holds more than TINY_MAX characters, else 16-bit ones."""
+    tiny = [shape.tiny for shape in shapes]
+    tiny_width = 8 if max((len(bag) for bag in tiny if bag), default=0) <= TINY_MAX else 16
+    return [(tiny, tiny_width, TINY_DIVISOR),
             ([shape.short for shape in shapes], 8, SHORT_DIVISOR),
             ([shape.long for shape in shapes], 16, LONG_DIVISOR)]
 

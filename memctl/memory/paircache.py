@@ -32,8 +32,9 @@ from memctl.disk.layout import state_path
 
 # Bump when memctl.core.similarity scores texts differently or the entries change (2: long
 # notes capped; 3: candidate pairs, and a project's group no longer holds the pairs of two
-# global notes; 4: pairs as flat positions).
-FORMAT = 4
+# global notes; 4: pairs as flat positions; 5: one- or two-word texts of any length paired
+# by their characters, a crowded note's pairs with notes that are not crowded kept).
+FORMAT = 5
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
 
