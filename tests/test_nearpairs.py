@@ -99,6 +99,47 @@ def test_texts_taken_in_blocks_pair_as_texts_taken_whole(token_lists: list[list[
         assert sorted(by_first) == sorted(_brute(shapes, own))
 
 
+_SMALL_WORDS = st.sampled_from(["abc", "cab", "bca", "port", "trop", "5432", "数", "据",
+                                "deploy", "on", "fridays"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_SMALL_WORDS, min_size=1, max_size=4), min_size=2, max_size=30),
+       st.integers(1, 8), st.data())
+def test_a_texts_own_search_finds_what_the_groups_finds_for_it(
+        token_lists: list[list[str]], cap: int, data) -> None:
+    """What the health report's cache relies on: the search of one text's pairs
+    (`candidate_pairs` with `rows` and `limit`) says the text is crowded exactly when the whole
+    group's search counts it so (its candidates in every regime together, both directions),
+    and otherwise finds the very pairs the group's search keeps for it."""
+    shapes = [Shape(words) for words in token_lists]
+    own = data.draw(st.integers(1, len(shapes)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nearpairs, "CANDIDATES_PER_TEXT", cap)
+        group = {(i, j) for i, others in candidate_partners(shapes, own=own).items()
+                 for j in others}
+        every = _brute(shapes, own)
+        for row in range(len(shapes)):
+            count = sum(1 for pair in every if row in pair)
+            alone = candidate_pairs(shapes, own=own, rows=[row], limit=cap)
+            if count > cap:
+                assert alone is None
+            else:
+                assert alone == sorted(pair for pair in group if row in pair) == sorted(
+                    pair for pair in every if row in pair)
+
+
+def test_a_text_crowded_by_two_regimes_together_is_crowded_for_its_own_search(
+        monkeypatch) -> None:
+    """`abc port` has two candidates by its characters (its words rearranged) and two by its
+    words: four, over a limit of three, though neither regime alone is over it."""
+    monkeypatch.setattr(nearpairs, "CANDIDATES_PER_TEXT", 3)
+    shapes = [Shape(words) for words in (["abc", "port"], ["cab", "trop"], ["bca", "trop"],
+                                         ["abc", "port", "5432"], ["abc", "port", "on"])]
+    assert candidate_partners(shapes)[0] == [1, 2, 3, 4]
+    assert candidate_pairs(shapes, rows=[0], limit=3) is None
+
+
 def test_long_texts_are_paired_by_shared_runs_of_words(monkeypatch) -> None:
     """Long texts count shingles of SHINGLE words: an edited copy is a candidate, a text on
     another subject written with the same common words is not. Dense and sparse elements
@@ -181,12 +222,14 @@ _TEXTS = st.sampled_from(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_TEXTS, min_size=1, max_size=10), st.lists(_TEXTS, max_size=6),
-       st.lists(st.tuples(st.sampled_from(["edit", "edit-partner", "add", "drop"]),
+       st.lists(st.tuples(st.sampled_from(["edit", "edit-partner", "add", "drop", "to-global",
+                                           "from-global"]),
                           st.integers(0, 20), _TEXTS), max_size=5))
 def test_pairs_kept_with_partners_equal_finding_them_again(
         texts: list[str], shared: list[str], edits: list[tuple[str, int, str]]) -> None:
     """The health report's cache for a project's group with global's notes as partners: after
-    edits of either side, the pairs given are those found afresh (memory/paircache.py)."""
+    edits of either side, and notes moved between the two, the pairs given are those found
+    afresh (memory/paircache.py)."""
     import json
 
     from memctl.memory.paircache import group_pairs
@@ -203,11 +246,16 @@ def test_pairs_kept_with_partners_equal_finding_them_again(
             partners[number % len(partners)] = (partners[number % len(partners)][0], text)
         elif action == "drop" and len(items) > 1:
             del items[number % len(items)]
+        elif action == "to-global" and len(items) > 1:  # a note moved into global, as it is
+            partners.append(items.pop(number % len(items)))
+        elif action == "from-global" and partners:  # and back into the project
+            items.append(partners.pop(number % len(partners)))
         entry = json.loads(json.dumps(entry))
         pairs, entry = group_pairs(items, entry, 70, partners)
         fresh = similar_pairs(items, threshold=70, partners=partners)
         assert [(a, b, round(v, 9)) for a, b, v in pairs] == [(a, b, round(v, 9)) for a, b, v in fresh]
-        assert not any(a.startswith("g") and b.startswith("g") for a, b, _ in pairs)
+        shared_keys = {key for key, _ in partners}
+        assert not any(a in shared_keys and b in shared_keys for a, b, _ in pairs)
 
 
 @settings(max_examples=300, deadline=None)
@@ -283,6 +331,24 @@ def test_a_note_with_many_candidates_keeps_its_pair_with_one_that_has_few(monkey
     from memctl.core.similarity import pairs_involving
 
     assert pairs_involving(items, {"r"}) == [pair for pair in expected if "r" in pair[:2]]
+
+
+def test_many_alike_notes_that_are_no_crowd_keep_every_pair() -> None:
+    """160 notes that differ by a number: each has 159 candidates (no crowd: at most
+    CANDIDATES_PER_TEXT), so every pair is found, more than SIMILAR_PER_TEXT for each note,
+    and the report's cache after an edit gives what a fresh report gives."""
+    from memctl.core.similarity import SIMILAR_PER_TEXT
+    from memctl.memory.paircache import group_pairs
+
+    items = [(f"n{i:04d}", f"deploy the service with helm chart version {i} on cluster alpha")
+             for i in range(160)]
+    expected = exhaustive_pairs(items)
+    assert len(expected) == 160 * 159 // 2 > 160 * SIMILAR_PER_TEXT // 2
+    assert similar_pairs(items) == expected
+    _, entry = group_pairs(items, None, 70)
+    items[150] = ("n0150", items[150][1].replace("alpha", "beta"))
+    kept, _ = group_pairs(items, entry, 70)
+    assert kept == similar_pairs(items) == exhaustive_pairs(items)
 
 
 def test_a_crowd_of_alike_notes_makes_pairs_in_proportion_to_its_size_not_its_square() -> None:

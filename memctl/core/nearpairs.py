@@ -27,8 +27,9 @@ a candidate when the bags share enough; only candidates are scored, exactly as b
   other's length (the ratios need 0.54) meet in at least one of the two.
 
 These bounds are not implied by the scores, so a pair can be missed: one that scores 70 or
-more with less than half of its words shared (a typo in most words), or two long texts that
-only share their commonest words (their sorted words align). bench/bench_health.py measures
+more with less than half of its words shared (a typo in most words), two long texts that
+only share their commonest words (their sorted words align), or a text of more than
+SHORT_MAX words and its copy with a word changed in every run of SHINGLE (docs/lifecycle.md). bench/bench_health.py measures
 it: 99.92 % of the pairs scoring 70+ on the 10k benchmark store, all of those the report
 lists. `similarity.exhaustive_pairs` keeps the full comparison as the reference.
 
@@ -162,10 +163,15 @@ def candidate_pairs(shapes: Sequence[Shape], own: int | None = None,
     more candidates than that (a crowd: its pairs would be quadratic)."""
     own = len(shapes) if own is None else own
     found: set[Pair] = set()
+    # Each text's candidates in all regimes together: crowded as `candidate_partners` counts.
+    of_row: defaultdict[int, set[int]] = defaultdict(set)
     for elements, width, divisor in _regimes(shapes):
         for first, others in _lane_hits(elements, own, rows, width, divisor):
-            if limit is not None and rows is not None and len(others) > limit:
-                return None
+            if limit is not None and rows is not None:
+                mine = of_row[first]
+                mine.update(others)
+                if len(mine) > limit:
+                    return None
             found.update((first, other) if first < other else (other, first)
                          for other in others)
     return sorted(found)
@@ -193,13 +199,19 @@ def candidate_partners(shapes: Sequence[Shape], own: int | None = None) -> dict[
     return partners
 
 
+def crowded_texts(partners: dict[int, list[int]]) -> set[int]:
+    """The texts with more than CANDIDATES_PER_TEXT candidates in `partners` (as
+    `candidate_partners` gives them: each pair once, by its first text), both directions."""
+    counts = Counter({first: len(others) for first, others in partners.items()})
+    counts.update(chain.from_iterable(partners.values()))
+    return {text for text, count in counts.items() if count > CANDIDATES_PER_TEXT}
+
+
 def _cut_crowds(partners: dict[int, list[int]]) -> None:
     """Leave out of `partners` the pairs of two crowded texts (see CANDIDATES_PER_TEXT)
     beyond the first CANDIDATES_PER_TEXT after a text. (Called only when some text has more
     than that after it: otherwise no list is that long, and nothing would be cut.)"""
-    counts = Counter({first: len(others) for first, others in partners.items()})
-    counts.update(chain.from_iterable(partners.values()))
-    crowded = {text for text, count in counts.items() if count > CANDIDATES_PER_TEXT}
+    crowded = crowded_texts(partners)
     for others in partners.values():
         if len(others) > CANDIDATES_PER_TEXT:
             others[CANDIDATES_PER_TEXT:] = [other for other in others[CANDIDATES_PER_TEXT:]

@@ -641,9 +641,14 @@ def _reasons(na: str, nb: str, ta: list[str] | None = None, tb: list[str] | None
     """The signs of disagreement, and whether the texts say mostly the same thing (only then
     do the signs make them a possible contradiction; any sign still blocks a merge). `ta`,
     `tb`: the texts' tokens, when made already."""
-    fa, fb = _features(na), _features(nb)
     if ta is None or tb is None:
         ta, tb = tokens(na), tokens(nb)
+    if nb < na:
+        # One order for the two texts: matching words is greedy, so its steps from a to b are
+        # not those from b to a, and `add` (the new note first) and `health` (the notes in the
+        # group's order) would judge one pair differently (tests/test_similarity.py).
+        na, nb, ta, tb = nb, na, tb, ta
+    fa, fb = _features(na), _features(nb)
     opcodes = _opcodes(ta, tb)
     reasons: list[str] = []
     if fa.numbers != fb.numbers:
@@ -777,10 +782,13 @@ def _scored_here(query: str, texts: list[str], matched: list[int],
     return scored
 
 
-# A text's similar pairs are looked for until it has this many (memctl.core.nearpairs
-# bounds its candidates likewise): a crowd of alike notes would otherwise make every pair,
-# quadratic in the crowd. The 100k benchmark store's most paired text has 98 after it
-# (bench/bench_health.py), so only a crowd is cut, and docs/health.md says what it costs.
+# A crowded text's similar pairs with other crowded texts (memctl.core.nearpairs: more than
+# CANDIDATES_PER_TEXT candidates) are looked for until it has this many: a crowd of alike
+# notes would otherwise make every pair, quadratic in the crowd. Every other pair is scored:
+# one with a text that is not crowded, whose candidates are bounded (so a kept report, which
+# scores a changed text's pairs alone, and a fresh one agree). The 100k benchmark store's
+# most paired text has 98 after it (bench/bench_health.py), so only a crowd is cut, and
+# docs/health.md says what it costs.
 SIMILAR_PER_TEXT = 128
 
 
@@ -866,13 +874,22 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
     pairs: list[tuple[str, str, float]] = []
     each_view = (views.chars, views.sorted, views.coded)
     ratio, extract = fuzz.ratio, process.extract
+    crowded = nearpairs.crowded_texts(partners_of) if any(
+        len(others) > SIMILAR_PER_TEXT for others in partners_of.values()) else set()
     for first, candidates_of_first in partners_of.items():
         key = all_keys[first]
         found = 0
-        # The candidates a chunk at a time, until the text has SIMILAR_PER_TEXT pairs: one
-        # chunk for nearly every text; a crowd's text stops after its first.
-        for begin in range(0, len(candidates_of_first), SIMILAR_PER_TEXT):
-            others = candidates_of_first[begin:begin + SIMILAR_PER_TEXT]
+        # (candidates, whether their pairs count towards SIMILAR_PER_TEXT): a crowded text's
+        # candidates that are not crowded in one go, then the crowded ones a chunk at a time
+        # until it has that many pairs with them; any other text's all at once.
+        chunks: list[tuple[list[int], bool]] = [(candidates_of_first, False)]
+        if first in crowded:
+            loose = [other for other in candidates_of_first if other not in crowded]
+            packed = [other for other in candidates_of_first if other in crowded]
+            chunks = [(loose, False)] if loose else []
+            chunks += [(packed[begin:begin + SIMILAR_PER_TEXT], True)
+                       for begin in range(0, len(packed), SIMILAR_PER_TEXT)]
+        for others, counted in chunks:
             spots = list(map(at.__getitem__, others))
             best: dict[int, float] = {}
             for view in each_view:
@@ -884,9 +901,10 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
                     if best.get(idx, 0.0) < value:
                         best[idx] = value
             pairs.extend((key, all_keys[others[idx]], value) for idx, value in best.items())
-            found += len(best)
-            if found >= SIMILAR_PER_TEXT:
-                break
+            if counted:
+                found += len(best)
+                if found >= SIMILAR_PER_TEXT:
+                    break
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
     return pairs
 

@@ -33,8 +33,10 @@ from memctl.disk.layout import state_path
 # Bump when memctl.core.similarity scores texts differently or the entries change (2: long
 # notes capped; 3: candidate pairs, and a project's group no longer holds the pairs of two
 # global notes; 4: pairs as flat positions; 5: one- or two-word texts of any length paired
-# by their characters, a crowded note's pairs with notes that are not crowded kept).
+# by their characters, a crowded note's pairs with notes that are not crowded kept, a
+# partner's digest marked as one).
 FORMAT = 5
+PARTNER_MARK = "g:"
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
 
@@ -47,7 +49,10 @@ def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: f
     `similarity.similar_pairs`), and what to keep of it for next time. `previous` is what
     this returned last time for the group (anything else is ignored)."""
     everything = [*items, *partners]
-    digests = {key: _digest(text) for key, text in everything}
+    # A partner's digest is marked as one: a note moved between the project and global (same
+    # key, same text) is a changed note, whose pairs are found again on its new side.
+    digests = {key: _digest(text) for key, text in items}
+    digests.update((key, PARTNER_MARK + _digest(text)) for key, text in partners)
     unique = len(digests) == len(everything)  # a key twice (a copied note): no shortcut
     before = _entry(previous)
     if unique and before is not None:
