@@ -1035,7 +1035,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         since: Annotated[
             Optional[str], Arg("Only entries updated since a date, a span (7d, 2w), today or yesterday.")
         ] = None,
-        limit: Annotated[int, limit_arg("At most this many hits.")] = 10,
+        limit: Annotated[
+            Optional[int], limit_arg("At most this many hits (default: the setting "
+                                     "search.default_limit, 20).")
+        ] = None,
         include_stale: Annotated[
             bool, Arg("Also superseded, expired and archived notes.")
         ] = False,
@@ -1378,6 +1381,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     ) -> Annotated[CallToolResult, MemoryOut]:
         with guarded():
             chosen = arguments.choice(action, PROJECT_MEMORY_ACTIONS, "action")
+            working.check_project_memory_arguments(chosen, section=section, text=text)
             name = resolve(project)
             if chosen == "show":
                 view = working.project_memory_show(store, name)

@@ -384,6 +384,49 @@ def test_scratchpad_episodes_and_project_memory(mcp):
     assert git(mcp.store, "status", "--porcelain") == ""
 
 
+def test_an_argument_the_action_does_not_take_is_refused_not_dropped(mcp):
+    """One tool, several actions, every argument optional: `clear` with a text wiped the
+    scratchpad without a word, `show` with a section showed the whole file."""
+    project = "args"
+    mcp.ok("update_scratchpad", {"action": "focus", "text": "Ship v2", "project": project})
+    head = head_of(mcp.store)
+    for arguments, named in (
+            ({"action": "clear", "text": "is this kept?"}, "`text`"),
+            ({"action": "focus", "text": "x", "outcome": "failed"}, "`outcome`"),
+            ({"action": "focus", "text": "x", "archive": True}, "`archive`"),
+            ({"action": "show", "answer": "a"}, "`answer`"),
+            ({"action": "next", "text": "x", "answer": "a"}, "`answer`")):
+        message = mcp.error("update_scratchpad", {**arguments, "project": project})
+        assert named in message and "does not go with" in message, message
+    for arguments, named in (({"action": "show", "section": "lessons"}, "`section`"),
+                             ({"action": "show", "text": "x"}, "`text`"),
+                             ({"action": "replace", "text": "# p\n", "section": "decisions"},
+                              "`section`")):
+        message = mcp.error("project_memory", {**arguments, "project": project})
+        assert named in message and "does not go with" in message, message
+    assert head_of(mcp.store) == head and git(mcp.store, "status", "--porcelain") == ""
+    _, shown = mcp.ok("update_scratchpad", {"action": "show", "project": project})
+    assert shown["focus"] == "Ship v2"
+
+
+def test_search_takes_its_default_limit_from_the_setting(mcp):
+    """As `memctl search`: `search.default_limit` in memctl.toml, not a number of its own."""
+    for number in range(6):
+        mcp.ok("remember", {"text": f"the limit probe number {number} holds plum{number}",
+                            "project": "limits", "force": True})
+    settings = mcp.store / "memctl.toml"
+    before = settings.read_text() if settings.exists() else None
+    try:
+        assert before is not None and "\ndefault_limit = 20" in before  # `memctl init`'s
+        settings.write_text(before.replace("\ndefault_limit = 20", "\ndefault_limit = 3"))
+        _, found = mcp.ok("search", {"query": "limit probe", "project": "limits"})
+        assert len(found["hits"]) == 3
+        _, found = mcp.ok("search", {"query": "limit probe", "project": "limits", "limit": 5})
+        assert len(found["hits"]) == 5
+    finally:
+        settings.write_text(before)
+
+
 def test_a_field_over_the_front_matter_limit_is_an_error_for_the_model_not_a_bug(mcp):
     head = head_of(mcp.store)
     message = mcp.error("add_episode", {"goal": "g" * 70_000, "outcome": "completed"})
