@@ -301,6 +301,23 @@ def test_a_long_one_word_note_and_its_edited_copy_are_a_pair() -> None:
     assert compare(a, b).similar and [key for key, _ in candidates(b, [("a", a)])] == ["a"]
 
 
+def test_long_one_word_notes_of_one_script_are_not_all_candidates() -> None:
+    """Two long texts of one script share most of their characters whatever they say:
+    compared by their characters, 1,000 notes of 3,000 kana each made every pair a
+    candidate (210 s of scoring, where nothing scored 70). Past CHAR_RUNS_MIN characters
+    they pair by their runs of characters instead: only an edited copy is a candidate."""
+    rng = random.Random(5)
+    kana = [chr(code) for code in range(0x3041, 0x3094)]
+    texts = ["".join(rng.choice(kana) for _ in range(1_000)) for _ in range(200)]
+    texts.append(texts[0][:500] + "ぜったいに" + texts[0][505:])  # an edited copy of the first
+    shapes = [Shape(tokens(_compared(text)[0]), _compared(text)[0]) for text in texts]
+    assert all(len(tokens(_compared(text)[0])) == 1 for text in texts)
+    pairs = [(i, j) for i, others in candidate_partners(shapes).items() for j in others]
+    assert (0, 200) in pairs and len(pairs) < 200
+    items = [(f"k{n:03d}", text) for n, text in enumerate(texts)]
+    assert [(a, b) for a, b, _ in similar_pairs(items)] == [("k000", "k200")]
+
+
 def test_a_note_with_many_candidates_keeps_its_pair_with_one_that_has_few(monkeypatch) -> None:
     """Note A has more candidates than CANDIDATES_PER_TEXT (many notes holding a part of its
     words, none alike enough to be a pair) and R, an edited copy of A, comes after all of them
@@ -349,6 +366,50 @@ def test_many_alike_notes_that_are_no_crowd_keep_every_pair() -> None:
     items[150] = ("n0150", items[150][1].replace("alpha", "beta"))
     kept, _ = group_pairs(items, entry, 70)
     assert kept == similar_pairs(items) == exhaustive_pairs(items)
+
+
+_ALIKE = st.sampled_from([f"deploy the service with chart {n} on cluster alpha" for n in range(6)]
+                         + ["completely unrelated words zebra quilt", "use port 5432",
+                            "use port 5433", "redis holds the sessions"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_ALIKE, min_size=2, max_size=12), st.lists(_ALIKE, max_size=3),
+       st.lists(st.tuples(st.sampled_from(["edit", "add", "drop", "to-global"]),
+                          st.integers(0, 30), _ALIKE), min_size=1, max_size=4),
+       st.integers(2, 6), st.integers(1, 3))
+def test_pairs_kept_equal_a_fresh_report_when_notes_become_crowded_or_stop_being(
+        texts: list[str], shared: list[str], edits: list[tuple[str, int, str]],
+        cap: int, similar_cap: int) -> None:
+    """Which notes are crowded decides which of their pairs are kept, and an edit of one note
+    changes how many candidates the others have: with the bounds made small, a group of
+    alike notes crosses them both ways, and the report's cache still gives what a fresh
+    report gives (it compares afresh when a note may have come to be crowded)."""
+    import json
+
+    from memctl.core import similarity
+    from memctl.memory import paircache
+    from memctl.memory.paircache import group_pairs
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nearpairs, "CANDIDATES_PER_TEXT", cap)
+        patch.setattr(paircache, "CANDIDATES_PER_TEXT", cap, raising=False)
+        patch.setattr(similarity, "SIMILAR_PER_TEXT", similar_cap)
+        items = [(f"n{i}", text) for i, text in enumerate(texts)]
+        partners = [(f"g{i}", text) for i, text in enumerate(shared)]
+        _, entry = group_pairs(items, None, 70, partners)
+        for number, (action, at, text) in enumerate(edits):
+            if action == "edit":
+                items[at % len(items)] = (items[at % len(items)][0], text)
+            elif action == "add":
+                items.append((f"a{number}", text))
+            elif action == "drop" and len(items) > 1:
+                del items[at % len(items)]
+            elif action == "to-global" and len(items) > 1:
+                partners.append(items.pop(at % len(items)))
+            entry = json.loads(json.dumps(entry))
+            pairs, entry = group_pairs(items, entry, 70, partners)
+            assert pairs == similar_pairs(items, threshold=70, partners=partners)
 
 
 def test_a_crowd_of_alike_notes_makes_pairs_in_proportion_to_its_size_not_its_square() -> None:

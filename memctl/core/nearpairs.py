@@ -12,12 +12,16 @@ a candidate when the bags share enough; only candidates are scored, exactly as b
   `similarity` reports a contradiction only when more than half of the longer text's words
   are shared, in order, or all but one: every such pair of short texts meets this bound,
   but for two texts of one word each, which the next regime covers.
-- **Texts of one or two words** are also bags of their characters; candidates share two
-  thirds of them. A ratio of 70 or more over their characters (or their sorted words: the
-  same characters) needs 70 % shared, and over their words the same words: no pair of two
-  such texts is missed, however long (a word of a script written without spaces that is not
-  split into characters, as kana are not, can be thousands of characters: the lanes are
-  then 16 bits wide, `_regimes`).
+- **Texts of one or two words** (up to TINY_MAX characters) are also bags of their
+  characters; candidates share two thirds of them. A ratio of 70 or more over their
+  characters (or their sorted words: the same characters) needs 70 % shared, and over their
+  words the same words: no pair of two such texts is missed. From CHAR_RUNS_MIN characters
+  on (a word of a script written without spaces that is not split into characters, as kana
+  are not, can be thousands long) they are also bags of their runs of CHAR_RUN characters,
+  in the long texts' regime (a tenth shared): every two long texts of one script share two
+  thirds of their characters, but not their runs, unless one is an edited copy of the other.
+  Texts of CHAR_RUNS_MIN..TINY_MAX characters are both, so two within the length ratio a
+  score of 70 needs (0.54) meet in one of the two.
 - **Long texts** (at least LONG_MIN words) are bags of their shingles (SHINGLE words in a
   row) that start with one of a fixed eighth of all words (a crc32 of the word: the same
   shingles are kept in every text, so shared ones stay shared); candidates share a tenth of
@@ -28,8 +32,10 @@ a candidate when the bags share enough; only candidates are scored, exactly as b
 
 These bounds are not implied by the scores, so a pair can be missed: one that scores 70 or
 more with less than half of its words shared (a typo in most words), two long texts that
-only share their commonest words (their sorted words align), or a text of more than
-SHORT_MAX words and its copy with a word changed in every run of SHINGLE (docs/lifecycle.md). bench/bench_health.py measures
+only share their commonest words (their sorted words align), a text of more than SHORT_MAX
+words and its copy with a word changed in every run of SHINGLE, or a word of more than
+TINY_MAX characters and its copy with a character changed in every run of CHAR_RUN
+(docs/lifecycle.md). bench/bench_health.py measures
 it: 99.92 % of the pairs scoring 70+ on the 10k benchmark store, all of those the report
 lists. `similarity.exhaustive_pairs` keeps the full comparison as the reference.
 
@@ -61,8 +67,11 @@ SHORT_DIVISOR = 4  # shared ≥ (n_a + n_b) / 4: Dice ≥ 1/2
 LONG_DIVISOR = 20  # shared ≥ (n_a + n_b) / 20: Dice ≥ 1/10
 DENSE_SHARE = 64  # an element held by 1/64 of the texts or more gets a lane integer
 TINY_WORDS = 2  # texts of one or two words are also compared by their characters
-TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below up to 192 ...
-TINY_WIDE_MAX = 49_000  # ... a 16-bit lane up to 49,151 (similarity compares 4,000 at most)
+TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below up to 192
+CHAR_RUNS_MIN = 100  # characters; ≤ TINY_MAX · 0.54, so the two bags of one- or two-word texts
+CHAR_RUN = 4  # characters in a row: the long elements of a one- or two-word text
+CHAR_RUNS_MAX = 32_000  # characters; a 16-bit lane holds the long bound up to 36,408 elements
+# (similarity compares 4,000 characters at most)
 TINY_DIVISOR = 3  # shared ≥ (n_a + n_b) / 3: Dice ≥ 2/3
 BLOCKS = 16  # a group's texts are taken in this many blocks (`_lane_hits`) ...
 BLOCK_MIN = 1024  # ... of this many texts at least
@@ -144,13 +153,33 @@ class Shape:
 
     def __init__(self, tokens: Sequence[str], text: str | None = None) -> None:
         size = len(tokens)
-        if 0 < size <= TINY_WORDS:
+        self.tiny = self.long = None
+        if pairs_by_characters(tokens):
             text = " ".join(tokens) if text is None else text
-            self.tiny = tiny_elements(text) if len(text) <= TINY_WIDE_MAX else None
-        else:
-            self.tiny = None
+            if len(text) <= TINY_MAX:
+                self.tiny = tiny_elements(text)
+            if CHAR_RUNS_MIN <= len(text) <= CHAR_RUNS_MAX:
+                self.long = char_runs(text)
         self.short = short_elements(tokens) if 0 < size <= SHORT_MAX else None
-        self.long = long_elements(tokens) if size >= LONG_MIN else None
+        if size >= LONG_MIN:
+            self.long = long_elements(tokens)
+
+
+def pairs_by_characters(tokens: Sequence[str]) -> bool:
+    """Whether a text (its tokens) is paired by its characters too: one or two words."""
+    return 0 < len(tokens) <= TINY_WORDS
+
+
+def char_runs(text: str) -> list[str]:
+    """The long bag of a one- or two-word text: its runs of CHAR_RUN characters that start
+    with a character the fixed hash picks (one in SAMPLE, as the shingles of a long text),
+    numbered as in `short_elements`, marked so that none is ever a run of words."""
+    starts = compress(range(len(text) - CHAR_RUN + 1), _ANCHORS.of(text))
+    counts = Counter([text[start:start + CHAR_RUN] for start in starts])
+    out = [f"\x1d{run}" for run in counts]
+    out.extend(f"\x1d{run}\x1f{number}" for run, count in counts.items() if count > 1
+               for number in range(1, count))
+    return out
 
 
 def candidate_pairs(shapes: Sequence[Shape], own: int | None = None,
@@ -177,10 +206,12 @@ def candidate_pairs(shapes: Sequence[Shape], own: int | None = None,
     return sorted(found)
 
 
-def candidate_partners(shapes: Sequence[Shape], own: int | None = None) -> dict[int, list[int]]:
+def candidate_partners(shapes: Sequence[Shape], own: int | None = None,
+                       crowding: Crowding | None = None) -> dict[int, list[int]]:
     """The pairs of `candidate_pairs(shapes, own)` by their first text, {i: [j, ...]} with
     i < j, each j once: what the scoring goes through, without a tuple per pair (at 100,000
-    notes the benchmark store's groups make 6 million candidates)."""
+    notes the benchmark store's groups make 6 million candidates). `crowding`, when given,
+    is filled in from the candidates before any crowd is cut."""
     own = len(shapes) if own is None else own
     partners: dict[int, list[int]] = {}
     several: set[int] = set()  # texts with hits in two regimes: a pair may be in both
@@ -194,24 +225,38 @@ def candidate_partners(shapes: Sequence[Shape], own: int | None = None) -> dict[
                 several.add(first)
     for first in several:
         partners[first] = sorted(set(partners[first]))
-    if any(len(others) > CANDIDATES_PER_TEXT for others in partners.values()):
-        _cut_crowds(partners)
+    cut = any(len(others) > CANDIDATES_PER_TEXT for others in partners.values())
+    if crowding is not None or cut:
+        crowding = Crowding(partners) if crowding is None else crowding.count(partners)
+    if cut:
+        _cut_crowds(partners, crowding.crowded)  # type: ignore[union-attr]
     return partners
 
 
-def crowded_texts(partners: dict[int, list[int]]) -> set[int]:
-    """The texts with more than CANDIDATES_PER_TEXT candidates in `partners` (as
-    `candidate_partners` gives them: each pair once, by its first text), both directions."""
-    counts = Counter({first: len(others) for first, others in partners.items()})
-    counts.update(chain.from_iterable(partners.values()))
-    return {text for text, count in counts.items() if count > CANDIDATES_PER_TEXT}
+class Crowding:
+    """How many candidates the texts of a group have, both directions (`candidate_partners`
+    gives each pair once, by its first text): the most any text has, and the crowded ones
+    (more than CANDIDATES_PER_TEXT)."""
+
+    __slots__ = ("most", "crowded")
+
+    def __init__(self, partners: dict[int, list[int]] | None = None) -> None:
+        self.most = 0
+        self.crowded: set[int] = set()
+        if partners is not None:
+            self.count(partners)
+
+    def count(self, partners: dict[int, list[int]]) -> Crowding:
+        counts = Counter({first: len(others) for first, others in partners.items()})
+        counts.update(chain.from_iterable(partners.values()))
+        self.most = max(counts.values(), default=0)
+        self.crowded = {text for text, count in counts.items() if count > CANDIDATES_PER_TEXT}
+        return self
 
 
-def _cut_crowds(partners: dict[int, list[int]]) -> None:
+def _cut_crowds(partners: dict[int, list[int]], crowded: set[int]) -> None:
     """Leave out of `partners` the pairs of two crowded texts (see CANDIDATES_PER_TEXT)
-    beyond the first CANDIDATES_PER_TEXT after a text. (Called only when some text has more
-    than that after it: otherwise no list is that long, and nothing would be cut.)"""
-    crowded = crowded_texts(partners)
+    beyond the first CANDIDATES_PER_TEXT after a text."""
     for others in partners.values():
         if len(others) > CANDIDATES_PER_TEXT:
             others[CANDIDATES_PER_TEXT:] = [other for other in others[CANDIDATES_PER_TEXT:]
@@ -219,11 +264,8 @@ def _cut_crowds(partners: dict[int, list[int]]) -> None:
 
 
 def _regimes(shapes: Sequence[Shape]) -> list[tuple[list[list[str] | None], int, int]]:
-    """Each regime's bags, lane width and divisor. The bags of characters take 8-bit lanes
-    while none holds more than TINY_MAX characters, else 16-bit ones."""
-    tiny = [shape.tiny for shape in shapes]
-    tiny_width = 8 if max((len(bag) for bag in tiny if bag), default=0) <= TINY_MAX else 16
-    return [(tiny, tiny_width, TINY_DIVISOR),
+    """Each regime's bags, lane width and divisor."""
+    return [([shape.tiny for shape in shapes], 8, TINY_DIVISOR),
             ([shape.short for shape in shapes], 8, SHORT_DIVISOR),
             ([shape.long for shape in shapes], 16, LONG_DIVISOR)]
 
@@ -389,8 +431,9 @@ class Probe:
 
     - `exhaustive`: a text of LONG_MIN tokens or more pairs in the long regime, by shingles,
       which words alone do not bound: every text is a candidate.
-    - `tiny`: the text has one or two words, so it also pairs by its characters with every
-      other such text, whatever their words (`Shape.tiny`).
+    - `tiny`: the text has one or two words, so it also pairs by its characters (or its
+      runs of characters) with every other such text, whatever their words (`Shape.tiny`,
+      `char_runs`).
     - otherwise, the short regime: a pair shares at least (n_a + n_b) / SHORT_DIVISOR
       elements, and a text shares at most this text's occurrences (`counts`) of the words
       both hold: `may_pair(shared, size)` with `shared` that sum, `size` its n_b."""
@@ -398,7 +441,7 @@ class Probe:
     def __init__(self, tokens: Sequence[str], text: str) -> None:
         self.size = len(tokens)
         self.counts = Counter(token[:STEM] for token in tokens)
-        self.tiny = Shape(tokens, text).tiny is not None
+        self.tiny = pairs_by_characters(tokens)
         self.exhaustive = self.size >= LONG_MIN
 
     def may_pair(self, shared: int, size: int) -> bool:

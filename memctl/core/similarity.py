@@ -643,13 +643,7 @@ def _reasons(na: str, nb: str, ta: list[str] | None = None, tb: list[str] | None
     `tb`: the texts' tokens, when made already."""
     if ta is None or tb is None:
         ta, tb = tokens(na), tokens(nb)
-    if nb < na:
-        # One order for the two texts: matching words is greedy, so its steps from a to b are
-        # not those from b to a, and `add` (the new note first) and `health` (the notes in the
-        # group's order) would judge one pair differently (tests/test_similarity.py).
-        na, nb, ta, tb = nb, na, tb, ta
     fa, fb = _features(na), _features(nb)
-    opcodes = _opcodes(ta, tb)
     reasons: list[str] = []
     if fa.numbers != fb.numbers:
         reasons.append("number")
@@ -657,9 +651,20 @@ def _reasons(na: str, nb: str, ta: list[str] | None = None, tb: list[str] | None
         reasons.append("negation")
     if _swapped(fa.antonyms, fb.antonyms):
         reasons.append("antonym")
-    if _value_changed(ta, tb, opcodes):
+    # Matching words is greedy: its steps from a to b are not those from b to a, so `add`
+    # (the new note first) and `health` (the notes in their group's order) could judge one
+    # pair differently. Both orders are asked, and the cautious answer kept: a changed value
+    # either way is a sign (it blocks a merge), and the texts say the same thing if either
+    # way finds enough words in common (tests/test_similarity.py).
+    opcodes = _opcodes(ta, tb)
+    value, same = _value_changed(ta, tb, opcodes), _same_statement(ta, tb, opcodes)
+    if not (value and same):
+        back = _opcodes(tb, ta)
+        value = value or _value_changed(tb, ta, back)
+        same = same or _same_statement(tb, ta, back)
+    if value:
         reasons.append("value")
-    return tuple(reasons), _same_statement(ta, tb, opcodes)
+    return tuple(reasons), same
 
 
 def compare(
@@ -794,7 +799,7 @@ SIMILAR_PER_TEXT = 128
 
 def similar_pairs(
     items: Sequence[tuple[str, str]], *, threshold: float = DEFAULT_SIMILAR_THRESHOLD,
-    partners: Sequence[tuple[str, str]] = (),
+    partners: Sequence[tuple[str, str]] = (), crowding: nearpairs.Crowding | None = None,
 ) -> list[tuple[str, str, float]]:
     """The pairs (key_a, key_b, score) scoring at least `threshold` among `items` and between
     `items` and `partners` (never two partners: a project's notes with the global notes,
@@ -803,18 +808,23 @@ def similar_pairs(
     Only the candidate pairs of memctl.core.nearpairs are scored (texts sharing half of their
     words; long texts a third of their word pairs), so the cost grows with the pairs that
     look alike rather than with every pair; `exhaustive_pairs` is the full comparison it is
-    measured against (bench/bench_health.py, tests/test_similarity.py).
+    measured against (bench/bench_health.py, tests/test_similarity.py). `crowding`, when
+    given, is filled in (the health report's cache keeps how many candidates a note has at
+    most: memctl.memory.paircache).
     """
-    return _candidate_pairs(items, partners, None, threshold)
+    return _candidate_pairs(items, partners, None, threshold, crowding)
 
 
 def pairs_involving(
     items: Sequence[tuple[str, str]], keys: Collection[str], *,
     threshold: float = DEFAULT_SIMILAR_THRESHOLD, partners: Sequence[tuple[str, str]] = (),
+    crowding: nearpairs.Crowding | None = None,
 ) -> list[tuple[str, str, float]]:
     """The pairs of `similar_pairs(items, partners=partners)` that involve one of `keys` (for
-    the health report's cache: only new or edited notes are compared again)."""
-    return _candidate_pairs(items, partners, keys, threshold)
+    the health report's cache: only new or edited notes are compared again). `crowding`,
+    when given, gets the most candidates one of `keys` has (or the group's counts, when one
+    of them is crowded and the whole group was searched)."""
+    return _candidate_pairs(items, partners, keys, threshold, crowding)
 
 
 def load_scorers() -> None:
@@ -844,7 +854,8 @@ def _shape(norm: str) -> nearpairs.Shape:
 
 
 def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[str, str]],
-                     keys: Collection[str] | None, threshold: float
+                     keys: Collection[str] | None, threshold: float,
+                     crowding: nearpairs.Crowding | None = None
                      ) -> list[tuple[str, str, float]]:
     from rapidfuzz import fuzz, process
 
@@ -852,20 +863,27 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
     all_keys = [key for key, _ in everything]
     norms = [_compared(text)[0] for _, text in everything]
     shapes = [_shape(norm) for norm in norms]
+    crowded: set[int] = set()
     if keys is None:
-        partners_of = nearpairs.candidate_partners(shapes, own=len(items))
+        counted = nearpairs.Crowding() if crowding is None else crowding
+        partners_of = nearpairs.candidate_partners(shapes, own=len(items), crowding=counted)
+        crowded = counted.crowded
     else:
         rows = [number for number, key in enumerate(all_keys) if key in keys]
         found = nearpairs.candidate_pairs(shapes, own=len(items), rows=rows,
                                           limit=nearpairs.CANDIDATES_PER_TEXT)
         if found is None:
             # A crowd: the pairs of the whole group's search (which bounds the crowd) that
-            # involve these texts, so a kept report and a fresh one agree (docs/health.md).
-            return [pair for pair in _candidate_pairs(items, partners, None, threshold)
+            # involve these texts (docs/health.md).
+            return [pair for pair in _candidate_pairs(items, partners, None, threshold,
+                                                      crowding)
                     if pair[0] in keys or pair[1] in keys]
         partners_of = {}
         for first, second in found:
             partners_of.setdefault(first, []).append(second)
+        if crowding is not None:
+            of_row = Counter(number for pair in found for number in pair)
+            crowding.most = max((of_row[row] for row in rows), default=0)
     # The three views of the texts in some candidate pair only (a long text's word codes cost
     # a millisecond: not worth it for a text no pair needs).
     involved = sorted(set(partners_of).union(*partners_of.values()))
@@ -874,8 +892,6 @@ def _candidate_pairs(items: Sequence[tuple[str, str]], partners: Sequence[tuple[
     pairs: list[tuple[str, str, float]] = []
     each_view = (views.chars, views.sorted, views.coded)
     ratio, extract = fuzz.ratio, process.extract
-    crowded = nearpairs.crowded_texts(partners_of) if any(
-        len(others) > SIMILAR_PER_TEXT for others in partners_of.values()) else set()
     for first, candidates_of_first in partners_of.items():
         key = all_keys[first]
         found = 0

@@ -181,7 +181,7 @@ def _keep(conn: sqlite3.Connection, paths: list[str], projects: list[str]) -> No
                 f" JOIN files fl ON fl.path = d.path JOIN fts f ON f.rowid = d.rowid"
                 f" WHERE d.kind = 'note' AND d.path IN ({', '.join('?' * len(chunk))})", chunk):
             tokens, norm = compared_tokens(from_index(body or ""))
-            tiny = nearpairs.Shape(tokens, norm).tiny is not None
+            tiny = nearpairs.pairs_by_characters(tokens)
             computed.append((path, project, digest, tiny, len(tokens),
                              sorted(nearpairs.words(tokens))))
     marks = ", ".join("?" * len(projects))

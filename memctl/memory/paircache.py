@@ -26,6 +26,7 @@ import os
 from collections.abc import Sequence
 
 from memctl.core.errors import MemctlError
+from memctl.core.nearpairs import CANDIDATES_PER_TEXT, Crowding
 from memctl.core.similarity import pairs_involving, similar_pairs
 from memctl.disk.atomic import atomic_write_text
 from memctl.disk.layout import state_path
@@ -34,8 +35,8 @@ from memctl.disk.layout import state_path
 # notes capped; 3: candidate pairs, and a project's group no longer holds the pairs of two
 # global notes; 4: pairs as flat positions; 5: one- or two-word texts of any length paired
 # by their characters, a crowded note's pairs with notes that are not crowded kept, a
-# partner's digest marked as one).
-FORMAT = 5
+# partner's digest marked as one; 6: the most candidates a note may have, `reach`).
+FORMAT = 6
 PARTNER_MARK = "g:"
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
@@ -56,40 +57,52 @@ def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: f
     unique = len(digests) == len(everything)  # a key twice (a copied note): no shortcut
     before = _entry(previous)
     if unique and before is not None:
-        old_items, old_pairs = before
+        old_items, old_pairs, reach = before
         unchanged = {key for key, digest in digests.items() if old_items.get(key) == digest}
         changed = set(digests) - unchanged
-        if len(changed) * REFRESH_SHARE <= len(digests):
-            # Each pair in the order of its two texts now, as similar_pairs gives it (the
-            # notes may have been listed in another order last time).
-            position = {key: number for number, (key, _) in enumerate(everything)}
-            kept = [(a, b, score) if position[a] < position[b] else (b, a, score)
-                    for a, b, score in old_pairs if a in unchanged and b in unchanged]
-            fresh = pairs_involving(items, changed, threshold=threshold,
-                                    partners=partners) if changed else []
-            pairs = sorted(kept + fresh, key=lambda p: (-p[2], p[0], p[1]))
-            return pairs, _made(digests, pairs)
-    pairs = similar_pairs(items, threshold=threshold, partners=partners)
+        # Each note changed, added or removed adds or takes at most one candidate of any
+        # other note: while none can have come to more than CANDIDATES_PER_TEXT, no crowd is
+        # cut (memctl.core.nearpairs) and the pairs of the unchanged notes stand as they were.
+        # Otherwise, and when a changed note has more, the group is compared afresh: which
+        # notes are crowded decides which of their pairs are kept.
+        moved = len(changed) + len(set(old_items) - set(digests))
+        if len(changed) * REFRESH_SHARE <= len(digests) \
+                and reach + moved <= CANDIDATES_PER_TEXT:
+            crowding = Crowding()
+            fresh = pairs_involving(items, changed, threshold=threshold, partners=partners,
+                                    crowding=crowding) if changed else []
+            reach = max(reach + moved, crowding.most)
+            if reach <= CANDIDATES_PER_TEXT:
+                # Each pair in the order of its two texts now, as similar_pairs gives it (the
+                # notes may have been listed in another order last time).
+                position = {key: number for number, (key, _) in enumerate(everything)}
+                kept = [(a, b, score) if position[a] < position[b] else (b, a, score)
+                        for a, b, score in old_pairs if a in unchanged and b in unchanged]
+                pairs = sorted(kept + fresh, key=lambda p: (-p[2], p[0], p[1]))
+                return pairs, _made(digests, pairs, reach)
+    crowding = Crowding()
+    pairs = similar_pairs(items, threshold=threshold, partners=partners, crowding=crowding)
     # Keys used twice (a copied note): nothing is kept, the next report compares afresh.
-    return pairs, _made(digests, pairs) if unique else {"items": {}, "pairs": []}
+    return pairs, _made(digests, pairs, crowding.most) if unique else {"items": {}, "pairs": []}
 
 
-def _made(digests: dict[str, str], pairs: Sequence[Pair]) -> dict[str, object]:
-    """The entry kept for a group: its items' digests, and its pairs as flat positions."""
+def _made(digests: dict[str, str], pairs: Sequence[Pair], reach: int) -> dict[str, object]:
+    """The entry kept for a group: its items' digests, its pairs as flat positions, and the
+    most candidates a note of it may have (`reach`)."""
     position = {key: number for number, key in enumerate(digests)}
     flat: list[object] = []
     for a, b, score in pairs:
         flat += (position[a], position[b], score)
-    return {"items": digests, "pairs": flat}
+    return {"items": digests, "pairs": flat, "reach": reach}
 
 
-def _entry(value: object) -> tuple[dict[str, str], list[Pair]] | None:
+def _entry(value: object) -> tuple[dict[str, str], list[Pair], int] | None:
     """A valid cached entry, or None (a damaged file only costs a full comparison)."""
     if not isinstance(value, dict):
         return None
-    items, pairs = value.get("items"), value.get("pairs")
+    items, pairs, reach = value.get("items"), value.get("pairs"), value.get("reach")
     if not isinstance(items, dict) or not items or not isinstance(pairs, list) \
-            or len(pairs) % 3:
+            or len(pairs) % 3 or type(reach) is not int or reach < 0:
         return None
     keys = [str(key) for key in items]
     kept: list[Pair] = []
@@ -99,7 +112,8 @@ def _entry(value: object) -> tuple[dict[str, str], list[Pair]] | None:
                 or type(score) not in (int, float):
             return None
         kept.append((keys[a], keys[b], float(score)))
-    return {key: str(digest) for key, digest in zip(keys, items.values(), strict=True)}, kept
+    return ({key: str(digest) for key, digest in zip(keys, items.values(), strict=True)}, kept,
+            reach)
 
 
 def _digest(text: str) -> str:
