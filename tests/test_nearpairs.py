@@ -318,6 +318,22 @@ def test_long_one_word_notes_of_one_script_are_not_all_candidates() -> None:
     assert [(a, b) for a, b, _ in similar_pairs(items)] == [("k000", "k200")]
 
 
+@pytest.mark.parametrize("alphabet", ["01", "acgu", "でーたべすのせつぞく", "abcdefghij"])
+def test_a_long_word_of_few_letters_and_its_copy_with_one_change_are_a_pair(
+        alphabet: str) -> None:
+    """Runs picked by their first character: a word made only of letters the hash does not
+    pick (a bit string, an RNA sequence) had no runs at all, and its copy with one letter
+    changed was found by neither `add` nor `health` (a review). Runs are picked by the whole
+    run, and a text of few different runs keeps them all."""
+    rng = random.Random(len(alphabet))
+    word = "".join(rng.choice(alphabet) for _ in range(300))
+    copy = alphabet[(alphabet.index(word[0]) + 1) % len(alphabet)] + word[1:]
+    items = [("a", word), ("b", copy)]
+    assert nearpairs.Shape(tokens(word), word).long
+    assert similar_pairs(items) == exhaustive_pairs(items) != []
+    assert [key for key, _ in candidates(copy, [("a", word)])] == ["a"]
+
+
 def test_a_note_with_many_candidates_keeps_its_pair_with_one_that_has_few(monkeypatch) -> None:
     """Note A has more candidates than CANDIDATES_PER_TEXT (many notes holding a part of its
     words, none alike enough to be a pair) and R, an edited copy of A, comes after all of them

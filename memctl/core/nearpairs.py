@@ -17,9 +17,11 @@ a candidate when the bags share enough; only candidates are scored, exactly as b
   characters (or their sorted words: the same characters) needs 70 % shared, and over their
   words the same words: no pair of two such texts is missed. From CHAR_RUNS_MIN characters
   on (a word of a script written without spaces that is not split into characters, as kana
-  are not, can be thousands long) they are also bags of their runs of CHAR_RUN characters,
-  in the long texts' regime (a tenth shared): every two long texts of one script share two
-  thirds of their characters, but not their runs, unless one is an edited copy of the other.
+  are not, can be thousands long) they are also bags of their runs of CHAR_RUN characters
+  (one run in SAMPLE, picked by a fixed hash of the run; all of them in a text of few
+  different runs), in the long texts' regime (a tenth shared): every two long texts of one
+  script share two thirds of their characters, but not their runs, unless one is an edited
+  copy of the other.
   Texts of CHAR_RUNS_MIN..TINY_MAX characters are both, so two within the length ratio a
   score of 70 needs (0.54) meet in one of the two.
 - **Long texts** (at least LONG_MIN words) are bags of their shingles (SHINGLE words in a
@@ -34,8 +36,7 @@ These bounds are not implied by the scores, so a pair can be missed: one that sc
 more with less than half of its words shared (a typo in most words), two long texts that
 only share their commonest words (their sorted words align), a text of more than SHORT_MAX
 words and its copy with a word changed in every run of SHINGLE, or a word of more than
-TINY_MAX characters and its copy with a character changed in every run of CHAR_RUN
-(docs/lifecycle.md). bench/bench_health.py measures
+TINY_MAX characters and a copy edited in most of the runs the hash picks (docs/lifecycle.md). bench/bench_health.py measures
 it: 99.92 % of the pairs scoring 70+ on the 10k benchmark store, all of those the report
 lists. `similarity.exhaustive_pairs` keeps the full comparison as the reference.
 
@@ -70,8 +71,9 @@ TINY_WORDS = 2  # texts of one or two words are also compared by their character
 TINY_MAX = 190  # characters; an 8-bit lane holds the counts of the bound below up to 192
 CHAR_RUNS_MIN = 100  # characters; ≤ TINY_MAX · 0.54, so the two bags of one- or two-word texts
 CHAR_RUN = 4  # characters in a row: the long elements of a one- or two-word text
-CHAR_RUNS_MAX = 32_000  # characters; a 16-bit lane holds the long bound up to 36,408 elements
+CHAR_RUNS_MAX = 32_000  # characters; a 16-bit lane holds the long bound up to 36,407 elements
 # (similarity compares 4,000 characters at most)
+RUNS_ALL_BELOW = 64  # different runs: a text with fewer keeps all of its runs
 TINY_DIVISOR = 3  # shared ≥ (n_a + n_b) / 3: Dice ≥ 2/3
 BLOCKS = 16  # a group's texts are taken in this many blocks (`_lane_hits`) ...
 BLOCK_MIN = 1024  # ... of this many texts at least
@@ -171,14 +173,18 @@ def pairs_by_characters(tokens: Sequence[str]) -> bool:
 
 
 def char_runs(text: str) -> list[str]:
-    """The long bag of a one- or two-word text: its runs of CHAR_RUN characters that start
-    with a character the fixed hash picks (one in SAMPLE, as the shingles of a long text),
-    numbered as in `short_elements`, marked so that none is ever a run of words."""
-    starts = compress(range(len(text) - CHAR_RUN + 1), _ANCHORS.of(text))
-    counts = Counter([text[start:start + CHAR_RUN] for start in starts])
-    out = [f"\x1d{run}" for run in counts]
-    out.extend(f"\x1d{run}\x1f{number}" for run, count in counts.items() if count > 1
-               for number in range(1, count))
+    """The long bag of a one- or two-word text: its runs of CHAR_RUN characters that the
+    fixed hash picks (one in SAMPLE, by the whole run, whatever the alphabet), or all of them
+    when the text has fewer than RUNS_ALL_BELOW different runs (`0101…`, `acgu…`: one in
+    eight of so few may be none); numbered as in `short_elements`, marked so that none is
+    ever a run of words."""
+    counts = Counter([text[start:start + CHAR_RUN]
+                      for start in range(len(text) - CHAR_RUN + 1)])
+    runs = list(counts)
+    if len(runs) >= RUNS_ALL_BELOW:
+        runs = list(compress(runs, _ANCHORS.of(runs)))
+    out = [f"\x1d{run}" for run in runs]
+    out.extend(f"\x1d{run}\x1f{number}" for run in runs for number in range(1, counts[run]))
     return out
 
 
