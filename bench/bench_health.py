@@ -12,10 +12,15 @@ Prints each figure with the command that produced it:
 3. long documents: a store of N long Markdown documents in one project (bench/gen_long.py):
    recall on its first documents, and the first report end to end;
 4. a crowd: N near-copies in one project (`--crowd`), the report end to end: its cost must
-   grow with N, not N² (docs/health.md).
+   grow with N, not N² (docs/health.md);
+5. long words: N notes that are each one word of L kana (a script memctl does not split into
+   characters), one in ten an edited copy of another (`--words N --word-length L`, seed 5):
+   the candidate search (`similar_pairs`) beside the full comparison, in process, CPU time
+   and pairs found (docs/lifecycle.md).
 
     .venv/bin/python bench/bench_health.py [--sizes 1000,10000] [--long 3000]
-        [--recall-groups 3] [--crowd 2000] [--figures recall,report,long,crowd] [--out bench/out]
+        [--recall-groups 3] [--crowd 2000] [--words 300 --word-length 3000]
+        [--figures recall,report,long,crowd,words] [--out bench/out]
 
 At 100k notes the full comparison takes tens of minutes: `--recall-groups N` compares global
 and the first N-1 projects only (the candidate search is timed on every group).
@@ -207,6 +212,38 @@ def long_recall(root: Path, first: int) -> None:
          f"python bench/bench_health.py --long N  (first {first} documents of {root})")
 
 
+def long_words(count: int, length: int) -> None:
+    """`similar_pairs` on one-word notes of kana beside `exhaustive_pairs` (5. above)."""
+    import random
+
+    from memctl.core.similarity import exhaustive_pairs, similar_pairs
+
+    rng = random.Random(5)
+    kana = [chr(code) for code in range(0x3041, 0x3094)]
+    items: list[tuple[str, str]] = []
+    for number in range(count):
+        if number % 10 == 9:  # an edited copy of an earlier note: a run of it replaced
+            text = items[rng.randrange(number - 9, number)][1]
+            at = rng.randrange(len(text) - 20)
+            text = text[:at] + "".join(rng.choice(kana) for _ in range(20)) + text[at + 20:]
+        else:
+            text = "".join(rng.choice(kana) for _ in range(length))
+        items.append((f"w{number:05d}", text))
+    start = time.process_time()
+    found = similar_pairs(items)
+    mine_time = time.process_time() - start
+    start = time.process_time()
+    reference = exhaustive_pairs(items)
+    their_time = time.process_time() - start
+    mine = {(a, b) for a, b, _ in found}
+    theirs = {(a, b) for a, b, _ in reference}
+    show(f"{count} one-word notes of {length} kana: the candidates find {len(mine & theirs)} of "
+         f"the {len(theirs)} pairs scoring 70+ ({mine_time:.2f} s CPU; the full comparison "
+         f"{their_time:.1f} s CPU)  [{load()}]",
+         f"python bench/bench_health.py --sizes '' --words {count} --word-length {length} "
+         f"--figures words")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
@@ -217,7 +254,10 @@ def main() -> None:
                         help="compare all pairs in this many groups only (100k: 3)")
     parser.add_argument("--crowd", type=int, default=2000,
                         help="near-copies in one project, for the report (0: none)")
-    parser.add_argument("--figures", default="recall,report,long,crowd")
+    parser.add_argument("--words", type=int, default=300,
+                        help="one-word notes of kana, in process (0: none)")
+    parser.add_argument("--word-length", type=int, default=3000)
+    parser.add_argument("--figures", default="recall,report,long,crowd,words")
     parser.add_argument("--out", type=Path, default=HERE / "out")
     args = parser.parse_args()
     figures = set(args.figures.split(","))
@@ -239,6 +279,9 @@ def main() -> None:
     if args.crowd and "crowd" in figures:
         print(f"\n## {args.crowd} near-copies in one project", flush=True)
         report(crowd_corpus(args.out, args.crowd), f"{args.crowd} near-copies")
+    if args.words and "words" in figures:
+        print(f"\n## {args.words} one-word notes of {args.word_length} kana", flush=True)
+        long_words(args.words, args.word_length)
 
 
 if __name__ == "__main__":
