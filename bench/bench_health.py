@@ -188,18 +188,23 @@ def report(root: Path, label: str) -> dict[str, tuple[float, float, float]]:
     return figures
 
 
-def long_recall(root: Path, first: int) -> None:
-    """Recall on the first documents (by path) of the long-document store."""
+def both_ways(items: list[tuple[str, str]]) -> tuple[list, float, list, float]:
+    """(`similar_pairs` of `items`, its CPU time, `exhaustive_pairs`, its CPU time)."""
     from memctl.core.similarity import exhaustive_pairs, similar_pairs
 
-    scopes, _ = groups_of(root)
-    items = [item for items in scopes.values() for item in items][:first]
     start = time.process_time()
     found = similar_pairs(items)
     mine_time = time.process_time() - start
     start = time.process_time()
     reference = exhaustive_pairs(items)
-    their_time = time.process_time() - start
+    return found, mine_time, reference, time.process_time() - start
+
+
+def long_recall(root: Path, first: int) -> None:
+    """Recall on the first documents (by path) of the long-document store."""
+    scopes, _ = groups_of(root)
+    items = [item for items in scopes.values() for item in items][:first]
+    found, mine_time, reference, their_time = both_ways(items)
     texts = dict(items)
     mine = {(min(a, b), max(a, b)) for a, b, _ in found}
     theirs = {(min(a, b), max(a, b)) for a, b, _ in reference}
@@ -216,8 +221,6 @@ def long_words(count: int, length: int) -> None:
     """`similar_pairs` on one-word notes of kana beside `exhaustive_pairs` (5. above)."""
     import random
 
-    from memctl.core.similarity import exhaustive_pairs, similar_pairs
-
     rng = random.Random(5)
     kana = [chr(code) for code in range(0x3041, 0x3094)]
     items: list[tuple[str, str]] = []
@@ -229,12 +232,7 @@ def long_words(count: int, length: int) -> None:
         else:
             text = "".join(rng.choice(kana) for _ in range(length))
         items.append((f"w{number:05d}", text))
-    start = time.process_time()
-    found = similar_pairs(items)
-    mine_time = time.process_time() - start
-    start = time.process_time()
-    reference = exhaustive_pairs(items)
-    their_time = time.process_time() - start
+    found, mine_time, reference, their_time = both_ways(items)
     mine = {(a, b) for a, b, _ in found}
     theirs = {(a, b) for a, b, _ in reference}
     show(f"{count} one-word notes of {length} kana: the candidates find {len(mine & theirs)} of "
