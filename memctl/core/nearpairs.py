@@ -36,9 +36,9 @@ These bounds are not implied by the scores, so a pair can be missed: one that sc
 more with less than half of its words shared (a typo in most words), two long texts that
 only share their commonest words (their sorted words align), a text of more than SHORT_MAX
 words and its copy with a word changed in every run of SHINGLE, or a word of more than
-TINY_MAX characters and a copy edited in most of the runs the hash picks (docs/lifecycle.md). bench/bench_health.py measures
-it: 99.92 % of the pairs scoring 70+ on the 10k benchmark store, all of those the report
-lists. `similarity.exhaustive_pairs` keeps the full comparison as the reference.
+TINY_MAX characters and a copy edited in most of the runs the hash picks (docs/lifecycle.md).
+bench/bench_health.py measures it: 99.92 % of the pairs scoring 70+ on the 10k benchmark
+store, all of those the report lists. `similarity.exhaustive_pairs` keeps the full comparison as the reference.
 
 How shares are counted: the texts are numbered, and an element held by many texts gets one
 Python integer with a lane of 8 bits (16 for long texts) per text, holding 1 where the text
@@ -232,10 +232,11 @@ def candidate_partners(shapes: Sequence[Shape], own: int | None = None,
     for first in several:
         partners[first] = sorted(set(partners[first]))
     cut = any(len(others) > CANDIDATES_PER_TEXT for others in partners.values())
-    if crowding is not None or cut:
-        crowding = Crowding(partners) if crowding is None else crowding.count(partners)
+    if crowding is None and not cut:
+        return partners  # nobody asked, and no text can be crowded
+    counted = (crowding or Crowding()).count(partners)
     if cut:
-        _cut_crowds(partners, crowding.crowded)  # type: ignore[union-attr]
+        _cut_crowds(partners, counted.crowded)
     return partners
 
 
@@ -246,11 +247,9 @@ class Crowding:
 
     __slots__ = ("most", "crowded")
 
-    def __init__(self, partners: dict[int, list[int]] | None = None) -> None:
+    def __init__(self) -> None:
         self.most = 0
         self.crowded: set[int] = set()
-        if partners is not None:
-            self.count(partners)
 
     def count(self, partners: dict[int, list[int]]) -> Crowding:
         counts = Counter({first: len(others) for first, others in partners.items()})
@@ -444,7 +443,7 @@ class Probe:
       elements, and a text shares at most this text's occurrences (`counts`) of the words
       both hold: `may_pair(shared, size)` with `shared` that sum, `size` its n_b."""
 
-    def __init__(self, tokens: Sequence[str], text: str) -> None:
+    def __init__(self, tokens: Sequence[str]) -> None:
         self.size = len(tokens)
         self.counts = Counter(token[:STEM] for token in tokens)
         self.tiny = pairs_by_characters(tokens)

@@ -72,8 +72,8 @@ def check_pool(conn: sqlite3.Connection, projects: Sequence[str], text: str, *,
     names = sorted(set(projects))
     marks = ", ".join("?" * len(names))
     scope = _SCOPE.format(marks=marks)
-    tokens, norm = compared_tokens(text)
-    probe = nearpairs.Probe(tokens, norm)
+    tokens, _ = compared_tokens(text)
+    probe = nearpairs.Probe(tokens)
     if probe.exhaustive or not _tables(conn):
         return _rows(conn, scope, names, None)
     # Whatever their words: the notes whose words are not kept (or are of another version of
