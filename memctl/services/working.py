@@ -25,22 +25,22 @@ __all__ = ["SCRATCH_ACTIONS", "AgentFile", "Episode", "MemoryView", "ScratchView
            "update_episode"]
 
 SCRATCH_ACTIONS = ("show", "focus", "question", "next", "done", "note", "resolve", "clear")
-# What each action takes besides the project (an action not named takes `text` alone): an
-# argument given to an action that does not take it is refused, never dropped (an MCP client
-# sends any of them with any action: docs/agents.md).
-_SCRATCH_TAKES = {"show": (), "clear": ("archive", "outcome", "goal", "summary"),
-                  "resolve": ("text", "answer")}
+# What each action takes besides the project: an argument given to an action that does not
+# take it is refused, never dropped (an MCP client sends any of them with any action:
+# docs/agents.md).
+_SCRATCH_TAKES = {action: ("text",) for action in SCRATCH_ACTIONS} | {
+    "show": (), "clear": ("archive", "outcome", "goal", "summary"),
+    "resolve": ("text", "answer")}
 _MEMORY_TAKES = {"show": (), "add": ("section", "text"), "replace": ("text",)}
-_WHAT_TAKES = {"answer": "resolving a question", "archive": "clear", "outcome": "clear",
-               "goal": "clear", "summary": "clear", "section": "add", "text": "the other actions"}
 
 
-def _only_what_it_takes(action: str, takes: tuple[str, ...], **given: object) -> None:
-    """Refuse an argument given (not None, not False) to an action that does not take it."""
+def _only_what_it_takes(action: str, takes: dict[str, tuple[str, ...]], **given: object) -> None:
+    """Refuse an argument given (not None, not False) to an action that does not take it,
+    naming the actions that do."""
     for name, value in given.items():
-        if value is not None and value is not False and name not in takes:
-            raise UsageError(f"{arg(name)} does not go with {action} (it goes with "
-                             f"{_WHAT_TAKES[name]})")
+        if value is not None and value is not False and name not in takes[action]:
+            others = ", ".join(other for other, names in takes.items() if name in names)
+            raise UsageError(f"{arg(name)} does not go with {action} (it goes with {others})")
 
 
 def _utf8(**texts: str | Sequence[str] | None) -> None:
@@ -58,9 +58,8 @@ def scratchpad(store: Store, project: str, action: str, text: str | None = None,
     `resolve` takes the question's number or words as text, and an optional `answer`."""
     # Case-insensitive, as every other word from a fixed set (`arguments.choice`).
     action = arguments.choice(action, SCRATCH_ACTIONS, "action")
-    _only_what_it_takes(action, _SCRATCH_TAKES.get(action, ("text",)), text=text,
-                        archive=archive, outcome=outcome, goal=goal, summary=summary,
-                        answer=answer)
+    _only_what_it_takes(action, _SCRATCH_TAKES, text=text, archive=archive, outcome=outcome,
+                        goal=goal, summary=summary, answer=answer)
     _utf8(text=text, goal=goal, summary=summary, answer=answer, outcome=outcome)
     if action == "show":
         return scratch.show(store, project)
@@ -152,7 +151,7 @@ def check_project_memory_arguments(action: str, *, section: str | None,
                                    text: str | None) -> None:
     """An MCP call of `project_memory` gives its action any of these: refused where the
     action does not take it (`show` of one section is the CLI's `project show --section`)."""
-    _only_what_it_takes(action, _MEMORY_TAKES[action], section=section, text=text)
+    _only_what_it_takes(action, _MEMORY_TAKES, section=section, text=text)
 
 
 def project_memory_show(store: Store, project: str) -> MemoryView:
