@@ -65,13 +65,13 @@ def group_pairs(items: Sequence[tuple[str, str]], previous: object, threshold: f
         # cut (memctl.core.nearpairs) and the pairs of the unchanged notes stand as they were.
         # Otherwise, and when a changed note has more, the group is compared afresh: which
         # notes are crowded decides which of their pairs are kept.
-        moved = len(changed) + len(set(old_items) - set(digests))
+        touched = len(changed) + len(set(old_items) - set(digests))
         if len(changed) * REFRESH_SHARE <= len(digests) \
-                and reach + moved <= CANDIDATES_PER_TEXT:
+                and reach + touched <= CANDIDATES_PER_TEXT:
             crowding = Crowding()
             fresh = pairs_involving(items, changed, threshold=threshold, partners=partners,
                                     crowding=crowding) if changed else []
-            reach = max(reach + moved, crowding.most)
+            reach = max(reach + touched, crowding.most)
             if reach <= CANDIDATES_PER_TEXT:
                 # Each pair in the order of its two texts now, as similar_pairs gives it (the
                 # notes may have been listed in another order last time).
