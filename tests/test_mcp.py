@@ -5,6 +5,7 @@ bearer token. Structured results are checked against each tool's declared output
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -680,6 +681,60 @@ def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tm
     assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 
+def test_a_store_moved_away_before_the_watcher_starts_is_not_watched_elsewhere(tmp_path):
+    """The server's watcher begins once the client says it has the `initialize` answer. A
+    store moved away before then made the watcher start on whatever was at the path: an empty
+    folder put there got a `.memctl/` (lock, heartbeat, index), and a store gone at that
+    moment was never watched again (a test waiting for the watcher's words timed out). The
+    watcher now waits for the store it was opened on, and watches it once it is back."""
+    from memctl.disk.watchstate import read_status
+
+    store, away = tmp_path / "store", tmp_path / "away"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    log_path = tmp_path / "mcp-stderr.log"
+
+    def said(words: str) -> bool:
+        return words in log_path.read_text()
+
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([memctl_executable(), "mcp"], env=subprocess_env(store),
+                                  cwd=str(tmp_path), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        # The handshake by hand: the `initialized` notification is sent only once the store
+        # is away (an SDK client sends it at once).
+        server.stdin.write(json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}}}) + "\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        os.rename(store, away)
+        server.stdin.write(json.dumps({"jsonrpc": "2.0",
+                                       "method": "notifications/initialized"}) + "\n")
+        server.stdin.flush()
+        _wait_for(lambda: said("is gone"), 60, "the watcher's words on the store gone")
+        store.mkdir()  # an empty mount point where the store was
+        _wait_for(lambda: said("another folder is at"), 60, "the watcher's words on the folder")
+        assert sorted(os.listdir(store)) == []  # nothing at all was written into it
+        store.rmdir()
+        os.rename(away, store)  # back: watched from now on
+        _wait_for(lambda: said("the index stays fresh between calls"), 60, "the watcher's start")
+        _wait_for(lambda: (status := read_status(store)) is not None and status.live, 60,
+                  "a live heartbeat")
+        assert read_status(store).pid == server.pid
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert "Traceback" not in log_path.read_text()
+    assert not (tmp_path / "away").exists()
+
+
 def test_an_index_made_by_a_newer_memctl_while_serving_is_one_error_and_left_as_it_is(tmp_path):
     """A server started before an upgrade, after the new memctl made the index for its new
     schema: each call says so in one line and leaves the index as it is (rebuilding it for
@@ -875,12 +930,12 @@ def test_a_prompt_argument_misspelt_or_missing_is_one_line_naming_it(mcp):
     assert "Traceback" not in log.read_text()[logged:]
 
 
-def _wait_for(condition, limit: float = 30.0) -> None:
+def _wait_for(condition, limit: float = 30.0, what: str = "the notification") -> None:
     """Until `condition()` holds: notifications arrive on the client's own task. The limit is
     a safety net for a broken server, not a measure of speed."""
     deadline = time.monotonic() + limit
     while not condition():
-        assert time.monotonic() < deadline, "the notification never came"
+        assert time.monotonic() < deadline, f"{what} never came"
         time.sleep(0.02)
 
 

@@ -567,7 +567,9 @@ def test_a_store_gone_then_another_folder_in_its_place_is_said_each(notes_store:
     from memctl.watch.watcher import Watcher
 
     said: list[str] = []
-    watcher = Watcher(notes_store, follow_replaced=False, on_message=said.append)
+    found = os.stat(notes_store)
+    watcher = Watcher(notes_store, keep_folder=(found.st_dev, found.st_ino),
+                      on_message=said.append)
     ready = threading.Event()
     thread = threading.Thread(target=watcher.run, kwargs={"on_ready": ready.set}, daemon=True)
     thread.start()

@@ -18,7 +18,7 @@ from memctl.disk.watchstate import (
     use_change_probe,
 )
 from memctl.store import Store
-from memctl.watch.watcher import BatchReport, Watcher, import_all
+from memctl.watch.watcher import BatchReport, StoreAway, Watcher, import_all
 
 __all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "clear_own_heartbeat", "import_all",
            "read_status"]
@@ -26,6 +26,9 @@ __all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "clear_own_heartbeat",
 # While another process's watcher holds the store, look this often whether it is gone, so
 # that the server takes over when it stops.
 TAKE_OVER_EVERY = 5.0
+# While the store is away from its path (moved, an empty folder in its place), look this often
+# whether it is back.
+STORE_BACK_EVERY = 0.5
 # How long `stop` waits for the watcher's thread (the MCP client gives a server 2 s to exit
 # once its stdin is closed).
 STOP_WAIT = 1.5
@@ -42,6 +45,10 @@ class BackgroundWatcher:
     def __init__(self, store: Store, *, say: Callable[[str], None] = lambda text: None) -> None:
         self.store = store
         self.say = say
+        # The folder the server opened: its watcher never starts on another one put at the
+        # same path (`Watcher.keep_folder`).
+        found = os.stat(store.root)
+        self.folder = (found.st_dev, found.st_ino)
         self.ready = threading.Event()  # set while the watcher is live (its first pass done)
         self.problem: str | None = None  # why it does not watch, when it does not
         self._lock = threading.Lock()
@@ -91,6 +98,7 @@ class BackgroundWatcher:
     def _run(self) -> None:
         self._go.wait(self._after)
         said_other = False
+        said_away: str | None = None
         while True:
             with self._lock:
                 if self._stopping:
@@ -98,10 +106,19 @@ class BackgroundWatcher:
                 # Never onto another folder put at the store's path: the server serves only
                 # the store it opened (serving.ServedStore) and writes nothing elsewhere.
                 watcher = self._watcher = Watcher(self.store.root, on_message=self._message,
-                                                  on_answer=self._answer, follow_replaced=False)
+                                                  on_answer=self._answer,
+                                                  keep_folder=self.folder)
             try:
                 watcher.run(on_ready=self._on_ready)
                 return  # stopped
+            except StoreAway as away:
+                # Moved away before the watcher started (or while it started): it starts
+                # once the store is back, as a running watcher goes on (tests/test_mcp.py).
+                if said_away != away.state:
+                    said_away = away.state
+                    self._message(str(away))
+                self._wake.wait(STORE_BACK_EVERY)
+                continue
             except WatcherRunning:
                 self._start_probe()  # the other watcher need not be asked either
                 if not said_other:
@@ -112,6 +129,8 @@ class BackgroundWatcher:
                     self.say(f"another watcher{who} keeps the index of {self.store.root} fresh; "
                              f"calls rely on it, and this server watches once it stops")
             except Exception as exc:  # noqa: BLE001 - whatever stops the watcher, calls go on
+                if self._store_away():
+                    continue  # it went while the watcher started: the next start says so, and waits
                 self.problem = _reason(exc)
                 self.say(f"not watching the store ({self.problem}); each call checks the files "
                          f"itself")
@@ -120,6 +139,13 @@ class BackgroundWatcher:
                 self.ready.clear()
                 answer_in_process(self.store, None)
             self._wake.wait(TAKE_OVER_EVERY)
+
+    def _store_away(self) -> bool:
+        try:
+            found = os.stat(self.store.root)
+        except OSError:
+            return True
+        return (found.st_dev, found.st_ino) != self.folder
 
     def _on_ready(self) -> None:
         self.problem = None

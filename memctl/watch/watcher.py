@@ -100,6 +100,19 @@ def probe_inotify(folder: str) -> OSError | None:
         os.close(fd)
 
 
+class StoreAway(MemctlError):
+    """The folder a watcher keeps (`keep_folder`) is not at the store's path: "gone" (nothing
+    there) or "other" (another folder there). Raised when the watcher would start on it; the
+    running watcher says it and waits (`Watcher._store_moved`)."""
+
+    def __init__(self, state: str, root: str) -> None:
+        self.state = state
+        super().__init__(
+            f"the store folder {root} is gone; waiting for it to return" if state == "gone"
+            else f"another folder is at {root}, not the store; leaving it untouched, waiting "
+                 f"for the store to return")
+
+
 @dataclass
 class BatchReport:
     """What one pass did, for the log line and `--json`. Counts are index entries (a note is
@@ -166,13 +179,16 @@ class Watcher:
                  on_live: Callable[[bool], None] | None = None,
                  quiet: float = QUIET, max_delay: float = MAX_DELAY,
                  full_check_every: float = FULL_CHECK_EVERY,
-                 commit_every: float = COMMIT_EVERY, follow_replaced: bool = True) -> None:
+                 commit_every: float = COMMIT_EVERY,
+                 keep_folder: tuple[int, int] | None = None) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.commit = commit
         # Another folder at the store's path (`mv store store.old; mkdir store`): start over
-        # on it, or (False: `memctl mcp`, which serves only the store it opened) leave it
-        # untouched and wait for the store to return (docs/agents.md).
-        self.follow_replaced = follow_replaced
+        # on it (None), or leave it untouched and wait for the store to return: `memctl mcp`
+        # serves only the folder it opened, this (device, inode), and its watcher never
+        # starts on another one either, even when the switch happened before its start
+        # (docs/agents.md).
+        self.keep_folder = keep_folder
         self.on_batch = on_batch or (lambda report: None)
         self.on_message = on_message or (lambda text: None)
         self.on_commit = on_commit or (lambda sha, files: None)
@@ -254,8 +270,12 @@ class Watcher:
         try:
             info = os.stat(self.root)
         except OSError:
+            if self.keep_folder is not None:
+                raise StoreAway("gone", self.root) from None
             raise MemctlError(f"store {self.root} does not exist") from None
         self._root_id = (info.st_dev, info.st_ino)
+        if self.keep_folder is not None and self._root_id != self.keep_folder:
+            raise StoreAway("other", self.root)  # before anything is written into it
         self._lock = WatchLock(self.root)
         self._lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
         if self._lock.handed_over and self.commit:
@@ -597,16 +617,11 @@ class Watcher:
         try:
             info = os.stat(self.root)
         except FileNotFoundError:
-            if self._root_said != "gone":
-                self._root_said = "gone"
-                self.on_message(f"the store folder {self.root} is gone; waiting for it to return")
+            self._say_away(StoreAway("gone", self.root))
             return True
         same_root = (info.st_dev, info.st_ino) == self._root_id
-        if not same_root and not self.follow_replaced:
-            if self._root_said != "other":
-                self._root_said = "other"
-                self.on_message(f"another folder is at {self.root}, not the store; leaving it "
-                                "untouched, waiting for the store to return")
+        if not same_root and self.keep_folder is not None:
+            self._say_away(StoreAway("other", self.root))
             return True
         if same_root and self._lock.still_held():
             self._root_said = None
@@ -626,6 +641,11 @@ class Watcher:
         self._teardown()
         self._start(announce=True)
         return False
+
+    def _say_away(self, away: StoreAway) -> None:
+        if self._root_said != away.state:
+            self._root_said = away.state
+            self.on_message(str(away))
 
     def _maybe_commit(self, now: float) -> None:
         if not self._dirty or now - self._last_commit < self.commit_every:
