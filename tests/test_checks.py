@@ -293,6 +293,24 @@ def test_cli_long_one_word_notes_are_reported_by_add_and_health(cli: Cli) -> Non
         {first["id"], second["id"]}]
 
 
+def test_cli_notes_of_symbols_alone_are_compared_by_their_symbols(cli: Cli) -> None:
+    """A text of emoji or punctuation alone folded to nothing: the same text added twice made
+    two notes, `health` listed no pair, and any two such texts scored as the same."""
+    rocket = cli.ok("add", "🚀 🎉 ✅", "--json").json()
+    again = cli.ok("add", "🚀 🎉 ✅", "--json").json()
+    assert (again["action"], again["id"]) == ("merged", rocket["id"])
+    arrows = cli.ok("add", "--json", "--", "--> !!! ???").json()
+    assert arrows["action"] == "created" and arrows["similar"] == []
+    check = cli.ok("add", "✅", "--json").json()
+    assert check["action"] == "created" and check["similar"] == []
+    assert len(_notes_on_disk(cli.store)) == 3
+    write(cli.store, "demo/notes/fact/by-hand.md", "🚀 🎉 ✅", id="01m911vbsyk5k8m9",
+          type="fact")
+    listed = cli.ok("health", "--json").json()["near_duplicates"]
+    assert [{pair["a"]["id"], pair["b"]["id"]} for pair in listed] == [
+        {"01m911vbsyk5k8m9", rocket["id"]}]
+
+
 def test_cli_unrelated_short_notes_are_not_a_possible_contradiction(cli: Cli) -> None:
     cli.ok("add", "added from non-repo dir")
     said = cli.ok("add", "added from store root")

@@ -90,6 +90,14 @@ def test_normalisation_folds_width_case_punctuation_and_spacing() -> None:
     assert normalize("can’t") == normalize("cannot") == "can not"
 
 
+def test_a_text_of_symbols_alone_keeps_them_and_scores_by_them() -> None:
+    """Emoji or punctuation alone folded to "": every two such texts scored 100, alike."""
+    assert normalize("🚀  🎉 ✅") == "🚀 🎉 ✅" and normalize("--> ！！") == "--> !!"
+    assert normalize("🚀 deploy ✅") == "deploy" and normalize(" \n") == ""
+    assert score("🚀 🎉 ✅", "🚀 🎉 ✅") == 100.0
+    assert score("🚀", "✅") == 0.0 and not compare("🚀", "✅").duplicate
+
+
 def test_thresholds_are_respected() -> None:
     a, b = "use port 5432", "use port 5433"
     assert not compare(a, b, similar_threshold=99).similar
@@ -325,7 +333,8 @@ def test_normalising_with_blanks_around_cjk_runs_gives_the_same_text(parts: list
         value = boundary.sub(" ", value)
         return " ".join(part.strip("'") for part in value.split() if part.strip("'"))
 
-    assert normalize(text) == before(text)
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    assert normalize(text) == (before(text) or " ".join(folded.split()))  # symbols alone kept
 
 
 @settings(max_examples=1000)

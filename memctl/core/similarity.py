@@ -119,8 +119,17 @@ def normalize(text: str) -> str:
 
     CJK runs and Latin words are separated by one space, so "数据库使用PostgreSQL 16" and
     "数据库使用 PostgreSQL 16。" normalise to the same string, and "don't" to "do not".
+    A text of symbols alone ("🚀 ✅", "-> !!"), which would fold to nothing, keeps its
+    symbols: two such notes are compared by them, never all alike (tests/test_similarity.py).
     """
     text = unicodedata.normalize("NFKC", text)
+    folded = _fold_words(text)
+    if folded or not text.strip():
+        return folded
+    return " ".join(text.casefold().split())
+
+
+def _fold_words(text: str) -> str:
     text = _reduce_links(text)
     text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
     if "'" in text or "cannot" in text:  # (most Chinese text has neither: no regex pass)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 # Bump when what is kept changes (memctl.core.similarity's normalising, nearpairs' words):
 # rows of another version are computed again.
-VERSION = 2  # 2: one- or two-word texts of any length are `tiny` (nearpairs)
+VERSION = 3  # 2: one- or two-word texts of any length are `tiny` (nearpairs); 3: symbols
 TABLES = ("near_docs", "near_words")
 _SCHEMA = (
     "CREATE TABLE near_docs(doc INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"

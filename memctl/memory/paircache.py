@@ -35,8 +35,9 @@ from memctl.disk.layout import state_path
 # notes capped; 3: candidate pairs, and a project's group no longer holds the pairs of two
 # global notes; 4: pairs as flat positions; 5: one- or two-word texts of any length paired
 # by their characters, a crowded note's pairs with notes that are not crowded kept, a
-# partner's digest marked as one; 6: the most candidates a note may have, `reach`).
-FORMAT = 6
+# partner's digest marked as one; 6: the most candidates a note may have, `reach`; 7: a
+# text of symbols alone compared by its symbols).
+FORMAT = 7
 PARTNER_MARK = "g:"
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
