@@ -410,6 +410,21 @@ def test_an_argument_the_action_does_not_take_is_refused_not_dropped(mcp):
     assert shown["focus"] == "Ship v2"
 
 
+def test_a_project_differing_only_in_case_is_refused_naming_the_one_there(mcp):
+    """The check of `StoreFiles.write_text`, through the tools: `Twins` beside `twins` would
+    be one folder on a disk that ignores case."""
+    mcp.ok("remember", {"text": "The twins deploy on Tuesdays", "project": "twins"})
+    head = head_of(mcp.store)
+    for tool, arguments in (("remember", {"text": "The twins rollback is manual"}),
+                            ("update_scratchpad", {"action": "focus", "text": "x"}),
+                            ("add_episode", {"goal": "twins", "outcome": "completed"})):
+        message = mcp.error(tool, {**arguments, "project": "Twins"})
+        assert "'Twins' differs from the existing project 'twins' only in case" in message
+        assert "use `project` twins" in message, message
+    assert head_of(mcp.store) == head and git(mcp.store, "status", "--porcelain") == ""
+    assert not (mcp.store / "Twins").exists()
+
+
 def test_search_takes_its_default_limit_from_the_setting(mcp):
     """As `memctl search`: `search.default_limit` in memctl.toml, not a number of its own."""
     for number in range(6):

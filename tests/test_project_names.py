@@ -64,6 +64,35 @@ def test_names_that_are_no_folder_of_the_store_are_refused(cli: Cli, store_path:
         assert from_env.exit_code == 2 and "MEMCTL_PROJECT" in from_env.stderr
 
 
+def test_a_project_differing_only_in_case_from_one_there_is_refused(cli: Cli,
+                                                                     store_path: Path) -> None:
+    """`Demo` beside `demo` is one folder on a disk that ignores case (macOS, Windows): every
+    command that would make the second folder is refused, naming the first, nothing written."""
+    cli.ok("add", "The deploy freeze starts on Friday", "--project", "demo")
+    before = tree_snapshot(store_path)
+    for command in (["add", "The release train leaves on Monday", "--project", "Demo"],
+                    ["scratch", "focus", "the freeze"],
+                    ["episode", "add", "--goal", "freeze", "--outcome", "completed"],
+                    ["project", "add", "lessons", "freeze early"]):
+        result = cli(*command, env={"MEMCTL_PROJECT": "DEMO"})  # --project goes first
+        named = "Demo" if "--project" in command else "DEMO"
+        assert result.exit_code == 1, (command, result.stderr)
+        assert result.stderr.startswith(f"error: project {named!r} differs from the existing "
+                                        f"project 'demo' only in case"), result.stderr
+        assert result.stderr.count("\n") == 1 and "--project demo" in result.stderr
+        assert tree_snapshot(store_path) == before
+    # One made by hand (or brought by a sync) is listed by health, and its notes still read.
+    (store_path / "Demo" / "notes").mkdir(parents=True)
+    (store_path / "Demo" / "notes" / "by-hand.md").write_text("The train leaves on Monday\n")
+    report = cli.ok("health", "--json").json()
+    assert [e["projects"] for e in report["case_twins"]] == [["Demo", "demo"]]
+    assert any(p["kind"] == "case_twins" for p in report["problems"])
+    assert [n["path"] for n in cli.ok("list", "--project", "Demo", "--json").json()] == [
+        "Demo/notes/by-hand.md"]
+    strict = cli("health", "--strict")
+    assert strict.exit_code == 1 and "differ only in case" in strict.stdout + strict.stderr
+
+
 def test_hand_made_folders_are_projects_by_the_same_rule(cli: Cli, store_path: Path) -> None:
     (store_path / "数据平台" / "notes").mkdir(parents=True)
     (store_path / "数据平台" / "notes" / "by-hand.md").write_text("调度器每天凌晨两点运行\n")

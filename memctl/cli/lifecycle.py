@@ -206,6 +206,9 @@ def _render(report: dict[str, Any]) -> None:
     _section(f"live notes beside their tombstone ({len(report['tombstoned_notes'])})",
              ["id", "path", "tombstone"],
              [[e["id"], e["path"], e["tombstone"]] for e in report["tombstoned_notes"]])
+    _section(f"projects whose names differ only in case ({len(report['case_twins'])})",
+             ["projects", "problem"],
+             [[", ".join(e["projects"]), e["message"]] for e in report["case_twins"]])
     _section(f"folders memctl does not read ({len(report['ignored'])})", ["folder"],
              [[path] for path in report["ignored"]])
     _section(f"MEMORY.md over budget ({len(report['memory_over_budget'])})",

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import MemctlError, NoteFormatError, cmd
+from memctl.core.errors import MemctlError, NoteFormatError, arg, cmd
 from memctl.core.stamp import file_stamp
 from memctl.core.vocab import valid_project_name
 from memctl.disk.layout import (
@@ -239,7 +239,31 @@ class StoreFiles:
     def write_text(self, relpath: str, text: str) -> None:
         from memctl.disk.atomic import atomic_write_text  # lazy: search start-up
 
-        atomic_write_text(self.resolve(relpath), text)
+        path = self.resolve(relpath)
+        self._refuse_case_twin(relpath)
+        atomic_write_text(path, text)
+
+    def _refuse_case_twin(self, relpath: str) -> None:
+        """A write that would make a project folder beside one whose name differs only in
+        case (`Demo` beside `demo`) is refused: a disk that ignores case (macOS, Windows)
+        holds the two as one folder, where one project's files land in the other's and a
+        clone or sync of the store cannot check both out (docs/format.md, "Projects")."""
+        top, slash, _rest = relpath.partition("/")
+        if not slash or not valid_project_name(top):
+            return
+        try:
+            names = os.listdir(self.root)  # the names as they are, whatever the disk's case rule
+        except OSError:
+            return  # the write says what is wrong with the folder
+        if top in names:
+            return
+        folded = top.casefold()
+        for name in names:
+            if name.casefold() == folded and valid_project_name(name):
+                raise MemctlError(
+                    f"project {top!r} differs from the existing project {name!r} only in "
+                    f"case: a disk that ignores case (macOS, Windows) cannot keep them apart; "
+                    f"use {arg('project')} {name} (nothing was written)")
 
     @contextmanager
     def read_lock(self, what: str = "") -> Iterator[None]:

@@ -80,6 +80,7 @@ PROBLEM_SECTIONS = (
     ("conflict_markers", "files with git conflict markers"),
     ("supersession", "notes hidden by a supersession that leads nowhere"),
     ("tombstoned_notes", "live notes beside their tombstone"),
+    ("case_twins", "projects whose names differ only in case"),
 )
 
 
@@ -807,10 +808,27 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         "tail": {"memory_over_budget": over, "conflicts": conflicts, "links": links,
                  "templates": template_problems(store), "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
                  "supersession": supersession_problems(notes),
-                 "tombstoned_notes": tombstoned, "ignored": ignored},
+                 "tombstoned_notes": tombstoned, "case_twins": case_twins(store.projects()),
+                 "ignored": ignored},
         "unnamed": unnamed,
         "state": {"git": git(), "watcher": _watcher_state(store)},
     }
+
+
+CASE_TWINS_MESSAGE = (
+    "a disk that ignores case (macOS, Windows) holds these as one folder, and a clone or sync "
+    "of the store there cannot check both out: move the files of one folder into the other "
+    "(a note goes by its id: moving its file is safe), then remove the empty folder")
+
+
+def case_twins(projects: Sequence[str]) -> list[dict[str, Any]]:
+    """Project folders whose names differ only in case (`Demo` and `demo`): memctl's own
+    writes never make one (`StoreFiles.write_text`), a sync, an import or a hand can."""
+    by_folded: dict[str, list[str]] = {}
+    for project in projects:
+        by_folded.setdefault(project.casefold(), []).append(project)
+    return [{"projects": sorted(names), "message": CASE_TWINS_MESSAGE}
+            for _folded, names in sorted(by_folded.items()) if len(names) > 1]
 
 
 TOMBSTONED_MESSAGE = (
@@ -1067,6 +1085,9 @@ def to_markdown(report: dict[str, Any]) -> str:
     out += ["## Supersessions that lead nowhere", ""]
     out += _table(["id", "path", "problem"], [[e["id"], e["path"], e["message"]]
                                               for e in report["supersession"]])
+    out += ["## Projects whose names differ only in case", ""]
+    out += _table(["projects", "problem"], [[", ".join(e["projects"]), e["message"]]
+                                            for e in report["case_twins"]])
     out += ["## Live notes beside their tombstone", ""]
     out += _table(["id", "path", "tombstone"], [[e["id"], e["path"], e["tombstone"]]
                                                 for e in report["tombstoned_notes"]])
