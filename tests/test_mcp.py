@@ -425,6 +425,19 @@ def test_a_project_differing_only_in_case_is_refused_naming_the_one_there(mcp):
     assert not (mcp.store / "Twins").exists()
 
 
+def test_an_id_in_capitals_or_with_blanks_finds_its_note(mcp):
+    """Crockford base32 ignores case: an id retyped by a model in capitals, or copied with a
+    blank around it, is the note's id, for the tools as for the CLI."""
+    _, added = mcp.ok("remember", {"text": "The capitals runbook lives in the wiki",
+                                   "project": "capitals"})
+    note_id = added["id"]
+    for given in (note_id.upper(), f" {note_id[:10].upper()} ", f"{note_id}\t"):
+        _, shown = mcp.ok("show", {"id": given})
+        assert shown["note"]["id"] == note_id, given
+    result = run_memctl("show", note_id.upper(), "--json", store=mcp.store, project="capitals")
+    assert result.exit_code == 0 and json.loads(result.stdout)["id"] == note_id
+
+
 def test_search_takes_its_default_limit_from_the_setting(mcp):
     """As `memctl search`: `search.default_limit` in memctl.toml, not a number of its own."""
     for number in range(6):
