@@ -522,7 +522,8 @@ def test_with_commit_a_save_another_command_indexed_first_is_committed(notes_sto
 
     ensure_fresh(notes_store).close()  # the watcher's first pass finds nothing to index
     head = git(notes_store, "rev-parse", "HEAD")
-    watcher = Watcher(notes_store, commit=True, quiet=1.0, max_delay=2.0, commit_every=0.1)
+    # A quiet window far longer than the refresh below takes, even on a loaded machine.
+    watcher = Watcher(notes_store, commit=True, quiet=5.0, max_delay=8.0, commit_every=0.1)
     ready = threading.Event()
     thread = threading.Thread(target=watcher.run, kwargs={"on_ready": ready.set}, daemon=True)
     thread.start()
@@ -545,8 +546,12 @@ def test_the_store_folder_replaced(watcher: WatchProcess, notes_store: Path) -> 
     old = notes_store.with_name("store.old")
     first = read_status(notes_store)
     assert first is not None
+    # Copied aside, then swapped in at once: a watcher looking during a copy made in place
+    # would start over on a half-copied folder (and its `.memctl/` clash with the copy's).
+    copy = notes_store.with_name("store.copy")
+    shutil.copytree(notes_store, copy, symlinks=True)  # its .memctl/ too, heartbeat and all
     os.rename(notes_store, old)
-    shutil.copytree(old, notes_store, symlinks=True)  # its .memctl/ too, heartbeat and all
+    os.rename(copy, notes_store)
     watcher.wait_for(lambda: any(e.get("event") == "message" and "replaced" in e["message"]
                                  for e in watcher.lines), "the watcher to notice")
 
@@ -594,6 +599,38 @@ def test_a_store_gone_then_another_folder_in_its_place_is_said_each(notes_store:
             os.rename(away, notes_store)
         watcher.stop()
         thread.join(DEADLINE)
+
+
+def test_a_store_moved_away_while_indexed_keeps_its_index_and_is_not_made_again(
+        notes_store: Path) -> None:
+    """A watcher's pass (or a command's check) on a store moved away meanwhile walked a
+    folder that was not there, found no file and deleted every row of the index it held open
+    (the moved store's); a watcher starting then made the store's path again, with a
+    `.memctl/` in it. Both now say the store is gone and change nothing."""
+    from memctl.core.errors import MemctlError
+    from memctl.disk.watchstate import WatchLock
+    from memctl.index.db import open_index
+
+    index = open_index(notes_store)
+    index.refresh()
+    count = index.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    assert count >= 20
+    away = notes_store.with_name("away")
+    os.rename(notes_store, away)
+    try:
+        for refresh in (index.refresh, lambda: index.refresh(["demo"])):
+            with pytest.raises(MemctlError, match="is gone"):
+                refresh()
+            assert index.conn.execute("SELECT count(*) FROM files").fetchone()[0] == count
+        for start in (lambda: open_index(notes_store).refresh(),
+                      lambda: WatchLock(notes_store).acquire()):
+            with pytest.raises(MemctlError, match="is gone"):
+                start()
+            assert not notes_store.exists()
+    finally:
+        index.close()
+        os.rename(away, notes_store)
+    assert len(search_ids(notes_store, "original")) == 20  # back in its place, all there
 
 
 def test_a_clear_error_when_the_inotify_watch_limit_is_reached(notes_store: Path) -> None:

@@ -77,6 +77,21 @@ def state_file_error(path: Path, exc: OSError) -> MemctlError:
                        "of the store's .memctl folder")
 
 
+def store_gone_error(root: str | os.PathLike[str]) -> MemctlError:
+    return MemctlError(f"the store folder {os.fspath(root)} is gone (moved or deleted while "
+                       f"memctl ran); nothing was changed")
+
+
+def make_state_folder(path: Path) -> None:
+    """The store's `.memctl/` (`path`), made inside the store's folder and never the folder
+    itself: a store moved away while a command or watcher starts is not made again, empty,
+    where it was (tests/test_watch.py)."""
+    try:
+        path.mkdir(mode=0o755, exist_ok=True)
+    except FileNotFoundError:
+        raise store_gone_error(path.parent) from None
+
+
 def default_store_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "memctl"

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from memctl.core.errors import MemctlError
-from memctl.disk.layout import root_of, state_file_error, state_path
+from memctl.disk.layout import make_state_folder, root_of, state_file_error, state_path
 
 try:
     import fcntl
@@ -239,7 +239,7 @@ class WatchLock:
         if self._handle is not None:
             self.handed_over = True
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_state_folder(self.path.parent)
         try:
             handle = open(self.path, "a+")
         except OSError as exc:

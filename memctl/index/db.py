@@ -48,7 +48,14 @@ from memctl.disk.filescan import (
     walking_ahead,
 )
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
-from memctl.disk.layout import classify, is_memory_name, root_of, state_path
+from memctl.disk.layout import (
+    classify,
+    is_memory_name,
+    make_state_folder,
+    root_of,
+    state_path,
+    store_gone_error,
+)
 from memctl.disk.watchstate import (
     answered_in_process,
     ask_watcher,
@@ -367,7 +374,7 @@ def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
     if not _writable(path):
         return _private_copy(root, path)
     ahead = _take_opened_ahead(path)
-    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    make_state_folder(path.parent)
     busy_until = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     attempt = 0
     while True:
@@ -969,6 +976,9 @@ class Index:
         index stored, and the number of files on disk (see memctl.disk.filescan)."""
         # The walk `memctl search` started ahead, if any (memctl.disk.filescan.walk_ahead).
         on_disk = scan_folders(str(self.root))
+        if not os.path.isdir(self.root):
+            # A walk of a folder gone meanwhile finds nothing: never "every note was deleted".
+            raise store_gone_error(self.root)
         stored = dict(self.conn.execute("SELECT path, digest FROM folders"))
         differing = [folder for folder, digest in on_disk.digests.items()
                      if stored.get(folder) != digest]
@@ -1071,6 +1081,8 @@ class Index:
                     current[rel] = file_stamp(info)
             removed.update(p for p in known if (p == rel or p.startswith(rel + "/"))
                            and p not in current)
+        if removed and not os.path.isdir(self.root):
+            raise store_gone_error(self.root)  # not "these notes were deleted"
         return current, known, sorted(removed), same
 
     def _stat_folder(self, rel: str, full: str, current: dict[str, Stamp],

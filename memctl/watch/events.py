@@ -18,8 +18,10 @@ QUIET = 0.05
 MAX_DELAY = 1.0
 # How long a batch may wait while `.git/index.lock` says git is mid-operation.
 GIT_HOLD = 3.0
-# watchdog holds back the first half of a move it cannot pair for 0.5 s.
-PAIR_WAIT = 0.6
+# watchdog holds back the first half of a move it cannot pair for 0.5 s, from when it read
+# it; the margin covers its thread and ours running late on a loaded machine (0.1 s was seen
+# to fall short: the note then appeared at its new path a pass before it left the old one).
+PAIR_WAIT = 1.0
 
 
 @dataclass

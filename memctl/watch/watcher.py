@@ -267,15 +267,11 @@ class Watcher:
     # --- setting up -------------------------------------------------------------------------
 
     def _start(self, *, announce: bool = False) -> None:
-        try:
-            info = os.stat(self.root)
-        except OSError:
-            if self.keep_folder is not None:
-                raise StoreAway("gone", self.root) from None
-            raise MemctlError(f"store {self.root} does not exist") from None
-        self._root_id = (info.st_dev, info.st_ino)
-        if self.keep_folder is not None and self._root_id != self.keep_folder:
-            raise StoreAway("other", self.root)  # before anything is written into it
+        self._check_kept_folder()  # before anything is written into another folder
+        folder = self._folder_now()
+        if folder is None:
+            raise MemctlError(f"store {self.root} does not exist")
+        self._root_id = folder
         self._lock = WatchLock(self.root)
         self._lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
         if self._lock.handed_over and self.commit:
@@ -302,9 +298,26 @@ class Watcher:
         except (OSError, MemctlError):
             pass  # no repository, or a read-only one: nothing to keep them out of
         self._heartbeat.extra["watches"] = len(self._watches)
+        self._check_kept_folder()  # moved away meanwhile: never live on what is there now
         if self._paused is None:
             self._heartbeat.beat("ready")
             self.on_live(True)
+
+    def _check_kept_folder(self) -> None:
+        """StoreAway unless the folder at the path is the one this watcher keeps (when it
+        keeps one: `keep_folder`)."""
+        if self.keep_folder is None:
+            return
+        folder = self._folder_now()
+        if folder != self.keep_folder:
+            raise StoreAway("gone" if folder is None else "other", self.root)
+
+    def _folder_now(self) -> tuple[int, int] | None:
+        try:
+            info = os.stat(self.root)
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
 
     def _open_index(self) -> None:
         self._index = open_index(self.root)
