@@ -93,6 +93,43 @@ def test_a_project_differing_only_in_case_from_one_there_is_refused(cli: Cli,
     assert strict.exit_code == 1 and "differ only in case" in strict.stdout + strict.stderr
 
 
+def test_an_import_that_would_make_a_case_twin_is_refused(cli: Cli, store_path: Path,
+                                                           tmp_path: Path) -> None:
+    """The same rule for `memctl import`, which writes through a transaction of its own: a
+    file of another tool imported into `--project Demo`, or a memctl bundle holding `Demo`
+    (or both `Demo` and `demo`), beside `demo`."""
+    from memctl.store import Store
+
+    cli.ok("add", "The deploy freeze starts on Friday", "--project", "demo")
+    before = tree_snapshot(store_path)
+    foreign = tmp_path / "notes-of-another-tool"
+    foreign.mkdir()
+    (foreign / "ops.md").write_text("# Ops\n\nThe pager rotates on Mondays.\n")
+    other = tmp_path / "other-store"
+    Store.init(other)
+    elsewhere = Cli(other)
+    elsewhere.ok("add", "The release train leaves on Monday", "--project", "Demo")
+    both = tmp_path / "both-store"
+    Store.init(both)
+    Cli(both).ok("add", "The Ops pager rotates weekly", "--project", "Ops")
+    (both / "ops" / "notes").mkdir(parents=True)  # (by hand: memctl makes no twin)
+    (both / "ops" / "notes" / "pager.md").write_text("The ops pager rotates daily\n")
+    git(both, "add", "-A")
+    git(both, "commit", "-qm", "a twin by hand")
+    for command, said in (
+            (["import", str(foreign), "--from", "markdown", "--project", "Demo"],
+             "project 'Demo' differs from the existing project 'demo'"),
+            (["import", str(other)], "project 'Demo' differs from the existing project 'demo'"),
+            (["import", str(both)], "project 'ops' differs from the project 'Ops'")):
+        result = cli(*command)
+        assert result.exit_code == 1, (command, result.stderr)
+        assert result.stderr.startswith(f"error: cannot import: {said} only in case"), \
+            result.stderr
+        assert result.stderr.count("\n") == 1
+        assert tree_snapshot(store_path) == before
+    assert cli.ok("import", str(foreign), "--from", "markdown", "--project", "demo")
+
+
 def test_hand_made_folders_are_projects_by_the_same_rule(cli: Cli, store_path: Path) -> None:
     (store_path / "数据平台" / "notes").mkdir(parents=True)
     (store_path / "数据平台" / "notes" / "by-hand.md").write_text("调度器每天凌晨两点运行\n")

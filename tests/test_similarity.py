@@ -279,7 +279,7 @@ def test_a_replaced_word_is_found_in_texts_of_many_words() -> None:
 _PIECES = st.sampled_from(
     ["deploy the blog backend on fridays. ", "数据库连接池的超时是三十秒，", "[the docs](https://x.io/a) ",
      "[unclosed ", "] ", "](", ") ", "don't ", "ＡＢＣ全角 ", "\n\n## Heading\n", "使用PostgreSQL16。",
-     "it’s fine ", "a\u3000b ", "[x]", "(y) ", "   ", "\t", "'quoted' "])
+     "it’s fine ", "a\u3000b ", "[x]", "(y) ", "   ", "\t", "'quoted' ", "─── ", "🚀 ✅ ", "!!! "])
 
 
 @settings(max_examples=120, deadline=None)
@@ -294,6 +294,18 @@ def test_a_long_text_read_from_its_start_compares_the_same_part(
     text = "".join(pieces) * repeat + "".join(tail)
     _compared.cache_clear()
     assert _compared(text) == _compared_whole(text)
+
+
+def test_a_long_text_opening_with_symbols_is_compared_by_its_words() -> None:
+    """A banner of symbols longer than the start read first was taken for the compared part
+    (symbols alone are kept: `normalize`), so two texts under the same banner were alike."""
+    from memctl.core.similarity import _compared, _compared_whole
+
+    banner = "─ " * 3500
+    alpha = banner + " ".join(f"alpha{i}" for i in range(800))
+    _compared.cache_clear()
+    assert _compared(alpha) == _compared_whole(alpha) and _compared(alpha)[0].startswith("alpha0")
+    assert not compare(alpha, banner + " ".join(f"beta{i}" for i in range(800))).duplicate
 
 
 def test_the_start_of_a_long_text_is_enough_unless_a_link_straddles_the_cut() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -541,8 +542,6 @@ def test_with_commit_a_save_another_command_indexed_first_is_committed(notes_sto
 
 
 def test_the_store_folder_replaced(watcher: WatchProcess, notes_store: Path) -> None:
-    import shutil
-
     old = notes_store.with_name("store.old")
     first = read_status(notes_store)
     assert first is not None
@@ -627,10 +626,38 @@ def test_a_store_moved_away_while_indexed_keeps_its_index_and_is_not_made_again(
             with pytest.raises(MemctlError, match="is gone"):
                 start()
             assert not notes_store.exists()
+        # Another folder in its place (`mkdir store`), with a note of its own: neither its
+        # missing files nor its note reach the moved store's index.
+        (notes_store / "demo" / "notes").mkdir(parents=True)
+        (notes_store / "demo" / "notes" / "other.md").write_text("another folder's note\n")
+        for refresh in (index.refresh, lambda: index.refresh(["demo"])):
+            with pytest.raises(MemctlError, match="was replaced"):
+                refresh()
+            assert index.conn.execute("SELECT count(*) FROM files").fetchone()[0] == count
     finally:
         index.close()
+        if notes_store.exists():
+            shutil.rmtree(notes_store)
         os.rename(away, notes_store)
     assert len(search_ids(notes_store, "original")) == 20  # back in its place, all there
+
+
+def test_watch_waits_for_a_store_moved_away_and_takes_what_changed_meanwhile(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """`memctl watch` on a store moved away (or deleted) says so and waits; it ended with
+    an error when a pass found the folder gone. An edit made where the store was moved to
+    is indexed once the store is back."""
+    away = notes_store.with_name("away")
+    os.rename(notes_store, away)
+    (away / "demo" / "notes" / "fact" / "n3.md").write_text(note_text(nid(3), "quokka"))
+    watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
+                                 for e in watcher.lines), "the watcher to say the store is gone")
+    mark = watcher.mark()
+    os.rename(away, notes_store)
+    watcher.settle(mark, lambda t: t["updated"] >= 1, "the edit made while away")
+    assert watcher.proc.poll() is None, "".join(watcher.stderr)
+    assert search_ids(notes_store, "quokka") == [nid(3)]
+    assert len(search_ids(notes_store, "original")) == 19
 
 
 def test_a_clear_error_when_the_inotify_watch_limit_is_reached(notes_store: Path) -> None:

@@ -216,7 +216,9 @@ def _compared_from_start(text: str) -> tuple[str, bool] | None:
     link = start.rfind("](")
     if link >= 0 and start.find(")", link) < 0:
         return None
-    norm = normalize(start)
+    # The words alone: a start of symbols (a banner of `─`) is not the text's compared part
+    # when words follow (`_compared_whole` finds them, and the two must agree).
+    norm = _fold_words(unicodedata.normalize("NFKC", start))
     if len(norm) <= MAX_COMPARED_CHARS:
         return None
     return _capped(norm), True

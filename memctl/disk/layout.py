@@ -77,9 +77,22 @@ def state_file_error(path: Path, exc: OSError) -> MemctlError:
                        "of the store's .memctl folder")
 
 
-def store_gone_error(root: str | os.PathLike[str]) -> MemctlError:
-    return MemctlError(f"the store folder {os.fspath(root)} is gone (moved or deleted while "
-                       f"memctl ran); nothing was changed")
+class StoreGoneError(MemctlError):
+    """The store's folder went from its path while memctl ran (moved, deleted, or another
+    folder put in its place): nothing was changed, and the watcher waits for it to return."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(f"the store folder {os.fspath(root)} is gone or was replaced while "
+                         f"memctl ran; nothing was changed")
+
+
+def folder_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(device, inode) of the folder at `path`, or None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def make_state_folder(path: Path) -> None:
@@ -89,7 +102,7 @@ def make_state_folder(path: Path) -> None:
     try:
         path.mkdir(mode=0o755, exist_ok=True)
     except FileNotFoundError:
-        raise store_gone_error(path.parent) from None
+        raise StoreGoneError(path.parent) from None
 
 
 def default_store_path() -> Path:

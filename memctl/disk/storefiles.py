@@ -41,6 +41,14 @@ if TYPE_CHECKING:
 # part of every command (tests/test_layers.py pins what `memctl search` loads).
 
 
+def case_twin_problem(relpath: str, twin: str, *, existing: bool = True) -> str:
+    """What is wrong with making the project folder of `relpath` beside `twin` (a folder of
+    the store, or with `existing` False, one the same write makes)."""
+    return (f"project {relpath.partition('/')[0]!r} differs from the "
+            f"{'existing ' if existing else ''}project {twin!r} only in case: a disk that "
+            f"ignores case (macOS, Windows) cannot keep them apart")
+
+
 class StoreFiles:
     """A store's folder and its files: what the index, the watcher and the lower layers need.
     No git, no index: see `memctl.store.Store` for those."""
@@ -240,30 +248,36 @@ class StoreFiles:
         from memctl.disk.atomic import atomic_write_text  # lazy: search start-up
 
         path = self.resolve(relpath)
-        self._refuse_case_twin(relpath)
+        twin = self.case_twin(relpath)
+        if twin is not None:
+            raise MemctlError(f"{case_twin_problem(relpath, twin)}; use {arg('project')} {twin} "
+                              f"(nothing was written)")
         atomic_write_text(path, text)
 
-    def _refuse_case_twin(self, relpath: str) -> None:
-        """A write that would make a project folder beside one whose name differs only in
-        case (`Demo` beside `demo`) is refused: a disk that ignores case (macOS, Windows)
-        holds the two as one folder, where one project's files land in the other's and a
-        clone or sync of the store cannot check both out (docs/format.md, "Projects")."""
+    def case_twin(self, relpath: str) -> str | None:
+        """The project folder there whose name differs only in case from the one a write to
+        `relpath` would make (`Demo` beside `demo`), else None. Such a write is refused, by
+        `write_text` and by an import (memctl.exchange.transfer.check_targets): a disk that
+        ignores case (macOS, Windows) holds the two as one folder, where one project's files
+        land in the other's, and a clone or sync of the store there cannot check both out
+        (docs/format.md, "Project names"). Case is compared letter by letter (`str.lower`,
+        as those disks do), not by Unicode's folding (`ß` and `ss` stay two names)."""
         top, slash, _rest = relpath.partition("/")
         if not slash or not valid_project_name(top):
-            return
+            return None
         try:
-            names = os.listdir(self.root)  # the names as they are, whatever the disk's case rule
+            with os.scandir(self.root) as entries:  # the names as they are, whatever the disk
+                folders = [entry.name for entry in entries
+                           if entry.is_dir(follow_symlinks=False)]
         except OSError:
-            return  # the write says what is wrong with the folder
-        if top in names:
-            return
-        folded = top.casefold()
-        for name in names:
-            if name.casefold() == folded and valid_project_name(name):
-                raise MemctlError(
-                    f"project {top!r} differs from the existing project {name!r} only in "
-                    f"case: a disk that ignores case (macOS, Windows) cannot keep them apart; "
-                    f"use {arg('project')} {name} (nothing was written)")
+            return None  # the write says what is wrong with the folder
+        if top in folders:
+            return None
+        lowered = top.lower()
+        for name in sorted(folders):
+            if name.lower() == lowered and valid_project_name(name):
+                return name
+        return None
 
     @contextmanager
     def read_lock(self, what: str = "") -> Iterator[None]:

@@ -47,6 +47,7 @@ from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
 from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE
+from memctl.disk.storefiles import case_twin_problem
 from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
@@ -582,10 +583,22 @@ def refresh_index(store: Store, paths: list[str]) -> None:
 def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: list[str]) -> None:
     """Refuse, before anything is staged or written, an import that could not finish: a target
     outside the store or through a link (`resolve`), a file standing where the import must
-    make a folder (`zeta` where `zeta/notes/z.md` goes), or a folder or special file where it
-    must write or remove a file. The store is left exactly as it was (docs/sync.md,
-    tests/test_exchange.py)."""
+    make a folder (`zeta` where `zeta/notes/z.md` goes), a folder or special file where it
+    must write or remove a file, or a project folder beside one whose name differs only in
+    case (`StoreFiles.case_twin`). The store is left exactly as it was (docs/sync.md,
+    tests/test_exchange.py, tests/test_project_names.py)."""
     root = Path(store.root)
+    tops: dict[str, str] = {}  # the import's own project folders, by their lowered name
+    for path in sorted(writes):
+        top = path.partition("/")[0]
+        existing = store.case_twin(path)
+        twin = existing or (tops.get(top.lower()) if "/" in path else None)
+        tops.setdefault(top.lower(), top)
+        if twin is not None and twin != top:
+            problem = case_twin_problem(path, twin, existing=existing is not None)
+            raise MemctlError(f"cannot import: {problem}; nothing was changed: import into "
+                              f"{arg('project')} {twin}, or rename one of the two projects, "
+                              f"then import again")
     for path in sorted(set(writes) | set(removes)):
         store.resolve(path)
         parts = path.split("/")

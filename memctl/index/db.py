@@ -49,12 +49,13 @@ from memctl.disk.filescan import (
 )
 from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health uses it)
 from memctl.disk.layout import (
+    StoreGoneError,
     classify,
+    folder_identity,
     is_memory_name,
     make_state_folder,
     root_of,
     state_path,
-    store_gone_error,
 )
 from memctl.disk.watchstate import (
     answered_in_process,
@@ -704,6 +705,9 @@ class Index:
         self.root = root
         self.conn = conn
         self.path = path
+        # The store folder this index is of: a walk of another folder at its path (the store
+        # moved away, or replaced) is never taken for the store's files (`_still_the_store`).
+        self.folder = folder_identity(root)
         self.last_refresh: RefreshStats | None = None
         # (project, word) of the entries removed in the pass under way (fuzzy vocabulary).
         self._words_gone: Counter[tuple[str, str]] = Counter()
@@ -976,9 +980,7 @@ class Index:
         index stored, and the number of files on disk (see memctl.disk.filescan)."""
         # The walk `memctl search` started ahead, if any (memctl.disk.filescan.walk_ahead).
         on_disk = scan_folders(str(self.root))
-        if not os.path.isdir(self.root):
-            # A walk of a folder gone meanwhile finds nothing: never "every note was deleted".
-            raise store_gone_error(self.root)
+        self._still_the_store()
         stored = dict(self.conn.execute("SELECT path, digest FROM folders"))
         differing = [folder for folder, digest in on_disk.digests.items()
                      if stored.get(folder) != digest]
@@ -1081,9 +1083,16 @@ class Index:
                     current[rel] = file_stamp(info)
             removed.update(p for p in known if (p == rel or p.startswith(rel + "/"))
                            and p not in current)
-        if removed and not os.path.isdir(self.root):
-            raise store_gone_error(self.root)  # not "these notes were deleted"
+        self._still_the_store()
         return current, known, sorted(removed), same
+
+    def _still_the_store(self) -> None:
+        """After a walk: StoreGoneError unless the store's folder is still at its path. A
+        walk of a folder gone meanwhile finds no file, and one of another folder put in its
+        place finds that folder's: never "every note was deleted", nor another's notes
+        added to this index (tests/test_watch.py)."""
+        if self.folder is None or folder_identity(self.root) != self.folder:
+            raise StoreGoneError(self.root)
 
     def _stat_folder(self, rel: str, full: str, current: dict[str, Stamp],
                      known: dict[str, Stamp]) -> int:

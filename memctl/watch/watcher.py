@@ -23,7 +23,7 @@ from typing import Any
 from memctl.core.errors import MemctlError
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
-from memctl.disk.layout import classify
+from memctl.disk.layout import StoreGoneError, classify
 from memctl.disk.locking import LockTimeout, store_lock
 from memctl.disk.watchstate import (
     BEAT_INTERVAL,
@@ -486,6 +486,8 @@ class Watcher:
                 early.update(self._cookies_in(name))
         if not batch.paths and not batch.full:
             return True
+        if self._root_said is not None:
+            return False  # the store is away: the full pass when it is back covers this
         if self._paused is not None and not self._resume():
             if batch.paths:
                 self._dirty = True  # hand edits are still committed (`--commit` asks git)
@@ -497,6 +499,12 @@ class Watcher:
         except NewerIndexError as exc:
             self._pause(str(exc))
             self._dirty = self._dirty or bool(batch.paths)  # (as for a batch while paused)
+            return False
+        except StoreGoneError:
+            # Moved, deleted or replaced since the last tick: the next one says so and waits
+            # (`_store_moved`); this batch is then covered by a full pass.
+            with self._cond:
+                self._coalescer.add_full(time.monotonic(), wait=0.5)
             return False
         except (sqlite3.Error, IndexReplacedError) as exc:
             # Busy for long, or broken, or made anew by another memctl: say so once, start
@@ -637,7 +645,12 @@ class Watcher:
             self._say_away(StoreAway("other", self.root))
             return True
         if same_root and self._lock.still_held():
-            self._root_said = None
+            if self._root_said is not None:
+                # Back in its place: what changed meanwhile (edits made where it was) and the
+                # batches held while it was away are covered by one full pass.
+                self._root_said = None
+                with self._cond:
+                    self._coalescer.add_full(time.monotonic())
             if self._paused is None and _file_id(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
                 self._index.close()
