@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from memctl.core.vocab import valid_project_name
+from memctl.disk.layout import path_identity
 
 # <sys/inotify.h>
 IN_MODIFY = 0x00000002
@@ -89,13 +90,6 @@ class Ticket:
     def __repr__(self) -> str:
         return f"Ticket(quiet={self.quiet}, epoch={self.epoch})"
 
-
-def file_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
 
 
 class _Inotify:
@@ -180,14 +174,14 @@ class ChangeProbe:
             if changed:
                 self._epoch += 1
                 self._disarm()
-            identity = file_identity(index_path)
+            identity = path_identity(index_path)
             quiet = self._armed is not None and identity == self._armed
             return Ticket(quiet, self._epoch, identity)
 
     def vouches(self, ticket: Ticket, index_path: str | os.PathLike[str]) -> bool:
         """Whether `ticket` was quiet and `index_path` is still the file it saw (the caller
         opened its index between the two: the connection holds that very file)."""
-        return ticket.quiet and file_identity(index_path) == ticket.identity
+        return ticket.quiet and path_identity(index_path) == ticket.identity
 
     def settle(self, ticket: Ticket, index_path: str | os.PathLike[str]) -> None:
         """The call of `ticket` made sure of the index at `index_path` some other way (the
@@ -199,7 +193,7 @@ class ChangeProbe:
             if ticket.identity == self._armed:
                 return
             pin = _pin(index_path)  # opened first: the file it holds cannot be replaced by
-            if pin is None or file_identity(index_path) != ticket.identity:  # one of its inode
+            if pin is None or path_identity(index_path) != ticket.identity:  # one of its inode
                 if pin is not None:
                     pin.close()
                 return

@@ -86,8 +86,9 @@ class StoreGoneError(MemctlError):
                          f"memctl ran; nothing was changed")
 
 
-def folder_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
-    """(device, inode) of the folder at `path`, or None when there is none."""
+def path_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(device, inode) of what is at `path` (links followed), or None when nothing is: a file
+    or folder replaced by another (`mv`, a rebuilt index) has another."""
     try:
         found = os.stat(path)
     except OSError:

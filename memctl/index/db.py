@@ -51,9 +51,9 @@ from memctl.disk.filescan import walk_stats as walk_stats  # re-exported (health
 from memctl.disk.layout import (
     StoreGoneError,
     classify,
-    folder_identity,
     is_memory_name,
     make_state_folder,
+    path_identity,
     root_of,
     state_path,
 )
@@ -309,13 +309,6 @@ def _remove_index_files(path: Path) -> None:
 _opened_ahead: tuple[sqlite3.Connection, tuple[int, int]] | None = None
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
 
 def open_ahead(store: StoreLike) -> None:
     """Open the store's index now, and read its schema and the full-text tables' settings,
@@ -331,7 +324,7 @@ def open_ahead(store: StoreLike) -> None:
         path = state_path(root_of(store), INDEX_FILE)
     except MemctlError:
         return  # a `.memctl` that is a link: the search says so
-    identity = _identity(path)
+    identity = path_identity(path)
     if identity is None or not _writable(path):
         return
     conn = None
@@ -346,7 +339,7 @@ def open_ahead(store: StoreLike) -> None:
         if conn is not None:
             conn.close()
         return  # an index to make or repair: open_index does it, in the search
-    if _identity(path) != identity:
+    if path_identity(path) != identity:
         conn.close()
         return
     if _opened_ahead is not None:
@@ -360,7 +353,7 @@ def _take_opened_ahead(path: Path) -> sqlite3.Connection | None:
     if _opened_ahead is None:
         return None
     (conn, identity), _opened_ahead = _opened_ahead, None
-    if _identity(path) == identity:
+    if path_identity(path) == identity:
         return conn
     conn.close()  # another file there now (removed, rebuilt elsewhere): not this one
     return None
@@ -707,7 +700,7 @@ class Index:
         self.path = path
         # The store folder this index is of: a walk of another folder at its path (the store
         # moved away, or replaced) is never taken for the store's files (`_still_the_store`).
-        self.folder = folder_identity(root)
+        self.folder = path_identity(root)
         self.last_refresh: RefreshStats | None = None
         # (project, word) of the entries removed in the pass under way (fuzzy vocabulary).
         self._words_gone: Counter[tuple[str, str]] = Counter()
@@ -1091,7 +1084,7 @@ class Index:
         walk of a folder gone meanwhile finds no file, and one of another folder put in its
         place finds that folder's: never "every note was deleted", nor another's notes
         added to this index (tests/test_watch.py)."""
-        if self.folder is None or folder_identity(self.root) != self.folder:
+        if self.folder is None or path_identity(self.root) != self.folder:
             raise StoreGoneError(self.root)
 
     def _stat_folder(self, rel: str, full: str, current: dict[str, Stamp],

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from memctl.disk.changeprobe import ChangeProbe
+from memctl.disk.layout import path_identity
 from memctl.disk.watchstate import (
     WatcherRunning,
     answer_in_process,
@@ -141,11 +142,7 @@ class BackgroundWatcher:
             self._wake.wait(TAKE_OVER_EVERY)
 
     def _store_away(self) -> bool:
-        try:
-            found = os.stat(self.store.root)
-        except OSError:
-            return True
-        return (found.st_dev, found.st_ino) != self.folder
+        return path_identity(self.store.root) != self.folder
 
     def _on_ready(self) -> None:
         self.problem = None

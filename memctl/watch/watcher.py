@@ -23,7 +23,7 @@ from typing import Any
 from memctl.core.errors import MemctlError
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
-from memctl.disk.layout import StoreGoneError, classify
+from memctl.disk.layout import StoreGoneError, classify, path_identity
 from memctl.disk.locking import LockTimeout, store_lock
 from memctl.disk.watchstate import (
     BEAT_INTERVAL,
@@ -62,13 +62,6 @@ def inotify_limit_error(exc: OSError, folders: int) -> str | None:
 
 _libc: object = None
 
-
-def _file_id(path: os.PathLike[str]) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
 
 
 def probe_inotify(folder: str) -> OSError | None:
@@ -268,7 +261,7 @@ class Watcher:
 
     def _start(self, *, announce: bool = False) -> None:
         self._check_kept_folder()  # before anything is written into another folder
-        folder = self._folder_now()
+        folder = path_identity(self.root)
         if folder is None:
             raise MemctlError(f"store {self.root} does not exist")
         self._root_id = folder
@@ -308,20 +301,13 @@ class Watcher:
         keeps one: `keep_folder`)."""
         if self.keep_folder is None:
             return
-        folder = self._folder_now()
+        folder = path_identity(self.root)
         if folder != self.keep_folder:
             raise StoreAway("gone" if folder is None else "other", self.root)
 
-    def _folder_now(self) -> tuple[int, int] | None:
-        try:
-            info = os.stat(self.root)
-        except OSError:
-            return None
-        return info.st_dev, info.st_ino
-
     def _open_index(self) -> None:
         self._index = open_index(self.root)
-        self._index_id = _file_id(self._index.path)
+        self._index_id = path_identity(self._index.path)
 
     def _start_observer(self) -> None:
         from watchdog.events import FileSystemEventHandler
@@ -583,7 +569,7 @@ class Watcher:
         them, by deleting the cookies; never while our index or lock is not the store's
         (the reader then checks the files itself)."""
         if self._index is None or self._paused is not None \
-                or _file_id(self._index.path) != self._index_id \
+                or path_identity(self._index.path) != self._index_id \
                 or self._lock is None or not self._lock.still_held():
             return
         for relpath in cookies:
@@ -651,7 +637,7 @@ class Watcher:
                 self._root_said = None
                 with self._cond:
                     self._coalescer.add_full(time.monotonic())
-            if self._paused is None and _file_id(self._index.path) != self._index_id:
+            if self._paused is None and path_identity(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
                 self._index.close()
                 try:
