@@ -3,6 +3,7 @@ leaves the store; a git repository's folder name made into one is said (docs/for
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import unicodedata
 from pathlib import Path
@@ -125,9 +126,22 @@ def test_an_import_that_would_make_a_case_twin_is_refused(cli: Cli, store_path: 
         assert result.exit_code == 1, (command, result.stderr)
         assert result.stderr.startswith(f"error: cannot import: {said} only in case"), \
             result.stderr
-        assert result.stderr.count("\n") == 1
+        assert result.stderr.count("\n") == 1 and "rename one of the two folders" in \
+            result.stderr
         assert tree_snapshot(store_path) == before
     assert cli.ok("import", str(foreign), "--from", "markdown", "--project", "demo")
+    # Twins there already (by hand, or a sync): an import into both makes no new folder.
+    (store_path / "Demo" / "notes").mkdir(parents=True)
+    (store_path / "Demo" / "notes" / "by-hand.md").write_text("The Demo pager rotates daily\n")
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "a twin by hand")
+    both_there = tmp_path / "both-there"
+    shutil.copytree(store_path, both_there)
+    for project in ("demo", "Demo"):
+        (both_there / project / "notes" / f"more-{project}.md").write_text(f"More of {project}\n")
+    git(both_there, "add", "-A")
+    git(both_there, "commit", "-qm", "more notes in both")
+    assert len(cli.ok("import", str(both_there), "--json").json()["added"]) == 2
 
 
 def test_hand_made_folders_are_projects_by_the_same_rule(cli: Cli, store_path: Path) -> None:

@@ -660,6 +660,41 @@ def test_watch_waits_for_a_store_moved_away_and_takes_what_changed_meanwhile(
     assert len(search_ids(notes_store, "original")) == 19
 
 
+def test_folders_made_while_the_store_was_away_are_watched_once_it_is_back(
+        notes_store: Path) -> None:
+    """A folder made where the store was moved to got no watch (watchdog adds a new folder's
+    watch by its path, which was not the store's then): notes saved there later reached no
+    batch, and searches, which trust the watcher, missed them until the next minute's full
+    pass. With `--commit`, an edit made while away and indexed by another command before
+    the store came back was never committed."""
+    watcher = WatchProcess(notes_store, "--commit").ready()
+    try:
+        away = notes_store.with_name("away")
+        os.rename(notes_store, away)
+        (away / "demo" / "notes" / "later").mkdir()
+        (away / "fresh").mkdir()  # a new project folder too
+        (away / "demo" / "notes" / "fact" / "n5.md").write_text(note_text(nid(5), "wombat"))
+        assert search_ids(away, "wombat") == [nid(5)]  # a command there indexed it
+        watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
+                                     for e in watcher.lines), "the watcher to say it is gone")
+        mark = watcher.mark()
+        os.rename(away, notes_store)
+        watcher.wait_for(lambda: watcher.batches(mark), "the pass when the store is back")
+        mark = watcher.mark()
+        (notes_store / "demo" / "notes" / "later" / "n30.md").write_text(
+            note_text(nid(30), "blueberry"))
+        (notes_store / "fresh" / "n31.md").write_text(note_text(nid(31), "blueberry"))
+        watcher.settle(mark, lambda t: t["added"] >= 2, "the notes saved in the new folders")
+        assert sorted(search_ids(notes_store, "blueberry")) == [nid(30), nid(31)]
+        deadline = time.monotonic() + DEADLINE
+        while git(notes_store, "status", "--porcelain") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert git(notes_store, "status", "--porcelain") == ""  # the edit made away too
+        assert "wombat" in git(notes_store, "show", "HEAD:demo/notes/fact/n5.md")
+    finally:
+        watcher.stop()
+
+
 def test_a_clear_error_when_the_inotify_watch_limit_is_reached(notes_store: Path) -> None:
     for i in range(30):
         (notes_store / "demo" / "notes" / f"type{i}").mkdir()

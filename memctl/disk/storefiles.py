@@ -49,6 +49,17 @@ def case_twin_problem(relpath: str, twin: str, *, existing: bool = True) -> str:
             f"ignores case (macOS, Windows) cannot keep them apart")
 
 
+def twin_among(name: str, names: set[str]) -> str | None:
+    """The project name of `names` that differs from `name` only in case, if any. Case is
+    compared letter by letter (`str.lower`, as disks that ignore case do), not by Unicode's
+    folding: `ß` and `ss` stay two names."""
+    lowered = name.lower()
+    for other in sorted(names):
+        if other != name and other.lower() == lowered and valid_project_name(other):
+            return other
+    return None
+
+
 class StoreFiles:
     """A store's folder and its files: what the index, the watcher and the lower layers need.
     No git, no index: see `memctl.store.Store` for those."""
@@ -260,24 +271,21 @@ class StoreFiles:
         `write_text` and by an import (memctl.exchange.transfer.check_targets): a disk that
         ignores case (macOS, Windows) holds the two as one folder, where one project's files
         land in the other's, and a clone or sync of the store there cannot check both out
-        (docs/format.md, "Project names"). Case is compared letter by letter (`str.lower`,
-        as those disks do), not by Unicode's folding (`ß` and `ss` stay two names)."""
+        (docs/format.md, "Project names")."""
         top, slash, _rest = relpath.partition("/")
         if not slash or not valid_project_name(top):
             return None
+        folders = self.top_folders()
+        return None if top in folders else twin_among(top, folders)
+
+    def top_folders(self) -> set[str]:
+        """The names of the folders at the top of the store, as they are on disk (whatever
+        the disk's rule for case); none when it cannot be read (the write says why)."""
         try:
-            with os.scandir(self.root) as entries:  # the names as they are, whatever the disk
-                folders = [entry.name for entry in entries
-                           if entry.is_dir(follow_symlinks=False)]
+            with os.scandir(self.root) as entries:
+                return {entry.name for entry in entries if entry.is_dir(follow_symlinks=False)}
         except OSError:
-            return None  # the write says what is wrong with the folder
-        if top in folders:
-            return None
-        lowered = top.lower()
-        for name in sorted(folders):
-            if name.lower() == lowered and valid_project_name(name):
-                return name
-        return None
+            return set()
 
     @contextmanager
     def read_lock(self, what: str = "") -> Iterator[None]:

@@ -41,13 +41,14 @@ from memctl.core.merge import (
 )
 from memctl.core.noteformat import parse_file
 from memctl.core.secrets import carried, guard_files
+from memctl.core.vocab import valid_project_name
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
 from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE
-from memctl.disk.storefiles import case_twin_problem
+from memctl.disk.storefiles import case_twin_problem, twin_among
 from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
@@ -588,17 +589,21 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
     case (`StoreFiles.case_twin`). The store is left exactly as it was (docs/sync.md,
     tests/test_exchange.py, tests/test_project_names.py)."""
     root = Path(store.root)
-    tops: dict[str, str] = {}  # the import's own project folders, by their lowered name
+    present = store.top_folders()
+    made: set[str] = set()  # the project folders the import makes
     for path in sorted(writes):
-        top = path.partition("/")[0]
-        existing = store.case_twin(path)
-        twin = existing or (tops.get(top.lower()) if "/" in path else None)
-        tops.setdefault(top.lower(), top)
-        if twin is not None and twin != top:
-            problem = case_twin_problem(path, twin, existing=existing is not None)
-            raise MemctlError(f"cannot import: {problem}; nothing was changed: import into "
-                              f"{arg('project')} {twin}, or rename one of the two projects, "
-                              f"then import again")
+        top, slash, _rest = path.partition("/")
+        if not slash or top in present or top in made or not valid_project_name(top):
+            continue
+        twin = twin_among(top, present) or twin_among(top, made)
+        if twin is not None:
+            problem = case_twin_problem(path, twin, existing=twin in present)
+            raise MemctlError(
+                f"cannot import: {problem}; nothing was changed. Another tool's files go into "
+                f"the project {arg('project')} names: give {twin}. A memctl export's or "
+                f"store's projects keep their names: rename one of the two folders, then "
+                f"import again")
+        made.add(top)
     for path in sorted(set(writes) | set(removes)):
         store.resolve(path)
         parts = path.split("/")

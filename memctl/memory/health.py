@@ -824,11 +824,11 @@ CASE_TWINS_MESSAGE = (
 def case_twins(projects: Sequence[str]) -> list[dict[str, Any]]:
     """Project folders whose names differ only in case (`Demo` and `demo`): memctl's own
     writes never make one (`StoreFiles.write_text`), a sync, an import or a hand can."""
-    by_folded: dict[str, list[str]] = {}
-    for project in projects:
-        by_folded.setdefault(project.casefold(), []).append(project)
+    by_lowered: dict[str, list[str]] = {}
+    for project in projects:  # (case letter by letter, as memctl.disk.storefiles.twin_among)
+        by_lowered.setdefault(project.lower(), []).append(project)
     return [{"projects": sorted(names), "message": CASE_TWINS_MESSAGE}
-            for _folded, names in sorted(by_folded.items()) if len(names) > 1]
+            for _lowered, names in sorted(by_lowered.items()) if len(names) > 1]
 
 
 TOMBSTONED_MESSAGE = (

@@ -422,6 +422,10 @@ class Watcher:
                         if due is not None and now >= due:
                             hold = self._git_busy()
                             batch = self._coalescer.take(now, hold=hold)
+                if batch and self._root_said is not None:
+                    # Back since the last tick? Then started over (a full pass) before this
+                    # batch, and a reader waiting on it is answered now, not after the tick.
+                    self._store_moved()
                 applied = self._apply(batch) if batch else True
                 if cookies and applied:
                     self._answer(cookies)
@@ -473,7 +477,10 @@ class Watcher:
         if not batch.paths and not batch.full:
             return True
         if self._root_said is not None:
-            return False  # the store is away: the full pass when it is back covers this
+            # The store is away: the full pass when it is back covers this batch; `--commit`
+            # asks git then (another command may have indexed these edits meanwhile).
+            self._dirty = self._dirty or bool(batch.paths)
+            return False
         if self._paused is not None and not self._resume():
             if batch.paths:
                 self._dirty = True  # hand edits are still committed (`--commit` asks git)
@@ -489,6 +496,7 @@ class Watcher:
         except StoreGoneError:
             # Moved, deleted or replaced since the last tick: the next one says so and waits
             # (`_store_moved`); this batch is then covered by a full pass.
+            self._dirty = self._dirty or bool(batch.paths)
             with self._cond:
                 self._coalescer.add_full(time.monotonic(), wait=0.5)
             return False
@@ -630,13 +638,8 @@ class Watcher:
         if not same_root and self.keep_folder is not None:
             self._say_away(StoreAway("other", self.root))
             return True
-        if same_root and self._lock.still_held():
-            if self._root_said is not None:
-                # Back in its place: what changed meanwhile (edits made where it was) and the
-                # batches held while it was away are covered by one full pass.
-                self._root_said = None
-                with self._cond:
-                    self._coalescer.add_full(time.monotonic())
+        back = self._root_said is not None
+        if same_root and not back and self._lock is not None and self._lock.still_held():
             if self._paused is None and path_identity(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
                 self._index.close()
@@ -647,11 +650,22 @@ class Watcher:
                     return False
                 self._apply(Batch(full=True), announce=False)
             return False
+        # Replaced, `.memctl/` removed, or back in its place after being away: new watches (the
+        # folders made while it was away were never watched: watchdog adds a new folder's
+        # watch by the path, which was not the store's then), the index opened again, and a
+        # full pass, which takes what changed meanwhile, edits made where it was included.
+        self.on_message("the store folder is back; starting over" if back and same_root
+                        else "the store folder was replaced; watching the new one"
+                        if not same_root else "`.memctl/` was removed; starting over")
         self._root_said = None
-        self.on_message("the store folder was replaced; watching the new one" if not same_root
-                        else "`.memctl/` was removed; starting over")
         self._teardown()
-        self._start(announce=True)
+        try:
+            self._start(announce=True)
+        except (MemctlError, OSError):
+            if path_identity(self.root) is not None:
+                raise
+            self._say_away(StoreAway("gone", self.root))  # gone again meanwhile: wait for it
+            return True
         return False
 
     def _say_away(self, away: StoreAway) -> None:
