@@ -94,6 +94,19 @@ def test_a_project_differing_only_in_case_from_one_there_is_refused(cli: Cli,
     assert strict.exit_code == 1 and "differ only in case" in strict.stdout + strict.stderr
 
 
+def test_names_differing_only_in_case_are_told_letter_by_letter() -> None:
+    """As a disk that ignores case compares them: each letter's capital, where that is one
+    letter (Greek final sigma included), never Unicode's folding (`ß` is not `ss`)."""
+    from memctl.disk.storefiles import twin_among
+    from memctl.memory.health import case_twins
+
+    assert twin_among("Demo", {"demo", "other"}) == "demo"
+    assert twin_among("ΟΔΟΣ", {"οδος"}) == "οδος" and twin_among("ΟΔΟΣ", {"οδοσ"}) == "οδοσ"
+    assert twin_among("STRASSE", {"straße"}) is None and twin_among("demo", {"demo"}) is None
+    assert [e["projects"] for e in case_twins(["ΟΔΟΣ", "οδοσ", "straße", "STRASSE"])] == [
+        ["ΟΔΟΣ", "οδοσ"]]
+
+
 def test_an_import_that_would_make_a_case_twin_is_refused(cli: Cli, store_path: Path,
                                                            tmp_path: Path) -> None:
     """The same rule for `memctl import`, which writes through a transaction of its own: a

@@ -649,11 +649,19 @@ def test_watch_waits_for_a_store_moved_away_and_takes_what_changed_meanwhile(
     is indexed once the store is back."""
     away = notes_store.with_name("away")
     os.rename(notes_store, away)
-    (away / "demo" / "notes" / "fact" / "n3.md").write_text(note_text(nid(3), "quokka"))
     watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
                                  for e in watcher.lines), "the watcher to say the store is gone")
+    (away / "demo" / "notes" / "fact" / "n3.md").write_text(note_text(nid(3), "quokka"))
+    time.sleep(0.3)  # (its events reach the watcher, which holds them while the store is away)
     mark = watcher.mark()
     os.rename(away, notes_store)
+    # Asked at once, before the watcher's next look: a reader's cookie alone was answered
+    # from the index as it was before the store went (a stale "no match").
+    edited = notes_store / "demo" / "notes" / "fact" / "n3.md"
+    with ensure_fresh(notes_store) as index:
+        indexed = index.conn.execute("SELECT size FROM files WHERE path = ?",
+                                     ("demo/notes/fact/n3.md",)).fetchone()
+    assert indexed == (edited.stat().st_size,)
     watcher.settle(mark, lambda t: t["updated"] >= 1, "the edit made while away")
     assert watcher.proc.poll() is None, "".join(watcher.stderr)
     assert search_ids(notes_store, "quokka") == [nid(3)]

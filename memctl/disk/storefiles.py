@@ -49,13 +49,18 @@ def case_twin_problem(relpath: str, twin: str, *, existing: bool = True) -> str:
             f"ignores case (macOS, Windows) cannot keep them apart")
 
 
+def case_key(name: str) -> str:
+    """`name` with each letter in capitals where that is one letter: two names with the same
+    key differ only in case, letter by letter, as on disks that ignore case (`ΟΔΟΣ`, `οδος`
+    and `οδοσ` alike), not by Unicode's folding (`ß` and `ss` stay two names)."""
+    return "".join(upper if len(upper := char.upper()) == 1 else char for char in name)
+
+
 def twin_among(name: str, names: set[str]) -> str | None:
-    """The project name of `names` that differs from `name` only in case, if any. Case is
-    compared letter by letter (`str.lower`, as disks that ignore case do), not by Unicode's
-    folding: `ß` and `ss` stay two names."""
-    lowered = name.lower()
+    """The project name of `names` that differs from `name` only in case (`case_key`)."""
+    key = case_key(name)
     for other in sorted(names):
-        if other != name and other.lower() == lowered and valid_project_name(other):
+        if other != name and case_key(other) == key and valid_project_name(other):
             return other
     return None
 

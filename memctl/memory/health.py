@@ -49,6 +49,7 @@ from memctl.disk.layout import (
     MemoryFile,
     classify,
 )
+from memctl.disk.storefiles import case_key
 from memctl.disk.templates import template_problems
 from memctl.disk.watchstate import read_status
 from memctl.index.db import ensure_fresh, open_index, walk_stats
@@ -824,11 +825,11 @@ CASE_TWINS_MESSAGE = (
 def case_twins(projects: Sequence[str]) -> list[dict[str, Any]]:
     """Project folders whose names differ only in case (`Demo` and `demo`): memctl's own
     writes never make one (`StoreFiles.write_text`), a sync, an import or a hand can."""
-    by_lowered: dict[str, list[str]] = {}
-    for project in projects:  # (case letter by letter, as memctl.disk.storefiles.twin_among)
-        by_lowered.setdefault(project.lower(), []).append(project)
+    by_key: dict[str, list[str]] = {}
+    for project in projects:
+        by_key.setdefault(case_key(project), []).append(project)
     return [{"projects": sorted(names), "message": CASE_TWINS_MESSAGE}
-            for _lowered, names in sorted(by_lowered.items()) if len(names) > 1]
+            for _key, names in sorted(by_key.items()) if len(names) > 1]
 
 
 TOMBSTONED_MESSAGE = (

@@ -265,8 +265,9 @@ class Watcher:
         if folder is None:
             raise MemctlError(f"store {self.root} does not exist")
         self._root_id = folder
-        self._lock = WatchLock(self.root)
-        self._lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
+        lock = WatchLock(self.root)
+        lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
+        self._lock = lock  # (only once held: `_teardown` releases or hands over this one)
         if self._lock.handed_over and self.commit:
             # Started again on new code: what the process before could not commit (a command
             # held the store lock then) is committed at the first look (it asks git).
@@ -422,7 +423,7 @@ class Watcher:
                         if due is not None and now >= due:
                             hold = self._git_busy()
                             batch = self._coalescer.take(now, hold=hold)
-                if batch and self._root_said is not None:
+                if (batch or cookies) and self._root_said is not None:
                     # Back since the last tick? Then started over (a full pass) before this
                     # batch, and a reader waiting on it is answered now, not after the tick.
                     self._store_moved()
