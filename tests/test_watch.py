@@ -668,6 +668,28 @@ def test_watch_waits_for_a_store_moved_away_and_takes_what_changed_meanwhile(
     assert len(search_ids(notes_store, "original")) == 19
 
 
+def test_watch_commit_stopped_while_the_store_is_away_stops_cleanly(notes_store: Path) -> None:
+    """An edit made while the store was away left something to commit: stopping then tried
+    to take the store's lock where the store was, and `memctl watch` ended with an error."""
+    watcher = WatchProcess(notes_store, "--commit").ready()
+    away = notes_store.with_name("away")
+    try:
+        os.rename(notes_store, away)
+        watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
+                                     for e in watcher.lines), "the watcher to say it is gone")
+        (away / "demo" / "notes" / "fact" / "n4.md").write_text(note_text(nid(4), "numbat"))
+        time.sleep(0.3)  # (its events reach the watcher, which holds them while away)
+        watcher.proc.send_signal(signal.SIGTERM)
+        assert watcher.proc.wait(DEADLINE) == 0, "".join(watcher.stderr)
+        watcher._reader.join(DEADLINE)
+        assert not any(line.startswith("error") for line in watcher.stderr), watcher.stderr
+    finally:
+        watcher.stop()
+        if away.exists():
+            os.rename(away, notes_store)
+    assert "numbat" in (notes_store / "demo" / "notes" / "fact" / "n4.md").read_text()
+
+
 def test_folders_made_while_the_store_was_away_are_watched_once_it_is_back(
         notes_store: Path) -> None:
     """A folder made where the store was moved to got no watch (watchdog adds a new folder's

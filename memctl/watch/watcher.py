@@ -677,6 +677,8 @@ class Watcher:
     def _maybe_commit(self, now: float) -> None:
         if not self._dirty or now - self._last_commit < self.commit_every:
             return
+        if self._root_said is not None or path_identity(self.root) != self._root_id:
+            return  # the store is away: committed once it is back (`_dirty` stays set)
         if self._git_busy() or gitops.commit_blocked(self.root):
             return  # never through a merge, a rebase, a detached HEAD or another git's index lock
         try:
