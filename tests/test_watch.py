@@ -668,6 +668,25 @@ def test_watch_waits_for_a_store_moved_away_and_takes_what_changed_meanwhile(
     assert len(search_ids(notes_store, "original")) == 19
 
 
+def test_a_store_moved_away_and_back_between_two_looks_is_watched_afresh(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """Away and back within the half second between two looks of the watcher: a folder made
+    meanwhile where the store was got no watch, and notes saved there later were missed by
+    searches until the next minute's full pass. The folder's ctime, moved without its mtime,
+    tells that the folder itself was renamed."""
+    away = notes_store.with_name("away")
+    mark = watcher.mark()
+    os.rename(notes_store, away)
+    (away / "demo" / "notes" / "later").mkdir()
+    os.rename(away, notes_store)
+    watcher.wait_for(lambda: any(e.get("event") == "message" and "back" in e["message"]
+                                 for e in watcher.lines[mark:]), "the watcher to start over")
+    mark = watcher.mark()
+    (notes_store / "demo" / "notes" / "later" / "n40.md").write_text(note_text(nid(40), "kiwi"))
+    watcher.settle(mark, lambda t: t["added"] >= 1, "the note saved in the new folder")
+    assert search_ids(notes_store, "kiwi") == [nid(40)]
+
+
 def test_watch_commit_stopped_while_the_store_is_away_stops_cleanly(notes_store: Path) -> None:
     """An edit made while the store was away left something to commit: stopping then tried
     to take the store's lock where the store was, and `memctl watch` ended with an error."""

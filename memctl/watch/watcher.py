@@ -214,6 +214,10 @@ class Watcher:
         self._lock: Any = None
         self._heartbeat: Any = None
         self._root_id: tuple[int, int] | None = None
+        # The store folder's (mtime, ctime) at the last look: a ctime that moved without the
+        # mtime is the folder itself renamed (or its mode changed), not a name made or
+        # removed in it: moved away and back between two looks (`_store_moved`).
+        self._root_times: tuple[int, int] | None = None
         # What was last said of a store folder that is not there to watch ("gone", "other"):
         # each state said once, and a change of state said again (gone, then an empty folder
         # put in its place, said nothing of the folder: tests/test_mcp.py).
@@ -261,10 +265,12 @@ class Watcher:
 
     def _start(self, *, announce: bool = False) -> None:
         self._check_kept_folder()  # before anything is written into another folder
-        folder = path_identity(self.root)
-        if folder is None:
-            raise MemctlError(f"store {self.root} does not exist")
-        self._root_id = folder
+        try:
+            info = os.stat(self.root)
+        except OSError:
+            raise MemctlError(f"store {self.root} does not exist") from None
+        self._root_id = (info.st_dev, info.st_ino)
+        self._root_times = (info.st_mtime_ns, info.st_ctime_ns)
         lock = WatchLock(self.root)
         lock.acquire()  # WatcherRunning (exit 1) when another watcher has this store
         self._lock = lock  # (only once held: `_teardown` releases or hands over this one)
@@ -640,6 +646,11 @@ class Watcher:
             self._say_away(StoreAway("other", self.root))
             return True
         back = self._root_said is not None
+        times, self._root_times = self._root_times, (info.st_mtime_ns, info.st_ctime_ns)
+        if same_root and not back and times is not None and times[0] == info.st_mtime_ns \
+                and times[1] != info.st_ctime_ns:
+            back = True  # moved away and back since the last look: folders made meanwhile
+            # where it was have no watch (tests/test_watch.py)
         if same_root and not back and self._lock is not None and self._lock.still_held():
             if self._paused is None and path_identity(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
