@@ -91,7 +91,6 @@ class Ticket:
         return f"Ticket(quiet={self.quiet}, epoch={self.epoch})"
 
 
-
 class _Inotify:
     """The two libc calls Python does not offer (`inotify_init1`, `inotify_add_watch`)."""
 

@@ -309,7 +309,6 @@ def _remove_index_files(path: Path) -> None:
 _opened_ahead: tuple[sqlite3.Connection, tuple[int, int]] | None = None
 
 
-
 def open_ahead(store: StoreLike) -> None:
     """Open the store's index now, and read its schema and the full-text tables' settings,
     for the next `open_index` of this process: in a worker of the watcher's search server,

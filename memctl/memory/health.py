@@ -824,7 +824,7 @@ CASE_TWINS_MESSAGE = (
 
 def case_twins(projects: Sequence[str]) -> list[dict[str, Any]]:
     """Project folders whose names differ only in case (`Demo` and `demo`): memctl's own
-    writes never make one (`StoreFiles.write_text`), a sync, an import or a hand can."""
+    writes and imports never make one (`StoreFiles.case_twin`); a sync or a hand can."""
     by_key: dict[str, list[str]] = {}
     for project in projects:
         by_key.setdefault(case_key(project), []).append(project)

@@ -63,7 +63,6 @@ def inotify_limit_error(exc: OSError, folders: int) -> str | None:
 _libc: object = None
 
 
-
 def probe_inotify(folder: str) -> OSError | None:
     """Try to add one more inotify watch (then drop it). watchdog silently skips sub-folders it
     cannot watch once the limit is reached; if one more watch fails here, some of ours may be
@@ -688,7 +687,7 @@ class Watcher:
     def _maybe_commit(self, now: float) -> None:
         if not self._dirty or now - self._last_commit < self.commit_every:
             return
-        if self._root_said is not None or path_identity(self.root) != self._root_id:
+        if path_identity(self.root) != self._root_id:
             return  # the store is away: committed once it is back (`_dirty` stays set)
         if self._git_busy() or gitops.commit_blocked(self.root):
             return  # never through a merge, a rebase, a detached HEAD or another git's index lock
