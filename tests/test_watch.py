@@ -744,6 +744,79 @@ def test_folders_made_while_the_store_was_away_are_watched_once_it_is_back(
         watcher.stop()
 
 
+def test_a_store_moved_for_good_can_be_watched_where_it_is_now(watcher: WatchProcess,
+                                                                notes_store: Path) -> None:
+    """The watcher of a store moved away kept its lock, which the folder took along: a
+    `memctl watch` started where the store now is was refused for as long as the first one
+    ran. The first lets the store go while it is away; when the store comes back, it takes
+    it over from the second once that one has let it go in turn."""
+    moved = notes_store.with_name("moved")
+    os.rename(notes_store, moved)
+    watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
+                                 for e in watcher.lines), "the watcher to say the store is gone")
+    second = WatchProcess(moved)
+    try:
+        second.ready()
+        mark = second.mark()
+        (moved / "demo" / "notes" / "fact" / "n41.md").write_text(note_text(nid(41), "platypus"))
+        second.settle(mark, lambda t: t["added"] >= 1, "the note saved where the store is now")
+        assert search_ids(moved, "platypus") == [nid(41)]
+        os.rename(moved, notes_store)  # back: the second lets it go, the first takes it
+        second.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
+                                    for e in second.lines), "the second watcher to let it go")
+
+        def first_watches() -> bool:
+            status = read_status(notes_store)
+            return status is not None and status.live and status.pid == watcher.proc.pid
+        watcher.wait_for(first_watches, "the first watcher to watch the store again")
+        mark = watcher.mark()
+        (notes_store / "demo" / "notes" / "fact" / "n42.md").write_text(
+            note_text(nid(42), "echidna"))
+        watcher.settle(mark, lambda t: t["added"] >= 1, "the note saved once it is back")
+        assert search_ids(notes_store, "echidna") == [nid(42)]
+        assert watcher.proc.poll() is None and second.proc.poll() is None, \
+            "".join(watcher.stderr + second.stderr)
+    finally:
+        second.stop()
+        if moved.exists():
+            os.rename(moved, notes_store)
+
+
+def test_a_store_back_while_another_watcher_has_it_is_taken_over_when_that_one_stops(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """Back at its path while the watcher started where it was moved to still holds it (here
+    the path is a link to that folder): the first watcher says so and waits, then watches the
+    store once the second stops; it neither ends nor runs beside the second."""
+    moved = notes_store.with_name("moved")
+    os.rename(notes_store, moved)
+    watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
+                                 for e in watcher.lines), "the watcher to say the store is gone")
+    second = WatchProcess(moved)
+    try:
+        second.ready()
+        notes_store.symlink_to(moved)  # the same folder at the first one's path again
+        watcher.wait_for(lambda: any(e.get("event") == "message"
+                                     and f"(pid {second.proc.pid}) now watches" in e["message"]
+                                     for e in watcher.lines), "the first watcher to wait")
+        time.sleep(1.2)  # two more looks: it still waits, and says it once
+        assert sum("now watches" in e.get("message", "") for e in watcher.lines) == 1
+        assert read_status(moved).pid == second.proc.pid
+        second.stop()
+        mark = watcher.mark()
+        watcher.wait_for(lambda: any("watching it again" in e.get("message", "")
+                                     for e in watcher.lines[mark:]), "the first to take over")
+        (moved / "demo" / "notes" / "fact" / "n43.md").write_text(note_text(nid(43), "quoll"))
+        watcher.settle(mark, lambda t: t["added"] >= 1, "the note saved once it took over")
+        assert search_ids(moved, "quoll") == [nid(43)]
+        assert watcher.proc.poll() is None, "".join(watcher.stderr)
+    finally:
+        second.stop()
+        if notes_store.is_symlink():
+            notes_store.unlink()
+        if moved.exists():
+            os.rename(moved, notes_store)
+
+
 def test_a_clear_error_when_the_inotify_watch_limit_is_reached(notes_store: Path) -> None:
     for i in range(30):
         (notes_store / "demo" / "notes" / f"type{i}").mkdir()

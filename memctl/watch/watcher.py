@@ -30,12 +30,17 @@ from memctl.disk.watchstate import (
     COOKIE_PREFIX,
     COOKIE_STALE_AFTER,
     Heartbeat,
+    WatcherRunning,
     WatchLock,
     is_cookie,
+    read_status,
 )
 from memctl.index.db import INDEXED_KINDS, IndexReplacedError, NewerIndexError, open_index
 from memctl.watch.events import MAX_DELAY, QUIET, Batch, Coalescer, interpret, relative
 
+# `Watcher._root_said` while another watcher holds the store this one let go when it was
+# away (`_store_moved`).
+TAKEN = "taken"
 # The safety net: a full (stat-only for unchanged files) pass this often.
 FULL_CHECK_EVERY = 60.0
 # With --commit, at most one commit this often.
@@ -470,6 +475,12 @@ class Watcher:
 
     def _apply(self, batch: Batch, *, announce: bool = True) -> bool:
         """One pass over the batch; False when the index could not be written."""
+        if self._root_said is not None:
+            # The store is away (or watched by another): the full pass when it is watched
+            # again covers this batch; `--commit` asks git then (another command may have
+            # indexed these edits meanwhile).
+            self._dirty = self._dirty or bool(batch.paths)
+            return False
         for name in sorted(batch.gone_tops):
             self._unwatch(name)
         early: set[str] = set()
@@ -482,11 +493,6 @@ class Watcher:
                 early.update(self._cookies_in(name))
         if not batch.paths and not batch.full:
             return True
-        if self._root_said is not None:
-            # The store is away: the full pass when it is back covers this batch; `--commit`
-            # asks git then (another command may have indexed these edits meanwhile).
-            self._dirty = self._dirty or bool(batch.paths)
-            return False
         if self._paused is not None and not self._resume():
             if batch.paths:
                 self._dirty = True  # hand edits are still committed (`--commit` asks git)
@@ -638,11 +644,11 @@ class Watcher:
         try:
             info = os.stat(self.root)
         except FileNotFoundError:
-            self._say_away(StoreAway("gone", self.root))
+            self._let_go(StoreAway("gone", self.root))
             return True
         same_root = (info.st_dev, info.st_ino) == self._root_id
         if not same_root and self.keep_folder is not None:
-            self._say_away(StoreAway("other", self.root))
+            self._let_go(StoreAway("other", self.root))
             return True
         back = self._root_said is not None
         times, self._root_times = self._root_times, (info.st_mtime_ns, info.st_ctime_ns)
@@ -665,24 +671,49 @@ class Watcher:
         # folders made while it was away were never watched: watchdog adds a new folder's
         # watch by the path, which was not the store's then), the index opened again, and a
         # full pass, which takes what changed meanwhile, edits made where it was included.
-        self.on_message("the store folder is back; starting over" if back and same_root
-                        else "the store folder was replaced; watching the new one"
-                        if not same_root else "`.memctl/` was removed; starting over")
+        taken = self._root_said == TAKEN
+        if not taken:
+            self.on_message("the store folder is back; starting over" if back and same_root
+                            else "the store folder was replaced; watching the new one"
+                            if not same_root else "`.memctl/` was removed; starting over")
         self._root_said = None
         self._teardown()
+        if back and self.commit:
+            self._dirty = True  # edits made while it was away: `_maybe_commit` asks git
         try:
             self._start(announce=True)
+        except WatcherRunning:
+            if self.keep_folder is not None:
+                raise  # `memctl mcp`'s watcher: it relies on the other one, then takes over
+            # A watcher started where the store was while this one had let it go: this one
+            # takes over once that one stops or lets the store go in turn.
+            if not taken:
+                status = read_status(self.root)
+                who = f" (pid {status.pid})" if status is not None else ""
+                self.on_message(f"another watcher{who} now watches {self.root}; this one "
+                                f"takes over when it stops")
+            self._root_said = TAKEN
+            return True
         except (MemctlError, OSError):
             if path_identity(self.root) is not None:
                 raise
-            self._say_away(StoreAway("gone", self.root))  # gone again meanwhile: wait for it
+            self._let_go(StoreAway("gone", self.root))  # gone again meanwhile: wait for it
             return True
+        if taken:
+            self.on_message("the other watcher let the store go; watching it again")
         return False
 
-    def _say_away(self, away: StoreAway) -> None:
+    def _let_go(self, away: StoreAway) -> None:
+        """Nothing to watch at the store's path: said once per state, and the watches, the
+        index, the heartbeat and the lock let go. The lock file went with the folder: held,
+        it would refuse a watcher started where the store is now
+        (tests/test_watch.py::test_a_store_moved_for_good_can_be_watched_where_it_is_now).
+        Back in its place, the store is watched afresh (the rest of `_store_moved`)."""
         if self._root_said != away.state:
             self._root_said = away.state
             self.on_message(str(away))
+        if self._lock is not None or self._observer is not None or self._index is not None:
+            self._teardown()
 
     def _maybe_commit(self, now: float) -> None:
         if not self._dirty or now - self._last_commit < self.commit_every:
