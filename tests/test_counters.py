@@ -77,3 +77,37 @@ def test_a_forked_child_records_through_a_connection_of_its_own(store_path: Path
         assert counters.get_counters(store_path, [NOTE])[NOTE][0] == 1
     finally:
         held.close()
+
+
+def test_counters_opened_ahead_take_the_records_of_the_search(store_path: Path) -> None:
+    """A worker of the watcher's search server opens them while it waits
+    (counters.open_ahead): the search it answers records through that connection."""
+    counters.record_access(store_path, [NOTE], "2026-11-01T00:00:00Z")  # the file is there
+    counters.open_ahead(store_path)
+    held = counters._HELD.get(os.fspath(state_path(store_path, counters.COUNTERS_FILE)))
+    assert held is not None
+    try:
+        before = held.conn.total_changes
+        counters.record_access(store_path, [NOTE], "2026-11-02T00:00:00Z")
+        assert held.conn.total_changes - before == 2
+        assert counters.get_counters(store_path, [NOTE]) == {
+            NOTE: (2, "2026-11-02T00:00:00.000Z")}
+    finally:
+        held.close()
+
+
+def test_counters_opened_ahead_are_never_made_nor_repaired(store_path: Path, capsys) -> None:
+    """Ahead of the search, nothing is made, set aside or said: the search itself does and
+    says what it would have (a damaged file kept aside, its warning on the search's stderr)."""
+    path = state_path(store_path, counters.COUNTERS_FILE)
+    counters.open_ahead(store_path)
+    assert not path.exists() and not counters._HELD
+    path.parent.mkdir(exist_ok=True)
+    damaged = b"not a database " * 100
+    path.write_bytes(damaged)
+    counters.open_ahead(store_path)
+    assert not counters._HELD
+    assert path.read_bytes() == damaged and capsys.readouterr().err == ""
+    counters.record_access(store_path, [NOTE], "2026-11-01T00:00:00Z")
+    assert "was damaged" in capsys.readouterr().err
+    assert counters.get_counters(store_path, [NOTE])[NOTE][0] == 1

@@ -43,7 +43,7 @@ from memctl.cli import served
 from memctl.cli.fast import parse_add, parse_search, parse_show, run_fast
 from memctl.core.stamp import Stamp, file_stamp
 from memctl.core.tokenize import warm_patterns
-from memctl.services.retrieval import open_index_ahead
+from memctl.services.retrieval import open_ahead_of_search
 
 # Messages from the watcher on the server's stdin.
 LISTEN = b"L"
@@ -409,8 +409,9 @@ class Server:
             assert listener is not None
             for fd in (self.control, self.taken_read, self.alive_write):
                 os.close(fd)
-            # The index opened while no search waits: ~5 ms less for the one this answers.
-            open_index_ahead(os.path.dirname(os.path.dirname(self.path)))
+            # The index and the counters opened while no search waits: ~5 ms less for the
+            # one this answers.
+            open_ahead_of_search(os.path.dirname(os.path.dirname(self.path)))
             while True:
                 readable, _, _ = select.select([listener, self.alive_read], [], [])
                 if self.alive_read in readable:
