@@ -1127,6 +1127,83 @@ def test_new_code_that_does_not_start_is_said_and_the_watcher_goes_on(
         process.stop()
 
 
+def test_an_upgrade_while_another_watcher_has_the_store_waits_for_it(
+        notes_store: Path, tmp_path: Path) -> None:
+    """A watcher that had let the store go (moved away, then back while a watcher started
+    where it went still held it) had no lock to hand over when memctl's code changed: it
+    ended, exit 0, and nothing watched the store once the other stopped. It now starts again
+    on the new code once it watches the store again."""
+    env = frozen_code(tmp_path)
+    first = WatchProcess(notes_store, env=env).ready()
+    moved = notes_store.with_name("moved")
+    second = None
+    try:
+        os.rename(notes_store, moved)
+        first.wait_for(lambda: any("is gone" in message for message in _messages(first)),
+                       "the first watcher to let the store go")
+        second = WatchProcess(moved).ready()  # this checkout's code: not upgraded
+        notes_store.symlink_to(moved)
+        first.wait_for(lambda: any("now watches" in message for message in _messages(first)),
+                       "the first watcher to wait for the second")
+        _change_code(tmp_path)
+        first.wait_for(lambda: any("once it watches the store again" in message
+                                   for message in _messages(first)),
+                       "the first watcher to say it starts again later", RESTART_WAIT)
+        time.sleep(1.0)
+        assert first.proc.poll() is None, "".join(first.stderr)
+        assert len(_events(first, "ready")) == 1
+        second.stop()
+        first.wait_for(lambda: len(_events(first, "ready")) == 2, "the start on the new code",
+                       RESTART_WAIT)
+        first.wait_for(lambda: _said(first, "new code loaded"), "the new code")
+        after = first.wait_for(lambda: (lambda found: found["live"] and found)(
+            _status(notes_store, env)), "the heartbeat of the new code")
+        assert after["pid"] == first.proc.pid
+        mark = first.mark()
+        (moved / "demo" / "notes" / "fact" / "n44.md").write_text(note_text(nid(44), "bilby"))
+        first.settle(mark, lambda total: total["added"] >= 1, "the note saved after it")
+        assert search_ids(moved, "bilby") == [nid(44)]
+    finally:
+        if second is not None:
+            second.stop()
+        first.stop()
+        if notes_store.is_symlink():
+            notes_store.unlink()
+        if moved.exists():
+            os.rename(moved, notes_store)
+    assert first.proc.returncode == 0, "".join(first.stderr)
+
+
+def test_an_upgrade_while_the_store_is_away_is_checked_once_it_is_back(
+        notes_store: Path, tmp_path: Path) -> None:
+    """The check of new code runs the watcher's command line, whose store was not there while
+    it was away: the new code was said not to start, and the watcher stayed on the old code
+    after the store came back, until the files changed again."""
+    env = frozen_code(tmp_path)
+    process = WatchProcess(notes_store, env=env).ready()
+    away = notes_store.with_name("away")
+    try:
+        os.rename(notes_store, away)
+        process.wait_for(lambda: any("is gone" in message for message in _messages(process)),
+                         "the watcher to say the store is gone")
+        _change_code(tmp_path)
+        # Longer than the check and its three tries again (2, 4 and 8 s) took to say so.
+        time.sleep(22)
+        assert not any("does not start" in message for message in _messages(process)), \
+            _messages(process)
+        assert len(_events(process, "ready")) == 1
+        os.rename(away, notes_store)
+        process.wait_for(lambda: len(_events(process, "ready")) == 2,
+                         "the start on the new code once the store is back", RESTART_WAIT)
+        process.wait_for(lambda: _said(process, "new code loaded"), "the new code")
+        assert STARTING_AGAIN in _messages(process)
+    finally:
+        process.stop()
+        if away.exists():
+            os.rename(away, notes_store)
+    assert process.proc.returncode == 0, "".join(process.stderr)
+
+
 def _search_server_of(watcher_pid: int) -> int:
     """The pid of the watcher's search server (its child running memctl.cli.searchserver)."""
     for entry in os.listdir("/proc"):

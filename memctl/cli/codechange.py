@@ -49,10 +49,14 @@ class CodeChange:
     `say(text)` for what the watcher says of it (shown even with --quiet)."""
 
     def __init__(self, on_change: Callable[[], None], say: Callable[[str], None],
-                 every: float = CHECK_EVERY) -> None:
+                 every: float = CHECK_EVERY,
+                 can_check: Callable[[], bool] = lambda: True) -> None:
         self.on_change = on_change
         self.say = say
         self.every = every
+        # False while the check cannot tell anything of the code: the store is away from its
+        # path, so the command line's store is not there (the check waits for it).
+        self.can_check = can_check
         self.wanted = False
         self._started_with = code_files()
         self._stop = threading.Event()
@@ -75,6 +79,8 @@ class CodeChange:
                 return
             if seen is None or _files_now() != seen:
                 continue  # still being written: judged at a later look
+            if not self.can_check():
+                continue  # judged once the store is back
             problem = self._check(seen)
             if self._stop.is_set():
                 return
@@ -96,7 +102,8 @@ class CodeChange:
         for looks in RETRY_AFTER:
             if problem is None:
                 return None
-            if self._stop.wait(self.every * looks) or _files_now() != seen:
+            if self._stop.wait(self.every * looks) or _files_now() != seen \
+                    or not self.can_check():
                 return ""
             problem = _starts()
         return problem

@@ -96,37 +96,37 @@ def watch(
         _say(f"memctl watch: {text}")
 
     # Stop requests once the watcher stops to start again on new code: kept here, and then
-    # it ends instead of starting again (a signal must not cut the hand-over short).
-    restarting: list[bool] = []
+    # it ends instead of starting again (a signal must not cut the hand-over short). Before
+    # that (a watcher that let the store go hands over only once it watches it again), a
+    # stop request stops it.
     stop_asked: list[int] = []
 
     def terminate(signum: int, frame: object) -> None:
-        if restarting and not stop_asked:
+        if watcher.handing_over and not stop_asked:
             stop_asked.append(signum)
             return
         raise KeyboardInterrupt  # (a second request while starting again: at once)
 
+    # Searches answered by a process kept ready while the watcher is live (docs/watch.md,
+    # "Searches answered by the watcher").
+    server = SearchServer(store.root)
+    watcher = Watcher(store.root, commit=commit, on_batch=on_batch, on_message=on_message,
+                      on_commit=on_commit, on_live=server.live)
     # SIGTERM stops the watcher the way Ctrl-C does: at once, even in the middle of a pass
     # (the index is derived; an interrupted transaction rolls back).
     signal.signal(signal.SIGTERM, terminate)
     signal.signal(signal.SIGINT, terminate)
     if hasattr(signal, "SIGHUP"):  # not on Windows, where the watcher then says it cannot run
         signal.signal(signal.SIGHUP, terminate)
-    # Searches answered by a process kept ready while the watcher is live (docs/watch.md,
-    # "Searches answered by the watcher").
-    server = SearchServer(store.root)
-    watcher = Watcher(store.root, commit=commit, on_batch=on_batch, on_message=on_message,
-                      on_commit=on_commit, on_live=server.live)
 
     def start_over() -> None:
-        restarting.append(True)
         watcher.stop(hand_over=True)
 
     # After an upgrade it stops and starts again on the new code (memctl.cli.codechange).
     # What it would otherwise load only at its first changed file is loaded now, from the
     # code it started with: not from the new files an upgrade may have written meanwhile.
     import_all()
-    code_change = CodeChange(start_over, announce)
+    code_change = CodeChange(start_over, announce, can_check=lambda: not watcher.away)
     code_change.start()
     try:
         # The access counters held open while it runs: a search's own connection is then never

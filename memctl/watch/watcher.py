@@ -204,6 +204,10 @@ class Watcher:
         # the process after the `exec` (`handed_lock`), and the heartbeat says "starting".
         self._hand_over = False
         self.handed_lock: Any = None
+        # Asked to hand over (`stop(hand_over=True)`) while the store was let go: done once
+        # it is watched again, since there is no lock to hand over until then (`run`).
+        self._hand_over_wanted = False
+        self._hand_over_said = False
         # The index is of a newer memctl: nothing is written to it, and no reader is answered,
         # until it is this version's again (the message said, while paused).
         self._paused: str | None = None
@@ -413,6 +417,9 @@ class Watcher:
             while True:
                 batch, hold, cookies = None, False, set()
                 with self._cond:
+                    if self._hand_over_wanted and not self._stopping \
+                            and self._lock is not None and self._root_said is None:
+                        self._stopping = self._hand_over = True
                     if self._stopping:
                         return
                     due = self._coalescer.due_at()
@@ -461,12 +468,26 @@ class Watcher:
 
     def stop(self, *, hand_over: bool = False) -> None:
         """Stop the loop (from any thread); `hand_over`: keep the lock for the process this
-        one is about to become (`handed_lock`)."""
+        one is about to become (`handed_lock`). A watcher that has let the store go (away,
+        or another watcher has it) holds no lock: it stops to hand over once it watches the
+        store again, and meanwhile goes on waiting; a plain stop ends it at once."""
         with self._cond:
-            if not self._stopping:  # the first request says how it ends
-                self._hand_over = hand_over
-            self._stopping = True
+            if hand_over:
+                self._hand_over_wanted = True
+            else:
+                self._stopping = True
             self._cond.notify()
+
+    @property
+    def away(self) -> bool:
+        """Whether the store is away from its path (gone, or another folder there): read from
+        other threads (memctl.cli.codechange waits for the store before it checks new code)."""
+        return self._root_said in ("gone", "other")
+
+    @property
+    def handing_over(self) -> bool:
+        """Whether the loop has stopped (or is stopping) to hand its lock over."""
+        return self._hand_over
 
     def _git_busy(self) -> bool:
         # A lock older than git ever holds one is a dead git's: waiting on it for ever left
@@ -693,6 +714,7 @@ class Watcher:
                 self.on_message(f"another watcher{who} now watches {self.root}; this one "
                                 f"takes over when it stops")
             self._root_said = TAKEN
+            self._say_hand_over_waits()
             return True
         except (MemctlError, OSError):
             if path_identity(self.root) is not None:
@@ -714,6 +736,12 @@ class Watcher:
             self.on_message(str(away))
         if self._lock is not None or self._observer is not None or self._index is not None:
             self._teardown()
+        self._say_hand_over_waits()
+
+    def _say_hand_over_waits(self) -> None:
+        if self._hand_over_wanted and not self._hand_over_said:
+            self._hand_over_said = True
+            self.on_message("it starts again on the new code once it watches the store again")
 
     def _maybe_commit(self, now: float) -> None:
         if not self._dirty or now - self._last_commit < self.commit_every:
