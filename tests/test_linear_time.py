@@ -277,6 +277,17 @@ HOSTILE = {
         assert compare(a, b).similar
         assert compare("数据" * 3_000, "数据" * 2_990 + "不要" * 10).similar
     """,
+    "tags: 300,000 of them, each once, and 300,000 repeats of two": """
+        from memctl.core.arguments import ArgumentError, tags
+        try:
+            tags([f"t{i}" for i in range(300_000)])
+        except ArgumentError as exc:
+            assert "300000 tags" in str(exc), exc
+        else:
+            raise AssertionError("300,000 tags taken")
+        assert tags(["a", "b"] * 150_000) == ["a", "b"]
+        assert tags(",".join(["a", " b"] * 150_000)) == ["a", "b"]
+    """,
     "similarity: two 900 KB logs, and forty of them in one group": """
         import sys
         sys.path.insert(0, "tests")

@@ -190,11 +190,14 @@ def tags(values: str | list[str] | tuple[str, ...] | None, argument: str = "tags
     """Tags without blanks or repeats; a comma-separated string is split."""
     if isinstance(values, str):
         values = values.split(",")
-    clean: list[str] = []
+    # A dict keeps the first of each in order: a look-up in a list per tag was quadratic, and
+    # 200,000 tags in one MCP call held the server for minutes (tests/test_linear_time.py).
+    seen: dict[str, None] = {}
     for tag in values or ():
         tag = str(tag).strip()
-        if tag and tag not in clean:
-            clean.append(tag)
+        if tag:
+            seen.setdefault(tag)
+    clean = list(seen)
     if len(clean) > MAX_TAGS:
         raise ArgumentError(argument, f"{len(clean)} tags; a note takes at most {MAX_TAGS}")
     for tag in clean:
