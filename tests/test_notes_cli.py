@@ -193,6 +193,50 @@ def test_edit_with_invalid_result_keeps_the_note_and_the_draft(cli: Cli, tmp_pat
     assert (cli.store / added["path"]).read_bytes() == before
 
 
+def test_a_draft_the_editor_turned_into_a_link_is_never_read_through_it(cli: Cli, tmp_path):
+    """An editor that leaves a symbolic link where the draft was: the note's new text was read
+    from the file it points to, outside the store, and saved (a link to /etc/passwd was read
+    too). memctl reads no store file through a link (docs/security.md)."""
+    added = cli.ok("add", "Rotate the keys monthly", "--json").json()
+    before = (cli.store / added["path"]).read_bytes()
+    outside = tmp_path / "outside.md"
+    editor = _editor_script(tmp_path, (
+        f"open({str(outside)!r}, 'w', encoding='utf-8').write(text.replace('monthly', 'never'))\n"
+        f"import os\nos.remove(path)\nos.symlink({str(outside)!r}, path)\n"))
+    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.error.count("\n") == 1 and "symbolic link" in result.error, result.stderr
+    assert (cli.store / added["path"]).read_bytes() == before
+    assert git(cli.store, "status", "--porcelain") == ""
+    again = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})  # reopened: the same
+    assert again.exit_code == 1 and "--fresh" in again.error
+    plain = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('monthly', 'weekly'))")
+    cli.ok("edit", added["id"], "--fresh", env={"EDITOR": plain, "VISUAL": ""})
+    assert "weekly" in (cli.store / added["path"]).read_text()
+    assert "never" in outside.read_text()  # the file it pointed to, left alone
+
+
+def test_a_draft_the_editor_turned_into_a_folder_is_moved_aside(cli: Cli, tmp_path):
+    """An editor that leaves a folder where the draft was: the error spoke of a full disk,
+    and every later edit of the note failed, `--fresh` too, until the folder was removed by
+    hand. It is moved aside (with what it holds) and the next edit starts from the note."""
+    added = cli.ok("add", "Back up the database nightly", "--json").json()
+    before = (cli.store / added["path"]).read_bytes()
+    editor = _editor_script(tmp_path, (
+        "import os\nos.remove(path)\nos.mkdir(path)\n"
+        "open(os.path.join(path, 'kept.txt'), 'w').write('what the editor put here')\n"))
+    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.error.count("\n") == 1 and "is a folder now" in result.error, result.stderr
+    assert "disk" not in result.error
+    assert (cli.store / added["path"]).read_bytes() == before
+    plain = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('nightly', 'hourly'))")
+    cli.ok("edit", added["id"], env={"EDITOR": plain, "VISUAL": ""})
+    assert "hourly" in (cli.store / added["path"]).read_text()
+    aside = cli.store / ".memctl" / "edit" / f"{added['id']}.md.aside" / "kept.txt"
+    assert aside.read_text() == "what the editor put here"
+
+
 def test_forget_deletes_and_leaves_a_tombstone(cli: Cli):
     added = cli.ok("add", "Obsolete", "--json").json()
     cli.ok("forget", added["id"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,7 @@ from pathlib import Path
 from memctl.core.errors import MemctlError, cmd
 from memctl.core.hashing import sha256
 from memctl.disk.atomic import atomic_write_bytes
+from memctl.disk.storefiles import LINK_ERRNOS, READ_FLAGS, read_open
 
 try:
     import fcntl
@@ -119,8 +121,19 @@ class Draft:
         return [line.encode("utf-8") for line in lines if isinstance(line, str)]
 
     def start(self, original: bytes) -> None:
-        """A fresh copy of the note."""
+        """A fresh copy of the note. A folder the editor left in the draft's place is moved
+        aside first (`<id>.md.aside`, or `.aside-2`…), never deleted: what is in it stays."""
         self._save_state(fingerprint(original), [], original)
+        try:
+            is_folder = stat.S_ISDIR(os.lstat(self.path).st_mode)
+        except FileNotFoundError:
+            is_folder = False
+        if is_folder:
+            aside, number = self.path.with_name(f"{self.path.name}.aside"), 1
+            while os.path.lexists(aside):
+                number += 1
+                aside = self.path.with_name(f"{self.path.name}.aside-{number}")
+            os.rename(self.path, aside)
         atomic_write_bytes(self.path, original)
 
     def reopen(self, content: bytes, header: list[str], base: str | None,
@@ -140,7 +153,7 @@ class Draft:
     def read(self) -> tuple[bytes, int, int | None]:
         """The draft without memctl's lines at its top: (content, how many lines were
         removed, the line of the draft still holding one of memctl's lines, if any)."""
-        data = self.path.read_bytes()
+        data = self._read()
         header = [_bare(line) for line in self.header()]
         if not header:
             return data, 0, None
@@ -159,6 +172,29 @@ class Draft:
                          if _bare(line) in known
                          or (number == 1 and _bare(line).startswith(MARK.encode()))), None)
         return b"".join(rest), removed, leftover
+
+    def _read(self) -> bytes:
+        """The draft's bytes: a regular file, never read through a link. An editor may leave
+        a link or a folder in its place; memctl reads nothing through a link
+        (docs/security.md), and `--fresh` starts again from the note (`start`)."""
+        again = f"{cmd(f'edit {self.note_id} --fresh')} starts again from the note"
+        try:
+            fd = os.open(self.path, READ_FLAGS)
+        except OSError as exc:
+            if exc.errno in LINK_ERRNOS:
+                raise MemctlError(f"{self.path} is a symbolic link now, not the draft (the "
+                                  f"editor left it): memctl reads no file through a link; "
+                                  f"{again}") from None
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                what = "a folder" if stat.S_ISDIR(info.st_mode) else "no file"
+                raise MemctlError(f"{self.path} is {what} now, not the draft (the editor left "
+                                  f"it); {again}, and moves a folder aside")
+            return read_open(fd, info.st_size)
+        finally:
+            os.close(fd)
 
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)
