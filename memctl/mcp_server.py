@@ -194,9 +194,84 @@ def _require_sdk() -> Any:
 def serve(store: Store, default_project: str, *, watch: bool = True) -> None:
     """Run the server on stdin/stdout until the client goes away. With `watch`, a watcher
     thread keeps the index fresh, so a call does not walk the store (docs/agents.md)."""
+    import anyio
+
     server = build_server(store, default_project)
     with _running(store, watch, server):
-        server.run("stdio")
+        anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: Any) -> None:
+    """`server.run("stdio")`, but a request the SDK cannot read is answered. The SDK drops a
+    line it fails to read as a JSON-RPC message and answers nothing, so a client waiting for
+    that id waited for ever: a lone surrogate in a string (`"\\ud800"`: valid JSON, no
+    Unicode text) did that to any tool call (tests/test_mcp.py). Such a request, whose id
+    can still be read, gets an error answer (`unreadable_request`); anything else goes on to
+    the server as before."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read_stream:
+                    answer = unreadable_request(item) if isinstance(item, Exception) else None
+                    if answer is not None:
+                        await write_stream.send(SessionMessage(answer))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
+def unreadable_request(error: Exception) -> Any | None:
+    """The JSON-RPC error answering a line the SDK could not read (its validation `error`),
+    when that line is a request whose id can be read; else None (a notification, or a line
+    that is no JSON: nothing can say which request it was). Linear in the line's size."""
+    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    # The line itself (a JSON error), or the object read from it (a field missing from one
+    # of the message kinds names the whole object).
+    line = next((problem["input"] for problem in problems
+                 if (problem.get("type") == "json_invalid"
+                     and isinstance(problem.get("input"), str | bytes))
+                 or (isinstance(problem.get("input"), dict) and "method" in problem["input"])),
+                None)
+    if isinstance(line, str | bytes):
+        try:
+            line = json.loads(line)  # Python's reader takes a lone surrogate
+        except ValueError:
+            return None
+    if not isinstance(line, dict) or "method" not in line:
+        return None
+    ident = line.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, int | str) \
+            or not _is_text(json.dumps(ident, ensure_ascii=False)):
+        return None
+    if _is_text(json.dumps(line, ensure_ascii=False)):
+        code, message = INVALID_REQUEST, "not a JSON-RPC request this server can read"
+    else:
+        code, message = INVALID_PARAMS, ("a string of the request holds a lone surrogate (an "
+                                         "escape such as \\ud800 without its pair), which is "
+                                         "no Unicode text: send the text as valid UTF-8")
+    return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _after_initialize(server: Any, action: Callable[[], None]) -> None:

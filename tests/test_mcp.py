@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import socket
 import sqlite3
 import stat
@@ -761,6 +762,58 @@ def test_a_store_moved_away_before_the_watcher_starts_is_not_watched_elsewhere(t
             server.wait()
     assert "Traceback" not in log_path.read_text()
     assert not (tmp_path / "away").exists()
+
+
+def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path):
+    """A lone surrogate in a string (`"\\ud800"`: valid JSON, no Unicode text) made the SDK
+    drop the whole request without a word: a client waiting for its id waited for ever. It
+    now gets a JSON-RPC error for that id, the store is left as it was, and the server goes
+    on answering."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    before = tree_snapshot(store)
+    server = subprocess.Popen([memctl_executable(), "mcp", "--no-watch"],
+                              env=subprocess_env(store), cwd=str(tmp_path), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def ask(line: str) -> dict:
+        server.stdin.write(line + "\n")
+        server.stdin.flush()
+        ready, _, _ = select.select([server.stdout], [], [], 30)
+        assert ready, f"no answer to {line[:80]}"
+        return json.loads(server.stdout.readline())
+
+    def call(ident: int, tool: str, arguments: str) -> str:
+        return (f'{{"jsonrpc": "2.0", "id": {ident}, "method": "tools/call", '
+                f'"params": {{"name": "{tool}", "arguments": {arguments}}}}}')
+
+    try:
+        assert ask(json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}}}))["id"] == 1
+        server.stdin.write(json.dumps({"jsonrpc": "2.0",
+                                       "method": "notifications/initialized"}) + "\n")
+        for ident, tool, arguments in ((7, "search", '{"query": "a\\ud800b"}'),
+                                       (8, "remember", '{"text": "lone \\udc00 surrogate"}')):
+            answer = ask(call(ident, tool, arguments))
+            assert answer["id"] == ident and answer["error"]["code"] == -32602, answer
+            assert "lone surrogate" in answer["error"]["message"]
+        server.stdin.write("{not json\n")  # no id to answer: nothing, and the server goes on
+        answer = ask('{"jsonrpc": "2.0", "id": 9, "method": 3}')
+        assert answer["id"] == 9 and answer["error"]["code"] == -32600, answer
+        answer = ask(call(10, "search", '{"query": "anything"}'))
+        assert answer["id"] == 10 and "No entry matches" in answer["result"]["content"][0]["text"]
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert "Traceback" not in server.stderr.read()
+    assert tree_snapshot(store) == before
 
 
 def test_an_index_made_by_a_newer_memctl_while_serving_is_one_error_and_left_as_it_is(tmp_path):
