@@ -239,25 +239,29 @@ def unreadable_request(error: Exception) -> Any | None:
     from pydantic import ValidationError
 
     problems = error.errors() if isinstance(error, ValidationError) else []
-    # The line itself (a JSON error), or the object read from it (a field missing from one
-    # of the message kinds names the whole object).
+    # The line itself (a JSON error), or the object read from it: the input of an error
+    # about the message as a whole, or about a field missing at its top (never one nested
+    # in it, whose "id" is no request's).
     line = next((problem["input"] for problem in problems
                  if (problem.get("type") == "json_invalid"
                      and isinstance(problem.get("input"), str | bytes))
-                 or (isinstance(problem.get("input"), dict) and "method" in problem["input"])),
+                 or (isinstance(problem.get("input"), dict)
+                     and len(problem.get("loc", ())) <= (2 if problem.get("type") == "missing"
+                                                         else 1))),
                 None)
-    if isinstance(line, str | bytes):
-        try:
+    try:
+        if isinstance(line, str | bytes):
             line = json.loads(line)  # Python's reader takes a lone surrogate
-        except ValueError:
+        if not isinstance(line, dict) or "method" not in line:
             return None
-    if not isinstance(line, dict) or "method" not in line:
-        return None
-    ident = line.get("id")
-    if isinstance(ident, bool) or not isinstance(ident, int | str) \
-            or not _is_text(json.dumps(ident, ensure_ascii=False)):
-        return None
-    if _is_text(json.dumps(line, ensure_ascii=False)):
+        ident = line.get("id")
+        if isinstance(ident, bool) or not isinstance(ident, int | str) \
+                or not _is_text(json.dumps(ident, ensure_ascii=False)):
+            return None
+        readable = _is_text(json.dumps(line, ensure_ascii=False))
+    except (ValueError, RecursionError):
+        return None  # no JSON, or nested deeper than Python reads: no id to answer
+    if readable:
         code, message = INVALID_REQUEST, "not a JSON-RPC request this server can read"
     else:
         code, message = INVALID_PARAMS, ("a string of the request holds a lone surrogate (an "

@@ -801,6 +801,12 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
             assert answer["id"] == ident and answer["error"]["code"] == -32602, answer
             assert "lone surrogate" in answer["error"]["message"]
         server.stdin.write("{not json\n")  # no id to answer: nothing, and the server goes on
+        # Deeper than any JSON reader goes (Python's raised RecursionError, which ended the
+        # server), and an id nested in what is no request: nothing is answered for either.
+        deep = "[" * 5000 + "]" * 5000
+        server.stdin.write(f'{{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": '
+                           f'{{"a": {deep}}}}}\n')
+        server.stdin.write('{"jsonrpc": "2.0", "id": 3, "error": {"method": "x", "id": 4}}\n')
         answer = ask('{"jsonrpc": "2.0", "id": 9, "method": 3}')
         assert answer["id"] == 9 and answer["error"]["code"] == -32600, answer
         answer = ask(call(10, "search", '{"query": "anything"}'))

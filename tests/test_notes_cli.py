@@ -237,6 +237,32 @@ def test_a_draft_the_editor_turned_into_a_folder_is_moved_aside(cli: Cli, tmp_pa
     assert aside.read_text() == "what the editor put here"
 
 
+@pytest.mark.parametrize("left", ["a link to a folder", "a FIFO", "a socket"])
+def test_a_draft_the_editor_turned_into_no_file_is_replaced_by_the_next_edit(
+        cli: Cli, tmp_path, left: str) -> None:
+    """What an editor left in the draft's place that is no file: each edit after it failed,
+    `--fresh` too (the write of a new draft refused a link to a folder, a FIFO and a socket),
+    and a socket's error spoke of a full disk."""
+    added = cli.ok("add", "Renew the certificate yearly", "--json").json()
+    before = (cli.store / added["path"]).read_bytes()
+    (tmp_path / "folder").mkdir()
+    make = {"a link to a folder": f"os.symlink({str(tmp_path / 'folder')!r}, path)",
+            "a FIFO": "os.mkfifo(path)",
+            # (bound by its name alone: a socket's whole path may be too long to bind)
+            "a socket": "import socket\nos.chdir(os.path.dirname(path))\n"
+                        "socket.socket(socket.AF_UNIX).bind(os.path.basename(path))"}[left]
+    editor = _editor_script(tmp_path, f"import os\nos.remove(path)\n{make}\n")
+    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.error.count("\n") == 1 and "--fresh" in result.error, result.stderr
+    assert "disk" not in result.error
+    assert (cli.store / added["path"]).read_bytes() == before
+    plain = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('yearly', 'monthly'))")
+    cli.ok("edit", added["id"], env={"EDITOR": plain, "VISUAL": ""})
+    assert "monthly" in (cli.store / added["path"]).read_text()
+    assert (tmp_path / "folder").is_dir()  # the link's target, left as it was
+
+
 def test_forget_deletes_and_leaves_a_tombstone(cli: Cli):
     added = cli.ok("add", "Obsolete", "--json").json()
     cli.ok("forget", added["id"])

@@ -106,7 +106,7 @@ class CodeChange:
                     or not self.can_check():
                 return ""
             problem = _starts()
-        return problem
+        return "" if problem is not None and not self.can_check() else problem
 
 
 def _files_now() -> dict[str, Stamp] | None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from memctl.core.errors import MemctlError, cmd
 from memctl.core.hashing import sha256
 from memctl.disk.atomic import atomic_write_bytes
-from memctl.disk.storefiles import LINK_ERRNOS, READ_FLAGS, read_open
+from memctl.disk.storefiles import LINK_ERRNOS, NOT_A_FILE_ERRNOS, READ_FLAGS, read_open
 
 try:
     import fcntl
@@ -90,7 +90,12 @@ class Draft:
             os.close(fd)
 
     def exists(self) -> bool:
-        return self.path.is_file()
+        """Whether a kept draft is there: a regular file, never a link (`start` replaces
+        anything else)."""
+        try:
+            return stat.S_ISREG(os.lstat(self.path).st_mode)
+        except OSError:
+            return False
 
     def _load_state(self) -> dict[str, object]:
         try:
@@ -121,19 +126,23 @@ class Draft:
         return [line.encode("utf-8") for line in lines if isinstance(line, str)]
 
     def start(self, original: bytes) -> None:
-        """A fresh copy of the note. A folder the editor left in the draft's place is moved
-        aside first (`<id>.md.aside`, or `.aside-2`…), never deleted: what is in it stays."""
+        """A fresh copy of the note. What an editor left in the draft's place that is no
+        file goes first: a folder is moved aside (`<id>.md.aside`, or `.aside-2`…), never
+        deleted, so what is in it stays; a link, a FIFO or a socket, which hold no text of
+        the draft, are removed (a link's target is left as it is)."""
         self._save_state(fingerprint(original), [], original)
         try:
-            is_folder = stat.S_ISDIR(os.lstat(self.path).st_mode)
+            mode = os.lstat(self.path).st_mode
         except FileNotFoundError:
-            is_folder = False
-        if is_folder:
+            mode = stat.S_IFREG
+        if stat.S_ISDIR(mode):
             aside, number = self.path.with_name(f"{self.path.name}.aside"), 1
             while os.path.lexists(aside):
                 number += 1
                 aside = self.path.with_name(f"{self.path.name}.aside-{number}")
             os.rename(self.path, aside)
+        elif not stat.S_ISREG(mode):
+            os.unlink(self.path)
         atomic_write_bytes(self.path, original)
 
     def reopen(self, content: bytes, header: list[str], base: str | None,
@@ -185,6 +194,9 @@ class Draft:
                 raise MemctlError(f"{self.path} is a symbolic link now, not the draft (the "
                                   f"editor left it): memctl reads no file through a link; "
                                   f"{again}") from None
+            if exc.errno in NOT_A_FILE_ERRNOS:
+                raise MemctlError(f"{self.path} is no file now, not the draft (the editor "
+                                  f"left it); {again}") from None
             raise
         try:
             info = os.fstat(fd)
