@@ -710,6 +710,16 @@ def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tm
     assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 
+def _end(server: subprocess.Popen) -> None:
+    """A `memctl mcp` driven by hand: its stdin closed, as a client that goes away closes it."""
+    server.stdin.close()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def test_a_store_moved_away_before_the_watcher_starts_is_not_watched_elsewhere(tmp_path):
     """The server's watcher begins once the client says it has the `initialize` answer. A
     store moved away before then made the watcher start on whatever was at the path: an empty
@@ -754,12 +764,7 @@ def test_a_store_moved_away_before_the_watcher_starts_is_not_watched_elsewhere(t
                   "a live heartbeat")
         assert read_status(store).pid == server.pid
     finally:
-        server.stdin.close()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _end(server)
     assert "Traceback" not in log_path.read_text()
     assert not (tmp_path / "away").exists()
 
@@ -812,12 +817,7 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
         answer = ask(call(10, "search", '{"query": "anything"}'))
         assert answer["id"] == 10 and "No entry matches" in answer["result"]["content"][0]["text"]
     finally:
-        server.stdin.close()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _end(server)
     assert "Traceback" not in server.stderr.read()
     assert tree_snapshot(store) == before
 

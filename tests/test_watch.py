@@ -744,16 +744,22 @@ def test_folders_made_while_the_store_was_away_are_watched_once_it_is_back(
         watcher.stop()
 
 
+def _move_away(store: Path, watcher: WatchProcess) -> Path:
+    """The store moved to `moved` beside it, once the watcher has said it is gone."""
+    moved = store.with_name("moved")
+    os.rename(store, moved)
+    watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
+                                 for e in watcher.lines), "the watcher to say the store is gone")
+    return moved
+
+
 def test_a_store_moved_for_good_can_be_watched_where_it_is_now(watcher: WatchProcess,
                                                                 notes_store: Path) -> None:
     """The watcher of a store moved away kept its lock, which the folder took along: a
     `memctl watch` started where the store now is was refused for as long as the first one
     ran. The first lets the store go while it is away; when the store comes back, it takes
     it over from the second once that one has let it go in turn."""
-    moved = notes_store.with_name("moved")
-    os.rename(notes_store, moved)
-    watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
-                                 for e in watcher.lines), "the watcher to say the store is gone")
+    moved = _move_away(notes_store, watcher)
     second = WatchProcess(moved)
     try:
         second.ready()
@@ -787,10 +793,7 @@ def test_a_store_back_while_another_watcher_has_it_is_taken_over_when_that_one_s
     """Back at its path while the watcher started where it was moved to still holds it (here
     the path is a link to that folder): the first watcher says so and waits, then watches the
     store once the second stops; it neither ends nor runs beside the second."""
-    moved = notes_store.with_name("moved")
-    os.rename(notes_store, moved)
-    watcher.wait_for(lambda: any(e.get("event") == "message" and "is gone" in e["message"]
-                                 for e in watcher.lines), "the watcher to say the store is gone")
+    moved = _move_away(notes_store, watcher)
     second = WatchProcess(moved)
     try:
         second.ready()
