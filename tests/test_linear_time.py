@@ -25,7 +25,7 @@ from conftest import run_memctl  # noqa: E402
 
 from memctl.core import similarity  # noqa: E402
 from memctl.core.noteformat import parse_text, set_fields  # noqa: E402
-from memctl.core.sections import strip_comments  # noqa: E402
+from memctl.core.sections import parse_headings, parse_sections, strip_comments  # noqa: E402
 from memctl.index import docs  # noqa: E402
 
 TIMEOUT = 60  # seconds: minutes for the quadratic versions, about a second for these
@@ -288,6 +288,28 @@ HOSTILE = {
         assert tags(["a", "b"] * 150_000) == ["a", "b"]
         assert tags(",".join(["a", " b"] * 150_000)) == ["a", "b"]
     """,
+    "scratchpad: step 1 done of 20,000, and 20,000 steps all numbered 1.": """
+        from datetime import datetime, timezone
+        from memctl.memory.scratchpad import _renumber, items, mark_done
+        steps = "".join(f"{n}. step {n}\\n" for n in range(1, 20_001))
+        text, _step = mark_done("## Next\\n" + steps, "1",
+                                datetime(2026, 11, 30, tzinfo=timezone.utc))
+        assert [step.marker for step in items(text, "next")][-1] == "19999."
+        ones = _renumber("## Next\\n" + "1. a step\\n" * 20_000)
+        assert [step.marker for step in items(ones, "next")][-1] == "20000."
+    """,
+    "sections: 200,000 empty sections in a recall block and an episode template": """
+        from memctl.memory.episodes import _drop_empty_sections
+        from memctl.memory.recall import compact
+        text = "# t\\n" + "## a\\n" * 200_000 + "## kept\\nbody\\n"
+        assert compact(text) == "# t\\n## kept\\nbody"
+        assert _drop_empty_sections(text) == "# t\\n## kept\\nbody\\n"
+    """,
+    "sections: a focus set below 1,000,000 comment lines": """
+        from memctl.memory.scratchpad import set_focus
+        text = set_focus("## Focus\\n" + "<!-- -->\\n" * 1_000_000 + "old\\n", "new")
+        assert text.endswith("<!-- -->\\nnew\\n")
+    """,
     "similarity: two 900 KB logs, and forty of them in one group": """
         import sys
         sys.path.insert(0, "tests")
@@ -371,6 +393,55 @@ def test_comments_and_links_are_removed_as_the_rules_say(text):
     if "\n" not in text:  # on one line the rule is the old regex's
         assert strip_comments(text, " ") == OLD_COMMENT.sub(" ", text)
     assert similarity._reduce_links(text) == OLD_LINK.sub(r"\1", text)
+
+
+def old_renumber(text: str, key: str = "next") -> str:
+    """`scratchpad._renumber` before it was made linear: parse again after each change."""
+    from memctl.memory.scratchpad import items
+
+    changed = True
+    while changed:
+        changed = False
+        for expected, step in enumerate(items(text, key), start=1):
+            if not step.marker[0].isdigit() or step.marker[:-1] == str(expected):
+                continue
+            line = text[step.start : step.end]
+            digits_start = step.start + len(line) - len(line.lstrip(" "))
+            digits_end = digits_start + len(step.marker) - 1
+            text = text[:digits_start] + str(expected) + text[digits_end:]
+            changed = True
+            break
+    return text
+
+
+def old_compact(text: str) -> str:
+    """`recall.compact` before it was made linear: a cut per empty section."""
+    text = strip_comments(strip_comments(text, whole_lines=True))
+    for section in reversed(parse_sections(text, {})):
+        if section.level > 1 and not section.own_end < section.end \
+                and not text[section.body_start : section.end].strip():
+            text = text[: section.start] + text[section.end :]
+    return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n")
+
+
+_OUTLINE = st.lists(st.sampled_from(
+    ["# T", "## Next", "## Focus", "### Sub", "1. a", "2. b", "10. c", "1) d", "- e", "  more",
+     "", "  ", "text", "```", "<!-- c -->", "## Done", "99. z"]), max_size=16).map(
+    lambda lines: "\n".join(lines) + "\n")
+
+
+@settings(max_examples=400, deadline=None)
+@given(_OUTLINE)
+def test_the_linear_renumbering_and_compaction_give_what_the_old_ones_gave(text):
+    from memctl.memory.recall import compact
+    from memctl.memory.scratchpad import _renumber
+
+    assert _renumber(text) == old_renumber(text)
+    assert compact(text) == old_compact(text)
+    headings = parse_headings(text)  # each section's end, as the look through the rest found it
+    assert [section.end for section in parse_sections(text)] == [
+        next((later.start for later in headings[number + 1:] if later.level <= heading.level),
+             len(text)) for number, heading in enumerate(headings)]
 
 
 @settings(max_examples=300, deadline=None)

@@ -207,13 +207,19 @@ def section_key(name: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES,
 
 def parse_sections(text: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES) -> list[Section]:
     headings = parse_headings(text)
+    # Each section ends where the first later heading of its level or a higher one starts:
+    # found for all at once with a stack of the sections still open (a look through the
+    # headings after each one copied that list: 200,000 headings took minutes,
+    # tests/test_linear_time.py).
+    ends = [len(text)] * len(headings)
+    open_sections: list[int] = []
+    for number, heading in enumerate(headings):
+        while open_sections and headings[open_sections[-1]].level >= heading.level:
+            ends[open_sections.pop()] = heading.start
+        open_sections.append(number)
     result = []
     for i, heading in enumerate(headings):
-        end = len(text)
-        for later in headings[i + 1 :]:
-            if later.level <= heading.level:
-                end = later.start
-                break
+        end = ends[i]
         own_end = headings[i + 1].start if i + 1 < len(headings) else len(text)
         own_end = min(own_end, end)
         result.append(
@@ -339,8 +345,10 @@ def replace_own_body(
     eol = heading_eol or eol
     content_idx = [i for i, (_, _, content, _) in enumerate(own) if content.strip()]
     # A guiding comment at the top of a section (as in the templates) is kept.
-    while content_idx and _COMMENT_LINE.match(own[content_idx[0]][2]):
-        content_idx.pop(0)
+    first = 0
+    while first < len(content_idx) and _COMMENT_LINE.match(own[content_idx[first]][2]):
+        first += 1
+    content_idx = content_idx[first:]
     if not content_idx:
         return insert_lines(text, key, lines, aliases)
     start = section.body_start + own[content_idx[0]][0]

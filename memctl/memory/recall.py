@@ -216,14 +216,15 @@ def compact(text: str) -> str:
     """A file as shown in the block: comments and empty sections dropped (they cost the
     agent context and say nothing); everything else as written."""
     text = strip_comments(strip_comments(text, whole_lines=True))
-    for section in reversed(parse_sections(text, {})):
-        has_children = section.own_end < section.end
-        if (
-            section.level > 1
-            and not has_children
-            and not text[section.body_start : section.end].strip()
-        ):
-            text = text[: section.start] + text[section.end :]
+    # The sections without sub-sections never overlap: what is kept is joined once (a cut
+    # per section copied the whole text each time, tests/test_linear_time.py).
+    kept, position = [], 0
+    for section in parse_sections(text, {}):
+        if section.level > 1 and section.own_end >= section.end \
+                and not text[section.body_start : section.end].strip():
+            kept.append(text[position : section.start])
+            position = section.end
+    text = "".join(kept) + text[position:]
     return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n")
 
 
