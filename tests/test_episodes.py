@@ -404,3 +404,18 @@ def test_tags_added_to_an_episode_never_pass_the_cap(cli, store_path):
     assert path.read_bytes() == before
     again = cli.ok("episode", "update", started["id"], "--tags", "a1,A2,b1", "--json").json()
     assert len(again["tags"]) == 61 and again["tags"][-1] == "b1"
+
+
+def test_links_given_twice_are_kept_once_in_the_order_given(cli):
+    """The links of an episode, by prefix or in full, each kept once where it first came
+    (a set of the ids seen: a list scanned per link was quadratic in the links given)."""
+    first = cli.ok("add", "The cache is Redis 7", "--json").json()["id"]
+    second = cli.ok("add", "The queue is RabbitMQ", "--json").json()["id"]
+    third = cli.ok("add", "The proxy is nginx", "--json").json()["id"]
+    added = cli.ok("episode", "add", "--goal", "Move the cache", "--outcome", "completed",
+                   "--link", second, "--link", first[:10], "--link", second[:9],
+                   "--link", first, "--json", env=NOW).json()
+    assert added["links"] == [second, first]
+    updated = cli.ok("episode", "update", added["id"], "--link", first, "--link", third,
+                     "--link", third[:10], "--json", env=NOW).json()
+    assert updated["links"] == [second, first, third]

@@ -288,11 +288,10 @@ def prepare_episode(
         {"text": "\n".join([goal, summary or "", *(s.render() for s in parsed_steps)]),
          "tags": tags, "links": links}, allow_secret
     )
-    resolved: list[tuple[str, str]] = []
+    resolved: dict[str, str] = {}  # id -> title, in the order given (a set look-up per link)
     for ref in links:
         note = store.find_note(ref)
-        if note.id not in [i for i, _ in resolved]:
-            resolved.append((note.id, " ".join(note.title.split())[:80]))
+        resolved.setdefault(note.id, " ".join(note.title.split())[:80])
     moment = moment or now()
     episode_id = new_id()
     created = format_time(moment)
@@ -305,7 +304,7 @@ def prepare_episode(
         created=created,
         steps=parsed_steps,
         summary=_clean(summary),
-        links=resolved,
+        links=list(resolved.items()),
         tags=[t.strip() for t in tags if t.strip()],
         source=source,
         template=load_template(store, TEMPLATE_NAME),
@@ -476,9 +475,10 @@ def update_episode(
             first = len(episode.steps) + 1
             body = _splice_section(body, "steps", [f"{number}. {step.render()}" for number, step
                                                    in enumerate(parsed_steps, first)], replace=False)
-        new_links = []
+        new_links, seen = [], set(episode.links)
         for note in linked:
-            if note.id not in episode.links and note.id not in [n.id for n in new_links]:
+            if note.id not in seen:
+                seen.add(note.id)
                 new_links.append(note)
         if new_links:
             body = _splice_section(body, "links", [
