@@ -209,7 +209,7 @@ def parse_sections(text: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES)
     headings = parse_headings(text)
     # Each section ends where the first later heading of its level or a higher one starts:
     # found for all at once with a stack of the sections still open (a look through the
-    # headings after each one copied that list: 200,000 headings took minutes,
+    # headings after each one copied that list: 200,000 headings took about a minute,
     # tests/test_linear_time.py).
     ends = [len(text)] * len(headings)
     open_sections: list[int] = []
