@@ -726,16 +726,24 @@ class Watcher:
         return False
 
     def _let_go(self, away: StoreAway) -> None:
-        """Nothing to watch at the store's path: said once per state, and the watches, the
-        index, the heartbeat and the lock let go. The lock file went with the folder: held,
-        it would refuse a watcher started where the store is now
+        """Nothing to watch at the store's path: said once per state, and the lock, the
+        heartbeat and the search server let go. The lock file went with the folder: held, it
+        would refuse a watcher started where the store is now
         (tests/test_watch.py::test_a_store_moved_for_good_can_be_watched_where_it_is_now).
-        Back in its place, the store is watched afresh (the rest of `_store_moved`)."""
+        The watches stay (their events are held, `_apply`): a reader's cookie dropped just
+        after the store is back wakes the watcher, which starts over on it at once and then
+        answers (the rest of `_store_moved`), instead of at its next look, after the reader
+        has given up and walked the store itself."""
         if self._root_said != away.state:
             self._root_said = away.state
             self.on_message(str(away))
-        if self._lock is not None or self._observer is not None or self._index is not None:
-            self._teardown()
+        if self._lock is not None:
+            self.on_live(False)
+            if self._heartbeat is not None:
+                self._heartbeat.clear()
+                self._heartbeat = None
+            self._lock.release()
+            self._lock = None
         self._say_hand_over_waits()
 
     def _say_hand_over_waits(self) -> None:
