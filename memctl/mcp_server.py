@@ -44,6 +44,7 @@ from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
 from memctl.core.errors import Front, MemctlError, arg
 from memctl.core.ids import VALID_ID
 from memctl.core.sections import MEMORY_SECTIONS
+from memctl.core.textfile import is_utf8_name
 from memctl.core.vocab import (
     GLOBAL,
     IMPORTANCE_RANGE,
@@ -256,9 +257,9 @@ def unreadable_request(error: Exception) -> Any | None:
             return None
         ident = line.get("id")
         if isinstance(ident, bool) or not isinstance(ident, int | str) \
-                or not _is_text(json.dumps(ident, ensure_ascii=False)):
+                or not is_utf8_name(json.dumps(ident, ensure_ascii=False)):
             return None
-        readable = _is_text(json.dumps(line, ensure_ascii=False))
+        readable = is_utf8_name(json.dumps(line, ensure_ascii=False))
     except (ValueError, RecursionError):
         return None  # no JSON, or nested deeper than Python reads: no id to answer
     if readable:
@@ -269,13 +270,6 @@ def unreadable_request(error: Exception) -> Any | None:
                                          "no Unicode text: send the text as valid UTF-8")
     return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
 
-
-def _is_text(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _after_initialize(server: Any, action: Callable[[], None]) -> None:

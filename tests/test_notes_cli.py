@@ -193,26 +193,42 @@ def test_edit_with_invalid_result_keeps_the_note_and_the_draft(cli: Cli, tmp_pat
     assert (cli.store / added["path"]).read_bytes() == before
 
 
+def _edit_that_fails(cli: Cli, tmp_path, text: str, editor_code: str,
+                     said: str) -> tuple[dict, str]:
+    """A note of `text` added, then `memctl edit` of it by an editor that runs `editor_code`:
+    one line saying `said` (and nothing of a full disk), the note unchanged. The note, and
+    the editor's command."""
+    added = cli.ok("add", text, "--json").json()
+    before = (cli.store / added["path"]).read_bytes()
+    editor = _editor_script(tmp_path, editor_code)
+    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.error.count("\n") == 1 and said in result.error, result.stderr
+    assert "disk" not in result.error
+    assert (cli.store / added["path"]).read_bytes() == before
+    return added, editor
+
+
+def _edit_plainly(cli: Cli, tmp_path, added: dict, old: str, new: str, *options: str) -> None:
+    """`memctl edit` of the note `added` by an editor that replaces `old` with `new`: saved."""
+    plain = _editor_script(tmp_path, f"open(path, 'w', encoding='utf-8').write("
+                                     f"text.replace({old!r}, {new!r}))")
+    cli.ok("edit", added["id"], *options, env={"EDITOR": plain, "VISUAL": ""})
+    assert new in (cli.store / added["path"]).read_text()
+
+
 def test_a_draft_the_editor_turned_into_a_link_is_never_read_through_it(cli: Cli, tmp_path):
     """An editor that leaves a symbolic link where the draft was: the note's new text was read
     from the file it points to, outside the store, and saved (a link to /etc/passwd was read
     too). memctl reads no store file through a link (docs/security.md)."""
-    added = cli.ok("add", "Rotate the keys monthly", "--json").json()
-    before = (cli.store / added["path"]).read_bytes()
     outside = tmp_path / "outside.md"
-    editor = _editor_script(tmp_path, (
+    added, editor = _edit_that_fails(cli, tmp_path, "Rotate the keys monthly", (
         f"open({str(outside)!r}, 'w', encoding='utf-8').write(text.replace('monthly', 'never'))\n"
-        f"import os\nos.remove(path)\nos.symlink({str(outside)!r}, path)\n"))
-    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
-    assert result.exit_code == 1 and "Traceback" not in result.stderr
-    assert result.error.count("\n") == 1 and "symbolic link" in result.error, result.stderr
-    assert (cli.store / added["path"]).read_bytes() == before
+        f"import os\nos.remove(path)\nos.symlink({str(outside)!r}, path)\n"), "symbolic link")
     assert git(cli.store, "status", "--porcelain") == ""
-    again = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})  # reopened: the same
+    again = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})  # refused again
     assert again.exit_code == 1 and "--fresh" in again.error
-    plain = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('monthly', 'weekly'))")
-    cli.ok("edit", added["id"], "--fresh", env={"EDITOR": plain, "VISUAL": ""})
-    assert "weekly" in (cli.store / added["path"]).read_text()
+    _edit_plainly(cli, tmp_path, added, "monthly", "weekly", "--fresh")
     assert "never" in outside.read_text()  # the file it pointed to, left alone
 
 
@@ -220,19 +236,11 @@ def test_a_draft_the_editor_turned_into_a_folder_is_moved_aside(cli: Cli, tmp_pa
     """An editor that leaves a folder where the draft was: the error spoke of a full disk,
     and every later edit of the note failed, `--fresh` too, until the folder was removed by
     hand. It is moved aside (with what it holds) and the next edit starts from the note."""
-    added = cli.ok("add", "Back up the database nightly", "--json").json()
-    before = (cli.store / added["path"]).read_bytes()
-    editor = _editor_script(tmp_path, (
+    added, _editor = _edit_that_fails(cli, tmp_path, "Back up the database nightly", (
         "import os\nos.remove(path)\nos.mkdir(path)\n"
-        "open(os.path.join(path, 'kept.txt'), 'w').write('what the editor put here')\n"))
-    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
-    assert result.exit_code == 1 and "Traceback" not in result.stderr
-    assert result.error.count("\n") == 1 and "is a folder now" in result.error, result.stderr
-    assert "disk" not in result.error
-    assert (cli.store / added["path"]).read_bytes() == before
-    plain = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('nightly', 'hourly'))")
-    cli.ok("edit", added["id"], env={"EDITOR": plain, "VISUAL": ""})
-    assert "hourly" in (cli.store / added["path"]).read_text()
+        "open(os.path.join(path, 'kept.txt'), 'w').write('what the editor put here')\n"),
+        "is a folder now")
+    _edit_plainly(cli, tmp_path, added, "nightly", "hourly")
     aside = cli.store / ".memctl" / "edit" / f"{added['id']}.md.aside" / "kept.txt"
     assert aside.read_text() == "what the editor put here"
 
@@ -243,23 +251,15 @@ def test_a_draft_the_editor_turned_into_no_file_is_replaced_by_the_next_edit(
     """What an editor left in the draft's place that is no file: each edit after it failed,
     `--fresh` too (the write of a new draft refused a link to a folder, a FIFO and a socket),
     and a socket's error spoke of a full disk."""
-    added = cli.ok("add", "Renew the certificate yearly", "--json").json()
-    before = (cli.store / added["path"]).read_bytes()
     (tmp_path / "folder").mkdir()
     make = {"a link to a folder": f"os.symlink({str(tmp_path / 'folder')!r}, path)",
             "a FIFO": "os.mkfifo(path)",
             # (bound by its name alone: a socket's whole path may be too long to bind)
             "a socket": "import socket\nos.chdir(os.path.dirname(path))\n"
                         "socket.socket(socket.AF_UNIX).bind(os.path.basename(path))"}[left]
-    editor = _editor_script(tmp_path, f"import os\nos.remove(path)\n{make}\n")
-    result = cli("edit", added["id"], env={"EDITOR": editor, "VISUAL": ""})
-    assert result.exit_code == 1 and "Traceback" not in result.stderr
-    assert result.error.count("\n") == 1 and "--fresh" in result.error, result.stderr
-    assert "disk" not in result.error
-    assert (cli.store / added["path"]).read_bytes() == before
-    plain = _editor_script(tmp_path, "open(path, 'w', encoding='utf-8').write(text.replace('yearly', 'monthly'))")
-    cli.ok("edit", added["id"], env={"EDITOR": plain, "VISUAL": ""})
-    assert "monthly" in (cli.store / added["path"]).read_text()
+    added, _editor = _edit_that_fails(cli, tmp_path, "Renew the certificate yearly",
+                                      f"import os\nos.remove(path)\n{make}\n", "--fresh")
+    _edit_plainly(cli, tmp_path, added, "yearly", "monthly")
     assert (tmp_path / "folder").is_dir()  # the link's target, left as it was
 
 

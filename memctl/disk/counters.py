@@ -111,19 +111,31 @@ def _open_counters(path: Path, *, shared: bool = False) -> sqlite3.Connection:
     path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=15, isolation_level=None, check_same_thread=not shared)
     try:
-        conn.execute("PRAGMA busy_timeout=15000")
-        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            conn.execute("PRAGMA journal_mode=WAL")
-        # Counters are hints: losing the last few on a power cut is fine, an fsync per search
-        # is not (with WAL, NORMAL still never corrupts the file).
-        conn.execute("PRAGMA synchronous=NORMAL")
-        if conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('access', 'access_days')"
-                        ).fetchone()[0] < 2:
-            conn.executescript(_SCHEMA)
+        _set_up(conn, make=True)
     except sqlite3.Error:
         conn.close()
         raise
     return conn
+
+
+def _set_up(conn: sqlite3.Connection, *, make: bool) -> bool:
+    """Make `conn` a counters connection: WAL, both tables. Without `make` (counters opened
+    ahead of a search, `open_ahead`) nothing is changed in the file: False when it is not
+    that already."""
+    conn.execute("PRAGMA busy_timeout=15000")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        if not make:
+            return False
+        conn.execute("PRAGMA journal_mode=WAL")
+    # Counters are hints: losing the last few on a power cut is fine, an fsync per search
+    # is not (with WAL, NORMAL still never corrupts the file).
+    conn.execute("PRAGMA synchronous=NORMAL")
+    if conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('access', 'access_days')"
+                    ).fetchone()[0] < 2:
+        if not make:
+            return False
+        conn.executescript(_SCHEMA)
+    return True
 
 
 def _iso(when: Any) -> str:
@@ -368,13 +380,9 @@ def open_ahead(store: StoreLike) -> None:
         if not path.is_file() or not os.access(path, os.W_OK):
             return
         conn = sqlite3.connect(path, timeout=15, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout=15000")
-        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" \
-                or conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN "
-                                "('access', 'access_days')").fetchone()[0] < 2:
+        if not _set_up(conn, make=False):
             conn.close()
             return
-        conn.execute("PRAGMA synchronous=NORMAL")
         _HELD[os.fspath(path)] = HeldCounters(os.fspath(path), conn)
     except (OSError, sqlite3.Error, MemctlError):
         if conn is not None:

@@ -109,7 +109,7 @@ class StoreFiles:
         """`resolve`, as text. `folders`: the folders this pass of reads already found to be
         no link (a health report reads every file of a store: each folder is checked once).
         Without `file_too`, the last part is left to the caller, which opens it with
-        O_NOFOLLOW (`_read_file`): one system call less per file read."""
+        O_NOFOLLOW (`read_regular_file`): one system call less per file read."""
         parts = relpath.split("/")
         if not relpath or relpath.startswith("/") or "\x00" in relpath \
                 or any(part in ("", ".", "..") for part in parts):
@@ -199,7 +199,7 @@ class StoreFiles:
         # looks at it first, as at every folder on its way.)
         path = self._checked(relpath, folders, file_too=not _NOFOLLOW)
         try:
-            data, info = _read_file(path)
+            data, info = read_regular_file(path)
         except FileNotFoundError:
             raise MemctlError(f"{relpath} does not exist") from None
         except PermissionError:
@@ -376,7 +376,7 @@ def read_open(fd: int, size: int, limit: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def _read_file(path: str) -> tuple[bytes | None, os.stat_result]:
+def read_regular_file(path: str) -> tuple[bytes | None, os.stat_result]:
     """The whole of a regular file, as `open(path, "rb").read()` gives it, and its stat as
     of its opening (None for anything else: a folder raises IsADirectoryError); the file
     itself is never followed if it is a link. Four system calls (open, fstat, read, close),

@@ -28,7 +28,7 @@ from pathlib import Path
 from memctl.core.errors import MemctlError, cmd
 from memctl.core.hashing import sha256
 from memctl.disk.atomic import atomic_write_bytes
-from memctl.disk.storefiles import LINK_ERRNOS, NOT_A_FILE_ERRNOS, READ_FLAGS, read_open
+from memctl.disk.storefiles import LINK_ERRNOS, NOT_A_FILE_ERRNOS, read_regular_file
 
 try:
     import fcntl
@@ -188,25 +188,24 @@ class Draft:
         (docs/security.md), and `--fresh` starts again from the note (`start`)."""
         again = f"{cmd(f'edit {self.note_id} --fresh')} starts again from the note"
         try:
-            fd = os.open(self.path, READ_FLAGS)
+            data, _info = read_regular_file(os.fspath(self.path))
+        except IsADirectoryError:
+            data, what = None, "a folder"
         except OSError as exc:
             if exc.errno in LINK_ERRNOS:
                 raise MemctlError(f"{self.path} is a symbolic link now, not the draft (the "
                                   f"editor left it): memctl reads no file through a link; "
                                   f"{again}") from None
-            if exc.errno in NOT_A_FILE_ERRNOS:
-                raise MemctlError(f"{self.path} is no file now, not the draft (the editor "
-                                  f"left it); {again}") from None
-            raise
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                what = "a folder" if stat.S_ISDIR(info.st_mode) else "no file"
-                raise MemctlError(f"{self.path} is {what} now, not the draft (the editor left "
-                                  f"it); {again}, and moves a folder aside")
-            return read_open(fd, info.st_size)
-        finally:
-            os.close(fd)
+            if exc.errno not in NOT_A_FILE_ERRNOS:
+                raise
+            data, what = None, "no file"
+        else:
+            what = "no file"
+        if data is None:
+            aside = ", and moves the folder aside" if what == "a folder" else ""
+            raise MemctlError(f"{self.path} is {what} now, not the draft (the editor left it); "
+                              f"{again}{aside}")
+        return data
 
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -739,11 +739,7 @@ class Watcher:
             self.on_message(str(away))
         if self._lock is not None:
             self.on_live(False)
-            if self._heartbeat is not None:
-                self._heartbeat.clear()
-                self._heartbeat = None
-            self._lock.release()
-            self._lock = None
+            self._release_store()
         self._say_hand_over_waits()
 
     def _say_hand_over_waits(self) -> None:
@@ -804,6 +800,11 @@ class Watcher:
         index, self._index = self._index, None
         if index is not None:
             index.close()
+        self._release_store()
+
+    def _release_store(self) -> None:
+        """The heartbeat and the lock let go, or kept for the process this one is about to
+        become (`_hand_over`: the heartbeat says "starting", the lock is `handed_lock`)."""
         if self._heartbeat is not None:
             if self._hand_over:
                 self._set_state("starting")
