@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from memctl.disk.watchstate import (
     COOKIE_PREFIX,
+    ORDERED,
     Heartbeat,
     WatcherRunning,
     WatchLock,
@@ -875,7 +876,10 @@ def test_a_cookie_answer_takes_the_pending_batch_at_once_but_never_half_a_move()
 
 
 def _cookies(store: Path) -> list[str]:
-    return sorted(str(p.relative_to(store)) for p in store.glob(f"*/{COOKIE_PREFIX}*"))
+    """The cookies left in the store: at its top, or in a project folder."""
+    return sorted(str(p.relative_to(store)) for pattern in (f"{COOKIE_PREFIX}*",
+                                                            f"*/{COOKIE_PREFIX}*")
+                  for p in store.glob(pattern))
 
 
 def test_a_search_right_after_a_hand_write_finds_it_while_the_watcher_runs(
@@ -893,6 +897,74 @@ def test_a_search_right_after_a_hand_write_finds_it_while_the_watcher_runs(
     assert _cookies(notes_store) == []
 
 
+def _cookies_made(monkeypatch: pytest.MonkeyPatch, store: Path) -> list[str]:
+    """The cookies this process makes from now on, store-relative (each is still made)."""
+    from memctl.disk import watchstate
+
+    made: list[str] = []
+    make = watchstate._make_cookie
+
+    def recorded(path: str) -> None:
+        made.append(os.path.relpath(path, store))
+        make(path)
+
+    monkeypatch.setattr(watchstate, "_make_cookie", recorded)
+    return made
+
+
+def _write_in_three_projects(store: Path, first: int, word: str) -> None:
+    """A note written by hand in `demo`, in a project folder made just now and in a
+    sub-folder made just now."""
+    for number, folder in enumerate((store / "demo" / "notes" / "fact",
+                                     store / "fresh" / "notes" / "fact",
+                                     store / "demo" / "notes" / "fact" / "deeper")):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{word}{number}.md").write_text(note_text(nid(first + number), f"a {word}"))
+
+
+def test_a_reader_asks_the_watcher_with_one_cookie_at_the_stores_top(
+        watcher: WatchProcess, notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher's events of every folder come in one order (memctl.watch.observer) and
+    its heartbeat says so: a reader asks with one cookie at the store's top, not one per
+    project folder, and still finds what was written by hand just before, in any folder."""
+    monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "30")  # the watcher's answer, never the walk
+    status = read_status(notes_store)
+    assert status is not None and status.extra.get("events") == ORDERED
+    made = _cookies_made(monkeypatch, notes_store)
+    _write_in_three_projects(notes_store, 400, "quokka")
+    with ensure_fresh(notes_store) as index:
+        assert index.last_refresh is None  # the watcher answered: no walk
+        assert [index.get(nid(400 + number))["path"] for number in range(3)] == [
+            "demo/notes/fact/quokka0.md", "fresh/notes/fact/quokka1.md",
+            "demo/notes/fact/deeper/quokka2.md"]
+    assert len(made) == 1 and "/" not in made[0] and made[0].startswith(COOKIE_PREFIX)
+    assert _cookies(notes_store) == []
+
+
+def test_with_watchdogs_observer_a_reader_asks_in_every_project_folder(
+        notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMCTL_WATCH_BACKEND=watchdog (as where there is no inotify): each watched folder has
+    its own queue, the heartbeat says nothing of an order, and a reader asks with a cookie
+    in each project folder; what was written just before is found all the same."""
+    monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "30")
+    (notes_store / "other").mkdir()
+    proc = WatchProcess(notes_store, env={"MEMCTL_WATCH_BACKEND": "watchdog"}).ready()
+    try:
+        status = read_status(notes_store)
+        assert status is not None and "events" not in status.extra
+        made = _cookies_made(monkeypatch, notes_store)
+        _write_in_three_projects(notes_store, 500, "bilby")
+        with ensure_fresh(notes_store) as index:
+            assert index.last_refresh is None
+            assert [index.get(nid(500 + number))["path"] for number in range(3)] == [
+                "demo/notes/fact/bilby0.md", "fresh/notes/fact/bilby1.md",
+                "demo/notes/fact/deeper/bilby2.md"]
+        assert sorted(path.split("/")[0] for path in made) == ["demo", "fresh", "global", "other"]
+        assert _cookies(notes_store) == []
+    finally:
+        proc.stop()
+
+
 def test_the_watcher_answers_a_readers_cookies_which_never_become_notes_nor_commits(
         watcher: WatchProcess, notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "30")  # the watcher's answer, never the walk
@@ -908,7 +980,8 @@ def test_the_watcher_answers_a_readers_cookies_which_never_become_notes_nor_comm
         assert not [path for path in index.indexed_files() if COOKIE_PREFIX in path]
     assert _cookies(notes_store) == []
     # One caught mid-wait is ignored by git (`git add -A`, `git status`): never committed.
-    cookies = [f"demo/{COOKIE_PREFIX}123-abc", f"newproj/{COOKIE_PREFIX}9-ff"]
+    cookies = [f"{COOKIE_PREFIX}77-ee", f"demo/{COOKIE_PREFIX}123-abc",
+               f"newproj/{COOKIE_PREFIX}9-ff"]
     checked = subprocess.run(["git", "-C", str(notes_store), "check-ignore", "--stdin"],
                              input="\n".join([*cookies, "demo/notes/fact/fresh.md"]) + "\n",
                              capture_output=True, text=True)

@@ -25,33 +25,34 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-import struct
 import threading
 import time
 from pathlib import Path
 
 from memctl.core.vocab import valid_project_name
+from memctl.disk.inotify import (
+    IN_ATTRIB,
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DELETE_SELF,
+    IN_DONT_FOLLOW,
+    IN_EXCL_UNLINK,
+    IN_IGNORED,
+    IN_ISDIR,
+    IN_MODIFY,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    IN_ONLYDIR,
+    IN_Q_OVERFLOW,
+    IN_UNMOUNT,
+    LIMITS,
+    Inotify,
+    InotifyFailed,
+    read_events,
+)
 from memctl.disk.layout import path_identity
-
-# <sys/inotify.h>
-IN_MODIFY = 0x00000002
-IN_ATTRIB = 0x00000004
-IN_CLOSE_WRITE = 0x00000008
-IN_MOVED_FROM = 0x00000040
-IN_MOVED_TO = 0x00000080
-IN_CREATE = 0x00000100
-IN_DELETE = 0x00000200
-IN_DELETE_SELF = 0x00000400
-IN_MOVE_SELF = 0x00000800
-IN_UNMOUNT = 0x00002000
-IN_Q_OVERFLOW = 0x00004000
-IN_IGNORED = 0x00008000
-IN_ONLYDIR = 0x01000000
-IN_DONT_FOLLOW = 0x02000000
-IN_EXCL_UNLINK = 0x04000000
-IN_ISDIR = 0x40000000
-IN_NONBLOCK = os.O_NONBLOCK if hasattr(os, "O_NONBLOCK") else 0o4000
-IN_CLOEXEC = os.O_CLOEXEC if hasattr(os, "O_CLOEXEC") else 0o2000000
 
 # Every event that can change what the walk reads (never an open, a read or a read-only close:
 # the index's own reads never count), and the watched folder itself going or moving.
@@ -62,17 +63,11 @@ WATCH_MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_
 WATCH_FLAGS = IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK
 _SELF_GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT
 _MOVES = IN_MOVED_FROM | IN_MOVED_TO
-_HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
 _MD_SUFFIX = ".md"
 # After a failure other than a kernel limit (the store folder away for a moment), the probe
 # tries again after this long; a limit reached (watches, instances) ends it for good: its
 # watches would compete with the watcher's own.
 RETRY_AFTER = 30.0
-_LIMITS = (errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.ENOMEM)
-
-
-class ProbeFailed(OSError):
-    """inotify could not watch a folder the walk reads."""
 
 
 class Ticket:
@@ -92,35 +87,18 @@ class Ticket:
 
 
 class _Inotify:
-    """The two libc calls Python does not offer (`inotify_init1`, `inotify_add_watch`)."""
+    """inotify with the probe's mask: every folder watched for what the walk reads."""
 
     def __init__(self) -> None:
-        import ctypes  # only a long-running process makes a probe (~2 ms of import)
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        self._init1 = libc.inotify_init1
-        self._init1.argtypes = [ctypes.c_int]
-        self._add = libc.inotify_add_watch
-        self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        self._errno = ctypes.get_errno
+        self._inotify = Inotify()
 
     def init(self) -> int:
-        fd = self._init1(IN_NONBLOCK | IN_CLOEXEC)
-        if fd < 0:
-            err = self._errno()
-            raise ProbeFailed(err, os.strerror(err))
-        return fd
+        return self._inotify.init()
 
     def add_watch(self, fd: int, path: str) -> int:
         """The watch descriptor, or -1 when the folder is gone or no longer a folder (its
         parent's watch says so); any other failure raises."""
-        wd = self._add(fd, os.fsencode(path), WATCH_MASK | WATCH_FLAGS)
-        if wd >= 0:
-            return wd
-        err = self._errno()
-        if err in (errno.ENOENT, errno.ENOTDIR):
-            return -1
-        raise ProbeFailed(err, os.strerror(err), path)
+        return self._inotify.add_watch(fd, path, WATCH_MASK | WATCH_FLAGS)
 
 
 class ChangeProbe:
@@ -222,7 +200,7 @@ class ChangeProbe:
     def _fail(self, exc: OSError) -> None:
         self._close_fd()
         self.failure = exc
-        if exc.errno in _LIMITS:
+        if exc.errno in LIMITS:
             self.gave_up = True
         self._retry_at = time.monotonic() + RETRY_AFTER
 
@@ -233,7 +211,7 @@ class ChangeProbe:
             self._fd = self._inotify.init()
             wd = self._inotify.add_watch(self._fd, self.root)
             if wd < 0:
-                raise ProbeFailed(errno.ENOENT, "the store folder is gone", self.root)
+                raise InotifyFailed(errno.ENOENT, "the store folder is gone", self.root)
             self._folders[wd] = ""
             with os.scandir(self.root) as entries:
                 tops = [entry.name for entry in entries
@@ -272,42 +250,32 @@ class ChangeProbe:
             return True
         changed = start_over = False
         new_folders: list[str] = []
-        while True:
-            try:
-                data = os.read(self._fd, 65536)
-            except BlockingIOError:
-                break
-            offset, size = 0, len(data)
-            while offset < size:
-                wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
-                offset += _HEADER.size
-                name = data[offset:offset + length].rstrip(b"\0")
-                offset += length
-                if mask & IN_Q_OVERFLOW:
-                    changed = start_over = True
-                    continue
-                folder = self._folders.get(wd)
-                if mask & IN_IGNORED:  # the watch is gone (its folder was deleted)
-                    self._folders.pop(wd, None)
-                    changed = True
-                    continue
-                if folder is None:
-                    changed = True  # an event of a watch it no longer knows
-                    continue
-                if not name:  # about the watched folder itself
-                    changed = True
-                    if mask & _SELF_GONE:
-                        start_over = start_over or folder == "" or bool(mask & IN_MOVE_SELF)
-                    continue
-                text = os.fsdecode(name)
-                is_folder = bool(mask & IN_ISDIR)
-                if not _matters(folder, text, is_folder):
-                    continue
+        for wd, mask, _cookie, name in read_events(self._fd):
+            if mask & IN_Q_OVERFLOW:
+                changed = start_over = True
+                continue
+            folder = self._folders.get(wd)
+            if mask & IN_IGNORED:  # the watch is gone (its folder was deleted)
+                self._folders.pop(wd, None)
                 changed = True
-                if is_folder and mask & _MOVES:
-                    start_over = True
-                elif is_folder and mask & IN_CREATE:
-                    new_folders.append(f"{folder}/{text}" if folder else text)
+                continue
+            if folder is None:
+                changed = True  # an event of a watch it no longer knows
+                continue
+            if not name:  # about the watched folder itself
+                changed = True
+                if mask & _SELF_GONE:
+                    start_over = start_over or folder == "" or bool(mask & IN_MOVE_SELF)
+                continue
+            text = os.fsdecode(name)
+            is_folder = bool(mask & IN_ISDIR)
+            if not _matters(folder, text, is_folder):
+                continue
+            changed = True
+            if is_folder and mask & _MOVES:
+                start_over = True
+            elif is_folder and mask & IN_CREATE:
+                new_folders.append(f"{folder}/{text}" if folder else text)
         if start_over:
             self._open()
         else:

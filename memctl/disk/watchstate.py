@@ -344,6 +344,11 @@ COOKIE_WAIT = 0.2
 COOKIE_STALE_AFTER = 10.0
 
 
+# The heartbeat's "events" when the watcher's events of every watched folder come in one order
+# (memctl.watch.observer): one cookie at the store's top then asks about the whole store.
+ORDERED = "ordered"
+
+
 def is_cookie(name: str) -> bool:
     return name.startswith(COOKIE_PREFIX)
 
@@ -455,8 +460,9 @@ def _make_cookie(path: str) -> None:
 
 
 def ask_watcher(store: StoreLike, tops: list[str]) -> WatcherQuestion | None:
-    """Drop a cookie into each of the project folders `tops` (their names): the question
-    "have you indexed every change made before this?" (`WatcherQuestion.answered`). None
+    """Drop a cookie into each of the project folders `tops` (their names; "" is the store's
+    top): the question "have you indexed every change made before this?"
+    (`WatcherQuestion.answered`). None
     when a cookie cannot be written (a read-only store; none is left behind)."""
     root = os.fspath(root_of(store))
     token = f"{COOKIE_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"

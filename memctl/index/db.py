@@ -58,9 +58,11 @@ from memctl.disk.layout import (
     state_path,
 )
 from memctl.disk.watchstate import (
+    ORDERED,
     answered_in_process,
     ask_watcher,
     change_probe,
+    read_status,
     watcher_is_live,
 )
 from memctl.index.fuzzy import count_words, vocabulary
@@ -604,7 +606,8 @@ def _ask_watcher(store: StoreLike, index: Index,
     if os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
         return None
     try:
-        if not watcher_is_live(store):
+        status = read_status(store)
+        if status is None or not status.live:
             return None
         on_disk = project_folders(str(index.root))
         # The project folders the index holds files of, the first part of each folder path
@@ -619,6 +622,10 @@ def _ask_watcher(store: StoreLike, index: Index,
         # which no cookie covers; an empty index may be one just made beside the watcher's.
         if not indexed.issubset(on_disk) or (on_disk and not indexed and relative is None):
             return None
+        if status.extra.get("events") == ORDERED:
+            # Its events of every folder come in one order (memctl.watch.observer): one
+            # cookie at the store's top follows every change made before it, anywhere.
+            return ask_watcher(index.root, [""])
         return ask_watcher(index.root, sorted(on_disk))
     except Exception:  # noqa: BLE001 - a broken heartbeat must never block a read
         return None

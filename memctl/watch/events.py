@@ -117,19 +117,22 @@ class Coalescer:
 
 def interpret(event_type: str, is_dir: bool, src: str | None, dest: str | None,
               is_memory: Callable[[str], bool], is_watched_top: Callable[[str], bool],
-              coalescer: Coalescer, now: float) -> None:
-    """Feed one watchdog event (paths relative to the store, `/`-separated, None when outside
-    it or unknown) to the coalescer. Pure: decisions only, no I/O."""
+              coalescer: Coalescer, now: float, *, pair_wait: float = PAIR_WAIT) -> None:
+    """Feed one event (paths relative to the store, `/`-separated, None when outside it or
+    unknown) to the coalescer. Pure: decisions only, no I/O. `pair_wait`: how long the other
+    half of a move may come after the first, 0 when every event comes in the order it
+    happened (memctl.watch.observer)."""
     if event_type not in ("created", "modified", "closed", "deleted", "moved"):
         return  # opens and read-only closes are the indexer reading: never a change
-    # A move into one watched folder from another (a note moved to another project) reaches
-    # us as two halves, the "from" half held back 0.5 s by watchdog; wait for it, so the note
-    # is seen moving (same id) in one pass instead of appearing twice, then vanishing.
-    wait = PAIR_WAIT if event_type == "moved" and not src else 0.0
+    # With watchdog's observer, a move into one watched folder from another (a note moved to
+    # another project) reaches us as two halves, the "from" half held back 0.5 s; wait for
+    # it, so the note is seen moving (same id) in one pass instead of appearing twice, then
+    # vanishing.
+    wait = pair_wait if event_type == "moved" and not src else 0.0
     if is_dir and event_type == "created":
         # `mkdir x && mv note x/`: the move may land before x is watched; its "from" half
-        # then comes alone, 0.5 s later.
-        wait = PAIR_WAIT
+        # then comes alone, 0.5 s later (watchdog's observer).
+        wait = pair_wait
     if not is_dir:
         memory = [p for p in (src, dest) if p and is_memory(p)]
         for path in memory:

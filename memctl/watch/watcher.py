@@ -29,6 +29,7 @@ from memctl.disk.watchstate import (
     BEAT_INTERVAL,
     COOKIE_PREFIX,
     COOKIE_STALE_AFTER,
+    ORDERED,
     Heartbeat,
     WatcherRunning,
     WatchLock,
@@ -36,7 +37,16 @@ from memctl.disk.watchstate import (
     read_status,
 )
 from memctl.index.db import INDEXED_KINDS, IndexReplacedError, NewerIndexError, open_index
-from memctl.watch.events import MAX_DELAY, QUIET, Batch, Coalescer, interpret, relative
+from memctl.watch.events import (
+    MAX_DELAY,
+    PAIR_WAIT,
+    QUIET,
+    Batch,
+    Coalescer,
+    interpret,
+    relative,
+)
+from memctl.watch.observer import StoreObserver
 
 # `Watcher._root_said` while another watcher holds the store this one let go when it was
 # away (`_store_moved`).
@@ -136,9 +146,18 @@ class BatchReport:
                 "events": self.events, "full": self.full}
 
 
-def new_observer() -> Any:
-    """watchdog's observer for this platform, not started (its modules imported then: a
-    command that never watches does not pay for them)."""
+def new_observer(on_overflow: Callable[[], None] = lambda: None) -> Any:
+    """The observer for this platform, not started: on Linux memctl's own, every watched
+    folder in one inotify descriptor (memctl.watch.observer: its events come in one order,
+    so one cookie answers for the whole store); elsewhere, or with
+    MEMCTL_WATCH_BACKEND=watchdog, watchdog's (its modules imported then: a command that
+    never watches does not pay for them). `on_overflow`: events were lost (memctl's
+    observer calls it; watchdog's only logs it, which `_start_observer` hears)."""
+    if os.environ.get("MEMCTL_WATCH_BACKEND") != "watchdog":
+        try:
+            return StoreObserver(on_overflow)
+        except (OSError, AttributeError):
+            pass  # no inotify here (not Linux): watchdog's
     import watchdog.events  # noqa: F401 - the handlers' module, imported with the observer
 
     try:
@@ -157,11 +176,22 @@ def import_all() -> None:
     """Import what a watcher loads only once it runs (watchdog's observer, the indexer and
     its parser): the check a watcher makes of new code before it starts again on it
     (memctl.cli.codechange) must meet a broken module before the `exec`, not after."""
+    import watchdog.events  # noqa: F401 - the observer where memctl's own has no inotify
+    import watchdog.observers  # noqa: F401
+
     import memctl.index.docs  # noqa: F401 - the parser (yaml) and the note model
     import memctl.index.nearwords  # noqa: F401
     import memctl.index.workers  # noqa: F401
 
-    new_observer()
+
+def _watchdog_filter() -> list[Any]:
+    """The events asked of watchdog's observer: never opens or read-only closes (the indexer
+    reading), nor attribute changes (memctl.watch.observer.EVENT_MASK, for memctl's own)."""
+    from watchdog import events as ev
+
+    return [ev.FileCreatedEvent, ev.FileModifiedEvent, ev.FileClosedEvent,
+            ev.FileDeletedEvent, ev.FileMovedEvent, ev.DirCreatedEvent, ev.DirDeletedEvent,
+            ev.DirMovedEvent]
 
 
 class Watcher:
@@ -215,6 +245,7 @@ class Watcher:
         # pass, or once a paused start resumes).
         self._on_ready: Callable[[], None] | None = None
         self._observer: Any = None
+        self._ordered = False  # the observer's events come in one order (`_start_observer`)
         self._handler: Any = None
         self._log_handler: logging.Handler | None = None
         self._watches: dict[str, Any] = {}  # "" (the root) or a project folder name → watch
@@ -254,14 +285,18 @@ class Watcher:
         src = relative(self.root, event.src_path) if event.src_path else None
         dest = relative(self.root, getattr(event, "dest_path", "") or "") or None
         if src is not None and is_cookie(src.rpartition("/")[2]) and not event.is_directory:
-            if event.event_type == "created" and src.count("/") == 1:
+            # In a project folder; at the store's top when the events come in one order
+            # (a reader asks there alone then: memctl.index.db._ask_watcher).
+            if event.event_type == "created" \
+                    and (src.count("/") == 1 or (self._ordered and "/" not in src)):
                 with self._cond:
                     self._cookies.add(src)
                     self._cond.notify()
             return  # a cookie's other events (closed, deleted: our own answer) mean nothing
         with self._cond:
             interpret(event.event_type, event.is_directory, src, dest, self.is_memory,
-                      self.is_watched_top, self._coalescer, time.monotonic())
+                      self.is_watched_top, self._coalescer, time.monotonic(),
+                      pair_wait=0.0 if self._ordered else PAIR_WAIT)
             self._cond.notify()
 
     def _on_overflow(self) -> None:
@@ -325,25 +360,37 @@ class Watcher:
         self._index_id = path_identity(self._index.path)
 
     def _start_observer(self) -> None:
-        from watchdog.events import FileSystemEventHandler
-
-        observer = new_observer()
         watcher = self
+        observer = new_observer(self._on_overflow)
+        # One cookie at the store's top answers for every folder (memctl.watch.observer):
+        # readers learn it from the heartbeat (memctl.index.db._ask_watcher).
+        self._ordered = bool(getattr(observer, "ordered", False))
+        if self._heartbeat is not None:
+            if self._ordered:
+                self._heartbeat.extra["events"] = ORDERED
+            else:
+                self._heartbeat.extra.pop("events", None)
+        if self._ordered:
+            class Handler:
+                def dispatch(self, event: Any) -> None:
+                    watcher._on_event(event)
+        else:
+            from watchdog.events import FileSystemEventHandler
 
-        class Handler(FileSystemEventHandler):
-            def dispatch(self, event: Any) -> None:
-                watcher._on_event(event)
+            class Handler(FileSystemEventHandler):  # type: ignore[no-redef]
+                def dispatch(self, event: Any) -> None:
+                    watcher._on_event(event)
 
-        class OverflowLog(logging.Handler):
-            def emit(self, record: logging.LogRecord) -> None:
-                if "overflow" in record.getMessage().lower():
-                    watcher._on_overflow()
+            class OverflowLog(logging.Handler):
+                def emit(self, record: logging.LogRecord) -> None:
+                    if "overflow" in record.getMessage().lower():
+                        watcher._on_overflow()
 
-        # watchdog only logs a kernel queue overflow; hearing it triggers a full pass. Its
-        # other log lines (a race at shutdown) are not for the person at the terminal.
-        logging.getLogger("watchdog").addHandler(logging.NullHandler())
-        self._log_handler = OverflowLog(logging.WARNING)
-        logging.getLogger("watchdog.observers.inotify_c").addHandler(self._log_handler)
+            # watchdog only logs a kernel queue overflow; hearing it triggers a full pass.
+            # Its other log lines (a race at shutdown) are not for the person at the terminal.
+            logging.getLogger("watchdog").addHandler(logging.NullHandler())
+            self._log_handler = OverflowLog(logging.WARNING)
+            logging.getLogger("watchdog.observers.inotify_c").addHandler(self._log_handler)
         self._handler = Handler()
         self._observer = observer
         observer.start()
@@ -353,16 +400,14 @@ class Watcher:
         self._check_limit()
 
     def _watch(self, name: str, *, recursive: bool) -> None:
-        from watchdog import events as ev
-
-        # Never opens or read-only closes (the indexer reading), nor attribute changes.
-        wanted = [ev.FileCreatedEvent, ev.FileModifiedEvent, ev.FileClosedEvent,
-                  ev.FileDeletedEvent, ev.FileMovedEvent, ev.DirCreatedEvent,
-                  ev.DirDeletedEvent, ev.DirMovedEvent]
         path = os.path.join(self.root, name) if name else self.root
         try:
-            self._watches[name] = self._observer.schedule(
-                self._handler, path, recursive=recursive, event_filter=wanted)
+            if self._ordered:
+                watch = self._observer.schedule(self._handler, path, recursive=recursive)
+            else:
+                watch = self._observer.schedule(self._handler, path, recursive=recursive,
+                                                event_filter=_watchdog_filter())
+            self._watches[name] = watch
         except FileNotFoundError:
             pass  # gone again already; the pass that follows sees that
         except OSError as exc:
@@ -621,16 +666,18 @@ class Watcher:
         self.on_answer()
 
     def _cookies_in(self, top: str) -> list[str]:
+        """The cookies in the project folder `top`, or at the store's top ("")."""
         try:
             with os.scandir(os.path.join(self.root, top)) as entries:
-                return [f"{top}/{entry.name}" for entry in entries if is_cookie(entry.name)]
+                return [f"{top}/{entry.name}" if top else entry.name
+                        for entry in entries if is_cookie(entry.name)]
         except OSError:
             return []
 
     def _sweep_cookies(self) -> None:
         """Remove cookies left by readers killed while they waited."""
         limit = time.time() - COOKIE_STALE_AFTER
-        for top in self._tops_on_disk():
+        for top in ["", *self._tops_on_disk()]:
             for relpath in self._cookies_in(top):
                 path = os.path.join(self.root, relpath)
                 try:

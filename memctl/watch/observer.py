@@ -1,0 +1,262 @@
+"""The watcher's observer on Linux: every watched folder of the store in one inotify
+descriptor, read by one thread.
+
+watchdog's observer gives each scheduled folder (the store's top, each project folder) an
+inotify descriptor and threads of its own, so the events of two folders reach the watcher in
+no known order. A reader then had to ask the watcher with a cookie in every project folder,
+and each event crossed three of watchdog's threads: on the 10k-note benchmark store (21
+project folders), ~6 ms of the watcher's CPU per search, and ~4.5 ms of the search's time
+(docs/watch.md, "Cookies"). One descriptor keeps its events in the order the kernel queued
+them (memctl.disk.inotify), whatever folder they are in: a reader's one cookie at the store's
+top, once the watcher has seen it, follows every change made before it (`ordered`).
+
+Events are reported as the watcher reads watchdog's (memctl.watch.watcher._on_event): an
+`Event` with `event_type` ("created", "modified", "closed", "deleted", "moved"),
+`is_directory`, `src_path` and `dest_path`, to the `dispatch` of the watch's handler, in the
+kernel's order, from the observer's thread. The two halves of a move are reported apart, in
+order: the "from" half as a move with no destination, the "to" half as a creation (the pass
+that follows looks at both paths in one go: memctl.watch.events.interpret). A folder made or
+moved in under a recursive watch is watched, with its sub-folders, before its event is
+reported (the pass that follows walks it, which covers what was written in it before); a
+folder moved away is no longer watched (its watches would report its new place under its old
+path). A queue overflow calls `on_overflow`, in order with the events.
+
+MEMCTL_WATCH_BACKEND=watchdog makes the watcher use watchdog's observer here too, as it does
+where there is no inotify (memctl.watch.watcher.new_observer).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from memctl.disk.inotify import (
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DONT_FOLLOW,
+    IN_IGNORED,
+    IN_ISDIR,
+    IN_MODIFY,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    IN_ONLYDIR,
+    IN_Q_OVERFLOW,
+    Inotify,
+    InotifyFailed,
+    read_events,
+)
+
+# What the watcher asks of watchdog (memctl.watch.watcher): creations, writes, closes after a
+# write, deletions and moves; never opens, reads, read-only closes or attribute changes.
+EVENT_MASK = IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
+# Folders only, never through a link.
+WATCH_FLAGS = IN_ONLYDIR | IN_DONT_FOLLOW
+# How long `join` waits for the thread before it lets go of the descriptor anyway.
+JOIN_WAIT = 1.0
+
+
+class Event:
+    """One file system event, as the watcher reads watchdog's."""
+
+    __slots__ = ("event_type", "is_directory", "src_path", "dest_path")
+
+    def __init__(self, event_type: str, src_path: str, *, is_directory: bool,
+                 dest_path: str = "") -> None:
+        self.event_type = event_type
+        self.is_directory = is_directory
+        self.src_path = src_path
+        self.dest_path = dest_path
+
+    def __repr__(self) -> str:
+        dest = f" -> {self.dest_path}" if self.dest_path else ""
+        kind = "folder" if self.is_directory else "file"
+        return f"Event({self.event_type} {kind} {self.src_path}{dest})"
+
+
+class Watch:
+    """One scheduled folder (with its sub-folders when `recursive`) and its handler."""
+
+    __slots__ = ("path", "recursive", "handler", "wds")
+
+    def __init__(self, path: str, recursive: bool, handler: Any) -> None:
+        self.path = path
+        self.recursive = recursive
+        self.handler = handler
+        self.wds: set[int] = set()
+
+
+class StoreObserver:
+    """watchdog's observer, as the watcher uses it (`start`, `schedule`, `unschedule`,
+    `stop`, `join`), on one inotify descriptor. Making one raises OSError (or AttributeError)
+    where there is no inotify."""
+
+    ordered = True  # one cookie at the store's top answers for every watched folder
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        self._inotify = Inotify()
+        self._fd = self._inotify.init()
+        self._on_overflow = on_overflow
+        self._lock = threading.Lock()  # the folders, between the thread and `schedule`
+        self._folders: dict[int, tuple[str, Watch]] = {}  # watch descriptor -> folder, watch
+        self._wake, self._stop = os.pipe()
+        self._thread = threading.Thread(target=self._run, name="memctl-watch-events",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def schedule(self, handler: Any, path: str, recursive: bool = False,
+                 event_filter: Any = None) -> Watch:
+        """Watch `path` (and every folder under it when `recursive`) for `handler`.
+        FileNotFoundError when it is not there; InotifyFailed (an OSError with its errno)
+        when a kernel limit stops it. `event_filter` is watchdog's, and not read: the events
+        are those the watcher asks for (EVENT_MASK)."""
+        watch = Watch(os.fspath(path), recursive, handler)
+        with self._lock:
+            try:
+                self._watch_tree(watch, watch.path, strict=True)
+            except OSError:
+                self._let_go(set(watch.wds))
+                raise
+        return watch
+
+    def unschedule(self, watch: Watch) -> None:
+        with self._lock:
+            self._let_go(set(watch.wds))
+
+    def stop(self) -> None:
+        try:
+            os.write(self._stop, b"s")
+        except OSError:
+            pass  # stopped already
+
+    def join(self, timeout: float | None = JOIN_WAIT) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._close()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # --- inside -----------------------------------------------------------------------------
+
+    def _close(self) -> None:
+        with self._lock:
+            for fd in (self._fd, self._wake, self._stop):
+                if fd >= 0:
+                    os.close(fd)  # the descriptor's watches go with it
+            self._fd = self._wake = self._stop = -1
+            self._folders.clear()
+
+    def _watch_tree(self, watch: Watch, path: str, *, strict: bool) -> None:
+        """Watch `path`, and its sub-folders if `watch` is recursive, each before it is
+        listed: a folder made meanwhile is either listed or reported. `strict` (the watcher
+        asked): a limit raises, and so does `path` not being there. Else (a folder that came
+        while watching) a limit leaves the rest unwatched: the watcher's look at the limits
+        says so, and its periodic full pass covers them (memctl.watch.watcher)."""
+        pending = [path]
+        while pending:
+            here = pending.pop()
+            try:
+                wd = self._inotify.add_watch(self._fd, here, EVENT_MASK | WATCH_FLAGS)
+            except InotifyFailed:
+                if strict:
+                    raise
+                return
+            if wd < 0:
+                if strict and here == path:
+                    raise FileNotFoundError(2, "no such folder", path)
+                continue  # gone again: its parent's watch reports it
+            known = self._folders.get(wd)
+            if known is not None:
+                known[1].wds.discard(wd)  # the same folder under a new name: this one now
+            self._folders[wd] = (here, watch)
+            watch.wds.add(wd)
+            if not watch.recursive:
+                continue
+            try:
+                with os.scandir(here) as entries:
+                    pending.extend(entry.path for entry in entries if _is_folder(entry))
+            except OSError:
+                continue  # gone or not readable: its events say what became of it
+
+    def _let_go(self, wds: set[int]) -> None:
+        """Stop the watches `wds` (a set of the caller's own: each watch's set shrinks)."""
+        for wd in wds:
+            folder = self._folders.pop(wd, None)
+            if folder is not None:
+                folder[1].wds.discard(wd)
+            if self._fd >= 0:
+                self._inotify.rm_watch(self._fd, wd)
+
+    def _let_go_below(self, path: str) -> None:
+        """Stop watching `path` and every folder under it (moved away)."""
+        below = path + os.sep
+        self._let_go({wd for wd, (folder, _watch) in self._folders.items()
+                      if folder == path or folder.startswith(below)})
+
+    def _run(self) -> None:
+        while True:
+            try:
+                readable, _, _ = select.select([self._fd, self._wake], [], [])
+            except (OSError, ValueError):
+                return  # closed under it
+            if self._wake in readable:
+                return
+            with self._lock:
+                events = self._read()
+            for handler, event in events:
+                if event is None:
+                    self._on_overflow()
+                else:
+                    handler.dispatch(event)
+
+    def _read(self) -> list[tuple[Any, Event | None]]:
+        """The events queued now, in order, each with the handler it is for (None for an
+        overflow); folders made or moved in are watched, those moved away let go, first."""
+        events: list[tuple[Any, Event | None]] = []
+        for wd, mask, _cookie, name in read_events(self._fd):
+            if mask & IN_Q_OVERFLOW:
+                events.append((None, None))
+                continue
+            if mask & IN_IGNORED:  # the folder was deleted, or its watch let go
+                folder = self._folders.pop(wd, None)
+                if folder is not None:
+                    folder[1].wds.discard(wd)
+                continue
+            known = self._folders.get(wd)
+            if known is None or not name:
+                continue  # a watch let go; or the folder itself: its parent's watch says
+            folder, watch = known
+            path = os.path.join(folder, os.fsdecode(name))
+            is_directory = bool(mask & IN_ISDIR)
+            if mask & (IN_CREATE | IN_MOVED_TO):
+                if is_directory and watch.recursive:
+                    self._watch_tree(watch, path, strict=False)
+                kind = "created"
+            elif mask & IN_MOVED_FROM:
+                if is_directory:
+                    self._let_go_below(path)
+                kind = "moved"
+            elif mask & IN_DELETE:
+                kind = "deleted"
+            elif mask & IN_MODIFY:
+                kind = "modified"
+            elif mask & IN_CLOSE_WRITE:
+                kind = "closed"
+            else:
+                continue
+            events.append((watch.handler, Event(kind, path, is_directory=is_directory)))
+        return events
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
