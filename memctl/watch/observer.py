@@ -19,7 +19,9 @@ that follows looks at both paths in one go: memctl.watch.events.interpret). A fo
 moved in under a recursive watch is watched, with its sub-folders, before its event is
 reported (the pass that follows walks it, which covers what was written in it before); a
 folder moved away is no longer watched (its watches would report its new place under its old
-path). A queue overflow calls `on_overflow`, in order with the events.
+path). A scheduled folder itself moved or deleted is reported too (`Event.is_self`). A queue
+overflow watches every scheduled tree again by its paths now (events of folders made or
+renamed meanwhile were lost) and calls `on_overflow`, in order with the events.
 
 MEMCTL_WATCH_BACKEND=watchdog makes the watcher use watchdog's observer here too, as it does
 where there is no inotify (memctl.watch.watcher.new_observer).
@@ -37,10 +39,12 @@ from memctl.disk.inotify import (
     IN_CLOSE_WRITE,
     IN_CREATE,
     IN_DELETE,
+    IN_DELETE_SELF,
     IN_DONT_FOLLOW,
     IN_IGNORED,
     IN_ISDIR,
     IN_MODIFY,
+    IN_MOVE_SELF,
     IN_MOVED_FROM,
     IN_MOVED_TO,
     IN_ONLYDIR,
@@ -53,8 +57,12 @@ from memctl.disk.inotify import (
 # What the watcher asks of watchdog (memctl.watch.watcher): creations, writes, closes after a
 # write, deletions and moves; never opens, reads, read-only closes or attribute changes.
 EVENT_MASK = IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
-# Folders only, never through a link.
+# Folders only, never through a link below the folder scheduled (that one may be a link to
+# the store: `memctl --store LINK watch`).
 WATCH_FLAGS = IN_ONLYDIR | IN_DONT_FOLLOW
+# The folder scheduled itself moved or deleted: reported as an event of that folder (the
+# watcher learns so that its store folder left, even if it is back by its next look).
+SELF_MASK = IN_MOVE_SELF | IN_DELETE_SELF
 # How long `join` waits for the thread before it lets go of the descriptor anyway.
 JOIN_WAIT = 1.0
 
@@ -62,14 +70,16 @@ JOIN_WAIT = 1.0
 class Event:
     """One file system event, as the watcher reads watchdog's."""
 
-    __slots__ = ("event_type", "is_directory", "src_path", "dest_path")
+    __slots__ = ("event_type", "is_directory", "src_path", "dest_path", "is_self")
 
     def __init__(self, event_type: str, src_path: str, *, is_directory: bool,
-                 dest_path: str = "") -> None:
+                 dest_path: str = "", is_self: bool = False) -> None:
         self.event_type = event_type
         self.is_directory = is_directory
         self.src_path = src_path
         self.dest_path = dest_path
+        # About a scheduled folder itself (moved or deleted), not a name in it.
+        self.is_self = is_self
 
     def __repr__(self) -> str:
         dest = f" -> {self.dest_path}" if self.dest_path else ""
@@ -99,10 +109,18 @@ class StoreObserver:
     def __init__(self, on_overflow: Callable[[], None]) -> None:
         self._inotify = Inotify()
         self._fd = self._inotify.init()
+        try:
+            self._wake, self._stop = os.pipe()
+        except OSError:
+            os.close(self._fd)
+            raise
         self._on_overflow = on_overflow
         self._lock = threading.Lock()  # the folders, between the thread and `schedule`
         self._folders: dict[int, tuple[str, Watch]] = {}  # watch descriptor -> folder, watch
-        self._wake, self._stop = os.pipe()
+        self._watches: list[Watch] = []
+        # A folder that came while watching could not be watched (a kernel limit): events
+        # there are missed until `rebuild` succeeds, so the watcher answers no reader.
+        self.incomplete = False
         self._thread = threading.Thread(target=self._run, name="memctl-watch-events",
                                         daemon=True)
 
@@ -122,11 +140,27 @@ class StoreObserver:
             except OSError:
                 self._let_go(set(watch.wds))
                 raise
+            self._watches.append(watch)
         return watch
 
     def unschedule(self, watch: Watch) -> None:
         with self._lock:
             self._let_go(set(watch.wds))
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+    def alive(self, watch: Watch) -> bool:
+        """Whether `watch` still watches its folder (not deleted, moved away, or let go)."""
+        with self._lock:
+            return any(self._folders.get(wd, ("", None))[0] == watch.path for wd in watch.wds)
+
+    def rebuild(self) -> bool:
+        """Every scheduled folder watched again from its path, as it is now: after a queue
+        overflow (folders made or renamed meanwhile were never seen) or a limit reached.
+        Whether every folder is watched now (`incomplete` says the opposite)."""
+        with self._lock:
+            self._rebuild()
+            return not self.incomplete
 
     def stop(self) -> None:
         try:
@@ -153,20 +187,24 @@ class StoreObserver:
             self._fd = self._wake = self._stop = -1
             self._folders.clear()
 
-    def _watch_tree(self, watch: Watch, path: str, *, strict: bool) -> None:
+    def _watch_tree(self, watch: Watch, path: str, *, strict: bool,
+                    seen: set[int] | None = None) -> None:
         """Watch `path`, and its sub-folders if `watch` is recursive, each before it is
         listed: a folder made meanwhile is either listed or reported. `strict` (the watcher
         asked): a limit raises, and so does `path` not being there. Else (a folder that came
-        while watching) a limit leaves the rest unwatched: the watcher's look at the limits
-        says so, and its periodic full pass covers them (memctl.watch.watcher)."""
+        while watching, a rebuild) a limit leaves the rest unwatched and the observer
+        `incomplete`: the watcher then answers no reader, and tries `rebuild` at each of its
+        full passes (memctl.watch.watcher)."""
         pending = [path]
         while pending:
             here = pending.pop()
+            mask = EVENT_MASK | (SELF_MASK | IN_ONLYDIR if here == watch.path else WATCH_FLAGS)
             try:
-                wd = self._inotify.add_watch(self._fd, here, EVENT_MASK | WATCH_FLAGS)
+                wd = self._inotify.add_watch(self._fd, here, mask)
             except InotifyFailed:
                 if strict:
                     raise
+                self.incomplete = True
                 return
             if wd < 0:
                 if strict and here == path:
@@ -177,6 +215,8 @@ class StoreObserver:
                 known[1].wds.discard(wd)  # the same folder under a new name: this one now
             self._folders[wd] = (here, watch)
             watch.wds.add(wd)
+            if seen is not None:
+                seen.add(wd)
             if not watch.recursive:
                 continue
             try:
@@ -200,21 +240,42 @@ class StoreObserver:
         self._let_go({wd for wd, (folder, _watch) in self._folders.items()
                       if folder == path or folder.startswith(below)})
 
+    def _rebuild(self) -> None:
+        """Watch every scheduled tree again by its paths now: a folder still watched keeps its
+        watch (the kernel gives the same descriptor back, now under its path of today), so
+        no event of it is lost meanwhile; the watches of folders no longer found are let go."""
+        self.incomplete = False
+        seen: set[int] = set()
+        for watch in self._watches:
+            self._watch_tree(watch, watch.path, strict=False, seen=seen)
+        self._let_go(set(self._folders) - seen)
+
     def _run(self) -> None:
+        # poll, not select: a descriptor numbered past 1023 (a long-running `memctl mcp`
+        # holding many files) is beyond select's reach.
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        poller.register(self._wake, select.POLLIN)
         while True:
             try:
-                readable, _, _ = select.select([self._fd, self._wake], [], [])
-            except (OSError, ValueError):
+                ready = dict(poller.poll())
+            except OSError:
                 return  # closed under it
-            if self._wake in readable:
+            if self._wake in ready or ready.get(self._fd, 0) & (select.POLLNVAL | select.POLLERR):
                 return
             with self._lock:
-                events = self._read()
+                try:
+                    events = self._read()
+                except OSError:
+                    events = [(None, None)]  # what was lost is what an overflow loses
             for handler, event in events:
-                if event is None:
-                    self._on_overflow()
-                else:
-                    handler.dispatch(event)
+                try:
+                    if event is None:
+                        self._on_overflow()
+                    else:
+                        handler.dispatch(event)
+                except Exception:  # noqa: BLE001 - an event not taken is an event lost:
+                    self._on_overflow()  # the watcher's full pass covers it
 
     def _read(self) -> list[tuple[Any, Event | None]]:
         """The events queued now, in order, each with the handler it is for (None for an
@@ -222,6 +283,10 @@ class StoreObserver:
         events: list[tuple[Any, Event | None]] = []
         for wd, mask, _cookie, name in read_events(self._fd):
             if mask & IN_Q_OVERFLOW:
+                # Events were lost: folders made or renamed meanwhile would stay unwatched,
+                # or be reported under their old path. Every folder is watched again, as it is
+                # now, before the watcher hears of the overflow (its full pass follows).
+                self._rebuild()
                 events.append((None, None))
                 continue
             if mask & IN_IGNORED:  # the folder was deleted, or its watch let go
@@ -230,9 +295,17 @@ class StoreObserver:
                     folder[1].wds.discard(wd)
                 continue
             known = self._folders.get(wd)
-            if known is None or not name:
-                continue  # a watch let go; or the folder itself: its parent's watch says
+            if known is None:
+                continue  # a watch let go
             folder, watch = known
+            if not name:
+                # The folder itself: only the scheduled one's move or deletion is reported
+                # (a sub-folder's is reported by its parent's watch).
+                if folder == watch.path and mask & SELF_MASK:
+                    kind = "moved" if mask & IN_MOVE_SELF else "deleted"
+                    events.append((watch.handler, Event(kind, folder, is_directory=True,
+                                                        is_self=True)))
+                continue
             path = os.path.join(folder, os.fsdecode(name))
             is_directory = bool(mask & IN_ISDIR)
             if mask & (IN_CREATE | IN_MOVED_TO):

@@ -246,6 +246,7 @@ class Watcher:
         self._on_ready: Callable[[], None] | None = None
         self._observer: Any = None
         self._ordered = False  # the observer's events come in one order (`_start_observer`)
+        self._root_left = False  # the store folder itself moved or went (`_on_event`)
         self._handler: Any = None
         self._log_handler: logging.Handler | None = None
         self._watches: dict[str, Any] = {}  # "" (the root) or a project folder name → watch
@@ -284,6 +285,16 @@ class Watcher:
     def _on_event(self, event: Any) -> None:
         src = relative(self.root, event.src_path) if event.src_path else None
         dest = relative(self.root, getattr(event, "dest_path", "") or "") or None
+        if getattr(event, "is_self", False):
+            # A watched folder itself moved or deleted (memctl's observer): the store folder's
+            # means gone, or away and perhaps back before the next look with folders made
+            # meanwhile unwatched, so `_store_moved` starts over before any reader is
+            # answered. A project folder's is told by the store folder's watch too.
+            if event.src_path == self.root:
+                with self._cond:
+                    self._root_left = True
+                    self._cond.notify()
+            return
         if src is not None and is_cookie(src.rpartition("/")[2]) and not event.is_directory:
             # In a project folder; at the store's top when the events come in one order
             # (a reader asks there alone then: memctl.index.db._ask_watcher).
@@ -361,15 +372,9 @@ class Watcher:
 
     def _start_observer(self) -> None:
         watcher = self
+        self._root_left = False
         observer = new_observer(self._on_overflow)
-        # One cookie at the store's top answers for every folder (memctl.watch.observer):
-        # readers learn it from the heartbeat (memctl.index.db._ask_watcher).
         self._ordered = bool(getattr(observer, "ordered", False))
-        if self._heartbeat is not None:
-            if self._ordered:
-                self._heartbeat.extra["events"] = ORDERED
-            else:
-                self._heartbeat.extra.pop("events", None)
         if self._ordered:
             class Handler:
                 def dispatch(self, event: Any) -> None:
@@ -398,6 +403,14 @@ class Watcher:
         for name in self._tops_on_disk():
             self._watch(name, recursive=True)
         self._check_limit()
+        if self._heartbeat is not None:
+            # One cookie at the store's top answers for every folder (memctl.watch.observer),
+            # once the top is watched: readers learn it from the heartbeat
+            # (memctl.index.db._ask_watcher).
+            if self._ordered and "" in self._watches:
+                self._heartbeat.extra["events"] = ORDERED
+            else:
+                self._heartbeat.extra.pop("events", None)
 
     def _watch(self, name: str, *, recursive: bool) -> None:
         path = os.path.join(self.root, name) if name else self.root
@@ -415,6 +428,25 @@ class Watcher:
             if message:
                 raise MemctlError(message) from None
             raise
+
+    def _mend_watches(self, gone_tops: set[str], new_tops: set[str]) -> None:
+        """Before a full pass: the project folders on disk without a live watch go to
+        `new_tops`, the watched ones no longer on disk to `gone_tops` (events lost in an
+        overflow, or missed when a limit was reached); memctl's observer watches every
+        folder again by its path (`rebuild`) if a limit left some unwatched."""
+        observer = self._observer
+        if observer is None:
+            return
+        if getattr(observer, "incomplete", False):
+            observer.rebuild()
+        on_disk = set(self._tops_on_disk())
+        alive = getattr(observer, "alive", None)
+        for name, watch in list(self._watches.items()):
+            if name and name not in on_disk:
+                gone_tops.add(name)
+            elif name and alive is not None and not alive(watch):
+                new_tops.add(name)
+        new_tops.update(on_disk - set(self._watches))
 
     def _unwatch(self, name: str) -> None:
         watch = self._watches.pop(name, None)
@@ -485,7 +517,7 @@ class Watcher:
                         if due is not None and now >= due:
                             hold = self._git_busy()
                             batch = self._coalescer.take(now, hold=hold)
-                if (batch or cookies) and self._root_said is not None:
+                if (batch or cookies) and (self._root_said is not None or self._root_left):
                     # Back since the last tick? Then started over (a full pass) before this
                     # batch, and a reader waiting on it is answered now, not after the tick.
                     self._store_moved()
@@ -547,11 +579,18 @@ class Watcher:
             # indexed these edits meanwhile).
             self._dirty = self._dirty or bool(batch.paths)
             return False
-        for name in sorted(batch.gone_tops):
+        gone_tops, new_tops = set(batch.gone_tops), set(batch.new_tops)
+        if batch.full:
+            self._mend_watches(gone_tops, new_tops)
+        for name in sorted(gone_tops):
             self._unwatch(name)
         early: set[str] = set()
-        for name in sorted(batch.new_tops):
-            if name not in self._watches and os.path.isdir(os.path.join(self.root, name)):
+        for name in sorted(new_tops):
+            if os.path.isdir(os.path.join(self.root, name)):
+                # Watched afresh even when a watch of that name is there: the folder may have
+                # gone and come back (removed and made again, moved away and back) in one
+                # batch, its old watch gone with the old folder.
+                self._unwatch(name)
                 self._watch(name, recursive=True)
                 self._check_limit(fatal=False)
                 # Cookies dropped before the folder was watched sent no event to us; the
@@ -656,7 +695,10 @@ class Watcher:
         (the reader then checks the files itself)."""
         if self._index is None or self._paused is not None \
                 or path_identity(self._index.path) != self._index_id \
-                or self._lock is None or not self._lock.still_held():
+                or self._lock is None or not self._lock.still_held() \
+                or getattr(self._observer, "incomplete", False):
+            # (incomplete: a folder could not be watched, a kernel limit reached; its writes
+            # would be missed, so readers walk until a full pass watches it: `_mend_watches`)
             return
         for relpath in cookies:
             try:
@@ -720,10 +762,14 @@ class Watcher:
             return True
         back = self._root_said is not None
         times, self._root_times = self._root_times, (info.st_mtime_ns, info.st_ctime_ns)
-        if same_root and not back and times is not None and times[0] == info.st_mtime_ns \
-                and times[1] != info.st_ctime_ns:
-            back = True  # moved away and back since the last look: folders made meanwhile
-            # where it was have no watch (tests/test_watch.py)
+        if same_root and not back and (self._root_left or (
+                not self._ordered and times is not None and times[0] == info.st_mtime_ns
+                and times[1] != info.st_ctime_ns)):
+            # Moved away and back since the last look: folders made meanwhile where it was
+            # have no watch (tests/test_watch.py). memctl's observer says when the folder
+            # itself moves; with watchdog's, a ctime that moved without the mtime (readers'
+            # cookies, in project folders then, leave the store folder's mtime alone).
+            back = True
         if same_root and not back and self._lock is not None and self._lock.still_held():
             if self._paused is None and path_identity(self._index.path) != self._index_id:
                 # Another memctl found the index corrupt and made a new one: ours is unlinked.
