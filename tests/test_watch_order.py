@@ -1,3 +1,4 @@
+# ruff: noqa: F401, F811 - the fixtures of tests/test_watch.py, imported, then asked for by name
 """One cookie at the store's top answers for the whole store (docs/watch.md, "Never stale,
 watcher or not: cookies"): these are the ways a folder can change under the watcher that
 could leave it watching less than the store, or watching under wrong paths, while it still
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import memctl_executable
-from test_watch import WatchProcess, commit_notes, nid, note_text
+from test_watch import WatchProcess, nid, note_text, notes_store, watcher
 
 from memctl.core.errors import UnknownIdError
 from memctl.index.db import ensure_fresh
@@ -28,9 +29,9 @@ from memctl.watch.observer import StoreObserver
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux")
 
 
-def found_by_the_watcher(store: Path, note_id: str) -> tuple[bool, bool]:
+def found_by_the_watcher(notes_store: Path, note_id: str) -> tuple[bool, bool]:
     """(the watcher answered, the note is in the index) for a reader asking now."""
-    with ensure_fresh(store) as index:
+    with ensure_fresh(notes_store) as index:
         answered = index.last_refresh is None
         try:
             index.get(note_id)
@@ -49,72 +50,61 @@ def _the_watchers_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "30")
 
 
-@pytest.fixture
-def store(store_path: Path) -> Path:
-    """A store with 20 committed notes in project `demo`."""
-    return commit_notes(store_path, 20)
-
-
-@pytest.fixture
-def watcher(store: Path):
-    watch = WatchProcess(store).ready()
-    yield watch
-    watch.stop()
 
 
 def test_a_project_folder_moved_away_and_back_in_one_batch_is_watched_again(
-        watcher: WatchProcess, store: Path, tmp_path: Path) -> None:
-    demo = store / "demo"
+        watcher: WatchProcess, notes_store: Path, tmp_path: Path) -> None:
+    demo = notes_store / "demo"
     mark = watcher.mark()
     os.rename(demo, tmp_path / "elsewhere")
     os.rename(tmp_path / "elsewhere", demo)
     after_a_batch(watcher, mark)
     (demo / "notes" / "fact" / "late.md").write_text(note_text(nid(900), "a gecko note"))
-    assert found_by_the_watcher(store, nid(900)) == (True, True)
+    assert found_by_the_watcher(notes_store, nid(900)) == (True, True)
 
 
 def test_a_project_folder_removed_and_made_again_in_one_batch_is_watched_again(
-        watcher: WatchProcess, store: Path) -> None:
-    project = store / "proj"
+        watcher: WatchProcess, notes_store: Path) -> None:
+    project = notes_store / "proj"
     (project / "notes").mkdir(parents=True)
     (project / "notes" / "a.md").write_text(note_text(nid(901), "first"))
-    assert found_by_the_watcher(store, nid(901)) == (True, True)
+    assert found_by_the_watcher(notes_store, nid(901)) == (True, True)
     mark = watcher.mark()
     shutil.rmtree(project)
     (project / "notes").mkdir(parents=True)
     after_a_batch(watcher, mark)
     (project / "notes" / "b.md").write_text(note_text(nid(902), "a tuatara note"))
-    assert found_by_the_watcher(store, nid(902)) == (True, True)
+    assert found_by_the_watcher(notes_store, nid(902)) == (True, True)
 
 
 @pytest.mark.parametrize("attempt", range(2))
 def test_a_store_away_and_back_before_the_next_look_is_watched_afresh_before_any_answer(
-        watcher: WatchProcess, store: Path, attempt: int) -> None:
+        watcher: WatchProcess, notes_store: Path, attempt: int) -> None:
     """The store folder moved away, a folder made in it there, and moved back, then a reader
     at once: its cookie changes the store folder's times as the move does, so the watcher
     learns of the move from the folder's own event, and starts over before it answers."""
-    away = store.with_name("away")
-    os.rename(store, away)
+    away = notes_store.with_name("away")
+    os.rename(notes_store, away)
     (away / "demo" / "notes" / "later").mkdir()
     time.sleep(0.05)
-    os.rename(away, store)
-    found_by_the_watcher(store, nid(1))
+    os.rename(away, notes_store)
+    found_by_the_watcher(notes_store, nid(1))
     time.sleep(1.0)
-    (store / "demo" / "notes" / "later" / "n40.md").write_text(note_text(nid(940), "kiwi"))
-    assert found_by_the_watcher(store, nid(940)) == (True, True)
+    (notes_store / "demo" / "notes" / "later" / "n40.md").write_text(note_text(nid(940), "kiwi"))
+    assert found_by_the_watcher(notes_store, nid(940)) == (True, True)
     assert any(line.get("event") == "message" and "back" in line.get("message", "")
                for line in watcher.lines)
 
 
 @pytest.mark.parametrize("change", ["made", "renamed"])
 def test_a_folder_made_or_renamed_while_events_overflowed_is_watched_by_its_path(
-        store: Path, change: str) -> None:
+        notes_store: Path, change: str) -> None:
     """More events than the kernel queues while the watcher is stopped (SIGSTOP): the event
     of a folder made, or renamed, is lost with the others. The watcher then watches every
     folder again by its path now, so later writes there are seen, under their real path."""
-    folder = store / "demo" / "notes" / "fact"
+    folder = notes_store / "demo" / "notes" / "fact"
     (folder / "sub").mkdir()
-    watch = WatchProcess(store).ready()
+    watch = WatchProcess(notes_store).ready()
     junk = [folder / f".junk{number}" for number in
             range(int(Path("/proc/sys/fs/inotify/max_queued_events").read_text()) + 100)]
     try:
@@ -134,23 +124,23 @@ def test_a_folder_made_or_renamed_while_events_overflowed_is_watched_by_its_path
             path.unlink()
         time.sleep(0.5)
         (target / "late.md").write_text(note_text(nid(970), "a takahe note"))
-        assert found_by_the_watcher(store, nid(970)) == (True, True)
+        assert found_by_the_watcher(notes_store, nid(970)) == (True, True)
     finally:
         watch.proc.send_signal(signal.SIGCONT)
         watch.stop()
 
 
-def test_a_store_path_that_is_a_link_is_watched_through_it(store: Path,
+def test_a_store_path_that_is_a_link_is_watched_through_it(notes_store: Path,
                                                            tmp_path: Path) -> None:
     link = tmp_path / "link"
-    link.symlink_to(store)
+    link.symlink_to(notes_store)
     watch = WatchProcess(link).ready()
     try:
-        (store / "demo" / "notes" / "fact" / "late.md").write_text(
+        (notes_store / "demo" / "notes" / "fact" / "late.md").write_text(
             note_text(nid(960), "a weta note"))
         assert found_by_the_watcher(link, nid(960)) == (True, True)
-        (store / "newp" / "notes").mkdir(parents=True)
-        (store / "newp" / "notes" / "x.md").write_text(note_text(nid(961), "a moa note"))
+        (notes_store / "newp" / "notes").mkdir(parents=True)
+        (notes_store / "newp" / "notes" / "x.md").write_text(note_text(nid(961), "a moa note"))
         assert found_by_the_watcher(link, nid(961)) == (True, True)
     finally:
         watch.stop()
@@ -159,8 +149,8 @@ def test_a_store_path_that_is_a_link_is_watched_through_it(store: Path,
 class LimitedWatch(WatchProcess):
     """`memctl watch --json` in a user namespace whose inotify watch limit is `limit`."""
 
-    def __init__(self, store: Path, limit: int) -> None:
-        env = {**os.environ, "MEMCTL_STORE": str(store)}
+    def __init__(self, notes_store: Path, limit: int) -> None:
+        env = {**os.environ, "MEMCTL_STORE": str(notes_store)}
         self.proc = subprocess.Popen(
             ["unshare", "-U", "-r", "sh", "-c",
              f'echo {limit} > /proc/sys/user/max_inotify_watches && exec "$0" watch --json',
@@ -174,24 +164,24 @@ class LimitedWatch(WatchProcess):
 
 
 def test_a_folder_past_the_watch_limit_is_never_trusted_to_the_watcher(
-        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sub-folder made once the inotify watch limit is reached has no watch: the watcher
     answers no reader while that is so, and readers check the files themselves."""
     if subprocess.run(["unshare", "-U", "-r", "true"], capture_output=True).returncode:
         pytest.skip("no user namespaces here")
     monkeypatch.setenv("MEMCTL_WATCH_SYNC_WAIT", "0.3")
-    folders = 1 + sum(1 for top in store.iterdir()
+    folders = 1 + sum(1 for top in notes_store.iterdir()
                       if top.is_dir() and not top.name.startswith(".")
                       for _ in os.walk(top))
-    watch = LimitedWatch(store, folders + 1).ready()
+    watch = LimitedWatch(notes_store, folders + 1).ready()
     try:
-        folder = store / "demo" / "notes" / "fact"
+        folder = notes_store / "demo" / "notes" / "fact"
         for number in (1, 2):
             (folder / f"sub{number}").mkdir()
         time.sleep(0.5)
-        found_by_the_watcher(store, nid(1))
+        found_by_the_watcher(notes_store, nid(1))
         (folder / "sub2" / "late.md").write_text(note_text(nid(950), "a kakapo note"))
-        answered, found = found_by_the_watcher(store, nid(950))
+        answered, found = found_by_the_watcher(notes_store, nid(950))
         assert found and not answered
     finally:
         watch.stop()
@@ -228,14 +218,14 @@ def test_the_observer_works_with_a_descriptor_past_1023(tmp_path: Path) -> None:
 
 
 def test_folders_made_deep_then_renamed_report_their_new_paths(
-        watcher: WatchProcess, store: Path) -> None:
-    base = store / "demo" / "notes"
+        watcher: WatchProcess, notes_store: Path) -> None:
+    base = notes_store / "demo" / "notes"
     (base / "a" / "b" / "c").mkdir(parents=True)
     (base / "a" / "b" / "c" / "n.md").write_text(note_text(nid(990), "one"))
-    assert found_by_the_watcher(store, nid(990)) == (True, True)
+    assert found_by_the_watcher(notes_store, nid(990)) == (True, True)
     os.rename(base / "a", base / "z")
     (base / "z" / "b" / "c" / "n3.md").write_text(note_text(nid(992), "three"))
-    with ensure_fresh(store) as index:
+    with ensure_fresh(notes_store) as index:
         assert index.last_refresh is None
         assert [index.get(nid(number))["path"] for number in (990, 992)] == [
             "demo/notes/z/b/c/n.md", "demo/notes/z/b/c/n3.md"]

@@ -35,34 +35,18 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from memctl.disk.inotify import (
-    IN_CLOSE_WRITE,
-    IN_CREATE,
-    IN_DELETE,
-    IN_DELETE_SELF,
-    IN_DONT_FOLLOW,
-    IN_IGNORED,
-    IN_ISDIR,
-    IN_MODIFY,
-    IN_MOVE_SELF,
-    IN_MOVED_FROM,
-    IN_MOVED_TO,
-    IN_ONLYDIR,
-    IN_Q_OVERFLOW,
-    Inotify,
-    InotifyFailed,
-    read_events,
-)
+from memctl.disk import inotify
 
 # What the watcher asks of watchdog (memctl.watch.watcher): creations, writes, closes after a
 # write, deletions and moves; never opens, reads, read-only closes or attribute changes.
-EVENT_MASK = IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
+EVENT_MASK = (inotify.IN_CREATE | inotify.IN_MODIFY | inotify.IN_CLOSE_WRITE | inotify.IN_DELETE
+              | inotify.IN_MOVED_FROM | inotify.IN_MOVED_TO)
 # Folders only, never through a link below the folder scheduled (that one may be a link to
 # the store: `memctl --store LINK watch`).
-WATCH_FLAGS = IN_ONLYDIR | IN_DONT_FOLLOW
+WATCH_FLAGS = inotify.IN_ONLYDIR | inotify.IN_DONT_FOLLOW
 # The folder scheduled itself moved or deleted: reported as an event of that folder (the
 # watcher learns so that its store folder left, even if it is back by its next look).
-SELF_MASK = IN_MOVE_SELF | IN_DELETE_SELF
+SELF_MASK = inotify.IN_MOVE_SELF | inotify.IN_DELETE_SELF
 # How long `join` waits for the thread before it lets go of the descriptor anyway.
 JOIN_WAIT = 1.0
 
@@ -107,7 +91,7 @@ class StoreObserver:
     ordered = True  # one cookie at the store's top answers for every watched folder
 
     def __init__(self, on_overflow: Callable[[], None]) -> None:
-        self._inotify = Inotify()
+        self._inotify = inotify.Inotify()
         self._fd = self._inotify.init()
         try:
             self._wake, self._stop = os.pipe()
@@ -130,7 +114,7 @@ class StoreObserver:
     def schedule(self, handler: Any, path: str, recursive: bool = False,
                  event_filter: Any = None) -> Watch:
         """Watch `path` (and every folder under it when `recursive`) for `handler`.
-        FileNotFoundError when it is not there; InotifyFailed (an OSError with its errno)
+        FileNotFoundError when it is not there; inotify.InotifyFailed (an OSError with its errno)
         when a kernel limit stops it. `event_filter` is watchdog's, and not read: the events
         are those the watcher asks for (EVENT_MASK)."""
         watch = Watch(os.fspath(path), recursive, handler)
@@ -198,10 +182,12 @@ class StoreObserver:
         pending = [path]
         while pending:
             here = pending.pop()
-            mask = EVENT_MASK | (SELF_MASK | IN_ONLYDIR if here == watch.path else WATCH_FLAGS)
+            # (the scheduled folder itself may be a link: `memctl --store LINK watch`)
+            flags = SELF_MASK | inotify.IN_ONLYDIR if here == watch.path else WATCH_FLAGS
+            mask = EVENT_MASK | flags
             try:
                 wd = self._inotify.add_watch(self._fd, here, mask)
-            except InotifyFailed:
+            except inotify.InotifyFailed:
                 if strict:
                     raise
                 self.incomplete = True
@@ -281,15 +267,15 @@ class StoreObserver:
         """The events queued now, in order, each with the handler it is for (None for an
         overflow); folders made or moved in are watched, those moved away let go, first."""
         events: list[tuple[Any, Event | None]] = []
-        for wd, mask, _cookie, name in read_events(self._fd):
-            if mask & IN_Q_OVERFLOW:
+        for wd, mask, _cookie, name in inotify.read_events(self._fd):
+            if mask & inotify.IN_Q_OVERFLOW:
                 # Events were lost: folders made or renamed meanwhile would stay unwatched,
                 # or be reported under their old path. Every folder is watched again, as it is
                 # now, before the watcher hears of the overflow (its full pass follows).
                 self._rebuild()
                 events.append((None, None))
                 continue
-            if mask & IN_IGNORED:  # the folder was deleted, or its watch let go
+            if mask & inotify.IN_IGNORED:  # the folder was deleted, or its watch let go
                 folder = self._folders.pop(wd, None)
                 if folder is not None:
                     folder[1].wds.discard(wd)
@@ -302,25 +288,25 @@ class StoreObserver:
                 # The folder itself: only the scheduled one's move or deletion is reported
                 # (a sub-folder's is reported by its parent's watch).
                 if folder == watch.path and mask & SELF_MASK:
-                    kind = "moved" if mask & IN_MOVE_SELF else "deleted"
+                    kind = "moved" if mask & inotify.IN_MOVE_SELF else "deleted"
                     events.append((watch.handler, Event(kind, folder, is_directory=True,
                                                         is_self=True)))
                 continue
             path = os.path.join(folder, os.fsdecode(name))
-            is_directory = bool(mask & IN_ISDIR)
-            if mask & (IN_CREATE | IN_MOVED_TO):
+            is_directory = bool(mask & inotify.IN_ISDIR)
+            if mask & (inotify.IN_CREATE | inotify.IN_MOVED_TO):
                 if is_directory and watch.recursive:
                     self._watch_tree(watch, path, strict=False)
                 kind = "created"
-            elif mask & IN_MOVED_FROM:
+            elif mask & inotify.IN_MOVED_FROM:
                 if is_directory:
                     self._let_go_below(path)
                 kind = "moved"
-            elif mask & IN_DELETE:
+            elif mask & inotify.IN_DELETE:
                 kind = "deleted"
-            elif mask & IN_MODIFY:
+            elif mask & inotify.IN_MODIFY:
                 kind = "modified"
-            elif mask & IN_CLOSE_WRITE:
+            elif mask & inotify.IN_CLOSE_WRITE:
                 kind = "closed"
             else:
                 continue

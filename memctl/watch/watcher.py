@@ -23,6 +23,7 @@ from typing import Any
 from memctl.core.errors import MemctlError
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
+from memctl.disk.inotify import IN_DELETE_SELF, Inotify, InotifyFailed
 from memctl.disk.layout import StoreGoneError, classify, path_identity
 from memctl.disk.locking import LockTimeout, store_lock
 from memctl.disk.watchstate import (
@@ -75,36 +76,24 @@ def inotify_limit_error(exc: OSError, folders: int) -> str | None:
     return None
 
 
-_libc: object = None
-
-
 def probe_inotify(folder: str) -> OSError | None:
     """Try to add one more inotify watch (then drop it). watchdog silently skips sub-folders it
     cannot watch once the limit is reached; if one more watch fails here, some of ours may be
     missing. Returns the error, or None when a watch could be added (or no probe is possible)."""
-    global _libc
-    import ctypes
-
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL(None, use_errno=True)
-            _libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        except (OSError, AttributeError):
-            _libc = False
-    if not _libc:
-        return None
-    fd = _libc.inotify_init()  # type: ignore[attr-defined]
-    if fd < 0:
-        return None  # out of inotify instances: says nothing about our own watches
+    try:
+        probe = Inotify()
+        fd = probe.init()
+    except (OSError, AttributeError):
+        return None  # no inotify, or out of instances: says nothing about our own watches
     try:
         # IN_DELETE_SELF: any mask does for a probe; the watch goes with the fd.
-        if _libc.inotify_add_watch(fd, os.fsencode(folder), 0x400) < 0:  # type: ignore[attr-defined]
-            err = ctypes.get_errno()
-            if err == errno.ENOSPC:
-                return OSError(err, os.strerror(err))
-        return None
+        probe.add_watch(fd, folder, IN_DELETE_SELF)
+    except InotifyFailed as exc:
+        if exc.errno == errno.ENOSPC:
+            return OSError(exc.errno, os.strerror(exc.errno))
     finally:
         os.close(fd)
+    return None
 
 
 class StoreAway(MemctlError):
