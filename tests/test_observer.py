@@ -218,3 +218,27 @@ def test_stopping_lets_go_of_the_descriptor(tmp_path: Path) -> None:
     observer.join()
     assert not observer.is_alive()
     assert open_descriptors() == before
+
+
+def test_a_thread_that_ends_after_join_gave_up_still_lets_go_of_the_descriptors(
+        tmp_path: Path) -> None:
+    """`join` waits a second; a thread busy for longer (a slow handler at a restart) must
+    close the inotify descriptor and its pipe itself when it ends, or each restart of a
+    long-running watcher would keep an inotify instance and its watches."""
+    class Slow:
+        def dispatch(self, event: Event) -> None:
+            time.sleep(1.5)
+
+    before = set(os.listdir("/proc/self/fd"))
+    observer = StoreObserver(lambda: None)
+    observer.start()
+    observer.schedule(Slow(), str(tmp_path), recursive=True)
+    (tmp_path / "x.md").touch()
+    time.sleep(0.2)
+    observer.stop()
+    observer.join(0.5)
+    assert observer.is_alive()  # join gave up
+    deadline = time.monotonic() + PATIENCE
+    while observer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(os.listdir("/proc/self/fd")) == before

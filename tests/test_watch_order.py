@@ -25,8 +25,11 @@ from test_watch import WatchProcess, nid, note_text, notes_store, watcher
 from memctl.core.errors import UnknownIdError
 from memctl.index.db import ensure_fresh
 from memctl.watch.observer import StoreObserver
+from memctl.watch.watcher import Watcher
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux")
+
+PATIENCE = 30.0  # a safety net for a broken watcher, never a measure of speed
 
 
 def found_by_the_watcher(notes_store: Path, note_id: str) -> tuple[bool, bool]:
@@ -229,3 +232,99 @@ def test_folders_made_deep_then_renamed_report_their_new_paths(
         assert index.last_refresh is None
         assert [index.get(nid(number))["path"] for number in (990, 992)] == [
             "demo/notes/z/b/c/n.md", "demo/notes/z/b/c/n3.md"]
+
+
+class UserNamespaceWatch(WatchProcess):
+    """`memctl watch --json` in a user namespace of its own: a folder owned by a user that
+    namespace does not map is another user's there, one it may not read (as root may)."""
+
+    def __init__(self, store: Path) -> None:
+        env = {**os.environ, "MEMCTL_STORE": str(store)}
+        self.proc = subprocess.Popen(["unshare", "-U", "-r", memctl_executable(), "watch",
+                                      "--json"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: list[dict] = []
+        self.stderr: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+
+def another_users_folder(path: Path) -> None:
+    path.mkdir(parents=True)
+    try:
+        os.chown(path, 12345, 12345)
+    except PermissionError:
+        pytest.skip("cannot give a folder to another user here")
+    os.chmod(path, 0o700)
+
+
+@pytest.fixture
+def in_a_user_namespace() -> None:
+    if subprocess.run(["unshare", "-U", "-r", "true"], capture_output=True).returncode:
+        pytest.skip("no user namespaces here")
+
+
+@pytest.mark.parametrize("when", ["at start", "while it runs", "in a new project"])
+def test_a_folder_it_may_not_read_is_skipped_and_the_rest_is_watched(
+        notes_store: Path, in_a_user_namespace: None, when: str) -> None:
+    """inotify needs read permission on a folder: one the watcher may not read is left
+    unwatched, as watchdog leaves it (the walk cannot read it either), and everything else
+    is watched and answered for. It stopped the watcher at start, and made it answer no
+    reader once such a folder came while it ran."""
+    places = {"at start": notes_store / "demo" / "notes" / "private",
+              "while it runs": notes_store / "demo" / "notes" / "private",
+              "in a new project": notes_store / "newp" / "notes" / "private"}
+    if when == "at start":
+        another_users_folder(places[when])
+    watch = UserNamespaceWatch(notes_store).ready()
+    try:
+        if when != "at start":
+            another_users_folder(places[when])
+            time.sleep(0.5)
+        (notes_store / "demo" / "notes" / "fact" / "late.md").write_text(
+            note_text(nid(800), "a kea note"))
+        assert found_by_the_watcher(notes_store, nid(800)) == (True, True)
+        (notes_store / "newp" / "notes").mkdir(parents=True, exist_ok=True)
+        (notes_store / "newp" / "notes" / "x.md").write_text(note_text(nid(801), "a moa note"))
+        assert found_by_the_watcher(notes_store, nid(801)) == (True, True)
+        assert watch.proc.poll() is None
+    finally:
+        watch.stop()
+
+
+def test_a_top_it_could_not_list_once_unwatches_nothing(
+        notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before a full pass the watcher mends its watches from a listing of the store's top.
+    That listing failing once (too many open files in a long-running `memctl mcp`: here the
+    failure is made by hand, the rest is real) took every project folder for gone and
+    unwatched it, while the watcher went on answering readers."""
+    listings: list[bool] = []
+    list_tops = Watcher._list_tops
+
+    def failing_once(self: Watcher) -> list[str] | None:
+        if listings and listings[-1]:
+            listings.append(False)
+            return None
+        return list_tops(self)
+
+    monkeypatch.setattr(Watcher, "_list_tops", failing_once)
+    watch = Watcher(notes_store)
+    ready = threading.Event()
+    thread = threading.Thread(target=watch.run, kwargs={"on_ready": ready.set}, daemon=True)
+    thread.start()
+    try:
+        assert ready.wait(PATIENCE)
+        assert found_by_the_watcher(notes_store, nid(1)) == (True, True)
+        listings.append(True)  # the next listing fails
+        watch._on_overflow()  # a full pass, as after an overflow or each minute
+        deadline = time.monotonic() + PATIENCE
+        while listings[-1] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(watch._watches) == ["", "demo", "global"]
+        (notes_store / "demo" / "notes" / "fact" / "late.md").write_text(
+            note_text(nid(810), "a kea note"))
+        assert found_by_the_watcher(notes_store, nid(810)) == (True, True)
+    finally:
+        watch.stop()
+        thread.join(PATIENCE)

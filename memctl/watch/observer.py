@@ -47,7 +47,7 @@ WATCH_FLAGS = inotify.IN_ONLYDIR | inotify.IN_DONT_FOLLOW
 # The folder scheduled itself moved or deleted: reported as an event of that folder (the
 # watcher learns so that its store folder left, even if it is back by its next look).
 SELF_MASK = inotify.IN_MOVE_SELF | inotify.IN_DELETE_SELF
-# How long `join` waits for the thread before it lets go of the descriptor anyway.
+# How long `join` waits for the thread (which lets go of the descriptors as it ends).
 JOIN_WAIT = 1.0
 
 
@@ -153,9 +153,11 @@ class StoreObserver:
             pass  # stopped already
 
     def join(self, timeout: float | None = JOIN_WAIT) -> None:
+        """Wait up to `timeout` for the thread; it closes the descriptors as it ends (a
+        thread never started: closed here)."""
         if self._thread.is_alive():
             self._thread.join(timeout)
-        if not self._thread.is_alive():
+        elif self._thread.ident is None:
             self._close()
 
     def is_alive(self) -> bool:
@@ -187,11 +189,17 @@ class StoreObserver:
             mask = EVENT_MASK | flags
             try:
                 wd = self._inotify.add_watch(self._fd, here, mask)
-            except inotify.InotifyFailed:
-                if strict:
+            except inotify.InotifyFailed as exc:
+                if exc.errno in inotify.LIMITS:
+                    if strict:
+                        raise
+                    self.incomplete = True
+                    continue
+                if strict and here == path:
                     raise
-                self.incomplete = True
-                return
+                # A folder this user may not read (another user's, mode 000): skipped, as
+                # watchdog skips it; the walk cannot read it either, so no note is there.
+                continue
             if wd < 0:
                 if strict and here == path:
                     raise FileNotFoundError(2, "no such folder", path)
@@ -237,6 +245,14 @@ class StoreObserver:
         self._let_go(set(self._folders) - seen)
 
     def _run(self) -> None:
+        try:
+            self._listen()
+        finally:
+            # The thread lets go of the descriptors as it ends, also when `join` stopped
+            # waiting for it (a slow pass at a restart): never while it may still read them.
+            self._close()
+
+    def _listen(self) -> None:
         # poll, not select: a descriptor numbered past 1023 (a long-running `memctl mcp`
         # holding many files) is beyond select's reach.
         poller = select.poll()

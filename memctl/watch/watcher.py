@@ -428,7 +428,10 @@ class Watcher:
             return
         if getattr(observer, "incomplete", False):
             observer.rebuild()
-        on_disk = set(self._tops_on_disk())
+        listed = self._list_tops()
+        if listed is None:
+            return  # not listed this time (too many open files...): nothing is taken as gone
+        on_disk = set(listed)
         alive = getattr(observer, "alive", None)
         for name, watch in list(self._watches.items()):
             if name and name not in on_disk:
@@ -446,11 +449,15 @@ class Watcher:
                 pass
 
     def _tops_on_disk(self) -> list[str]:
+        return self._list_tops() or []
+
+    def _list_tops(self) -> list[str] | None:
+        """The project folders at the store's top, or None when it cannot be listed now."""
         try:
             return sorted(e.name for e in os.scandir(self.root)
                           if e.is_dir(follow_symlinks=False) and self.is_watched_top(e.name))
         except OSError:
-            return []
+            return None
 
     def _count_folders(self) -> int:
         return 1 + sum(1 for name in self._tops_on_disk()
@@ -527,6 +534,9 @@ class Watcher:
                 if now >= next_beat:
                     next_beat = now + BEAT_INTERVAL
                     self._beat()
+                    # A limit reached makes the full pass come every 5 s (`_check_limit`):
+                    # from now, not after the minute already begun.
+                    next_full = min(next_full, now + self._full_every)
                 if self.commit:
                     self._maybe_commit(now)
         finally:
