@@ -108,10 +108,13 @@ def test_a_folder_made_or_renamed_while_events_overflowed_is_watched_by_its_path
     folder = notes_store / "demo" / "notes" / "fact"
     (folder / "sub").mkdir()
     watch = WatchProcess(notes_store).ready()
+    # Past the kernel's queue by a margin: events read before the stop is in force are not
+    # queued any more.
     junk = [folder / f".junk{number}" for number in
-            range(int(Path("/proc/sys/fs/inotify/max_queued_events").read_text()) + 100)]
+            range(int(Path("/proc/sys/fs/inotify/max_queued_events").read_text()) + 2000)]
     try:
         watch.proc.send_signal(signal.SIGSTOP)
+        stopped_by(watch.proc.pid)
         for path in junk:
             os.mknod(path)
         target = folder / ("new" if change == "made" else "sub2")
@@ -131,6 +134,20 @@ def test_a_folder_made_or_renamed_while_events_overflowed_is_watched_by_its_path
     finally:
         watch.proc.send_signal(signal.SIGCONT)
         watch.stop()
+
+
+def stopped_by(pid: int) -> None:
+    """Wait until every thread of process `pid` is stopped (SIGSTOP is in force)."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        states = []
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            stat = Path(f"/proc/{pid}/task/{thread}/stat").read_bytes()
+            states.append(stat[stat.rfind(b")") + 2:][:1])
+        if all(state in (b"T", b"t") for state in states):
+            return
+        assert time.monotonic() < deadline, "the watcher never stopped"
+        time.sleep(0.005)
 
 
 def test_a_store_path_that_is_a_link_is_watched_through_it(notes_store: Path,
