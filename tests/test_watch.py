@@ -996,6 +996,37 @@ def test_the_watcher_answers_a_readers_cookies_which_never_become_notes_nor_comm
     assert checked.stdout.split() == cookies
 
 
+@pytest.mark.parametrize("layout", ["separate git folder", "linked worktree"])
+def test_cookies_are_kept_out_of_git_where_dot_git_is_a_file(tmp_path: Path,
+                                                              layout: str) -> None:
+    """`.git` may be a file pointing elsewhere (`git init --separate-git-dir`, a linked
+    worktree): the cookies' pattern goes into the ignore list git reads there. It went
+    nowhere, and a cookie caught mid-wait by `memctl sync` was committed and pushed."""
+    if layout == "separate git folder":
+        store = tmp_path / "store"
+        git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'sep.git'}", str(store))
+    else:
+        main = tmp_path / "main"
+        main.mkdir()
+        git(main, "init", "-q")
+        git(main, "commit", "-q", "--allow-empty", "-m", "start")
+        store = tmp_path / "store"
+        git(main, "worktree", "add", "-q", str(store))
+    assert (store / ".git").is_file()
+    init = run_memctl("init", store=store, project=None)
+    assert init.exit_code == 0, init.stderr
+    commit_notes(store, 2)
+    proc = WatchProcess(store).ready()
+    try:
+        cookies = [f"{COOKIE_PREFIX}4242-beef", f"demo/{COOKIE_PREFIX}4243-beef"]
+        checked = subprocess.run(["git", "-C", str(store), "check-ignore", "--stdin"],
+                                 input="\n".join([*cookies, "demo/notes/fact/n0.md"]) + "\n",
+                                 capture_output=True, text=True)
+        assert checked.stdout.split() == cookies
+    finally:
+        proc.stop()
+
+
 def test_a_note_moved_into_a_folder_made_just_now_is_in_one_place_for_the_next_reader(
         watcher: WatchProcess, notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`mkdir x && mv note x/`: the move may land before x is watched, and its other half

@@ -1039,19 +1039,23 @@ def _maybe_gc(root: Path) -> None:
 
 
 def exclude_locally(root: Path, pattern: str) -> bool:
-    """List `pattern` in `.git/info/exclude` (this clone's own ignore list, never committed)
-    unless it is there. True when the file changed."""
-    git_dir = Path(root) / ".git"
-    if not git_dir.is_dir():
+    """List `pattern` in this clone's own ignore list (`info/exclude`, never committed) unless
+    it is there. True when the file changed. Where git itself reads it: `.git/info/exclude`,
+    or, when `.git` is a file (`git init --separate-git-dir`, a linked worktree, a
+    submodule), in the folder it points to (for a worktree, the repository's common one)."""
+    if not is_repo(root):
         return False
-    path = git_dir / "info" / "exclude"
+    found = run_git(root, "rev-parse", "--git-path", "info/exclude", check=False)
+    if found.returncode != 0 or not found.stdout.strip():
+        return False
+    path = Path(root) / found.stdout.strip()  # (relative to the store, or absolute)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
     if pattern in text.splitlines():
         return False
-    path.parent.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     if text and not text.endswith("\n"):
         text += "\n"
     atomic_write_text(path, text + pattern + "\n")
