@@ -114,7 +114,7 @@ class StoreObserver:
     def schedule(self, handler: Any, path: str, recursive: bool = False,
                  event_filter: Any = None) -> Watch:
         """Watch `path` (and every folder under it when `recursive`) for `handler`.
-        FileNotFoundError when it is not there; inotify.InotifyFailed (an OSError with its errno)
+        FileNotFoundError when it is not there; InotifyFailed (an OSError with its errno)
         when a kernel limit stops it. `event_filter` is watchdog's, and not read: the events
         are those the watcher asks for (EVENT_MASK)."""
         watch = Watch(os.fspath(path), recursive, handler)
@@ -147,10 +147,13 @@ class StoreObserver:
             return not self.incomplete
 
     def stop(self) -> None:
-        try:
-            os.write(self._stop, b"s")
-        except OSError:
-            pass  # stopped already
+        with self._lock:  # (never a descriptor number the thread has closed, reused since)
+            if self._stop < 0:
+                return  # ended already
+            try:
+                os.write(self._stop, b"s")
+            except OSError:
+                pass  # told already: the pipe is full
 
     def join(self, timeout: float | None = JOIN_WAIT) -> None:
         """Wait up to `timeout` for the thread; it closes the descriptors as it ends (a
