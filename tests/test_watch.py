@@ -233,10 +233,11 @@ class WatchProcess:
     """`memctl watch --json` as a subprocess; its JSON lines are collected as they come."""
 
     def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None,
-                 base: dict[str, str] | None = None) -> None:
+                 base: dict[str, str] | None = None, prefix: tuple[str, ...] = ()) -> None:
+        """`prefix`: the command that runs memctl (`unshare -U -r`, say)."""
         env = {**(os.environ if base is None else base), **(env or {}),
                "MEMCTL_STORE": str(store)}
-        self.proc = subprocess.Popen([memctl_executable(), "watch", "--json", *extra],
+        self.proc = subprocess.Popen([*prefix, memctl_executable(), "watch", "--json", *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=env)
         self.lines: list[dict] = []

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import memctl_executable
 from test_watch import WatchProcess, nid, note_text, notes_store, watcher
 
 from memctl.core.errors import UnknownIdError
@@ -166,23 +165,6 @@ def test_a_store_path_that_is_a_link_is_watched_through_it(notes_store: Path,
         watch.stop()
 
 
-class LimitedWatch(WatchProcess):
-    """`memctl watch --json` in a user namespace whose inotify watch limit is `limit`."""
-
-    def __init__(self, notes_store: Path, limit: int) -> None:
-        env = {**os.environ, "MEMCTL_STORE": str(notes_store)}
-        self.proc = subprocess.Popen(
-            ["unshare", "-U", "-r", "sh", "-c",
-             f'echo {limit} > /proc/sys/user/max_inotify_watches && exec "$0" watch --json',
-             memctl_executable()],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        self.lines: list[dict] = []
-        self.stderr: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        threading.Thread(target=self._read_err, daemon=True).start()
-
-
 def test_a_folder_past_the_watch_limit_is_never_trusted_to_the_watcher(
         notes_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sub-folder made once the inotify watch limit is reached has no watch: the watcher
@@ -193,7 +175,9 @@ def test_a_folder_past_the_watch_limit_is_never_trusted_to_the_watcher(
     folders = 1 + sum(1 for top in notes_store.iterdir()
                       if top.is_dir() and not top.name.startswith(".")
                       for _ in os.walk(top))
-    watch = LimitedWatch(notes_store, folders + 1).ready()
+    watch = WatchProcess(notes_store, prefix=(
+        "unshare", "-U", "-r", "sh", "-c",
+        f'echo {folders + 1} > /proc/sys/user/max_inotify_watches && exec "$@"', "sh")).ready()
     try:
         folder = notes_store / "demo" / "notes" / "fact"
         for number in (1, 2):
@@ -251,22 +235,6 @@ def test_folders_made_deep_then_renamed_report_their_new_paths(
             "demo/notes/z/b/c/n.md", "demo/notes/z/b/c/n3.md"]
 
 
-class UserNamespaceWatch(WatchProcess):
-    """`memctl watch --json` in a user namespace of its own: a folder owned by a user that
-    namespace does not map is another user's there, one it may not read (as root may)."""
-
-    def __init__(self, store: Path) -> None:
-        env = {**os.environ, "MEMCTL_STORE": str(store)}
-        self.proc = subprocess.Popen(["unshare", "-U", "-r", memctl_executable(), "watch",
-                                      "--json"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=env)
-        self.lines: list[dict] = []
-        self.stderr: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        threading.Thread(target=self._read_err, daemon=True).start()
-
-
 def another_users_folder(path: Path) -> None:
     path.mkdir(parents=True)
     try:
@@ -294,7 +262,9 @@ def test_a_folder_it_may_not_read_is_skipped_and_the_rest_is_watched(
               "in a new project": notes_store / "newp" / "notes" / "private"}
     if when == "at start":
         another_users_folder(places[when])
-    watch = UserNamespaceWatch(notes_store).ready()
+    # In a user namespace of its own, a folder owned by a user it does not map is another
+    # user's, one it may not read (as root may).
+    watch = WatchProcess(notes_store, prefix=("unshare", "-U", "-r")).ready()
     try:
         if when != "at start":
             another_users_folder(places[when])

@@ -86,25 +86,10 @@ class Ticket:
         return f"Ticket(quiet={self.quiet}, epoch={self.epoch})"
 
 
-class _Inotify:
-    """inotify with the probe's mask: every folder watched for what the walk reads."""
-
-    def __init__(self) -> None:
-        self._inotify = Inotify()
-
-    def init(self) -> int:
-        return self._inotify.init()
-
-    def add_watch(self, fd: int, path: str) -> int:
-        """The watch descriptor, or -1 when the folder is gone or no longer a folder (its
-        parent's watch says so); any other failure raises."""
-        return self._inotify.add_watch(fd, path, WATCH_MASK | WATCH_FLAGS)
-
-
 class ChangeProbe:
     """The probe of one store (see the module's text). Thread-safe; `close` ends it."""
 
-    def __init__(self, root: str | os.PathLike[str], inotify: _Inotify) -> None:
+    def __init__(self, root: str | os.PathLike[str], inotify: Inotify) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self._inotify = inotify
         self._lock = threading.Lock()
@@ -123,7 +108,7 @@ class ChangeProbe:
         (not Linux). If its watches cannot all be set (a limit), it is returned all the same,
         saying "changed" to every check (`failure` says why)."""
         try:
-            inotify = _Inotify()
+            inotify = Inotify()
         except (OSError, AttributeError):
             return None
         probe = cls(root, inotify)
@@ -209,7 +194,7 @@ class ChangeProbe:
         self._close_fd()
         try:
             self._fd = self._inotify.init()
-            wd = self._inotify.add_watch(self._fd, self.root)
+            wd = self._inotify.add_watch(self._fd, self.root, WATCH_MASK | WATCH_FLAGS)
             if wd < 0:
                 raise InotifyFailed(errno.ENOENT, "the store folder is gone", self.root)
             self._folders[wd] = ""
@@ -229,7 +214,7 @@ class ChangeProbe:
         while pending:
             here = pending.pop()
             path = os.path.join(self.root, here)
-            wd = self._inotify.add_watch(self._fd, path)
+            wd = self._inotify.add_watch(self._fd, path, WATCH_MASK | WATCH_FLAGS)
             if wd < 0:
                 continue  # gone again: its parent's watch has said so
             self._folders[wd] = here

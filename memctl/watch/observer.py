@@ -111,12 +111,10 @@ class StoreObserver:
     def start(self) -> None:
         self._thread.start()
 
-    def schedule(self, handler: Any, path: str, recursive: bool = False,
-                 event_filter: Any = None) -> Watch:
-        """Watch `path` (and every folder under it when `recursive`) for `handler`.
-        FileNotFoundError when it is not there; InotifyFailed (an OSError with its errno)
-        when a kernel limit stops it. `event_filter` is watchdog's, and not read: the events
-        are those the watcher asks for (EVENT_MASK)."""
+    def schedule(self, handler: Any, path: str, recursive: bool = False) -> Watch:
+        """Watch `path` (and every folder under it when `recursive`) for `handler`, for the
+        events the watcher asks for (EVENT_MASK). FileNotFoundError when it is not there;
+        InotifyFailed (an OSError with its errno) when a kernel limit stops it."""
         watch = Watch(os.fspath(path), recursive, handler)
         with self._lock:
             try:
