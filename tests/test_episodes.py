@@ -412,8 +412,10 @@ def test_links_given_twice_are_kept_once_in_the_order_given(cli):
     first = cli.ok("add", "The cache is Redis 7", "--json").json()["id"]
     second = cli.ok("add", "The queue is RabbitMQ", "--json").json()["id"]
     third = cli.ok("add", "The proxy is nginx", "--json").json()["id"]
+    # Prefixes of 10 characters or more: the first 10 are the millisecond, so a shorter one
+    # can also match the next note, made within the same 32 ms (memctl/core/ids.py).
     added = cli.ok("episode", "add", "--goal", "Move the cache", "--outcome", "completed",
-                   "--link", second, "--link", first[:10], "--link", second[:9],
+                   "--link", second, "--link", first[:10], "--link", second[:11],
                    "--link", first, "--json", env=NOW).json()
     assert added["links"] == [second, first]
     updated = cli.ok("episode", "update", added["id"], "--link", first, "--link", third,

@@ -287,7 +287,7 @@ def test_add_and_show_answer_as_the_typer_app(tmp_path: Path) -> None:
     assert [(row["title"], row["importance"], row["tags"]) for row in listed["fast"]] == \
         [(row["title"], row["importance"], row["tags"]) for row in listed["slow"]]
     first = listed["fast"][-1]["id"]
-    for args in (["show", first, "--json"], ["show", first], ["show", first[:8]],
+    for args in (["show", first, "--json"], ["show", first], ["show", first[:10]],
                  ["show", "zzzzzzzz"], ["show", "../x"]):
         fast = run_memctl(*args, store=stores["fast"], env={"COLUMNS": "100"})
         slow = run_memctl(*args, store=stores["fast"],

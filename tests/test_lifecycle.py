@@ -189,7 +189,7 @@ def test_archive_and_restore_round_trip(cli: Cli) -> None:
     notes = _make_aged_store(cli)
     original = (cli.store / notes["old"]["path"]).read_text()
     cli.ok("archive", env=SWEEP)
-    restored = cli.ok("restore", notes["old"]["id"][:9], "--json", env=SWEEP).json()
+    restored = cli.ok("restore", notes["old"]["id"][:10], "--json", env=SWEEP).json()
     assert restored["path"] == notes["old"]["path"] and restored["status"] == "active"
     assert restored["from"] == notes["old"]["path"].replace("/notes/", "/archive/")
     text = (cli.store / notes["old"]["path"]).read_text()
