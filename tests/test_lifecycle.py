@@ -412,6 +412,45 @@ def test_a_note_memctl_cannot_change_in_place_is_kept_and_the_sweep_goes_on(
     assert undone.exit_code == 0, undone.stderr
 
 
+def test_notes_the_sweep_cannot_change_leave_the_plan_in_linear_time(
+        store_path: Path, monkeypatch) -> None:
+    """Half the expired notes cannot be changed in place, interleaved with the others: each
+    is kept, the rest archived, and no note of the plan is looked for in it again (a
+    removal per failure scanned the list: quadratic in the failures)."""
+    from memctl.memory import lifecycle
+    from memctl.store import Store
+
+    Store.init(store_path)
+    folder = store_path / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    pairs = 150
+    for number in range(pairs):
+        (folder / f"n{number:04d}-a.md").write_text(
+            f"---\nid: plain{number:04d}\nexpires: 2026-01-01\n"
+            f"created: 2025-01-01T00:00:00Z\n---\nA plain note {number}.\n")
+        (folder / f"n{number:04d}-b.md").write_text(
+            f"---\n{{id: flow{number:04d}, expires: 2026-01-01,"
+            f" created: 2025-01-01T00:00:00Z}}\n---\nA flow-style note {number}.\n")
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "hand-dropped notes")
+    compared = 0
+    equal = lifecycle.SweepItem.__eq__
+
+    def counting(self, other):
+        nonlocal compared
+        compared += 1
+        return equal(self, other)
+
+    monkeypatch.setattr(lifecycle.SweepItem, "__eq__", counting)
+    monkeypatch.setenv("MEMCTL_NOW", SWEEP["MEMCTL_NOW"])
+    plan = lifecycle.run_sweep(Store(store_path))
+    assert sorted(item.id for item in plan.archive) == [f"plain{n:04d}" for n in range(pairs)]
+    assert sorted(item.id for item in plan.kept) == [f"flow{n:04d}" for n in range(pairs)]
+    assert all("cannot change" in item.reason for item in plan.kept)
+    assert compared <= pairs, f"{compared} comparisons of plan items for {2 * pairs} notes"
+    assert git(store_path, "status", "--porcelain") == ""
+
+
 def test_a_sweep_that_fails_half_way_leaves_the_store_as_it_was(sample_store: Path) -> None:
     # The sweep writes the demotions, then moves notes in path order; the last notes' folder
     # cannot be written, so the failure comes after other notes were already changed.

@@ -227,19 +227,24 @@ def _prepare_sweep(store: Store, plan: SweepPlan, moment: datetime) -> list[_Ste
     steps: list[_Step] = []
     taken: set[str] = set()
     for action, items in ((DEMOTE, plan.demote), (ARCHIVE, plan.archive)):
-        for item in list(items):
+        # The notes that stay in the plan, rebuilt in one pass: a removal per note that
+        # cannot be changed scanned the list each time, quadratic in the failures
+        # (tests/test_lifecycle.py).
+        changeable: list[SweepItem] = []
+        for item in items:
             try:
                 step = (_demote(store, item, moment) if action == DEMOTE
                         else _archive(store, item, moment, taken))
             except (MemctlError, OSError) as exc:
-                items.remove(item)
                 item.action = "keep"
                 item.target = item.new_importance = None
                 item.reason = f"{item.reason}; kept: memctl cannot change it ({exc})"
                 plan.kept.append(item)
                 continue
+            changeable.append(item)
             taken.add(step.target)
             steps.append(step)
+        items[:] = changeable
     return steps
 
 
