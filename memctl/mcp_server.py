@@ -112,6 +112,7 @@ DEFAULT_HTTP_PORT = 8765
 HTTP_PATH = "/mcp"
 PROJECT_MEMORY_ACTIONS = ("show", "add", "replace")
 SCOPES = ("project", "global")
+ECHOED_QUERY_CHARS = 200  # of a query a search result repeats (`echoed`)
 
 INSTRUCTIONS = """\
 memctl is long-term memory kept as Markdown files in git, shared with the user (they read and
@@ -968,6 +969,14 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     def lines(*parts: str) -> str:
         return "\n".join(part for part in parts if part)
 
+    def echoed(query: str) -> str:
+        """The query as a result repeats it: its first ECHOED_QUERY_CHARS characters, then
+        `…`. A search reads no more than its first words (`truncated`), and a 1 MB query was
+        sent back twice, in the text and the structured content (docs/agents.md)."""
+        if len(query) <= ECHOED_QUERY_CHARS:
+            return query
+        return query[:ECHOED_QUERY_CHARS] + "…"
+
     def note_line(row: dict[str, Any]) -> str:
         date = str(row.get("updated") or row.get("created") or "")[:10]
         status = "" if row.get("status") in (None, "active") else f", {row['status']}"
@@ -1122,12 +1131,13 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 all_projects=all_projects, types=[type] if type else [], tags=tags or [],
                 since=since, limit=limit, include_stale=include_stale)
         hits = [hit.to_dict() for hit in found.hits]
-        data = {"query": query, "hits": hits, "truncated": found.truncated,
+        shown = echoed(query)
+        data = {"query": shown, "hits": hits, "truncated": found.truncated,
                 "unreadable_files": [str(error) for error in found.parse_errors],
                 "stale_matches": found.stale_matches,
                 "other_project_matches": found.other_project_matches}
         if not hits and (found.stale_matches or found.other_project_matches):
-            text = lines(f"No live entry matches {query!r}"
+            text = lines(f"No live entry matches {shown!r}"
                          + ("" if all_projects else " in this project or global") + ".",
                          *([f"{found.stale_matches} stale (superseded, archived or expired) "
                             "entries do: include_stale shows them."]
@@ -1137,10 +1147,10 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                             "all_projects shows them."]
                            if found.other_project_matches else []))
         elif not hits:
-            text = (f"No entry matches {query!r}. Try other words, fewer words, or "
+            text = (f"No entry matches {shown!r}. Try other words, fewer words, or "
                     "include_stale / all_projects.")
         else:
-            text = lines(f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r}, "
+            text = lines(f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {shown!r}, "
                          "best first:",
                          *(f"{number}. `{hit['id']}` ({hit.get('type') or hit['kind']}, "
                            f"{hit['project']}) {hit['title']} — {hit['snippet']}"

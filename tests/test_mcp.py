@@ -1201,6 +1201,22 @@ def test_a_search_that_finds_nothing_here_names_the_matches_of_other_projects(mc
     assert len(there["hits"]) == 1 and there["other_project_matches"] == 0
 
 
+def test_a_search_repeats_no_more_than_the_start_of_a_long_query(mcp):
+    """A 1 MB query (one word after another) is answered, its hits found by its first
+    words, and the answer repeats only the query's first 200 characters, in the text and
+    in the structured content: the whole query came back twice."""
+    mcp.ok("remember", {"text": "The wombat burrow is checked weekly", "project": "zoo-north"})
+    query = "wombat " + " ".join(f"filler{number}" for number in range(120_000))
+    assert len(query) > 1_000_000
+    text, found = mcp.ok("search", {"query": query, "project": "zoo-north"})
+    assert [hit["title"] for hit in found["hits"]] == ["The wombat burrow is checked weekly"]
+    assert found["truncated"] is True and found["query"] == query[:200] + "…"
+    assert len(text) < 2_000 and repr(query[:200] + "…") in text
+    short = "wombat burrow"
+    text, found = mcp.ok("search", {"query": short, "project": "zoo-north"})
+    assert found["query"] == short and repr(short) in text
+
+
 def test_show_names_the_links_of_an_imported_note(mcp, tmp_path):
     """A [[wikilink]] between two imported notes: `show` names the linked id in its text
     (the body keeps only the title), as `memctl show` does (docs/sync.md)."""
