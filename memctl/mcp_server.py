@@ -43,6 +43,7 @@ from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
 from memctl.core.errors import Front, MemctlError, arg
 from memctl.core.ids import VALID_ID
+from memctl.core.jsontop import top_level_scalars
 from memctl.core.sections import MEMORY_SECTIONS
 from memctl.core.textfile import is_utf8_name
 from memctl.core.vocab import (
@@ -234,10 +235,11 @@ async def _serve_stdio(server: Any) -> None:
 
 
 def unreadable_request(error: Exception) -> Any | None:
-    """The JSON-RPC error answering a line the SDK could not read (its validation `error`),
-    when that line is a request whose id can be read; else None (a notification, or a line
-    that is no JSON: nothing can say which request it was). Linear in the line's size."""
-    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError
+    """The JSON-RPC error answering a line the SDK could not read (its validation `error`):
+    for that request's id when the line is a request whose id can be read, at the top level
+    of the line however deeply it nests; with no id (null, as JSON-RPC says) for a line that
+    is no JSON; else None (a notification, a response). Linear in the line's size."""
+    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
     from pydantic import ValidationError
 
     problems = error.errors() if isinstance(error, ValidationError) else []
@@ -252,17 +254,30 @@ def unreadable_request(error: Exception) -> Any | None:
                                                          else 1))),
                 None)
     try:
-        if isinstance(line, str | bytes):
-            line = json.loads(line)  # Python's reader takes a lone surrogate
-        if not isinstance(line, dict) or "method" not in line:
-            return None
-        ident = line.get("id")
+        if isinstance(line, bytes):
+            line = line.decode("utf-8")
+        if isinstance(line, str) and not line.strip():
+            return None  # a blank line between messages: nothing was asked
+        if isinstance(line, str):
+            try:
+                line = json.loads(line)  # Python's reader takes a lone surrogate
+            except RecursionError:  # nested deeper than it reads: the top level alone
+                line = top_level_scalars(line)
+                if line is None:
+                    raise ValueError("no JSON") from None
+    except ValueError:
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(
+            code=PARSE_ERROR, message="not JSON: each line must be one JSON-RPC message"))
+    if not isinstance(line, dict) or "method" not in line:
+        return None
+    ident = line.get("id")
+    try:
         if isinstance(ident, bool) or not isinstance(ident, int | str) \
                 or not is_utf8_name(json.dumps(ident, ensure_ascii=False)):
             return None
         readable = is_utf8_name(json.dumps(line, ensure_ascii=False))
     except (ValueError, RecursionError):
-        return None  # no JSON, or nested deeper than Python reads: no id to answer
+        return None  # an object the SDK read, deeper than Python writes: no id to trust
     if readable:
         code, message = INVALID_REQUEST, "not a JSON-RPC request this server can read"
     else:

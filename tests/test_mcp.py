@@ -805,12 +805,21 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
             answer = ask(call(ident, tool, arguments))
             assert answer["id"] == ident and answer["error"]["code"] == -32602, answer
             assert "lone surrogate" in answer["error"]["message"]
-        server.stdin.write("{not json\n")  # no id to answer: nothing, and the server goes on
+        # No JSON: a parse error without an id (JSON-RPC's null), and the server goes on; a
+        # blank line between messages is passed over.
+        server.stdin.write("\n")
+        answer = ask("{not json")
+        assert answer["id"] is None and answer["error"]["code"] == -32700, answer
         # Deeper than any JSON reader goes (Python's raised RecursionError, which ended the
-        # server), and an id nested in what is no request: nothing is answered for either.
-        deep = "[" * 5000 + "]" * 5000
-        server.stdin.write(f'{{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": '
-                           f'{{"a": {deep}}}}}\n')
+        # server): answered by the id at its top level (it was left unanswered), and one
+        # whose brackets do not close is no JSON.
+        deep = "[" * 5000 + '"]}"' + "]" * 5000  # a string holding brackets, deep down
+        answer = ask(f'{{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": '
+                     f'{{"a": {deep}}}}}')
+        assert answer["id"] == 5 and answer["error"]["code"] == -32600, answer
+        answer = ask(f'{{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {deep[:-1]}}}')
+        assert answer["id"] is None and answer["error"]["code"] == -32700, answer
+        # An id nested in what is no request (a response): nothing is answered.
         server.stdin.write('{"jsonrpc": "2.0", "id": 3, "error": {"method": "x", "id": 4}}\n')
         answer = ask('{"jsonrpc": "2.0", "id": 9, "method": 3}')
         assert answer["id"] == 9 and answer["error"]["code"] == -32600, answer
