@@ -322,6 +322,105 @@ HOSTILE = {
         pairs = similar_pairs([(str(n), a[n:]) for n in range(40)])
         assert len(pairs) == 40 * 39 // 2
     """,
+    "zip: 40,000 links, then 40,000 notes": """
+        import stat, tempfile, zipfile
+        from pathlib import Path
+        from memctl.exchange.bundle import read_zip_members
+        path = Path(tempfile.mkdtemp()) / "links.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+            for number in range(40_000):
+                info = zipfile.ZipInfo(f"p/notes/fact/link{number}.md")
+                info.external_attr = (stat.S_IFLNK | 0o777) << 16
+                archive.writestr(info, b"x")
+            for number in range(40_000):
+                archive.writestr(f"p/notes/fact/n{number}.md", b"hello\\n")
+        raw, problems = read_zip_members(path)
+        assert len(raw) == 40_000 and len(problems) == 40_000
+        assert {problem.reason for problem in problems} == {"a symbolic link"}
+    """,
+    "conflicts diff: 480,000 shared lines of 150 kinds, then one that differs": """
+        from memctl.exchange.conflicts import unified_diff
+        shared = "".join(f"line {number % 150}\\n" for number in range(480_000))
+        diff = unified_diff(shared + "old tail\\n", shared + "new tail\\n", "a.md", "b.md")
+        assert diff == ("--- a.md\\n+++ b.md\\n@@ -479998,4 +479998,4 @@\\n line 147\\n"
+                        " line 148\\n line 149\\n-old tail\\n+new tail\\n")
+    """,
+    "mem0: an id given 40,000 times after 40,000 ids numbered as its repeats": """
+        import json, tempfile
+        from pathlib import Path
+        from memctl.exchange.importers.mem0 import import_mem0
+        records = [{"id": f"X#{k}", "memory": f"m{k}", "state": "deleted"}
+                   for k in range(2, 40_002)]
+        records += [{"id": "X", "memory": f"text {k}", "state": "deleted"} for k in range(40_000)]
+        records.append({"id": "X", "memory": "the last one"})
+        path = Path(tempfile.mkdtemp()) / "export.json"
+        path.write_text(json.dumps(records))
+        imported = import_mem0(path, "demo")
+        [note] = imported.notes
+        assert imported.found == 80_001 and b'source_key: "mem0:export.json#X#80001"' in note.data
+    """,
+    "markdown: 100,000 links and embeds of names 2,001 files share": """
+        import tempfile
+        from pathlib import Path
+        from memctl.exchange.importers.markdown import import_markdown
+        root = Path(tempfile.mkdtemp()) / "vault"
+        for number in range(2_000):
+            folder = root / f"d{number:04d}" / "deeper"
+            folder.mkdir(parents=True)
+            (folder / "x.md").write_text(f"namesake {number}\\n")
+            (folder / "a.png").write_bytes(b"png")
+        (root / "a-top").mkdir()
+        (root / "a-top" / "x.md").write_text("the shortest path\\n")
+        (root / "a-top" / "a.png").write_bytes(b"png at the top")
+        (root / "hub.md").write_text("links: " + "[[x]] ![[a.png]] " * 100_000 + "\\n")
+        imported = import_markdown(root, "demo")
+        by_source = {note.data.split(b"imported_from: ")[1].split(b"\\n")[0]: note.data
+                     for note in imported.notes}
+        top = by_source[b"a-top/x.md"].split(b"id: ")[1].split(b"\\n")[0]
+        assert f"links: [{top.decode()}]\\nattachments: [a-top/a.png]\\n".encode() \\
+            in by_source[b"hub.md"]
+    """,
+    "import: 16,000 new project folders checked for case twins": """
+        import tempfile
+        from pathlib import Path
+        from memctl.core.errors import MemctlError
+        from memctl.exchange.transfer import check_targets
+        from memctl.store import Store
+        root = Path(tempfile.mkdtemp()) / "store"
+        Store.init(root)
+        (root / "Zeta").mkdir()
+        store = Store(root)
+        writes = [f"p{number:05d}/notes/fact/n.md" for number in range(16_000)]
+        check_targets(store, writes, [])
+        for names, path in ((("Zeta", "zeta"), "zeta/notes/fact/z.md"),
+                            (("P00007", "p00007"), "P00007/notes/fact/z.md")):
+            try:
+                check_targets(store, [*writes, path], [])
+            except MemctlError as exc:
+                assert all(f"'{name}'" in str(exc) for name in names), exc
+            else:
+                raise AssertionError(f"{path} taken beside its case twin")
+    """,
+    "re-import: 40 notes whose source keys have 30,000 parts": """
+        import tempfile
+        from datetime import UTC, datetime
+        from pathlib import Path
+        from memctl.exchange.reimport import plan_reimport
+        from memctl.exchange.snapshot import snapshot
+        key = "markdown:vault#" + "#".join("a" for _ in range(30_000))
+        raw = {}
+        for number in range(40):
+            note_id = f"abcdefghjkmn{number:04d}"
+            text = (f"---\\nid: {note_id}\\ntype: fact\\nproject: demo\\n"
+                    f"source_key: '{key}#{number}'\\nimport_hash: 0000000000000000\\n---\\nbody\\n")
+            raw[f"demo/notes/fact/n-{note_id}.md"] = (text.encode(), 0.0)
+        local = snapshot(Path(tempfile.mkdtemp()), raw=raw)
+        for kept, conflicts in (("markdown:vault#b.md", 40), ("markdown:vault#a#a", 0)):
+            plan = plan_reimport(local, [], [], scope="markdown:vault", kept={kept},
+                                 project="demo", moment=datetime(2026, 11, 30, tzinfo=UTC),
+                                 templates={"memory": "", "scratchpad": ""})
+            assert len(plan.conflicts) == conflicts and plan.retired == []
+    """,
 }
 
 
@@ -332,6 +431,33 @@ def test_hostile_text_costs_linear_time(code):
                           capture_output=True, text=True, timeout=TIMEOUT, cwd=root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_a_sync_bringing_80_000_likely_secrets_reports_each_once(tmp_path):
+    """Another machine's note of 80,000 tokens, one a line (committed there by hand: memctl
+    refuses to write one): the sync that brings it names each once, in linear time (each
+    finding was looked for in the list of those before it)."""
+    import random
+    import string
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    there, here = tmp_path / "there", tmp_path / "here"
+    ok("init", str(there), store=there)
+    ok("sync", "--remote", str(remote), store=there)
+    ok("init", str(here), "--clone", str(remote), store=here)
+    rng = random.Random(7)
+    tokens = ["ghp_" + "".join(rng.choice(string.ascii_letters + string.digits)
+                               for _ in range(36)) for _ in range(80_000)]
+    folder = there / "default" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokens-abcdefghjkmnpqrs.md").write_text(
+        "---\nid: abcdefghjkmnpqrs\ntype: fact\nproject: default\n---\n"
+        + "".join(f"token {token}\n" for token in tokens), encoding="utf-8")
+    ok("sync", store=there)
+    report = json.loads(ok("sync", "--json", store=here).stdout)
+    told = [(item["line"], item["masked"]) for item in report["received_secrets"]]
+    assert len(told) == len(set(told)) > 79_000
 
 
 # --- the linear rewrites give what the old regular expressions gave --------------------------

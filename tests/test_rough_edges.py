@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SAMPLE, Cli, edit, git, machine, tree_snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 T = ["2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z", "2026-11-30T11:00:00.000Z",
      "2026-11-30T12:00:00.000Z"]
@@ -177,6 +179,56 @@ def test_conflicts_diff_of_a_big_reordered_copy_is_whole(tmp_path):
         subprocess.run(["patch", "-s", "-o", str(tmp_path / "b.md"), str(tmp_path / "a.md"),
                         str(tmp_path / "d.patch")], check=True)
         assert (tmp_path / "b.md").read_text() == new
+
+
+def _apply_unified(old: str, diff: str) -> str:
+    """`diff` (a unified diff of memctl's, from `old`) applied to `old`: each hunk's context
+    and removed lines must be `old`'s lines at the place its header names."""
+    marker = "\\ No newline at end of file\n"
+    lines = old.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n" + marker
+    rows = diff.splitlines(keepends=True)[2:]
+    out: list[str] = []
+    done = row = 0
+    while row < len(rows):
+        header = rows[row].split()
+        start, _, length = header[1][1:].partition(",")
+        begin = int(start) - (1 if length != "0" else 0)
+        out.extend(lines[done:begin])
+        done, row = begin, row + 1
+        while row < len(rows) and not rows[row].startswith("@@"):
+            sign, body = rows[row][0], rows[row][1:]
+            if row + 1 < len(rows) and rows[row + 1] == marker:
+                body, row = body + marker, row + 1
+            if sign in " -":
+                assert lines[done] == body, (done, lines[done], body)
+                done += 1
+            if sign in " +":
+                out.append(body)
+            row += 1
+    return "".join(out + lines[done:]).replace("\n" + marker, "")
+
+
+LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "x"]), max_size=16)
+
+
+@settings(max_examples=500, deadline=None)
+@given(LINES, LINES, LINES, LINES)
+def test_a_conflicts_diff_turns_the_current_version_into_the_copy(shared, old, new, tail):
+    """Whatever the two versions (a shared start and end, and what differs between: difflib
+    reads only that and its context), the diff applied to the current version gives the
+    copy, line for line, and no diff at all when their lines are the same."""
+    from memctl.exchange.conflicts import unified_diff
+
+    current = "".join(shared + old + tail)
+    copy = "".join(shared + new + tail)
+    diff = unified_diff(current, copy, "a.md", "b.md")
+    if current.splitlines(keepends=True) == copy.splitlines(keepends=True):
+        assert diff == ""
+    else:
+        assert diff.startswith("--- a.md\n+++ b.md\n@@ -")
+        assert _apply_unified(current, diff) == copy
 
 
 # --- 5. the merge driver through PATH ----------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,12 +57,32 @@ def case_key(name: str) -> str:
 
 
 def twin_among(name: str, names: set[str]) -> str | None:
-    """The project name of `names` that differs from `name` only in case (`case_key`)."""
-    key = case_key(name)
-    for other in sorted(names):
-        if other != name and case_key(other) == key and valid_project_name(other):
-            return other
-    return None
+    """The project name of `names` that differs from `name` only in case (`case_key`): the
+    first in order, if there are more."""
+    return CaseTwins(names).twin(name)
+
+
+class CaseTwins:
+    """Project names by `case_key`, for many questions about one set: each is one look-up,
+    where `twin_among` goes through every name (an import making thousands of project
+    folders asked it for each one: quadratic, tests/test_linear_time.py)."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self._by_key: dict[str, list[str]] = {}
+        for name in sorted(names):
+            self.add(name)
+
+    def add(self, name: str) -> None:
+        """One more name (the first of its key stays the one `twin` gives)."""
+        if valid_project_name(name):
+            self._by_key.setdefault(case_key(name), []).append(name)
+
+    def twin(self, name: str) -> str | None:
+        """The name here that differs from `name` only in case, else None."""
+        for other in self._by_key.get(case_key(name), ()):
+            if other != name:
+                return other
+        return None
 
 
 class StoreFiles:

@@ -404,6 +404,14 @@ def read_zip_members(source: Path, limits: Limits | None = None) -> tuple[dict[s
 def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Problem]]:
     problems: list[Problem] = []
     raw: dict[str, bytes] = {}
+    hostile = False  # a bomb or an entry over a limit met: nothing more is decompressed
+
+    def met(problem: Problem) -> None:
+        nonlocal hostile
+        problems.append(problem)
+        # Told as each problem comes: a pass over every problem met so far, made for each
+        # entry, was quadratic in them (tests/test_linear_time.py).
+        hostile = hostile or "bomb" in problem.reason or "over the" in problem.reason
     try:
         archive = zipfile.ZipFile(source)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -420,31 +428,31 @@ def _read_zip(source: Path, limits: Limits) -> tuple[dict[str, bytes], list[Prob
             name = info.filename
             reason = path_problem(name)
             if reason:
-                problems.append(Problem(name, reason))
+                met(Problem(name, reason))
                 continue
             mode = info.external_attr >> 16
             if info.is_dir():
                 continue
             if stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: the zip tool recorded no type
                 what = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
-                problems.append(Problem(name, what))
+                met(Problem(name, what))
                 continue
             if info.flag_bits & 0x1:
-                problems.append(Problem(name, "encrypted entry"))
+                met(Problem(name, "encrypted entry"))
                 continue
             if name in raw:
-                problems.append(Problem(name, "appears twice in the archive"))
+                met(Problem(name, "appears twice in the archive"))
                 continue
-            if problems and any("bomb" in p.reason or "over the" in p.reason for p in problems):
+            if hostile:
                 continue  # stop decompressing anything once the archive is known hostile
             budget = min(limits.max_entry_bytes, limits.max_total_bytes - total)
             try:
                 data, reason = _bounded_read(archive, info, budget, limits, archive_bytes)
             except DECOMPRESS_ERRORS as exc:
-                problems.append(Problem(name, f"cannot be read: {exc}"))
+                met(Problem(name, f"cannot be read: {exc}"))
                 continue
             if reason:
-                problems.append(Problem(name, reason))
+                met(Problem(name, reason))
                 continue
             assert data is not None
             total += len(data)

@@ -115,17 +115,46 @@ def unified_diff(old: str, new: str, old_name: str, new_name: str, context: int 
     end = 0
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
-    if max(len(a), len(b)) - start - end <= MAX_MATCHED_LINES:
-        return "".join(difflib.unified_diff(a, b, old_name, new_name, n=context))
     first = max(0, start - context)
     a_stop, b_stop = len(a) - max(0, end - context), len(b) - max(0, end - context)
     head = f"--- {old_name}\n+++ {new_name}\n"
+    if max(len(a), len(b)) - start - end <= MAX_MATCHED_LINES:
+        # difflib on the differing part and its context alone: on the whole texts its
+        # matcher's cost grew with the lines the two have in common, quadratic in a long
+        # shared start of repeated lines (tests/test_linear_time.py).
+        return head + _hunks(a[first:a_stop], b[first:b_stop], first, context)
     hunk = (f"@@ -{_span(first, a_stop)} +{_span(first, b_stop)} @@\n"
             + "".join(" " + line for line in a[first:start])
             + "".join("-" + line for line in a[start:len(a) - end])
             + "".join("+" + line for line in b[start:len(b) - end])
             + "".join(" " + line for line in a[len(a) - end:a_stop]))
     return head + hunk
+
+
+def _hunks(a: list[str], b: list[str], offset: int, context: int) -> str:
+    """The hunks `difflib.unified_diff` writes for `a` and `b`, their lines numbered from
+    `offset` (where they start in the whole texts)."""
+    out: list[str] = []
+    for group in difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(context):
+        out.append(f"@@ -{_range(offset + group[0][1], offset + group[-1][2])} "
+                   f"+{_range(offset + group[0][3], offset + group[-1][4])} @@\n")
+        for tag, a_from, a_to, b_from, b_to in group:
+            if tag == "equal":
+                out.extend(" " + line for line in a[a_from:a_to])
+                continue
+            if tag in ("replace", "delete"):
+                out.extend("-" + line for line in a[a_from:a_to])
+            if tag in ("replace", "insert"):
+                out.extend("+" + line for line in b[b_from:b_to])
+    return "".join(out)
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's range as difflib writes it: `5` for one line, `4,0` for none, else `5,3`."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start if length == 0 else start + 1},{length}"
 
 
 def _span(first: int, stop: int) -> str:

@@ -156,6 +156,7 @@ def _bookkeep(plan: ReimportPlan, path: str, text: str, stamped: bool, updates: 
 def _retire(plan: ReimportPlan, local: Snapshot, incoming: set[str], scope: str, kept: set[str],
             project: str, moment: datetime) -> None:
     prefix = scope + "#"
+    kept_tree = _kept_tree(kept)
     for key, entry in sorted(local.entries.items()):
         if entry.kind != "note" or key in incoming or not entry.path.startswith(project + "/") \
                 or b"source_key" not in entry.data:
@@ -164,7 +165,7 @@ def _retire(plan: ReimportPlan, local: Snapshot, incoming: set[str], scope: str,
         parsed = parse_text(text)
         source_key = parsed.meta.get("source_key")
         if parsed.problem is not None or not isinstance(source_key, str) \
-                or not source_key.startswith(prefix) or _kept(source_key, kept) \
+                or not source_key.startswith(prefix) or _kept(source_key, kept_tree) \
                 or parsed.meta.get("source_gone"):
             continue
         gone = format_time(moment)
@@ -187,11 +188,32 @@ def _retire(plan: ReimportPlan, local: Snapshot, incoming: set[str], scope: str,
         plan.retired.append(key_name(key))
 
 
-def _kept(source_key: str, kept: set[str]) -> bool:
+def _kept_tree(kept: set[str]) -> dict:
+    """The kept keys as a tree of their `#`-separated parts: a key ends at a node holding
+    None (no part is None)."""
+    tree: dict = {}
+    for key in kept:
+        node = tree
+        for part in key.split("#"):
+            node = node.setdefault(part, {})
+        node[None] = True
+    return tree
+
+
+def _kept(source_key: str, kept_tree: dict) -> bool:
     """Whether a record, or the file it is a section of, is still in the source but was left
-    out as invalid (`scope#file` keeps `scope#file#section` too)."""
-    parts = source_key.split("#")
-    return any("#".join(parts[:end]) in kept for end in range(2, len(parts) + 1))
+    out as invalid (`scope#file` keeps `scope#file#section` too): a kept key of two parts or
+    more that `source_key`'s parts start with. Each part is looked at once: joining the
+    parts again for each length was quadratic in a key of many parts
+    (tests/test_linear_time.py)."""
+    node = kept_tree
+    for depth, part in enumerate(source_key.split("#"), start=1):
+        node = node.get(part)
+        if node is None:
+            return False
+        if depth >= 2 and None in node:
+            return True
+    return False
 
 
 # --- MEMORY.md and SCRATCHPAD.md blocks ---------------------------------------------------------

@@ -661,12 +661,22 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     arrived = {p: (root / p).read_bytes() for p in changed if p.endswith(".md")
                and not p.startswith(".conflicts/")
                and (root / p).is_file() and not (root / p).is_symlink()}
-    report.received_secrets.extend(item for item in carried(arrived)
-                                   if item not in report.received_secrets)
+    # Each finding once, told by its fields (a look-up in the list per finding was
+    # quadratic in a note of thousands of likely secrets: tests/test_linear_time.py).
+    told = {_finding_key(item) for item in report.received_secrets}
+    for item in carried(arrived):
+        if _finding_key(item) not in told:
+            told.add(_finding_key(item))
+            report.received_secrets.append(item)
     report.counters_not_merged = absorb_counters(
         store, {p: (root / p).read_bytes() for p in changed
                 if p.startswith(".counters/") and (root / p).is_file()})
     refresh_index(store, changed)
+
+
+def _finding_key(item: dict[str, object]) -> tuple[object, ...]:
+    """What tells two findings of `carried` apart (`{"path", "line", "kind", "masked"}`)."""
+    return item["path"], item["line"], item["kind"], item["masked"]
 
 
 def refused_from_remote(path: str, mode: str) -> bool:
@@ -877,11 +887,15 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
     report.revived.extend(key_name(key) for key, outcome in result.outcomes.items()
                           if outcome.revived)
     modes = {(p, oid): mode for s in trees.values() for p, (mode, oid) in s.items()}
+    # The mode of a blob at another path (a conflict copy's): the first met, as `modes`
+    # holds them, found at once (a pass over `modes` per entry was quadratic in conflicts).
+    mode_of_blob: dict[str, str] = {}
+    for (_path, oid), mode in modes.items():
+        mode_of_blob.setdefault(oid, mode)
     final = {p: v for p, v in trees["ours"].items() if p not in relevant}
     new_blobs = []
     for entry in result.entries.values():
-        mode = modes.get((entry.path, entry.oid)) or next(
-            (m for (p, o), m in modes.items() if o == entry.oid), "100644")
+        mode = modes.get((entry.path, entry.oid)) or mode_of_blob.get(entry.oid, "100644")
         final[entry.path] = (mode, entry.oid)
         if entry.oid not in blobs:
             new_blobs.append(entry.data)

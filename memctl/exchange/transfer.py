@@ -48,7 +48,7 @@ from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
 from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE
-from memctl.disk.storefiles import case_twin_problem, twin_among
+from memctl.disk.storefiles import CaseTwins, case_twin_problem
 from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
@@ -591,11 +591,12 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
     root = Path(store.root)
     present = store.top_folders()
     made: set[str] = set()  # the project folders the import makes
+    present_twins, made_twins = CaseTwins(present), CaseTwins()
     for path in sorted(writes):
         top, slash, _rest = path.partition("/")
         if not slash or top in present or top in made or not valid_project_name(top):
             continue
-        twin = twin_among(top, present) or twin_among(top, made)
+        twin = present_twins.twin(top) or made_twins.twin(top)
         if twin is not None:
             problem = case_twin_problem(path, twin, existing=twin in present)
             raise MemctlError(
@@ -604,6 +605,7 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
                 f"store's projects keep their names: rename one of the two folders, then "
                 f"import again")
         made.add(top)
+        made_twins.add(top)
     for path in sorted(set(writes) | set(removes)):
         store.resolve(path)
         parts = path.split("/")

@@ -83,9 +83,11 @@ class _Vault:
 
     ids: dict[str, str] = field(default_factory=dict)  # rel -> note id
     by_path: dict[str, str] = field(default_factory=dict)
-    by_name: dict[str, list[str]] = field(default_factory=dict)
+    # name -> the note of that name with the shortest path, as Obsidian resolves `[[name]]`
+    # (kept as each is learnt: a `min` over every namesake per link was quadratic).
+    by_name: dict[str, str] = field(default_factory=dict)
     by_alias: dict[str, str] = field(default_factory=dict)
-    attachments: dict[str, list[str]] = field(default_factory=dict)  # name -> rels
+    attachments: dict[str, str] = field(default_factory=dict)  # name -> the shortest rel
     attachment_paths: set[str] = field(default_factory=set)
     embedded_by: dict[str, list[str]] = field(default_factory=dict)  # attachment -> notes
 
@@ -103,7 +105,7 @@ def import_markdown(source: Path, project: str) -> Imported:
         # linked note: never taken for an attachment, never followed (docs/security.md).
         if not rel.lower().endswith(".md") and not path.is_symlink():
             vault.attachment_paths.add(rel)
-            vault.attachments.setdefault(rel.rsplit("/", 1)[-1].lower(), []).append(rel)
+            _keep_shortest(vault.attachments, rel.rsplit("/", 1)[-1].lower(), rel)
             continue
         imported.found += 1
         text, problem = read_text_file(path, rel)
@@ -189,7 +191,7 @@ def _learn(vault: _Vault, rel: str, meta: dict[str, Any], note_id: str) -> None:
     stem = rel[:-3].lower()
     vault.ids[rel] = note_id
     vault.by_path[stem] = rel
-    vault.by_name.setdefault(stem.rsplit("/", 1)[-1], []).append(rel)
+    _keep_shortest(vault.by_name, stem.rsplit("/", 1)[-1], rel)
     aliases = meta.get("aliases") or meta.get("alias")
     for alias in aliases if isinstance(aliases, list) else [aliases] if aliases else []:
         if isinstance(alias, str) and alias.strip():
@@ -204,9 +206,7 @@ def _resolve_note(vault: _Vault, target: str, from_rel: str) -> str | None:
         if candidate in vault.by_path:
             return vault.by_path[candidate]
     named = vault.by_name.get(wanted.rsplit("/", 1)[-1])
-    if named:
-        return min(named, key=lambda rel: (rel.count("/"), rel))  # Obsidian: the shortest path
-    return vault.by_alias.get(wanted)
+    return named if named is not None else vault.by_alias.get(wanted)
 
 
 def _resolve_attachment(vault: _Vault, target: str, from_rel: str) -> str | None:
@@ -215,8 +215,15 @@ def _resolve_attachment(vault: _Vault, target: str, from_rel: str) -> str | None
     for candidate in (nearby, wanted.lstrip("/")):
         if candidate in vault.attachment_paths:
             return candidate
-    named = vault.attachments.get(wanted.rsplit("/", 1)[-1].lower())
-    return min(named, key=lambda rel: (rel.count("/"), rel)) if named else None
+    return vault.attachments.get(wanted.rsplit("/", 1)[-1].lower())
+
+
+def _keep_shortest(by_name: dict[str, str], name: str, rel: str) -> None:
+    """`rel` under `name` if it is the first of that name or has a shorter path (fewer
+    folders, then first in order) than the one kept: the file Obsidian links to."""
+    kept = by_name.get(name)
+    if kept is None or (rel.count("/"), rel) < (kept.count("/"), kept):
+        by_name[name] = rel
 
 
 def references(body: str, rel: str, vault: _Vault) -> tuple[list[str], list[str], list[str]]:

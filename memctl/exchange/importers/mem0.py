@@ -70,6 +70,9 @@ def import_mem0(source: Path, project: str) -> Imported:
     imported.found = len(memories)
     # identity -> {text: where it was first}: what each identity already stands for.
     taken: dict[str, dict[str, str]] = {}
+    # identity -> the first number `identity#n` not yet looked at: each is looked at once
+    # (counting up from the start again for every repeat was quadratic in the repeats).
+    next_number: dict[str, int] = {}
     for item in memories:
         record = item.record
         memory = record.get("memory") or record.get("text") or record.get("content")
@@ -87,9 +90,11 @@ def import_mem0(source: Path, project: str) -> Imported:
             continue
         texts[memory.strip()] = item.label
         if len(texts) > 1:  # the id again with another text: a memory of its own, numbered
-            number = len(texts)
+            # Every number below `next_number` was taken when it was looked at, and still is.
+            number = max(len(texts), next_number.get(identity, 0))
             while f"{identity}#{number}" in taken:
                 number += 1
+            next_number[identity] = number + 1
             identity = f"{identity}#{number}"
             taken[identity] = {memory.strip(): item.label}
             key = record_key(scope, identity)
