@@ -267,7 +267,7 @@ def unreadable_request(error: Exception) -> Any | None:
                     raise ValueError("no JSON") from None
     except ValueError:
         return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(
-            code=PARSE_ERROR, message="not JSON: each line must be one JSON-RPC message"))
+            code=PARSE_ERROR, message="not a JSON-RPC message: each line must be one JSON object"))
     if not isinstance(line, dict) or "method" not in line:
         return None
     ident = line.get("id")

@@ -237,9 +237,9 @@ def test_pairs_kept_with_partners_equal_finding_them_again(
     items = [(f"n{i}", text) for i, text in enumerate(texts)]
     partners = [(f"g{i}", text) for i, text in enumerate(shared)]
     _, entry = group_pairs(items, None, 70, partners)
-    for action, number, text in edits:
-        if action == "add":
-            items.append((f"n{len(items) + number + 100}", text))
+    for step, (action, number, text) in enumerate(edits):
+        if action == "add":  # a key no note has had (one per step: the same note is a move)
+            items.append((f"n{100 + step}", text))
         elif action == "edit":
             items[number % len(items)] = (items[number % len(items)][0], text)
         elif action == "edit-partner" and partners:

@@ -197,6 +197,15 @@ def _apply_unified(old: str, diff: str) -> str:
         begin = int(start) - (1 if length != "0" else 0)
         out.extend(lines[done:begin])
         done, row = begin, row + 1
+        body = []
+        while row + len(body) < len(rows) and not rows[row + len(body)].startswith("@@"):
+            body.append(rows[row + len(body)][0])
+        signs = "".join(sign for sign in body if sign != "\\")
+        # Three lines of context before and after each change, unless the file starts or
+        # ends first: with fewer, `git apply` reads a hunk as one at the file's start or end.
+        leading, trailing = len(signs) - len(signs.lstrip(" ")), len(signs) - len(signs.rstrip(" "))
+        assert leading == 3 or begin == 0, (begin, signs)
+        assert trailing == 3 or begin + signs.count(" ") + signs.count("-") == len(lines), signs
         while row < len(rows) and not rows[row].startswith("@@"):
             sign, body = rows[row][0], rows[row][1:]
             if row + 1 < len(rows) and rows[row + 1] == marker:

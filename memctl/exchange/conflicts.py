@@ -119,10 +119,16 @@ def unified_diff(old: str, new: str, old_name: str, new_name: str, context: int 
     a_stop, b_stop = len(a) - max(0, end - context), len(b) - max(0, end - context)
     head = f"--- {old_name}\n+++ {new_name}\n"
     if max(len(a), len(b)) - start - end <= MAX_MATCHED_LINES:
-        # difflib on the differing part and its context alone: on the whole texts its
-        # matcher's cost grew with the lines the two have in common, quadratic in a long
-        # shared start of repeated lines (tests/test_linear_time.py).
-        return head + _hunks(a[first:a_stop], b[first:b_stop], first, context)
+        # difflib's matcher on the differing part alone, between the shared start and end:
+        # on the whole texts its cost grew with the lines the two share, quadratic in a long
+        # shared start of repeated lines (tests/test_linear_time.py). The shared lines are
+        # matched as they are, so each hunk has its full context (tests/test_rough_edges.py).
+        middle = difflib.SequenceMatcher(None, a[start:len(a) - end], b[start:len(b) - end])
+        codes = [("equal", 0, start, 0, start)]
+        codes += [(tag, a_from + start, a_to + start, b_from + start, b_to + start)
+                  for tag, a_from, a_to, b_from, b_to in middle.get_opcodes()]
+        codes.append(("equal", len(a) - end, len(a), len(b) - end, len(b)))
+        return head + _hunks(a, b, _grouped(codes, context))
     hunk = (f"@@ -{_span(first, a_stop)} +{_span(first, b_stop)} @@\n"
             + "".join(" " + line for line in a[first:start])
             + "".join("-" + line for line in a[start:len(a) - end])
@@ -131,13 +137,45 @@ def unified_diff(old: str, new: str, old_name: str, new_name: str, context: int 
     return head + hunk
 
 
-def _hunks(a: list[str], b: list[str], offset: int, context: int) -> str:
-    """The hunks `difflib.unified_diff` writes for `a` and `b`, their lines numbered from
-    `offset` (where they start in the whole texts)."""
+def _grouped(codes: list[tuple[str, int, int, int, int]],
+             context: int) -> list[list[tuple[str, int, int, int, int]]]:
+    """The opcodes (difflib's: tag, a from, a to, b from, b to) in hunks as
+    `SequenceMatcher.get_grouped_opcodes` makes them: each change with `context` equal lines
+    around it, and changes closer than twice that in one hunk."""
+    merged: list[tuple[str, int, int, int, int]] = []
+    for code in codes:
+        if code[1] == code[2] and code[3] == code[4]:
+            continue  # nothing on either side (an empty shared start or end)
+        if merged and code[0] == "equal" == merged[-1][0]:
+            merged[-1] = ("equal", merged[-1][1], code[2], merged[-1][3], code[4])
+        else:
+            merged.append(code)
+    groups: list[list[tuple[str, int, int, int, int]]] = []
+    group: list[tuple[str, int, int, int, int]] = []
+    for position, (tag, a_from, a_to, b_from, b_to) in enumerate(merged):
+        if tag == "equal":
+            if position == 0:  # before the first change: its last lines only
+                a_from, b_from = max(a_from, a_to - context), max(b_from, b_to - context)
+            elif position == len(merged) - 1:  # after the last: its first lines only
+                a_to, b_to = min(a_to, a_from + context), min(b_to, b_from + context)
+            elif a_to - a_from > 2 * context:  # between two changes, far apart: two hunks
+                group.append((tag, a_from, a_from + context, b_from, b_from + context))
+                groups.append(group)
+                group = []
+                a_from, b_from = a_to - context, b_to - context
+        group.append((tag, a_from, a_to, b_from, b_to))
+    if any(code[0] != "equal" for code in group):
+        groups.append(group)
+    return groups
+
+
+def _hunks(a: list[str], b: list[str],
+           groups: list[list[tuple[str, int, int, int, int]]]) -> str:
+    """The hunks of `groups` (`_grouped`) as `difflib.unified_diff` writes them."""
     out: list[str] = []
-    for group in difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(context):
-        out.append(f"@@ -{_range(offset + group[0][1], offset + group[-1][2])} "
-                   f"+{_range(offset + group[0][3], offset + group[-1][4])} @@\n")
+    for group in groups:
+        out.append(f"@@ -{_range(group[0][1], group[-1][2])} "
+                   f"+{_range(group[0][3], group[-1][4])} @@\n")
         for tag, a_from, a_to, b_from, b_to in group:
             if tag == "equal":
                 out.extend(" " + line for line in a[a_from:a_to])
