@@ -873,6 +873,76 @@ def test_a_remote_file_name_that_is_not_utf8_is_refused_never_merged_into_anothe
     assert b"demo/notes/fact/caf\xe9.md" in names and b"demo/notes/fact/caf\xe8.md" in names
 
 
+@pytest.mark.parametrize("name, shown, said", [
+    ("a\x01b.md", "a\\x01b.md", "control characters"),
+    ("x\x1b[2Jy.md", "x\\x1b[2Jy.md", "control characters"),
+    ("c\\d.md", "c\\d.md", "a backslash"),
+])
+def test_a_remote_file_name_no_import_takes_refuses_the_sync_and_the_clone(
+        tmp_path, remote, name, shown, said):
+    """A name with a control character (one that moves a terminal's cursor, too) or a
+    backslash, pushed with plain git: no import takes it, and no other machine's checkout
+    may hold it (Windows). The sync refuses, naming it escaped, and nothing changes here or
+    there; a clone of that remote is refused, and leaves no folder (docs/sync.md)."""
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
+    (other / "demo").mkdir()
+    (other / "demo" / name).write_text("---\ntype: fact\n---\nPlanted by hand\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-qm", "a planted name")
+    git(other, "push", "-q", "origin", "HEAD")
+    remote_head = git(other, "rev-parse", "HEAD")
+    add(laptop, "Local change on the laptop", T[0])
+    before = tree_snapshot(laptop.store)
+    result = laptop("sync")
+    assert result.exit_code == 1, result.stdout
+    assert f"demo/{shown}" in result.stderr and said in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and len(result.error.strip().splitlines()) == 1
+    assert "\x1b" not in result.stderr and "\x01" not in result.stderr
+    assert tree_snapshot(laptop.store) == before
+    assert git(Path(remote), "rev-parse", "HEAD") == remote_head, "nothing pushed"
+    clone = tmp_path / "clone"
+    cloned = laptop("init", str(clone), "--clone", remote)
+    assert cloned.exit_code == 1 and f"demo/{shown}" in cloned.stderr, cloned.stderr
+    assert len(cloned.error.strip().splitlines()) == 1 and not clone.exists()
+    assert not [path for path in tmp_path.iterdir() if "memctl-clone" in path.name]
+
+
+def test_a_file_named_here_with_a_backslash_is_never_synced(tmp_path, remote):
+    """Made by hand in this store: the sync refuses before it commits or pushes anything (the
+    other machines would refuse the remote from then on)."""
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    (laptop.store / "demo").mkdir(exist_ok=True)
+    (laptop.store / "demo" / "c\\d.md").write_text("---\ntype: fact\n---\nNamed by hand\n")
+    head, remote_head = git(laptop.store, "rev-parse", "HEAD"), git(Path(remote), "rev-parse", "HEAD")
+    result = laptop("sync")
+    assert result.exit_code == 1 and "demo/c\\d.md: a backslash" in result.stderr, result.stderr
+    assert len(result.error.strip().splitlines()) == 1
+    assert git(laptop.store, "rev-parse", "HEAD") == head
+    assert git(Path(remote), "rev-parse", "HEAD") == remote_head
+
+
+def test_an_export_leaves_out_and_names_a_file_no_import_takes(tmp_path):
+    """A note file named by hand with a backslash or a control character: the export names it
+    as broken and leaves it out, and the zip imports into a new store."""
+    laptop = machine(tmp_path, "laptop")
+    add(laptop, "The cache is Redis 7", T[0])
+    folder = laptop.store / "demo" / "notes" / "fact"
+    for name in ("c\\d.md", "a\x01b.md"):
+        (folder / name).write_text("---\ntype: fact\n---\nNamed by hand\n")
+    out = tmp_path / "out.zip"
+    exported = laptop.ok("export", str(out), "--json").json()
+    broken = {item["path"]: item for item in exported["broken"]}
+    assert set(broken) == {"demo/notes/fact/c\\d.md", "demo/notes/fact/a\x01b.md"}, broken
+    fresh = machine(tmp_path, "fresh")
+    imported = fresh("import", str(out), "--json")
+    assert imported.exit_code == 0, imported.stderr
+    assert "The cache is Redis 7" in fresh.ok("search", "Redis", "--json").stdout
+
+
 def test_one_id_on_both_sides_with_a_body_that_is_not_utf8_keeps_both(tmp_path, remote):
     """Rule 6 of docs/sync.md (both notes with one id are kept) also when one side's file is
     not UTF-8 text: the sync succeeds, the bytes travel as they are, and the next sync too."""

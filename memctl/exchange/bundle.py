@@ -204,14 +204,37 @@ def length_problem(name: str) -> str | None:
     return None
 
 
+CONTROL_NAME = "a name with control characters"
+BACKSLASH_NAME = "a backslash in the path (could escape the store on Windows)"
+
+
+def character_problem(name: str) -> str | None:
+    """Why the characters of `name` make it a path memctl never writes (control characters,
+    a backslash), or None: the one rule for a bundle's entries (`path_problem`), the paths of
+    a remote's commit (memctl.exchange.snapshot.tree_of) and what an export writes."""
+    if not name or not name.isprintable() and any(ord(ch) < 32 for ch in name):
+        return CONTROL_NAME
+    if "\\" in name:
+        return BACKSLASH_NAME
+    return None
+
+
+def shown_name(name: str) -> str:
+    """`name` in a one-line message: its control characters written as `\\xNN`."""
+    if name.isprintable():
+        return name
+    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 32 else ch for ch in name)
+
+
 def path_problem(name: str) -> str | None:
     """Why an entry name is hazardous, or None when it is a plain relative path."""
-    if not name or "\x00" in name or any(ord(ch) < 32 for ch in name):
-        return "a name with control characters"
+    characters = character_problem(name)
+    if characters == CONTROL_NAME:
+        return characters
     if not_utf8_name(name):
         return NOT_UTF8_NAME
-    if "\\" in name:
-        return "a backslash in the path (could escape the store on Windows)"
+    if characters:
+        return characters
     if name.startswith("/") or _WINDOWS_DRIVE.match(name):
         return "an absolute path"
     too_long = length_problem(name)

@@ -62,7 +62,7 @@ from memctl.disk.gitops import (
 from memctl.disk.layout import ARCHIVED, NOTE, TOMBSTONE_DIR, classify, state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import process_alive
-from memctl.exchange.bundle import clashes, entry_for, kept_local
+from memctl.exchange.bundle import character_problem, clashes, entry_for, kept_local, shown_name
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
 from memctl.exchange.transfer import absorb_counters, refresh_index
 from memctl.index.db import ParseError, ensure_fresh
@@ -196,6 +196,11 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
             raise MemctlError(f"{url} is a git repository but not a memctl store (no "
                               f"{SETTINGS_FILE}); nothing was cloned: give the URL of a memctl "
                               f"store's repository, or make a new store with `memctl init {path}`")
+        if _has_commits(staging):
+            try:
+                tree_of(staging, "HEAD")  # a name no store may hold refuses the clone, named
+            except MemctlError as exc:
+                raise MemctlError(f"{url}: {exc}") from None
         refused = _check_out_safely(staging) if _has_commits(staging) else []
         os.replace(staging, path)  # PATH is missing or an empty folder
     except BaseException:
@@ -526,18 +531,23 @@ def _secrets_to_push(root: Path, remote_ref: str) -> list[dict[str, object]]:
 
 
 def _refuse_names_not_utf8(root: Path) -> None:
-    """A file whose name is not UTF-8, here or in the last commit, stops the sync before
-    anything is committed or pushed: the other machines would refuse it in every merge
-    (tree_of), and no command of this one reads it (docs/sync.md)."""
+    """A file whose name is not UTF-8, or holds a control character or a backslash, here or
+    in the last commit, stops the sync before anything is committed or pushed: the other
+    machines would refuse it in every merge (tree_of), and no import takes it (docs/sync.md)."""
     status = run_git_binary(root, "status", "--porcelain", "-z", "--untracked-files=all")
     for record in status.split(b"\0"):
         try:
-            record.decode("utf-8")
+            path = record[3:].decode("utf-8")
         except UnicodeDecodeError:
             shown = record[3:].decode("utf-8", "backslashreplace")
             raise MemctlError(
                 f"{shown}: the file name is not UTF-8 text; memctl never syncs it and changed "
                 "nothing: rename the file (a UTF-8 name), then sync again") from None
+        hazard = character_problem(path) if path else None
+        if hazard:
+            raise MemctlError(
+                f"{shown_name(path)}: {hazard}; memctl never syncs it and changed nothing: "
+                "rename the file, then sync again")
     tree_of(root, "HEAD")  # (a name committed by plain git is refused, named, the same way)
 
 

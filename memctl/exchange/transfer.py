@@ -63,6 +63,7 @@ from memctl.exchange.bundle import (
     manifest_bytes,
     manifest_for,
     path_kind,
+    path_problem,
     read_bundle,
     read_dir,
     size_problem,
@@ -220,6 +221,9 @@ def export_store(store: Store, target: Path, project: str | None = None,
 def _unimportable(path: str, data: bytes) -> ParseError | None:
     """Why memctl's import would refuse this file, as `path:line: problem` (the line the
     index and `memctl show` name too); None when it would take it."""
+    named = path_problem(path)
+    if named:  # a name made by hand or by plain git (a remote's is refused: docs/sync.md)
+        return ParseError(path, 1, named)
     limit = Limits().max_entry_bytes
     if len(data) > limit:  # import refuses the whole zip for it (bundle.Limits)
         return ParseError(path, 1, f"{len(data) // 2**20} MB, over the {limit // 2**20} MB "
