@@ -40,7 +40,7 @@ from typing import Annotated, Any, Optional
 
 from memctl import __version__
 from memctl.core import arguments
-from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
+from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
 from memctl.core.errors import Front, MemctlError, arg
 from memctl.core.ids import VALID_ID
 from memctl.core.jsontop import top_level_scalars
@@ -261,7 +261,11 @@ def unreadable_request(error: Exception) -> Any | None:
         if isinstance(line, str):
             try:
                 line = json.loads(line)  # Python's reader takes a lone surrogate
-            except RecursionError:  # nested deeper than it reads: the top level alone
+            except (RecursionError, ValueError) as exc:
+                # Nested deeper than it reads, or a number longer than Python converts (4,300
+                # digits): valid JSON whose top level can still be read. Else no JSON.
+                if isinstance(exc, ValueError) and "integer string conversion" not in str(exc):
+                    raise
                 line = top_level_scalars(line)
                 if line is None:
                     raise ValueError("no JSON") from None
@@ -270,11 +274,17 @@ def unreadable_request(error: Exception) -> Any | None:
             code=PARSE_ERROR, message="not a JSON-RPC message: each line must be one JSON object"))
     if not isinstance(line, dict) or "method" not in line:
         return None
+    if "id" not in line:
+        return None  # a notification: JSON-RPC answers none
     ident = line.get("id")
     try:
         if isinstance(ident, bool) or not isinstance(ident, int | str) \
                 or not is_utf8_name(json.dumps(ident, ensure_ascii=False)):
-            return None
+            # An id no answer can carry (a fraction, true, null, an object): JSON-RPC's
+            # invalid request, with the id null, so the client hears why.
+            return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(
+                code=INVALID_REQUEST, message="the request's id must be a string or a whole "
+                "number"))
         readable = is_utf8_name(json.dumps(line, ensure_ascii=False))
     except (ValueError, RecursionError):
         return None  # an object the SDK read, deeper than Python writes: no id to trust
@@ -529,7 +539,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         return Arg(description, pattern=VALID_ID.pattern)
 
     def ids_arg(description: str) -> Any:
-        return Arg(description, items={"type": "string", "pattern": VALID_ID.pattern})
+        return Arg(description, maxItems=MAX_LINKS,
+                   items={"type": "string", "pattern": VALID_ID.pattern})
 
     def tags_arg(description: str) -> Any:
         return Arg(description, maxItems=MAX_TAGS,

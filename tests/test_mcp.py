@@ -218,13 +218,14 @@ def test_every_id_project_and_tag_argument_states_its_rule(mcp):
     """Each id, list of ids, project, tag and list of tags of every tool states in its schema
     the rule the validators enforce, from their own constants: an argument of these kinds
     that states less (update_episode's id, links and tags; search's tags did) fails here."""
-    from memctl.core.arguments import MAX_FIELD_CHARS, MAX_TAGS
+    from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
     from memctl.core.ids import VALID_ID
     from memctl.core.vocab import MAX_PROJECT_BYTES, PROJECT_NAME
 
     rules = {
         "id": {"pattern": VALID_ID.pattern},
-        "ids": {"type": "array", "items": {"type": "string", "pattern": VALID_ID.pattern}},
+        "ids": {"type": "array", "maxItems": MAX_LINKS,
+                "items": {"type": "string", "pattern": VALID_ID.pattern}},
         "project": {"pattern": PROJECT_NAME.pattern, "maxLength": MAX_PROJECT_BYTES},
         "tag": {"maxLength": MAX_FIELD_CHARS},
         "tags": {"type": "array", "maxItems": MAX_TAGS,
@@ -819,6 +820,15 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
         assert answer["id"] == 5 and answer["error"]["code"] == -32600, answer
         answer = ask(f'{{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {deep[:-1]}}}')
         assert answer["id"] is None and answer["error"]["code"] == -32700, answer
+        # A number longer than Python converts (4,300 digits), in valid JSON: answered by id.
+        answer = ask(call(12, "remember", '{"text": 1' + "0" * 5000 + "}"))
+        assert answer["id"] == 12 and answer["error"]["code"] == -32600, answer
+        # A request the SDK cannot read whose id no answer can carry: JSON-RPC's invalid
+        # request, with the id null. (With a method it reads, the SDK takes such a line
+        # for a notification and drops the id: docs/agents.md.)
+        for ident in ("1.5", "true", "null", '{"a": 1}'):
+            answer = ask(f'{{"jsonrpc": "2.0", "id": {ident}, "method": 3}}')
+            assert answer["id"] is None and answer["error"]["code"] == -32600, (ident, answer)
         # An id nested in what is no request (a response): nothing is answered.
         server.stdin.write('{"jsonrpc": "2.0", "id": 3, "error": {"method": "x", "id": 4}}\n')
         answer = ask('{"jsonrpc": "2.0", "id": 9, "method": 3}')
@@ -1224,6 +1234,67 @@ def test_a_search_repeats_no_more_than_the_start_of_a_long_query(mcp):
     short = "wombat burrow"
     text, found = mcp.ok("search", {"query": short, "project": "zoo-north"})
     assert found["query"] == short and repr(short) in text
+
+
+def test_what_an_agent_sends_too_much_of_is_one_short_line_and_changes_nothing(mcp):
+    """Found by driving the server as a careless agent would: each of these is refused in one
+    line that quotes at most the start of what was sent, and the store stays as it was."""
+    project = "too-much"
+    note = mcp.ok("remember", {"text": "The kiln runs at 1200 degrees", "project": project})[1]
+    before, head = tree_snapshot(mcp.store), git(mcp.store, "rev-parse", "HEAD")
+    huge = "lorem ipsum " * 100_000
+    cases = [
+        # ~1,000 tags passed SQLite's expression depth: a traceback.
+        ("search", {"query": "kiln", "tags": [f"t{n}" for n in range(991)]}, "a search takes at most 100"),
+        ("search", {"query": "kiln", "tags": [f"t{n}" for n in range(101)]}, "`tag`"),
+        ("list_notes", {"sort": huge}, "`sort`"),
+        ("list_notes", {"since": huge}, "`since`"),
+        ("update_scratchpad", {"action": huge, "project": project}, "`action`"),
+        ("restore", {"id": "../x"}, "is not an id"),  # the only id tool without the check
+        ("restore", {"id": "x" * 1_000_000}, "`id`"),
+        ("add_episode", {"goal": "g", "outcome": "completed", "project": project,
+                         "links": [note["id"]] * 101}, "at most 100"),
+        ("remember", {"text": "\u200b\u200d\ufeff\u202e", "project": project}, "empty"),
+    ]
+    for tool, arguments, said in cases:
+        message = mcp.error(tool, arguments)
+        assert said in message and len(message) < 500, (tool, message[:300])
+    assert tree_snapshot(mcp.store) == before and git(mcp.store, "rev-parse", "HEAD") == head
+
+
+def test_memory_md_the_scratchpad_and_an_episode_stop_at_1_mb_however_they_grow(mcp):
+    """Items of 300 KB added one by one: each file stops short of 1 MB, as a note and a
+    MEMORY.md replaced whole do (a scratchpad of 15 MB was made so, which the index refused)."""
+    project = "grows"
+    item = "y" * 300_000
+    for tool, arguments in (
+            ("project_memory", {"action": "add", "section": "lessons", "text": item,
+                                "project": project}),
+            ("update_scratchpad", {"action": "note", "text": item, "project": project})):
+        for _ in range(3):
+            mcp.ok(tool, arguments)
+        message = mcp.error(tool, arguments)
+        assert "larger than 1024 KB" in message, message
+    started = mcp.ok("add_episode", {"goal": "grow", "outcome": "in_progress",
+                                     "project": project})[1]
+    for _ in range(3):
+        mcp.ok("update_episode", {"id": started["id"], "steps": [f"{item} => ok"]})
+    message = mcp.error("update_episode", {"id": started["id"], "steps": [f"{item} => ok"]})
+    assert "larger than 1024 KB" in message, message
+    for path in mcp.store.rglob("*.md"):
+        assert path.stat().st_size <= 1024 * 1024, path
+
+
+def test_a_long_recall_query_leaves_the_notes_in_the_block(mcp):
+    """A query of 7,000 characters took the whole budget in the block's heading, and the five
+    notes it matched were left out; the heading and the JSON now repeat 200 characters."""
+    project = "long-ask"
+    for number in range(5):
+        mcp.ok("remember", {"text": f"The blog deploy step {number} uses blue-green", "project": project,
+                            "force": True})
+    text, data = mcp.ok("recall", {"query": "blog " * 1_400, "project": project})
+    assert data["omitted"] == 0 and text.count("blue-green") == 5, text[:500]
+    assert len(data["query"]) == 201 and data["query"].endswith("…")
 
 
 def test_show_names_the_links_of_an_imported_note(mcp, tmp_path):

@@ -10,7 +10,7 @@ import unicodedata
 from datetime import datetime
 
 from memctl.core.clock import now, parse_expiry, parse_since
-from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, quoted
 from memctl.core.vocab import (
     GLOBAL,
     IMPORTANCE_RANGE,
@@ -24,6 +24,9 @@ from memctl.core.vocab import (
 )
 
 MAX_TAGS = 100
+# The notes one call may link to an episode: each is looked up (~0.5 ms), and 100,000 links
+# held the MCP server for a minute.
+MAX_LINKS = 100
 MAX_FIELD_CHARS = 200
 
 
@@ -43,7 +46,7 @@ def project_name(name: str, argument: str = "project") -> str:
     if isinstance(name, str):
         name = unicodedata.normalize("NFC", name)
     if not isinstance(name, str) or not valid_project_name(name):
-        raise ArgumentError(argument, f"{name!r} is not a project name ({PROJECT_NAME_RULE})")
+        raise ArgumentError(argument, f"{quoted(name)} is not a project name ({PROJECT_NAME_RULE})")
     found = secret_in_name(name)
     if found is not None:
         raise ArgumentError(argument, f"the name looks like a secret ({found}); a project's "
@@ -74,7 +77,7 @@ def scope_name(name: str, argument: str = "project") -> str:
 def note_type(value: str, argument: str = "type") -> str:
     chosen = str(value).strip().lower()
     if chosen not in NOTE_TYPES:
-        raise ArgumentError(argument, f"{value!r} (choose from {', '.join(NOTE_TYPES)})")
+        raise ArgumentError(argument, f"{quoted(value)} (choose from {', '.join(NOTE_TYPES)})")
     return chosen
 
 
@@ -82,7 +85,7 @@ def search_type(value: str, argument: str = "type") -> str:
     """A note type or another kind of entry (memory, scratchpad, episode)."""
     chosen = str(value).strip().lower()
     if chosen not in NOTE_TYPES + KIND_TYPES:
-        raise ArgumentError(argument, f"{value!r} is not a type "
+        raise ArgumentError(argument, f"{quoted(value)} is not a type "
                                       f"(choose from {', '.join(NOTE_TYPES + KIND_TYPES)})")
     return chosen
 
@@ -98,7 +101,7 @@ def choice(value: str, choices: tuple[str, ...], argument: str) -> str:
     """One of a fixed set of words (a sort order, a status, an action), case-insensitive."""
     chosen = str(value).strip().lower()
     if chosen not in choices:
-        raise ArgumentError(argument, f"{value!r} (choose from {', '.join(choices)})")
+        raise ArgumentError(argument, f"{quoted(value)} (choose from {', '.join(choices)})")
     return chosen
 
 
@@ -115,7 +118,7 @@ def http_host(value: str, allow_remote: bool = False, argument: str = "host") ->
     if host.startswith("[") and host.endswith("]"):  # an IPv6 address as written in a URL
         host = host[1:-1]
     if not host or any(ch.isspace() or ord(ch) < 32 for ch in host) or len(host) > 255:
-        raise ArgumentError(argument, f"{value!r} is not a host name or address")
+        raise ArgumentError(argument, f"{quoted(value)} is not a host name or address")
     if not allow_remote and not is_loopback(host):
         raise ArgumentError(argument, f"{host} is not a loopback address; the server would be "
                                       f"reachable from other machines. Pass {arg('allow_remote')} "
@@ -232,9 +235,16 @@ def note_text(text: str) -> str:
         raise UsageError("the note text contains NUL bytes; notes are text")
     utf8_text(text, "note text")
     text = text.replace("\r\n", "\n").strip("\n")
-    if not text.strip():
+    if not visible_text(text):
         raise UsageError("the note text is empty")
     return within_text_size(text, "the note text")
+
+
+def visible_text(text: str) -> bool:
+    """Whether `text` holds a character one can see: not only blanks and invisible format
+    characters (zero-width spaces and joiners, direction marks), which made notes without a
+    word. Stops at the first such character."""
+    return any(not char.isspace() and unicodedata.category(char) != "Cf" for char in text)
 
 
 def within_text_size(text: str, what: str) -> str:
@@ -265,5 +275,5 @@ def outcome(value: str | None, argument: str = "outcome") -> str:
         raise UsageError(f"{arg(argument)} is required: say how the task ended ({', '.join(OUTCOMES)})")
     chosen = str(value).strip().lower().replace("-", "_").replace(" ", "_")
     if chosen not in OUTCOMES:
-        raise ArgumentError(argument, f"{value!r} (choose from {', '.join(OUTCOMES)})")
+        raise ArgumentError(argument, f"{quoted(value)} (choose from {', '.join(OUTCOMES)})")
     return chosen

@@ -6,7 +6,7 @@ import os
 import re
 from datetime import UTC, date, datetime, timedelta
 
-from memctl.core.errors import VariableError
+from memctl.core.errors import VariableError, quoted
 
 # The years a clock may say: git dates no commit after 2099 (nor, portably, before 1970),
 # and a file stamped in year 1 is one memctl itself cannot read back (docs/security.md).
@@ -123,7 +123,7 @@ def _shifted(text: str, base: datetime | None, sign: int) -> datetime | None:
         return (base or now()) + sign * amount * _SPAN_UNITS[unit]
     except OverflowError:
         way = "ahead" if sign > 0 else "back"
-        raise ValueError(f"{text!r} is further {way} than any calendar goes") from None
+        raise ValueError(f"{quoted(text)} is further {way} than any calendar goes") from None
 
 
 # Days by name, counted from the day of `base` (UTC, the zone of every date memctl writes).
@@ -160,10 +160,10 @@ def parse_expiry(text: str, base: datetime | None = None) -> str:
         written = value
     moment = parse_time(written)
     if moment is None:
-        raise ValueError(f"{text!r} is neither a date (2027-03-01), a span ({SPAN_EXAMPLES}) "
+        raise ValueError(f"{quoted(text)} is neither a date (2027-03-01), a span ({SPAN_EXAMPLES}) "
                          "nor tomorrow")
     if moment <= base:
-        raise ValueError(f"{text!r} is not in the future (now is {format_time(base)}); a note "
+        raise ValueError(f"{quoted(text)} is not in the future (now is {format_time(base)}); a note "
                          "that has already expired is archived by the next sweep")
     return written
 
@@ -180,6 +180,6 @@ def parse_since(text: str, base: datetime | None = None) -> datetime:
         return moved
     parsed = parse_time(value)
     if parsed is None:
-        raise ValueError(f"{text!r} is neither a date (2026-11-01), a span ({SPAN_EXAMPLES}) "
+        raise ValueError(f"{quoted(text)} is neither a date (2026-11-01), a span ({SPAN_EXAMPLES}) "
                          "nor today or yesterday")
     return parsed

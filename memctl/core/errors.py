@@ -24,6 +24,18 @@ def cmd(name: str) -> str:
     return f"\x1ccmd:{name}\x1d"
 
 
+# Of a value a message quotes back (`invalid value for sort: 'x…'`): a value of megabytes
+# sent by an agent came back whole, a one-line error of megabytes.
+QUOTED_CHARS = 60
+
+
+def quoted(value: str) -> str:
+    """`repr(value)`, of its first QUOTED_CHARS characters and `…` when it is longer."""
+    if len(value) <= QUOTED_CHARS:
+        return repr(value)
+    return repr(value[:QUOTED_CHARS]) + "…"
+
+
 class Front:
     """How one front end spells options and commands in messages."""
 

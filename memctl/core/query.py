@@ -31,7 +31,7 @@ import re
 
 from memctl.core.arguments import utf8_text
 from memctl.core.dates import folded_digits
-from memctl.core.errors import UsageError
+from memctl.core.errors import UsageError, quoted
 from memctl.core.stopwords import asks_in_context, bare, is_english_stop, split_chinese
 from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
 from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
@@ -264,7 +264,7 @@ def parse(raw: str) -> Query:
             if key.lower() in ("tag", "type") and not value and item.text.rstrip().endswith("#"):
                 # `tag:#` once searched for the word `tag`, its filter silently lost (`tag:`
                 # alone, as pasted text has it, `type: int`, stays a word).
-                raise UsageError(f"{item.text!r} in the query names no {key.lower()}; "
+                raise UsageError(f"{quoted(item.text)} in the query names no {key.lower()}; "
                                  f"write {key.lower()}:NAME")
             if key.lower() == "tag" and value:
                 (exclude_tags if negated else tags).append(value)

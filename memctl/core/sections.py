@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from memctl.core.errors import ArgumentError, UsageError
+from memctl.core.errors import ArgumentError, UsageError, quoted
 from memctl.core.records import dataclass
 
 # The L2 sections. Keys are what commands and JSON use; the first alias of each language is
@@ -201,7 +201,7 @@ def section_key(name: str, aliases: Mapping[str, Sequence[str]] = L2_ALIASES,
             f"{key} ({'/'.join(n for n in names if _cjk().search(n))})"
             for key, names in aliases.items()
         )
-        raise ArgumentError(argument, f"unknown section {name!r}; use one of: {known}")
+        raise ArgumentError(argument, f"unknown section {quoted(name)}; use one of: {known}")
     return key
 
 

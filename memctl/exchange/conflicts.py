@@ -11,7 +11,7 @@ from typing import Any
 
 from memctl.core import arguments
 from memctl.core.clock import now
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError, UsageError, quoted
 from memctl.core.merge import CONFLICT_DIR, conflict_source
 from memctl.core.note import stamp, title_of
 from memctl.core.noteformat import parse_text
@@ -203,7 +203,7 @@ def _span(first: int, stop: int) -> str:
 def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
     """`keep` the copy as the current version, or `drop` it."""
     if action not in ("keep", "drop"):
-        raise UsageError(f"invalid action {action!r} (keep or drop)")
+        raise UsageError(f"invalid action {quoted(action)} (keep or drop)")
     copy = find_copy(store, ref)
     if action == "keep" and kept_local(copy.path):
         # No merge makes one (settings and templates are never merged): a copy here came from

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd
+from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd, quoted
 from memctl.core.stamp import Stamp, file_stamp
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT
@@ -1349,7 +1349,7 @@ class Index:
                   "importance": "d.importance DESC, d.updated_ts DESC, d.id", "id": "d.id",
                   "path": "d.path"}
         if order not in orders:
-            raise UsageError(f"invalid sort {order!r}; choose from {', '.join(orders)}")
+            raise UsageError(f"invalid sort {quoted(order)}; choose from {', '.join(orders)}")
         sql = f"SELECT d.meta FROM docs d WHERE {where} ORDER BY {orders[order]}"
         if limit is not None:
             sql += f" LIMIT {min(int(limit), MAX_LIMIT)}"

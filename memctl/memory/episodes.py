@@ -16,7 +16,7 @@ from typing import Any
 
 from memctl.core import arguments, sections
 from memctl.core.clock import format_time, now, parse_time
-from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd, quoted
 from memctl.core.ids import new_id
 from memctl.core.note import monotonic_stamp
 from memctl.core.noteformat import compute_checksum, parse_file, render_note, set_fields
@@ -96,7 +96,7 @@ def parse_step(text: str, option: str = "step") -> Step:
     else:
         action, result = value, ""
     if not action:
-        raise ArgumentError(option, f"{text!r} has no action (use 'action => result')")
+        raise ArgumentError(option, f"{quoted(text)} has no action (use 'action => result')")
     return Step(action, result)
 
 
@@ -316,6 +316,7 @@ def prepare_episode(
 def add_episode(store: Store, project: str, **kwargs: Any) -> Episode:
     """Write one episode (see `prepare_episode` for the arguments) and commit it."""
     relpath, text, episode = prepare_episode(store, project, **kwargs)
+    arguments.within_text_size(text, "the episode")  # as a note (docs/reliability.md)
     with store.lock("episode add"):
         store.write_text(relpath, text)
         store.commit(f"episode {episode.id} ({episode.outcome}): {masked_title(episode.goal)}", [relpath])
@@ -503,6 +504,7 @@ def update_episode(
         except ValueError as exc:
             raise MemctlError(f"{episode.path}: cannot change its fields safely ({exc}); "
                               "edit the file by hand") from None
+        arguments.within_text_size(changed, "the episode with this")
         store.write_text(episode.path, changed)
         final = parse_episode(changed, episode.path, episode.project)
         verb = "finished" if finish else "updated"

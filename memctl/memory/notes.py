@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memctl.core import arguments
 from memctl.core.clock import format_time, now
-from memctl.core.errors import MemctlError, NoteFormatError, UnknownIdError, UsageError, arg, cmd
+from memctl.core.errors import MemctlError, NoteFormatError, UnknownIdError, UsageError, arg, cmd, quoted
 from memctl.core.ids import new_id
 from memctl.core.importance import infer_importance
 from memctl.core.note import (
@@ -117,7 +117,7 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
     if importance is not None:
         arguments.importance(importance)
     if source not in SOURCES:
-        raise UsageError(f"invalid source {source!r}")
+        raise UsageError(f"invalid source {quoted(source)}")
     moment = now()
     if expires:
         expires = arguments.expiry(expires, moment)

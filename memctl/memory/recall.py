@@ -55,6 +55,17 @@ ALWAYS_IMPORTANCE = 8  # notes this important come with every recall, query or n
 RECALL_MIN_COVERAGE = 0.5  # a search hit must cover half the query to count as a match
 
 
+# Of a query the block's heading and its JSON repeat: a 7,000-character query took the
+# whole budget, and the notes it asked for were left out (tests/test_recall.py).
+SHOWN_QUERY_CHARS = 200
+
+
+def shown_query(query: str) -> str:
+    """The query on one line, its first SHOWN_QUERY_CHARS characters (then `…`)."""
+    line = " ".join(query.split())
+    return line if len(line) <= SHOWN_QUERY_CHARS else line[:SHOWN_QUERY_CHARS] + "…"
+
+
 @dataclass
 class Budget:
     max_notes: int = 8
@@ -143,7 +154,7 @@ class RecallResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "project": self.project,
-            "query": self.query,
+            "query": shown_query(self.query) if self.query else self.query,
             "no_match": self.no_match,
             "secrets_left_out": self.secrets_left_out,
             "memory_md": self.memory_md,
@@ -333,7 +344,8 @@ def render(
 ) -> str:
     """The block. `left_out`: live notes in scope that did not fit the budget (with none
     shown, the block says so rather than that there are none)."""
-    parts = [f"# Memory for project `{project}`" + (f" (query: {query})" if query else "")]
+    parts = [f"# Memory for project `{project}`" + (f" (query: {shown_query(query)})"
+                                                    if query else "")]
     for warning in warnings:
         parts.append(f"> warning: {warning}")
     if memory_md:

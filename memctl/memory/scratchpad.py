@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from memctl.core import arguments, sections
 from memctl.core.clock import now
-from memctl.core.errors import MemctlError, UsageError, arg, cmd
+from memctl.core.errors import MemctlError, UsageError, arg, cmd, quoted
 from memctl.core.noteformat import FrontMatterTooLarge
 from memctl.core.secrets import masked_title
 from memctl.disk.layout import SCRATCHPAD_FILE
@@ -359,7 +359,7 @@ def update(
     (a question by number or words, with an optional `answer`)."""
     action = action.strip().lower()
     if action not in ACTIONS:
-        raise UsageError(f"invalid action {action!r} (choose from {', '.join(ACTIONS)})")
+        raise UsageError(f"invalid action {quoted(action)} (choose from {', '.join(ACTIONS)})")
     if answer is not None and action != "resolve":
         raise UsageError(f"{arg('answer')} only goes with resolving a question")
     if "\x00" in text or "\x00" in (answer or ""):
@@ -386,6 +386,9 @@ def update(
             message = f"resolved: {masked_title(question)}"
         else:
             new, message = add_note(base, text, moment), f"note: {masked_title(text)}"
+        # The whole file at most as large as a note or MEMORY.md (docs/reliability.md): an
+        # agent's 5 MB notes made one of 15 MB, which the index then refused to read.
+        arguments.within_text_size(new, "the scratchpad with this")
         store.write_text(relpath, new)
         store.commit(f"scratch {project}: {message}", [relpath])
     return ScratchView(project, relpath, new, message=message, changed=True)

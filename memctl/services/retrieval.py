@@ -4,6 +4,8 @@ this module imports nothing the search does not need (tests/test_layers.py)."""
 from __future__ import annotations
 
 from memctl.core import arguments
+from memctl.core.arguments import MAX_TAGS
+from memctl.core.errors import ArgumentError
 from memctl.core.query import Query, parse, without_scope_words
 from memctl.core.vocab import GLOBAL, MAX_LIMIT
 from memctl.disk.counters import open_ahead as open_counters_ahead
@@ -42,6 +44,8 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
     found counts as accessed (the counters that keep recalled notes from being archived)."""
     parsed = query if isinstance(query, Query) else parse(query)  # bad syntax: bad usage first
     chosen_types = [arguments.search_type(value) for value in types]
+    if len(tags) > MAX_TAGS:  # (a query of ~1,000 tags passed SQLite's expression depth)
+        raise ArgumentError("tag", f"{len(tags)} tags; a search takes at most {MAX_TAGS}")
     tags = [arguments.utf8_text(tag, "tag") for tag in tags]
     if limit is None:  # the setting: clamped, never an error about an option nobody gave
         limit = min(max(1, int(store.settings.get("search.default_limit"))), MAX_LIMIT)

@@ -74,7 +74,7 @@ def archive(store: Store, *, dry_run: bool = False) -> SweepPlan:
 
 
 def restore(store: Store, ref: str) -> tuple[Note, str]:
-    return restore_note(store, ref)
+    return restore_note(store, id_argument(ref))  # the one id validator, as `restore_many`
 
 
 def restore_many(store: Store, refs: list[str], *, last_sweep: bool = False) -> RestoreResult:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memctl.core import arguments
-from memctl.core.errors import MemctlError, UsageError, arg
+from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg
 from memctl.core.ids import id_argument
 from memctl.core.sections import section_key
 from memctl.memory import episodes, project_memory
@@ -70,6 +70,14 @@ def scratchpad(store: Store, project: str, action: str, text: str | None = None,
                           answer=answer)
 
 
+def _links(links: Sequence[str]) -> list[str]:
+    """The ids an episode links, each through the one id validator; at most MAX_LINKS."""
+    if len(links) > arguments.MAX_LINKS:
+        raise ArgumentError("link", f"{len(links)} links; one call links at most "
+                                    f"{arguments.MAX_LINKS} notes")
+    return [id_argument(link, "link") for link in links]
+
+
 def add_episode(store: Store, project: str, *, goal: str, outcome: str,
                 steps: Sequence[str] = (), summary: str | None = None,
                 links: Sequence[str] = (), tags: Sequence[str] | str | None = None,
@@ -77,7 +85,7 @@ def add_episode(store: Store, project: str, *, goal: str, outcome: str,
     _utf8(goal=goal, summary=summary, step=steps)
     return episodes.add_episode(store, project, goal=goal, outcome=outcome, steps=list(steps),
                                 summary=summary,
-                                links=[id_argument(link, "link") for link in links],
+                                links=_links(links),
                                 tags=arguments.tags(tags),
                                 allow_secret=allow_secret, source=source)
 
@@ -104,7 +112,7 @@ def update_episode(store: Store, ref: str, *, outcome: str | None = None,
     _utf8(summary=summary, step=steps)
     return episodes.update_episode(
         store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
-        links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
+        links=_links(links), tags=arguments.tags(tags),
         allow_secret=allow_secret)
 
 
@@ -117,7 +125,7 @@ def finish_episode(store: Store, ref: str, *, outcome: str | None,
     _utf8(summary=summary, step=steps)
     return episodes.update_episode(
         store, id_argument(ref), outcome=outcome, summary=summary, steps=list(steps),
-        links=[id_argument(link, "link") for link in links], tags=arguments.tags(tags),
+        links=_links(links), tags=arguments.tags(tags),
         allow_secret=allow_secret, finish=True)
 
 
