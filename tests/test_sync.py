@@ -843,6 +843,15 @@ def test_real_stores_state_machine():
         suppress_health_check=list(HealthCheck)))
 
 
+def _push_by_hand(clone: Path, message: str) -> str:
+    """Commit everything in a plain git clone of the remote and push it: what another tool,
+    or a person with git alone, puts there. Returns the commit."""
+    git(clone, "add", "-A")
+    git(clone, "commit", "-qm", message)
+    git(clone, "push", "-q", "origin", "HEAD")
+    return git(clone, "rev-parse", "HEAD")
+
+
 def test_a_remote_file_name_that_is_not_utf8_is_refused_never_merged_into_another(tmp_path, remote):
     """Two Latin-1 file names (caf\\xe9.md, caf\\xe8.md) pushed with plain git must never be
     merged into one `caf\\ufffd.md`: the sync refuses, naming the path, and nothing is
@@ -856,10 +865,7 @@ def test_a_remote_file_name_that_is_not_utf8_is_refused_never_merged_into_anothe
     for name, body in ((b"caf\xe9.md", b"Note one"), (b"caf\xe8.md", b"Note two")):
         with open(os.path.join(folder, name), "wb") as handle:
             handle.write(b"---\ntype: fact\n---\n" + body + b"\n")
-    git(other, "add", "-A")
-    git(other, "commit", "-qm", "two notes")
-    git(other, "push", "-q", "origin", "HEAD")
-    remote_head = git(other, "rev-parse", "HEAD")
+    remote_head = _push_by_hand(other, "two notes")
     add(laptop, "Local change on the laptop", T[0])
     before = tree_snapshot(laptop.store)
     result = laptop("sync")
@@ -890,10 +896,7 @@ def test_a_remote_file_name_no_import_takes_refuses_the_sync_and_the_clone(
     subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
     (other / "demo").mkdir()
     (other / "demo" / name).write_text("---\ntype: fact\n---\nPlanted by hand\n")
-    git(other, "add", "-A")
-    git(other, "commit", "-qm", "a planted name")
-    git(other, "push", "-q", "origin", "HEAD")
-    remote_head = git(other, "rev-parse", "HEAD")
+    remote_head = _push_by_hand(other, "a planted name")
     add(laptop, "Local change on the laptop", T[0])
     before = tree_snapshot(laptop.store)
     result = laptop("sync")
