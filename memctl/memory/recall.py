@@ -56,7 +56,7 @@ RECALL_MIN_COVERAGE = 0.5  # a search hit must cover half the query to count as 
 
 
 # Of a query the block's heading and its JSON repeat: a 7,000-character query took the
-# whole budget, and the notes it asked for were left out (tests/test_recall.py).
+# whole budget, and the notes it asked for were left out (tests/test_mcp.py).
 SHOWN_QUERY_CHARS = 200
 
 
