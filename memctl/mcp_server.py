@@ -44,6 +44,7 @@ from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
 from memctl.core.errors import Front, MemctlError, arg
 from memctl.core.ids import VALID_ID
 from memctl.core.jsontop import top_level_scalars
+from memctl.core.query import shown_query
 from memctl.core.sections import MEMORY_SECTIONS
 from memctl.core.textfile import is_utf8_name
 from memctl.core.vocab import (
@@ -113,7 +114,6 @@ DEFAULT_HTTP_PORT = 8765
 HTTP_PATH = "/mcp"
 PROJECT_MEMORY_ACTIONS = ("show", "add", "replace")
 SCOPES = ("project", "global")
-ECHOED_QUERY_CHARS = 200  # of a query a search result repeats (`echoed`)
 
 INSTRUCTIONS = """\
 memctl is long-term memory kept as Markdown files in git, shared with the user (they read and
@@ -995,14 +995,6 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     def lines(*parts: str) -> str:
         return "\n".join(part for part in parts if part)
 
-    def echoed(query: str) -> str:
-        """The query as a result repeats it: its first ECHOED_QUERY_CHARS characters, then
-        `…`. A search reads no more than its first words (`truncated`), and a 1 MB query was
-        sent back twice, in the text and the structured content (docs/agents.md)."""
-        if len(query) <= ECHOED_QUERY_CHARS:
-            return query
-        return query[:ECHOED_QUERY_CHARS] + "…"
-
     def note_line(row: dict[str, Any]) -> str:
         date = str(row.get("updated") or row.get("created") or "")[:10]
         status = "" if row.get("status") in (None, "active") else f", {row['status']}"
@@ -1157,7 +1149,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 all_projects=all_projects, types=[type] if type else [], tags=tags or [],
                 since=since, limit=limit, include_stale=include_stale)
         hits = [hit.to_dict() for hit in found.hits]
-        shown = echoed(query)
+        shown = shown_query(query)
         data = {"query": shown, "hits": hits, "truncated": found.truncated,
                 "unreadable_files": [str(error) for error in found.parse_errors],
                 "stale_matches": found.stale_matches,

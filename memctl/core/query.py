@@ -41,6 +41,15 @@ from memctl.core.wordforms import verb_forms
 # still gives an answer quickly instead of an expression FTS5 takes seconds over.
 MAX_TERMS = 32
 MAX_TERM_CHARS = 200
+# Of a query a result repeats (the recall block's heading, its JSON, MCP search): a 1 MB
+# query came back whole, and a 7,000-character one took the recall block's whole budget.
+SHOWN_QUERY_CHARS = 200
+
+
+def shown_query(query: str) -> str:
+    """The query on one line, its first SHOWN_QUERY_CHARS characters (then `…`)."""
+    line = " ".join(query.split())
+    return line if len(line) <= SHOWN_QUERY_CHARS else line[:SHOWN_QUERY_CHARS] + "…"
 
 # A bare word this long or longer also matches the words it begins (`migr` → migration);
 # shorter ones would match too much of the index to be worth it (`co`, `run`).

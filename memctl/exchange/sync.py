@@ -196,12 +196,13 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
             raise MemctlError(f"{url} is a git repository but not a memctl store (no "
                               f"{SETTINGS_FILE}); nothing was cloned: give the URL of a memctl "
                               f"store's repository, or make a new store with `memctl init {path}`")
+        refused: list[str] = []
         if _has_commits(staging):
             try:
                 tree_of(staging, "HEAD")  # a name no store may hold refuses the clone, named
             except MemctlError as exc:
                 raise MemctlError(f"{url}: {exc}") from None
-        refused = _check_out_safely(staging) if _has_commits(staging) else []
+            refused = _check_out_safely(staging)
         os.replace(staging, path)  # PATH is missing or an empty folder
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -349,7 +350,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         if origin is None:
             # The local half still happens: `sync` is how a change left on disk gets
             # committed (docs/reliability.md), with a remote or without one.
-            _refuse_names_not_utf8(root)
+            _refuse_unsyncable_names(root)
             committed = commit_local_changes(store)
             revived = revive_beside_tombstones(store)  # both, whatever the first did
             done = "; your local changes were committed" if committed or revived else ""
@@ -361,7 +362,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         gitops.settle_remote_locks(root, origin, branch)
         report = SyncReport(remote=origin, branch=branch)
         gitops.install_merge_driver(root)
-        _refuse_names_not_utf8(root)
+        _refuse_unsyncable_names(root)
         report.committed = commit_local_changes(store)
         report.revived.extend(revive_beside_tombstones(store))
         for attempt in range(1, attempts + 1):
@@ -530,7 +531,7 @@ def _secrets_to_push(root: Path, remote_ref: str) -> list[dict[str, object]]:
     return carried(files)
 
 
-def _refuse_names_not_utf8(root: Path) -> None:
+def _refuse_unsyncable_names(root: Path) -> None:
     """A file whose name is not UTF-8, or holds a control character or a backslash, here or
     in the last commit, stops the sync before anything is committed or pushed: the other
     machines would refuse it in every merge (tree_of), and no import takes it (docs/sync.md)."""

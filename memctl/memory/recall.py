@@ -36,6 +36,7 @@ from memctl.core import arguments
 from memctl.core.clock import now, parse_time
 from memctl.core.errors import CLI, Front, MemctlError, NoteFormatError
 from memctl.core.markers import conflict_markers
+from memctl.core.query import shown_query
 from memctl.core.secrets import scan
 from memctl.core.sections import parse_sections, strip_comments
 from memctl.core.similarity import compare, similar_pairs
@@ -53,17 +54,6 @@ _WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000
 _TYPE_TIER = {"correction": 0, "rule": 1}
 ALWAYS_IMPORTANCE = 8  # notes this important come with every recall, query or not
 RECALL_MIN_COVERAGE = 0.5  # a search hit must cover half the query to count as a match
-
-
-# Of a query the block's heading and its JSON repeat: a 7,000-character query took the
-# whole budget, and the notes it asked for were left out (tests/test_mcp.py).
-SHOWN_QUERY_CHARS = 200
-
-
-def shown_query(query: str) -> str:
-    """The query on one line, its first SHOWN_QUERY_CHARS characters (then `…`)."""
-    line = " ".join(query.split())
-    return line if len(line) <= SHOWN_QUERY_CHARS else line[:SHOWN_QUERY_CHARS] + "…"
 
 
 @dataclass
