@@ -223,6 +223,68 @@ def test_an_import_that_meets_something_in_the_way_changes_nothing(machines, in_
         assert not list((desktop.store / ".memctl").glob("txn-*")), "no journal left to roll back"
 
 
+def _note_bytes(note_id: str, text: str) -> bytes:
+    return (f"---\nid: {note_id}\ntype: fact\nproject: zeta\nimportance: 5\n"
+            f"created: 2026-11-01T00:00:00Z\nupdated: 2026-11-01T00:00:00Z\n---\n{text}\n").encode()
+
+
+@pytest.mark.parametrize("twins", ["two files of the zip", "a file of the store",
+                                   "a folder of the store"])
+def test_an_import_that_would_make_names_differing_only_in_case_changes_nothing(machines, twins):
+    """On a disk that ignores case (macOS, Windows) `Deploy.md` and `deploy.md` are one file:
+    an import that writes both, or one beside the other already in the store, would lose one
+    note there. It is refused before anything is written, naming the pair; on this disk too,
+    so a store never holds what cannot be checked out everywhere."""
+    laptop, desktop = machines
+    zeta = add(desktop, "The deploy runs on fridays", T1, "--project", "zeta")
+    kept = next((desktop.store / "zeta/notes/fact").glob(f"*-{zeta}.md")).relative_to(desktop.store)
+    if twins == "two files of the zip":
+        files = {"zeta/notes/fact/deploy.md": _note_bytes("01caseone0000000", "on fridays"),
+                 "zeta/notes/fact/Deploy.md": _note_bytes("01casetwo0000000", "on mondays")}
+        named = ("zeta/notes/fact/deploy.md", "zeta/notes/fact/Deploy.md")
+    elif twins == "a file of the store":
+        upper = f"{kept.parent}/{kept.name.upper()}"
+        files = {upper: _note_bytes("01casetwo0000000", "on mondays")}
+        named = (upper, f"existing {kept}")
+    else:
+        files = {"zeta/Notes/fact/deploy.md": _note_bytes("01casetwo0000000", "on mondays")}
+        named = ("zeta/Notes", "existing zeta/notes ")
+    archive = laptop.store.parent / "twins.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for name, data in files.items():
+            bundle.writestr(name, data)
+    before, head = tree_snapshot(desktop.store), git(desktop.store, "rev-parse", "HEAD")
+    for options in (["--dry-run"], []):
+        result = run_memctl("import", str(archive), *options, store=desktop.store)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.startswith("error: cannot import: ") \
+            and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "only in case" in result.stderr and all(name in result.stderr for name in named)
+        assert tree_snapshot(desktop.store) == before
+        assert git(desktop.store, "rev-parse", "HEAD") == head
+        assert git(desktop.store, "status", "--porcelain") == ""
+    assert body_of(desktop, zeta) == "The deploy runs on fridays"
+
+
+def test_an_import_over_a_store_that_holds_case_twins_already_still_imports(machines):
+    """Only a name the import makes is checked: a store whose folder holds two names differing
+    only in case (made by hand on this disk) still takes an import into that folder."""
+    laptop, desktop = machines
+    zeta = add(desktop, "The deploy runs on fridays", T1, "--project", "zeta")
+    folder = next((desktop.store / "zeta/notes/fact").glob(f"*-{zeta}.md")).parent
+    (folder / "README.MD").write_text("kept by hand\n")
+    (folder / "readme.md").write_text("kept by hand too\n")
+    git(desktop.store, "add", "-A")
+    git(desktop.store, "commit", "-q", "-m", "twins by hand")
+    archive = laptop.store.parent / "over.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("zeta/notes/fact/deploy.md", _note_bytes("01caseone0000000", "on mondays"))
+    desktop.ok("import", str(archive))
+    assert body_of(desktop, "01caseone0000000") == "on mondays"
+    assert (folder / "README.MD").read_text() == "kept by hand\n"
+    assert (folder / "readme.md").read_text() == "kept by hand too\n"
+
+
 def test_memory_md_merges_as_a_whole_file(machines):
     laptop, desktop = machines
     laptop.ok("project", "add", "decisions", "use Kysely", env={"MEMCTL_NOW": T1})

@@ -380,7 +380,7 @@ HOSTILE = {
         assert f"links: [{top.decode()}]\\nattachments: [a-top/a.png]\\n".encode() \\
             in by_source[b"hub.md"]
     """,
-    "import: 16,000 new project folders checked for case twins": """
+    "import: 16,000 new project folders and 40,000 files checked for case twins": """
         import tempfile
         from pathlib import Path
         from memctl.core.errors import MemctlError
@@ -400,6 +400,14 @@ HOSTILE = {
                 assert all(f"'{name}'" in str(exc) for name in names), exc
             else:
                 raise AssertionError(f"{path} taken beside its case twin")
+        files = [f"Zeta/notes/fact/n{number:05d}.md" for number in range(40_000)]
+        check_targets(store, files, [])
+        try:
+            check_targets(store, [*files, "Zeta/notes/fact/N00007.md"], [])
+        except MemctlError as exc:
+            assert "Zeta/notes/fact/N00007.md" in str(exc), exc
+        else:
+            raise AssertionError("N00007.md taken beside its case twin")
     """,
     "re-import: 40 notes whose source keys have 30,000 parts": """
         import tempfile

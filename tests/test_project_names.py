@@ -209,3 +209,45 @@ def test_a_repository_folder_whose_name_changes_is_said(tmp_path: Path, store_pa
     kept = run_memctl("add", "调度器是 Airflow", "--json", store=store_path, project=None)
     assert kept.exit_code == 0, kept.stderr
     assert kept.json()["path"].startswith("数据平台/") and "note:" not in kept.stderr
+
+
+_PART = st.sampled_from(["a", "A", "b", "B", "ab", "Ab", "aB"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(on_disk=st.lists(st.lists(_PART, min_size=2, max_size=4), max_size=6),
+       written=st.lists(st.lists(_PART, min_size=2, max_size=4), max_size=6))
+def test_new_case_twin_finds_a_made_name_beside_its_twin_exactly_when_there_is_one(
+        tmp_path_factory, on_disk: list[list[str]], written: list[list[str]]) -> None:
+    """`new_case_twin` (the import's check, tests/test_exchange.py) against its rule read
+    plainly: some name the writes make (a file, or a folder on the way to one, below the
+    top level) is new, and another name in its folder, on disk or made by the writes too,
+    differs from it only in case."""
+    from memctl.disk.storefiles import case_key, new_case_twin
+
+    root = tmp_path_factory.mktemp("twins")
+    for parts in on_disk:  # each as a file where nothing stands in the way, as on a real disk
+        path = root.joinpath(*parts)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                path.write_text("x")
+        except (FileExistsError, NotADirectoryError):
+            continue
+    disk = {str(p.relative_to(root)) for p in root.rglob("*")}
+    writes = ["/".join(parts) for parts in written]
+    made = {"/".join(parts[:depth]) for parts in written for depth in range(2, len(parts) + 1)}
+    new = made - disk
+    beside = disk | made
+
+    def parent(path: str) -> str:
+        return path.rpartition("/")[0]
+
+    expected = any(other != name and parent(other) == parent(name)
+                   and case_key(other) == case_key(name) for name in new for other in beside)
+    found = new_case_twin(root, writes)
+    assert (found is not None) == expected, (writes, sorted(disk), found)
+    if found is not None:
+        name, other, existing = found
+        assert name in new and other != name and case_key(other) == case_key(name)
+        assert existing == (other in disk)

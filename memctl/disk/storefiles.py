@@ -85,6 +85,39 @@ class CaseTwins:
         return None
 
 
+def new_case_twin(root: Path, paths: Iterable[str]) -> tuple[str, str, bool] | None:
+    """The first name that writing `paths` (store-relative) would make below the top level, a
+    file or a folder on the way to one, beside a name in the same folder that differs from it
+    only in case (`case_key`), on disk or made by `paths` too: (the new path, the other,
+    whether the other is on disk), else None. A path on disk as it is written is no new name,
+    even beside a twin the store holds already. Two folders differing only in case are a
+    pair one level up (the top level is `CaseTwins`'s, for project names). Each folder on
+    disk is listed once: linear in the paths and those folders' entries."""
+    by_key: dict[tuple[str, str], str] = {}  # (folder, case_key of a name) -> the first path
+    on_disk: set[str] = set()
+    listed: set[str] = set()
+    for path in sorted(paths):
+        parts = path.split("/")
+        for depth in range(2, len(parts) + 1):
+            parent, name = "/".join(parts[:depth - 1]), parts[depth - 1]
+            if parent not in listed:
+                listed.add(parent)
+                try:
+                    names = os.listdir(root / parent)
+                except OSError:
+                    names = []  # not there yet (the write makes it), or unreadable
+                for there in sorted(names):
+                    on_disk.add(f"{parent}/{there}")
+                    by_key.setdefault((parent, case_key(there)), f"{parent}/{there}")
+            here = f"{parent}/{name}"
+            if here in on_disk:
+                continue
+            other = by_key.setdefault((parent, case_key(name)), here)
+            if other != here:
+                return here, other, other in on_disk
+    return None
+
+
 class StoreFiles:
     """A store's folder and its files: what the index, the watcher and the lower layers need.
     No git, no index: see `memctl.store.Store` for those."""

@@ -48,7 +48,7 @@ from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
 from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE
-from memctl.disk.storefiles import CaseTwins, case_twin_problem
+from memctl.disk.storefiles import CaseTwins, case_twin_problem, new_case_twin
 from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
@@ -589,8 +589,9 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
     """Refuse, before anything is staged or written, an import that could not finish: a target
     outside the store or through a link (`resolve`), a file standing where the import must
     make a folder (`zeta` where `zeta/notes/z.md` goes), a folder or special file where it
-    must write or remove a file, or a project folder beside one whose name differs only in
-    case (`StoreFiles.case_twin`). The store is left exactly as it was (docs/sync.md,
+    must write or remove a file, a project folder beside one whose name differs only in
+    case (`StoreFiles.case_twin`), or any other new file or folder beside one whose name
+    differs only in case (`new_case_twin`). The store is left exactly as it was (docs/sync.md,
     tests/test_exchange.py, tests/test_project_names.py)."""
     root = Path(store.root)
     present = store.top_folders()
@@ -610,6 +611,14 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
                 f"import again")
         made.add(top)
         made_twins.add(top)
+    twin = new_case_twin(root, writes)
+    if twin is not None:
+        path, other, existing = twin
+        raise MemctlError(
+            f"cannot import: {path} differs from the {'existing ' if existing else ''}{other} "
+            f"only in case: a disk that ignores case (macOS, Windows) cannot keep them apart, "
+            f"one would overwrite the other; nothing was changed: rename one of the two, then "
+            f"import again")
     for path in sorted(set(writes) | set(removes)):
         store.resolve(path)
         parts = path.split("/")
