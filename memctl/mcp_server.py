@@ -27,6 +27,7 @@ functions' annotations to build their schemas, and they must be real objects.
 """
 
 import hmac
+import io
 import json
 import logging
 import os
@@ -205,33 +206,94 @@ def serve(store: Store, default_project: str, *, watch: bool = True) -> None:
 
 
 async def _serve_stdio(server: Any) -> None:
-    """`server.run("stdio")`, but a request the SDK cannot read is answered. The SDK drops a
-    line it fails to read as a JSON-RPC message and answers nothing, so a client waiting for
-    that id waited for ever: a lone surrogate in a string (`"\\ud800"`: valid JSON, no
-    Unicode text) did that to any tool call (tests/test_mcp.py). Such a request, whose id
-    can still be read, gets an error answer (`unreadable_request`); anything else goes on to
-    the server as before."""
+    """`server.run("stdio")`, but every request gets an answer. memctl reads stdin itself
+    (`_wire_lines`; the SDK still writes stdout) and hands on what the SDK reads from each
+    line, except:
+    - a line the SDK cannot read as a JSON-RPC message, which it dropped without a word, so
+      a client waiting for that id waited for ever (a lone surrogate in a string,
+      `"\\ud800"`: valid JSON, no Unicode text, did that to any tool call): a request
+      whose id can still be read gets an error answer (`unreadable_request`);
+    - a request whose id no answer can carry (`1.5`, `true`, `null`), which the SDK reads
+      as a notification, dropping the id, so it was never answered either: JSON-RPC's
+      invalid request, with the id null (`_request_read_as_notification`).
+    Anything else goes on to the server as before (tests/test_mcp.py)."""
     import anyio
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCNotification, jsonrpc_message_adapter
 
     lowlevel = server._lowlevel_server
-    async with stdio_server() as (read_stream, write_stream):
-        send, receive = anyio.create_memory_object_stream[Any](0)
+    with _wire_lines() as lines:
+        # The SDK's own reader gets nothing (stdin is read above); it writes stdout.
+        async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, write_stream):
+            send, receive = anyio.create_memory_object_stream[Any](0)
 
-        async def forward() -> None:
-            async with send:
-                async for item in read_stream:
-                    answer = unreadable_request(item) if isinstance(item, Exception) else None
-                    if answer is not None:
-                        await write_stream.send(SessionMessage(answer))
-                    else:
-                        await send.send(item)
+            async def forward() -> None:
+                async with send:
+                    async for line in lines:
+                        try:
+                            item = jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        except Exception as exc:  # noqa: BLE001 - the SDK's reader's rule
+                            answer = unreadable_request(exc)
+                            if answer is None:
+                                await send.send(exc)
+                            else:
+                                await write_stream.send(SessionMessage(answer))
+                            continue
+                        if isinstance(item, JSONRPCNotification) \
+                                and _request_read_as_notification(line):
+                            await write_stream.send(SessionMessage(_invalid_id()))
+                            continue
+                        await send.send(SessionMessage(item))
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(forward)
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
-            group.cancel_scope.cancel()
+            async with anyio.create_task_group() as group:
+                group.start_soon(forward)
+                await lowlevel.run(receive, write_stream,
+                                   lowlevel.create_initialization_options())
+                group.cancel_scope.cancel()
+
+
+@contextmanager
+def _wire_lines() -> Iterator[Any]:
+    """The lines of the client's stdin, read (as the SDK reads them: UTF-8, a byte that is
+    none read as U+FFFD) from a private copy of fd 0, with fd 0 itself on the null device
+    while serving, so a child process or a stray read never takes the client's bytes. The
+    copy is never closed: a worker thread may still wait on it when the server ends."""
+    import anyio
+
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        yield anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire, "rb", closefd=False),
+                                               encoding="utf-8", errors="replace"))
+    finally:
+        os.dup2(wire, 0)
+
+
+def _request_read_as_notification(line: str) -> bool:
+    """Whether `line`, which the SDK read as a notification, has an `id` at its top level: a
+    request whose id the SDK could not take (a fraction, true, null, an object), which must
+    be answered. Linear in the line; a line without `"id"` anywhere is not parsed."""
+    if '"id"' not in line:
+        return False
+    try:
+        message: Any = json.loads(line)
+    except (RecursionError, ValueError):
+        message = top_level_scalars(line)  # deeper than Python reads: its top level alone
+    return isinstance(message, dict) and "id" in message
+
+
+def _invalid_id() -> Any:
+    """JSON-RPC's invalid request for a request whose id no answer can carry, with the id
+    null, so the client hears why."""
+    from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
+
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(
+        code=INVALID_REQUEST, message="the request's id must be a string or a whole number"))
 
 
 def unreadable_request(error: Exception) -> Any | None:
@@ -280,11 +342,7 @@ def unreadable_request(error: Exception) -> Any | None:
     try:
         if isinstance(ident, bool) or not isinstance(ident, int | str) \
                 or not is_utf8_name(json.dumps(ident, ensure_ascii=False)):
-            # An id no answer can carry (a fraction, true, null, an object): JSON-RPC's
-            # invalid request, with the id null, so the client hears why.
-            return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(
-                code=INVALID_REQUEST, message="the request's id must be a string or a whole "
-                "number"))
+            return _invalid_id()  # an id no answer can carry (a fraction, true, null, ...)
         readable = is_utf8_name(json.dumps(line, ensure_ascii=False))
     except (ValueError, RecursionError):
         return None  # an object the SDK read, deeper than Python writes: no id to trust

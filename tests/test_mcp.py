@@ -823,12 +823,24 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
         # A number longer than Python converts (4,300 digits), in valid JSON: answered by id.
         answer = ask(call(12, "remember", '{"text": 1' + "0" * 5000 + "}"))
         assert answer["id"] == 12 and answer["error"]["code"] == -32600, answer
-        # A request the SDK cannot read whose id no answer can carry: JSON-RPC's invalid
-        # request, with the id null. (With a method it reads, the SDK takes such a line
-        # for a notification and drops the id: docs/agents.md.)
-        for ident in ("1.5", "true", "null", '{"a": 1}'):
-            answer = ask(f'{{"jsonrpc": "2.0", "id": {ident}, "method": 3}}')
-            assert answer["id"] is None and answer["error"]["code"] == -32600, (ident, answer)
+        # A request whose id no answer can carry: JSON-RPC's invalid request, with the id
+        # null, whether the SDK cannot read it at all (a method that is no string) or reads
+        # it as a notification and drops the id (a method it knows), which left the client
+        # waiting for ever.
+        for ident in ("1.5", "2.0", "true", "null", '{"a": 1}', "[1]"):
+            for method in ("3", '"ping"', '"tools/list"'):
+                answer = ask(f'{{"jsonrpc": "2.0", "id": {ident}, "method": {method}}}')
+                assert answer["id"] is None and answer["error"]["code"] == -32600, \
+                    (ident, method, answer)
+        deep_id = f'{{"jsonrpc": "2.0", "method": "ping", "params": {{"a": {deep}}}, "id": 0.5}}'
+        answer = ask(deep_id)
+        assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+        # A notification that holds an "id" below its top level is one: nothing is answered
+        # (the next answer is the next request's).
+        server.stdin.write('{"jsonrpc": "2.0", "method": "notifications/cancelled", '
+                           '"params": {"requestId": 99, "id": 3}}\n')
+        answer = ask('{"jsonrpc": "2.0", "id": 11, "method": "ping"}')
+        assert answer == {"jsonrpc": "2.0", "id": 11, "result": {}}, answer
         # An id nested in what is no request (a response): nothing is answered.
         server.stdin.write('{"jsonrpc": "2.0", "id": 3, "error": {"method": "x", "id": 4}}\n')
         answer = ask('{"jsonrpc": "2.0", "id": 9, "method": 3}')
