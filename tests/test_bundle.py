@@ -304,3 +304,38 @@ def test_a_conflict_copy_carried_by_a_zip_is_reported_as_written(cli, store_path
     assert "1 carried conflict copy" in text.stderr + text.stdout
     assert "conflict cop" in git(store_path, "log", "-1", "--format=%s")
     assert path in cli.ok("conflicts", "--json").stdout
+
+
+def _manifest_bundle(path: Path, exported: Path, files: dict[str, bytes]) -> Path:
+    """A memctl zip holding `files` alone, its manifest (that of `exported`) listing them."""
+    import hashlib
+
+    with zipfile.ZipFile(exported) as archive:
+        manifest = json.loads(archive.read(MANIFEST_NAME))
+    manifest["entries"] = {name: {"history": [], "sha256": hashlib.sha256(data).hexdigest(),
+                                  "size": len(data), "updated": None}
+                           for name, data in files.items()}
+    return make_zip(path, [*files.items(), (MANIFEST_NAME, json.dumps(manifest).encode())])
+
+
+def test_an_import_names_what_it_ignored(cli, store_path, tmp_path):
+    """A zip of entries that are no memory said "nothing to do" and no more, as if it had been
+    empty: the import now names what it left out (all of it in `--json`; in the text, all of
+    it when it takes nothing else, else what is no part of a store), and changes nothing."""
+    cli.ok("add", "a note to export")
+    exported = tmp_path / "export.zip"
+    cli.ok("export", str(exported))
+    before, head = tree_snapshot(store_path), git(store_path, "rev-parse", "HEAD")
+    only = _manifest_bundle(tmp_path / "only.zip", exported, {".gitattributes": b"* -text\n"})
+    result = cli.ok("import", str(only))
+    assert result.stderr.splitlines() == ["ignored, as no memory memctl imports: .gitattributes",
+                                          "nothing to do"], result.stderr
+    assert cli.ok("import", str(only), "--json").json()["ignored"] == [".gitattributes"]
+    assert tree_snapshot(store_path) == before and git(store_path, "rev-parse", "HEAD") == head
+    mixed = make_zip(tmp_path / "mixed.zip", [GOOD, ("demo/diagram.png", b"\x89PNG"),
+                                              (".gitignore", b".memctl/\n")])
+    result = cli.ok("import", str(mixed))
+    assert "ignored, as no memory memctl imports: demo/diagram.png\n" in result.stderr
+    assert ".gitignore" not in result.stderr and "1 added" in result.stderr
+    assert cli.ok("import", str(mixed), "--json").json()["ignored"] == [".gitignore",
+                                                                        "demo/diagram.png"]

@@ -129,7 +129,7 @@ def import_command(
               "held_back": ("held back", "held back")}
     counts = ", ".join(f"{len(v)} {labels.get(k, (k, k))[len(v) != 1]}"
                        for k, v in report.to_dict().items()
-                       if v and k != "conflict_copies") or "nothing to do"
+                       if v and k not in ("conflict_copies", "ignored"))
     for item in report.rejected:
         info(f"rejected {item['path']}: {item['reason']}")
     for item in report.skipped[:20]:
@@ -144,7 +144,14 @@ def import_command(
     if report.held_back:
         warn(f"kept this store's own settings and templates; not applied from {source}: "
              f"{', '.join(report.held_back)} (copy what you want by hand)")
-    info(f"{'dry run: ' if dry_run else ''}{counts}")
+    # What the source held that is no memory: named whenever the import takes nothing else
+    # (else a zip of only such entries said "nothing to do" and no more), and otherwise
+    # unless it is a store's own file, which every store and zip holds.
+    ignored = report.strays() if counts else report.ignored
+    if ignored:
+        more = f" and {len(ignored) - 5} more (`--json` lists them all)" if len(ignored) > 5 else ""
+        info(f"ignored, as no memory memctl imports: {', '.join(ignored[:5])}{more}")
+    info(f"{'dry run: ' if dry_run else ''}{counts or 'nothing to do'}")
 
 
 def _name_renamed_and_revived(renamed: list[dict[str, str]], revived: list[str],

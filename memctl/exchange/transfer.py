@@ -47,7 +47,7 @@ from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
-from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE
+from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE, belongs_in_store
 from memctl.disk.storefiles import CaseTwins, case_twin_problem, new_case_twin
 from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
@@ -269,6 +269,9 @@ class ImportReport:
     # source no longer has them, and what was left out on purpose, with the reason.
     retired: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    # The source's entries that are no memory memctl imports (a `.gitattributes`, a
+    # picture): left out, and named, so an import that takes nothing says why.
+    ignored: list[str] = field(default_factory=list)
     writes: dict[str, bytes] = field(default_factory=dict)
     removes: list[str] = field(default_factory=list)
     commit: str | None = None
@@ -282,9 +285,15 @@ class ImportReport:
                 "carried_copies": self.carried_copies, "revived": self.revived,
                 "renamed": self.renamed,
                 "held_back": self.held_back, "rejected": self.rejected,
-                "retired": self.retired, "skipped": self.skipped,
+                "retired": self.retired, "skipped": self.skipped, "ignored": self.ignored,
                 **({"counters_not_merged": self.counters_not_merged}
                    if self.counters_not_merged else {})}
+
+    def strays(self) -> list[str]:
+        """The ignored entries that are no part of any store either (a picture, a text file
+        in a project), where a store's own files (`.gitignore`, `.gitkeep`, …) come with
+        every store and zip: what the import's text names when it takes something."""
+        return [path for path in self.ignored if not belongs_in_store(path)]
 
     def changes(self) -> list[tuple[str, str]]:
         """(action, path) of every file the import writes or removes, sorted by path."""
@@ -379,7 +388,7 @@ def plan_import(local: Snapshot, bundle: Bundle) -> tuple[ImportReport, MergeRes
     horizon = future_horizon(latest_now())
     # A bundle carries no earlier paths: only a move made in this store is known as one.
     result = merge_snapshots(local.entries, incoming, local.seen, seen_in, horizon, local.paths)
-    report = ImportReport(source=bundle.source)
+    report = ImportReport(source=bundle.source, ignored=sorted(bundle.ignored))
     report.held_back = _held_back(local, guarded, guarded_removed, bundle, horizon)
     renames = {(key_name(before.key), key_name(after.key)) for before, after in moved}
     renames.update(result.renamed.items())
