@@ -44,7 +44,7 @@ from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
 from memctl.core.errors import Front, MemctlError, arg
 from memctl.core.ids import VALID_ID
-from memctl.core.jsontop import top_level_scalars
+from memctl.core.jsontop import top_level_members
 from memctl.core.query import shown_query
 from memctl.core.sections import MEMORY_SECTIONS
 from memctl.core.textfile import is_utf8_name
@@ -275,15 +275,14 @@ def _wire_lines() -> Iterator[Any]:
 
 
 def _request_read_as_notification(line: str) -> bool:
-    """Whether `line`, which the SDK read as a notification, has an `id` at its top level: a
-    request whose id the SDK could not take (a fraction, true, null, an object), which must
-    be answered. Linear in the line; a line without `"id"` anywhere is not parsed."""
-    if '"id"' not in line:
-        return False
+    """Whether `line`, which the SDK read as a notification, has an `id` at its top level
+    (its key spelled in any JSON escape, `"\\u0069d"`): a request whose id the SDK could not
+    take (a fraction, true, null, an object), which must be answered. Linear in the line."""
     try:
         message: Any = json.loads(line)
     except (RecursionError, ValueError):
-        message = top_level_scalars(line)  # deeper than Python reads: its top level alone
+        # Deeper than Python reads, or a number longer than it converts: the top level alone.
+        message = top_level_members(line)
     return isinstance(message, dict) and "id" in message
 
 
@@ -328,7 +327,7 @@ def unreadable_request(error: Exception) -> Any | None:
                 # digits): valid JSON whose top level can still be read. Else no JSON.
                 if isinstance(exc, ValueError) and "integer string conversion" not in str(exc):
                     raise
-                line = top_level_scalars(line)
+                line = top_level_members(line)
                 if line is None:
                     raise ValueError("no JSON") from None
     except ValueError:
@@ -343,7 +342,9 @@ def unreadable_request(error: Exception) -> Any | None:
         if isinstance(ident, bool) or not isinstance(ident, int | str) \
                 or not is_utf8_name(json.dumps(ident, ensure_ascii=False)):
             return _invalid_id()  # an id no answer can carry (a fraction, true, null, ...)
-        readable = is_utf8_name(json.dumps(line, ensure_ascii=False))
+        # (A member read over, `OPAQUE`, is left out of this look for a lone surrogate.)
+        readable = is_utf8_name(json.dumps(line, ensure_ascii=False,
+                                           default=lambda _opaque: None))
     except (ValueError, RecursionError):
         return None  # an object the SDK read, deeper than Python writes: no id to trust
     if readable:

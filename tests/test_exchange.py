@@ -229,7 +229,7 @@ def _note_bytes(note_id: str, text: str) -> bytes:
 
 
 @pytest.mark.parametrize("twins", ["two files of the zip", "a file of the store",
-                                   "a folder of the store"])
+                                   "a folder of the store", "two Unicode forms"])
 def test_an_import_that_would_make_names_differing_only_in_case_changes_nothing(machines, twins):
     """On a disk that ignores case (macOS, Windows) `Deploy.md` and `deploy.md` are one file:
     an import that writes both, or one beside the other already in the store, would lose one
@@ -246,9 +246,13 @@ def test_an_import_that_would_make_names_differing_only_in_case_changes_nothing(
         upper = f"{kept.parent}/{kept.name.upper()}"
         files = {upper: _note_bytes("01casetwo0000000", "on mondays")}
         named = (upper, f"existing {kept}")
-    else:
+    elif twins == "a folder of the store":
         files = {"zeta/Notes/fact/deploy.md": _note_bytes("01casetwo0000000", "on mondays")}
         named = ("zeta/Notes", "existing zeta/notes ")
+    else:  # café composed and decomposed: one name to macOS
+        files = {"zeta/notes/fact/caf\u00e9.md": _note_bytes("01caseone0000000", "on fridays"),
+                 "zeta/notes/fact/cafe\u0301.md": _note_bytes("01casetwo0000000", "on mondays")}
+        named = ("zeta/notes/fact/caf",)
     archive = laptop.store.parent / "twins.zip"
     with zipfile.ZipFile(archive, "w") as bundle:
         for name, data in files.items():
@@ -259,7 +263,8 @@ def test_an_import_that_would_make_names_differing_only_in_case_changes_nothing(
         assert result.exit_code == 1, result.stderr
         assert result.stderr.startswith("error: cannot import: ") \
             and len(result.stderr.strip().splitlines()) == 1, result.stderr
-        assert "only in case" in result.stderr and all(name in result.stderr for name in named)
+        assert "only in case or Unicode form" in result.stderr \
+            and all(name in result.stderr for name in named), result.stderr
         assert tree_snapshot(desktop.store) == before
         assert git(desktop.store, "rev-parse", "HEAD") == head
         assert git(desktop.store, "status", "--porcelain") == ""
@@ -283,6 +288,49 @@ def test_an_import_over_a_store_that_holds_case_twins_already_still_imports(mach
     assert body_of(desktop, "01caseone0000000") == "on mondays"
     assert (folder / "README.MD").read_text() == "kept by hand\n"
     assert (folder / "readme.md").read_text() == "kept by hand too\n"
+
+
+def _renamed_by_case(machines) -> tuple[Cli, str, Path, str, Path]:
+    """A note both stores have, its file renamed on the laptop to the same name in capitals
+    (with plain git), then edited there: (desktop, id, its path there, its new name, the
+    laptop's export)."""
+    laptop, desktop = machines
+    note = add(desktop, "The deploy runs on fridays", T1, "--project", "zeta")
+    transfer(desktop, laptop)
+    old = next((laptop.store / "zeta/notes/fact").glob(f"*-{note}.md"))
+    new = old.with_name(old.name.upper().replace(".MD", ".md"))
+    git(laptop.store, "mv", str(old.relative_to(laptop.store)), str(new.relative_to(laptop.store)))
+    git(laptop.store, "commit", "-q", "-m", "renamed by hand")
+    edit(laptop, note, "The deploy runs on mondays", T2)
+    archive = laptop.store.parent / "renamed.zip"
+    laptop.ok("export", str(archive))
+    return desktop, note, desktop.store / old.relative_to(laptop.store), new.name, archive
+
+
+def test_a_note_renamed_by_case_alone_is_imported_as_a_rename(machines):
+    """A file name that changes only in case is one note moved, not a twin beside it: the
+    import writes the new name and removes the old one (refused as a twin at first)."""
+    desktop, note, old, new_name, archive = _renamed_by_case(machines)
+    report = desktop.ok("import", str(archive), "--json").json()
+    assert report["updated"] == [note], report
+    assert sorted(p.name for p in old.parent.iterdir()) == [new_name]
+    assert body_of(desktop, note) == "The deploy runs on mondays"
+    assert git(desktop.store, "status", "--porcelain") == ""
+
+
+def test_an_import_removes_before_it_writes(machines):
+    """The rename's removal of `deploy….md` is applied before the write of `DEPLOY….md`: on a
+    disk that ignores case the two are one file, and the write first, then the removal,
+    deleted the note there. Killed after its first step, the import has removed the old
+    name and not yet written the new one; the next command puts everything back."""
+    desktop, note, old, new_name, archive = _renamed_by_case(machines)
+    before = tree_snapshot(desktop.store)
+    assert _spawn_import(desktop.store, archive, "import-op-0") == -9
+    assert sorted(p.name for p in old.parent.iterdir()) == []
+    with Store.open(desktop.store).lock("test"):  # the next command to take the lock
+        pass  # rolls the killed import back
+    assert tree_snapshot(desktop.store) == before
+    assert body_of(desktop, note) == "The deploy runs on fridays"
 
 
 def test_memory_md_merges_as_a_whole_file(machines):

@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.core.jsontop import top_level_scalars
+from memctl.core.jsontop import OPAQUE, top_level_members, top_level_scalars
 
 SCALARS = (st.none() | st.booleans() | st.integers()
            | st.floats(allow_nan=False, allow_infinity=False) | st.text())
@@ -28,6 +28,27 @@ def test_the_members_are_those_pythons_reader_finds(document, layout, ascii_only
     text = json.dumps(document, ensure_ascii=ascii_only, **layout)
     assert top_level_scalars(text) == _scalars(json.loads(text))
     assert top_level_scalars(f" \n{text}\t") == _scalars(document)
+
+
+def _members(document: dict) -> dict:
+    return {key: OPAQUE if isinstance(value, list | dict) else value
+            for key, value in document.items()}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(), VALUES, max_size=6), LAYOUTS, st.booleans())
+def test_every_key_is_one_pythons_reader_finds(document, layout, ascii_only):
+    """`top_level_members`: every key (spelled with escapes too), the scalars as read, the
+    rest `OPAQUE`: the MCP server tells a request from a notification by its keys alone."""
+    text = json.dumps(document, ensure_ascii=ascii_only, **layout)
+    assert top_level_members(text) == _members(json.loads(text))
+
+
+def test_a_number_longer_than_python_converts_is_opaque_to_members_alone():
+    line = '{"a": 1' + "0" * 5000 + ', "\\u0069d": {"x": 1}, "n": 2}'
+    assert top_level_members(line) == {"a": OPAQUE, "id": OPAQUE, "n": 2}
+    assert top_level_scalars(line) is None
+    assert top_level_members('{"a": 1e5000x}') is None
 
 
 @settings(max_examples=400, deadline=None)

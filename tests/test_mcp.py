@@ -832,9 +832,18 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
                 answer = ask(f'{{"jsonrpc": "2.0", "id": {ident}, "method": {method}}}')
                 assert answer["id"] is None and answer["error"]["code"] == -32600, \
                     (ident, method, answer)
-        deep_id = f'{{"jsonrpc": "2.0", "method": "ping", "params": {{"a": {deep}}}, "id": 0.5}}'
-        answer = ask(deep_id)
-        assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+        # The same with the key spelled in an escape, or beside what Python does not read
+        # (thousands of levels, a number of 5,000 digits): the id is found at the top level.
+        long_number = "1" + "0" * 5000
+        for line in (f'{{"jsonrpc": "2.0", "method": "ping", "params": {{"a": {deep}}}, '
+                     f'"id": 0.5}}',
+                     '{"jsonrpc": "2.0", "method": "ping", "\\u0069d": 1.5}',
+                     f'{{"jsonrpc": "2.0", "method": "ping", "id": {{"a": 1}}, '
+                     f'"params": {{"n": {long_number}}}}}',
+                     f'{{"jsonrpc": "2.0", "method": "ping", "id": [1], "n": {long_number}}}',
+                     f'{{"jsonrpc": "2.0", "method": "ping", "id": [1], "params": {{"a": {deep}}}}}'):
+            answer = ask(line)
+            assert answer["id"] is None and answer["error"]["code"] == -32600, (line[:60], answer)
         # A notification that holds an "id" below its top level is one: nothing is answered
         # (the next answer is the next request's).
         server.stdin.write('{"jsonrpc": "2.0", "method": "notifications/cancelled", '

@@ -211,30 +211,35 @@ def test_a_repository_folder_whose_name_changes_is_said(tmp_path: Path, store_pa
     assert kept.json()["path"].startswith("数据平台/") and "note:" not in kept.stderr
 
 
-_PART = st.sampled_from(["a", "A", "b", "B", "ab", "Ab", "aB"])
+_PART = st.sampled_from(["a", "A", "b", "B", "ab", "Ab", "aB", "\u00e9", "e\u0301", "\u00c9"])
 
 
 @settings(max_examples=300, deadline=None)
 @given(on_disk=st.lists(st.lists(_PART, min_size=2, max_size=4), max_size=6),
-       written=st.lists(st.lists(_PART, min_size=2, max_size=4), max_size=6))
+       written=st.lists(st.lists(_PART, min_size=2, max_size=4), max_size=6),
+       removed=st.lists(st.integers(min_value=0, max_value=5), max_size=3))
 def test_new_case_twin_finds_a_made_name_beside_its_twin_exactly_when_there_is_one(
-        tmp_path_factory, on_disk: list[list[str]], written: list[list[str]]) -> None:
+        tmp_path_factory, on_disk: list[list[str]], written: list[list[str]],
+        removed: list[int]) -> None:
     """`new_case_twin` (the import's check, tests/test_exchange.py) against its rule read
     plainly: some name the writes make (a file, or a folder on the way to one, below the
-    top level) is new, and another name in its folder, on disk or made by the writes too,
-    differs from it only in case."""
-    from memctl.disk.storefiles import case_key, new_case_twin
+    top level) is new, and another name in its folder, on disk and not removed by the same
+    import, or made by the writes too, differs from it only in case or Unicode form."""
+    from memctl.disk.storefiles import new_case_twin, same_name_key
 
     root = tmp_path_factory.mktemp("twins")
+    files = []
     for parts in on_disk:  # each as a file where nothing stands in the way, as on a real disk
         path = root.joinpath(*parts)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists():
                 path.write_text("x")
+                files.append("/".join(parts))
         except (FileExistsError, NotADirectoryError):
             continue
-    disk = {str(p.relative_to(root)) for p in root.rglob("*")}
+    removes = {files[number] for number in removed if number < len(files)}
+    disk = {str(p.relative_to(root)) for p in root.rglob("*")} - removes
     writes = ["/".join(parts) for parts in written]
     made = {"/".join(parts[:depth]) for parts in written for depth in range(2, len(parts) + 1)}
     new = made - disk
@@ -244,10 +249,19 @@ def test_new_case_twin_finds_a_made_name_beside_its_twin_exactly_when_there_is_o
         return path.rpartition("/")[0]
 
     expected = any(other != name and parent(other) == parent(name)
-                   and case_key(other) == case_key(name) for name in new for other in beside)
-    found = new_case_twin(root, writes)
-    assert (found is not None) == expected, (writes, sorted(disk), found)
+                   and same_name_key(other) == same_name_key(name)
+                   for name in new for other in beside)
+    found = new_case_twin(root, writes, sorted(removes))
+    assert (found is not None) == expected, (writes, sorted(disk), sorted(removes), found)
     if found is not None:
         name, other, existing = found
-        assert name in new and other != name and case_key(other) == case_key(name)
+        assert name in new and other != name and same_name_key(other) == same_name_key(name)
         assert existing == (other in disk)
+
+
+def test_names_in_either_unicode_form_or_case_are_one_name_to_the_import() -> None:
+    from memctl.disk.storefiles import same_name_key
+
+    assert same_name_key("caf\u00e9.md") == same_name_key("cafe\u0301.md") \
+        == same_name_key("CAF\u00c9.MD")
+    assert same_name_key("stra\u00dfe") != same_name_key("strasse")

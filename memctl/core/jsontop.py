@@ -26,19 +26,43 @@ class _Malformed(Exception):
     """The text is no JSON object: nothing of it is read."""
 
 
+class _Opaque:
+    """The value of a member read over, not converted (`top_level_members`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "OPAQUE"
+
+
+# A member holding an object, an array, or a number longer than Python converts.
+OPAQUE = _Opaque()
+
+
 def top_level_scalars(text: str) -> dict[str, object] | None:
     """The members of the JSON object `text` whose values are strings, numbers, `true`,
     `false` or `null`, by key (a later member of the same key wins, as with `json.loads`);
     members holding an object or an array are passed over, however deep. None when `text`
-    is no JSON object. What is below the top level is checked for balanced brackets and
-    closed strings only."""
+    is no JSON object, or holds a number at its top level longer than Python converts. What
+    is below the top level is checked for balanced brackets and closed strings only."""
     try:
-        return _read_object(text)
+        return _read_object(text, keep_opaque=False)
     except (_Malformed, ValueError, RecursionError):
         return None
 
 
-def _read_object(text: str) -> dict[str, object]:
+def top_level_members(text: str) -> dict[str, object] | None:
+    """Every member of the JSON object `text`, as `top_level_scalars` reads them, with
+    `OPAQUE` for a value it does not convert (an object, an array, a number longer than
+    Python converts): which keys the object has, whatever their values. None when `text` is
+    no JSON object."""
+    try:
+        return _read_object(text, keep_opaque=True)
+    except (_Malformed, ValueError, RecursionError):
+        return None
+
+
+def _read_object(text: str, keep_opaque: bool) -> dict[str, object]:
     position = _skip_space(text, 0)
     if not text.startswith("{", position):
         raise _Malformed
@@ -64,11 +88,19 @@ def _read_object(text: str) -> dict[str, object]:
                 members[key] = json.loads(text[position:end])
             elif first in "[{":
                 end = _container_end(text, position)
-                members.pop(key, None)  # not a scalar: an earlier scalar of the key is replaced
+                if keep_opaque:
+                    members[key] = OPAQUE
+                else:  # not a scalar: an earlier scalar of the key is replaced
+                    members.pop(key, None)
             else:
                 found = _SCALAR_END.search(text, position)
                 end = found.start() if found else len(text)
-                members[key] = json.loads(text[position:end])
+                try:
+                    members[key] = json.loads(text[position:end])
+                except ValueError as exc:  # JSONDecodeError too: not a number, no JSON
+                    if not keep_opaque or "integer string conversion" not in str(exc):
+                        raise
+                    members[key] = OPAQUE
             position = _skip_space(text, end)
             if text.startswith(",", position):
                 position = _skip_space(text, position + 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
@@ -85,21 +86,32 @@ class CaseTwins:
         return None
 
 
-def new_case_twin(root: Path, paths: Iterable[str]) -> tuple[str, str, bool] | None:
-    """The first name that writing `paths` (store-relative) would make below the top level, a
-    file or a folder on the way to one, beside a name in the same folder that differs from it
-    only in case (`case_key`), on disk or made by `paths` too: (the new path, the other,
-    whether the other is on disk), else None. A path on disk as it is written is no new name,
-    even beside a twin the store holds already. Two folders differing only in case are a
-    pair one level up (the top level is `CaseTwins`'s, for project names). Each folder on
-    disk is listed once: linear in the paths and those folders' entries."""
-    by_key: dict[tuple[str, str], str] = {}  # (folder, case_key of a name) -> the first path
+def same_name_key(name: str) -> str:
+    """`name` as a disk that ignores case and Unicode form compares it (macOS: `Deploy.md` and
+    `deploy.md`, and `café` composed and decomposed, are one name there): NFC, then
+    `case_key`. Two names with one key cannot both be kept on such a disk."""
+    return case_key(unicodedata.normalize("NFC", name))
+
+
+def new_case_twin(root: Path, writes: Iterable[str],
+                  removes: Iterable[str] = ()) -> tuple[str, str, bool] | None:
+    """The first name that writing `writes` (store-relative) would make below the top level,
+    a file or a folder on the way to one, beside a name in the same folder that differs from
+    it only in case or Unicode form (`same_name_key`), on disk or made by `writes` too: (the
+    new path, the other, whether the other is on disk), else None. A path on disk as it is
+    written is no new name, even beside a twin the store holds already, and a file the same
+    import removes frees its name (a note renamed from `deploy.md` to `Deploy.md`). Two
+    folders differing only in case are a pair one level up (the top level is `CaseTwins`'s,
+    for project names). Each folder on disk is listed once: linear in the paths, their
+    parts and those folders' entries."""
+    freed = set(removes)
+    by_key: dict[tuple[str, str], str] = {}  # (folder, key of a name) -> the first path
     on_disk: set[str] = set()
     listed: set[str] = set()
-    for path in sorted(paths):
-        parts = path.split("/")
-        for depth in range(2, len(parts) + 1):
-            parent, name = "/".join(parts[:depth - 1]), parts[depth - 1]
+    for path in sorted(writes):
+        parent, _, rest = path.partition("/")
+        while rest:
+            name, _, rest = rest.partition("/")
             if parent not in listed:
                 listed.add(parent)
                 try:
@@ -107,14 +119,16 @@ def new_case_twin(root: Path, paths: Iterable[str]) -> tuple[str, str, bool] | N
                 except OSError:
                     names = []  # not there yet (the write makes it), or unreadable
                 for there in sorted(names):
-                    on_disk.add(f"{parent}/{there}")
-                    by_key.setdefault((parent, case_key(there)), f"{parent}/{there}")
+                    known = f"{parent}/{there}"
+                    if known not in freed:
+                        on_disk.add(known)
+                        by_key.setdefault((parent, same_name_key(there)), known)
             here = f"{parent}/{name}"
-            if here in on_disk:
-                continue
-            other = by_key.setdefault((parent, case_key(name)), here)
-            if other != here:
-                return here, other, other in on_disk
+            if here not in on_disk:
+                other = by_key.setdefault((parent, same_name_key(name)), here)
+                if other != here:
+                    return here, other, other in on_disk
+            parent = here
     return None
 
 

@@ -620,14 +620,14 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
                 f"import again")
         made.add(top)
         made_twins.add(top)
-    twin = new_case_twin(root, writes)
+    twin = new_case_twin(root, writes, removes)
     if twin is not None:
         path, other, existing = twin
         raise MemctlError(
             f"cannot import: {path} differs from the {'existing ' if existing else ''}{other} "
-            f"only in case: a disk that ignores case (macOS, Windows) cannot keep them apart, "
-            f"one would overwrite the other; nothing was changed: rename one of the two, then "
-            f"import again")
+            f"only in case or Unicode form: a disk that ignores those (macOS, Windows) cannot "
+            f"keep them apart, one would overwrite the other; nothing was changed: rename one "
+            f"of the two, then import again")
     for path in sorted(set(writes) | set(removes)):
         store.resolve(path)
         parts = path.split("/")
@@ -658,7 +658,11 @@ def _stage(root: Path, txn: Path, writes: dict[str, bytes], removes: list[str],
     (txn / "new").mkdir(parents=True)
     (txn / "old").mkdir()
     ops: list[dict[str, Any]] = []
-    for number, path in enumerate(sorted(set(writes) | set(removes))):
+    # Removals first: on a disk that ignores case, a note renamed from `deploy.md` to
+    # `Deploy.md` is one file, and writing it before removing the old name removed the note
+    # (`new_case_twin` lets such a rename through).
+    ordered = sorted(set(removes) - set(writes)) + sorted(writes)
+    for number, path in enumerate(ordered):
         op: dict[str, Any] = {"path": path, "new": None, "old": f"old/{number}",
                               "existed": (root / path).exists()}
         if path in writes:
@@ -699,7 +703,9 @@ def apply_changes(store: Store, writes: dict[str, bytes], removes: list[str], me
     try:
         for number, op in enumerate(ops):
             target = root / op["path"]
-            if op["existed"]:
+            # (A write whose name a removal before it freed has nothing left to keep: the
+            # removal kept it, on a disk that ignores case.)
+            if op["existed"] and (op["new"] is None or os.path.lexists(target)):
                 keep_backup(target, txn / op["old"], moving=op["new"] is None)
             if op["new"] is not None:
                 target.parent.mkdir(parents=True, exist_ok=True)
