@@ -9,6 +9,7 @@ import json
 import os
 import re
 import select
+import signal
 import socket
 import sqlite3
 import stat
@@ -850,6 +851,11 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
                            '"params": {"requestId": 99, "id": 3}}\n')
         answer = ask('{"jsonrpc": "2.0", "id": 11, "method": "ping"}')
         assert answer == {"jsonrpc": "2.0", "id": 11, "result": {}}, answer
+        # A batch, which MCP no longer takes: one error with the id null, not silence.
+        for batch in ('[{"jsonrpc": "2.0", "id": 13, "method": "ping"}]', "[]"):
+            answer = ask(batch)
+            assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+            assert "batch" in answer["error"]["message"]
         # An id nested in what is no request (a response): nothing is answered.
         server.stdin.write('{"jsonrpc": "2.0", "id": 3, "error": {"method": "x", "id": 4}}\n')
         answer = ask('{"jsonrpc": "2.0", "id": 9, "method": 3}')
@@ -860,6 +866,39 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
         _end(server)
     assert "Traceback" not in server.stderr.read()
     assert tree_snapshot(store) == before
+
+
+@pytest.mark.parametrize("watch", [False, True])
+def test_ctrl_c_ends_the_server_at_once(tmp_path, watch):
+    """Ctrl-C (SIGINT) in the terminal that runs `memctl mcp`: it says `interrupted` and ends
+    with 130, as every command does. A thread waiting for the client's next line held the
+    end of the event loop, so the server hung until the client wrote again."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    server = subprocess.Popen([memctl_executable(), "mcp", *([] if watch else ["--no-watch"])],
+                              env=subprocess_env(store), cwd=str(tmp_path), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        server.stdin.write(json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}}}) + "\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        server.stdin.write(json.dumps({"jsonrpc": "2.0",
+                                       "method": "notifications/initialized"}) + "\n")
+        server.stdin.flush()
+        time.sleep(0.5)
+        server.send_signal(signal.SIGINT)
+        code = server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    errors = server.stderr.read()
+    assert code == 130, errors
+    assert "error: interrupted" in errors and "Traceback" not in errors, errors
 
 
 def test_an_index_made_by_a_newer_memctl_while_serving_is_one_error_and_left_as_it_is(tmp_path):
