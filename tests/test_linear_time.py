@@ -147,6 +147,24 @@ def test_a_900_kb_note_is_added_found_and_reported(tmp_path):
     assert (again["action"], again["id"]) == ("merged", added["id"])  # itself, however long
 
 
+def test_a_note_of_megabytes_of_markdown_is_shown_in_linear_time(tmp_path):
+    """`show` rendered a hand-dropped body of 7 MB of headings and list items through rich's
+    Markdown for minutes (~15 µs a character, more on a long paragraph). Past
+    MARKDOWN_MAX_CHARS the body is printed as it is; a short one is still rendered."""
+    store = init_store(tmp_path)
+    notes = store / "demo" / "notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    body = "# heading\n- item\n" * 400_000
+    (notes / "big.md").write_text(f"---\nid: big-markdown\ntype: fact\n---\n{body}",
+                                  encoding="utf-8")
+    (notes / "small.md").write_text("---\nid: small-markdown\ntype: fact\n---\n# heading\n"
+                                    "- item\n", encoding="utf-8")
+    shown = ok("show", "big-markdown", store=store).stdout
+    assert shown.endswith(body) and "# heading\n- item\n# heading\n" in shown
+    small = ok("show", "small-markdown", store=store).stdout
+    assert "heading" in small and "- item" not in small  # rendered: a bullet, no `- `
+
+
 # --- every regex and loop that sees user text, on hostile input, in a child process ----------
 
 HOSTILE = {

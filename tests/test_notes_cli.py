@@ -456,6 +456,35 @@ def test_a_template_without_its_text_placeholder_never_loses_the_note_text(cli: 
     assert "templates" in {problem["kind"] for problem in report["problems"]}
 
 
+def test_a_template_that_repeats_its_placeholder_is_named_and_never_makes_an_unreadable_note(
+        cli: Cli) -> None:
+    """`{{text}}` 20,000 times in a hand-edited template made `add` of a 1,000-character text
+    write (and commit) a 20 MB note that memctl then never read (the index skips files over
+    10 MB), and a 1 MB text would have needed 20 GB of memory. Such a fill is refused before
+    anything is written; a template with the placeholder twice still works as written, and
+    health names both."""
+    (cli.store / ".templates" / "fact.md").write_text(
+        "---\nimportance: 5\n---\n" + "{{text}}" * 20_000 + "\n")
+    (cli.store / ".templates" / "rule.md").write_text("---\nimportance: 7\n---\n{{text}}\n\n"
+                                                     "Again: {{text}}\n")
+    before, commits = tree_snapshot(cli.store), git(cli.store, "rev-list", "--count", "HEAD")
+    result = cli("add", "w" * 1000, "--force")
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == ("error: the template would make a file of 19 MB, more than memctl "
+                             "reads back (10 MB): it holds {{text}} 20,000 times; keep it once "
+                             "in the store's .templates/ (`memctl health` names the template)\n")
+    assert tree_snapshot(cli.store) == before
+    assert git(cli.store, "rev-list", "--count", "HEAD") == commits
+    rule = cli.ok("add", "Always run the tests", "--type", "rule", "--json").json()
+    assert parse_text((cli.store / rule["path"]).read_text()).body == (
+        "Always run the tests\n\nAgain: Always run the tests\n")
+    problems = {e["path"]: e["problem"] for e in cli("health", "--json").json()["templates"]}
+    assert problems == {".templates/fact.md": "{{text}} 20,000 times: a note's text is written "
+                                              "20,000 times over",
+                        ".templates/rule.md": "{{text}} 2 times: a note's text is written 2 "
+                                              "times over"}
+
+
 # --- edits racing other commands --------------------------------------------------------------
 
 MEANWHILE_EDITOR = """

@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctl.core.errors import MemctlError
-from memctl.disk.settings import DEFAULTS, Settings, _simple_toml, default_toml
+from memctl.disk.settings import (
+    DEFAULTS,
+    MAX_KEY_PARTS,
+    Settings,
+    _most_key_parts,
+    _simple_toml,
+    default_toml,
+)
 
 
 def test_init_writes_every_default_and_the_docs_show_the_same_text(store_path):
@@ -145,3 +152,73 @@ def test_the_file_of_an_older_memctl_is_read_without_tomllib(store_path):
               "'tomllib' in sys.modules, 'typing' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["20", "False", "False"]
+
+
+# --- keys of many parts: refused before Python's TOML reader, which is quadratic in them ---
+
+_BARE = st.sampled_from(["a", "b2", "x_y", "k-1", "7"])
+_QUOTED = st.sampled_from(['"a.b"', '"#.c"', "'d.e'", '"q\\".r"', '""'])
+_STRINGS = st.sampled_from(['"1.2.3"', "'a.b.c # d.e'", '"x\\"y.z"', '"""\nm.n.o.p = 1\n"""',
+                            "'''\na.b.c.d = 2\n'''", '""'])
+
+
+@st.composite
+def _key(draw: st.DrawFn) -> tuple[str, int]:
+    parts = draw(st.lists(_BARE | _QUOTED, min_size=1, max_size=12))
+    return draw(st.sampled_from([".", " . "])).join(parts), len(parts)
+
+
+@st.composite
+def _value(draw: st.DrawFn, depth: int = 0) -> tuple[str, int]:
+    """A TOML value and the most parts of a key inside it (its inline tables')."""
+    kind = draw(st.integers(0, 4 if depth < 2 else 1))
+    if kind == 0:
+        return draw(st.sampled_from(["1.5", "-0.25", "1e3", "true", "1979-05-27T07:32:00.999Z"])), 1
+    if kind == 1:
+        return draw(_STRINGS), 1
+    items = draw(st.lists(_value(depth + 1), max_size=3))
+    if kind == 2:
+        return "[" + ", ".join(text for text, _ in items) + "]", max([1, *(m for _, m in items)])
+    pairs = [(draw(_key()), value) for value in items]
+    text = "{" + ", ".join(f"{key} = {value}" for (key, _), (value, _) in pairs) + "}"
+    return text, max([1, *(max(n, m) for (_, n), (_, m) in pairs)])
+
+
+@st.composite
+def _toml_lines(draw: st.DrawFn) -> tuple[str, int]:
+    lines, most = [], 1
+    for _ in range(draw(st.integers(1, 6))):
+        key, parts = draw(_key())
+        if draw(st.booleans()):
+            lines.append(f"[{key}]" + draw(st.sampled_from(["", "  # x.y.z.w.v"])))
+            most = max(most, parts)
+        else:
+            value, inner = draw(_value())
+            lines.append(f"{key} = {value}" + draw(st.sampled_from(["", " # a.b.c.d.e.f"])))
+            most = max(most, parts, inner)
+    return "\n".join(lines) + "\n", most
+
+
+@settings(max_examples=400, deadline=None)
+@given(_toml_lines())
+def test_the_parts_of_the_longest_key_are_counted_strings_and_values_aside(document) -> None:
+    """The count that guards Python's TOML reader (memctl.disk.settings): every dotted key,
+    table header and inline table's key; never a dot in a string, a comment or a number."""
+    text, most = document
+    assert _most_key_parts(text)[0] == most, text
+
+
+def test_a_key_of_thousands_of_parts_is_one_error_before_the_toml_reader(store_path):
+    """A 400 KB `memctl.toml` of one dotted key held every command for minutes (Python's TOML
+    reader is quadratic in a key's parts). It is refused in one line; a key of up to
+    MAX_KEY_PARTS parts is still read."""
+    settings_file = store_path / "memctl.toml"
+    settings_file.write_text("[search]\ndefault_limit = 7\nx." + "a." * 200_000 + "b = 1\n")
+    result = Cli(store_path)("search", "postgres")
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == ("error: memctl.toml line 3: a key of 200,002 parts, where memctl's "
+                             "settings have two ([section], then key = value); fix the file or "
+                             "delete it to use the defaults\n")
+    settings_file.write_text("[search]\ndefault_limit = 7\n" + ".".join("k" * MAX_KEY_PARTS)
+                             + " = 1\n")
+    assert Settings.load(store_path).get("search.default_limit") == 7

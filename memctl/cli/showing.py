@@ -7,6 +7,12 @@ from memctl.cli.context import get_store
 from memctl.cli.output import console, emit_json, print_episode, visible, warn, write
 from memctl.services.showing import show
 
+# A body longer than this is printed as it is, not rendered as Markdown: rich takes ~15 µs a
+# character of headings or list items (64 KB: about a second) and more than linear time on a
+# long paragraph, so a hand-dropped note of some MB held `show` for minutes
+# (tests/test_linear_time.py). `show --json` and plain text are linear.
+MARKDOWN_MAX_CHARS = 32 * 1024
+
 
 def run_show(note_id: str, *, json_output: bool = False) -> None:
     """Show one note (or episode): JSON on stdout, or a panel and the Markdown for people."""
@@ -62,4 +68,7 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
     fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
                   f"last {v(data['last_accessed'] or 'never')}")
     console().print(Panel("\n".join(fields), expand=False))
-    console().print(Markdown(visible(note.body)))
+    if len(note.body) > MARKDOWN_MAX_CHARS:
+        write(note.body if note.body.endswith("\n") else note.body + "\n")
+    else:
+        console().print(Markdown(visible(note.body)))

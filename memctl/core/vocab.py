@@ -74,3 +74,6 @@ def project_from_folder(name: str) -> str:
 
 # The largest note text memctl writes (a note is a statement, not a document).
 MAX_NOTE_BYTES = 1024 * 1024
+# The largest file memctl reads back: a larger one is reported, not indexed (a pasted dump is
+# not a memory), and no template may make one (memctl.disk.templates.fill).
+MAX_FILE_BYTES = 10 * 1024 * 1024

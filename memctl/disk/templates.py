@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from memctl.core.errors import MemctlError, NoteFormatError
-from memctl.core.vocab import NOTE_TYPES
+from memctl.core.vocab import MAX_FILE_BYTES, NOTE_TYPES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -69,14 +69,36 @@ def template_problems(store: StoreFiles) -> list[dict[str, str]]:
         except MemctlError as exc:
             problems.append({"path": relpath, "problem": str(exc)})
             continue
-        if PLACEHOLDER not in text:
+        times = text.count(PLACEHOLDER)
+        if not times:
             problems.append({"path": relpath, "problem": f"no {PLACEHOLDER}: a note's text is "
                              "added after the template's body"})
+        elif times > 1:
+            problems.append({"path": relpath, "problem": f"{PLACEHOLDER} {times:,} times: a "
+                             f"note's text is written {times:,} times over"})
     return problems
 
 
 def fill(template: str, **values: str) -> str:
-    """Replace `{{name}}` placeholders; plain replacement so braces in text are safe."""
+    """Replace `{{name}}` placeholders; plain replacement so braces in text are safe. A
+    template that would make a file larger than memctl reads back (MAX_FILE_BYTES) is
+    refused before anything is made: a placeholder an edit repeated thousands of times put
+    the text in as many times (20,000 `{{text}}` and a 1 MB note: 20 GB of memory)."""
+    size = len(template.encode("utf-8"))
+    largest = (0, "", 0)  # (bytes it adds, placeholder, times)
+    for key, value in values.items():
+        placeholder = "{{" + key + "}}"
+        times = template.count(placeholder)
+        added = times * (len(value.encode("utf-8")) - len(placeholder))
+        size += added
+        largest = max(largest, (added, placeholder, times))
+    if size > MAX_FILE_BYTES:
+        _, placeholder, times = largest
+        raise MemctlError(
+            f"the template would make a file of {size / 1024 / 1024:,.0f} MB, more than memctl "
+            f"reads back ({MAX_FILE_BYTES // 1024 // 1024} MB): it holds {placeholder} "
+            f"{times:,} times; keep it once in the store's {STORE_TEMPLATE_DIR}/ (`memctl "
+            f"health` names the template)")
     for key, value in values.items():
         template = template.replace("{{" + key + "}}", value)
     return template

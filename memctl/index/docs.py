@@ -24,6 +24,7 @@ from memctl.core.sections import parse_headings, strip_comments
 from memctl.core.stamp import file_stamp
 from memctl.core.textfile import decode_file
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
+from memctl.core.vocab import MAX_FILE_BYTES
 from memctl.disk.filescan import content_digest
 from memctl.disk.layout import slugify
 from memctl.disk.storefiles import LINK_ERRNOS, NOT_A_FILE_ERRNOS, READ_FLAGS, read_open
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 # nothing changed (every search) needs neither.
 
 # Files beyond this are reported instead of indexed (a pasted dump is not a memory).
-MAX_INDEXED_BYTES = 10 * 1024 * 1024
+MAX_INDEXED_BYTES = MAX_FILE_BYTES
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
 # L2 sections rank a little above a default note: they are the project's distilled memory.
 MEMORY_IMPORTANCE = 6
