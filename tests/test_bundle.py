@@ -339,3 +339,23 @@ def test_an_import_names_what_it_ignored(cli, store_path, tmp_path):
     assert ".gitignore" not in result.stderr and "1 added" in result.stderr
     assert cli.ok("import", str(mixed), "--json").json()["ignored"] == [".gitignore",
                                                                         "demo/diagram.png"]
+
+
+def test_a_settings_file_with_a_key_of_thousands_of_parts_is_named_not_read(cli, store_path,
+                                                                             tmp_path):
+    """Python's TOML reader is quadratic in a key's parts: a zip's `memctl.toml` of one key of
+    200,000 parts (400 KB) would hold an import for hours and take many GB, and so would an
+    export of a store holding it. The key is counted first (memctl.core.tomlkeys): the
+    import names the file in its refusal, the export leaves it out and says so."""
+    long_key = "[search]\nx" + ".a" * 200_000 + " = 1\n"
+    bundle = make_zip(tmp_path / "long-key.zip", [GOOD, ("memctl.toml", long_key.encode())])
+    assert_refused(cli, store_path, bundle, "memctl.toml", "a key of 200,001 parts")
+    (store_path / "memctl.toml").write_text(long_key)
+    exported = tmp_path / "export.zip"
+    result = cli.ok("export", str(exported))
+    assert result.stderr.startswith(
+        "warning: memctl.toml:1: settings do not parse: line 2: a key of 200,001 parts, where "
+        "memctl's settings have two ([section], then key = value); left out of the zip (memctl "
+        "import would refuse it): fix it, then export again\n"), result.stderr
+    with zipfile.ZipFile(exported) as archive:
+        assert "memctl.toml" not in archive.namelist()

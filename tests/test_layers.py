@@ -73,6 +73,9 @@ LAZY_IMPORTS = {
     # starts again on it (memctl.cli.codechange): `memctl mcp` imports the watcher at start.
     "memctl.watch.watcher": {"memctl.index.docs", "memctl.index.nearwords",
                              "memctl.index.workers"},
+    # The key count before tomllib, both only for a settings file that is not the simple one
+    # (a search reads the default file without either: tests/test_settings.py).
+    "memctl.disk.settings": {"memctl.core.tomlkeys"},
     # `re` (~10 ms, through the project-name rule) after a search's walk has started in
     # its helper processes, not before (tests/test_walkahead.py).
     "memctl.disk.filescan": {"memctl.core.vocab"},

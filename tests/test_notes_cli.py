@@ -470,9 +470,9 @@ def test_a_template_that_repeats_its_placeholder_is_named_and_never_makes_an_unr
     before, commits = tree_snapshot(cli.store), git(cli.store, "rev-list", "--count", "HEAD")
     result = cli("add", "w" * 1000, "--force")
     assert result.exit_code == 1, result.stderr
-    assert result.stderr == ("error: the template would make a file of 19 MB, more than memctl "
-                             "reads back (10 MB): it holds {{text}} 20,000 times; keep it once "
-                             "in the store's .templates/ (`memctl health` names the template)\n")
+    assert result.stderr == ("error: .templates/fact.md would make a file of 19 MB, more than "
+                             "memctl reads back (10 MB): it holds {{text}} 20,000 times; keep it "
+                             "once\n")
     assert tree_snapshot(cli.store) == before
     assert git(cli.store, "rev-list", "--count", "HEAD") == commits
     rule = cli.ok("add", "Always run the tests", "--type", "rule", "--json").json()
@@ -483,6 +483,21 @@ def test_a_template_that_repeats_its_placeholder_is_named_and_never_makes_an_unr
                                               "20,000 times over",
                         ".templates/rule.md": "{{text}} 2 times: a note's text is written 2 "
                                               "times over"}
+
+
+def test_a_placeholder_typed_into_an_episode_is_its_text_never_filled_again(cli: Cli) -> None:
+    """The episode template was filled one placeholder after another, so a `{{summary}}`
+    typed into the goal was filled with the summary: 12 KB of goal and summary made a 12 MB
+    episode (an MCP client's 1 MB each, some GB). Each placeholder is filled once, from the
+    template alone: what a value holds is its text."""
+    goal = "{{summary}} " * 1000 + "ship"
+    summary = "word " * 2400
+    made = cli.ok("episode", "add", "--goal", goal, "--outcome", "completed", "--summary",
+                  summary, "--json").json()
+    text = (cli.store / made["path"]).read_text()
+    assert text.count("{{summary}}") == 2000  # the goal as typed: in the front matter, the title
+    assert text.count("word") == 2400
+    assert len(text.encode()) < 60_000
 
 
 # --- edits racing other commands --------------------------------------------------------------

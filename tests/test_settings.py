@@ -12,14 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctl.core.errors import MemctlError
-from memctl.disk.settings import (
-    DEFAULTS,
-    MAX_KEY_PARTS,
-    Settings,
-    _most_key_parts,
-    _simple_toml,
-    default_toml,
-)
+from memctl.core.tomlkeys import MAX_KEY_PARTS, most_key_parts
+from memctl.disk.settings import DEFAULTS, Settings, _simple_toml, default_toml
 
 
 def test_init_writes_every_default_and_the_docs_show_the_same_text(store_path):
@@ -202,10 +196,10 @@ def _toml_lines(draw: st.DrawFn) -> tuple[str, int]:
 @settings(max_examples=400, deadline=None)
 @given(_toml_lines())
 def test_the_parts_of_the_longest_key_are_counted_strings_and_values_aside(document) -> None:
-    """The count that guards Python's TOML reader (memctl.disk.settings): every dotted key,
+    """The count that guards Python's TOML reader (memctl.core.tomlkeys): every dotted key,
     table header and inline table's key; never a dot in a string, a comment or a number."""
     text, most = document
-    assert _most_key_parts(text)[0] == most, text
+    assert most_key_parts(text)[0] == most, text
 
 
 def test_a_key_of_thousands_of_parts_is_one_error_before_the_toml_reader(store_path):

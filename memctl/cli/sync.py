@@ -53,8 +53,10 @@ def export(
     for problem in result.broken:
         note_id = result.left_out_ids.get(problem.path)
         kept = f"; the other machine keeps its version of {note_id}" if note_id else ""
-        warn(f"{problem}; left out of the zip (memctl import would refuse it{kept}): fix it "
-             "(`memctl edit` with the note's id opens it as it is), then export again")
+        how = (" (`memctl edit` with the note's id opens it as it is)"
+               if problem.path.endswith(".md") else "")
+        warn(f"{problem}; left out of the zip (memctl import would refuse it{kept}): fix "
+             f"it{how}, then export again")
     if result.removals_withheld:
         warn("a note left out above does not say its id (a file renamed by hand, its `id:` "
              "line not readable): any removed note could be it, so this zip carries no note "

@@ -4,6 +4,7 @@ then the ones packaged with memctl."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from memctl.core.errors import MemctlError, NoteFormatError
@@ -45,7 +46,7 @@ def load_template(store: StoreFiles | None, name: str) -> str:
     return (packaged_template_dir() / name).read_text(encoding="utf-8")
 
 
-def with_text(template: str, text: str) -> str:
+def with_text(template: str, text: str, template_name: str = "") -> str:
     """A note's template filled with its text: in place of `{{text}}`, or after the
     template's body when an edit took the placeholder out, so the text is never lost
     (docs/format.md; `memctl health` lists such a template)."""
@@ -53,7 +54,7 @@ def with_text(template: str, text: str) -> str:
         kept = template.rstrip("\n")
         closed = kept.endswith("\n---") or kept == "---" or not kept  # no body: text is it
         template = kept + ("\n" if closed else "\n\n") + PLACEHOLDER + "\n"
-    return fill(template, text=text)
+    return fill(template, template_name, text=text)
 
 
 def template_problems(store: StoreFiles) -> list[dict[str, str]]:
@@ -79,11 +80,14 @@ def template_problems(store: StoreFiles) -> list[dict[str, str]]:
     return problems
 
 
-def fill(template: str, **values: str) -> str:
-    """Replace `{{name}}` placeholders; plain replacement so braces in text are safe. A
+def fill(template: str, template_name: str = "", **values: str) -> str:
+    """Replace `{{name}}` placeholders, in one pass: a placeholder inside a value (`{{summary}}`
+    typed into an episode's goal) is that value's text, never filled again (it was, by a
+    later key, which made 12 KB of input a 12 MB episode), and braces in text are safe. A
     template that would make a file larger than memctl reads back (MAX_FILE_BYTES) is
     refused before anything is made: a placeholder an edit repeated thousands of times put
-    the text in as many times (20,000 `{{text}}` and a 1 MB note: 20 GB of memory)."""
+    the value in as many times (20,000 `{{text}}` and a 1 MB note: 20 GB of memory).
+    `template_name` (`fact.md`) names the template in that error."""
     size = len(template.encode("utf-8"))
     largest = (0, "", 0)  # (bytes it adds, placeholder, times)
     for key, value in values.items():
@@ -94,11 +98,12 @@ def fill(template: str, **values: str) -> str:
         largest = max(largest, (added, placeholder, times))
     if size > MAX_FILE_BYTES:
         _, placeholder, times = largest
+        named = f"{STORE_TEMPLATE_DIR}/{template_name}" if template_name else "the template"
         raise MemctlError(
-            f"the template would make a file of {size / 1024 / 1024:,.0f} MB, more than memctl "
+            f"{named} would make a file of {size / 1024 / 1024:,.0f} MB, more than memctl "
             f"reads back ({MAX_FILE_BYTES // 1024 // 1024} MB): it holds {placeholder} "
-            f"{times:,} times; keep it once in the store's {STORE_TEMPLATE_DIR}/ (`memctl "
-            f"health` names the template)")
-    for key, value in values.items():
-        template = template.replace("{{" + key + "}}", value)
-    return template
+            f"{times:,} times; keep it once")
+    if not values:
+        return template
+    pattern = re.compile("|".join(re.escape("{{" + key + "}}") for key in values))
+    return pattern.sub(lambda found: values[found.group()[2:-2]], template)

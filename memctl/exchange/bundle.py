@@ -42,6 +42,7 @@ from memctl.core.merge import (
 from memctl.core.note import FUTURE_TOLERANCE, note_from_parsed
 from memctl.core.noteformat import compute_checksum, parse_file, parse_text, salvage_id
 from memctl.core.textfile import decode_file
+from memctl.core.tomlkeys import long_key_problem
 from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
@@ -291,6 +292,10 @@ def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
     if kind == SETTINGS:
         import tomllib
 
+        too_long = long_key_problem(text)  # before tomllib, quadratic in a key's parts
+        if too_long is not None:
+            problems.append(Problem(path, f"settings do not parse: {too_long}", hazard=False))
+            return problems, text
         try:
             tomllib.loads(text)
         except (tomllib.TOMLDecodeError, RecursionError) as exc:

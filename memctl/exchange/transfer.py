@@ -561,7 +561,7 @@ def _import_foreign(store: Store, source: Path, kind: str, *, dry_run: bool, ski
                           f"({', '.join(importers.KINDS)})")
     if bundle.invalid and not skip_invalid:
         raise BundleError(bundle.source, bundle.invalid)
-    templates = {kind: fill(load_template(store, name), project=project)
+    templates = {kind: fill(load_template(store, name), name, project=project)
                  for kind, name in (("memory", MEMORY_FILE), ("scratchpad", SCRATCHPAD_FILE))}
     with store.lock("import"):
         local = snapshot(store.root)

@@ -121,6 +121,7 @@ def render_body(
     """The episode body from the template; sections left empty are dropped, not left blank."""
     body = fill(
         template,
+        TEMPLATE_NAME,
         goal=" ".join(goal.split()),
         steps="\n".join(f"{i}. {step.render()}" for i, step in enumerate(steps, 1)),
         outcome=outcome,

@@ -68,7 +68,7 @@ def build_note_text(store: Store, *, note_id: str, text: str, note_type: str, pr
                     created: str, extra: dict[str, Any] | None = None) -> str:
     """The full text of a new note file, from the type's template."""
     template = load_template(store, f"{note_type}.md")
-    parsed = parse_text(with_text(template, text))
+    parsed = parse_text(with_text(template, text, f"{note_type}.md"))
     if parsed.problem is not None:
         raise MemctlError(f"template {note_type}.md does not parse: {parsed.problem}; fix it in .templates/")
     meta: dict[str, Any] = dict(parsed.meta)
@@ -188,7 +188,7 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
 
 def _inferred_importance(store: Store, text: str, note_type: str) -> int:
     """From the markers in the text, starting at the type template's importance."""
-    template = parse_text(fill(load_template(store, f"{note_type}.md"), text=""))
+    template = parse_text(fill(load_template(store, f"{note_type}.md"), f"{note_type}.md", text=""))
     return infer_importance(text, note_type, base=_template_importance(template.meta))
 
 

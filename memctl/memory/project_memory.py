@@ -106,7 +106,7 @@ def show(store: Store, project: str) -> MemoryView:
 
 
 def template_text(store: Store, project: str) -> str:
-    return fill(load_template(store, TEMPLATE_NAME), project=project)
+    return fill(load_template(store, TEMPLATE_NAME), TEMPLATE_NAME, project=project)
 
 
 def section_text(store: Store, project: str, section: str) -> str | None:

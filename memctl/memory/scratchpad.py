@@ -339,7 +339,7 @@ def read_scratch(store: Store, project: str) -> str | None:
 
 
 def template_text(store: Store, project: str) -> str:
-    return fill(load_template(store, TEMPLATE_NAME), project=project)
+    return fill(load_template(store, TEMPLATE_NAME), TEMPLATE_NAME, project=project)
 
 
 def show(store: Store, project: str) -> ScratchView:
