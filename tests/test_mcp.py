@@ -712,6 +712,18 @@ def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tm
     assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 
+# `initialize` as a client sends it first, for a server driven by hand.
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "test", "version": "1"}}})
+
+
+def _initialize_by_hand(server: subprocess.Popen) -> None:
+    server.stdin.write(INITIALIZE + "\n")
+    server.stdin.flush()
+    assert json.loads(server.stdout.readline())["id"] == 1
+
+
 def _end(server: subprocess.Popen) -> None:
     """A `memctl mcp` driven by hand: its stdin closed, as a client that goes away closes it."""
     server.stdin.close()
@@ -745,12 +757,7 @@ def test_a_store_moved_away_before_the_watcher_starts_is_not_watched_elsewhere(t
     try:
         # The handshake by hand: the `initialized` notification is sent only once the store
         # is away (an SDK client sends it at once).
-        server.stdin.write(json.dumps({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "test", "version": "1"}}}) + "\n")
-        server.stdin.flush()
-        assert json.loads(server.stdout.readline())["id"] == 1
+        _initialize_by_hand(server)
         os.rename(store, away)
         server.stdin.write(json.dumps({"jsonrpc": "2.0",
                                        "method": "notifications/initialized"}) + "\n")
@@ -796,10 +803,7 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
                 f'"params": {{"name": "{tool}", "arguments": {arguments}}}}}')
 
     try:
-        assert ask(json.dumps({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "test", "version": "1"}}}))["id"] == 1
+        assert ask(INITIALIZE)["id"] == 1
         server.stdin.write(json.dumps({"jsonrpc": "2.0",
                                        "method": "notifications/initialized"}) + "\n")
         for ident, tool, arguments in ((7, "search", '{"query": "a\\ud800b"}'),
@@ -880,12 +884,7 @@ def test_ctrl_c_ends_the_server_at_once(tmp_path, watch):
                               env=subprocess_env(store), cwd=str(tmp_path), stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        server.stdin.write(json.dumps({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "test", "version": "1"}}}) + "\n")
-        server.stdin.flush()
-        assert json.loads(server.stdout.readline())["id"] == 1
+        _initialize_by_hand(server)
         server.stdin.write(json.dumps({"jsonrpc": "2.0",
                                        "method": "notifications/initialized"}) + "\n")
         server.stdin.flush()
