@@ -427,6 +427,26 @@ HOSTILE = {
         else:
             raise AssertionError("N00007.md taken beside its case twin")
     """,
+    "index: 50,000 notes removed, refreshed by their paths as the watcher does": """
+        import os
+        import tempfile
+        from pathlib import Path
+        from memctl.index.db import open_index
+        from memctl.store import Store
+        root = Path(tempfile.mkdtemp()) / "store"
+        Store.init(root)
+        folder = root / "demo" / "bulk"
+        folder.mkdir(parents=True)
+        paths = [f"demo/bulk/b{number}.md" for number in range(50_000)]
+        for path in paths:
+            (root / path).write_text("a bulk note\\n")
+        index = open_index(root)
+        index.refresh()
+        for path in paths:
+            os.unlink(root / path)
+        stats = index.refresh(paths)
+        assert len(stats.removed) == 50_000, len(stats.removed)
+    """,
     "re-import: 40 notes whose source keys have 30,000 parts": """
         import tempfile
         from datetime import UTC, datetime

@@ -566,6 +566,38 @@ def test_the_store_folder_replaced(watcher: WatchProcess, notes_store: Path) -> 
     assert search_ids(notes_store, "axolotl")[:1] == [nid(6)]
 
 
+def test_a_save_through_one_name_of_a_hard_linked_note_is_seen_under_every_name(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """The kernel tells the watcher of the name a write went through; the note's other names
+    kept their old text in the index until the next full pass, a minute later. A file of
+    several names now makes the pass walk the whole store, which finds them all."""
+    fact = notes_store / "demo" / "notes" / "fact"
+    mark = watcher.mark()
+    (fact / "linked.md").write_text("linked note oldword\n")
+    watcher.settle(mark, lambda t: t["added"] >= 1, "the linked note")
+    os.link(fact / "linked.md", fact / "other-name.md")
+    watcher.settle(mark, lambda t: t["added"] >= 2, "its second name")
+    assert len(search_ids(notes_store, "oldword")) == 2
+    mark = watcher.mark()
+    with open(fact / "linked.md", "w") as handle:  # in place: the inode both names share
+        handle.write("linked note newword\n")
+    watcher.settle(mark, lambda t: t["updated"] >= 2, "both names")
+    assert search_ids(notes_store, "oldword") == []
+    assert len(search_ids(notes_store, "newword")) == 2
+
+
+def test_a_file_where_the_state_folder_goes_is_one_clear_error(notes_store: Path) -> None:
+    """`.memctl` replaced by a file: the watcher said "Once the disk has room …" (the machine
+    error for a mkdir that finds a file). It names the file and what to do."""
+    shutil.rmtree(notes_store / ".memctl")
+    (notes_store / ".memctl").write_text("junk\n")
+    result = run_memctl("watch", store=notes_store, project=None, timeout=60)
+    assert result.exit_code == 1
+    assert result.stderr == (f"error: {notes_store / '.memctl'} is not a folder: memctl keeps "
+                             "the store's index, lock and watcher state in it; move that file "
+                             "away, then run the command again\n")
+
+
 def test_a_store_gone_then_another_folder_in_its_place_is_said_each(notes_store: Path) -> None:
     """A watcher that leaves a replaced store alone (`memctl mcp`'s) said "gone" and then
     nothing when an empty folder took the store's place: the second state went unsaid (and a

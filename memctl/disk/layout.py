@@ -104,6 +104,10 @@ def make_state_folder(path: Path) -> None:
         path.mkdir(mode=0o755, exist_ok=True)
     except FileNotFoundError:
         raise StoreGoneError(path.parent) from None
+    except FileExistsError:  # a file (or a link) stands where the folder goes
+        raise MemctlError(
+            f"{path} is not a folder: memctl keeps the store's index, lock and watcher state "
+            f"in it; move that file away, then run the command again") from None
 
 
 def default_store_path() -> Path:
