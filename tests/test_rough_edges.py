@@ -354,3 +354,25 @@ def test_reimporting_the_same_zip_reports_nothing_new(tmp_path):
     text = laptop.ok("import", str(bundle)).stdout
     assert "conflict" not in text, text
     assert body_of(laptop, note) == "The cache TTL is 600 seconds"
+
+
+def test_a_folder_deeper_than_a_path_can_name_stops_neither_health_nor_export(store_path,
+                                                                             tmp_path):
+    """A chain of folders longer than PATH_MAX (made with relative steps, as a tool that
+    `chdir`s can): `health` and `export` stopped at it with "File name too long" worded as a
+    full disk. It is passed over, as the index's walk passes over it."""
+    cli = Cli(store_path)
+    cli.ok("add", "a note beside the deep folder", "--project", "demo")
+    here = os.getcwd()
+    try:
+        os.chdir(store_path / "demo")
+        for name in ["d"] * 1000 + ["e"] * 1100:
+            os.mkdir(name)
+            os.chdir(name)
+        with open("deep.md", "w") as handle:
+            handle.write("a note no path can name\n")
+    finally:
+        os.chdir(here)
+    cli.ok("health", "--json")
+    cli.ok("export", str(tmp_path / "out.zip"))
+    assert cli.ok("search", "beside", "--json").json()

@@ -233,6 +233,13 @@ class StoreFiles:
                 entries = list(os.scandir(folder))
             except (FileNotFoundError, NotADirectoryError, PermissionError):
                 continue
+            except OSError as exc:
+                if exc.errno != errno.ENAMETOOLONG:
+                    raise
+                # A folder deeper than a path can name (PATH_MAX, made with relative
+                # steps): nothing in it can be opened by its path, as for the index's walk;
+                # `health` and `export` stopped at it (tests/test_rough_edges.py).
+                continue
             for entry in entries:
                 name = entry.name
                 rel = f"{prefix}{name}"
