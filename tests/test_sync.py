@@ -1001,6 +1001,30 @@ def test_sync_refuses_a_remote_that_is_not_a_memctl_store(tmp_path, remote, bran
     assert git(laptop.store, "remote") == "", "the remote is not kept after a failed first sync"
 
 
+def test_a_remote_whose_files_were_all_deleted_by_hand_is_named_as_such(tmp_path, remote):
+    """Everything removed from the remote with plain git (`git rm -r .`): the sync said the
+    remote was "not a memctl store" and to give another URL, though its history is this
+    store's. It names the deletion and how to undo it; nothing here is merged away, and
+    once the deletion is reverted there the sync goes through."""
+    laptop = machine(tmp_path, "laptop")
+    note = add(laptop, "A note the other machine deleted", T[0])
+    laptop.ok("sync", "--remote", remote)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
+    git(other, "rm", "-rq", ".")
+    _push_by_hand(other, "delete everything")
+    before = tree_snapshot(laptop.store)
+    result = laptop("sync")
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith(f"error: {remote}: its latest commit has no memctl.toml")
+    assert "git revert" in result.stderr and len(result.error.strip().splitlines()) == 1
+    assert tree_snapshot(laptop.store) == before
+    git(other, "revert", "--no-edit", "HEAD")
+    git(other, "push", "-q", "origin", "HEAD")
+    laptop.ok("sync")
+    assert laptop.ok("show", note, "--json").json()["id"] == note
+
+
 def test_a_secret_that_arrives_by_sync_is_reported_masked(tmp_path, remote):
     """A sync cannot refuse what a collaborator already pushed (it would block every later
     sync), so it reports it: a warning and `received_secrets`, masked (docs/sync.md)."""

@@ -507,9 +507,18 @@ def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:
     foreign = bool(refs) and not any(
         run_git(root, "cat-file", "-e", f"{ref}:{SETTINGS_FILE}", check=False).returncode == 0
         for ref in refs)
+    # This store's own history, its settings deleted there since (everything removed with
+    # plain git, say): merged, that would delete every note here. Named as what it is.
+    emptied = foreign and any(
+        run_git(root, "merge-base", "HEAD", ref, check=False).returncode == 0 for ref in refs)
     for ref in refs:  # the probes always go; a foreign branch's commits are not kept either
         if foreign or ref.startswith(PROBE_REFS):
             run_git(root, "update-ref", "-d", ref, check=False)
+    if emptied:
+        raise MemctlError(f"{origin}: its latest commit has no {SETTINGS_FILE}, which a commit "
+                          f"after this store's removed there (all of the store's files were "
+                          f"deleted, say); nothing was merged or pushed: if that was a "
+                          f"mistake, undo it there (git revert), then sync again")
     if foreign:
         raise MemctlError(f"{origin} is a git repository but not a memctl store (no "
                           f"{SETTINGS_FILE}); nothing was merged or pushed: give the URL of "
