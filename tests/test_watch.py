@@ -566,6 +566,32 @@ def test_the_store_folder_replaced(watcher: WatchProcess, notes_store: Path) -> 
     assert search_ids(notes_store, "axolotl")[:1] == [nid(6)]
 
 
+def test_an_index_cut_in_place_under_the_watcher_is_healed_not_fatal(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """The index file cut to nothing while the watcher holds it open, its WAL not yet
+    checkpointed: the watcher died of SIGBUS (exit 135, not a word) reading the pages it had
+    mapped. It now sees the file shorter than after its last pass, reopens the index (which
+    rebuilds it) and keeps watching; searches find what was written before them."""
+    fact = notes_store / "demo" / "notes" / "fact"
+    mark = watcher.mark()
+    for i in range(3):
+        (fact / f"wal{i}.md").write_text(note_text(nid(100 + i), f"filler {i} quokka"))
+    watcher.settle(mark, lambda t: t["added"] >= 3, "the three notes")
+    assert len(search_ids(notes_store, "quokka")) == 3
+    with open(notes_store / ".memctl" / "index.sqlite", "r+b") as handle:
+        handle.truncate(0)
+    (fact / "after.md").write_text(note_text(nid(200), "written after the cut wombat"))
+    watcher.wait_for(lambda: any("cut short" in e.get("message", "") for e in watcher.lines),
+                     "the watcher's word on the cut")
+    assert search_ids(notes_store, "wombat") == [nid(200)]
+    mark = watcher.mark()
+    (fact / "later.md").write_text(note_text(nid(201), "still watched numbat"))
+    watcher.settle(mark, lambda t: t["added"] + t["updated"] >= 1, "the next save")
+    assert search_ids(notes_store, "numbat") == [nid(201)]
+    assert len(search_ids(notes_store, "quokka")) == 3
+    assert watcher.proc.poll() is None, "".join(watcher.stderr)
+
+
 def test_a_save_through_one_name_of_a_hard_linked_note_is_seen_under_every_name(
         watcher: WatchProcess, notes_store: Path) -> None:
     """The kernel tells the watcher of the name a write went through; the note's other names

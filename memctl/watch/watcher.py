@@ -240,6 +240,7 @@ class Watcher:
         self._log_handler: logging.Handler | None = None
         self._watches: dict[str, Any] = {}  # "" (the root) or a project folder name → watch
         self._index: Any = None
+        self._index_size = 0  # of the index file after the last pass (`_index_cut`)
         self._lock: Any = None
         self._heartbeat: Any = None
         self._root_id: tuple[int, int] | None = None
@@ -358,6 +359,21 @@ class Watcher:
     def _open_index(self) -> None:
         self._index = open_index(self.root)
         self._index_id = path_identity(self._index.path)
+        self._index_size = self._size_of_index()
+
+    def _size_of_index(self) -> int:
+        try:
+            return os.stat(self._index.path).st_size
+        except OSError:
+            return 0  # gone: the pass finds out (IndexReplacedError), as before
+
+    def _index_cut(self) -> bool:
+        """Whether the index file is shorter than after the last pass: cut in place by
+        another program (`truncate`), as no memctl shrinks it. Its pages are mapped
+        (memctl.index.db): reading one past the new end killed the watcher with SIGBUS, which
+        Python cannot catch, so it reopens the index before it reads anything
+        (tests/test_watch.py)."""
+        return self._size_of_index() < self._index_size
 
     def _start_observer(self) -> None:
         watcher = self
@@ -604,6 +620,9 @@ class Watcher:
         # New folders are named in `paths` too: refresh walks them, which also catches files
         # written before their watch was in place.
         try:
+            if self._index_cut():
+                raise sqlite3.DatabaseError(f"{self._index.path} was cut short by another "
+                                            f"program")
             stats = self._index.refresh(None if batch.full else sorted(batch.paths))
         except NewerIndexError as exc:
             self._pause(str(exc))
@@ -635,6 +654,7 @@ class Watcher:
                 self._coalescer.add_full(time.monotonic(), wait=2.0)
             return False
         self._failing = False
+        self._index_size = self._size_of_index()
         if early:
             self._answer(early)
         report = BatchReport(
