@@ -49,7 +49,7 @@ def load_template(store: StoreFiles | None, name: str) -> str:
 def with_text(template: str, text: str, template_name: str = "") -> str:
     """A note's template filled with its text: in place of `{{text}}`, or after the
     template's body when an edit took the placeholder out, so the text is never lost
-    (docs/format.md; `memctl health` lists such a template)."""
+    (docs/format.md; `memctl health` lists such a template). `template_name` as for `fill`."""
     if PLACEHOLDER not in template:
         kept = template.rstrip("\n")
         closed = kept.endswith("\n---") or kept == "---" or not kept  # no body: text is it

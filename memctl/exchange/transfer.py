@@ -600,7 +600,7 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
     make a folder (`zeta` where `zeta/notes/z.md` goes), a folder or special file where it
     must write or remove a file, a project folder beside one whose name differs only in
     case (`StoreFiles.case_twin`), or any other new file or folder beside one whose name
-    differs only in case (`new_case_twin`). The store is left exactly as it was (docs/sync.md,
+    differs only in case or Unicode form (`new_case_twin`). The store is left exactly as it was (docs/sync.md,
     tests/test_exchange.py, tests/test_project_names.py)."""
     root = Path(store.root)
     present = store.top_folders()

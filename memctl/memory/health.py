@@ -32,7 +32,7 @@ from memctl.core.similarity import forget as forget_texts
 from memctl.core.similarity import judge, load_scorers
 from memctl.core.stamp import Stamp
 from memctl.core.textfile import escaped_name, is_utf8_name
-from memctl.core.vocab import valid_project_name
+from memctl.core.vocab import MAX_FILE_BYTES, valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
 from memctl.disk.forking import fork_child, stop_child
@@ -62,7 +62,6 @@ from memctl.store import Store
 
 TOP_RECALLED_DAYS = 30
 TOP_RECALLED_LIMIT = 20
-MAX_SCANNED_BYTES = 10 * 1024 * 1024
 
 # Sections that count as problems for `--strict`, with the words the summary uses.
 PROBLEM_SECTIONS = (
@@ -153,8 +152,9 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
     for memory_file in files:
         path = memory_file.relpath
         sizes[path] = memory_file.size
-        if memory_file.size > MAX_SCANNED_BYTES:
-            errors.append({"path": path, "line": 1, "message": "file is larger than 10 MB"})
+        if memory_file.size > MAX_FILE_BYTES:
+            errors.append({"path": path, "line": 1, "message": "file is larger than "
+                           f"{MAX_FILE_BYTES // 1024 // 1024} MB"})
             continue
         try:
             text, info = store.read_text(path, folders)
