@@ -36,6 +36,7 @@ from memctl.core.note import derive_id, note_from_parsed, stamp
 from memctl.core.noteformat import parse_text, salvage_id
 from memctl.core.textfile import decode_file
 from memctl.disk.gitops import run_git, run_git_binary
+from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
 from memctl.exchange.bundle import (
@@ -48,20 +49,13 @@ from memctl.exchange.bundle import (
     path_kind,
     shown_name,
 )
+from memctl.exchange.history import FILE as KEPT_HISTORY
+from memctl.exchange.history import History, keep, load_kept
 from memctl.store import Store
 
 HISTORY_LIMIT = 200  # blob ids per file carried in a bundle manifest
 _ID_TAIL = re.compile(rf"(?:^|-)([{ALPHABET}]{{16}})$")
 _NOTE_KINDS = ("note", "archived", "episode")
-
-
-@dataclass
-class History:
-    seen: dict[str, set[str]] = field(default_factory=dict)  # key -> blob ids
-    # (path, blob id) -> the earliest commit time (epoch seconds) that had it
-    first_time: dict[tuple[str, str], int] = field(default_factory=dict)
-    last_path: dict[str, str] = field(default_factory=dict)  # key -> its newest path
-    paths: dict[str, set[str]] = field(default_factory=dict)  # key -> every path it had
 
 
 @dataclass
@@ -115,7 +109,7 @@ def left_out_keys(path: str, data: bytes) -> tuple[set[str], str | None]:
 
 
 def has_commits(root: Path, rev: str = "HEAD") -> bool:
-    return run_git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).returncode == 0
+    return commit_id(root, rev) is not None
 
 
 def tree_of(root: Path, rev: str = "HEAD", *, strict: bool = True
@@ -189,18 +183,59 @@ _SUSPECT = re.compile(rb"[\x01-\x08\x0a-\x1f\\]")
 _TREES: dict[tuple[str, str, bool], dict[str, tuple[str, str]]] = {}
 
 
-def scan_history(root: Path, revs: Iterable[str] = ("HEAD",),
-                 paths: Iterable[str] = ()) -> History:
-    """One pass over the log: every blob each path had, and when it first appeared. `paths`:
-    only these (literal paths), when given."""
-    history = History()
-    wanted = [rev for rev in revs if has_commits(root, rev)]
+def scan_history(root: Path, revs: Iterable[str] = ("HEAD",), *,
+                 keep_pass: bool = False) -> History:
+    """Every blob each path had, and when it first appeared, in the commits `revs` reach.
+    With `keep_pass` (a store's own history, never a folder being read from), the pass is
+    kept in the store's `.memctl/` and the next one reads only newer commits
+    (memctl.exchange.history)."""
+    wanted = list(dict.fromkeys(oid for oid in (commit_id(root, rev) for rev in revs) if oid))
     if not wanted:
-        return history
-    only = [f":(literal){path}" for path in paths]
+        return History()
+    kept_at = _kept_history_path(root) if keep_pass else None
+    kept = load_kept(kept_at) if kept_at is not None else None
+    if kept is not None and _reaches_all(root, wanted, kept[0]):
+        tips, history = kept
+        if set(tips) != set(wanted):
+            history.absorb(_read_log(root, [*wanted, *(f"^{tip}" for tip in tips)]))
+    else:
+        tips, history = [], _read_log(root, wanted)
+    if kept_at is not None and set(tips) != set(wanted):
+        keep(kept_at, wanted, history)
+    return history
+
+
+def commit_id(root: Path, rev: str) -> str | None:
+    """The commit `rev` names, or None when it names none (no commit yet)."""
+    found = run_git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
+    if found.returncode != 0:
+        return None
+    return found.stdout.strip() or None
+
+
+def _kept_history_path(root: Path) -> Path | None:
+    try:
+        folder = state_path(root)
+    except MemctlError:  # a linked .memctl: the command refuses it elsewhere; keep nothing
+        return None
+    return folder / KEPT_HISTORY if folder.is_dir() else None
+
+
+def _reaches_all(root: Path, wanted: list[str], tips: list[str]) -> bool:
+    """Whether every one of `tips` is reachable from `wanted` (then what they reach is a part
+    of what `wanted` reach). A tip git no longer has (a rewritten history, pruned) is not."""
+    if not all(_FULL_HASH.fullmatch(tip) for tip in tips):
+        return False
+    found = run_git(root, "rev-list", "-n", "1", *tips, "--not", *wanted, check=False)
+    return found.returncode == 0 and not found.stdout.strip()
+
+
+def _read_log(root: Path, revs: list[str]) -> History:
+    """One pass over the diffs of the commits `revs` select (`^commit`: not those it
+    reaches)."""
+    history = History()
     out = run_git(root, "log", "-m", "--no-renames", "--raw", "--no-abbrev", "-z",
-                  "--format=%x01%ct", *wanted, "--", *only).stdout
-    null = "0" * 40
+                  "--format=%x01%ct", *revs, "--").stdout
     for chunk in out.split("\x01"):
         if not chunk:
             continue
@@ -220,18 +255,8 @@ def scan_history(root: Path, revs: Iterable[str] = ("HEAD",),
             parts = meta.split()
             if len(parts) < 5:
                 continue
-            key = history_key(path)
-            for oid in (parts[2], parts[3]):
-                if oid == null:
-                    continue
-                if key is not None:
-                    history.seen.setdefault(key, set()).add(oid)
-                    history.last_path.setdefault(key, path)
-                    history.paths.setdefault(key, set()).add(path)
-            if parts[3] != null:
-                slot = (path, parts[3])
-                if when < history.first_time.get(slot, when + 1):
-                    history.first_time[slot] = when
+            old, new = (oid if oid.strip("0") else None for oid in (parts[2], parts[3]))
+            history.record(when, history_key(path), path, old, new)
     return history
 
 
@@ -296,15 +321,19 @@ def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
 
 
 def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
-             head: str = "HEAD", history: History | None = None) -> Snapshot:
-    """The store at `root` (its working tree, or `raw` files read from it) for merging."""
+             head: str = "HEAD", history: History | None = None, *,
+             keep_pass: bool = False) -> Snapshot:
+    """The store at `root` (its working tree, or `raw` files read from it) for merging.
+    `keep_pass`: `root` is this machine's store, whose pass over its history is kept
+    (`scan_history`); a folder read from is never written to."""
     root = Path(root)
     raw = read_store_files(root) if raw is None else raw
     # A name that is not UTF-8 in the last commit (committed by plain git) is left out, as
     # the walk leaves the file out: export and import go on; only sync refuses it.
     committed = tree_of(root, head, strict=False) if (root / ".git").exists() else {}
     if history is None:
-        history = scan_history(root, [head]) if (root / ".git").exists() else History()
+        history = scan_history(root, [head], keep_pass=keep_pass) \
+            if (root / ".git").exists() else History()
     files: dict[str, BundleFile] = {}
     entries: dict[str, Entry] = {}
     disk_oid: dict[str, str] = {}

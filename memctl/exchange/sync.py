@@ -148,12 +148,12 @@ def _first_recorded(path: str, *versions: bytes) -> dict[str, str]:
     merging = [name[len("GITHEAD_"):] for name in os.environ if name.startswith("GITHEAD_")]
     revs = ["HEAD", *(rev for rev in merging if rev and all(c in "0123456789abcdef" for c in rev))]
     try:
-        history = scan_history(root, revs, [path])
+        history = scan_history(root, revs, keep_pass=True)
     except GitError:
         return {}
-    wanted = {git_oid(data) for data in versions if data}
-    return {oid: format_time(datetime.fromtimestamp(when, UTC))
-            for (_path, oid), when in history.first_time.items() if oid in wanted}
+    times = history.first_time
+    return {oid: format_time(datetime.fromtimestamp(times[(path, oid)], UTC))
+            for oid in {git_oid(data) for data in versions if data} if (path, oid) in times}
 
 
 # --- cloning ------------------------------------------------------------------------------------
@@ -872,7 +872,7 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
              "base": tree_of(root, base) if base else {}}
     changed = {p for p in set(trees["ours"]) | set(trees["theirs"])
                if trees["ours"].get(p) != trees["theirs"].get(p)}
-    history = scan_history(root, [ours, theirs])
+    history = scan_history(root, [ours, theirs], keep_pass=True)
     content = _keys_by_content(root, trees.values())
 
     def keys_of(path: str, oid: str) -> set[str]:

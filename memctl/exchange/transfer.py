@@ -163,7 +163,7 @@ def export_store(store: Store, target: Path, project: str | None = None,
     not written."""
     unreadable: list[str] = []
     with store.read_lock("export"):
-        snap = snapshot(store.root, read_store_files(store.root, unreadable))
+        snap = snapshot(store.root, read_store_files(store.root, unreadable), keep_pass=True)
         unreadable = [path for path in unreadable
                       if _in_export(BundleFile(path, b""), project)]
         if unreadable and not skip_unreadable:
@@ -485,7 +485,7 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
     if bundle.invalid and not skip_invalid:
         raise BundleError(bundle.source, bundle.invalid)
     with store.lock("import"):
-        local = snapshot(store.root)
+        local = snapshot(store.root, keep_pass=True)
         report, _result = plan_import(local, bundle)
         if not _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret):
             return report
@@ -564,7 +564,7 @@ def _import_foreign(store: Store, source: Path, kind: str, *, dry_run: bool, ski
     templates = {kind: fill(load_template(store, name), name, project=project)
                  for kind, name in (("memory", MEMORY_FILE), ("scratchpad", SCRATCHPAD_FILE))}
     with store.lock("import"):
-        local = snapshot(store.root)
+        local = snapshot(store.root, keep_pass=True)
         plan = plan_reimport(local, list(bundle.files.values()), imported.blocks,
                              scope=imported.scope, kept=imported.kept, project=project,
                              moment=now(), templates=templates)
