@@ -427,6 +427,17 @@ HOSTILE = {
         else:
             raise AssertionError("N00007.md taken beside its case twin")
     """,
+    "sync: a tree of 40,000 files and one 20,000 folders deep checked for case twins": """
+        from memctl.disk.storefiles import new_twin_in_tree
+        deep = "demo/" + "/".join(f"d{number}" for number in range(20_000)) + "/x.md"
+        before = [f"demo/notes/fact/n{number:05d}.md" for number in range(40_000)] + [deep]
+        assert new_twin_in_tree(before, before) is None
+        twin = deep.replace("/d19999/", "/D19999/")
+        found = new_twin_in_tree(before, [*before, twin])
+        assert found is not None and found[0] == twin[:-5] and found[1] == deep[:-5]
+        found = new_twin_in_tree(before, [*before, "demo/notes/fact/N00007.md"])
+        assert found == ("demo/notes/fact/N00007.md", "demo/notes/fact/n00007.md"), found
+    """,
     "index: 50,000 notes removed, refreshed by their paths as the watcher does": """
         import os
         import tempfile

@@ -259,6 +259,38 @@ def test_new_case_twin_finds_a_made_name_beside_its_twin_exactly_when_there_is_o
         assert existing == (other in disk)
 
 
+@settings(max_examples=300, deadline=None)
+@given(before=st.lists(st.lists(_PART, min_size=2, max_size=4), max_size=6),
+       after=st.lists(st.lists(_PART, min_size=2, max_size=4), max_size=6))
+def test_new_twin_in_tree_finds_a_pair_exactly_when_the_tree_makes_one(
+        before: list[list[str]], after: list[list[str]]) -> None:
+    """`new_twin_in_tree` (sync's check, tests/test_sync.py) against its rule read plainly:
+    two names of the new tree (files, or folders on the way to them, below the top level) in
+    one folder differ only in case or Unicode form, and the old tree did not have both."""
+    from memctl.disk.storefiles import new_twin_in_tree, same_name_key
+
+    def names(paths: list[list[str]]) -> set[str]:
+        return {"/".join(parts[:depth]) for parts in paths for depth in range(2, len(parts) + 1)}
+
+    old, new = names(before), names(after)
+
+    def parent(path: str) -> str:
+        return path.rpartition("/")[0]
+
+    def a_pair(one: str, other: str) -> bool:
+        return (one != other and parent(one) == parent(other)
+                and same_name_key(one.rpartition("/")[2]) == same_name_key(other.rpartition("/")[2])
+                and not (one in old and other in old))
+
+    expected = any(a_pair(one, other) for one in new for other in new)
+    found = new_twin_in_tree(["/".join(parts) for parts in before],
+                             ["/".join(parts) for parts in after])
+    assert (found is not None) == expected, (before, after, found)
+    if found is not None:
+        assert found[0] in new and found[1] in new and a_pair(*found)
+        assert found[0] not in old
+
+
 def test_names_in_either_unicode_form_or_case_are_one_name_to_the_import() -> None:
     from memctl.disk.storefiles import same_name_key
 

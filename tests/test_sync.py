@@ -879,6 +879,41 @@ def test_a_remote_file_name_that_is_not_utf8_is_refused_never_merged_into_anothe
     assert b"demo/notes/fact/caf\xe9.md" in names and b"demo/notes/fact/caf\xe8.md" in names
 
 
+@pytest.mark.parametrize("theirs", ["Deploy.md", "DEPLOY.md", "caf\u00e9.md"])
+def test_a_remote_that_brings_a_name_differing_only_in_case_is_refused(tmp_path, remote, theirs):
+    """A name pushed with plain git beside one of this store's that differs from it only in
+    case or Unicode form (`Deploy.md` by `deploy.md`, `café` composed by decomposed): a disk
+    that ignores case keeps one file for both, and the next commit there would lose a note.
+    The sync refuses in one line naming both, as an import does, and nothing changes here or
+    on the remote. Renamed by case alone, the file arrives as a rename."""
+    ours = "cafe\u0301.md" if theirs.startswith("caf") else "deploy.md"
+    laptop = machine(tmp_path, "laptop")
+    (laptop.store / "demo" / "notes").mkdir(parents=True)
+    (laptop.store / "demo" / "notes" / ours).write_text("# Deploy\n\nRuns on fridays.\n")
+    laptop.ok("sync", "--remote", remote)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
+    (other / "demo" / "notes" / theirs).write_text("# Deploy\n\nRuns on mondays.\n")
+    remote_head = _push_by_hand(other, "a twin")
+    add(laptop, "Local change on the laptop", T[0])
+    before, head = tree_snapshot(laptop.store), git(laptop.store, "rev-parse", "HEAD")
+    result = laptop("sync")
+    assert result.exit_code == 1, result.stdout
+    assert f"demo/notes/{theirs}" in result.stderr and f"demo/notes/{ours}" in result.stderr
+    assert "only in case" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.error.strip().splitlines()) == 1
+    assert tree_snapshot(laptop.store) == before
+    assert git(laptop.store, "rev-parse", "HEAD") == head
+    assert git(Path(remote), "rev-parse", "HEAD") == remote_head, "nothing pushed"
+
+    git(other, "rm", "-q", f"demo/notes/{ours}")  # a rename by case alone: no twin is left
+    _push_by_hand(other, "rename by case")
+    laptop.ok("sync")
+    names = sorted(path.name for path in (laptop.store / "demo" / "notes").iterdir()
+                   if path.is_file())
+    assert names == [theirs], names
+
+
 @pytest.mark.parametrize("name, shown, said", [
     ("a\x01b.md", "a\\x01b.md", "control characters"),
     ("x\x1b[2Jy.md", "x\\x1b[2Jy.md", "control characters"),

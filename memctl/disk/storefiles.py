@@ -132,6 +132,47 @@ def new_case_twin(root: Path, writes: Iterable[str],
     return None
 
 
+def new_twin_in_tree(before: Iterable[str], after: Iterable[str]) -> tuple[str, str] | None:
+    """Two names below the top level of the tree `after` (its file paths) that are one name
+    on a disk ignoring case and Unicode form (`same_name_key`), in one folder, where `before`
+    did not have both already: (a name `before` did not have, the other), else None. A sync's merge must not make such
+    a pair (docs/sync.md). Each folder is a number, so the cost is linear in the paths'
+    lengths however deep they go."""
+    nodes: dict[tuple[int, str], int] = {}  # (folder's number, name) -> its number
+    parents: list[tuple[int, str]] = [(0, "")]  # number -> (folder's number, name)
+
+    def numbers(path: str) -> Iterator[int]:
+        """The number of each folder and file on `path`, below its top-level folder."""
+        top, _, rest = path.partition("/")
+        number = nodes.setdefault((0, top), len(parents))
+        if number == len(parents):
+            parents.append((0, top))
+        while rest:
+            name, _, rest = rest.partition("/")
+            parent, number = number, nodes.setdefault((number, name), len(parents))
+            if number == len(parents):
+                parents.append((parent, name))
+            yield number
+
+    def shown(number: int) -> str:
+        names = []
+        while number:
+            number, name = parents[number]
+            names.append(name)
+        return "/".join(reversed(names))
+
+    old = {number for path in before for number in numbers(path)}
+    first: dict[tuple[int, str], int] = {}  # (folder's number, same_name_key) -> a number
+    for path in sorted(after):
+        for number in numbers(path):
+            parent, name = parents[number]
+            other = first.setdefault((parent, same_name_key(name)), number)
+            if other != number and not (number in old and other in old):
+                new, before_too = (other, number) if number in old else (number, other)
+                return shown(new), shown(before_too)
+    return None
+
+
 class StoreFiles:
     """A store's folder and its files: what the index, the watcher and the lower layers need.
     No git, no index: see `memctl.store.Store` for those."""

@@ -61,6 +61,7 @@ from memctl.disk.gitops import (
 )
 from memctl.disk.layout import ARCHIVED, NOTE, TOMBSTONE_DIR, classify, state_path
 from memctl.disk.settings import SETTINGS_FILE
+from memctl.disk.storefiles import new_twin_in_tree
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import character_problem, clashes, entry_for, kept_local, shown_name
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
@@ -665,6 +666,15 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
     fast_forward = behind and not _brings_a_shared_id(root, head, theirs)
     target = theirs if fast_forward else build_merge_commit(root, head, theirs, report)
     target = _without_hostile_paths(root, head, theirs, target, report, behind)
+    twin = new_twin_in_tree(tree_of(root, head), tree_of(root, target)) if target != head else None
+    if twin is not None:
+        # What an import refuses too: on a disk that ignores case, git would check out one
+        # file for the two names, and the next commit would lose a note (docs/sync.md).
+        raise MemctlError(
+            f"the remote {report.remote} brings {shown_name(twin[0])} beside "
+            f"{shown_name(twin[1])}, names that differ only in case or Unicode form: a disk "
+            "that ignores case (macOS, Windows) keeps one file for both; memctl refuses it and "
+            "merged nothing: rename one of them where it was made, then sync again")
     if target == head:
         report.nothing_to_push = True  # the remote holds all of this store's commits
         return
