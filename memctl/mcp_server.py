@@ -216,41 +216,134 @@ async def _serve_stdio(server: Any) -> None:
     - a request whose id no answer can carry (`1.5`, `true`, `null`), which the SDK reads
       as a notification, dropping the id, so it was never answered either: JSON-RPC's
       invalid request, with the id null (`_request_read_as_notification`).
-    Anything else goes on to the server as before (tests/test_mcp.py)."""
+    Anything else goes on to the server as before. At the end of stdin, the requests read
+    before it are answered before the SDK's loop ends (`_answer`), and a client that closed
+    stdout ends the server quietly (tests/test_mcp.py)."""
     import anyio
     from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    client_gone = False
+    with _wire_lines() as lines:
+        try:
+            # The SDK's own reader gets nothing (stdin is read above); it writes stdout.
+            async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, stdout_stream):
+                await _answer(lowlevel, lines, stdout_stream)
+        except* (BrokenPipeError, ConnectionResetError):
+            client_gone = True
+    if client_gone:
+        raise BrokenPipeError  # the client closed stdout: the command ends quietly
+
+
+async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any) -> None:
+    """Hand each line of stdin to the SDK's server (`_serve_stdio`'s rules), and its answers
+    to stdout; at the end of stdin, answer what was read before it first."""
+    import anyio
     from mcp.shared.message import SessionMessage
     from mcp_types import JSONRPCNotification, jsonrpc_message_adapter
 
-    lowlevel = server._lowlevel_server
-    with _wire_lines() as lines:
-        # The SDK's own reader gets nothing (stdin is read above); it writes stdout.
-        async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, write_stream):
-            send, receive = anyio.create_memory_object_stream[Any](0)
+    send, receive = anyio.create_memory_object_stream[Any](0)
+    answers, answered = anyio.create_memory_object_stream[SessionMessage](0)
+    waiting = _Unanswered()
 
-            async def forward() -> None:
-                async with send:
-                    async for line in lines:
-                        try:
-                            item = jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        except Exception as exc:  # noqa: BLE001 - the SDK's reader's rule
-                            answer = unreadable_request(exc)
-                            if answer is None:
-                                await send.send(exc)
-                            else:
-                                await write_stream.send(SessionMessage(answer))
-                            continue
-                        if isinstance(item, JSONRPCNotification) \
-                                and _request_read_as_notification(line):
-                            await write_stream.send(SessionMessage(_invalid_id()))
-                            continue
-                        await send.send(SessionMessage(item))
+    async def forward() -> None:
+        async with send:
+            async for line in lines:
+                try:
+                    item = jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except Exception as exc:  # noqa: BLE001 - the SDK's reader's rule
+                    answer = unreadable_request(exc)
+                    if answer is None:
+                        await send.send(exc)
+                    else:
+                        await answers.send(SessionMessage(answer))
+                    continue
+                if isinstance(item, JSONRPCNotification) \
+                        and _request_read_as_notification(line):
+                    await answers.send(SessionMessage(_invalid_id()))
+                    continue
+                waiting.handed_on(item)
+                await send.send(SessionMessage(item))
+            # stdin has ended: the requests read before its end are answered first
+            # (`printf '…' | memctl mcp` gets every answer), within ANSWER_AT_END_SECONDS.
+            with anyio.move_on_after(ANSWER_AT_END_SECONDS):
+                await waiting.none_left()
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(forward)
-                await lowlevel.run(receive, write_stream,
-                                   lowlevel.create_initialization_options())
-                group.cancel_scope.cancel()
+    async def relay() -> None:
+        async with answered, stdout_stream:
+            async for message in answered:
+                waiting.answered(message.message)
+                try:
+                    await stdout_stream.send(message)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    waiting.give_up()  # stdout is gone: nobody reads an answer
+                    return
+
+    async with anyio.create_task_group() as group:
+        reading = anyio.CancelScope()
+
+        async def read() -> None:
+            with reading:
+                await forward()
+
+        group.start_soon(read)
+        group.start_soon(relay)  # ends when the SDK closes `answers`, after the last
+        await lowlevel.run(receive, answers, lowlevel.create_initialization_options())
+        reading.cancel()
+
+
+# How long a server whose stdin has ended waits for the answers to the requests it read
+# before (docs/agents.md).
+ANSWER_AT_END_SECONDS = 30.0
+
+
+class _Unanswered:
+    """The ids of the requests handed to the SDK that it has not answered yet: when stdin
+    ends, the server waits for them (the SDK cancels every request in flight at the end of
+    its input). A request the client cancels (`notifications/cancelled`) gets no answer, so
+    it is not waited for."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self.ids: set[tuple[type, object]] = set()
+        self.changed = anyio.Event()
+
+    def handed_on(self, item: Any) -> None:
+        from mcp_types import JSONRPCNotification, JSONRPCRequest
+
+        if isinstance(item, JSONRPCRequest):
+            self.ids.add(_id_key(item.id))
+        elif isinstance(item, JSONRPCNotification) and item.method == "notifications/cancelled":
+            params = item.params if isinstance(item.params, dict) else {}
+            self._drop(_id_key(params.get("requestId")))
+
+    def answered(self, message: Any) -> None:
+        from mcp_types import JSONRPCError, JSONRPCResponse
+
+        if isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            self._drop(_id_key(message.id))
+
+    def give_up(self) -> None:
+        self.ids.clear()
+        self.changed.set()
+
+    def _drop(self, key: tuple[type, object]) -> None:
+        if key in self.ids:
+            self.ids.discard(key)
+            self.changed.set()
+
+    async def none_left(self) -> None:
+        import anyio
+
+        while self.ids:
+            await self.changed.wait()
+            self.changed = anyio.Event()
+
+
+def _id_key(request_id: object) -> tuple[type, object]:
+    """A request id as a key: 1 and "1" are two ids."""
+    return type(request_id), request_id
 
 
 @contextmanager

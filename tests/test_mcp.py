@@ -872,6 +872,67 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_changes_nothing(tmp_path)
     assert tree_snapshot(store) == before
 
 
+INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def tool_call(request_id: object, name: str, arguments: dict) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": name, "arguments": arguments}})
+
+
+@pytest.mark.parametrize("watch", [True, False])
+def test_the_requests_read_before_stdin_ends_are_answered(tmp_path, watch):
+    """`printf '…' | memctl mcp`: stdin ends right after the requests. The SDK cancels every
+    request in flight at the end of its input, so only `initialize` was answered and the
+    calls got nothing. Now each request read is answered before the server ends; one the
+    client cancelled is not waited for (the server still ends long before its 30 s)."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    subprocess.run([memctl_executable(), "add", "the deploy freeze starts on friday"],
+                   env=subprocess_env(store), check=True, capture_output=True)
+    lines = [INITIALIZE, INITIALIZED, tool_call(2, "search", {"query": "freeze"}),
+             tool_call("2", "recall", {"query": "deploy freeze"}),
+             tool_call(3, "remember", {"text": "the freeze ends on monday"}),
+             tool_call(4, "recall", {"query": "freeze"}),
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 4}})]
+    done = subprocess.run([memctl_executable(), "mcp", *([] if watch else ["--no-watch"])],
+                          input="\n".join(lines) + "\n", env=subprocess_env(store),
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=25)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    answers = {(type(item["id"]), item["id"]): item for item in map(json.loads,
+                                                                  done.stdout.splitlines())}
+    assert {(int, 1), (int, 2), (str, "2"), (int, 3)} <= set(answers), done.stdout
+    assert "freeze starts on friday" in answers[(int, 2)]["result"]["content"][0]["text"]
+    assert "freeze starts on friday" in answers[(str, "2")]["result"]["content"][0]["text"]
+    assert answers[(int, 3)]["result"]["structuredContent"]["action"] == "created"
+    assert "the freeze ends on monday" in run_memctl("search", "monday", store=store).stdout
+
+
+def test_a_client_that_closes_stdout_ends_the_server_quietly(tmp_path):
+    """A client gone before its answer is written (stdout closed): the server ends with 0 and
+    nothing but its start line on stderr, not a traceback of the broken pipe."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    server = subprocess.Popen([memctl_executable(), "mcp", "--no-watch"],
+                              env=subprocess_env(store), cwd=str(tmp_path), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _initialize_by_hand(server)
+        server.stdout.close()
+        server.stdin.write(INITIALIZED + "\n" + tool_call(2, "recall", {"query": "x"}) + "\n")
+        server.stdin.close()
+        code = server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    errors = server.stderr.read()
+    assert code == 0 and "Traceback" not in errors and "Error" not in errors, errors
+
+
 @pytest.mark.parametrize("watch", [False, True])
 def test_ctrl_c_ends_the_server_at_once(tmp_path, watch):
     """Ctrl-C (SIGINT) in the terminal that runs `memctl mcp`: it says `interrupted` and ends
