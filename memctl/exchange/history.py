@@ -11,8 +11,18 @@ Commits never change, and what each one adds to a `History` does not depend on t
 time). So the result of one pass is kept in `.memctl/history.json` with the commits it
 covers (`tips`), and the next pass reads only the commits those tips do not reach, when every
 tip is still reachable from what is asked: a rewritten or reset history, or a kept file that
-does not read, is read whole again. tests/test_history_kept.py holds a kept pass equal to a
-pass over everything, on random histories with branches and merges.
+does not read, is read whole again. A repository where a commit's id does not fix its
+ancestors (shallow, replaced or grafted commits: deepened or replaced later, the same tips
+reach more) keeps no pass (`history_is_fixed`).
+
+A note's newest path is the one of the first commit a pass meets that touched it: a pass
+shows each commit before its parents whatever their clocks (`--topo-order`), so it is the
+path the note had last on that line of history (a removal's, for an export to carry it under
+its project). A later pass reads commits that are never ancestors of the kept ones, so its
+path wins. The two differ from one pass over everything only when the kept and the new
+commits touched the note on lines that do not descend from each other.
+tests/test_history_kept.py holds a kept pass equal to a pass over everything, on random
+histories with branches and merges (and the newest path on histories without branches).
 
 The file is derived and local like the index: delete it any time.
 """
@@ -20,13 +30,18 @@ The file is derived and local like the index: delete it any time.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memctl.core.errors import MemctlError
 from memctl.disk.atomic import atomic_write_text
+from memctl.disk.storefiles import READ_FLAGS, read_open
 
 FORMAT = 1
 FILE = "history.json"
+MAX_KEPT_BYTES = 1 << 28  # 256 MB: a kept pass over 100,000 single-note commits is ~30 MB
 
 
 @dataclass
@@ -34,31 +49,27 @@ class History:
     seen: dict[str, set[str]] = field(default_factory=dict)  # key -> blob ids
     # (path, blob id) -> the earliest commit time (epoch seconds) that had it
     first_time: dict[tuple[str, str], int] = field(default_factory=dict)
-    # key -> its path in the newest commit (by commit time) that touched it, and that time
-    last_path: dict[str, str] = field(default_factory=dict)
-    last_time: dict[str, int] = field(default_factory=dict)
+    last_path: dict[str, str] = field(default_factory=dict)  # key -> its newest path
     paths: dict[str, set[str]] = field(default_factory=dict)  # key -> every path it had
 
     def record(self, when: int, key: str | None, path: str, old: str | None,
                new: str | None) -> None:
         """One line of a commit's diff: `path` went from blob `old` to `new` (None: absent)
         at commit time `when`; `key` is the merge key the path stands for, if any. Lines
-        come newest commit first, so a tie on time keeps the path met first."""
+        come in git's order (a commit before its parents): the first path met is the newest."""
         if key is not None:
             seen = self.seen.setdefault(key, set())
             seen.update(oid for oid in (old, new) if oid is not None)
             self.paths.setdefault(key, set()).add(path)
-            if when > self.last_time.get(key, when - 1):
-                self.last_time[key] = when
-                self.last_path[key] = path
+            self.last_path.setdefault(key, path)
         if new is not None:
             slot = (path, new)
             if when < self.first_time.get(slot, when + 1):
                 self.first_time[slot] = when
 
     def absorb(self, newer: History) -> None:
-        """Add what a pass over other commits found: commits these tips did not reach (a
-        tie on time goes to them: they are not ancestors of these)."""
+        """Add what a pass over other commits found: commits these tips did not reach, so
+        never ancestors of these (their newest paths win)."""
         for key, oids in newer.seen.items():
             self.seen.setdefault(key, set()).update(oids)
         for key, found in newer.paths.items():
@@ -66,23 +77,53 @@ class History:
         for slot, when in newer.first_time.items():
             if when < self.first_time.get(slot, when + 1):
                 self.first_time[slot] = when
-        for key, when in newer.last_time.items():
-            if when >= self.last_time.get(key, when):
-                self.last_time[key] = when
-                self.last_path[key] = newer.last_path[key]
+        self.last_path.update(newer.last_path)
+
+
+def history_is_fixed(root: Path) -> bool:
+    """Whether every commit id of the repository at `root` fixes the commits it reaches, as
+    a kept pass assumes: its `.git` is a folder (read here, no git process), not shallow
+    (`git fetch --unshallow` gives the same tips more ancestors), with no replaced or grafted
+    commits (`git replace` gives them other parents) and no ref store this cannot read."""
+    git_dir = root / ".git"
+    if not git_dir.is_dir() or (git_dir / "reftable").exists():
+        return False
+    if any((git_dir / name).exists() for name in ("shallow", "info/grafts")):
+        return False
+    try:
+        if any((git_dir / "refs" / "replace").iterdir()):
+            return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    try:
+        with open(git_dir / "packed-refs", "rb") as packed:
+            return not any(b" refs/replace/" in line for line in packed)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def load_kept(path: Path) -> tuple[list[str], History] | None:
-    """The tips and the `History` kept at `path`; None when there is none or it does not
-    read as one (it is then made again)."""
+    """The tips and the `History` kept at `path`; None when there is none, or anything but a
+    regular file of at most MAX_KEPT_BYTES that reads as one (it is then made again). Never
+    through a link, never waiting on a pipe."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        fd = os.open(path, READ_FLAGS)
+    except OSError:
         return None
     try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_KEPT_BYTES:
+            return None
+        data = json.loads(read_open(fd, info.st_size))
         return _decoded(data)
-    except (TypeError, ValueError, KeyError, AttributeError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
+    finally:
+        os.close(fd)
 
 
 def keep(path: Path, tips: list[str], history: History) -> None:
@@ -94,12 +135,12 @@ def keep(path: Path, tips: list[str], history: History) -> None:
         "seen": {key: sorted(oids) for key, oids in history.seen.items()},
         "paths": {key: sorted(found) for key, found in history.paths.items()},
         "first_time": [[slot[0], slot[1], when] for slot, when in history.first_time.items()],
-        "last": {key: [history.last_time[key], found] for key, found in history.last_path.items()},
+        "last_path": history.last_path,
     }
     try:
         atomic_write_text(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")),
                           durable=False)
-    except OSError:
+    except (OSError, MemctlError):  # a folder or a device at the path: the next pass reads all
         pass
 
 
@@ -116,9 +157,7 @@ def _decoded(data: object) -> tuple[list[str], History]:
     for item in _list(data["first_time"]):
         path, oid, when = _list(item)
         history.first_time[(_string(path), _string(oid))] = _integer(when)
-    for key, item in _mapping(data["last"]).items():
-        when, found = _list(item)
-        history.last_time[key] = _integer(when)
+    for key, found in _mapping(data["last_path"]).items():
         history.last_path[key] = _string(found)
     if not tips:
         raise ValueError("no tips")

@@ -50,7 +50,7 @@ from memctl.exchange.bundle import (
     shown_name,
 )
 from memctl.exchange.history import FILE as KEPT_HISTORY
-from memctl.exchange.history import History, keep, load_kept
+from memctl.exchange.history import History, history_is_fixed, keep, load_kept
 from memctl.store import Store
 
 HISTORY_LIMIT = 200  # blob ids per file carried in a bundle manifest
@@ -214,11 +214,13 @@ def commit_id(root: Path, rev: str) -> str | None:
 
 
 def _kept_history_path(root: Path) -> Path | None:
+    """Where the pass over the history of the store at `root` is kept; None where it is not
+    (no `.memctl/` folder, or a history whose commit ids do not fix their ancestors)."""
     try:
         folder = state_path(root)
     except MemctlError:  # a linked .memctl: the command refuses it elsewhere; keep nothing
         return None
-    return folder / KEPT_HISTORY if folder.is_dir() else None
+    return folder / KEPT_HISTORY if folder.is_dir() and history_is_fixed(root) else None
 
 
 def _reaches_all(root: Path, wanted: list[str], tips: list[str]) -> bool:
@@ -232,10 +234,11 @@ def _reaches_all(root: Path, wanted: list[str], tips: list[str]) -> bool:
 
 def _read_log(root: Path, revs: list[str]) -> History:
     """One pass over the diffs of the commits `revs` select (`^commit`: not those it
-    reaches)."""
+    reaches), each commit before its parents (`--topo-order`: git's default order goes by
+    commit time, and shows a commit asked for before its children asked for too)."""
     history = History()
-    out = run_git(root, "log", "-m", "--no-renames", "--raw", "--no-abbrev", "-z",
-                  "--format=%x01%ct", *revs, "--").stdout
+    out = run_git(root, "log", "--topo-order", "-m", "--no-renames", "--raw", "--no-abbrev",
+                  "-z", "--format=%x01%ct", *revs, "--").stdout
     for chunk in out.split("\x01"):
         if not chunk:
             continue
