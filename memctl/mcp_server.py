@@ -26,6 +26,7 @@ This file deliberately has no `from __future__ import annotations`: the SDK read
 functions' annotations to build their schemas, and they must be real objects.
 """
 
+import contextlib
 import hmac
 import io
 import json
@@ -35,6 +36,7 @@ import signal
 import socket
 import sys
 import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Optional
@@ -42,7 +44,7 @@ from typing import Annotated, Any, Optional
 from memctl import __version__
 from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
-from memctl.core.errors import Front, MemctlError, arg
+from memctl.core.errors import Front, MemctlError, VariableError, arg
 from memctl.core.ids import VALID_ID
 from memctl.core.jsontop import top_level_members
 from memctl.core.query import shown_query
@@ -200,12 +202,13 @@ def serve(store: Store, default_project: str, *, watch: bool = True) -> None:
     thread keeps the index fresh, so a call does not walk the store (docs/agents.md)."""
     import anyio
 
+    end_wait = answer_at_end_seconds()
     server = build_server(store, default_project)
     with _running(store, watch, server):
-        anyio.run(_serve_stdio, server)
+        anyio.run(_serve_stdio, server, end_wait)
 
 
-async def _serve_stdio(server: Any) -> None:
+async def _serve_stdio(server: Any, end_wait: float) -> None:
     """`server.run("stdio")`, but every request gets an answer. memctl reads stdin itself
     (`_wire_lines`; the SDK still writes stdout) and hands on what the SDK reads from each
     line, except:
@@ -228,14 +231,15 @@ async def _serve_stdio(server: Any) -> None:
         try:
             # The SDK's own reader gets nothing (stdin is read above); it writes stdout.
             async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, stdout_stream):
-                await _answer(lowlevel, lines, stdout_stream)
+                await _answer(lowlevel, lines, stdout_stream, end_wait)
         except* (BrokenPipeError, ConnectionResetError):
             client_gone = True
     if client_gone:
         raise BrokenPipeError  # the client closed stdout: the command ends quietly
 
 
-async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any) -> None:
+async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any,
+                  end_wait: float) -> None:
     """Hand each line of stdin to the SDK's server (`_serve_stdio`'s rules), and its answers
     to stdout; at the end of stdin, answer what was read before it first."""
     import anyio
@@ -244,7 +248,7 @@ async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any) 
 
     send, receive = anyio.create_memory_object_stream[Any](0)
     answers, answered = anyio.create_memory_object_stream[SessionMessage](0)
-    waiting = _Unanswered()
+    waiting = _Unanswered(end_wait)
 
     async def forward() -> None:
         async with send:
@@ -265,14 +269,19 @@ async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any) 
                 waiting.handed_on(item)
                 await send.send(SessionMessage(item))
             # stdin has ended: the requests read before its end are answered first
-            # (`printf '…' | memctl mcp` gets every answer), within ANSWER_AT_END_SECONDS.
-            with anyio.move_on_after(ANSWER_AT_END_SECONDS):
+            # (`printf '…' | memctl mcp` gets every answer), within `end_wait` seconds;
+            # one still running then is told so (its thread ends its work before the exit).
+            with anyio.move_on_after(end_wait):
                 await waiting.none_left()
+            for answer in waiting.too_late():  # (past the relay, which drops the SDK's)
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await stdout_stream.send(SessionMessage(answer))
 
     async def relay() -> None:
         async with answered, stdout_stream:
             async for message in answered:
-                waiting.answered(message.message)
+                if not waiting.take(message.message):
+                    continue
                 try:
                     await stdout_stream.send(message)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -293,56 +302,103 @@ async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any) 
 
 
 # How long a server whose stdin has ended waits for the answers to the requests it read
-# before (docs/agents.md).
+# before (docs/agents.md): MEMCTL_MCP_END_WAIT seconds, else this.
 ANSWER_AT_END_SECONDS = 30.0
 
 
-class _Unanswered:
-    """The ids of the requests handed to the SDK that it has not answered yet: when stdin
-    ends, the server waits for them (the SDK cancels every request in flight at the end of
-    its input). A request the client cancels (`notifications/cancelled`) gets no answer, so
-    it is not waited for."""
+def answer_at_end_seconds() -> float:
+    raw = os.environ.get("MEMCTL_MCP_END_WAIT")
+    if not raw:
+        return ANSWER_AT_END_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise VariableError(f"MEMCTL_MCP_END_WAIT={raw[:40]!r} is not a number of seconds "
+                            "from 0 to 3600")
+    return value
 
-    def __init__(self) -> None:
+
+class _Unanswered:
+    """The requests handed to the SDK that it has not answered yet, counted by id (a client
+    that sends one id twice gets two answers): when stdin ends, the server waits for them
+    (the SDK cancels every request in flight at the end of its input). A request the client
+    cancels (`notifications/cancelled`) gets no answer, so it is not waited for; one still
+    running when the wait ends is answered here with an error (`too_late`), and the SDK's
+    own answer, should one come after, is not sent again (`take`)."""
+
+    def __init__(self, end_wait: float) -> None:
         import anyio
 
-        self.ids: set[tuple[type, object]] = set()
+        self.end_wait = end_wait
+        self.waiting: Counter[tuple[type, object]] = Counter()
+        self.told: Counter[tuple[type, object]] = Counter()  # answered here, at the end
         self.changed = anyio.Event()
 
     def handed_on(self, item: Any) -> None:
         from mcp_types import JSONRPCNotification, JSONRPCRequest
 
         if isinstance(item, JSONRPCRequest):
-            self.ids.add(_id_key(item.id))
+            key = _id_key(item.id)
+            if key is not None:
+                self.waiting[key] += 1
         elif isinstance(item, JSONRPCNotification) and item.method == "notifications/cancelled":
             params = item.params if isinstance(item.params, dict) else {}
             self._drop(_id_key(params.get("requestId")))
 
-    def answered(self, message: Any) -> None:
+    def take(self, message: Any) -> bool:
+        """Whether to send the SDK's `message`: an answer counts off its request; one to a
+        request answered here already is dropped."""
         from mcp_types import JSONRPCError, JSONRPCResponse
 
-        if isinstance(message, (JSONRPCResponse, JSONRPCError)):
-            self._drop(_id_key(message.id))
+        if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            return True
+        key = _id_key(message.id)
+        if key is not None and self.told[key]:
+            self.told[key] -= 1
+            return False
+        self._drop(key)
+        return True
+
+    def too_late(self) -> list[Any]:
+        """An error answer for each request still running: the server is ending."""
+        from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError
+
+        answers = []
+        for (_kind, request_id), count in self.waiting.items():
+            answers += [JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(
+                code=INTERNAL_ERROR, message=(
+                    f"the server is ending: its input closed and this call had not finished "
+                    f"{self.end_wait:g} s later; whether it took effect is not "
+                    "known: look with search or list_notes")))] * count
+        self.told.update(self.waiting)
+        self.waiting.clear()
+        return answers
 
     def give_up(self) -> None:
-        self.ids.clear()
+        self.waiting.clear()
         self.changed.set()
 
-    def _drop(self, key: tuple[type, object]) -> None:
-        if key in self.ids:
-            self.ids.discard(key)
+    def _drop(self, key: tuple[type, object] | None) -> None:
+        if key is not None and self.waiting[key]:
+            self.waiting[key] -= 1
+            self.waiting += Counter()  # (drops the ids counted down to nothing)
             self.changed.set()
 
     async def none_left(self) -> None:
         import anyio
 
-        while self.ids:
+        while self.waiting:
             await self.changed.wait()
             self.changed = anyio.Event()
 
 
-def _id_key(request_id: object) -> tuple[type, object]:
-    """A request id as a key: 1 and "1" are two ids."""
+def _id_key(request_id: object) -> tuple[type, object] | None:
+    """A request id as a key (1 and "1" are two ids); None for what no request's id is (a
+    list in a cancellation, say)."""
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        return None
     return type(request_id), request_id
 
 
@@ -369,30 +425,44 @@ async def _lines_of(wire: io.TextIOWrapper) -> AsyncIterator[str]:
     """Each line of `wire`, read by a daemon thread and handed over one at a time (a client
     that floods the server waits for it). A thread of anyio's pool waited on stdin too, and
     the end of the event loop waited for it: Ctrl-C left `memctl mcp` hanging until the
-    client wrote again (tests/test_mcp.py). A daemon thread does not hold the exit."""
-    import anyio
-    import anyio.from_thread
-    import anyio.lowlevel
+    client wrote again (tests/test_mcp.py). A daemon thread does not hold the exit. The
+    thread only wakes the loop (`call_soon_threadsafe`), never runs a task in it: a task it
+    started as the loop ended was cancelled there and logged as a traceback."""
+    import asyncio
 
-    send, receive = anyio.create_memory_object_stream[str](0)
-    token = anyio.lowlevel.current_token()
+    loop = asyncio.get_running_loop()
+    ready = asyncio.Event()  # a line, or the end (None), is in `handed`
+    handed: list[str | None] = []
+    taken = threading.Event()  # the loop has taken the line: the thread reads the next
+
+    def hand(item: str | None) -> bool:
+        handed.append(item)
+        try:
+            loop.call_soon_threadsafe(ready.set)
+        except RuntimeError:  # the event loop has ended: nobody reads any more
+            return False
+        return True
 
     def read() -> None:
         try:
             for line in wire:
-                anyio.from_thread.run(send.send, line, token=token)
+                taken.clear()
+                if not hand(line):
+                    return
+                taken.wait()
         except BaseException:  # noqa: BLE001 - the server has ended, or stdin is unreadable
             pass
-        finally:
-            try:
-                anyio.from_thread.run_sync(send.close, token=token)
-            except BaseException:  # noqa: BLE001 - the event loop has ended already
-                pass
+        hand(None)
 
     threading.Thread(target=read, name="memctl-mcp-stdin", daemon=True).start()
-    async with receive:
-        async for line in receive:
-            yield line
+    while True:
+        await ready.wait()
+        ready.clear()
+        line = handed.pop(0)
+        if line is None:
+            return
+        taken.set()
+        yield line
 
 
 def _request_read_as_notification(line: str) -> bool:

@@ -3,11 +3,15 @@ it loads neither the other commands nor what they import (bench/bench_mcp.py).""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from typing import Optional
 
 import typer
 
 from memctl.cli.base import PROJECT_OPTION, app, checked, current_project, examples, get_store
+from memctl.cli.context import print_error
 from memctl.core import arguments
 from memctl.mcp_server import DEFAULT_HTTP_PORT, serve, serve_http
 
@@ -43,4 +47,18 @@ def mcp(
         serve_http(store, current_project(project), host=host, port=port,
                    allow_remote=allow_remote, watch=not no_watch)
     else:
+        _end_at_once_on_ctrl_c()
         serve(store, current_project(project), watch=not no_watch)
+
+
+def _end_at_once_on_ctrl_c() -> None:
+    """Ctrl-C ends the stdio server at once, with `error: interrupted` and 130 as any
+    command: a tool call running in the SDK's worker thread (waiting for the store lock, say)
+    held the exit until it ended, the SDK waiting for its thread. What the call was writing
+    is as after `kill -9`: the next command finishes or undoes it (docs/reliability.md)."""
+    def interrupted(signum: int, frame: object) -> None:
+        print_error("interrupted")
+        os._exit(130)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupted)
