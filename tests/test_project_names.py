@@ -265,12 +265,13 @@ def test_new_case_twin_finds_a_made_name_beside_its_twin_exactly_when_there_is_o
 def test_new_twin_in_tree_finds_a_pair_exactly_when_the_tree_makes_one(
         before: list[list[str]], after: list[list[str]]) -> None:
     """`new_twin_in_tree` (sync's check, tests/test_sync.py) against its rule read plainly:
-    two names of the new tree (files, or folders on the way to them, below the top level) in
-    one folder differ only in case or Unicode form, and the old tree did not have both."""
+    two names of the new tree (files, or folders on the way to them, project folders at the
+    top too) in one folder differ only in case or Unicode form, and the old tree did not
+    have both."""
     from memctl.disk.storefiles import new_twin_in_tree, same_name_key
 
     def names(paths: list[list[str]]) -> set[str]:
-        return {"/".join(parts[:depth]) for parts in paths for depth in range(2, len(parts) + 1)}
+        return {"/".join(parts[:depth]) for parts in paths for depth in range(1, len(parts) + 1)}
 
     old, new = names(before), names(after)
 
@@ -297,3 +298,14 @@ def test_names_in_either_unicode_form_or_case_are_one_name_to_the_import() -> No
     assert same_name_key("caf\u00e9.md") == same_name_key("cafe\u0301.md") \
         == same_name_key("CAF\u00c9.MD")
     assert same_name_key("stra\u00dfe") != same_name_key("strasse")
+
+
+def test_twins_that_differ_in_unicode_form_alone_are_shown_escaped() -> None:
+    """A terminal shows `café` composed and decomposed as one name: an error naming such a
+    pair shows both escaped; a pair that differs in case is shown as it is."""
+    from memctl.disk.storefiles import twin_names_shown
+
+    assert twin_names_shown("d/caf\u00e9.md", "d/cafe\u0301.md") == ("d/caf\\xe9.md",
+                                                                   "d/cafe\\u0301.md")
+    assert twin_names_shown("d/Caf\u00e9.md", "d/caf\u00e9.md") == ("d/Caf\u00e9.md",
+                                                                  "d/caf\u00e9.md")

@@ -899,7 +899,12 @@ def test_a_remote_that_brings_a_name_differing_only_in_case_is_refused(tmp_path,
     before, head = tree_snapshot(laptop.store), git(laptop.store, "rev-parse", "HEAD")
     result = laptop("sync")
     assert result.exit_code == 1, result.stdout
-    assert f"demo/notes/{theirs}" in result.stderr and f"demo/notes/{ours}" in result.stderr
+    if theirs.startswith("caf"):  # one name to the eye: shown escaped, to be told apart
+        theirs_shown, ours_shown = "caf\\xe9.md", "cafe\\u0301.md"
+    else:
+        theirs_shown, ours_shown = theirs, ours
+    assert f"demo/notes/{theirs_shown}" in result.stderr, result.stderr
+    assert f"demo/notes/{ours_shown}" in result.stderr, result.stderr
     assert "only in case" in result.stderr and "Traceback" not in result.stderr
     assert len(result.error.strip().splitlines()) == 1
     assert tree_snapshot(laptop.store) == before
@@ -912,6 +917,42 @@ def test_a_remote_that_brings_a_name_differing_only_in_case_is_refused(tmp_path,
     names = sorted(path.name for path in (laptop.store / "demo" / "notes").iterdir()
                    if path.is_file())
     assert names == [theirs], names
+
+
+def test_project_folders_differing_only_in_case_are_refused_both_ways(tmp_path, remote):
+    """Two machines that each made a project from a folder named `Demo` and `demo`: on a disk
+    that ignores case, `Demo/MEMORY.md` and `demo/MEMORY.md` are one file. The sync that
+    would take the other machine's refuses it; the machine that made the pair here is
+    stopped before it pushes (else every other machine's sync would stop on it)."""
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("project", "add", "decisions", "PostgreSQL 16", "--project", "demo")
+    laptop.ok("sync", "--remote", remote)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
+    (other / "Demo").mkdir()
+    (other / "Demo" / "MEMORY.md").write_text("# Memory\n- made on another machine\n")
+    remote_head = _push_by_hand(other, "a project twin")
+    before = tree_snapshot(laptop.store)
+    result = laptop("sync")
+    assert result.exit_code == 1 and "brings Demo beside demo" in result.stderr, result.stderr
+    assert len(result.error.strip().splitlines()) == 1
+    assert tree_snapshot(laptop.store) == before
+    assert git(Path(remote), "rev-parse", "HEAD") == remote_head
+
+    git(other, "rm", "-rq", "Demo")  # the other machine gives it up; this one makes a pair
+    _push_by_hand(other, "no twin")
+    (laptop.store / "demo" / "notes").mkdir(exist_ok=True)
+    (laptop.store / "demo" / "notes" / "Plan.md").write_text("# Plan\n")
+    (laptop.store / "demo" / "notes" / "plan.md").write_text("# plan\n")
+    pushed_before = git(Path(remote), "rev-parse", "HEAD")
+    result = laptop("sync")
+    assert result.exit_code == 1, result.stdout
+    assert "this store has demo/notes/" in result.stderr and "nothing was pushed" in result.stderr
+    assert len(result.error.strip().splitlines()) == 1
+    assert git(Path(remote), "rev-parse", "HEAD") == pushed_before, "nothing pushed"
+    (laptop.store / "demo" / "notes" / "Plan.md").unlink()
+    laptop.ok("sync")
+    assert "demo/notes/plan.md" in git(Path(remote), "ls-tree", "-r", "--name-only", "HEAD")
 
 
 @pytest.mark.parametrize("name, shown, said", [

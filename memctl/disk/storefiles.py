@@ -133,20 +133,18 @@ def new_case_twin(root: Path, writes: Iterable[str],
 
 
 def new_twin_in_tree(before: Iterable[str], after: Iterable[str]) -> tuple[str, str] | None:
-    """Two names below the top level of the tree `after` (its file paths) that are one name
-    on a disk ignoring case and Unicode form (`same_name_key`), in one folder, where `before`
-    did not have both already: (a name `before` did not have, the other), else None. A sync's merge must not make such
-    a pair (docs/sync.md). Each folder is a number, so the cost is linear in the paths'
-    lengths however deep they go."""
+    """Two names of the tree `after` (its file paths; folders on the way count, project
+    folders at the top too) that are one name on a disk ignoring case and Unicode form
+    (`same_name_key`), in one folder, where `before` did not have both already: (a name
+    `before` did not have, the other), else None. A sync neither takes nor pushes such a pair
+    (docs/sync.md). Each folder is a number, so the cost is linear in the paths' lengths
+    however deep they go."""
     nodes: dict[tuple[int, str], int] = {}  # (folder's number, name) -> its number
     parents: list[tuple[int, str]] = [(0, "")]  # number -> (folder's number, name)
 
     def numbers(path: str) -> Iterator[int]:
-        """The number of each folder and file on `path`, below its top-level folder."""
-        top, _, rest = path.partition("/")
-        number = nodes.setdefault((0, top), len(parents))
-        if number == len(parents):
-            parents.append((0, top))
+        """The number of each folder and file on `path`, its top-level folder first."""
+        number, rest = 0, path
         while rest:
             name, _, rest = rest.partition("/")
             parent, number = number, nodes.setdefault((number, name), len(parents))
@@ -171,6 +169,19 @@ def new_twin_in_tree(before: Iterable[str], after: Iterable[str]) -> tuple[str, 
                 new, before_too = (other, number) if number in old else (number, other)
                 return shown(new), shown(before_too)
     return None
+
+
+def twin_names_shown(one: str, other: str) -> tuple[str, str]:
+    """Two names of a pair `same_name_key` makes one, as a person can tell them apart: with
+    every letter that is not ASCII escaped (`cafe\\u0301.md`) when they differ in Unicode form
+    alone, which a terminal shows as the same name twice."""
+    if unicodedata.normalize("NFC", one) != unicodedata.normalize("NFC", other):
+        return one, other
+
+    def escaped(name: str) -> str:
+        return name.encode("ascii", "backslashreplace").decode("ascii")
+
+    return escaped(one), escaped(other)
 
 
 class StoreFiles:

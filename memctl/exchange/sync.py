@@ -61,7 +61,7 @@ from memctl.disk.gitops import (
 )
 from memctl.disk.layout import ARCHIVED, NOTE, TOMBSTONE_DIR, classify, state_path
 from memctl.disk.settings import SETTINGS_FILE
-from memctl.disk.storefiles import new_twin_in_tree
+from memctl.disk.storefiles import new_twin_in_tree, twin_names_shown
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import character_problem, clashes, entry_for, kept_local, shown_name
 from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
@@ -388,6 +388,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             if report.nothing_to_push:
                 _track(root, branch)
                 break
+            _refuse_pushing_twins(root, remote_ref)
             report.secrets = _secrets_to_push(root, remote_ref)
             pushed = run_git(root, "push", "--porcelain", "origin", f"HEAD:refs/heads/{branch}",
                              check=False)
@@ -671,10 +672,10 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
         # What an import refuses too: on a disk that ignores case, git would check out one
         # file for the two names, and the next commit would lose a note (docs/sync.md).
         raise MemctlError(
-            f"the remote {report.remote} brings {shown_name(twin[0])} beside "
-            f"{shown_name(twin[1])}, names that differ only in case or Unicode form: a disk "
-            "that ignores case (macOS, Windows) keeps one file for both; memctl refuses it and "
-            "merged nothing: rename one of them where it was made, then sync again")
+            f"the remote {report.remote} brings {_twins_shown(twin)}, names that differ only "
+            "in case or Unicode form: a disk that ignores case (macOS, Windows) keeps one file "
+            "for both; memctl refuses it and merged nothing: rename one of them where it was "
+            "made, then sync again")
     if target == head:
         report.nothing_to_push = True  # the remote holds all of this store's commits
         return
@@ -702,6 +703,25 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
         store, {p: (root / p).read_bytes() for p in changed
                 if p.startswith(".counters/") and (root / p).is_file()})
     refresh_index(store, changed)
+
+
+def _twins_shown(twin: tuple[str, str]) -> str:
+    one, other = twin_names_shown(*twin)
+    return f"{shown_name(one)} beside {shown_name(other)}"
+
+
+def _refuse_pushing_twins(root: Path, remote_ref: str) -> None:
+    """A pair of names this store made (by hand) that differ only in case or Unicode form
+    and the remote does not hold both of: pushed, it would stop every other machine's sync
+    (`_integrate` refuses it there), so it stops this one first (docs/sync.md)."""
+    theirs = tree_of(root, remote_ref) if _has_commits(root, remote_ref) else {}
+    twin = new_twin_in_tree(theirs, tree_of(root, run_git(root, "rev-parse", "HEAD").stdout.strip()))
+    if twin is not None:
+        raise MemctlError(
+            f"this store has {_twins_shown(twin)}, names that differ only in case or Unicode "
+            "form: a disk that ignores case (macOS, Windows) keeps one file for both, and the "
+            "other machines' sync refuses them; nothing was pushed (your changes are committed "
+            "here): rename one of them, then sync again")
 
 
 def _finding_key(item: dict[str, object]) -> tuple[object, ...]:

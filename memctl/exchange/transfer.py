@@ -48,7 +48,7 @@ from memctl.disk.counters import machine_id
 from memctl.disk.gitops import run_git
 from memctl.disk.journal import JOURNAL, TXN_PREFIX, crash_point, keep_backup, roll_back
 from memctl.disk.layout import CONFLICT, MEMORY_FILE, SCRATCHPAD_FILE, belongs_in_store
-from memctl.disk.storefiles import CaseTwins, case_twin_problem, new_case_twin
+from memctl.disk.storefiles import CaseTwins, case_twin_problem, new_case_twin, twin_names_shown
 from memctl.disk.templates import fill, load_template
 from memctl.exchange import importers
 from memctl.exchange.bundle import (
@@ -623,6 +623,7 @@ def check_targets(store: Store, writes: dict[str, bytes] | list[str], removes: l
     twin = new_case_twin(root, writes, removes)
     if twin is not None:
         path, other, existing = twin
+        path, other = twin_names_shown(path, other)
         raise MemctlError(
             f"cannot import: {path} differs from the {'existing ' if existing else ''}{other} "
             f"only in case or Unicode form: a disk that ignores those (macOS, Windows) cannot "
