@@ -44,7 +44,8 @@ from typing import Annotated, Any, Optional
 from memctl import __version__
 from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
-from memctl.core.errors import Front, MemctlError, VariableError, arg
+from memctl.core.clock import seconds_setting
+from memctl.core.errors import Front, MemctlError, arg
 from memctl.core.ids import VALID_ID
 from memctl.core.jsontop import top_level_members
 from memctl.core.query import shown_query
@@ -307,17 +308,7 @@ ANSWER_AT_END_SECONDS = 30.0
 
 
 def answer_at_end_seconds() -> float:
-    raw = os.environ.get("MEMCTL_MCP_END_WAIT")
-    if not raw:
-        return ANSWER_AT_END_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 3600:
-        raise VariableError(f"MEMCTL_MCP_END_WAIT={raw[:40]!r} is not a number of seconds "
-                            "from 0 to 3600")
-    return value
+    return seconds_setting("MEMCTL_MCP_END_WAIT", ANSWER_AT_END_SECONDS, 3600)
 
 
 class _Unanswered:

@@ -87,20 +87,27 @@ def histories(draw, branches: bool = True):
     return commits, asks
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(histories())
-def test_a_kept_pass_equals_a_pass_over_everything(tmp_path_factory, drawn):
+def kept_and_whole(tmp_path_factory, drawn) -> list[tuple[History, History]]:
+    """For each set of commits asked in turn, the pass with the kept one and the pass over
+    everything, on a repository of the drawn history."""
     commits, asks = drawn
     root = tmp_path_factory.mktemp("history")
     ids = build(root, commits)
     (root / ".memctl").mkdir()
+    passes = []
     for ask in asks:
         revs = [ids[number] for number in ask]
-        kept = scan_history(root, revs, keep_pass=True)
-        whole = scan_history(root, revs)
-        assert comparable_but_newest_path(kept) == comparable_but_newest_path(whole)
+        passes.append((scan_history(root, revs, keep_pass=True), scan_history(root, revs)))
     assert (root / ".memctl" / FILE).is_file()
+    return passes
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(histories())
+def test_a_kept_pass_equals_a_pass_over_everything(tmp_path_factory, drawn):
+    for kept, whole in kept_and_whole(tmp_path_factory, drawn):
+        assert comparable_but_newest_path(kept) == comparable_but_newest_path(whole)
 
 
 @settings(max_examples=25, deadline=None,
@@ -109,14 +116,8 @@ def test_a_kept_pass_equals_a_pass_over_everything(tmp_path_factory, drawn):
 def test_on_one_line_of_history_a_kept_pass_has_the_same_newest_paths(tmp_path_factory, drawn):
     """Without branches, every commit a later pass reads descends from the kept ones: the
     newest path of each note is the one a pass over everything gives, whatever the clocks."""
-    commits, asks = drawn
-    root = tmp_path_factory.mktemp("line")
-    ids = build(root, commits)
-    (root / ".memctl").mkdir()
-    for ask in asks:
-        revs = [ids[number] for number in ask]
-        assert comparable(scan_history(root, revs, keep_pass=True)) \
-            == comparable(scan_history(root, revs))
+    for kept, whole in kept_and_whole(tmp_path_factory, drawn):
+        assert comparable(kept) == comparable(whole)
 
 
 def test_the_kept_pass_is_read_and_a_history_that_no_longer_reaches_it_is_read_whole(tmp_path):
@@ -163,9 +164,9 @@ def test_a_kept_file_that_does_not_read_is_made_again(tmp_path):
         assert json.loads(kept.read_text())["tips"] == [ids[1]]
 
 
-def test_sync_keeps_its_pass_and_importing_another_store_writes_nothing_into_it(tmp_path, remote):
-    """A merging sync keeps its pass in its own store; `import` of another store's folder
-    reads that store's history and leaves its `.memctl/` as it was."""
+def diverged(tmp_path: Path, remote: str) -> Cli:
+    """A machine whose next sync merges: another machine pushed a note since its last sync,
+    and it added one of its own."""
     first = machine(tmp_path, "first", remote)
     first.ok("add", "the cache is warmed at deploy")
     first.ok("sync")
@@ -173,6 +174,13 @@ def test_sync_keeps_its_pass_and_importing_another_store_writes_nothing_into_it(
     second.ok("add", "the deploy runs on fridays")
     second.ok("sync")
     first.ok("add", "the queue drains before a deploy")
+    return first
+
+
+def test_sync_keeps_its_pass_and_importing_another_store_writes_nothing_into_it(tmp_path, remote):
+    """A merging sync keeps its pass in its own store; `import` of another store's folder
+    reads that store's history and leaves its `.memctl/` as it was."""
+    first = diverged(tmp_path, remote)
     first.ok("sync")
     assert (first.store / ".memctl" / FILE).is_file()
     assert len(git(first.store, "log", "--merges", "--format=%H").split()) == 1
@@ -222,13 +230,7 @@ def test_a_kept_file_that_is_no_file_never_stops_a_command(tmp_path, remote, pla
     nested past any reader in its place is passed over (read whole instead, never written),
     and export and a merging sync go on. (A folder there stopped both with an error, a FIFO
     made them wait for ever, deep nesting was a traceback.)"""
-    first = machine(tmp_path, "first", remote)
-    first.ok("add", "the cache is warmed at deploy")
-    first.ok("sync")
-    second = machine(tmp_path, "second", remote)
-    second.ok("add", "the deploy runs on fridays")
-    second.ok("sync")
-    first.ok("add", "the queue drains before a deploy")
+    first = diverged(tmp_path, remote)
     kept = first.store / ".memctl" / FILE
     if planted == "folder":
         kept.mkdir()

@@ -725,6 +725,18 @@ def _initialize_by_hand(server: subprocess.Popen) -> None:
     assert json.loads(server.stdout.readline())["id"] == 1
 
 
+def _exit_of(server: subprocess.Popen, timeout: float = 30) -> tuple[int | None, str]:
+    """The exit code of a `memctl mcp` driven by hand (None: still running after `timeout`,
+    then killed) and its stderr."""
+    try:
+        code = server.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+        server.kill()
+        server.wait()
+    return code, server.stderr.read()
+
+
 def _end(server: subprocess.Popen) -> None:
     """A `memctl mcp` driven by hand: its stdin closed, as a client that goes away closes it."""
     server.stdin.close()
@@ -960,7 +972,7 @@ def test_a_call_still_running_when_the_end_wait_is_over_is_told_so(tmp_path):
     bad = subprocess.run([memctl_executable(), "mcp"], input="", cwd=str(tmp_path),
                          env=dict(subprocess_env(store), MEMCTL_MCP_END_WAIT="soon"),
                          capture_output=True, text=True, timeout=30)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: MEMCTL_MCP_END_WAIT='soon'")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: invalid value for MEMCTL_MCP_END_WAIT: 'soon'")
     assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
@@ -1044,12 +1056,8 @@ def test_a_client_that_closes_stdout_ends_the_server_quietly(tmp_path):
         server.stdout.close()
         server.stdin.write(INITIALIZED + "\n" + tool_call(2, "recall", {"query": "x"}) + "\n")
         server.stdin.close()
-        code = server.wait(timeout=30)
     finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-    errors = server.stderr.read()
+        code, errors = _exit_of(server)
     assert code == 0 and "Traceback" not in errors and "Error" not in errors, errors
 
 
@@ -1071,12 +1079,8 @@ def test_ctrl_c_ends_the_server_at_once(tmp_path, watch):
         server.stdin.flush()
         time.sleep(0.5)
         server.send_signal(signal.SIGINT)
-        code = server.wait(timeout=30)
     finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-    errors = server.stderr.read()
+        code, errors = _exit_of(server)
     assert code == 130, errors
     assert "error: interrupted" in errors and "Traceback" not in errors, errors
 

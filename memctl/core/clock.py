@@ -29,6 +29,22 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def seconds_setting(name: str, default: float, most: float) -> float:
+    """The number of seconds the environment variable `name` sets (0 to `most`), else
+    `default`; another value is a `VariableError` naming it (exit 2)."""
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= most:  # (NaN too)
+        raise VariableError(f"invalid value for {name}: {raw[:40]!r} is not a number of "
+                            f"seconds from 0 to {most:g}; set one or unset {name}")
+    return value
+
+
 def latest_now() -> datetime:
     """The later of `now()` and the machine's own clock: what "in the future" is measured
     against (a `MEMCTL_NOW` set in the past must not make today's files look like they come

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memctl.core.clock import seconds_setting
 from memctl.core.errors import MemctlError
 from memctl.disk.atomic import make_dirs
 from memctl.disk.layout import state_file_error, state_path
@@ -220,14 +221,7 @@ def _is_file_at(fd: int, path: Path) -> bool:
 
 
 def _timeout_setting() -> float:
-    raw = os.environ.get("MEMCTL_LOCK_TIMEOUT")
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise MemctlError(f"MEMCTL_LOCK_TIMEOUT={raw!r} is not a number of seconds") from None
-    return max(0.0, value)
+    return seconds_setting("MEMCTL_LOCK_TIMEOUT", DEFAULT_TIMEOUT, 86400)
 
 
 def _make_state_dir(state_dir: Path) -> None:
