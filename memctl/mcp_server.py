@@ -312,19 +312,19 @@ def answer_at_end_seconds() -> float:
 
 
 class _Unanswered:
-    """The requests handed to the SDK that it has not answered yet, counted by id (a client
-    that sends one id twice gets two answers): when stdin ends, the server waits for them
-    (the SDK cancels every request in flight at the end of its input). A request the client
-    cancels (`notifications/cancelled`) gets no answer, so it is not waited for; one still
-    running when the wait ends is answered here with an error (`too_late`), and the SDK's
-    own answer, should one come after, is not sent again (`take`)."""
+    """The requests handed to the SDK that it has not answered yet, by id (a client that
+    sends one id twice gets two answers): when stdin ends, the server waits for them (the SDK
+    cancels every request in flight at the end of its input). A request the client cancels
+    (`notifications/cancelled`) gets no answer, so it is not waited for; one still running
+    when the wait ends is answered here with an error (`too_late`), and the SDK's own answer,
+    should one come after, is not sent again (`take`)."""
 
     def __init__(self, end_wait: float) -> None:
         import anyio
 
         self.end_wait = end_wait
-        self.waiting: Counter[tuple[type, object]] = Counter()
-        self.told: Counter[tuple[type, object]] = Counter()  # answered here, at the end
+        self.waiting: dict[int | str, list[int | str]] = {}  # key -> the ids as sent
+        self.told: Counter[int | str] = Counter()  # answered here, at the end
         self.changed = anyio.Event()
 
     def handed_on(self, item: Any) -> None:
@@ -333,7 +333,7 @@ class _Unanswered:
         if isinstance(item, JSONRPCRequest):
             key = _id_key(item.id)
             if key is not None:
-                self.waiting[key] += 1
+                self.waiting.setdefault(key, []).append(item.id)
         elif isinstance(item, JSONRPCNotification) and item.method == "notifications/cancelled":
             params = item.params if isinstance(item.params, dict) else {}
             self._drop(_id_key(params.get("requestId")))
@@ -353,17 +353,17 @@ class _Unanswered:
         return True
 
     def too_late(self) -> list[Any]:
-        """An error answer for each request still running: the server is ending."""
+        """An error answer for each request still running, with its id as sent: the server
+        is ending."""
         from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError
 
-        answers = []
-        for (_kind, request_id), count in self.waiting.items():
-            answers += [JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(
-                code=INTERNAL_ERROR, message=(
-                    f"the server is ending: its input closed and this call had not finished "
-                    f"{self.end_wait:g} s later; whether it took effect is not "
-                    "known: look with search or list_notes")))] * count
-        self.told.update(self.waiting)
+        message = (f"the server is ending: its input closed and this call had not finished "
+                   f"{self.end_wait:g} s later; whether it took effect is not known: look with "
+                   "search or list_notes")
+        answers = [JSONRPCError(jsonrpc="2.0", id=request_id,
+                                error=ErrorData(code=INTERNAL_ERROR, message=message))
+                   for sent in self.waiting.values() for request_id in sent]
+        self.told.update({key: len(sent) for key, sent in self.waiting.items()})
         self.waiting.clear()
         return answers
 
@@ -371,10 +371,12 @@ class _Unanswered:
         self.waiting.clear()
         self.changed.set()
 
-    def _drop(self, key: tuple[type, object] | None) -> None:
-        if key is not None and self.waiting[key]:
-            self.waiting[key] -= 1
-            self.waiting += Counter()  # (drops the ids counted down to nothing)
+    def _drop(self, key: int | str | None) -> None:
+        sent = self.waiting.get(key) if key is not None else None
+        if sent:
+            sent.pop(0)
+            if not sent:
+                del self.waiting[key]
             self.changed.set()
 
     async def none_left(self) -> None:
@@ -385,12 +387,15 @@ class _Unanswered:
             self.changed = anyio.Event()
 
 
-def _id_key(request_id: object) -> tuple[type, object] | None:
-    """A request id as a key (1 and "1" are two ids); None for what no request's id is (a
-    list in a cancellation, say)."""
+def _id_key(request_id: object) -> int | str | None:
+    """A request id as the SDK matches it (`"5"` and `5` are one id to it: a cancellation
+    naming either cancels the request, which then gets no answer); None for what no request's
+    id is (a list in a cancellation, say)."""
+    from mcp.shared.dispatcher import coerce_request_id
+
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None
-    return type(request_id), request_id
+    return coerce_request_id(request_id)
 
 
 @contextmanager

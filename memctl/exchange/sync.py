@@ -64,7 +64,13 @@ from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.storefiles import new_twin_in_tree, twin_names_shown
 from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import character_problem, clashes, entry_for, kept_local, shown_name
-from memctl.exchange.snapshot import history_key, scan_history, stamp_hand_edit, tree_of
+from memctl.exchange.snapshot import (
+    commit_id,
+    history_key,
+    scan_history,
+    stamp_hand_edit,
+    tree_of,
+)
 from memctl.exchange.transfer import absorb_counters, refresh_index
 from memctl.index.db import ParseError, ensure_fresh
 from memctl.store import Store
@@ -714,14 +720,17 @@ def _refuse_pushing_twins(root: Path, remote_ref: str) -> None:
     """A pair of names this store made (by hand) that differ only in case or Unicode form
     and the remote does not hold both of: pushed, it would stop every other machine's sync
     (`_integrate` refuses it there), so it stops this one first (docs/sync.md)."""
-    theirs = tree_of(root, remote_ref) if _has_commits(root, remote_ref) else {}
-    twin = new_twin_in_tree(theirs, tree_of(root, run_git(root, "rev-parse", "HEAD").stdout.strip()))
+    # By commit id, so the trees read by this sync's merge are not read again.
+    remote = commit_id(root, remote_ref)
+    theirs = tree_of(root, remote) if remote else {}
+    twin = new_twin_in_tree(theirs, tree_of(root, commit_id(root, "HEAD") or "HEAD"))
     if twin is not None:
         raise MemctlError(
             f"this store has {_twins_shown(twin)}, names that differ only in case or Unicode "
-            "form: a disk that ignores case (macOS, Windows) keeps one file for both, and the "
-            "other machines' sync refuses them; nothing was pushed (your changes are committed "
-            "here): rename one of them, then sync again")
+            "form, and the remote does not: a disk that ignores case (macOS, Windows) keeps "
+            "one file for both, and the sync of a machine without them refuses them; nothing "
+            "was pushed (your changes are committed here): rename one of them, then run the "
+            "same `memctl sync` again")
 
 
 def _finding_key(item: dict[str, object]) -> tuple[object, ...]:
