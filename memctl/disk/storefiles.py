@@ -54,6 +54,9 @@ def case_key(name: str) -> str:
     """`name` with each letter in capitals where that is one letter: two names with the same
     key differ only in case, letter by letter, as on disks that ignore case (`ΟΔΟΣ`, `οδος`
     and `οδοσ` alike), not by Unicode's folding (`ß` and `ss` stay two names)."""
+    capitals = name.upper()
+    if len(capitals) == len(name):  # no letter became two (each gives one at least): done
+        return capitals
     return "".join(upper if len(upper := char.upper()) == 1 else char for char in name)
 
 
@@ -167,9 +170,7 @@ def new_twin_in_tree(before: Iterable[str], after: Iterable[str]) -> tuple[str, 
     for path in sorted(after):
         for number in numbers(path):
             parent, name = parents[number]
-            # (an ASCII name's key is its capitals: no Unicode form to normalize, ~10× faster)
-            key = name.upper() if name.isascii() else same_name_key(name)
-            other = first.setdefault((parent, key), number)
+            other = first.setdefault((parent, same_name_key(name)), number)
             if other != number and not (number in old and other in old):
                 new, before_too = (other, number) if number in old else (number, other)
                 return shown(new), shown(before_too)
