@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -59,7 +60,7 @@ def history_stream(commits: int, seed: int, parent: str) -> bytes:
     chunks: list[str] = []
     for number in range(commits):
         when = START + 60 * number
-        moment = gen_corpus.datetime.fromtimestamp(when, gen_corpus.UTC)
+        moment = datetime.fromtimestamp(when, UTC)
         note_id = gen_corpus.note_id(rng, moment)
         body = gen_corpus.body_text(rng, rng.choice(["en", "zh", "mixed"]))
         text = (f"---\nid: {note_id}\ntype: fact\nproject: proj\nimportance: 5\ntags: []\n"

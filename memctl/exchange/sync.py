@@ -66,6 +66,7 @@ from memctl.disk.watchstate import process_alive
 from memctl.exchange.bundle import character_problem, clashes, entry_for, kept_local, shown_name
 from memctl.exchange.snapshot import (
     commit_id,
+    has_commits,
     history_key,
     scan_history,
     stamp_hand_edit,
@@ -194,9 +195,9 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
         if result.returncode != 0:
             raise GitError(f"git clone {url} failed: "
                            f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
-        if not _has_commits(staging):
+        if not has_commits(staging):
             _take_the_remote_branch(staging, url)
-        if _has_commits(staging) and not _holds_settings(staging):
+        if has_commits(staging) and not _holds_settings(staging):
             # Refused before anything is checked out or renamed, so nothing of it reaches
             # PATH: a checkout left there was no store, and `init PATH` (files that are not
             # memory) and a clone again (PATH not empty) both refused it (docs/reliability.md).
@@ -204,7 +205,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
                               f"{SETTINGS_FILE}); nothing was cloned: give the URL of a memctl "
                               f"store's repository, or make a new store with `memctl init {path}`")
         refused: list[str] = []
-        if _has_commits(staging):
+        if has_commits(staging):
             try:
                 tree_of(staging, "HEAD")  # a name no store may hold refuses the clone, named
             except MemctlError as exc:
@@ -307,10 +308,6 @@ def _origin(root: Path) -> str | None:
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
-def _has_commits(root: Path, rev: str = "HEAD") -> bool:
-    return run_git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).returncode == 0
-
-
 def _branch(root: Path) -> str:
     result = run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False)
     name = result.stdout.strip()
@@ -380,7 +377,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             if fetched.returncode != 0 and "couldn't find remote ref" not in fetched.stderr:
                 raise GitError(f"git fetch from {origin} failed: "
                                f"{gitops.git_reason(fetched.stderr, fetched.returncode)}")
-            if fetched.returncode == 0 and _has_commits(root, remote_ref):
+            if fetched.returncode == 0 and has_commits(root, remote_ref):
                 _refuse_foreign_remote(root, origin, [remote_ref])
                 _integrate(store, remote_ref, report)
             elif attempt == 1:
@@ -490,7 +487,7 @@ def _refuse_another_branch(root: Path, origin: str, branch: str, stores: list[st
     the other's notes. Nothing is pushed; renaming this branch to theirs makes the next sync
     merge the two (docs/sync.md)."""
     listed = ", ".join(stores[:5]) + (" …" if len(stores) > 5 else "")
-    local = [name for name in stores if _has_commits(root, f"refs/heads/{name}")]
+    local = [name for name in stores if has_commits(root, f"refs/heads/{name}")]
     if local:
         # This store has the remote's branch too (`git checkout -b exp` from it): renaming onto
         # it fails, and forcing it would drop its unpushed commits. Merged into it, nothing goes.
@@ -536,7 +533,7 @@ def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:
 def _secrets_to_push(root: Path, remote_ref: str) -> list[dict[str, object]]:
     """Likely secrets in the files this push carries (changed since the remote's branch, or
     every file on a first push), masked: `sync` warns, the push goes on (docs/security.md)."""
-    if _has_commits(root, remote_ref):
+    if has_commits(root, remote_ref):
         listed = run_git(root, "diff", "--name-only", "-z", remote_ref, "HEAD").stdout
     else:
         listed = run_git(root, "ls-files", "-z").stdout
