@@ -60,6 +60,9 @@ class Store(StoreFiles):
                     f"({foreign}): making it a store would commit into its git history and "
                     f"read its Markdown files as notes. Create the store in an empty folder, "
                     f"or pass {arg('force')} to make this folder a store anyway")
+        if gitops.is_repo(root):
+            gitops.require_sha1(root, root, "nothing was changed; make the store in a new "
+                                "folder, or in a SHA-1 repository")
         created_anything = False
         make_dirs(root)
         if not gitops.is_repo(root):

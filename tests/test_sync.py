@@ -955,6 +955,33 @@ def test_project_folders_differing_only_in_case_are_refused_both_ways(tmp_path, 
     assert "demo/notes/plan.md" in git(Path(remote), "ls-tree", "-r", "--name-only", "HEAD")
 
 
+def test_a_clone_onto_a_disk_that_ignores_case_refuses_a_remote_holding_twins(tmp_path, remote):
+    """A remote holding `plan.md` and `Plan.md` (pushed with plain git). Where git records that
+    the disk ignores case (`core.ignorecase`, as it sets it on macOS and Windows; set here
+    through git's environment, this machine's disks tell case apart) the clone is refused
+    before the checkout, which would keep one file for both; elsewhere it takes both."""
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
+    (other / "demo" / "notes").mkdir(parents=True)
+    (other / "demo" / "notes" / "Plan.md").write_text("# Plan\n- the first\n")
+    (other / "demo" / "notes" / "plan.md").write_text("# plan\n- the second\n")
+    _push_by_hand(other, "twins by hand")
+    ignoring = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.ignorecase",
+                "GIT_CONFIG_VALUE_0": "true"}
+    target = tmp_path / "mac"
+    result = Cli(target)("init", str(target), "--clone", remote, env=ignoring)
+    assert result.exit_code == 1, result.stdout
+    assert "has demo/notes/plan.md beside demo/notes/Plan.md" in result.stderr, result.stderr
+    assert "nothing was cloned" in result.stderr
+    assert len(result.error.strip().splitlines()) == 1
+    assert not target.exists()
+    assert [p.name for p in tmp_path.iterdir() if "clone" in p.name] == []
+    linux = machine(tmp_path, "linux", remote)
+    assert {p.name for p in (linux.store / "demo" / "notes").iterdir()} == {"Plan.md", "plan.md"}
+
+
 @pytest.mark.parametrize("name, shown, said", [
     ("a\x01b.md", "a\\x01b.md", "control characters"),
     ("x\x1b[2Jy.md", "x\\x1b[2Jy.md", "control characters"),

@@ -247,6 +247,31 @@ def init_repo(root: Path) -> None:
     run_git(root, "init", "-q")
 
 
+def ignores_case(root: Path) -> bool:
+    """Whether the disk of the repository at `root` ignores case in names, as git found when
+    it made the repository (`core.ignorecase`: macOS and Windows, as a rule)."""
+    shown = run_git(root, "config", "--bool", "core.ignorecase", check=False).stdout.strip()
+    return shown == "true"
+
+
+class NotSha1Repository(MemctlError):
+    """A git repository whose object ids are not SHA-1. memctl computes git's blob ids itself
+    to tell versions apart in a merge, an export and an import (memctl.core.merge.git_oid,
+    SHA-1), so a store is a SHA-1 repository (docs/sync.md, "SHA-256 repositories")."""
+
+    def __init__(self, where: object, then: str) -> None:
+        super().__init__(f"{where} is a SHA-256 git repository, and memctl keeps stores in "
+                         f"SHA-1 repositories (git's default): {then}")
+
+
+def require_sha1(root: Path, where: object, then: str) -> None:
+    """Refuse the repository at `root` (named `where` in the error, which ends with `then`)
+    unless its object ids are SHA-1."""
+    shown = run_git(root, "rev-parse", "--show-object-format", check=False).stdout.strip()
+    if shown.isalnum() and shown != "sha1":  # (a git too old to know the option echoes it)
+        raise NotSha1Repository(where, then)
+
+
 def repository_folder(root: Path) -> Path:
     """The folder of git's own files for the store at `root`: `.git`, or where a `.git`
     file points (`gitdir: PATH`: a linked worktree, `git init --separate-git-dir`, a
@@ -960,8 +985,9 @@ def _unstage(root: Path, paths: list[str] | None) -> None:
             check=False, env=_LITERAL if paths else None)
 
 
-# The null object id: `update-ref` then requires that the ref does not exist yet.
-_NO_COMMIT = "0" * 40
+# An empty old value: `update-ref` then requires that the ref does not exist yet, whatever
+# the repository's hash (40 zeros would be a SHA-1 id, refused in a SHA-256 repository).
+_NO_COMMIT = ""
 
 
 def _commit_index(root: Path, message: str, reading: Started | None = None,

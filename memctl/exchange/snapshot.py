@@ -35,7 +35,7 @@ from memctl.core.merge import (
 from memctl.core.note import derive_id, note_from_parsed, stamp
 from memctl.core.noteformat import parse_text, salvage_id
 from memctl.core.textfile import decode_file
-from memctl.disk.gitops import run_git, run_git_binary
+from memctl.disk.gitops import NotSha1Repository, run_git, run_git_binary
 from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
@@ -178,6 +178,7 @@ def tree_of(root: Path, rev: str = "HEAD", *, strict: bool = True
 
 
 _FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+SHA1_LENGTH = 40  # hex digits of a SHA-1 object id
 # A control character other than the tab between a record's fields, or a backslash.
 _SUSPECT = re.compile(rb"[\x01-\x08\x0a-\x1f\\]")
 _TREES: dict[tuple[str, str, bool], dict[str, tuple[str, str]]] = {}
@@ -206,11 +207,21 @@ def scan_history(root: Path, revs: Iterable[str] = ("HEAD",), *,
 
 
 def commit_id(root: Path, rev: str) -> str | None:
-    """The commit `rev` names, or None when it names none (no commit yet)."""
+    """The commit `rev` names, or None when it names none (no commit yet).
+
+    Every reading of git's ids here starts with this, so a repository whose ids are not
+    SHA-1 is refused here, before anything changes: a merge, an export and an import compare
+    git's blob ids with the ones memctl computes (`git_oid`, SHA-1), and in a SHA-256
+    repository none would match (docs/sync.md, "SHA-256 repositories")."""
     found = run_git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
     if found.returncode != 0:
         return None
-    return found.stdout.strip() or None
+    commit = found.stdout.strip() or None
+    if commit is not None and len(commit) != SHA1_LENGTH:
+        raise NotSha1Repository(
+            f"the store at {root}", "nothing was changed; to move this memory to a SHA-1 "
+            f"store, run `memctl --store NEW init`, then `memctl --store NEW import {root}`")
+    return commit
 
 
 def _kept_history_path(root: Path) -> Path | None:
@@ -333,10 +344,19 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
     raw = read_store_files(root) if raw is None else raw
     # A name that is not UTF-8 in the last commit (committed by plain git) is left out, as
     # the walk leaves the file out: export and import go on; only sync refuses it.
-    committed = tree_of(root, head, strict=False) if (root / ".git").exists() else {}
-    if history is None:
-        history = scan_history(root, [head], keep_pass=keep_pass) \
-            if (root / ".git").exists() else History()
+    committed: dict[str, tuple[str, str]] = {}
+    try:
+        if (root / ".git").exists():
+            committed = tree_of(root, head, strict=False)
+        if history is None:
+            history = scan_history(root, [head], keep_pass=keep_pass) \
+                if (root / ".git").exists() else History()
+    except NotSha1Repository:
+        if keep_pass:
+            raise  # this store's own history: its merges would go wrong (commit_id)
+        # A folder read from: its files are taken as a folder without git's are (file times
+        # date them), which is how a SHA-256 store's memory moves to a SHA-1 store.
+        committed, history = {}, History()
     files: dict[str, BundleFile] = {}
     entries: dict[str, Entry] = {}
     disk_oid: dict[str, str] = {}

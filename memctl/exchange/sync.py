@@ -53,6 +53,7 @@ from memctl.disk.atomic import atomic_write_bytes, atomic_write_text
 from memctl.disk.counters import export_machine, machine_id
 from memctl.disk.gitops import (
     GitError,
+    NotSha1Repository,
     git_reason,
     identity_env,
     read_blobs,
@@ -157,8 +158,8 @@ def _first_recorded(path: str, *versions: bytes) -> dict[str, str]:
     revs = ["HEAD", *(rev for rev in merging if rev and all(c in "0123456789abcdef" for c in rev))]
     try:
         history = scan_history(root, revs, keep_pass=True)
-    except GitError:
-        return {}
+    except (GitError, NotSha1Repository):
+        return {}  # (undated: the versions' own `updated` stamps decide)
     times = history.first_time
     return {oid: format_time(datetime.fromtimestamp(times[(path, oid)], UTC))
             for oid in {git_oid(data) for data in versions if data} if (path, oid) in times}
@@ -195,6 +196,7 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
         if result.returncode != 0:
             raise GitError(f"git clone {url} failed: "
                            f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
+        gitops.require_sha1(staging, url, "nothing was cloned")
         if not has_commits(staging):
             _take_the_remote_branch(staging, url)
         if has_commits(staging) and not _holds_settings(staging):
@@ -207,9 +209,20 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
         refused: list[str] = []
         if has_commits(staging):
             try:
-                tree_of(staging, "HEAD")  # a name no store may hold refuses the clone, named
+                tree = tree_of(staging, "HEAD")  # a name no store may hold refuses the clone
             except MemctlError as exc:
                 raise MemctlError(f"{url}: {exc}") from None
+            twin = new_twin_in_tree((), tree) if gitops.ignores_case(staging) else None
+            if twin is not None:
+                # On a disk that ignores case, git would check out one file for the two
+                # names, and the first sync from here would push one note over the other
+                # (docs/sync.md). Checked before the checkout: nothing of it reaches PATH.
+                raise MemctlError(
+                    f"{url} has {_twins_shown(twin)}, names that differ only in case or "
+                    "Unicode form: a disk that ignores case (macOS, Windows) keeps one file "
+                    "for both; nothing was cloned: rename one of them on a machine that has "
+                    "both (a note goes by its id: renaming its file is safe), sync it, then "
+                    "clone again")
             refused = _check_out_safely(staging)
         os.replace(staging, path)  # PATH is missing or an empty folder
     except BaseException:
@@ -331,6 +344,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         refusal = gitops.commit_refusal(root)
         if refusal:
             raise MemctlError(f"{refusal}; then sync again")
+        has_commits(root)  # refuses a SHA-256 repository before anything is written
         # Sync writes `.git/config` (the remote, the merge driver) before its first commit
         # settles git's locks: a sync killed mid-`git config` left `config.lock`, which
         # would fail every later sync (tests/test_reliability.py).
