@@ -405,6 +405,33 @@ def test_a_write_error_from_the_kernel_is_reported_not_raised(store: Path) -> No
     assert tree_snapshot(store) == before
 
 
+def test_a_sqlite_file_damaged_under_a_command_is_one_line_naming_reindex(tmp_path: Path,
+                                                                          capsys) -> None:
+    """A SQLite file cut short by another program while a connection to it is open (a
+    long-lived one: the watcher's search server, the MCP server) fails with SQLITE_CORRUPT
+    where memctl tries no rebuild: the command ends with one `error:` line saying how to make
+    the index anew, not a traceback."""
+    from memctl.cli.context import run_command
+
+    path = tmp_path / "damaged.sqlite"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE words(word TEXT)")
+    connection.executemany("INSERT INTO words VALUES (?)", [(f"word {i} " * 8,) for i in range(3000)])
+    connection.commit()
+    assert path.stat().st_size > 8 * 4096
+    with open(path, "r+b") as handle:
+        handle.truncate(2 * 4096)
+
+    def read() -> None:
+        connection.execute("SELECT count(*) FROM words").fetchone()
+
+    assert run_command(read, lambda: ["search"]) == 1
+    connection.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: database disk image is malformed")
+    assert "`memctl reindex` makes the index anew" in lines[0]
+
+
 @pytest.mark.parametrize("args", [["reindex"], ["health", "--json"], ["scratch", "note", "x"],
                                   ["project", "add", "decisions", "Kysely for queries"],
                                   ["search", "alpha"], ["export", "out.zip"]])

@@ -592,6 +592,58 @@ def test_an_index_cut_in_place_under_the_watcher_is_healed_not_fatal(
     assert watcher.proc.poll() is None, "".join(watcher.stderr)
 
 
+def _cut_part_way(index: Path) -> None:
+    """The index's pages written into its file (the WAL checkpointed), then the file cut
+    after its first 16 pages: the schema and the tables made first (`meta`, `files`,
+    `folders`) are kept, the words (`fts_*`, made after) are not, and SQLite reads them as
+    "database disk image is malformed"."""
+    with sqlite3.connect(index) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    assert index.stat().st_size > 32 * 4096
+    with open(index, "r+b") as handle:
+        handle.truncate(16 * 4096)
+
+
+def _forty_notes(watcher: WatchProcess, fact: Path) -> None:
+    mark = watcher.mark()
+    for i in range(40):  # pages enough that the cut keeps the schema and loses the words
+        (fact / f"cut{i}.md").write_text(note_text(nid(300 + i), f"filler {i} tapir"))
+    watcher.settle(mark, lambda t: t["added"] >= 40, "the forty notes")
+
+
+def test_a_search_through_the_watcher_makes_an_index_cut_part_way_anew(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """An index file cut part-way by another program while the watcher runs: a search, which
+    trusts the watcher and so does not walk, read the damaged pages and ended in a traceback.
+    It now makes the index anew from the files and answers."""
+    _forty_notes(watcher, notes_store / "demo" / "notes" / "fact")
+    _cut_part_way(notes_store / ".memctl" / "index.sqlite")
+    assert len(search_ids(notes_store, "tapir")) == 20  # (its limit)
+    assert watcher.proc.poll() is None, "".join(watcher.stderr)
+
+
+def test_the_watcher_makes_an_index_cut_part_way_anew(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """The same cut, seen by the watcher first: it reopened the file as it was and failed
+    every pass for ever ("retrying"). It now removes the damaged file, and its full pass
+    fills the new index."""
+    fact = notes_store / "demo" / "notes" / "fact"
+    index = notes_store / ".memctl" / "index.sqlite"
+    _forty_notes(watcher, fact)
+    _cut_part_way(index)
+    mark = watcher.mark()
+    (fact / "ibis.md").write_text(note_text(nid(391), "written after the cut ibis"))
+    # The watcher's full pass into an index made anew adds every note again.
+    watcher.settle(mark, lambda t: t["added"] >= 41, "the watcher's pass into a new index")
+    assert watcher.proc.poll() is None, "".join(watcher.stderr)
+    with sqlite3.connect(index) as connection:
+        assert connection.execute("PRAGMA quick_check").fetchone() == ("ok",)
+    connection.close()
+    assert search_ids(notes_store, "ibis") == [nid(391)]
+    assert len(search_ids(notes_store, "tapir")) == 20
+
+
 def test_a_save_through_one_name_of_a_hard_linked_note_is_seen_under_every_name(
         watcher: WatchProcess, notes_store: Path) -> None:
     """The kernel tells the watcher of the name a write went through; the note's other names

@@ -121,6 +121,14 @@ def exit_code(error: BaseException) -> int:
 # read-only file, a disk that fails or is full, a file that cannot be opened.
 _SQLITE_MACHINE_CODES = {3: "no permission", 8: "read-only", 10: "disk I/O error",
                          13: "disk full", 14: "cannot open a file"}
+# SQLITE_CORRUPT and SQLITE_NOTADB: a file that is no sound database.
+_SQLITE_DAMAGED_CODES = (11, 26)
+
+
+def sqlite_damaged(error: BaseException) -> bool:
+    """Whether a SQLite error says its file is no sound database (cut short, overwritten)."""
+    code = getattr(error, "sqlite_errorcode", None)  # sqlite3.Error, without importing it
+    return isinstance(code, int) and code & 0xFF in _SQLITE_DAMAGED_CODES
 
 
 def machine_error(error: BaseException) -> str | None:
@@ -135,6 +143,12 @@ def machine_error(error: BaseException) -> str | None:
         reason = error.strerror or str(error)
     else:
         code = getattr(error, "sqlite_errorcode", None)  # sqlite3.Error, without importing it
+        if sqlite_damaged(error):
+            # Met where no rebuild was tried (memctl.index.db.fresh_during): a file cut or
+            # overwritten by another program under a running memctl.
+            return (f"{error} (a SQLite file in the store's .memctl/ folder was damaged by "
+                    f"another program); the command stopped there. {cmd('reindex')} makes the "
+                    "index anew from the notes' files; then run the command again")
         if not isinstance(code, int) or code & 0xFF not in _SQLITE_MACHINE_CODES:
             return None
         where, reason = "", f"{error} (the store's SQLite files)"

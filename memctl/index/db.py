@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd, quoted
+from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd, quoted, sqlite_damaged
 from memctl.core.stamp import Stamp, file_stamp
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT
@@ -287,11 +287,11 @@ def _private_copy(root: Path, path: Path) -> Index:
         except sqlite3.DatabaseError:
             if attempt:
                 raise
-            _remove_index_files(copy)
+            remove_index_files(copy)
     raise AssertionError("unreachable")
 
 
-def _remove_index_files(path: Path) -> None:
+def remove_index_files(path: Path) -> None:
     """Delete the index (it is derived). Something else in its place (a folder) is not ours
     to delete: say so instead."""
     for suffix in ("", "-wal", "-shm", "-journal"):
@@ -401,7 +401,7 @@ def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
                 raise MemctlError(f"cannot create the index {path}: {exc}") from exc
             attempt += 1
             # Corrupt or not a database: it is derived, so start over from the files.
-            _remove_index_files(path)
+            remove_index_files(path)
 
 
 def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:
@@ -486,7 +486,7 @@ def _walk(store: StoreLike, index: Index, paths: list[str] | None = None) -> Ind
             pass  # the versions cannot be read either: corrupt
         finally:
             index.close()
-        _remove_index_files(index.path)
+        remove_index_files(index.path)
         index = open_index(store)
         index.last_refresh = index.refresh(paths)
     return index
@@ -529,16 +529,37 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
     not answer in time: the walk, then `work` (the MCP server's search: the ~5 ms of the
     round trip mostly hidden behind the query, bench/bench_mcp.py). With this process's change
     probe finding nothing changed since the index was last made sure of, `work` alone."""
+    opened: list[Index] = []
+    try:
+        return _fresh_during(store, work, opened)
+    except sqlite3.DatabaseError as exc:
+        if not sqlite_damaged(exc):
+            raise
+        # The index is derived: damaged behind a watcher's back (a file cut short by another
+        # program, read through a connection opened before), or where the walk did not look
+        # (it compares folder digests), it is made anew from the files, as the walk makes a
+        # damaged index it reads (tests/test_watch.py).
+        for index in opened:
+            index.close()
+        remove_index_files(index_path(store))
+        index = _walk(store, open_index(store))
+        return index, index.consistently(work)
+
+
+def _fresh_during(store: StoreLike, work: Callable[[Index], Any],
+                  opened: list[Index]) -> tuple[Index, Any]:
     probe, ticket = _probe_ticket(store)
     index = open_index(store)
+    opened.append(index)
     if _still_fresh(store, index, probe, ticket):
         # Nothing changed since the index was made sure of.
         return index, index.consistently(work)
     question = _ask_watcher(store, index)
     if question is None:
         if walking_ahead(str(index.root)):
-            return _work_while_walking(store, index, probe, ticket, work)
+            return _work_while_walking(store, index, probe, ticket, work, opened)
         index = _walk(store, index)
+        opened.append(index)
         _settle(probe, ticket, index)
         return index, index.consistently(work)
     try:
@@ -549,6 +570,7 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
         question.close()
     if not answered:
         index = _walk(store, index)
+        opened.append(index)
         _settle(probe, ticket, index)
         return index, index.consistently(work)
     _settle(probe, ticket, index)
@@ -558,8 +580,8 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
 
 
 def _work_while_walking(store: StoreLike, index: Index, probe: ChangeProbe | None,
-                        ticket: Ticket | None, work: Callable[[Index], Any]
-                        ) -> tuple[Index, Any]:
+                        ticket: Ticket | None, work: Callable[[Index], Any],
+                        opened: list[Index]) -> tuple[Index, Any]:
     """`work` run first, while this command's helper processes walk the store
     (memctl.disk.filescan.walk_ahead), then the walk. The result stands when the walk
     changed nothing in the index (this connection's `total_changes`) and no other
@@ -573,6 +595,7 @@ def _work_while_walking(store: StoreLike, index: Index, probe: ChangeProbe | Non
     except Exception:  # noqa: BLE001 - a broken index, or an answer the walk may change:
         result, done = None, False  # `work` runs again once the index is current
     walked = _walk(store, index)
+    opened.append(walked)
     _settle(probe, ticket, walked)
     if not done or walked is not index or walked.conn.total_changes != changes \
             or _data_version(walked) != version:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, sqlite_damaged
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.inotify import IN_DELETE_SELF, Inotify, InotifyFailed
@@ -37,7 +37,13 @@ from memctl.disk.watchstate import (
     is_cookie,
     read_status,
 )
-from memctl.index.db import INDEXED_KINDS, IndexReplacedError, NewerIndexError, open_index
+from memctl.index.db import (
+    INDEXED_KINDS,
+    IndexReplacedError,
+    NewerIndexError,
+    open_index,
+    remove_index_files,
+)
 from memctl.watch.events import (
     MAX_DELAY,
     PAIR_WAIT,
@@ -375,6 +381,17 @@ class Watcher:
         (tests/test_watch.py)."""
         return self._size_of_index() < self._index_size
 
+    def _remove_damaged_index(self) -> None:
+        """The index file this watcher had open, cut short or found corrupt: it is derived, so
+        it is removed and the reopening makes it anew for the full pass to fill (reopened
+        as it was, a file cut short by another program failed every pass, and every search,
+        for ever: tests/test_watch.py). Not a file another memctl has put in its place."""
+        try:
+            if path_identity(self._index.path) == self._index_id:
+                remove_index_files(self._index.path)
+        except (OSError, MemctlError):
+            pass  # (then reopened as it is: the next pass tries again)
+
     def _start_observer(self) -> None:
         watcher = self
         self._root_left = False
@@ -619,8 +636,10 @@ class Watcher:
             return False
         # New folders are named in `paths` too: refresh walks them, which also catches files
         # written before their watch was in place.
+        cut = False
         try:
             if self._index_cut():
+                cut = True
                 raise sqlite3.DatabaseError(f"{self._index.path} was cut short by another "
                                             f"program")
             stats = self._index.refresh(None if batch.full else sorted(batch.paths))
@@ -643,6 +662,8 @@ class Watcher:
                 self.on_message(f"warning: could not update the index ({exc}); retrying")
             self._failing = True
             self._index.close()
+            if cut or sqlite_damaged(exc):
+                self._remove_damaged_index()
             try:
                 self._open_index()
             except NewerIndexError as newer:
