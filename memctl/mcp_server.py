@@ -45,7 +45,7 @@ from memctl import __version__
 from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
 from memctl.core.clock import seconds_setting
-from memctl.core.errors import Front, MemctlError, arg
+from memctl.core.errors import Front, MemctlError, arg, machine_error
 from memctl.core.ids import VALID_ID
 from memctl.core.jsontop import top_level_members
 from memctl.core.query import shown_query
@@ -1053,6 +1053,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             try:
                 result = await super().call_tool(name, arguments, context)
             except UnexpectedToolError as exc:
+                # A full disk, a file size limit, a damaged SQLite file: the machine's, said
+                # in one line as the CLI says it (tests/test_mcp.py); anything else is a bug.
+                said = machine_error(exc.__cause__) if exc.__cause__ is not None else None
+                if said is not None:
+                    raise ToolError(MCP_WORDING.render(said)) from None
                 logging.getLogger("memctl.mcp").error("tool %s failed", name, exc_info=exc)
                 raise ToolError(f"the `{name}` tool failed unexpectedly (a bug in memctl; the "
                                 "server's log has the details)") from None

@@ -649,6 +649,36 @@ def test_a_project_named_like_a_secret_is_refused_by_every_tool_prompt_and_resou
     assert head_of(mcp.store) == head and git(mcp.store, "status", "--porcelain") == ""
 
 
+def test_a_write_the_machine_refuses_is_one_line_for_the_model_not_a_bug(tmp_path):
+    """The server under a file size limit (`ulimit -f`, ~200 KB: a real EFBIG from the
+    kernel, as a full disk gives ENOSPC) that the index outgrows: SQLite's "disk I/O error"
+    reached the model as "failed unexpectedly (a bug in memctl …)". It is now the line the
+    CLI prints for it, naming the tool that checks the store, and a note it could not store
+    is not left behind."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+
+    async def script(session) -> list[tuple[bool, str]]:
+        said = []
+        for number in range(8):
+            words = " ".join(f"w{number}x{word}" for word in range(3000))
+            result = await session.call_tool("remember", {"text": f"Note {number} {words}",
+                                                          "type": "fact"})
+            said.append((result.is_error, result.content[0].text))
+        return said
+
+    said = run_session(store, script, prefix=("sh", "-c", 'ulimit -f 400; exec "$0" "$@"'))
+    refused = [text for is_error, text in said if is_error]
+    assert refused, "the limit never bit: raise the notes' size"
+    for text in refused:
+        assert "a bug in memctl" not in text and "\n" not in text, text
+        assert "the command stopped there" in text and "the `review` tool" in text, text
+    stored = sum(1 for is_error, _ in said if not is_error)
+    assert len(list((store / "demo" / "notes" / "fact").glob("*.md"))) == stored
+    assert git(store, "status", "--porcelain") == ""
+
+
 def test_a_store_gone_or_replaced_while_serving_is_one_error_and_gets_nothing(tmp_path):
     """The server checks at each call that its store is still there, the same folder and
     still a store: moved away (an unmounted drive), an empty folder or another store in its
