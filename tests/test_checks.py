@@ -375,6 +375,33 @@ def test_supersede_refuses_a_new_note_that_is_not_active(cli: Cli) -> None:
     assert b["id"] in _search_ids(cli, "releases")
 
 
+def test_supersede_refuses_a_new_note_that_serves_fewer_projects(cli: Cli) -> None:
+    """A `global` rule superseded by one project's note was gone from every project, `get`
+    and `health` silent; so was a note superseded by another project's. Refused, naming both
+    projects; a global NEW, or one of OLD's own project, still supersedes."""
+    rule = cli.ok("add", "Indent with tabs everywhere", "--global", "--type", "rule",
+                  "--subject", "style", "--predicate", "indent", "--json").json()
+    webapp = cli.ok("add", "Two spaces in the webapp", "--project", "webapp", "--type",
+                    "rule", "--json").json()
+    api = cli.ok("add", "Four spaces in the api", "--project", "api", "--type", "rule",
+                 "--json").json()
+    before, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    for old, new, lost in ((rule, webapp, "every project"), (webapp, api, "project 'webapp'")):
+        refused = cli("supersede", old["id"], new["id"])
+        assert refused.exit_code == 1, refused.stdout
+        line = refused.stderr.strip()
+        assert line.count("\n") == 0 and line.startswith(f"error: note {new['id']} belongs")
+        assert f"would be gone from {lost}" in line and "`memctl forget`" in line
+    assert tree_snapshot(cli.store) == before and git(cli.store, "rev-parse", "HEAD") == head
+    assert [n["id"] for n in cli.ok("get", "style", "indent", "--project", "api",
+                                    "--json").json()] == [rule["id"]]
+    wider = cli.ok("add", "Indent with spaces everywhere", "--global", "--type", "rule",
+                   "--json").json()
+    cli.ok("supersede", webapp["id"], wider["id"])  # a global NEW serves webapp too
+    cli.ok("supersede", rule["id"], wider["id"])
+    assert cli.ok("show", rule["id"], "--json").json()["status"] == "superseded"
+
+
 def test_cli_correction_names_what_it_corrects(cli: Cli) -> None:
     wrong = cli.ok("add", "The staging DB listens on port 5432", "--json").json()
     fix = cli.ok("add", "The staging DB listens on port 6432 (pgbouncer), not 5432",

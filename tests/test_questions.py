@@ -451,6 +451,45 @@ def test_get_returns_the_active_note_for_a_subject_and_predicate(cli: Cli) -> No
     assert missing.exit_code == 1 and "no active note about 'nosuch'" in missing.stderr
 
 
+NFD_RESUME = "Re\u0301sume\u0301"  # `Résumé` with each accent a character of its own
+
+
+@pytest.mark.parametrize("written, again, asked", [
+    ("Über", "ÜBER", "über"),  # case beyond ASCII (SQLite's NOCASE folds A-Z alone)
+    ("Straße", "STRASSE", "strasse"),  # a letter whose capital is two
+    (NFD_RESUME, "Résumé", "RÉSUMÉ"),  # one name in two Unicode forms
+])
+def test_one_fact_whatever_the_case_or_unicode_form_of_its_subject(
+        cli: Cli, written: str, again: str, asked: str) -> None:
+    """`add` supersedes, `get` finds and `subject:` filters by one rule, case of any script
+    and Unicode form ignored (memctl.core.vocab.fact_key): `get über port` missed the
+    `ÜBER / port` note that had superseded `Über / port`, and two spellings of `Résumé` stayed
+    two active facts."""
+    first = add(cli, f"{written} service listens on 8080", "--subject", written,
+                "--predicate", "Port")
+    second = add(cli, f"{again} service listens on 9090", "--subject", again,
+                 "--predicate", "PORT")
+    assert cli.ok("show", first, "--json", env=NOW).json()["status"] == "superseded"
+    got = cli.ok("get", asked, "port", "--json", env=NOW).json()
+    assert [note["id"] for note in got] == [second]
+    assert ids(cli, f"subject:{asked} listens") == [second]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=12))
+def test_fact_key_ignores_case_and_unicode_form_and_is_its_own_key(text: str) -> None:
+    import unicodedata
+
+    from memctl.core.vocab import fact_key
+
+    key = fact_key(text)
+    assert fact_key(key) == key
+    for form in ("NFC", "NFD"):
+        assert fact_key(unicodedata.normalize(form, text)) == key
+    assert fact_key(text.casefold()) == key
+    assert fact_key(f"  {text}\t") == key
+
+
 def test_get_says_a_fact_was_corrected(cli: Cli) -> None:
     """A correction leaves the note it corrects active, so `get` still finds that note: it
     must say it was corrected and by which note, as recall does (docs/lifecycle.md)."""

@@ -38,6 +38,14 @@ _ASCII_PROJECT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")  # the common
 PROJECT_NAME = re.compile(r"^[^\s./\\\x00-\x1f\x7f-][^\s/\\\x00-\x1f\x7f]*$")
 
 
+def fact_key(text: str) -> str:
+    """A note's `subject` or `predicate` as two spellings of one fact compare: blanks at the
+    ends, case (every script's, `Über` = `über`, `Straße` = `STRASSE`) and Unicode form
+    (`é` composed = `e` + accent) make no difference (Unicode's canonical caseless match).
+    `add` supersedes, and `get` finds, by this key (docs/format.md, the `subject` field)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text.strip()).casefold())
+
+
 def _name_char(char: str, first: bool) -> bool:
     if char in "_.-":
         return char == "_" or not first

@@ -31,7 +31,7 @@ from pathlib import Path
 from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd, quoted, sqlite_damaged
 from memctl.core.stamp import Stamp, file_stamp
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
-from memctl.core.vocab import MAX_LIMIT
+from memctl.core.vocab import MAX_LIMIT, fact_key
 from memctl.disk.filescan import (
     STAMP_COLUMNS,
     STAMP_KEY_SQL,
@@ -80,9 +80,10 @@ if TYPE_CHECKING:
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 12  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
+SCHEMA_VERSION = 13  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
 # 10: `docs_project_created`, `docs_project_updated` (a date named in a query, docs/search.md);
-# 11: `files.ctime_ns` (a file's stamp: memctl.core.stamp); 12: `docs_project_path`
+# 11: `files.ctime_ns` (a file's stamp: memctl.core.stamp); 12: `docs_project_path`;
+# 13: `docs.subject_key`, `docs.predicate_key` (memctl.core.vocab.fact_key)
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
 # 2: values memctl cannot read are read as their defaults (docs/format.md), and a file that is
 # no text is named at the line of its first bad byte.
@@ -105,7 +106,8 @@ CREATE TABLE IF NOT EXISTS docs(
     status TEXT NOT NULL, title TEXT NOT NULL, section TEXT, line INTEGER NOT NULL,
     tags TEXT NOT NULL, subject TEXT, predicate TEXT, created TEXT, updated TEXT,
     updated_ts REAL NOT NULL, expires TEXT, expires_ts REAL, pinned INTEGER NOT NULL,
-    superseded_by TEXT, corrects TEXT, meta TEXT NOT NULL
+    superseded_by TEXT, corrects TEXT, meta TEXT NOT NULL, subject_key TEXT,
+    predicate_key TEXT
 );
 CREATE TABLE IF NOT EXISTS doc_tags(tag TEXT NOT NULL, doc INTEGER NOT NULL,
     PRIMARY KEY(tag, doc)) WITHOUT ROWID;
@@ -1425,8 +1427,8 @@ class Index:
         return [row[0] for row in self.conn.execute(
             f"SELECT d.id FROM docs d JOIN files fl ON fl.path = d.path"
             f" WHERE fl.error IS NOT NULL AND d.kind = 'note' AND d.status = 'active'"
-            f" AND d.subject = ? AND d.predicate = ? AND d.project IN ({marks}) ORDER BY d.id",
-            [subject, predicate, *scopes])]
+            f" AND d.subject_key = ? AND d.predicate_key = ? AND d.project IN ({marks})"
+            f" ORDER BY d.id", [fact_key(subject), fact_key(predicate), *scopes])]
 
     def corrections_of(self, ids: Iterable[str], now_ts: float) -> dict[str, list[str]]:
         """The live corrections naming each of these notes in `corrects`, by corrected id

@@ -24,7 +24,7 @@ from memctl.core.sections import parse_headings, strip_comments
 from memctl.core.stamp import file_stamp
 from memctl.core.textfile import decode_file
 from memctl.core.tokenize import cjk_pairs, scope_token, to_index
-from memctl.core.vocab import MAX_FILE_BYTES
+from memctl.core.vocab import MAX_FILE_BYTES, fact_key
 from memctl.disk.filescan import content_digest
 from memctl.disk.layout import slugify
 from memctl.disk.storefiles import LINK_ERRNOS, NOT_A_FILE_ERRNOS, READ_FLAGS, read_open
@@ -364,7 +364,8 @@ def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
         doc.section, doc.line, _to_json(doc.tags), doc.subject,
         doc.predicate, doc.created, doc.updated, doc.updated_ts, doc.expires, doc.expires_ts,
         int(doc.pinned), doc.superseded_by, doc.corrects,
-        _to_json(doc.meta),
+        _to_json(doc.meta), doc.subject and fact_key(doc.subject),
+        doc.predicate and fact_key(doc.predicate),
         to_index(doc.title), to_index(tag_text), to_index(doc.body), scope_token(doc.project),
         sorted({tag.lower() for tag in doc.tags}),
         doc_words(doc.title, doc.tags, doc.subject, doc.predicate),
@@ -426,12 +427,12 @@ class Writer:
     def add(self, row: tuple[Any, ...]) -> None:
         rowid = self.next_rowid
         self.next_rowid += 1
-        self.docs.append((rowid, *row[:22]))
-        self.fts.append((rowid, *row[22:26]))
-        self.tags.extend((tag, rowid) for tag in row[26])
-        self.words.update((row[3], word) for word in row[27])
-        if row[28] is not None:
-            self.pairs.append((rowid, *row[28]))
+        self.docs.append((rowid, *row[:24]))
+        self.fts.append((rowid, *row[24:28]))
+        self.tags.extend((tag, rowid) for tag in row[28])
+        self.words.update((row[3], word) for word in row[29])
+        if row[30] is not None:
+            self.pairs.append((rowid, *row[30]))
         if len(self.docs) >= self.BATCH:
             self.flush()
 
@@ -441,8 +442,9 @@ class Writer:
             conn.executemany(
                 "INSERT INTO docs(rowid, id, path, kind, project, type, importance, status,"
                 " title, section, line, tags, subject, predicate, created, updated, updated_ts,"
-                " expires, expires_ts, pinned, superseded_by, corrects, meta) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " expires, expires_ts, pinned, superseded_by, corrects, meta, subject_key,"
+                " predicate_key) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 self.docs)
             conn.executemany("INSERT INTO fts(rowid, title, tags, body, scope)"
                              " VALUES (?, ?, ?, ?, ?)", self.fts)

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from memctl.core import arguments
 from memctl.core.clock import now
+from memctl.core.vocab import fact_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -53,10 +54,10 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
     for tag in exclude_tags:
         clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
         params.append(tag.lower())
-    for column, values in (("d.subject", subjects), ("d.predicate", predicates)):
+    for column, values in (("d.subject_key", subjects), ("d.predicate_key", predicates)):
         for value in values:
-            clauses.append(f"{column} = ? COLLATE NOCASE")
-            params.append(value)
+            clauses.append(f"{column} = ?")  # (the keys `add` supersedes by: vocab.fact_key)
+            params.append(fact_key(value))
     if status is not None:
         clauses.append("d.status = ?")
         params.append(status)

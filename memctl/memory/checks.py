@@ -30,6 +30,7 @@ from memctl.core.similarity import (
     judge,
     mergeable,
 )
+from memctl.core.vocab import fact_key
 
 CREATED = "created"
 SYMBOL = "symbol"  # the reason a near-duplicate was not merged: a symbol or code differs
@@ -47,7 +48,7 @@ class WriteDecision:
 
 
 def _same_key(a: str | None, b: str | None) -> bool:
-    return bool(a and b) and a.strip().casefold() == b.strip().casefold()  # type: ignore[union-attr]
+    return bool(a and b) and fact_key(a) == fact_key(b)  # type: ignore[arg-type]
 
 
 def _can_merge(

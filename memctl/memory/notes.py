@@ -388,6 +388,17 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
             # no active one: a cycle); an archived one is out of search. CLI and MCP come here.
             raise MemctlError(f"note {new.id} is {new.status} ({new.path}); only an active note "
                               f"can supersede another: restore it first (`memctl restore {new.id}`)")
+        if new.project not in (old.project, GLOBAL):
+            # NEW would not serve every project OLD serves: a global rule superseded by one
+            # project's note was gone from every other project, and nothing said so
+            # (docs/lifecycle.md, "Supersession by hand and corrections").
+            raise MemctlError(
+                f"note {new.id} belongs to project {new.project!r} and note {old.id} to "
+                f"{old.project!r}: superseded by it, {old.id} would be gone from "
+                + ("every project" if old.project == GLOBAL else f"project {old.project!r}")
+                + " while the new note serves only its own; supersede it by a note of "
+                + ("`global`" if old.project == GLOBAL else f"{old.project!r} or `global`")
+                + f", or delete it with {cmd('forget')}")
         if old.status == "superseded" and old.superseded_by == new.id:
             # Already so: the tool is declared idempotent, so the same call again changes
             # nothing, not even `updated`, and makes no commit (tests/test_lifecycle.py).
