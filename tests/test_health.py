@@ -735,6 +735,27 @@ def test_a_supersession_loop_or_a_missing_replacement_is_reported_with_the_way_o
     assert report["supersession"] == []
 
 
+def test_a_note_superseded_by_one_that_serves_fewer_projects_is_reported(cli: Cli) -> None:
+    """What `memctl supersede` refuses, made by hand (or before it refused): a global rule
+    superseded by one project's note is gone from every other project; listed with the way
+    out. Superseded by a global note, or one of its own project, it is not."""
+    rule = cli.ok("add", "Indent with tabs everywhere", "--global", "--json", env=NOW).json()
+    local = cli.ok("add", "Two spaces in the webapp", "--project", "webapp", "--json",
+                   env=NOW).json()
+    other = cli.ok("add", "Four spaces in the api", "--project", "api", "--json",
+                   env=NOW).json()
+    wide = cli.ok("add", "Logs go to Loki everywhere", "--global", "--json", env=NOW).json()
+    _status(cli.store / rule["path"], local["id"])   # global by webapp's: every project loses it
+    _status(cli.store / other["path"], wide["id"])   # api's by a global note: fine
+    report = cli.ok("health", "--json", env=NOW).json()
+    assert [(e["id"], e["problem"]) for e in report["supersession"]] == [(rule["id"], "narrower")]
+    said = report["supersession"][0]["message"]
+    assert "of project webapp, which does not serve every project" in said
+    assert f"`memctl restore {rule['id']}`" in said
+    cli.ok("restore", rule["id"], env=NOW)
+    assert cli.ok("health", "--json", env=NOW).json()["supersession"] == []
+
+
 def test_a_note_brought_back_beside_its_tombstone_is_reported(cli: Cli) -> None:
     note_id = cli.ok("add", "Try the Bun runtime for scripts", "--json", env=NOW).json()["id"]
     relpath = cli.ok("show", note_id, "--json").json()["path"]

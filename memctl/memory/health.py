@@ -841,7 +841,8 @@ TOMBSTONED_MESSAGE = (
 def supersession_problems(notes: Sequence[Note]) -> list[dict[str, Any]]:
     """Superseded notes whose `superseded_by` leads to no live note: it names no note
     (`missing`), or the chain of superseded notes it starts comes back on itself (`cycle`,
-    each note of the loop listed). Such notes are hidden from `list`, `search` and `recall`
+    each note of the loop listed); or to a note of another project than theirs and `global`
+    (`narrower`: a `global` note superseded by one project's is gone from every other). Such notes are hidden from `list`, `search` and `recall`
     like any superseded note, and nothing replaces them (docs/lifecycle.md). One pass: each
     note is followed once."""
     by_id = {note.id.lower(): note for note in notes}
@@ -856,11 +857,20 @@ def supersession_problems(notes: Sequence[Note]) -> list[dict[str, Any]]:
     for start in notes:
         if start.status != "superseded" or not start.superseded_by:
             continue
-        if start.superseded_by.lower() not in by_id:
+        target = by_id.get(start.superseded_by.lower())
+        if target is None:
             found.append({**_brief(start), "superseded_by": start.superseded_by,
                           "problem": "missing",
                           "message": f"superseded by {start.superseded_by}, which is no note "
                                      f"here: `memctl restore {start.id}` makes it active again"})
+        elif target.project not in (start.project, GLOBAL):
+            # What `memctl supersede` refuses (docs/lifecycle.md), made by hand or before.
+            lost = "every project" if start.project == GLOBAL else f"project {start.project}"
+            found.append({**_brief(start), "superseded_by": start.superseded_by,
+                          "problem": "narrower",
+                          "message": f"superseded by {target.id} of project {target.project}, "
+                                     f"which does not serve {lost}: `memctl restore "
+                                     f"{start.id}` makes it active again"})
         path: list[Note] = []
         on_path: dict[str, int] = {}
         note: Note | None = start
