@@ -266,3 +266,48 @@ def test_an_edit_that_empties_the_file_says_so_and_changes_nothing(cli: Cli) -> 
         assert result.stderr.count("\n") == 1
         assert path.read_bytes() == before
     assert git(cli.store, "status", "--porcelain") == ""
+
+
+def test_an_edit_that_drops_the_opening_dashes_says_the_front_matter_is_gone(cli: Cli) -> None:
+    """A draft whose first `---` line was deleted is "front matter is gone", line 1: it was
+    read as a file with no front matter, the id its file name gives, and reported as "the id
+    changed from … to …", of an id the person never touched. The note stays as it was, the
+    draft is kept with what was typed, and it saves once the line is back."""
+    note = add(cli, "Cache TTL is 60s.")
+    path = cli.store / note["path"]
+    before = path.read_bytes()
+    failed, _seen = edit(cli, note["id"], edits=[("---\nid:", "id:")], append="Words I typed.\n")
+    assert failed.exit_code == 1, failed.stdout
+    where = f".memctl/edit/{note['id']}.md"
+    assert f"{where}:1: front matter is gone: the file no longer opens with '---'" \
+        in failed.stderr, failed.stderr
+    assert "id changed" not in failed.stderr and failed.stderr.count("\n") == 1
+    assert "your edit is kept" in failed.stderr and f"memctl edit {note['id']}" in failed.stderr
+    assert path.read_bytes() == before
+    assert git(cli.store, "status", "--porcelain") == ""
+    draft = draft_of(cli, note["id"]).read_text(encoding="utf-8")
+    assert "Words I typed." in draft and not draft.startswith("---")
+
+    # Reopened, the reason is on top, its line counted in the draft as the editor shows it.
+    saved, seen = edit(cli, note["id"], edits=[(f"id: {note['id']}", f"---\nid: {note['id']}")])
+    header = [line for line in seen.splitlines() if line.startswith(MARK)]
+    assert f"{MARK} line {len(header) + 1}: front matter is gone" in seen, seen
+    assert saved.exit_code == 0, saved.stderr
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("---\n") and "Words I typed." in text
+    assert meta_of(cli, note["path"])["id"] == note["id"]
+    assert not draft_of(cli, note["id"]).exists()
+
+
+def test_a_note_written_without_front_matter_is_still_edited_without_it(cli: Cli) -> None:
+    """Only a note that has front matter must keep it: one written by hand with none
+    (docs/format.md, "No front matter at all") is saved as before."""
+    (cli.store / "demo" / "notes").mkdir(parents=True, exist_ok=True)
+    (cli.store / "demo" / "notes" / "plain.md").write_text("A plain note.\n", encoding="utf-8")
+    cli.ok("reindex")
+    found = cli.ok("list", "--json", "-p", "demo").json()
+    note_id = next(n["id"] for n in (found["notes"] if isinstance(found, dict) else found)
+                   if n["path"].endswith("plain.md"))
+    saved, _seen = edit(cli, note_id, edits=[("A plain note.", "A plain note, edited.")])
+    assert saved.exit_code == 0, saved.stderr
+    assert "A plain note, edited." in (cli.store / "demo" / "notes" / "plain.md").read_text()

@@ -353,3 +353,22 @@ def test_any_item_reads_back_in_its_section_and_leaves_the_others(item: str, key
             sections.restore(line.strip(), item=True) for line in added[1:]]
         # Blank lines inside are kept as blank lines of the item.
         assert lines == [line.strip() for line in item.strip().splitlines()]
+
+
+@pytest.mark.parametrize("title", ["Decisions", "关键决策"])
+def test_a_bom_before_the_first_heading_is_read_as_usual_and_kept(cli, store_path, title):
+    """A UTF-8 BOM in front of the first heading (what some Windows editors save): the
+    heading was not read as one, so `project add` put a second section of the same name at
+    the end and recall served both. The item goes into the section, and the BOM stays, as it
+    does in a note memctl edits (docs/format.md)."""
+    memory = store_path / "demo" / "MEMORY.md"
+    memory.parent.mkdir(parents=True, exist_ok=True)
+    memory.write_bytes(f"\ufeff## {title}\n- old\n".encode())
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "a MEMORY.md saved with a BOM")
+    cli.ok("project", "add", "decisions", "new2", env=NOW)
+    assert memory.read_bytes() == f"\ufeff## {title}\n- old\n- [11-30] new2\n".encode()
+    recalled = cli.ok("recall", env=NOW).stdout
+    assert recalled.count(f"## {title}") == 1 and "\ufeff" not in recalled, recalled
+    assert "- [11-30] new2" in recalled
+    assert git(store_path, "status", "--porcelain") == ""

@@ -408,3 +408,20 @@ def test_an_item_that_starts_with_a_bracket_reads_back_as_given(cli):
     assert data["next"] == ["[2026-01-02 10:00] review deadline"]
     assert [note["text"] if isinstance(note, dict) else note for note in data["notes"]] == \
         ["[ ] is how a checkbox is typed"]
+
+
+def test_a_bom_before_the_first_heading_is_read_as_usual_and_kept(cli, store_path):
+    """SCRATCHPAD.md saved with a UTF-8 BOM: its first section was read as no section, so
+    `scratch focus` added a second `## Focus` and `show` read neither as the focus. The BOM
+    is read as usual and stays in the file (docs/format.md, as in MEMORY.md)."""
+    pad = store_path / "demo" / "SCRATCHPAD.md"
+    pad.parent.mkdir(parents=True, exist_ok=True)
+    pad.write_bytes("\ufeff## Focus\nold focus\n\n## Next steps\n1. a\n".encode())
+    cli.ok("scratch", "focus", "new focus", env=NOW)
+    cli.ok("scratch", "next", "b", env=NOW)
+    text = pad.read_text(encoding="utf-8")
+    assert text == "\ufeff## Focus\nnew focus\n\n## Next steps\n1. a\n2. b\n", text
+    data = cli.ok("scratch", "show", "--json").json()
+    assert data["focus"] == "new focus" and data["next"] == ["a", "b"]
+    recalled = cli.ok("recall", env=NOW).stdout
+    assert recalled.count("## Focus") == 1 and "\ufeff" not in recalled, recalled

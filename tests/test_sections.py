@@ -192,3 +192,18 @@ def test_append_is_a_pure_insertion_that_lands_in_the_section(text, key, item):
     # Appending again still only inserts.
     again = sections.append_dated_item(result, key, item, WHEN)
     inserted_part(result, again)
+
+
+def test_a_bom_on_top_is_no_part_of_the_first_heading_and_stays():
+    """A UTF-8 BOM before the first line's heading: the heading starts after it, so the
+    section is found and every splice keeps the BOM (docs/format.md)."""
+    text = "\ufeff## Decisions\n- [11-01] use pg\n"
+    [found] = sections.parse_headings(text)
+    assert (found.start, found.title) == (1, "Decisions")
+    after = sections.append_dated_item(text, "decisions", "drop the ORM", WHEN)
+    assert after == f"\ufeff## Decisions\n- [11-01] use pg\n- [{STAMP}] drop the ORM\n"
+    replaced = sections.replace_own_body(text, "decisions", ["- x"])
+    assert replaced == "\ufeff## Decisions\n- x\n"
+    # A file of a BOM alone is an empty one: the new section comes right after the BOM.
+    assert sections.append_dated_item("\ufeff", "decisions", "first", WHEN) == \
+        f"\ufeff## Decisions\n- [{STAMP}] first\n"

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memctl.core.errors import ArgumentError, UsageError, quoted
+from memctl.core.noteformat import BOM
 from memctl.core.records import dataclass
 
 # The L2 sections. Keys are what commands and JSON use; the first alias of each language is
@@ -133,6 +134,12 @@ def _scan(text: str) -> tuple[list[Heading], str | None]:
     headings = []
     fence: str | None = None
     for start, end, content, eol in split_lines(text):
+        if start == 0 and content.startswith(BOM):
+            # A UTF-8 BOM (what some Windows editors put first) is no part of the first
+            # line: left in, `\ufeff## Decisions` was no heading, and every write then
+            # added a second `## Decisions` at the end (docs/format.md, "MEMORY.md and
+            # SCRATCHPAD.md"). The line starts after it, so a splice keeps the BOM.
+            start, content = len(BOM), content[len(BOM):]
         fence_match = _FENCE.match(content)
         if fence is not None:
             if (
@@ -314,13 +321,14 @@ def _append_section(
     eol = dominant_eol(text)
     title, level = _new_section_title(text, key, aliases)
     addition = ""
-    if text and not text.endswith("\n"):
+    written = text.removeprefix(BOM)  # a file of a BOM alone is an empty one
+    if written and not text.endswith("\n"):
         addition += eol
     open_fence = _scan(text)[1]
     if open_fence is not None:
         # The file ends inside a code block: close it, or the new section would be code.
         addition += open_fence + eol + eol
-    elif text.strip() and not text.endswith(("\n\n", "\r\n\r\n")):
+    elif written.strip() and not text.endswith(("\n\n", "\r\n\r\n")):
         addition += eol
     addition += "#" * level + " " + title + eol + eol.join(lines) + eol
     return text + addition

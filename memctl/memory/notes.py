@@ -654,6 +654,11 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
     parsed = parse_file(text)  # an emptied draft is "the file is empty", not a new id
     if parsed.problem is not None:
         return parsed.problem.line + shift, parsed.problem.message
+    if not parsed.has_front_matter and _opens_front_matter(original, original_data):
+        # Read on as a file with no front matter, the draft's fields were its body and its
+        # id the one its file name gives: "the id changed", of an id nobody touched.
+        return 1 + shift, ("front matter is gone: the file no longer opens with '---'; put "
+                           "the '---' line back on top, above the note's fields")
     edited = note_from_parsed(parsed, text=text, relpath=original.path, project=original.project)
     if original.has_id and edited.id != original.id:
         return None, f"the id changed from {original.id} to {edited.id}; ids are permanent"
@@ -669,6 +674,16 @@ def _validate_edited(data: bytes, original: Note, original_data: bytes,
     if not parsed.body.strip():
         return None, "the note body is empty (use `memctl forget` to delete a note)"
     return None
+
+
+def _opens_front_matter(original: Note, original_data: bytes) -> bool:
+    """Whether the note's file has front matter, so that an edit must keep it: a note written
+    by hand without any stays so (docs/format.md, "No front matter at all"). A file that does
+    not parse now is edited from its last good version, which has an id when it had fields."""
+    if original.has_id:
+        return True
+    text = decode_file(original_data)
+    return isinstance(text, str) and parse_text(text).has_front_matter
 
 
 def _write_then_remove(store: Store, tombstone_path: str, tombstone: str, note_path: str) -> None:

@@ -36,6 +36,7 @@ from memctl.core import arguments
 from memctl.core.clock import now, parse_time
 from memctl.core.errors import CLI, Front, MemctlError, NoteFormatError
 from memctl.core.markers import conflict_markers
+from memctl.core.noteformat import BOM
 from memctl.core.query import shown_query
 from memctl.core.secrets import scan
 from memctl.core.sections import parse_sections, strip_comments
@@ -216,7 +217,9 @@ def cut_text(text: str, limit: int) -> tuple[str, bool]:
 def compact(text: str) -> str:
     """A file as shown in the block: comments and empty sections dropped (they cost the
     agent context and say nothing); everything else as written."""
-    text = strip_comments(strip_comments(text, whole_lines=True))
+    # A BOM on top of the file (MEMORY.md saved by some Windows editors) is no text to show:
+    # in the block it would sit, unseen, in front of the file's first heading.
+    text = strip_comments(strip_comments(text.removeprefix(BOM), whole_lines=True))
     # The sections without sub-sections never overlap: what is kept is joined once (a cut
     # per section copied the whole text each time, tests/test_linear_time.py).
     kept, position = [], 0
