@@ -10,13 +10,13 @@ import json
 import os
 import shutil
 import zipfile
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from conftest import PINNED_NOW, git, tree_snapshot
 
-from memctl.core.clock import parse_time
+from memctl.core.clock import format_time, parse_time
 
 DATA = Path(__file__).parent / "data" / "importers"
 # File times the importers date notes by: a day before the pinned clock, and an hour after
@@ -623,3 +623,109 @@ def test_a_cline_focus_with_a_sub_heading_and_a_fence_stays_the_focus(cli, tmp_p
     assert scratch["next"][:3] == ["Write the refund consumer", "Backfill refunds from March",
                                    "Switch the batch job off"]
     assert news(imported(cli, repo)) == {}
+
+
+# --- values a source gives that memctl cannot take as they are ----------------------------------
+
+
+def test_a_created_edited_here_leaves_an_unchanged_source_unchanged(cli, tmp_path):
+    """The first row of docs/sync.md's "Importing again" table holds for an edit of `created`
+    too: it is an edit made here, and the source that did not change is no news (before, the
+    stored `created` was put into the source's version before it was compared with the
+    recorded hash, so the source looked changed: a conflict and a conflict copy)."""
+    source = tmp_path / "r1.json"
+    source.write_text(json.dumps([{"id": "q", "memory": "uses helix",
+                                   "created_at": "2026-01-01T00:00:00Z"}]))
+    [note_id] = imported(cli, source)["added"]
+    cli.ok("edit", note_id, env={"EDITOR": r"sed -i s/^created:.*/created:\ 2025-06-01T00:00:00Z/"})
+    assert cli.ok("show", note_id, "--json").json()["created"] == "2025-06-01T00:00:00Z"
+    again = imported(cli, source)
+    assert news(again) == {} and again["unchanged"] == [note_id]
+    assert not (cli.store / ".conflicts").exists()
+    assert cli.ok("show", note_id, "--json").json()["created"] == "2025-06-01T00:00:00Z"  # kept
+    # The other rows still hold: the source changing the record is a conflict (edited here)…
+    source.write_text(json.dumps([{"id": "q", "memory": "uses helix and kakoune",
+                                   "created_at": "2026-01-01T00:00:00Z"}]))
+    changed = imported(cli, source)
+    assert changed["conflicts"] == [note_id] and len(changed["conflict_copies"]) == 1
+    assert news(imported(cli, source)) == {}  # …once
+    # …and the source dropping it keeps the edited note, reported once.
+    source.write_text(json.dumps([{"id": "other", "memory": "uses git"}]))
+    gone = imported(cli, source)
+    assert gone["conflicts"] == [note_id] and gone["retired"] == []
+
+
+def test_claude_memory_front_matter_that_is_not_text_is_left_out_with_a_warning(cli, tmp_path):
+    folder = tmp_path / "cm" / "memory"
+    folder.mkdir(parents=True)
+    (folder / "deploy.md").write_text("---\nname: [deploy, rules]\ntype: [feedback]\n"
+                                      "description: {a: 1}\n---\nNever push to main\n")
+    settle(folder)
+    result = cli.ok("import", str(folder), "--from", "claude-memory")
+    for name, kind in (("type", "list"), ("name", "list"), ("description", "dict")):
+        assert f"warning: deploy.md: `{name}` is not text ({kind}): left out\n" in result.stderr
+    [note] = notes(cli).values()
+    assert note["title"] == "deploy" and "original_type" not in note and "description" not in note
+    text = (cli.store / note["path"]).read_text()
+    assert "['" not in text and "{'" not in text and "Never push to main" in text
+    assert news(imported(cli, folder, "--from", "claude-memory")) == {}
+
+
+def test_a_mem0_id_or_openmemory_name_that_is_not_text_is_left_out_with_a_warning(cli, tmp_path):
+    source = tmp_path / "ids.json"
+    source.write_text(json.dumps([{"id": ["a", "b"], "memory": "uses helix"}]))
+    report = imported(cli, source)
+    assert report["warnings"] == [{"path": "ids.json[0]", "reason": "`id` is not text (list): left out"}]
+    [note] = notes(cli).values()
+    assert "mem0_id" not in note and "['" not in (cli.store / note["path"]).read_text()
+    payload = json.loads((DATA / "openmemory" / "memories.json").read_text())
+    for app in payload["apps"]:
+        app["name"] = ["cursor"]
+    report = imported(cli, openmemory_zip(tmp_path, payload, lines=b""))
+    assert {w["reason"] for w in report["warnings"]} == {"`name` is not text (list): left out"}
+    assert all("mem0_app" not in note for note in notes(cli, status="any").values())
+
+
+def test_an_imported_memory_is_dated_consistently_with_a_warning_naming_it(cli, tmp_path):
+    """`updated` is never before `created` (it takes `created`) and no date is after now (it
+    takes now): `updated_at: 0001-01-01` made `archive` see a memory not recalled for
+    739,954 days."""
+    source = tmp_path / "mm.json"
+    source.write_text(json.dumps([
+        {"id": "x", "memory": "uses emacs", "created_at": "2026-11-01T00:00:00Z",
+         "updated_at": "0001-01-01"},
+        {"id": "y", "memory": "uses vim", "created_at": "2999-01-01T00:00:00Z",
+         "updated_at": "3000-01-01"},
+    ]))
+    result = cli.ok("import", str(source))
+    now = format_time(parse_time(PINNED_NOW))
+    for line in ("mem0:mm.json#x: `updated` 0001-01-01 is before `created` 2026-11-01T00:00:00Z: "
+                 "imported as 2026-11-01T00:00:00Z",
+                 f"mem0:mm.json#y: `created` 2999-01-01T00:00:00Z is in the future: imported as {now}",
+                 f"mem0:mm.json#y: `updated` 3000-01-01 is in the future: imported as {now}"):
+        assert f"warning: {line}\n" in result.stderr
+    dated = {note["mem0_id"]: (note["created"], note["updated"]) for note in notes(cli).values()}
+    assert dated == {"x": ("2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z"), "y": (now, now)}
+    assert cli.ok("archive", "--dry-run", "--json").json()["plan"]["archive"] == []
+    assert news(imported(cli, source)) == {}
+
+
+def test_dates_are_made_consistent_for_every_importer_in_one_place(cli, tmp_path):
+    """The rule is applied to the notes of every importer (here a vault's front matter and a
+    `CLAUDE.md` dated by its file's time, from a clock years ahead)."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "old.md").write_text("---\ncreated: 2026-06-01\nupdated: 2020-01-01\n---\nA fact.\n")
+    (vault / "CLAUDE.md").write_text("# Guide\n\n## Rules\nNever push to main.\n")
+    ahead = datetime(2100, 1, 1, tzinfo=UTC).timestamp()
+    os.utime(vault / "CLAUDE.md", (ahead, ahead))
+    report = imported(cli, vault)
+    now = format_time(parse_time(PINNED_NOW))
+    rules = "markdown:vault#CLAUDE.md#Rules#1"
+    assert sorted((w["path"], w["reason"]) for w in report["warnings"]) == [
+        (rules, f"`created` 2100-01-01T00:00:00.000Z is in the future: imported as {now}"),
+        (rules, f"`updated` 2100-01-01T00:00:00.000Z is in the future: imported as {now}"),
+        ("markdown:vault#old.md", "`updated` 2020-01-01 is before `created` 2026-06-01: "
+                                  "imported as 2026-06-01")]
+    dated = sorted((note["created"], note["updated"]) for note in notes(cli).values())
+    assert dated == [("2026-06-01", "2026-06-01"), (now, now)]

@@ -131,9 +131,11 @@ def import_command(
               "held_back": ("held back", "held back")}
     counts = ", ".join(f"{len(v)} {labels.get(k, (k, k))[len(v) != 1]}"
                        for k, v in report.to_dict().items()
-                       if v and k not in ("conflict_copies", "ignored"))
+                       if v and k not in ("conflict_copies", "ignored", "warnings"))
     for item in report.rejected:
         info(f"rejected {item['path']}: {item['reason']}")
+    for item in report.warnings:
+        warn(f"{item['path']}: {item['reason']}")
     for item in report.skipped[:20]:
         info(f"skipped {item['path']}: {item['reason']}")
     if len(report.skipped) > 20:

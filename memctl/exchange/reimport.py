@@ -8,7 +8,7 @@ gives now, a stored note is:
 
 | the source | the stored note | becomes |
 |---|---|---|
-| gives the same note as last time | any | unchanged |
+| gives the same note as last time | any | unchanged (an edited `created` too) |
 | changed it | unedited | updated in place (same id; created kept) |
 | changed it | edited here | kept; the source's version is written as a conflict copy and the note's `import_hash` follows the source, so the same source is no news next time |
 | no longer has it | unedited | archived with `source_gone: <time>` (`retired`); back when the source has it again |
@@ -106,6 +106,9 @@ def _reconcile(plan: ReimportPlan, path: str, data: bytes, stamped: bool, item: 
     fresh = item.data.decode("utf-8")
     given = parse_text(fresh).meta
     created, updated = parsed.meta.get("created"), parsed.meta.get("updated")
+    # The source's version as it gives it, before this note's `created` is put in: what the
+    # import wrote last time unless an update in place since kept an earlier `created`.
+    given_text = fresh
     if isinstance(created, str) and created.strip() and given.get("created") != created:
         fresh = set_fields(fresh, {"created": created})  # the note's first import dated it
     before, after = parse_time(updated), parse_time(given.get("updated"))
@@ -120,7 +123,11 @@ def _reconcile(plan: ReimportPlan, path: str, data: bytes, stamped: bool, item: 
         edited, same_source = True, False  # a note that no longer parses is the user's to fix
     elif isinstance(recorded, str):
         edited = import_digest(mine) != recorded
-        same_source = import_digest(fresh) == recorded
+        # The source is unchanged when the note it gives matches the recorded hash with the
+        # `created` the note has here (kept by an update in place, or a conflict's
+        # bookkeeping) or with its own: a `created` edited here is an edit made here, not a
+        # change in the source, and must not make an unchanged source a conflict.
+        same_source = recorded in (import_digest(fresh), import_digest(given_text))
     else:  # imported before notes kept their import_hash: memctl's stamp tells edits apart
         edited, same_source = not stamped, False
     if same_source:

@@ -269,6 +269,9 @@ class ImportReport:
     # source no longer has them, and what was left out on purpose, with the reason.
     retired: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    # What an importer of another tool's format imported with a value of the source left out
+    # or corrected (`{"path", "reason"}`): each one warning line.
+    warnings: list[dict[str, str]] = field(default_factory=list)
     # The source's entries that are no memory memctl imports (a `.gitattributes`, a
     # picture): left out, and named, so an import that takes nothing says why.
     ignored: list[str] = field(default_factory=list)
@@ -285,7 +288,8 @@ class ImportReport:
                 "carried_copies": self.carried_copies, "revived": self.revived,
                 "renamed": self.renamed,
                 "held_back": self.held_back, "rejected": self.rejected,
-                "retired": self.retired, "skipped": self.skipped, "ignored": self.ignored,
+                "retired": self.retired, "skipped": self.skipped, "warnings": self.warnings,
+                "ignored": self.ignored,
                 **({"counters_not_merged": self.counters_not_merged}
                    if self.counters_not_merged else {})}
 
@@ -573,6 +577,7 @@ def _import_foreign(store: Store, source: Path, kind: str, *, dry_run: bool, ski
                               conflict_copies=plan.conflict_copies, retired=plan.retired,
                               rejected=[p.to_dict() for p in bundle.invalid],
                               skipped=[p.to_dict() for p in imported.skipped],
+                              warnings=[p.to_dict() for p in imported.warnings],
                               writes=plan.writes, removes=plan.removes)
         if not _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret):
             return report

@@ -9,7 +9,7 @@ from pathlib import Path
 from memctl.exchange.importers.agents import import_agents_md
 from memctl.exchange.importers.claudemem import import_claude_memory
 from memctl.exchange.importers.cline import import_cline
-from memctl.exchange.importers.common import KINDS, Block, Imported, detect
+from memctl.exchange.importers.common import KINDS, Block, Imported, consistent_dates, detect
 from memctl.exchange.importers.markdown import import_markdown
 from memctl.exchange.importers.mem0 import import_mem0
 
@@ -29,4 +29,6 @@ def run(kind: str, source: Path, project: str) -> Imported:
     reader = _READERS.get(kind)
     if reader is None:
         raise ValueError(f"unknown importer {kind!r}")
-    return reader(Path(source), project)
+    imported = reader(Path(source), project)
+    consistent_dates(imported)  # every importer's notes, in this one place
+    return imported

@@ -33,6 +33,7 @@ from memctl.exchange.importers.common import (
     read_text_file,
     record_key,
     stable_id,
+    text_field,
     walk_markdown,
 )
 
@@ -108,12 +109,15 @@ def _topic(imported: Imported, path: Path, rel: str, project: str, hook: str | N
     if not parsed.body.strip():
         imported.skipped.append(Problem(rel, "empty note (no text)", hazard=False))
         return
-    kind = str(meta.get("type") or "").strip().lower()
+    # Front matter is the source's to write: a `name`, `type` or `description` that is not
+    # text is left out with a warning (never its Python notation as the title or type).
+    kind = (text_field(meta, "type", rel, imported.warnings) or "").strip().lower()
     stem = rel.rsplit("/", 1)[-1][:-3]
-    name = str(meta.get("name") or "").strip()
+    name = (text_field(meta, "name", rel, imported.warnings) or "").strip()
     note_type = _TYPES.get(kind) or guess_type(name or title_of({}, parsed.body) or stem)
     when = file_time(path)
-    description = meta.get("description") if isinstance(meta.get("description"), str) else hook
+    description = text_field(meta, "description", rel, imported.warnings)
+    description = description if description is not None else hook
     imported.notes.append(make_note(
         project=project, note_id=stable_id("claude-memory", project, rel), body=parsed.body,
         note_type=note_type, tags=["claude-memory", stem], created=when, updated=when,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core import sections
-from memctl.core.clock import format_time
+from memctl.core.clock import format_time, latest_now, now, parse_time
 from memctl.core.note import NOTE_TYPES, ordered_meta, title_of
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
 from memctl.core.textfile import decode_file
@@ -168,6 +168,9 @@ class Imported:
     blocks: list[Block] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
+    # What was imported with a value of the source left out or corrected (a `name` that is
+    # a list, an `updated_at` before `created_at`): one warning line each, nothing refused.
+    warnings: list[Problem] = field(default_factory=list)
     kept: set[str] = field(default_factory=set)
     found: int = 0  # records of its format the source holds (files, memories), used or not
 
@@ -184,6 +187,18 @@ def record_key(scope: str, *parts: str) -> str:
 def has_text(markdown: str) -> bool:
     """Whether Markdown holds anything but headings and blank lines."""
     return any(line.strip() and sections.heading(line) is None for line in markdown.splitlines())
+
+
+def text_field(meta: dict[str, Any], name: str, shown: str, warnings: list[Problem]) -> str | None:
+    """`meta[name]` when it is text; anything else (a list, a number, a mapping) is taken as
+    missing, with a warning naming it: `str()` of it would write Python's notation of the
+    value (`['deploy', 'rules']`) into the note as if the source had said so."""
+    value = meta.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    warnings.append(Problem(shown, f"`{name}` is not text ({type(value).__name__}): left out",
+                            hazard=False))
+    return None
 
 
 def label_of(text: str) -> str:
@@ -296,6 +311,46 @@ def seal_import(text: str) -> str:
     """The note as an import writes it: `import_hash` of its text, then memctl's stamp."""
     text = set_fields(text, {"import_hash": import_digest(text)})
     return set_fields(text, {"checksum": compute_checksum(text)})
+
+
+def consistent_dates(imported: Imported) -> None:
+    """Every note of `imported` dated so that its `updated` is never before its `created` (it
+    takes `created`) and neither is after now (it takes now), a warning naming the record for
+    each date changed. Sources are the other tool's to write (`updated_at: 0001-01-01`, a
+    clock years ahead): left as they are, such dates made `archive` see a memory unrecalled
+    for 739,954 days, or one edited long after this moment. One place for every importer.
+    "After now" is after the later of `MEMCTL_NOW` and this machine's clock (a `MEMCTL_NOW`
+    set in the past must not put today's files in the future, docs/sync.md); the date it
+    becomes is `now()`."""
+    limit, moment = latest_now(), now()
+    for index, note in enumerate(imported.notes):
+        text = note.data.decode("utf-8")
+        meta = parse_text(text).meta
+        created, updated = meta.get("created"), meta.get("updated")
+        start, end = parse_time(created), parse_time(updated)
+        if start is None or end is None:
+            continue
+        label = str(meta.get("source_key") or note.path)
+        changes: dict[str, str] = {}
+        if start > limit:
+            changes["created"] = format_time(moment)
+            start = moment
+            imported.warnings.append(Problem(label, f"`created` {created} is in the future: "
+                                                    f"imported as {changes['created']}", hazard=False))
+        if end > limit:
+            changes["updated"] = format_time(moment)
+            end = moment
+            imported.warnings.append(Problem(label, f"`updated` {updated} is in the future: "
+                                                    f"imported as {changes['updated']}", hazard=False))
+        if end < start:
+            changes["updated"] = changes.get("created", str(created))
+            imported.warnings.append(Problem(label, f"`updated` {updated} is before `created` "
+                                                    f"{created}: imported as {changes['updated']}",
+                                             hazard=False))
+        if changes:
+            fixed = seal_import(set_fields(text, changes))
+            imported.notes[index] = BundleFile(note.path, fixed.encode("utf-8"),
+                                               changes.get("updated", note.updated), note.history)
 
 
 def note_folder(project: str, note_type: str, status: str) -> str:

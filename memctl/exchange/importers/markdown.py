@@ -268,9 +268,8 @@ def vault_note(item: _Source, project: str, scope: str, vault: _Vault) -> Bundle
     mtime = file_time(item.path)
     created = _first_time(meta, _CREATED) or mtime
     updated = _first_time(meta, _UPDATED) or mtime
-    start, end = parse_time(created), parse_time(updated)
-    if start is not None and end is not None and end < start:
-        updated = created
+    # An `updated` before `created` is made `created` with the other importers' notes
+    # (common.consistent_dates), with a warning.
     raw_type = str(meta.get("type", "")).strip().lower()
     raw_status = str(meta.get("status", "")).strip().lower()
     status = raw_status if raw_status in _STATUSES else "active"

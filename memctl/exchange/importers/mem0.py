@@ -62,9 +62,10 @@ class _Memory:
 def import_mem0(source: Path, project: str) -> Imported:
     parts, problems = _read_parts(source)
     raise_hazards(source, problems)
-    memories, user, problems = _memories(parts, source.name)
+    warnings: list[Problem] = []
+    memories, user, problems = _memories(parts, source.name, warnings)
     scope = f"mem0:{user}" if user else f"mem0:{source.name}"
-    imported = Imported(scope=scope, problems=problems)
+    imported = Imported(scope=scope, problems=problems, warnings=warnings)
     fallback = file_time(source)
     deleted = 0
     imported.found = len(memories)
@@ -76,7 +77,9 @@ def import_mem0(source: Path, project: str) -> Imported:
     for item in memories:
         record = item.record
         memory = record.get("memory") or record.get("text") or record.get("content")
-        identity = str(record.get("id") or record.get("hash") or memory)
+        mem0_id = _plain(record.get("id"), "id", item.label, imported.warnings)
+        identity = str(mem0_id or _plain(record.get("hash"), "hash", item.label, imported.warnings)
+                       or memory)
         key = record_key(scope, identity)
         if not isinstance(memory, str) or not memory.strip():
             imported.problems.append(Problem(item.label, "no memory text", hazard=False))
@@ -114,7 +117,7 @@ def import_mem0(source: Path, project: str) -> Imported:
         kind = str(metadata.get("type") or metadata.get("memory_type") or "").strip().lower()
         if kind not in NOTE_TYPES:
             kind = "preference" if {c.lower() for c in categories} & _PREFERENCE_CATEGORIES else "fact"
-        extra: dict[str, Any] = {"mem0_id": str(record["id"]) if record.get("id") else None,
+        extra: dict[str, Any] = {"mem0_id": mem0_id or None,
                                  "mem0_state": state if state != "active" else None,
                                  "mem0_app": item.app, "mem0_user_id": user}
         for name in ("user_id", "agent_id", "run_id"):
@@ -213,8 +216,10 @@ def _loads(text: str) -> Any:
     return value
 
 
-def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str | None, list[Problem]]:
-    """Every memory of the export, categories and app resolved; the user it belongs to."""
+def _memories(parts: dict[str, bytes], shown: str,
+              warnings: list[Problem]) -> tuple[list[_Memory], str | None, list[Problem]]:
+    """Every memory of the export, categories and app resolved; the user it belongs to.
+    A category or app whose name is not text is named in `warnings`."""
     problems: list[Problem] = []
     # Every memory, in the export's order: one id twice is two entries here, and
     # `import_mem0` decides what they are (never a dict by id, which would drop one).
@@ -260,7 +265,7 @@ def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str |
             except (ValueError, RecursionError) as exc:
                 problems.append(Problem(name, f"not JSON: {exc}", hazard=False))
                 continue
-        found, owner = _from_json(values, name, problems)
+        found, owner = _from_json(values, name, problems, warnings)
         user = user or owner
         for item in found:
             if item.record.get("id"):
@@ -281,10 +286,11 @@ def _memories(parts: dict[str, bytes], shown: str) -> tuple[list[_Memory], str |
     return memories, user, problems
 
 
-def _from_json(value: Any, name: str, problems: list[Problem]) -> tuple[list[_Memory], str | None]:
+def _from_json(value: Any, name: str, problems: list[Problem],
+               warnings: list[Problem]) -> tuple[list[_Memory], str | None]:
     if isinstance(value, dict) and isinstance(value.get("memories"), list) \
             and ("categories" in value or "user" in value or "export_meta" in value):
-        return _openmemory(value, name, problems)
+        return _openmemory(value, name, problems, warnings)
     records = value if isinstance(value, list) else None
     if isinstance(value, dict):
         for key in ("results", "memories", "data", "items"):
@@ -306,14 +312,13 @@ def _from_json(value: Any, name: str, problems: list[Problem]) -> tuple[list[_Me
     return found, (users.pop() if len(users) == 1 else None)
 
 
-def _openmemory(value: dict[str, Any], name: str, problems: list[Problem]) -> tuple[list[_Memory], str | None]:
+def _openmemory(value: dict[str, Any], name: str, problems: list[Problem],
+                warnings: list[Problem]) -> tuple[list[_Memory], str | None]:
     """OpenMemory's `memories.json`: category ids resolved through `categories` (and the
-    `memory_categories` rows), app ids through `apps`."""
-    categories = {str(c.get("id")): str(c.get("name"))
-                  for c in _listed(value, "categories", name, problems) or []
-                  if isinstance(c, dict) and c.get("name")}
-    apps = {str(a.get("id")): str(a.get("name")) for a in _listed(value, "apps", name, problems) or []
-            if isinstance(a, dict) and a.get("name")}
+    `memory_categories` rows), app ids through `apps`. A name that is not text is left out
+    with a warning (its Python notation would become a tag or `mem0_app`)."""
+    categories = _named(_listed(value, "categories", name, problems), "categories", name, warnings)
+    apps = _named(_listed(value, "apps", name, problems), "apps", name, warnings)
     links: dict[str, list[str]] = {}
     for row in _listed(value, "memory_categories", name, problems) or []:
         if isinstance(row, dict):
@@ -348,6 +353,32 @@ def _listed(container: dict[str, Any], key: str, label: str,
     problems.append(Problem(label, f"`{key}` must be a list, not {type(value).__name__}",
                             hazard=False))
     return None
+
+
+def _plain(value: Any, field_name: str, label: str, warnings: list[Problem]) -> str | None:
+    """An id as text: a string or a whole number; anything else (a list, an object) is taken
+    as missing, with a warning, rather than written as its Python notation."""
+    if not value:  # as before: an empty or zero id is no id
+        return None
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    warnings.append(Problem(label, f"`{field_name}` is not text ({type(value).__name__}): "
+                                   "left out", hazard=False))
+    return None
+
+
+def _named(rows: list[Any] | None, key: str, label: str, warnings: list[Problem]) -> dict[str, str]:
+    """{id: name} of OpenMemory's `categories` or `apps` rows that have a name."""
+    found: dict[str, str] = {}
+    for number, row in enumerate(rows or []):
+        if not isinstance(row, dict) or not row.get("name"):
+            continue
+        if not isinstance(row["name"], str):
+            warnings.append(Problem(f"{label}: {key}[{number}]", f"`name` is not text "
+                                    f"({type(row['name']).__name__}): left out", hazard=False))
+            continue
+        found[str(row.get("id"))] = row["name"]
+    return found
 
 
 def _names(value: Any) -> list[str]:
