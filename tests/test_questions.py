@@ -475,6 +475,18 @@ def test_one_fact_whatever_the_case_or_unicode_form_of_its_subject(
     assert ids(cli, f"subject:{asked} listens") == [second]
 
 
+def test_a_correction_of_the_same_fact_in_another_case_ranks_ahead_of_it(cli: Cli) -> None:
+    """A `global` correction about `ÜBER` / `PORT` (a project's `Über` / `port` note stays
+    active: a global note supersedes none of a project's) ranks ahead of the note it is about,
+    however the two scored, as one with `corrects` does: the search compared the two subjects
+    as written."""
+    fact = add(cli, "Über port: the Über service listens on port 8080, über port über port",
+               "--subject", "Über", "--predicate", "port", "--importance", "10")
+    fix = add(cli, "über port is 9090 now", "--global", "--type", "correction",
+              "--subject", "ÜBER", "--predicate", "PORT", "--importance", "1", "--force")
+    assert ids(cli, "über port")[:2] == [fix, fact]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=12))
 def test_fact_key_ignores_case_and_unicode_form_and_is_its_own_key(text: str) -> None:

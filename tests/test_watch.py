@@ -592,15 +592,22 @@ def test_an_index_cut_in_place_under_the_watcher_is_healed_not_fatal(
     assert watcher.proc.poll() is None, "".join(watcher.stderr)
 
 
-def _cut_part_way(index: Path) -> None:
-    """The index's pages written into its file (the WAL checkpointed), then the file cut
-    after its first 16 pages: the schema and the tables made first (`meta`, `files`,
-    `folders`) are kept, the words (`fts_*`, made after) are not, and SQLite reads them as
-    "database disk image is malformed"."""
+def _cut_part_way(watcher: WatchProcess, store: Path) -> None:
+    """The index's pages written into its file (the WAL checkpointed), a note indexed since
+    (its pages in the WAL again: a new connection then sizes the file by the WAL and opens it
+    as whole), then the file cut after its first 16 pages: the schema and the tables made
+    first (`meta`, `files`, `folders`) are kept, the words (`fts_*`, made after) are not, and
+    SQLite reads them as "database disk image is malformed"."""
+    index = store / ".memctl" / "index.sqlite"
     with sqlite3.connect(index) as connection:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
     assert index.stat().st_size > 32 * 4096
+    fact = store / "demo" / "notes" / "fact"
+    number = len(list(fact.glob("kea*.md")))
+    mark = watcher.mark()
+    (fact / f"kea{number}.md").write_text(note_text(nid(400 + number), "a kea"))
+    watcher.settle(mark, lambda t: t["added"] >= 1, "the note after the checkpoint")
     with open(index, "r+b") as handle:
         handle.truncate(16 * 4096)
 
@@ -618,7 +625,7 @@ def test_a_search_through_the_watcher_makes_an_index_cut_part_way_anew(
     trusts the watcher and so does not walk, read the damaged pages and ended in a traceback.
     It now makes the index anew from the files and answers."""
     _forty_notes(watcher, notes_store / "demo" / "notes" / "fact")
-    _cut_part_way(notes_store / ".memctl" / "index.sqlite")
+    _cut_part_way(watcher, notes_store)
     assert len(search_ids(notes_store, "tapir")) == 20  # (its limit)
     assert watcher.proc.poll() is None, "".join(watcher.stderr)
 
@@ -631,17 +638,46 @@ def test_the_watcher_makes_an_index_cut_part_way_anew(
     fact = notes_store / "demo" / "notes" / "fact"
     index = notes_store / ".memctl" / "index.sqlite"
     _forty_notes(watcher, fact)
-    _cut_part_way(index)
+    _cut_part_way(watcher, notes_store)
     mark = watcher.mark()
     (fact / "ibis.md").write_text(note_text(nid(391), "written after the cut ibis"))
     # The watcher's full pass into an index made anew adds every note again.
-    watcher.settle(mark, lambda t: t["added"] >= 41, "the watcher's pass into a new index")
+    watcher.settle(mark, lambda t: t["added"] >= 42, "the watcher's pass into a new index")
     assert watcher.proc.poll() is None, "".join(watcher.stderr)
     with sqlite3.connect(index) as connection:
         assert connection.execute("PRAGMA quick_check").fetchone() == ("ok",)
     connection.close()
     assert search_ids(notes_store, "ibis") == [nid(391)]
     assert len(search_ids(notes_store, "tapir")) == 20
+
+
+@pytest.mark.parametrize("command", [
+    ["list", "--project", "demo", "--limit", "100", "--json"],
+    ["get", "kea-subject", "--project", "demo", "--json"],
+    ["recall", "--project", "demo", "--json"],
+    ["health", "--json"],
+    ["reindex"],
+])
+def test_commands_that_read_an_index_cut_part_way_make_it_anew(
+        watcher: WatchProcess, notes_store: Path, command: list[str]) -> None:
+    """The same cut, met by commands that trust the watcher (no walk): `list`, `get`,
+    `recall` and `health` stopped on the damaged pages, and so did `reindex`, the command
+    their error names. Each now removes the damaged index and runs again on one made anew."""
+    fact = notes_store / "demo" / "notes" / "fact"
+    _forty_notes(watcher, fact)
+    mark = watcher.mark()
+    (fact / "fact.md").write_text(note_text(nid(398), "a kea fact").replace(
+        "type: fact", "type: fact\nsubject: kea-subject\npredicate: p", 1))
+    watcher.settle(mark, lambda t: t["added"] >= 1, "the fact")
+    _cut_part_way(watcher, notes_store)
+    result = run_memctl(*command, store=notes_store)
+    assert result.exit_code == 0, result.stderr
+    if command[0] == "list":
+        assert sum(1 for note in result.json() if "tapir" in note["title"]) == 40
+    if command[0] == "get":
+        assert [note["id"] for note in result.json()] == [nid(398)]
+    assert len(search_ids(notes_store, "tapir")) == 20
+    assert watcher.proc.poll() is None, "".join(watcher.stderr)
 
 
 def test_a_save_through_one_name_of_a_hard_linked_note_is_seen_under_every_name(

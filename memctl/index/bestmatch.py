@@ -31,6 +31,7 @@ import sqlite3
 
 from memctl.core.query import Unit
 from memctl.core.tokenize import FTS_TOKENIZE, to_index
+from memctl.core.vocab import fact_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -251,8 +252,8 @@ def names_the_fact(query: str, subject: str | None, predicate: str | None) -> bo
     written: `what database does blog-backend use` names blog-backend + database)."""
     if not subject or not predicate:
         return False
-    text = query.casefold()
-    return subject.casefold() in text and predicate.casefold() in text
+    text = fact_key(query)  # (a subject is compared as `add` compares it: vocab.fact_key)
+    return fact_key(subject) in text and fact_key(predicate) in text
 
 
 def factor(share: float, exact: bool) -> float:

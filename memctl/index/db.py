@@ -70,7 +70,10 @@ from memctl.index.scope import scope_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Concatenate, ParamSpec, TypeVar
+
+    _Params = ParamSpec("_Params")
+    _Result = TypeVar("_Result")
 
     from memctl.disk.changeprobe import ChangeProbe, Ticket
     from memctl.disk.layout import StoreLike
@@ -404,6 +407,29 @@ def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
             attempt += 1
             # Corrupt or not a database: it is derived, so start over from the files.
             remove_index_files(path)
+
+
+def heals_damaged_index(read: Callable[Concatenate[Any, _Params], _Result]
+                        ) -> Callable[Concatenate[Any, _Params], _Result]:
+    """`read(store, ...)`, a command that only reads the index (so it can run again), made to
+    heal a damaged one: an index file cut short by another program while a watcher holds its
+    WAL opens as if whole (SQLite sizes it by the WAL), the freshness check trusts the
+    watcher, and the command met the damage in its own queries; `reindex` too, in its first
+    statement (tests/test_watch.py). The index is derived: it is removed, and `read` runs
+    once more on one made anew from the files. A second failure is the command's (one line:
+    memctl.core.errors.machine_error)."""
+
+    @functools.wraps(read)
+    def healing(store: Any, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+        try:
+            return read(store, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if not sqlite_damaged(exc):
+                raise
+        remove_index_files(index_path(store))
+        return read(store, *args, **kwargs)
+
+    return healing
 
 
 def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:

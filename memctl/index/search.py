@@ -32,7 +32,7 @@ from memctl.core.query import (
 )
 from memctl.core.stopwords import bare, is_english_stop
 from memctl.core.tokenize import FTS_TOKENIZE, from_index, has_cjk, scope_token
-from memctl.core.vocab import MAX_LIMIT
+from memctl.core.vocab import MAX_LIMIT, fact_key
 from memctl.disk.layout import DEFAULT_PROJECT, GLOBAL
 from memctl.disk.settings import Settings
 from memctl.index import bestmatch, fuzzy
@@ -461,8 +461,9 @@ def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
     for correction in [h for h in hits if h.type == "correction"]:
         targets = [h for h in order if h is not correction and h.type != "correction" and (
             (correction.corrects and h.id == correction.corrects)
-            or (correction.subject and correction.predicate
-                and (h.subject, h.predicate) == (correction.subject, correction.predicate)))]
+            or (correction.subject and correction.predicate and h.subject and h.predicate
+                and (fact_key(h.subject), fact_key(h.predicate))
+                == (fact_key(correction.subject), fact_key(correction.predicate))))]
         if not targets:
             continue
         first = min(order.index(t) for t in targets)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from memctl.index.db import RefreshStats, open_index
+from memctl.index.db import RefreshStats, heals_damaged_index, open_index
 from memctl.store import Store
 
 __all__ = ["reindex"]
 
 
+@heals_damaged_index
 def reindex(store: Store, progress: Any = None) -> tuple[RefreshStats, dict[str, int]]:
     """Rebuild the index from the files. Returns the run's figures and the entries by kind."""
     index = open_index(store, replace_newer=True)

@@ -9,7 +9,7 @@ from memctl.core.ids import id_argument
 from memctl.core.note import Note
 from memctl.core.vocab import GLOBAL, LIST_SORTS, LIST_STATUSES
 from memctl.disk.layout import EPISODE, classify
-from memctl.index.db import Index, ParseError, ensure_fresh
+from memctl.index.db import Index, ParseError, ensure_fresh, heals_damaged_index
 from memctl.memory.listing import list_notes as list_index
 from memctl.memory.notes import (
     AddResult,
@@ -59,6 +59,7 @@ def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
         source_episode=episode_id)
 
 
+@heals_damaged_index
 def list_notes(store: Store, *, project: str | None, note_type: str | None = None,
                tag: str | None = None, status: str = "active", since: str | None = None,
                sort: str = "updated", limit: int | None = None) -> tuple[list[dict[str, Any]], Index]:
@@ -98,6 +99,7 @@ class Fact:
         return data
 
 
+@heals_damaged_index
 def get(store: Store, subject: str, predicate: str | None = None, *,
         project: str | None) -> list[Fact]:
     """The exact-fact lookup: the active notes about `subject` (and `predicate`), in `project`

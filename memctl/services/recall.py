@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memctl.core import arguments
 from memctl.core.errors import CLI, Front
+from memctl.index.db import heals_damaged_index
 from memctl.memory.recall import RecallResult
 from memctl.memory.recall import recall as recall_block
 from memctl.store import Store
@@ -11,6 +12,7 @@ from memctl.store import Store
 __all__ = ["RecallResult", "recall"]
 
 
+@heals_damaged_index
 def recall(store: Store, project: str, query: str | None = None, *,
            max_notes: int | None = None, note_chars: int | None = None,
            total_chars: int | None = None, wording: Front = CLI) -> RecallResult:

@@ -10,7 +10,7 @@ from memctl.core.errors import MemctlError, NoteFormatError, UnknownIdError
 from memctl.core.ids import id_argument
 from memctl.disk.counters import get_counters
 from memctl.disk.layout import EPISODE, classify
-from memctl.index.db import open_index
+from memctl.index.db import heals_damaged_index, open_index
 from memctl.store import Store
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -56,6 +56,7 @@ class Shown:
         return data
 
 
+@heals_damaged_index
 def show(store: Store, ref: str) -> Shown:
     """The note (or else the episode) with this id or unambiguous id prefix. A note file
     that does not parse is returned as it is, with its problem (docs/format.md).

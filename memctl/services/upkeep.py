@@ -11,6 +11,7 @@ from memctl.core.ids import id_argument
 from memctl.core.note import Note
 from memctl.core.vocab import GLOBAL
 from memctl.disk.atomic import atomic_write_text
+from memctl.index.db import heals_damaged_index
 from memctl.memory.health import bar, build_report, problems_of, report_month, to_markdown
 from memctl.memory.lifecycle import (
     RestoreResult,
@@ -28,6 +29,7 @@ __all__ = ["archive", "bar", "health", "health_markdown", "problems_of",
            "write_health_markdown"]
 
 
+@heals_damaged_index
 def health(store: Store) -> dict[str, Any]:
     """The health report as data (docs/health.md names its keys)."""
     return build_report(store)
@@ -41,6 +43,7 @@ def health_markdown(report: dict[str, Any]) -> str:
 REVIEW_KEYS = ("near_duplicates", "contradictions", "expired", "unrecalled")
 
 
+@heals_damaged_index
 def review(store: Store, project: str | None) -> dict[str, Any]:
     """What a consolidation pass works through (docs/agents.md, the `consolidate` prompt):
     the health report's near-duplicates, possible contradictions, expired notes and notes
