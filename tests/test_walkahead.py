@@ -116,6 +116,10 @@ def make_tree(root: Path) -> None:
     (alpha / "linked-folder").symlink_to(root / "project-01")
     (root / "linked-project").symlink_to(root / "project-02")
     (alpha / "notes" / os.fsdecode(b"caf\xe9-latin1.md")).write_text("not UTF-8\n")
+    # Names beyond ASCII, in every UTF-8 length: the walk hashes them as bytes, which must
+    # sort as the names do (memctl.disk.filescan.bytes_digest).
+    for name in ("z", "é", "数据库", "\ufffd", "\U0001f600", "a\u00e9", "a~"):
+        write_memory_file(alpha, f"notes/fact/{name}.md", f"named {name}")
     locked = alpha / "locked"
     write_memory_file(locked, "inside.md", "behind a folder nobody may read")
     locked.chmod(0)

@@ -14,12 +14,23 @@ from memctl.cli.served import finish, search_store_option, walk_root
 # watcher answers loads nothing of it (memctl.cli.served, docs/watch.md).
 
 
+_GC_THRESHOLD = 50_000
+
+
 def main() -> None:
     code = answer_from_watcher(sys.argv[1:])
     if code is not None:
         finish(code)  # ends the process
     root = walk_root(sys.argv[1:])
     if root is not None:
+        # A search that walks: a short process whose objects nearly all live to its end.
+        # The collector's passes over them (~25 during its imports and walk, at the default
+        # threshold of 700) are ~1.5 ms of CPU finding nothing (bench/bench_scale.py); a
+        # search that goes on to index many files still collects, every 50k objects. The
+        # helpers forked below inherit it.
+        import gc
+
+        gc.set_threshold(_GC_THRESHOLD)
         # Lazy, and first: the search's walk of the store runs in helper processes while
         # the rest of the search is imported (docs/search.md, "Never stale").
         from memctl.services.walkahead import walk_ahead
@@ -27,10 +38,11 @@ def main() -> None:
         walk_ahead(root)
     from memctl.cli.fast import run_fast
 
-    code = run_fast(sys.argv[1:])
+    code = run_fast(sys.argv[1:], exits=True)
     if code is not None:
         if search_store_option(sys.argv[1:])[0] is not None:
-            # A search answered here has closed its index and counters and started no
+            # A search answered here has closed its index (its counters are left for the
+            # exit to close: memctl.disk.counters.leave_open_at_exit) and started no
             # thread: the end of the process need not tear the interpreter down, module by
             # module (~6 ms after a search's imports: docs/search.md, "Never stale").
             finish(code)

@@ -24,6 +24,7 @@ from memctl.cli.served import search_store_option
 from memctl.core import arguments
 from memctl.core.errors import ArgumentError
 from memctl.core.vocab import NOTE_TYPES
+from memctl.services.retrieval import leave_open_at_exit
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -258,8 +259,10 @@ def parse_add(argv: list[str]) -> tuple[str | None, dict[str, object]] | None:
     return store, {"text": words[0], **kwargs}
 
 
-def run_fast(argv: list[str]) -> int | None:
-    """The exit code of a command answered here, or None to hand it to the typer app."""
+def run_fast(argv: list[str], *, exits: bool = False) -> int | None:
+    """The exit code of a command answered here, or None to hand it to the typer app.
+    `exits`: the process ends as soon as a search is answered (memctl.cli.main's `finish`),
+    which closes the access counters' connection (memctl.disk.counters.leave_open_at_exit)."""
     if os.environ.get("MEMCTL_NO_FAST_PATH") == "1":
         return None
     if "show" in argv:
@@ -288,4 +291,6 @@ def run_fast(argv: list[str]) -> int | None:
 
     store_option, kwargs = parsed
     choose_store(store_option)
+    if exits:
+        leave_open_at_exit()
     return run_command(lambda: run_search(**kwargs), lambda: ["search"])  # type: ignore[arg-type]

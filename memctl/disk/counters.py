@@ -201,7 +201,28 @@ def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | N
     try:
         _record(conn, machine, unique, stamp)
     finally:
-        conn.close()
+        if _LEFT_OPEN is not None and not conn.in_transaction:
+            # A command that ends at once (`memctl search`): closing the last connection
+            # checkpoints the WAL (~1 ms of its end); left open, the process's exit leaves
+            # it as any writer's end does, and SQLite checkpoints it every 1,000 pages.
+            _LEFT_OPEN.append(conn)
+        else:
+            conn.close()
+
+
+# The counters' connections `record_access` leaves open for the process's end
+# (`leave_open_at_exit`); None: each is closed once written.
+_LEFT_OPEN: list[sqlite3.Connection] | None = None
+
+
+def leave_open_at_exit() -> None:
+    """Let `record_access` leave its connections open: for a process that ends right after
+    its one search (memctl.cli.served.finish, `os._exit`). Each record is committed before;
+    the exit leaves the WAL as any writer that ends without closing does, and a later
+    commit checkpoints it (SQLite's every 1,000 pages)."""
+    global _LEFT_OPEN
+    if _LEFT_OPEN is None:
+        _LEFT_OPEN = []
 
 
 def _record(conn: sqlite3.Connection, machine: str, unique: list[str], stamp: str) -> None:

@@ -8,15 +8,16 @@ from memctl.core.arguments import MAX_TAGS
 from memctl.core.errors import ArgumentError
 from memctl.core.query import Query, parse, without_scope_words
 from memctl.core.vocab import GLOBAL, MAX_LIMIT
+from memctl.disk.counters import leave_open_at_exit, record_access
 from memctl.disk.counters import open_ahead as open_counters_ahead
-from memctl.disk.counters import record_access
 from memctl.disk.layout import DEFAULT_PROJECT
 from memctl.index.db import Index, ParseError, fresh_during, open_ahead
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
 from memctl.index.search import search as ranked_search
 from memctl.store import Store
 
-__all__ = ["CLOSE", "OPEN", "Hit", "SearchResult", "open_ahead_of_search", "search"]
+__all__ = ["CLOSE", "OPEN", "Hit", "SearchResult", "leave_open_at_exit", "open_ahead_of_search",
+           "search"]
 
 
 class SearchResult:
