@@ -111,3 +111,25 @@ def test_counters_opened_ahead_are_never_made_nor_repaired(store_path: Path, cap
     counters.record_access(store_path, [NOTE], "2026-11-01T00:00:00Z")
     assert "was damaged" in capsys.readouterr().err
     assert counters.get_counters(store_path, [NOTE])[NOTE][0] == 1
+
+
+def test_searches_that_leave_their_counters_open_keep_the_wal_small(store_path: Path) -> None:
+    """`memctl search` leaves its committed access record for the exit to close
+    (counters.leave_open_at_exit): each next process rebuilt the WAL's index from the WAL and
+    could never start it over, so it grew by every search (~8 KB each: 10 MB after 1,300) and
+    each record cost more. The first search that finds it past LEAVE_OPEN_WAL_BYTES closes
+    its connection, which checkpoints and removes it. Every access is still counted."""
+    from conftest import run_memctl
+
+    note = run_memctl("add", "The wombat burrow is under the shed", "--json",
+                      store=store_path).json()["id"]
+    wal = Path(f"{state_path(store_path, counters.COUNTERS_FILE)}-wal")
+    searches = 2 * counters.LEAVE_OPEN_WAL_BYTES // (8 * 1024) + 10
+    largest = 0
+    for _ in range(searches):
+        found = run_memctl("search", "wombat", "--json", store=store_path)
+        assert found.exit_code == 0 and [hit["id"] for hit in found.json()] == [note]
+        largest = max(largest, wal.stat().st_size if wal.exists() else 0)
+    assert largest <= counters.LEAVE_OPEN_WAL_BYTES + 64 * 1024, largest
+    shown = run_memctl("show", note, "--json", store=store_path).json()
+    assert shown["access_count"] == searches

@@ -432,6 +432,35 @@ def test_a_sqlite_file_damaged_under_a_command_is_one_line_naming_reindex(tmp_pa
     assert "`memctl reindex` makes the index anew" in lines[0]
 
 
+def test_damaged_access_counters_leave_a_sound_index_alone(tmp_path: Path) -> None:
+    """A counters file damaged where only a write reaches it (it opens, its records fail):
+    `recall`, which heals a damaged index by making it anew (index.db.heals_damaged_index),
+    took the counters' error for the index's and rebuilt a sound index on every run. The
+    index is now made anew only when its own pages are damaged; the counters' error is said."""
+    root = make_store(tmp_path / "store", 30)
+    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
+    assert run_memctl("recall", env=env, store=root, project="alpha").exit_code == 0
+    counters_file = root / ".memctl" / "counters.sqlite"
+    with sqlite3.connect(counters_file) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    with open(counters_file, "r+b") as handle:
+        handle.seek(4096)  # page 2: the counts' table
+        handle.write(b"\xff" * 64)
+    index = root / ".memctl" / "index.sqlite"
+    with sqlite3.connect(index) as connection:
+        connection.execute("CREATE TABLE marker(x)")
+    connection.close()
+    before = index.stat().st_ino
+    result = run_memctl("recall", env=env, store=root, project="alpha")
+    assert "Traceback" not in result.stderr
+    with sqlite3.connect(index) as connection:
+        kept = connection.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'marker'").fetchone()[0]
+    connection.close()
+    assert kept == 1 and index.stat().st_ino == before, result.stderr
+
+
 @pytest.mark.parametrize("args", [["reindex"], ["health", "--json"], ["scratch", "note", "x"],
                                   ["project", "add", "decisions", "Kysely for queries"],
                                   ["search", "alpha"], ["export", "out.zip"]])

@@ -148,7 +148,9 @@ def machine_error(error: BaseException) -> str | None:
             # overwritten by another program under a running memctl.
             return (f"{error} (a SQLite file in the store's .memctl/ folder was damaged by "
                     f"another program); the command stopped there. {cmd('reindex')} makes the "
-                    "index anew from the notes' files; then run the command again")
+                    "index anew from the notes' files; then run the command again (if it "
+                    "stops again, the damaged file is .memctl/counters.sqlite, this machine's "
+                    "access counts: move it away)")
         if not isinstance(code, int) or code & 0xFF not in _SQLITE_MACHINE_CODES:
             return None
         where, reason = "", f"{error} (the store's SQLite files)"

@@ -201,10 +201,14 @@ def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | N
     try:
         _record(conn, machine, unique, stamp)
     finally:
-        if _LEFT_OPEN is not None and not conn.in_transaction:
+        if _LEFT_OPEN is not None and not conn.in_transaction \
+                and _wal_bytes(state_path(store, COUNTERS_FILE)) < LEAVE_OPEN_WAL_BYTES:
             # A command that ends at once (`memctl search`): closing the last connection
-            # checkpoints the WAL (~1 ms of its end); left open, the process's exit leaves
-            # it as any writer's end does, and SQLite checkpoints it every 1,000 pages.
+            # checkpoints the WAL and removes it (~1 ms of its end). Left open, the WAL is
+            # left as any writer that ends without closing leaves it, and the next process
+            # rebuilds its index from it and can never start it over: it grew by each
+            # search's record, and so did the cost of every later one (tests/test_counters.py).
+            # So the first search that finds it past this size closes, and starts it anew.
             _LEFT_OPEN.append(conn)
         else:
             conn.close()
@@ -213,13 +217,23 @@ def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | N
 # The counters' connections `record_access` leaves open for the process's end
 # (`leave_open_at_exit`); None: each is closed once written.
 _LEFT_OPEN: list[sqlite3.Connection] | None = None
+# A WAL this big or bigger is checkpointed and removed by the search that finds it (~30
+# searches' records: a rebuild of its index from it costs ~0.2 ms).
+LEAVE_OPEN_WAL_BYTES = 256 * 1024
+
+
+def _wal_bytes(path: os.PathLike[str] | str) -> int:
+    try:
+        return os.stat(f"{os.fspath(path)}-wal").st_size
+    except OSError:
+        return 0
 
 
 def leave_open_at_exit() -> None:
     """Let `record_access` leave its connections open: for a process that ends right after
     its one search (memctl.cli.served.finish, `os._exit`). Each record is committed before;
-    the exit leaves the WAL as any writer that ends without closing does, and a later
-    commit checkpoints it (SQLite's every 1,000 pages)."""
+    the exit leaves the WAL as any writer that ends without closing does, up to
+    LEAVE_OPEN_WAL_BYTES."""
     global _LEFT_OPEN
     if _LEFT_OPEN is None:
         _LEFT_OPEN = []
