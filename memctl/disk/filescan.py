@@ -16,13 +16,12 @@ import os
 import stat as stat_module
 
 from memctl.core.stamp import Stamp
-from memctl.core.textfile import is_utf8_name
 from memctl.disk.forking import fork_child, read_all, stop_child
 
 # memctl.core.vocab (`valid_project_name`) is imported where a name is checked, not here: it
 # loads `re` (~10 ms), and `memctl search` starts its walk ahead (below) before that.
 
-_MD_SUFFIXES = (".md", ".MD", ".Md", ".mD")
+_MD_SUFFIXES = (b".md", b".MD", b".Md", b".mD")
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
@@ -39,7 +38,13 @@ def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, l
 
         folders = [(name + "/", path) for name, path in _top_folders(root)
                    if valid_project_name(name)]
-    return _walk(folders)
+    found = _walk([(os.fsencode(here), os.fsencode(path)) for here, path in folders])
+    return {os.fsdecode(here): _decoded(keys) for here, keys in found.items()}
+
+
+def _decoded(keys: list[bytes]) -> list[str]:
+    """Keys of the walk as text (their names are UTF-8: `_list_folder` keeps no other)."""
+    return [os.fsdecode(key) for key in keys]
 
 
 def _top_folders(root: str) -> list[tuple[str, str]]:
@@ -59,10 +64,12 @@ def _top_folders(root: str) -> list[tuple[str, str]]:
     return tops
 
 
-def _walk(folders: list[tuple[str, str]]) -> dict[str, list[str]]:
+def _walk(folders: list[tuple[bytes, bytes]]) -> dict[bytes, list[bytes]]:
     """The keys of `folders` ((store-relative folder with its `/`, path) pairs, popped) and of
-    every folder below them, by folder."""
-    found: dict[str, list[str]] = {}
+    every folder below them, by folder. In bytes (`os.fsencode`) throughout: no name is
+    decoded from the file system nor encoded back for its stat (~15 % of the walk's time);
+    the keys are the UTF-8 of `stamp_key`'s."""
+    found: dict[bytes, list[bytes]] = {}
     while folders:
         here, folder = folders.pop()
         keys = _list_folder(here, folder, folders)
@@ -71,62 +78,11 @@ def _walk(folders: list[tuple[str, str]]) -> dict[str, list[str]]:
     return found
 
 
-def _list_folder(here: str, folder: str, below: list[tuple[str, str]]) -> list[str]:
+def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -> list[bytes]:
     """The keys of the files in `folder` (`here` from the store), its subfolders added to
-    `below`."""
-    keys: list[str] = []
-    add = keys.append
-    try:
-        fd = os.open(folder, _FOLDER_FLAGS)
-    except OSError:
-        return keys
-    s_isreg, s_isdir = stat_module.S_ISREG, stat_module.S_ISDIR
-    try:
-        with os.scandir(fd) as entries:
-            for entry in entries:
-                name = entry.name
-                if name[0] == "." or not (name.isascii() or is_utf8_name(name)):
-                    continue  # (a name that is not UTF-8 is no memory: layout.classify)
-                try:
-                    if name.endswith(_MD_SUFFIXES):
-                        info = entry.stat(follow_symlinks=False)
-                        if s_isreg(info.st_mode):
-                            # stamp_key(path, file_stamp(info)), written out: one call less
-                            # a file in the hot path (tests/test_index_stamp.py holds them equal)
-                            add(f"{here}{name}\t{info.st_mtime_ns}\t{info.st_ctime_ns}"
-                                f"\t{info.st_size}")
-                        elif s_isdir(info.st_mode):
-                            below.append((f"{here}{name}/", f"{folder}/{name}"))
-                    elif entry.is_dir(follow_symlinks=False):
-                        below.append((f"{here}{name}/", f"{folder}/{name}"))
-                except OSError:
-                    continue
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return keys
-
-
-_MD_SUFFIXES_BYTES = tuple(suffix.encode() for suffix in _MD_SUFFIXES)
-
-
-def _walk_bytes(folders: list[tuple[bytes, bytes]]) -> dict[bytes, list[bytes]]:
-    """`_walk` with names, paths and keys as bytes (`os.fsencode`): the walk of the freshness
-    check, which needs only each folder's digest (`bytes_digest`). No name is decoded from
-    the file system nor encoded back for its stat (~15 % of the walk's time)."""
-    found: dict[bytes, list[bytes]] = {}
-    while folders:
-        here, folder = folders.pop()
-        keys = _list_folder_bytes(here, folder, folders)
-        if keys:
-            found[here] = keys
-    return found
-
-
-def _list_folder_bytes(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]
-                       ) -> list[bytes]:
-    """`_list_folder` in bytes: the same files, the same keys (UTF-8 encoded)."""
+    `below`: regular files named `*.md` (any case of the suffix), not links, with names that
+    are UTF-8 and do not start with `.` (a name that is not UTF-8 is no memory:
+    layout.classify)."""
     keys: list[bytes] = []
     add = keys.append
     try:
@@ -149,7 +105,9 @@ def _list_folder_bytes(here: bytes, folder: bytes, below: list[tuple[bytes, byte
                 continue
             mode = info.st_mode
             if s_isreg(mode):
-                if name.endswith(_MD_SUFFIXES_BYTES):
+                if name.endswith(_MD_SUFFIXES):
+                    # stamp_key(path, file_stamp(info)) in UTF-8, written out: one call less a
+                    # file in the hot path (tests/test_index_stamp.py holds them equal)
                     add(b"%b%b\t%d\t%d\t%d" % (here, name, info.st_mtime_ns, info.st_ctime_ns,
                                                  info.st_size))
             elif s_isdir(mode):
@@ -297,7 +255,7 @@ class Walked:
         self.files += len(keys)
 
     def add_bytes(self, folder: bytes, keys: list[bytes]) -> None:
-        """`add` for `_walk_bytes`'s keys (decoded only if asked for: `keys`)."""
+        """`add` for `_walk`'s keys (decoded only if asked for: `keys`)."""
         name = os.fsdecode(folder)
         self.digests[name] = bytes_digest(keys)
         self._keys[name] = keys  # type: ignore[assignment]
@@ -311,9 +269,10 @@ class Walked:
         """The keys of `folder` (none for a folder the walk did not find)."""
         keys = self._keys.get(folder)
         if keys is None and folder in self.digests:
-            keys = _list_folder(folder, os.path.join(self.root, folder[:-1]), [])
+            keys = _list_folder(os.fsencode(folder), os.fsencode(  # type: ignore[assignment]
+                os.path.join(self.root, folder[:-1])), [])
         if keys and isinstance(keys[0], bytes):
-            keys = [key.decode("utf-8") for key in keys]  # type: ignore[attr-defined]
+            keys = _decoded(keys)  # type: ignore[arg-type]
             self._keys[folder] = keys
         return keys or []
 
@@ -456,7 +415,7 @@ class _WalkAhead:
         _quiet_standard_streams()
         while record := os.read(self.queue, _RECORD):
             number = int.from_bytes(record, "big")
-            folders = _walk_bytes(_encoded(self.groups[number]))
+            folders = _walk(_encoded(self.groups[number]))
             data = marshal.dumps((number, [(os.fsdecode(folder), bytes_digest(keys), len(keys))
                                            for folder, keys in folders.items()]))
             view = memoryview(len(data).to_bytes(_LENGTH, "big") + data)
@@ -493,7 +452,7 @@ class _WalkAhead:
                 done.add(number)
                 folders = _encoded([(name, path) for name, path in self.groups[number]
                                     if valid_project_name(name)])
-                for folder, keys in _walk_bytes(folders).items():
+                for folder, keys in _walk(folders).items():
                     walked.add_bytes(folder, keys)
             while self.helpers:
                 pid, answer = self.helpers.pop()
@@ -535,7 +494,7 @@ class _WalkAhead:
 
 
 def _encoded(tops: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    """(name + "/", path) of top-level folders, for `_walk_bytes`."""
+    """(name + "/", path) of top-level folders, for `_walk`."""
     return [(os.fsencode(name) + b"/", os.fsencode(path)) for name, path in tops]
 
 
