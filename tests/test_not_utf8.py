@@ -66,3 +66,22 @@ def test_a_lone_surrogate_of_json_is_named_by_its_code_point() -> None:
     with pytest.raises(UsageError, match=r"not UTF-8 \(U\+D800 at character 2\)"):
         arguments.utf8_text("a\ud800", "search query")
     assert arguments.utf8_text("café 缓存", "search query") == "café 缓存"
+
+
+def test_a_file_system_read_as_ascii_leaves_names_beyond_ascii_out_without_a_traceback(
+        tmp_path: Path) -> None:
+    """Python told that file names are ASCII (`LC_ALL=C PYTHONUTF8=0`): a UTF-8 name such as
+    `café.md` reads as surrogate escapes, which is no text memctl keeps. The walk took it on
+    its bytes, and `list` and `search` then ended in a traceback from SQLite; it is left out,
+    as every other part of memctl leaves it out, and the rest is listed and found."""
+    store = tmp_path / "store"
+    assert run_memctl("init", str(store), store=store).exit_code == 0
+    assert run_memctl("add", "The kiwi orchard note", store=store).exit_code == 0
+    folder = store / "demo" / "notes" / "fact"
+    (folder / "café.md").write_text("---\ntype: fact\n---\nA kiwi note with an accent\n",
+                                    encoding="utf-8")
+    ascii_names = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    for args in (["list", "--json"], ["search", "kiwi", "--json"]):
+        result = run_memctl(*args, store=store, env=ascii_names)
+        assert result.exit_code == 0 and "Traceback" not in result.stderr, result.stderr
+        assert [entry["title"] for entry in result.json()] == ["The kiwi orchard note"]

@@ -461,6 +461,30 @@ def test_damaged_access_counters_leave_a_sound_index_alone(tmp_path: Path) -> No
     assert kept == 1 and index.stat().st_ino == before, result.stderr
 
 
+def test_an_index_whose_word_data_is_damaged_is_made_anew_by_recall(tmp_path: Path) -> None:
+    """Damage in the full-text index's own data (an FTS5 block overwritten by another
+    program): `quick_check` passes it (SQLite checks no FTS5 data before 3.44), the query
+    fails. The commands that only read make the index anew and answer, as before the check
+    that keeps a damaged counters file from rebuilding a sound index."""
+    root = make_store(tmp_path / "store", 30)
+    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
+    word = run_memctl("list", "--json", store=root, project="alpha", env=env).json()[0]["title"]
+    word = word.split()[0]
+    assert run_memctl("recall", word, store=root, project="alpha", env=env).exit_code == 0
+    index = root / ".memctl" / "index.sqlite"
+    with sqlite3.connect(index) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        largest = connection.execute(
+            "SELECT id FROM fts_data ORDER BY length(block) DESC LIMIT 1").fetchone()[0]
+        connection.execute("UPDATE fts_data SET block = x'ffffffffffffffffffff' || "
+                           "substr(block, 11) WHERE id = ?", (largest,))
+        assert connection.execute("PRAGMA quick_check").fetchone() == ("ok",)
+    connection.close()
+    result = run_memctl("recall", word, store=root, project="alpha", env=env)
+    assert result.exit_code == 0, result.stderr
+    assert word in result.stdout
+
+
 @pytest.mark.parametrize("args", [["reindex"], ["health", "--json"], ["scratch", "note", "x"],
                                   ["project", "add", "decisions", "Kysely for queries"],
                                   ["search", "alpha"], ["export", "out.zip"]])

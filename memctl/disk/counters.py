@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memctl.core.clock import format_time, now, parse_time
-from memctl.core.errors import MemctlError
+from memctl.core.errors import MemctlError, sqlite_damaged
 from memctl.disk.layout import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -227,6 +227,23 @@ def _wal_bytes(path: os.PathLike[str] | str) -> int:
         return os.stat(f"{os.fspath(path)}-wal").st_size
     except OSError:
         return 0
+
+
+def file_damaged(store: StoreLike) -> bool:
+    """Whether SQLite finds the counters' file damaged (`quick_check`; a missing file is
+    not): a command that met a damaged SQLite file tells the counters' from the index's by
+    it (memctl.index.db.heals_damaged_index)."""
+    path = state_path(store, COUNTERS_FILE)
+    if not path.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=15)
+        try:
+            return conn.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok"
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return sqlite_damaged(exc)
 
 
 def leave_open_at_exit() -> None:

@@ -16,6 +16,7 @@ import os
 import stat as stat_module
 
 from memctl.core.stamp import Stamp
+from memctl.core.textfile import is_utf8_name
 from memctl.disk.forking import fork_child, read_all, stop_child
 
 # memctl.core.vocab (`valid_project_name`) is imported where a name is checked, not here: it
@@ -94,11 +95,11 @@ def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -
         for name in os.listdir(folder):
             if name[0] == 46:  # "."
                 continue
-            if not name.isascii():
-                try:
-                    name.decode("utf-8")
-                except UnicodeDecodeError:
-                    continue  # (a name that is not UTF-8 is no memory: layout.classify)
+            if not name.isascii() and not is_utf8_name(os.fsdecode(name)):
+                # A name that is not UTF-8 is no memory (layout.classify): told apart as the
+                # rest of memctl tells it, from the name as the file system's encoding reads
+                # it (a UTF-8 name read as ASCII, `LC_ALL=C PYTHONUTF8=0`, is none either).
+                continue
             try:
                 info = stat(name, dir_fd=fd, follow_symlinks=False)
             except OSError:
