@@ -690,22 +690,24 @@ def test_an_imported_memory_is_dated_consistently_with_a_warning_naming_it(cli, 
     """`updated` is never before `created` (it takes `created`) and no date is after now (it
     takes now): `updated_at: 0001-01-01` made `archive` see a memory not recalled for
     739,954 days."""
+    # A month before the suite's clock (which CI moves years ahead: tests/conftest.py).
+    month_ago = (parse_time(PINNED_NOW) - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
     source = tmp_path / "mm.json"
     source.write_text(json.dumps([
-        {"id": "x", "memory": "uses emacs", "created_at": "2026-11-01T00:00:00Z",
+        {"id": "x", "memory": "uses emacs", "created_at": month_ago,
          "updated_at": "0001-01-01"},
         {"id": "y", "memory": "uses vim", "created_at": "2999-01-01T00:00:00Z",
          "updated_at": "3000-01-01"},
     ]))
     result = cli.ok("import", str(source))
     now = format_time(parse_time(PINNED_NOW))
-    for line in ("mem0:mm.json#x: `updated` 0001-01-01 is before `created` 2026-11-01T00:00:00Z: "
-                 "imported as 2026-11-01T00:00:00Z",
+    for line in (f"mem0:mm.json#x: `updated` 0001-01-01 is before `created` {month_ago}: "
+                 f"imported as {month_ago}",
                  f"mem0:mm.json#y: `created` 2999-01-01T00:00:00Z is in the future: imported as {now}",
                  f"mem0:mm.json#y: `updated` 3000-01-01 is in the future: imported as {now}"):
         assert f"warning: {line}\n" in result.stderr
     dated = {note["mem0_id"]: (note["created"], note["updated"]) for note in notes(cli).values()}
-    assert dated == {"x": ("2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z"), "y": (now, now)}
+    assert dated == {"x": (month_ago, month_ago), "y": (now, now)}
     assert cli.ok("archive", "--dry-run", "--json").json()["plan"]["archive"] == []
     assert news(imported(cli, source)) == {}
 
