@@ -144,7 +144,7 @@ def machine_error(error: BaseException) -> str | None:
     else:
         code = getattr(error, "sqlite_errorcode", None)  # sqlite3.Error, without importing it
         if sqlite_damaged(error):
-            # Met where no rebuild was tried (memctl.index.db.fresh_during): a file cut or
+            # Met where no rebuild was tried (memctl.index.db.heals_damaged_index): a file cut or
             # overwritten by another program under a running memctl.
             return (f"{error} (a SQLite file in the store's .memctl/ folder was damaged by "
                     f"another program); the command stopped there. {cmd('reindex')} makes the "

@@ -40,13 +40,17 @@ def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, l
     folders with a project name, no dot folders or dot files, `*.md`. Each folder is opened
     once and its entries are stat'ed relative to it (cheaper than full paths).
     """
-    if folders is None:
-        from memctl.core.vocab import valid_project_name
-
-        folders = [(name + "/", path) for name, path in _top_folders(root)
-                   if valid_project_name(name)]
-    found = _walk([(os.fsencode(here), os.fsencode(path)) for here, path in folders])
+    found = _walk(_project_tops(root) if folders is None else
+                  [(os.fsencode(here), os.fsencode(path)) for here, path in folders])
     return {os.fsdecode(here): _decoded(keys) for here, keys in found.items()}
+
+
+def _project_tops(root: str) -> list[tuple[bytes, bytes]]:
+    """(name + "/", path) of the project folders at the top of `root`, for `_walk`."""
+    from memctl.core.vocab import valid_project_name
+
+    return _encoded([(name, path) for name, path in _top_folders(root)
+                     if valid_project_name(name)])
 
 
 def _decoded(keys: list[bytes]) -> list[str]:
@@ -264,13 +268,8 @@ class Walked:
         self.files = 0
         self._keys: dict[str, list[str]] = {}
 
-    def add(self, folder: str, keys: list[str]) -> None:
-        self.digests[folder] = folder_digest(keys)
-        self._keys[folder] = keys
-        self.files += len(keys)
-
     def add_bytes(self, folder: bytes, keys: list[bytes]) -> None:
-        """`add` for `_walk`'s keys (decoded only if asked for: `keys`)."""
+        """A folder `_walk` listed, with its keys (decoded only if asked for: `keys`)."""
         name = os.fsdecode(folder)
         self.digests[name] = bytes_digest(keys)
         self._keys[name] = keys  # type: ignore[assignment]
@@ -309,8 +308,8 @@ def scan_folders(root: str) -> Walked:
         else:
             ahead.abandon()  # another folder's: of no use here
     walked = Walked(root)
-    for folder, keys in scan(root).items():
-        walked.add(folder, keys)
+    for folder, keys in _walk(_project_tops(root)).items():
+        walked.add_bytes(folder, keys)
     return walked
 
 

@@ -247,13 +247,13 @@ class Covered:
         return needless
 
 
-def names_the_fact(query: str, subject: str | None, predicate: str | None) -> bool:
-    """Whether a query names both a note's subject and its predicate (case-insensitive, as
-    written: `what database does blog-backend use` names blog-backend + database)."""
+def names_the_fact(asked: str, subject: str | None, predicate: str | None) -> bool:
+    """Whether a query names both a note's subject and its predicate, compared as `add`
+    compares them (`asked`: the query through vocab.fact_key, once for all its hits):
+    `what database does blog-backend use` names blog-backend + database."""
     if not subject or not predicate:
         return False
-    text = fact_key(query)  # (a subject is compared as `add` compares it: vocab.fact_key)
-    return fact_key(subject) in text and fact_key(predicate) in text
+    return fact_key(subject) in asked and fact_key(predicate) in asked
 
 
 def factor(share: float, exact: bool) -> float:

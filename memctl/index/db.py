@@ -562,37 +562,16 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
     not answer in time: the walk, then `work` (the MCP server's search: the ~5 ms of the
     round trip mostly hidden behind the query, bench/bench_mcp.py). With this process's change
     probe finding nothing changed since the index was last made sure of, `work` alone."""
-    opened: list[Index] = []
-    try:
-        return _fresh_during(store, work, opened)
-    except sqlite3.DatabaseError as exc:
-        if not sqlite_damaged(exc):
-            raise
-        # The index is derived: damaged behind a watcher's back (a file cut short by another
-        # program, read through a connection opened before), or where the walk did not look
-        # (it compares folder digests), it is made anew from the files, as the walk makes a
-        # damaged index it reads (tests/test_watch.py).
-        for index in opened:
-            index.close()
-        remove_index_files(index_path(store))
-        index = _walk(store, open_index(store))
-        return index, index.consistently(work)
-
-
-def _fresh_during(store: StoreLike, work: Callable[[Index], Any],
-                  opened: list[Index]) -> tuple[Index, Any]:
     probe, ticket = _probe_ticket(store)
     index = open_index(store)
-    opened.append(index)
     if _still_fresh(store, index, probe, ticket):
         # Nothing changed since the index was made sure of.
         return index, index.consistently(work)
     question = _ask_watcher(store, index)
     if question is None:
         if walking_ahead(str(index.root)):
-            return _work_while_walking(store, index, probe, ticket, work, opened)
+            return _work_while_walking(store, index, probe, ticket, work)
         index = _walk(store, index)
-        opened.append(index)
         _settle(probe, ticket, index)
         return index, index.consistently(work)
     try:
@@ -603,7 +582,6 @@ def _fresh_during(store: StoreLike, work: Callable[[Index], Any],
         question.close()
     if not answered:
         index = _walk(store, index)
-        opened.append(index)
         _settle(probe, ticket, index)
         return index, index.consistently(work)
     _settle(probe, ticket, index)
@@ -613,8 +591,8 @@ def _fresh_during(store: StoreLike, work: Callable[[Index], Any],
 
 
 def _work_while_walking(store: StoreLike, index: Index, probe: ChangeProbe | None,
-                        ticket: Ticket | None, work: Callable[[Index], Any],
-                        opened: list[Index]) -> tuple[Index, Any]:
+                        ticket: Ticket | None, work: Callable[[Index], Any]
+                        ) -> tuple[Index, Any]:
     """`work` run first, while this command's helper processes walk the store
     (memctl.disk.filescan.walk_ahead), then the walk. The result stands when the walk
     changed nothing in the index (this connection's `total_changes`) and no other
@@ -628,7 +606,6 @@ def _work_while_walking(store: StoreLike, index: Index, probe: ChangeProbe | Non
     except Exception:  # noqa: BLE001 - a broken index, or an answer the walk may change:
         result, done = None, False  # `work` runs again once the index is current
     walked = _walk(store, index)
-    opened.append(walked)
     _settle(probe, ticket, walked)
     if not done or walked is not index or walked.conn.total_changes != changes \
             or _data_version(walked) != version:

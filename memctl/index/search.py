@@ -458,12 +458,14 @@ def _corrections_first(ctx: RankContext, hits: list[Hit]) -> list[Hit]:
                 hits.append(hit)
                 present.add(hit.id)
     order = list(hits)
+    # Each hit's fact as `add` compares it (vocab.fact_key), made once, not per pair.
+    facts = {id(h): (fact_key(h.subject), fact_key(h.predicate)) for h in hits
+             if h.subject and h.predicate}
     for correction in [h for h in hits if h.type == "correction"]:
+        fact = facts.get(id(correction))
         targets = [h for h in order if h is not correction and h.type != "correction" and (
             (correction.corrects and h.id == correction.corrects)
-            or (correction.subject and correction.predicate and h.subject and h.predicate
-                and (fact_key(h.subject), fact_key(h.predicate))
-                == (fact_key(correction.subject), fact_key(correction.predicate))))]
+            or (fact is not None and facts.get(id(h)) == fact))]
         if not targets:
             continue
         first = min(order.index(t) for t in targets)
@@ -794,8 +796,9 @@ def _stems(ranker: bestmatch.BestMatch, units: list[Unit], found: list[set[int]]
 
 def _rank_named_facts(parsed: Query, hits: list[Hit]) -> None:
     """An exact fact first: a hit whose subject and predicate the query names."""
+    asked = fact_key(parsed.raw)
     for hit in hits:
-        if bestmatch.names_the_fact(parsed.raw, hit.subject, hit.predicate):
+        if bestmatch.names_the_fact(asked, hit.subject, hit.predicate):
             hit.score *= bestmatch.FACT_BONUS
             if hit.explain is not None:
                 hit.explain.update({"fact": True, "fact_factor": bestmatch.FACT_BONUS})

@@ -11,7 +11,7 @@ from memctl.core.vocab import GLOBAL, MAX_LIMIT
 from memctl.disk.counters import leave_open_at_exit, record_access
 from memctl.disk.counters import open_ahead as open_counters_ahead
 from memctl.disk.layout import DEFAULT_PROJECT
-from memctl.index.db import Index, ParseError, fresh_during, open_ahead
+from memctl.index.db import Index, ParseError, fresh_during, heals_damaged_index, open_ahead
 from memctl.index.search import CLOSE, OPEN, Hit  # OPEN/CLOSE mark matches in snippets
 from memctl.index.search import search as ranked_search
 from memctl.store import Store
@@ -37,6 +37,7 @@ class SearchResult:
         self.other_project_matches = other_project_matches
 
 
+@heals_damaged_index
 def search(store: Store, query: str | Query, *, project: str | None, all_projects: bool = False,
            types: list[str] | tuple[str, ...] = (), tags: list[str] | tuple[str, ...] = (),
            since: str | None = None, limit: int | None = None, include_stale: bool = False,
@@ -84,8 +85,11 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
     # The query runs while a live watcher answers whether it has indexed everything written
     # before now (run again if it had not: memctl.index.db.fresh_during).
     index, (hits, stale, elsewhere) = fresh_during(store, ranked)
+    # Every read of the index before the access record: a damaged index met on the way is
+    # made anew and the search run again (heals_damaged_index), never a hit counted twice.
+    errors = index.parse_errors()
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
-    return SearchResult(hits, index.parse_errors(), parsed.truncated, stale, elsewhere)
+    return SearchResult(hits, errors, parsed.truncated, stale, elsewhere)
 
 
 def open_ahead_of_search(root: str) -> None:

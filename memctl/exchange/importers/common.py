@@ -189,13 +189,17 @@ def has_text(markdown: str) -> bool:
     return any(line.strip() and sections.heading(line) is None for line in markdown.splitlines())
 
 
-def text_field(meta: dict[str, Any], name: str, shown: str, warnings: list[Problem]) -> str | None:
-    """`meta[name]` when it is text; anything else (a list, a number, a mapping) is taken as
-    missing, with a warning naming it: `str()` of it would write Python's notation of the
-    value (`['deploy', 'rules']`) into the note as if the source had said so."""
+def text_field(meta: dict[str, Any], name: str, shown: str, warnings: list[Problem], *,
+               whole_numbers: bool = False) -> str | None:
+    """`meta[name]` when it is text (or, with `whole_numbers`, a whole number, as text);
+    anything else (a list, a mapping, a number) is taken as missing, with a warning naming
+    it: `str()` of it would write Python's notation of the value (`['deploy', 'rules']`) into
+    the note as if the source had said so."""
     value = meta.get(name)
     if value is None or isinstance(value, str):
         return value
+    if whole_numbers and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     warnings.append(Problem(shown, f"`{name}` is not text ({type(value).__name__}): left out",
                             hazard=False))
     return None

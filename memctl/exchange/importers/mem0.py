@@ -44,6 +44,7 @@ from memctl.exchange.importers.common import (
     read_text_file,
     record_key,
     stable_id,
+    text_field,
 )
 
 _STATES = {"active": "active", "paused": "archived", "archived": "archived"}
@@ -77,8 +78,8 @@ def import_mem0(source: Path, project: str) -> Imported:
     for item in memories:
         record = item.record
         memory = record.get("memory") or record.get("text") or record.get("content")
-        mem0_id = _plain(record.get("id"), "id", item.label, imported.warnings)
-        identity = str(mem0_id or _plain(record.get("hash"), "hash", item.label, imported.warnings)
+        mem0_id = _plain(record, "id", item.label, imported.warnings)
+        identity = str(mem0_id or _plain(record, "hash", item.label, imported.warnings)
                        or memory)
         key = record_key(scope, identity)
         if not isinstance(memory, str) or not memory.strip():
@@ -355,16 +356,11 @@ def _listed(container: dict[str, Any], key: str, label: str,
     return None
 
 
-def _plain(value: Any, field_name: str, label: str, warnings: list[Problem]) -> str | None:
-    """An id as text: a string or a whole number; anything else (a list, an object) is taken
-    as missing, with a warning, rather than written as its Python notation."""
-    if not value:  # as before: an empty or zero id is no id
+def _plain(record: dict[str, Any], key: str, label: str, warnings: list[Problem]) -> str | None:
+    """An id as text: a string or a whole number (an empty or zero one is no id)."""
+    if not record.get(key):
         return None
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return str(value)
-    warnings.append(Problem(label, f"`{field_name}` is not text ({type(value).__name__}): "
-                                   "left out", hazard=False))
-    return None
+    return text_field(record, key, label, warnings, whole_numbers=True)
 
 
 def _named(rows: list[Any] | None, key: str, label: str, warnings: list[Problem]) -> dict[str, str]:
@@ -373,11 +369,9 @@ def _named(rows: list[Any] | None, key: str, label: str, warnings: list[Problem]
     for number, row in enumerate(rows or []):
         if not isinstance(row, dict) or not row.get("name"):
             continue
-        if not isinstance(row["name"], str):
-            warnings.append(Problem(f"{label}: {key}[{number}]", f"`name` is not text "
-                                    f"({type(row['name']).__name__}): left out", hazard=False))
-            continue
-        found[str(row.get("id"))] = row["name"]
+        named = text_field(row, "name", f"{label}: {key}[{number}]", warnings)
+        if named is not None:
+            found[str(row.get("id"))] = named
     return found
 
 
