@@ -960,6 +960,9 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         forgotten: str
         title: str
         path: str
+        successor: Optional[str]
+        repointed: list[str]
+        left_superseded: list[str]
 
     class RestoreOut(Out):
         id: str
@@ -1582,9 +1585,18 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
     )
     def forget(id: IdArg) -> Annotated[CallToolResult, ForgetOut]:
         with guarded():
-            note, _kept_edit = notes.forget(store, id)
-        return reply(f"Forgot note `{note.id}`: {note.title}",
-                     {"forgotten": note.id, "title": note.title, "path": note.path})
+            done = notes.forget(store, id)
+        note = done.note
+        said = f"Forgot note `{note.id}`: {note.title}"
+        if done.repointed:
+            said += ("\n" + ", ".join(f"`{old}`" for old in done.repointed)
+                     + f" now superseded by `{done.successor}`, the note that replaced it")
+        if done.left_superseded:
+            said += "\n" + MCP_WORDING.render(
+                notes.left_superseded_message(note.id, done.left_superseded))
+        return reply(said, {"forgotten": note.id, "title": note.title, "path": note.path,
+                            "successor": done.successor, "repointed": done.repointed,
+                            "left_superseded": done.left_superseded})
 
     @tool(
         "Update the scratchpad",

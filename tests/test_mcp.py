@@ -1664,3 +1664,16 @@ def test_a_note_that_does_not_parse_is_said_so_by_the_resource_and_the_review(mc
         path.write_text(good)
     text, review = mcp.ok("review", {"project": "brokenres"})
     assert not any(problem["kind"] == "parse_errors" for problem in review["problems"])
+
+
+def test_forget_names_the_notes_left_superseded_and_the_tool_that_brings_one_back(mcp):
+    """The forgotten note had superseded another and had no successor: the older note stays
+    superseded, and the result says so, naming the `restore` tool (never a CLI command)."""
+    old = mcp.ok("remember", {"text": "The kilo service stores its data in MySQL 5",
+                              "project": "kilo"})[1]["id"]
+    new = mcp.ok("remember", {"text": "The kilo service moved its data to PostgreSQL 16",
+                              "project": "kilo", "force": True})[1]["id"]
+    mcp.ok("supersede", {"old_id": old, "new_id": new})
+    text, data = mcp.ok("forget", {"id": new})
+    assert data["left_superseded"] == [old] and data["repointed"] == []
+    assert old in text and "the `restore` tool" in text and "memctl" not in text

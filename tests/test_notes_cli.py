@@ -627,3 +627,58 @@ def test_forget_finds_the_note_where_it_is_once_it_has_the_lock(cli: Cli) -> Non
     assert not moved.exists() and not old.exists()
     assert (cli.store / ".tombstones" / f"{note['id']}.md").exists()
     assert run_memctl("list", "--status", "any", "--json", store=cli.store).json() == []
+
+
+def _superseded_by(cli: Cli, path: str) -> str | None:
+    return parse_text((cli.store / path).read_text(encoding="utf-8")).meta.get("superseded_by")
+
+
+def test_forgetting_a_note_in_a_chain_of_supersessions_hands_its_successor_down(cli: Cli):
+    """A superseded by B, B by C, then B forgotten: A named a note that no longer was, and was
+    hidden from everything with nothing said (health then blamed the store). A now names C,
+    in the forget's own commit (docs/lifecycle.md, "Forgetting a note")."""
+    a = cli.ok("add", "Kilo stores its data in MySQL 5", "--json").json()
+    b = cli.ok("add", "Kilo stores its data in PostgreSQL 16 now", "--force", "--json").json()
+    c = cli.ok("add", "Kilo stores its data in CockroachDB since spring", "--force",
+               "--json").json()
+    cli.ok("supersede", a["id"], b["id"])
+    cli.ok("supersede", b["id"], c["id"])
+    head = git(cli.store, "rev-parse", "HEAD").strip()
+    done = cli.ok("forget", b["id"], "--json").json()
+    assert done["successor"] == c["id"] and done["repointed"] == [a["id"]]
+    assert done["left_superseded"] == []
+    assert _superseded_by(cli, a["path"]) == c["id"]
+    assert git(cli.store, "rev-list", "--count", f"{head}..HEAD").strip() == "1"  # one commit
+    assert git(cli.store, "status", "--porcelain") == ""
+    assert a["path"] in git(cli.store, "show", "--name-only", "--format=", "HEAD").split()
+    health = cli.ok("health", "--json").json()
+    assert not health.get("supersession"), health.get("supersession")
+
+
+def test_forgetting_the_note_that_superseded_others_says_they_stay_superseded(cli: Cli):
+    """B superseded A and had no successor of its own: A stays superseded, as its file says
+    (nothing brings an old fact back by itself), and forget names it with the way back."""
+    a = cli.ok("add", "Kilo stores its data in MySQL 5", "--json").json()
+    b = cli.ok("add", "Kilo stores its data in PostgreSQL 16 now", "--force", "--json").json()
+    cli.ok("supersede", a["id"], b["id"])
+    said = cli.ok("forget", b["id"])
+    assert a["id"] in said.stderr and "stays superseded" in said.stderr
+    assert "`memctl restore`" in said.stderr
+    assert _superseded_by(cli, a["path"]) == b["id"]  # the file as it was
+    alone = cli.ok("add", "Kilo stores its data in SQLite", "--force", "--json").json()
+    done = cli.ok("forget", alone["id"], "--json").json()
+    assert done["left_superseded"] == [] and done["repointed"] == [] and done["successor"] is None
+
+
+def test_a_supersession_loop_made_by_hand_is_left_as_it_is_by_forget(cli: Cli):
+    """B superseded by A and A by B, by hand: forgetting B does not point A at itself."""
+    a = cli.ok("add", "Kilo stores its data in MySQL 5", "--json").json()
+    b = cli.ok("add", "Kilo stores its data in PostgreSQL 16 now", "--force", "--json").json()
+    for mine, other in ((a, b), (b, a)):
+        path = cli.store / mine["path"]
+        text = path.read_text(encoding="utf-8").replace(
+            "status: active", f"status: superseded\nsuperseded_by: {other['id']}", 1)
+        path.write_text(text, encoding="utf-8")
+    done = cli.ok("forget", b["id"], "--json").json()
+    assert done["repointed"] == [] and done["left_superseded"] == [a["id"]]
+    assert _superseded_by(cli, a["path"]) == b["id"]

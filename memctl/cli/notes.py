@@ -28,7 +28,7 @@ from memctl.cli.output import (
 )
 from memctl.cli.showing import run_show
 from memctl.core import arguments
-from memctl.core.errors import arg
+from memctl.core.errors import CLI, arg
 from memctl.core.vocab import NOTE_TYPES, STATUSES
 from memctl.services import notes
 
@@ -188,10 +188,18 @@ def forget(
 ) -> None:
     """Delete a note, leaving a tombstone so no sync brings it back."""
     # A kept `memctl edit` draft of it is set aside, never deleted (docs/format.md).
-    note, kept = notes.forget(get_store(), note_id)
+    done = notes.forget(get_store(), note_id)
+    note, kept = done.note, done.kept_edit
     if json_output:
-        emit_json({"id": note.id, "path": note.path, "action": "forgotten", "kept_edit": kept})
-    else:
-        info(f"forgot {note.id}  {note.title}")
-        if kept:
-            info(f"your kept edit of {note.id} was moved to {kept}")
+        emit_json({"id": note.id, "path": note.path, "action": "forgotten", "kept_edit": kept,
+                   "successor": done.successor, "repointed": done.repointed,
+                   "left_superseded": done.left_superseded})
+        return
+    info(f"forgot {note.id}  {note.title}")
+    if kept:
+        info(f"your kept edit of {note.id} was moved to {kept}")
+    if done.repointed:
+        info(f"{', '.join(done.repointed)} now superseded by {done.successor}, the note that "
+             f"replaced {note.id}")
+    if done.left_superseded:
+        info(CLI.render(notes.left_superseded_message(note.id, done.left_superseded)))

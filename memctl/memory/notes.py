@@ -721,26 +721,96 @@ def _set_aside(store: Store, draft: Draft, locked: bool) -> str | None:
     return None if moved is None else store.relpath(moved)
 
 
-def forget_note(store: Store, ref: str) -> tuple[Note, str | None]:
+@dataclass
+class Forgotten:
+    """What `forget` did: the note, where its kept edit went (None when there was none, or an
+    editor still has it open), and the notes it had superseded: `repointed` to its own
+    successor, or `left_superseded` when it had none (docs/lifecycle.md, "Forgetting a
+    note")."""
+
+    note: Note
+    kept_edit: str | None = None
+    successor: str | None = None
+    repointed: list[str] = field(default_factory=list)
+    left_superseded: list[str] = field(default_factory=list)
+
+
+def forget_note(store: Store, ref: str) -> Forgotten:
     """Delete a note and leave a tombstone, so no sync or import brings it back. Its kept
-    edit, if any, is set aside in `.memctl/edit/forgotten/`. Returns the note and where its
-    kept edit went (None when there was none, or an editor still has it open)."""
+    edit, if any, is set aside in `.memctl/edit/forgotten/`. The notes it had superseded
+    now name its own successor, when it was superseded too, in the same commit; without
+    one they stay superseded, and the result names them."""
     with store.lock("forget"):
         # Found under the lock: an `archive` or `restore` that moved the note while this
         # waited for it must not leave the note alive beside its tombstone.
         note = store.find_note(ref)
-        moment = format_time(monotonic_stamp(now(), note.updated))
+        moment = now()
+        hidden = _superseded_by(store, note.id)
+        successor = _successor(store, note, hidden)
+        repointed: list[tuple[str, str]] = []
+        if successor is not None:
+            # Every text made before any is written: one that cannot be changed stops the
+            # command with nothing written.
+            repointed = [(old.path, stamp(store.read_text(old.path)[0],
+                                          {"superseded_by": successor.id}, moment, old))
+                         for old in hidden]
         tombstone_path = f"{TOMBSTONE_DIR}/{note.id}.md"
         tombstone = render_note(
-            {"id": note.id, "deleted": moment, "project": note.project, "path": note.path,
-             "updated": note.updated},
+            {"id": note.id, "deleted": format_time(monotonic_stamp(moment, note.updated)),
+             "project": note.project, "path": note.path, "updated": note.updated},
             f"{mask_secrets(note.title)}\n",
         )
+        # The older notes first: killed before the tombstone, they name a successor of a
+        # note still there, a state as sound as the one before.
+        for path, text in repointed:
+            store.write_text(path, text)
         _write_then_remove(store, tombstone_path, tombstone, note.path)
-        store.commit(f"forget {note.id}: {masked_title(note.title)}", [tombstone_path, note.path])
+        store.commit(f"forget {note.id}: {masked_title(note.title)}",
+                     [tombstone_path, note.path, *(path for path, _text in repointed)])
         # Left in `.memctl/edit/` it was there for ever: `memctl edit ID` finds no note to
         # reopen it for. Set aside, not deleted: it may hold typing never saved.
         kept_edit = _set_aside(store, Draft(store.state_dir / "edit", note.id), locked=False)
-    return note, kept_edit
+    ids = [old.id for old in hidden]
+    if successor is not None:
+        return Forgotten(note, kept_edit, successor.id, repointed=ids)
+    return Forgotten(note, kept_edit, left_superseded=ids)
+
+
+def left_superseded_message(note_id: str, ids: list[str]) -> str:
+    """What `forget` says of the notes the forgotten one had superseded, when it had no
+    successor to give them: they stay superseded (out of search, `get` and recall), and how
+    one comes back (marked for the front end: memctl.core.errors.cmd)."""
+    them = ", ".join(ids)
+    return (f"{them} {'was' if len(ids) == 1 else 'were'} superseded by {note_id} and "
+            f"{'stays' if len(ids) == 1 else 'stay'} superseded: {cmd('restore')} makes "
+            f"{'it' if len(ids) == 1 else 'one'} active again")
+
+
+def _superseded_by(store: Store, note_id: str) -> list[Note]:
+    """The superseded notes whose `superseded_by` names `note_id`, as their files say."""
+    index = ensure_fresh(store)
+    try:
+        paths = [path for (path,) in index.conn.execute(
+            "SELECT path FROM docs WHERE kind = 'note' AND status = 'superseded'"
+            " AND superseded_by = ? COLLATE NOCASE ORDER BY path", (note_id,))]
+    finally:
+        index.close()
+    found = [store.read_note(path) for path in paths]
+    return [old for old in found if old.status == "superseded"
+            and (old.superseded_by or "").lower() == note_id.lower()]
+
+
+def _successor(store: Store, note: Note, hidden: list[Note]) -> Note | None:
+    """The note that replaced `note`, when it was superseded by one that exists and is none
+    of `hidden` (a loop made by hand is left for `health` to report)."""
+    if note.status != "superseded" or not note.superseded_by:
+        return None
+    try:
+        successor = store.find_note(note.superseded_by)
+    except MemctlError:  # no such note, a prefix of several, a file that does not parse
+        return None
+    if successor.id.lower() != note.superseded_by.lower() or successor.id.lower() in {note.id.lower(), *(old.id.lower() for old in hidden)}:
+        return None
+    return successor
 
 

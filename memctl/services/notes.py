@@ -14,12 +14,14 @@ from memctl.memory.listing import list_notes as list_index
 from memctl.memory.notes import (
     AddResult,
     EditResult,
+    Forgotten,
     UpdateResult,
     add_note,
     check_corrects,
     edit_note,
     forget_note,
     indexed_note,
+    left_superseded_message,
     supersede_note,
     update_note,
 )
@@ -30,8 +32,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms o
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["AddResult", "EditResult", "Fact", "Shown", "UpdateResult", "edit", "forget", "get", "list_notes",
-           "remember", "show", "supersede", "update"]
+__all__ = ["AddResult", "EditResult", "Fact", "Forgotten", "Shown", "UpdateResult", "edit", "forget",
+           "get", "left_superseded_message", "list_notes", "remember", "show", "supersede",
+           "update"]
 
 
 def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
@@ -171,8 +174,9 @@ def update(store: Store, ref: str, *, text: str | None = None, importance: int |
                        allow_secret=allow_secret)
 
 
-def forget(store: Store, ref: str) -> tuple[Note, str | None]:
-    """Forget a note; returns it and where its kept `memctl edit` draft was set aside."""
+def forget(store: Store, ref: str) -> Forgotten:
+    """Forget a note: the note, where its kept `memctl edit` draft was set aside, and what
+    became of the notes it had superseded."""
     return forget_note(store, id_argument(ref))
 
 
