@@ -1061,3 +1061,28 @@ def test_a_remote_file_name_no_file_system_holds_is_refused_before_anything_move
     assert not (laptop.store / ".memctl" / "sync-move.json").exists()
     laptop.ok("add", "a note written after the refused sync", env=NOW)
     assert not git(laptop.store, "status", "--porcelain").strip()
+
+
+def test_pushed_counters_sqlite_cannot_hold_cost_only_their_counts(
+        tmp_path: Path, remote: Path) -> None:
+    """A collaborator pushes (plain git) `.counters/` files with a count past SQLite's 64-bit
+    integers and a machine named by such a number: the sync gave a traceback after moving
+    to the merge, so nothing was pushed and nothing reported. Such a count is no count (as a
+    negative one), the file names the machine, and the rest of the counts are merged."""
+    laptop = machine(tmp_path, "laptop", remote)
+    own = laptop.ok("add", "Postgres is the database", "--force", "--json", env=NOW).json()["id"]
+    laptop.ok("sync", env=NOW)
+
+    def plant(work: Path) -> None:
+        folder = work / ".counters"
+        folder.mkdir(exist_ok=True)
+        (folder / "huge.json").write_text(json.dumps(
+            {"format": 1, "machine": "huge", "notes": {own: {"count": 2**64, "last": NOW["MEMCTL_NOW"]}}}))
+        (folder / "numbered.json").write_text(json.dumps(
+            {"format": 1, "machine": 2**70, "notes": {own: {"count": 3, "last": NOW["MEMCTL_NOW"]}}}))
+    push_hostile_commit(tmp_path, remote, plant)
+    done = laptop("sync", "--json", env=NOW)
+    assert done.exit_code == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.json()["merged"] and done.json()["pushed"] is True
+    assert laptop.ok("show", own, "--json").json()["access_count"] == 3

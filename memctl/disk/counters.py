@@ -343,10 +343,17 @@ def machines(store: StoreLike) -> list[str]:
         conn.close()
 
 
+# The largest count SQLite holds (a signed 64-bit integer): a larger one, which only a file
+# made by hand or by a hostile collaborator can carry, is no count (it raised OverflowError
+# in a sync or import after its commit, a traceback that skipped the push and the report).
+MAX_COUNT = 2**63 - 1
+
+
 def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | None = None) -> int:
     """Merge another copy of one machine's counters (from sync or an export): per note, the
     larger count and the later time win, so importing the same data twice changes nothing.
-    Returns how many notes changed."""
+    A count SQLite cannot hold is skipped, as a negative one is. Returns how many notes
+    changed."""
     machine = machine or str(data.get("machine") or "")
     if not machine:
         raise ValueError("counter data names no machine")
@@ -361,7 +368,7 @@ def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | Non
             if not isinstance(value, Mapping):
                 continue
             count = value.get("count")
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
                 continue
             last = value.get("last") if isinstance(value.get("last"), str) else None
             row = conn.execute("SELECT count, last FROM access WHERE machine = ? AND id = ?",

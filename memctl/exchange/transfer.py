@@ -117,7 +117,9 @@ def absorb_counters(store: Store, files: dict[str, bytes]) -> str | None:
             continue
         try:
             value = json.loads(data.decode("utf-8"))
-            counters.import_machine(store, value, value.get("machine") or path[10:-5])
+            named = value.get("machine")  # a number or a list is no machine: the file's name is
+            counters.import_machine(store, value, named if isinstance(named, str) and named
+                                    else path[10:-5])
         except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
             continue  # a broken counter file costs only its counts
         except (sqlite3.Error, OSError, counters.CountersUnavailable) as exc:
