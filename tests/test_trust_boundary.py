@@ -1086,3 +1086,27 @@ def test_pushed_counters_sqlite_cannot_hold_cost_only_their_counts(
     assert "Traceback" not in done.stderr
     assert done.json()["merged"] and done.json()["pushed"] is True
     assert laptop.ok("show", own, "--json").json()["access_count"] == 3
+
+
+def test_pushed_counters_dated_in_the_future_keep_no_note_from_the_sweep(
+        tmp_path: Path, remote: Path) -> None:
+    """A collaborator pushes (plain git) a counters file saying our note was recalled on
+    9999-12-31. Merged as "the later time", it stayed recalled for ever: never idle, never
+    archived, on every machine. A time more than a day ahead proves nothing (docs/sync.md,
+    rule 2 and 5): the count is merged, the time is not, and the sweep archives the note."""
+    laptop = machine(tmp_path, "laptop", remote)
+    own = laptop.ok("add", "An idle trivial note", "--force", "--json", env=NOW).json()["id"]
+    laptop.ok("sync", env=NOW)
+
+    def plant(work: Path) -> None:
+        folder = work / ".counters"
+        folder.mkdir(exist_ok=True)
+        (folder / "ahead.json").write_text(json.dumps(
+            {"format": 1, "machine": "ahead", "notes": {own: {"count": 1, "last": "9999-12-31T23:59:59.999Z"}}}))
+    push_hostile_commit(tmp_path, remote, plant)
+    laptop.ok("sync", env=NOW)
+    shown = laptop.ok("show", own, "--json", env=NOW).json()
+    assert shown["access_count"] == 1 and not str(shown["last_accessed"]).startswith("9999")
+    later = {"MEMCTL_NOW": "2028-11-30T12:00:00Z"}
+    plan = laptop.ok("archive", "--dry-run", "--json", env=later).json()
+    assert own in json.dumps(plan), plan

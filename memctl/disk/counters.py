@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
-from memctl.core.clock import format_time, now, parse_time
+from memctl.core.clock import format_time, latest_now, now, parse_time
 from memctl.core.errors import MemctlError, sqlite_damaged
+from memctl.core.note import FUTURE_TOLERANCE
 from memctl.disk.layout import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -349,6 +350,15 @@ def machines(store: StoreLike) -> list[str]:
 MAX_COUNT = 2**63 - 1
 
 
+def _from_the_future(stamp: str) -> bool:
+    """A last access more than a day ahead of this machine's clock proves nothing, as an
+    `updated` that far ahead wins no merge (docs/sync.md, rule 2): merged as the later time,
+    a pushed `9999-12-31` kept its note recalled for ever, never idle and never archived, on
+    every machine, and no later access could replace it."""
+    moment = parse_time(stamp)
+    return moment is not None and moment - latest_now() > FUTURE_TOLERANCE
+
+
 def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | None = None) -> int:
     """Merge another copy of one machine's counters (from sync or an export): per note, the
     larger count and the later time win, so importing the same data twice changes nothing.
@@ -371,6 +381,8 @@ def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | Non
             if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
                 continue
             last = value.get("last") if isinstance(value.get("last"), str) else None
+            if last is not None and _from_the_future(last):
+                last = None
             row = conn.execute("SELECT count, last FROM access WHERE machine = ? AND id = ?",
                                (machine, str(note_id))).fetchone()
             new = (max(count, row[0]) if row else count,
