@@ -1677,3 +1677,24 @@ def test_forget_names_the_notes_left_superseded_and_the_tool_that_brings_one_bac
     text, data = mcp.ok("forget", {"id": new})
     assert data["left_superseded"] == [old] and data["repointed"] == []
     assert old in text and "the `restore` tool" in text and "memctl" not in text
+
+
+def test_a_store_without_git_names_memctl_init_as_a_command_for_the_user(tmp_path):
+    """A write to a store whose `.git` went names `memctl init` the way every message to a
+    model names a CLI command (a command for the user to run), not as if the model could run
+    it; the CLI still prints the command as it is."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    (store / ".git").rename(tmp_path / "git-away")
+
+    async def script(session) -> tuple[bool, str]:
+        result = await session.call_tool("remember", {"text": "Sierra has no git"})
+        return result.is_error, result.content[0].text
+
+    is_error, text = run_session(store, script)
+    assert is_error
+    assert f"`memctl init {store}` (a command for the user to run)" in text, text
+    cli = run_memctl("add", "Tango has no git", store=store, env=subprocess_env(store))
+    assert cli.exit_code == 1
+    assert f"run `memctl init {store}` to make one" in cli.stderr, cli.stderr

@@ -703,7 +703,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
     root = Path(root)
     if not is_repo(root):
         raise GitError(f"the store {root} has no git repository (.git is missing); run "
-                       f"`memctl init {root}` to make one. {CHANGE_ON_DISK}.")
+                       f"{cmd(f'init {root}')} to make one. {CHANGE_ON_DISK}.")
     refusal = commit_refusal(root)
     if refusal:
         # The change is written: the command run again would make it twice (a second note)
