@@ -11,6 +11,9 @@ from memctl.core.errors import VariableError, quoted
 # The years a clock may say: git dates no commit after 2099 (nor, portably, before 1970),
 # and a file stamped in year 1 is one memctl itself cannot read back (docs/security.md).
 FIRST_YEAR, LAST_YEAR = 1970, 2099
+# How far ahead of this machine's clock a time stamp may be and still count as what it says
+# (clocks of machines differ; more than this is a wrong clock or a forged date).
+FUTURE_TOLERANCE = timedelta(days=1)
 
 
 def now() -> datetime:

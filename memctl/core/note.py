@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from memctl.core.clock import format_time, latest_now, parse_time
+from memctl.core.clock import FUTURE_TOLERANCE, format_time, latest_now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.hashing import sha256
 from memctl.core.ids import ALPHABET, is_id, valid_id
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_TYPE = "fact"
-# How far ahead of this machine's clock a time stamp may be and still count as what it says
-# (clocks of machines differ; more than this is a wrong clock or a forged date).
-FUTURE_TOLERANCE = timedelta(days=1)
 DEFAULT_IMPORTANCE = 5
 
 # The order memctl writes fields in a new note; a person's own order is never changed.

@@ -18,9 +18,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
-from memctl.core.clock import format_time, latest_now, now, parse_time
+from memctl.core.clock import FUTURE_TOLERANCE, format_time, latest_now, now, parse_time
 from memctl.core.errors import MemctlError, sqlite_damaged
-from memctl.core.note import FUTURE_TOLERANCE
 from memctl.disk.layout import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.core.clock import latest_now, parse_time
+from memctl.core.clock import FUTURE_TOLERANCE, latest_now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import valid_id
 from memctl.core.merge import (
@@ -39,7 +39,7 @@ from memctl.core.merge import (
     MergeKey,
     conflict_source,
 )
-from memctl.core.note import FUTURE_TOLERANCE, note_from_parsed
+from memctl.core.note import note_from_parsed
 from memctl.core.noteformat import compute_checksum, parse_file, parse_text, salvage_id
 from memctl.core.textfile import decode_file
 from memctl.core.tomlkeys import long_key_problem
