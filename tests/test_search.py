@@ -98,6 +98,20 @@ def test_a_filter_naming_nothing_is_a_one_line_usage_error(cli: Cli, store: Path
     assert "names no" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_tag_option_ignores_a_leading_hash_as_the_tag_filter_of_a_query_does(
+        cli: Cli, store: Path) -> None:
+    # `tag:#postgres` in a query is `postgres` (docs/search.md); `--tag '#postgres'` of
+    # search and list found nothing, and so did the tag as `add --tags '#deploy'` wrote it.
+    assert hit_ids(cli, "blog", "--tag", "#postgres") == ["pg00000000000001"]
+    assert hit_ids(cli, "blog", "--tag", " #Postgres ") == ["pg00000000000001"]
+    assert hit_ids(cli, "blog tag:#postgres") == ["pg00000000000001"]
+    listed = cli.ok("list", "--tag", "#postgres", "--json").json()
+    assert [n["id"] for n in listed] == ["pg00000000000001"]
+    made = cli.ok("add", "The deploy runs on Fridays", "--tags", "#deploy", "--json").json()
+    assert [n["id"] for n in cli.ok("list", "--tag", "#deploy", "--json").json()] == [made["id"]]
+    assert [n["id"] for n in cli.ok("list", "--tag", "deploy", "--json").json()] == [made["id"]]
+
+
 def test_bad_usage_exits_2_with_a_message(cli: Cli, store: Path) -> None:
     for args, word in ((["search", ""], "empty"), (["search", "   "], "empty"),
                        (["search", "x", "--type", "banana"], "--type"),

@@ -24,6 +24,13 @@ def _timestamp(value: Any) -> float | None:
     return arguments.since(str(value)).timestamp()
 
 
+def _tag_key(tag: str) -> str:
+    """A tag filter as the index keeps tags: without blanks, a leading `#` or case, whether
+    it came from `tag:#x` in a query or from a `--tag '#x'` option (memctl.core.note.parse_tags
+    reads `#x` in a file as `x`)."""
+    return tag.strip().lstrip("#").strip().lower()
+
+
 def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
               tags: Sequence[str] = (), status: str | None = None, since: Any = None,
               include_stale: bool = False, kinds: Sequence[str] | None = None,
@@ -50,10 +57,10 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
         among("d.type", [t.lower() for t in exclude_types], negate=True)
     for tag in tags:
         clauses.append("d.rowid IN (SELECT doc FROM doc_tags WHERE tag = ?)")
-        params.append(tag.lower())
+        params.append(_tag_key(tag))
     for tag in exclude_tags:
         clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
-        params.append(tag.lower())
+        params.append(_tag_key(tag))
     for column, values in (("d.subject_key", subjects), ("d.predicate_key", predicates)):
         for value in values:
             clauses.append(f"{column} = ?")  # (the keys `add` supersedes by: vocab.fact_key)
