@@ -343,6 +343,31 @@ def test_health_counts_what_its_words_say(cli: Cli, tmp_path: Path) -> None:
     assert "accessed 1 time (search hits and recalls)" in shown
 
 
+@pytest.mark.parametrize("columns", [80, 120])
+def test_health_shows_the_way_out_of_each_problem_whole_at_any_width(
+        cli: Cli, columns: int) -> None:
+    """The problem column of `health` ends with what to run (`memctl restore ID`): at 80
+    columns it was cut to "superseded by 01zzzzzzzzzzzzzz, whi…", the command lost."""
+    note = cli.ok("add", "Nightly backups run at 3am", "--json").json()
+    path = cli.store / note["path"]
+    path.write_text(path.read_text().replace(
+        "status: active", "status: superseded\nsuperseded_by: 01zzzzzzzzzzzzzz", 1))
+    (entry,) = cli.ok("health", "--json").json()["supersession"]
+    text = run_memctl("health", store=cli.store, env={"COLUMNS": str(columns)}).stdout
+    assert_fits(text, columns)
+    lines = lines_of(text)
+    heading = next(n for n, line in enumerate(lines)
+                   if line.strip().startswith("supersessions that"))
+    start = lines[heading + 1].index("problem")
+    rows = []
+    for line in lines[heading + 3:]:
+        if not (line.startswith(note["id"]) or line.startswith(" ")):
+            break
+        rows.append(line[start:].strip())
+    assert " ".join(rows) == entry["message"]
+    assert f"`memctl restore {note['id']}`" in entry["message"]
+
+
 # --- what a terminal would act on is shown, never sent (docs/security.md) --------------------
 
 _HOSTILE = ("Innocent \x1b]0;PWNED-TITLE\x07title \x1b[2J\x1b[31mRED kwesc \x9b6n "

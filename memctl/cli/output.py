@@ -179,12 +179,16 @@ def warn(message: str) -> None:
 # short values are kept whole (ids must stay copyable, dates and numbers readable); paths are
 # folded onto more lines, never cut (a path with a piece missing names nothing); a project
 # name is shortened with "…" before the text columns (titles, messages: what people read the
-# table for), which share the rest and are cut with "…". tests/test_output.py holds it.
+# table for), which share the rest and are cut with "…", but for the messages that say what
+# to do (_MESSAGES), wrapped as paths are. tests/test_output.py holds it.
 _RIGID = {"id", "type", "imp", "importance", "updated", "created", "status", "#", "commit",
           "time", "notes", "action", "outcome", "score", "kind", "count", "a", "b", "days",
           "accesses", "steps", "bytes", "limit", "expires", "N", ""}
 _PATHS = {"path", "copy", "current version", "moves to", "where", "files", "folder",
-          "points to"}
+          "points to", "tombstone"}
+# A message that ends in the way out (`health`'s problems: "…: `memctl restore ID` makes it
+# active again") is wrapped onto more lines, never cut: cut, the command was the part lost.
+_MESSAGES = {"problem", "warnings"}
 _SHORTENED = {"project"}
 _GAP = 2  # spaces between two columns
 
@@ -232,7 +236,7 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
     grid = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD,
                  show_edge=False, pad_edge=False, padding=(0, _GAP - 1, 0, 0))
     for column, width in zip(columns, widths, strict=True):
-        if column in _PATHS:
+        if column in _PATHS or column in _MESSAGES:
             grid.add_column(column, width=width, overflow="fold")
         else:
             grid.add_column(column, width=width, no_wrap=True, overflow="ellipsis")
