@@ -9,7 +9,8 @@ from conftest import run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.memory.recall import Budget, Candidate, assemble, cut_text
+from memctl.mcp_server import MCP_WORDING
+from memctl.memory.recall import Budget, Candidate, assemble, cut_text, render
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
 
@@ -278,3 +279,34 @@ def test_notes_that_look_like_secrets_are_left_out_and_counted(cli):
     block = cli.ok("recall").stdout
     assert "AKIA" not in block and "2 notes were left out" in block
     assert recall_json(cli, "uploads")["secrets_left_out"] == 1
+
+
+def test_notes_longer_than_the_block_are_cut_to_the_room_left_not_all_left_out(cli):
+    """`--note-chars` above `--max-chars`: every note was dropped, and the block said that
+    `--limit` above 0 would show some (it was 50). The last note standing is cut to the room
+    left instead (docs/agents.md, "The recall budget")."""
+    for number in range(4):
+        cli.ok("add", f"第{number}条：" + "缓存数据库部署" * 300, "--type", "rule", "--force")
+    block = cli.ok("recall", "--limit", "50", "--note-chars", "5000", "--max-chars",
+                   "1000").stdout
+    assert len(block) <= 1000
+    assert "none shown" not in block
+    shown = [line for line in block.splitlines() if line.startswith("- `")]
+    assert len(shown) == 1 and shown[0].endswith("…") and "缓存数据库部署" in shown[0]
+    data = cli.ok("recall", "--limit", "50", "--note-chars", "5000", "--max-chars", "1000",
+                  "--json").json()
+    assert len(data["notes"]) == 1 and data["notes"][0]["cut"] and data["truncated"]
+
+
+def test_notes_left_out_for_want_of_characters_name_the_budget_not_the_limit():
+    block = render("p", None, None, [], memory_path="", scratchpad_path="", left_out=4,
+                   over_budget=4, total_chars=380)
+    assert "(none shown: 4 live notes did not fit the budget of 380 characters; a larger " \
+           "--max-chars shows some)" in block, block
+    assert "--limit" not in block
+    told = render("p", None, None, [], memory_path="", scratchpad_path="", left_out=4,
+                  over_budget=4, total_chars=380, wording=MCP_WORDING)
+    assert "a larger setting recall.total_chars shows some" in told and "--" not in told
+    # `--limit 0`: the limit, not the budget
+    limited = render("p", None, None, [], memory_path="", scratchpad_path="", left_out=4)
+    assert "--limit above 0 shows some" in limited

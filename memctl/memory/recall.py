@@ -16,7 +16,8 @@ context is the agent's scarcest resource. How the notes are chosen, in order:
 
 When the whole block would pass `total_chars`, it is cut from the least valuable end:
 notes are dropped lowest-ranked first down to three, then the scratchpad, then MEMORY.md
-are shortened at a line boundary, then the last notes go. `truncated` says anything was cut.
+are shortened at a line boundary, then the last note is cut to the room left (at least
+MIN_CUT_NOTE_CHARS) or goes, and so on. `truncated` says anything was cut.
 Every note shown has its access counter bumped, and says when it was last written (its
 `updated`, else `created`, as a date), which live corrections it has, and which notes of the
 block it may contradict (the comparison `health` makes, among the block's notes only).
@@ -28,7 +29,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +52,8 @@ from memctl.store import Store
 ELLIPSIS = "…"
 HALF_LIFE_DAYS = 30.0  # recall's recency: a note a month old counts 3/4 of one from today
 MIN_NOTES_BEFORE_CUTTING_FILES = 3
+# The shortest a note is cut to, to fit the block's last room, rather than left out.
+MIN_CUT_NOTE_CHARS = 40
 _WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _TYPE_TIER = {"correction": 0, "rule": 1}
 ALWAYS_IMPORTANCE = 8  # notes this important come with every recall, query or not
@@ -105,6 +108,7 @@ class RecalledNote:
     corrected_by: list[str] = field(default_factory=list)
     contradicts: list[str] = field(default_factory=list)
     markers: int | None = None  # line of git conflict markers in its file (docs/health.md)
+    cut_to_fit: bool = False  # cut shorter than `note_chars` to fit the block (once)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -334,9 +338,12 @@ def render(
     wording: Front = CLI,
     no_match: bool = False,
     left_out: int = 0,
+    over_budget: int = 0,
+    total_chars: int = 0,
 ) -> str:
     """The block. `left_out`: live notes in scope that did not fit the budget (with none
-    shown, the block says so rather than that there are none)."""
+    shown, the block says so rather than that there are none); `over_budget`: those of them
+    left out for want of characters (of `total_chars`), not by the limit on notes."""
     parts = [f"# Memory for project `{project}`" + (f" (query: {shown_query(query)})"
                                                     if query else "")]
     for warning in warnings:
@@ -357,6 +364,14 @@ def render(
     elif no_match:
         parts.append(f"## Relevant notes\n\n(no note matches the query; {wording.command('search')}"
                      " with other words may find one)")
+    elif over_budget:
+        # The notes were chosen and the characters ran out (the files took them, or a note
+        # could not be cut to the room left): a larger budget shows some, not `limit`.
+        parts.append(f"## Relevant notes\n\n(none shown: {over_budget} live "
+                     f"note{'s' if over_budget != 1 else ''} did not fit the budget of "
+                     f"{total_chars} characters; a larger "
+                     + (wording.option("max_chars") if wording is CLI
+                        else "setting recall.total_chars") + " shows some)")
     elif left_out:
         parts.append(f"## Relevant notes\n\n(none shown: {left_out} live "
                      f"note{'s' if left_out != 1 else ''} did not fit the budget; "
@@ -425,6 +440,8 @@ def assemble(
             wording=wording,
             no_match=no_match,
             left_out=omitted + dropped,
+            over_budget=dropped,
+            total_chars=budget.total_chars,
         )
 
     block = build()
@@ -449,8 +466,17 @@ def assemble(
             memory_shown, state["memory_cut"] = shortened, True
         block = build()
     while len(block) > budget.total_chars and notes:
-        notes.pop()
-        dropped += 1
+        # The last note is cut shorter to what room is left before it goes: notes longer
+        # than the block (`--note-chars` above `--max-chars`) left the block with none.
+        last = notes[-1]
+        room = len(last.text) - (len(block) - budget.total_chars)
+        if room >= min(MIN_CUT_NOTE_CHARS, budget.note_chars) and not last.cut_to_fit:
+            text, _ = cut_text(last.text, room)
+            notes[-1] = replace(last, text=text, cut=True, cut_to_fit=True)
+            any_cut = True
+        else:
+            notes.pop()
+            dropped += 1
         block = build()
     if len(block) > budget.total_chars:
         block = cut_text(block, budget.total_chars)[0]
