@@ -654,6 +654,25 @@ def test_a_question_that_names_only_a_date_lists_the_notes_of_that_day(cli: Cli)
     assert sorted(ids(cli, "what happened on 2026-03-04?")) == sorted(that_day)
 
 
+def test_a_month_typed_alone_lists_the_notes_written_then_beside_the_one_that_says_it(
+        cli: Cli) -> None:
+    """`2026-10` alone gave only the one note that says `2026-10` (it covered the word and the
+    month, and the month, common among the notes of the store, fell under COMMON_FLOOR);
+    `Oct 2026` gave the notes written then. Both give both (docs/search.md)."""
+    october = [add(cli, f"Routine change number {n} to the proxy settings",
+                   env={"MEMCTL_NOW": f"2026-10-0{n + 1}T10:00:00Z"}) for n in range(6)]
+    says_it = add(cli, "The quota review happens in 2026-10 with finance",
+                  env={"MEMCTL_NOW": "2026-09-20T10:00:00Z"})
+    for n in range(3):
+        add(cli, f"Routine change number {n} to the cache settings",
+            env={"MEMCTL_NOW": f"2026-11-0{n + 1}T10:00:00Z"})
+    for asked in ("2026-10", "Oct 2026", "2026年10月"):
+        found = ids(cli, asked)
+        assert set(october) <= set(found), (asked, found)
+        assert len(found) <= len(october) + 1, (asked, found)
+    assert says_it in ids(cli, "2026-10")
+
+
 def test_the_words_of_a_date_are_never_read_as_misspellings(cli: Cli) -> None:
     octo = add(cli, "Release packages are pushed with the octo CLI",
                env={"MEMCTL_NOW": "2025-02-01T00:00:00Z"})

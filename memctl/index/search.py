@@ -530,9 +530,9 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # word no note has but that begins some is not looked for as a misspelling, nor is a
     # word of a date (`October` is not a misspelt `octo`).
     beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights)
-    completed = {slot for slot, _, _, _ in beginnings} | {
-        slot for slot, unit in enumerate(units)
-        if any(bare(unit.text) in period.text.lower() for period in periods)}
+    date_words = {slot for slot, unit in enumerate(units)
+                  if any(bare(unit.text) in period.text.lower() for period in periods)}
+    completed = {slot for slot, _, _, _ in beginnings} | date_words
     # The notes of each date the query names, read before any misspelling is looked for.
     period_rows = [ranker.dated_rows(period.first, period.last) for period in periods]
     if periods and not any(found) and not beginnings and not any(period_rows):
@@ -589,9 +589,14 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # never left out for one that covers less.
     dated_slots: set[int] = set()
     dated: dict[int, float] = {}
+    # A query that is a date and nothing else (`2026-10`): a note written then answers it as
+    # well as one that says it, however many notes were written then (as rare as the word,
+    # the date is never too common to rank; tests/test_questions.py).
+    said = max((weights[slot] for slot in date_words), default=0.0) \
+        if periods and len(date_words) == typed else 0.0
     for number, (period, rows) in enumerate(zip(periods, period_rows, strict=True)):
         slot = typed + number  # after the slots of the units as typed
-        weight = ranker.rarity(len(rows))
+        weight = max(ranker.rarity(len(rows)), said) if rows else 0.0
         units.append(Unit("", period.text, period.label))
         weights.append(weight)
         slots.append(slot)
