@@ -1698,3 +1698,17 @@ def test_a_store_without_git_names_memctl_init_as_a_command_for_the_user(tmp_pat
     cli = run_memctl("add", "Tango has no git", store=store, env=subprocess_env(store))
     assert cli.exit_code == 1
     assert f"run `memctl init {store}` to make one" in cli.stderr, cli.stderr
+
+
+def test_a_secret_in_a_step_or_a_tag_names_the_argument_and_the_item(mcp):
+    """A secret in `add_episode`'s third step was "the text … (line 3)" (the goal, summary and
+    steps joined), and one in a tag "the tags looks like…": the argument is named as the
+    tool takes it, and a list's finding by its item."""
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    said = mcp.error("add_episode", {"goal": "Fix the flaky login", "outcome": "completed",
+                                     "steps": ["ran the tests", "read the logs",
+                                               f"used {token}"]})
+    assert said.startswith("`steps` looks like it contains a secret") and "(item 3)" in said
+    said = mcp.error("remember", {"text": "Deploys go through the runner",
+                                  "tags": ["deploy", token]})
+    assert said.startswith("`tags` looks like it contains a secret") and "(item 2)" in said

@@ -634,11 +634,17 @@ def guard(fields: Mapping[str, str | Iterable[str] | None], allow: bool = False)
     for name, value in fields.items():
         if value is None:
             continue
-        text = value if isinstance(value, str) else "\n".join(str(item) for item in value)
+        listed = not isinstance(value, str)  # tags, steps, links: one item a line
+        text = "\n".join(str(item) for item in value) if listed else value
         findings = scan(text)
         if findings:
-            shown = ", ".join(f"{f.kind} {f.masked} (line {f.line})" for f in findings[:3])
-            where = "the text" if name == "text" else f"the {name}"
+            several = listed or "\n" in text
+            shown = ", ".join(f"{f.kind} {f.masked}"
+                              + (f" ({'item' if listed else 'line'} {f.line})" if several else "")
+                              for f in findings[:3])
+            # The field as the front end names it (`--tags`, MCP's `tags`), never "the tags
+            # looks like"; a list's finding by its item, not a line of the list joined.
+            where = "the text" if name == "text" else arg(name)
             raise MemctlError(
                 f"{where} looks like it contains a secret: {shown}; the store is synced "
                 f"through git, so it was not written. Remove the secret, or pass "

@@ -285,10 +285,8 @@ def prepare_episode(
     outcome = arguments.outcome(outcome)
     parsed_steps = [s if isinstance(s, Step) else parse_step(s) for s in steps]
 
-    guard(
-        {"text": "\n".join([goal, summary or "", *(s.render() for s in parsed_steps)]),
-         "tags": tags, "links": links}, allow_secret
-    )
+    guard({"goal": goal, "summary": summary, "step": [s.render() for s in parsed_steps],
+           "tags": tags, "link": links}, allow_secret)
     resolved: dict[str, str] = {}  # id -> title, in the order given (a set look-up per link)
     for ref in links:
         note = store.find_note(ref)
@@ -454,8 +452,8 @@ def update_episode(
             and not clean_tags:
         raise UsageError(f"nothing to change: give {arg('outcome')}, {arg('summary')}, "
                          f"{arg('step')}, {arg('link')} or {arg('tags')}")
-    guard({"text": "\n".join([new_summary or "", *(s.render() for s in parsed_steps)]),
-           "tags": clean_tags, "links": list(links)}, allow_secret)
+    guard({"summary": new_summary, "step": [s.render() for s in parsed_steps],
+           "tags": clean_tags, "link": list(links)}, allow_secret)
     linked = [store.find_note(link) for link in links]
 
     with store.lock("episode update"):
