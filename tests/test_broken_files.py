@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli, git, tree_snapshot
 
+from memctl.core.note import derive_id
 from memctl.core.noteformat import parse_text
 
 # Records the text the editor was given (in $SEEN), then makes the replacements in $EDITS
@@ -595,3 +596,38 @@ def test_a_file_that_never_parsed_is_said_to_be_left_out_not_served(cli: Cli):
     assert "dropped-by-hand.md:2: " in searched.stderr
     assert "(left out until it parses)" in searched.stderr
     assert cli.ok("health", "--json").json()["totals"]["last_good"] == 0
+
+
+@pytest.mark.parametrize("id_line", [None, "id: bogus!"])
+def test_a_note_whose_id_line_is_lost_keeps_the_id_its_file_name_carries(cli: Cli, id_line):
+    """An `id:` line deleted or broken by hand made a memctl note known by a hash of its path:
+    `show ID` said "no note", its supersession and counters named an id no note had, and the
+    warning said it was "read as the id from the file name", which it was not. The id at the
+    end of the file name (as memctl names every note) is its id (docs/format.md)."""
+    old = cli.ok("add", "The queue is RabbitMQ 3.12", "--json").json()
+    new = cli.ok("add", "The queue moved to NATS JetStream", "--force", "--json").json()
+    cli.ok("supersede", old["id"], new["id"])
+    path = cli.store / new["path"]
+    text = path.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines(keepends=True) if not line.startswith("id: ")]
+    if id_line is not None:
+        lines.insert(1, id_line + "\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    assert cli.ok("show", new["id"], "--json").json()["id"] == new["id"]
+    listed = [row["id"] for row in cli.ok("list", "--json").json()]
+    assert new["id"] in listed
+    health = cli.ok("health", "--json").json()
+    assert not health.get("supersession"), health["supersession"]
+    if id_line is not None:
+        warned = " ".join(str(item) for item in health["invalid_ids"])
+        assert f"read as {new['id']}, the id at the end of its file name" in warned, warned
+
+
+def test_a_dropped_file_without_an_id_in_its_name_keeps_the_id_its_path_gives(cli: Cli):
+    folder = cli.store / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "queue-facts.md").write_text("The queue is RabbitMQ\n", encoding="utf-8")
+    (folder / "queue-0123456789abcdef.md").write_text("The cache is Redis\n", encoding="utf-8")
+    listed = {row["path"]: row["id"] for row in cli.ok("list", "--json").json()}
+    assert listed["demo/notes/fact/queue-0123456789abcdef.md"] == "0123456789abcdef"
+    assert listed["demo/notes/fact/queue-facts.md"] == derive_id("demo/notes/fact/queue-facts.md")

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from memctl.core.clock import FUTURE_TOLERANCE, format_time, latest_now, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.hashing import sha256
-from memctl.core.ids import ALPHABET, is_id, valid_id
+from memctl.core.ids import ALPHABET, ID_LENGTH, is_id, valid_id
 from memctl.core.noteformat import ParsedFile, compute_checksum, set_fields
 from memctl.core.records import dataclass, field
 from memctl.core.vocab import (  # noqa: F401 - re-exported
@@ -35,6 +35,26 @@ FIELD_ORDER = (
 )
 _TRUE = {"true", "yes", "on", "1", "y"}
 _FALSE = {"false", "no", "off", "0", "n", ""}
+
+
+def file_name_id(relpath: str) -> str | None:
+    """The id at the end of a note's file name, as memctl names every note it writes
+    (`…-01m8p0bq0stxw74r.md`, or the id alone), or None."""
+    name = relpath.rsplit("/", 1)[-1]
+    stem = name[:-3] if name.lower().endswith(".md") else name
+    tail = stem[-ID_LENGTH:]
+    if len(stem) >= ID_LENGTH and is_id(tail) \
+            and (len(stem) == ID_LENGTH or stem[-ID_LENGTH - 1] == "-"):
+        return tail
+    return None
+
+
+def implied_id(relpath: str) -> str:
+    """The id of a note file with no valid `id:` field: `file_name_id` (an `id:` line
+    deleted or broken by hand leaves the note its id, its links and its counters), else
+    `derive_id`. The merge keys of history read file names the same way
+    (memctl.exchange.snapshot)."""
+    return file_name_id(relpath) or derive_id(relpath)
 
 
 def derive_id(relpath: str) -> str:
@@ -214,11 +234,14 @@ def note_from_parsed(
     if raw_id and not valid_id(raw_id):
         # Never a path (`../../x`, `/abs`): the note is known by the id its path gives, which
         # the next change memctl makes to it writes down (docs/security.md).
+        implied = implied_id(relpath)
         warnings.append(f"id {raw_id[:80]!r} is not a valid id (letters, digits, '.', '_', "
-                        "'-'); read as the id from the file name")
+                        f"'-'); read as {implied}, "
+                        + ("the id at the end of its file name" if implied != derive_id(relpath)
+                           else "the id its path gives"))
         raw_id = None
     has_id = bool(raw_id)
-    note_id = raw_id.lower() if raw_id else derive_id(relpath)
+    note_id = raw_id.lower() if raw_id else implied_id(relpath)
     if raw_id and not is_id(note_id):
         # Hand-made ids such as "pg-choice" are accepted as they are: they are still unique keys.
         note_id = raw_id

@@ -17,7 +17,7 @@ from pathlib import Path
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, cmd
 from memctl.core.ids import valid_id
-from memctl.core.note import derive_id
+from memctl.core.note import implied_id
 from memctl.core.noteformat import parse_text
 from memctl.core.vocab import DEBRIS_SUFFIXES, MERGE_DRIVER_IDENTITY
 from memctl.disk.atomic import (
@@ -877,11 +877,12 @@ def _id_on_disk(root: Path, path: str) -> str | None:
 
 
 def _file_id(path: str, text: str) -> str:
-    """A file's id as every reader takes it: its `id:` field, else the one its path gives."""
+    """A file's id as every reader takes it: its `id:` field, else the one its path gives
+    (`implied_id`)."""
     value = parse_text(text).meta.get("id")
     if isinstance(value, str) and valid_id(value.strip()):
         return value.strip().lower()
-    return derive_id(path)
+    return implied_id(path)
 
 
 def _remove_temp_files_left_by(root: Path, crashed: dict[str, object]) -> None:

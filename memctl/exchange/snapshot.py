@@ -23,7 +23,7 @@ from pathlib import Path
 
 from memctl.core.clock import format_time
 from memctl.core.errors import MemctlError
-from memctl.core.ids import ALPHABET, valid_id
+from memctl.core.ids import valid_id
 from memctl.core.merge import (
     TOMBSTONE,
     Entry,
@@ -32,7 +32,7 @@ from memctl.core.merge import (
     git_oid,
     key_name,
 )
-from memctl.core.note import derive_id, note_from_parsed, stamp
+from memctl.core.note import file_name_id, implied_id, note_from_parsed, stamp
 from memctl.core.noteformat import parse_text, salvage_id
 from memctl.core.textfile import decode_file
 from memctl.disk.gitops import NotSha1Repository, run_git, run_git_binary
@@ -54,7 +54,6 @@ from memctl.exchange.history import History, history_is_fixed, keep, load_kept
 from memctl.store import Store
 
 HISTORY_LIMIT = 200  # blob ids per file carried in a bundle manifest
-_ID_TAIL = re.compile(rf"(?:^|-)([{ALPHABET}]{{16}})$")
 _NOTE_KINDS = ("note", "archived", "episode")
 
 
@@ -83,8 +82,7 @@ def history_key(path: str) -> str | None:
     if kind == TOMBSTONE:
         return MergeKey.for_id(stem.lower())
     if kind in _NOTE_KINDS:
-        match = _ID_TAIL.search(stem)
-        return MergeKey.for_id(match.group(1) if match else derive_id(path))
+        return MergeKey.for_id(implied_id(path))
     return MergeKey.for_path(path)
 
 
@@ -100,9 +98,7 @@ def left_out_keys(path: str, data: bytes) -> tuple[set[str], str | None]:
         return keys, ""
     found = salvage_id(data.decode("utf-8", "replace"))
     if not (found and valid_id(found)):
-        name = path.rsplit("/", 1)[-1]
-        match = _ID_TAIL.search(name[:-3] if name.endswith(".md") else name)
-        found = match.group(1) if match else None
+        found = file_name_id(path)
     if found:
         keys.add(MergeKey.for_id(found))
     return keys, found

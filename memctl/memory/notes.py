@@ -10,7 +10,7 @@ from memctl.core.importance import infer_importance
 from memctl.core.note import (
     SOURCES,
     Note,
-    derive_id,
+    implied_id,
     monotonic_stamp,
     note_from_parsed,
     ordered_meta,
@@ -256,7 +256,7 @@ def indexed_note(meta: dict[str, Any], body: str) -> Note:
     fields["tags"] = list(meta.get("tags") or [])
     fields["pinned"] = bool(meta.get("pinned"))
     fields["title"] = meta.get("title") or ""
-    return Note(**fields, body=body, has_id=meta["id"] != derive_id(meta["path"]))
+    return Note(**fields, body=body, has_id=meta["id"] != implied_id(meta["path"]))
 
 
 _NOTE_FIELDS = ("id", "type", "project", "importance", "created", "updated", "status", "path",
