@@ -421,3 +421,18 @@ def test_links_given_twice_are_kept_once_in_the_order_given(cli):
     updated = cli.ok("episode", "update", added["id"], "--link", first, "--link", third,
                      "--link", third[:10], "--json", env=NOW).json()
     assert updated["links"] == [second, first, third]
+
+
+def test_a_link_to_another_episode_says_links_name_notes(cli):
+    """`episode update EP1 --link EP2` said EP2 "is an episode, not a note: `memctl episode
+    update` changes it", the very command that was run."""
+    first = cli.ok("episode", "add", "--goal", "Fix the login", "--outcome", "completed",
+                   "--json").json()["id"]
+    second = cli.ok("episode", "add", "--goal", "Fix the logout", "--outcome", "completed",
+                    "--json").json()["id"]
+    for args in (["episode", "update", first, "--link", second],
+                 ["episode", "add", "--goal", "x", "--outcome", "completed", "--link", second]):
+        refused = cli(*args)
+        assert refused.exit_code == 1
+        assert "is an episode: a --link names a note the task produced or used" in refused.stderr
+        assert "episode update` changes it" not in refused.stderr

@@ -18,7 +18,7 @@ from memctl.core import arguments, sections
 from memctl.core.clock import format_time, now, parse_time
 from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd, quoted
 from memctl.core.ids import new_id
-from memctl.core.note import monotonic_stamp
+from memctl.core.note import Note, monotonic_stamp
 from memctl.core.noteformat import compute_checksum, parse_file, render_note, set_fields
 from memctl.core.secrets import guard, masked_title
 from memctl.disk.layout import EPISODE, EPISODES_DIR, classify, slugify
@@ -289,7 +289,7 @@ def prepare_episode(
            "tags": tags, "link": links}, allow_secret)
     resolved: dict[str, str] = {}  # id -> title, in the order given (a set look-up per link)
     for ref in links:
-        note = store.find_note(ref)
+        note = _linked_note(store, ref)
         resolved.setdefault(note.id, " ".join(note.title.split())[:80])
     moment = moment or now()
     episode_id = new_id()
@@ -374,6 +374,18 @@ def _sort_time(episode: Episode) -> float:
     return moment.timestamp() if moment else 0.0
 
 
+def _linked_note(store: Store, ref: str) -> Note:
+    """The note a link names. An episode's id is refused naming what a link is (the notes a
+    task produced or used), not with `read_note`'s word for a note's commands, which named
+    the very command that was run (`memctl episode update` changes it)."""
+    entry = store.find_entry(ref)
+    kind = classify(entry["path"])
+    if kind is not None and kind[0] == EPISODE:
+        raise MemctlError(f"{entry['path']} is an episode: a {arg('link')} names a note the "
+                          "task produced or used, not another episode")
+    return store.read_note(entry["path"])
+
+
 def find_episode(store: Store, ref: str) -> Episode:
     """An episode by id or unambiguous id prefix, in any project."""
     wanted = ref.strip().lower()
@@ -454,7 +466,7 @@ def update_episode(
                          f"{arg('step')}, {arg('link')} or {arg('tags')}")
     guard({"summary": new_summary, "step": [s.render() for s in parsed_steps],
            "tags": clean_tags, "link": list(links)}, allow_secret)
-    linked = [store.find_note(link) for link in links]
+    linked = [_linked_note(store, link) for link in links]
 
     with store.lock("episode update"):
         episode = find_episode(store, ref)
