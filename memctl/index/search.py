@@ -529,9 +529,9 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
     # A word also matches the words it begins (`migr` → migration), as a lesser match; a
     # word no note has but that begins some is not looked for as a misspelling, nor is a
     # word of a date (`October` is not a misspelt `octo`).
-    beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights)
     date_words = {slot for slot, unit in enumerate(units)
                   if any(bare(unit.text) in period.text.lower() for period in periods)}
+    beginnings = _word_beginnings(ranker, units, stems, weights, slot_weights, date_words)
     completed = {slot for slot, _, _, _ in beginnings} | date_words
     # The notes of each date the query names, read before any misspelling is looked for.
     period_rows = [ranker.dated_rows(period.first, period.last) for period in periods]
@@ -811,9 +811,25 @@ def _rank_named_facts(parsed: Query, hits: list[Hit]) -> None:
             hit.explain["score"] = round(hit.score, 6)
 
 
+# A word the stemmer shortens by an ending of at most 2 letters to a stem this long has
+# beginnings too: it may be the beginning of a longer word (`postgres` → postgr… →
+# PostgreSQL). A shorter stem begins too many other words (`users` → user… → username), and
+# a longer ending was an inflection (`authorization` → author… → authored, `listening` →
+# listen… → listener: bench/bench_retrieval.py).
+MIN_STEMMED_BEGINNING = 5
+MAX_STEMMED_ENDING = 2
+
+
+def _cut_short(word: str, stem: str) -> bool:
+    """Whether the stemmer only cut a short ending off `word` (its stem a beginning of it)."""
+    word = word.lower()
+    return len(stem) >= MIN_STEMMED_BEGINNING and word.startswith(stem) \
+        and len(word) - len(stem) <= MAX_STEMMED_ENDING
+
+
 def _word_beginnings(ranker: bestmatch.BestMatch, units: list[Unit], stems: list[set[str]],
-                     weights: list[float], slot_weights: dict[int, float]
-                     ) -> list[tuple[int, Unit, float, set[int]]]:
+                     weights: list[float], slot_weights: dict[int, float],
+                     date_words: set[int]) -> list[tuple[int, Unit, float, set[int]]]:
     """(slot, unit, weight, rows) for the words each bare word of the query begins, when the
     stemmer leaves the word whole (`migr`, `kube`, `deploy`; not `running`, whose stem `run`
     would begin `runtime`). Such a match counts PREFIX_SHARE of the word. For a word no note
@@ -822,7 +838,10 @@ def _word_beginnings(ranker: bestmatch.BestMatch, units: list[Unit], stems: list
     found = []
     for slot, (unit, weight) in enumerate(zip(units, weights, strict=True)):
         words = stems[slot]
-        if unit.begins is None or len(words) != 1 or len(next(iter(words))) != len(unit.text):
+        if unit.begins is None or len(words) != 1 or slot in date_words:
+            continue  # (a word of a date the query names: `October` begins no `Octobr`)
+        stem = next(iter(words))
+        if len(stem) != len(unit.text) and not _cut_short(unit.text, stem):
             continue
         rows = ranker.rows(unit.begins)
         if weight == 0:
