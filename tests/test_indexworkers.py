@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memctl.index.docs import MAX_INDEXED_BYTES, prepare_file
-from memctl.index.workers import CHUNK, prepare_all
+from memctl.index.workers import CHUNK, MAX_WORKERS, prepare_all, worker_count
 
 FILES = 3 * CHUNK + 17  # chunks for both workers, and a short last one
 
@@ -77,6 +77,21 @@ def test_stopping_early_leaves_no_worker_behind(tmp_path: Path, items: list,
     assert _children()
     results.close()  # what happens when the caller fails while writing
     assert not _children()
+
+
+def test_a_huge_worker_count_forks_no_more_workers_than_chunks(
+        tmp_path: Path, items: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMCTL_INDEX_WORKERS=300 forked 300 processes for a reindex of a few chunks."""
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "300")
+    results = prepare_all(str(tmp_path), items, parallel_min=1)
+    first = next(results)
+    assert len(_children()) == -(-FILES // CHUNK)  # one per chunk: 4
+    rest = list(results)
+    expected = [prepare_file(str(tmp_path), *item, MAX_INDEXED_BYTES) for item in items]
+    assert _as_tuples([first, *rest]) == _as_tuples(expected)
+    assert not _children()
+    monkeypatch.setenv("MEMCTL_INDEX_WORKERS", "300")
+    assert worker_count() == MAX_WORKERS
 
 
 def _children() -> list[int]:

@@ -32,12 +32,19 @@ _LENGTH = 8
 Item = tuple[str, str, str, "str | None"]  # path, kind, project, the hash indexed before
 
 
+# At most this many workers whatever MEMCTL_INDEX_WORKERS says: 300 forked 300 processes
+# for a reindex of seven chunks.
+MAX_WORKERS = 16
+
+
 def worker_count() -> int:
-    """MEMCTL_INDEX_WORKERS, else one per core (at most 4); below 2, no workers at all."""
+    """MEMCTL_INDEX_WORKERS (at most MAX_WORKERS), else one per core (at most 4); below 2,
+    no workers at all."""
     try:
-        return int(os.environ.get("MEMCTL_INDEX_WORKERS") or min(4, os.cpu_count() or 1))
+        chosen = int(os.environ.get("MEMCTL_INDEX_WORKERS") or min(4, os.cpu_count() or 1))
     except ValueError:
         return 1
+    return min(chosen, MAX_WORKERS)
 
 
 def prepare_all(root: str, items: list[Item], *, parallel_min: int = PARALLEL_MIN
@@ -51,6 +58,7 @@ def prepare_all(root: str, items: list[Item], *, parallel_min: int = PARALLEL_MI
             yield prepare_file(root, *item, MAX_INDEXED_BYTES)
         return
     chunks = [items[start:start + CHUNK] for start in range(0, len(items), CHUNK)]
+    workers = min(workers, len(chunks))  # a worker with no chunk is a process for nothing
     children: dict[int, tuple[int, BinaryIO]] = {}  # worker number -> (pid, its pipe)
     try:
         for number in range(workers):
