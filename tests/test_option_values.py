@@ -77,3 +77,14 @@ def test_a_byte_order_mark_in_front_of_piped_text_is_no_part_of_the_note(
     assert "\ufeff" not in (store_path / note["path"]).read_text(encoding="utf-8")
     found = run_memctl("search", "VPN", "--json", store=store_path).json()
     assert [hit["id"] for hit in found] == [note["id"]]
+
+
+@pytest.mark.parametrize("command", [["add", "Deploys need a green build"],
+                                     ["project", "show"],
+                                     ["project", "add", "decisions", "Kysely for new queries"]])
+def test_global_beside_another_project_is_bad_usage_not_one_of_the_two(cli, command):
+    """`add --global --project p` wrote to global and dropped `--project` without a word."""
+    refused = cli(*command, "--global", "--project", "blog")
+    assert refused.exit_code == 2, refused.stderr
+    assert "error: --global and --project 'blog' name two scopes: give one" in refused.stderr
+    assert cli(*command, "--global", "--project", "global").exit_code == 0

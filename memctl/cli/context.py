@@ -10,7 +10,16 @@ from pathlib import Path
 
 from memctl.cli.output import visible
 from memctl.core import clock
-from memctl.core.errors import CLI, MemctlError, VariableError, exit_code, machine_error
+from memctl.core.errors import (
+    CLI,
+    MemctlError,
+    UsageError,
+    VariableError,
+    arg,
+    exit_code,
+    machine_error,
+    quoted,
+)
 from memctl.services import stores
 
 _state: dict[str, object] = {"store_option": None, "store": None}
@@ -45,7 +54,13 @@ def _check_clock() -> None:
 
 
 def current_project(option: str | None, global_scope: bool = False) -> str:
+    """The scope a command works in: `--global`, else the `--project` option, else the
+    environment's or the repository's (`stores.project_and_note`). `--global` beside a
+    `--project` of another name is bad usage, never one of the two silently."""
     if global_scope:
+        if option is not None and option.strip().lower() != stores.GLOBAL:
+            raise UsageError(f"{arg('global')} and {arg('project')} {quoted(option)} name two "
+                             "scopes: give one")
         return stores.GLOBAL
     project, note = stores.project_and_note(get_store(), option)
     if note and not _state.get("project_noted"):
