@@ -112,6 +112,15 @@ def test_a_tag_option_ignores_a_leading_hash_as_the_tag_filter_of_a_query_does(
     assert [n["id"] for n in cli.ok("list", "--tag", "deploy", "--json").json()] == [made["id"]]
 
 
+def test_an_empty_tag_filters_nothing_in_search_as_in_list(cli: Cli, store: Path) -> None:
+    """`search --tag ""` found nothing where `list --tag ""` listed every note."""
+    everything = hit_ids(cli, "postgres")
+    assert everything and hit_ids(cli, "postgres", "--tag", "") == everything
+    assert hit_ids(cli, "postgres", "--tag", " # ") == everything
+    assert len(cli.ok("list", "--tag", "", "--json").json()) \
+        == len(cli.ok("list", "--json").json())
+
+
 def test_bad_usage_exits_2_with_a_message(cli: Cli, store: Path) -> None:
     for args, word in ((["search", ""], "empty"), (["search", "   "], "empty"),
                        (["search", "x", "--type", "banana"], "--type"),

@@ -55,12 +55,14 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
         among("d.type", [t.lower() for t in types])
     if exclude_types:
         among("d.type", [t.lower() for t in exclude_types], negate=True)
-    for tag in tags:
+    # A tag that is nothing once blanks and `#` are gone (`--tag ""`, an empty variable)
+    # filters nothing, for every listing alike (`search` found nothing where `list` listed all).
+    for tag in filter(None, map(_tag_key, tags)):
         clauses.append("d.rowid IN (SELECT doc FROM doc_tags WHERE tag = ?)")
-        params.append(_tag_key(tag))
-    for tag in exclude_tags:
+        params.append(tag)
+    for tag in filter(None, map(_tag_key, exclude_tags)):
         clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
-        params.append(_tag_key(tag))
+        params.append(tag)
     for column, values in (("d.subject_key", subjects), ("d.predicate_key", predicates)):
         for value in values:
             clauses.append(f"{column} = ?")  # (the keys `add` supersedes by: vocab.fact_key)
