@@ -267,6 +267,10 @@ async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any,
                         and _request_read_as_notification(line):
                     await answers.send(SessionMessage(_invalid_id()))
                     continue
+                item, refused = prompt_arguments_as_text(item)
+                if refused is not None:
+                    await answers.send(SessionMessage(refused))
+                    continue
                 waiting.handed_on(item)
                 await send.send(SessionMessage(item))
             # stdin has ended: the requests read before its end are answered first
@@ -459,6 +463,39 @@ async def _lines_of(wire: io.TextIOWrapper) -> AsyncIterator[str]:
             return
         taken.set()
         yield line
+
+
+def prompt_arguments_as_text(item: Any) -> tuple[Any, Any | None]:
+    """A `prompts/get` request as the SDK takes it (every argument a string), and None; or
+    the request and the error answering it. An argument sent as null is left out, as not
+    given (clients fill optional ones so); one of another type (`"task": 123`) is refused
+    naming it, where the SDK answered "Invalid request parameters" and named nothing
+    (docs/agents.md: a prompt's errors are worded as the tools' are)."""
+    from mcp_types import INVALID_PARAMS, ErrorData, JSONRPCError, JSONRPCRequest
+
+    if not isinstance(item, JSONRPCRequest) or item.method != "prompts/get" \
+            or not isinstance(item.params, dict):
+        return item, None
+    arguments = item.params.get("arguments")
+    name = item.params.get("name")
+    prompt = f"prompt `{name}`" if isinstance(name, str) else "the prompt"
+    if arguments is None:
+        return item, None
+    if not isinstance(arguments, dict):
+        return item, JSONRPCError(jsonrpc="2.0", id=item.id, error=ErrorData(
+            code=INVALID_PARAMS, message=f"the arguments of {prompt} must be an object of "
+            "text values"))
+    wrong = [key for key, value in arguments.items()
+             if value is not None and not isinstance(value, str)]
+    if wrong:
+        named = ", ".join(f"`{key}`" for key in wrong[:5])
+        return item, JSONRPCError(jsonrpc="2.0", id=item.id, error=ErrorData(
+            code=INVALID_PARAMS, message=f"argument {named} of {prompt} must be text (a "
+            "prompt's arguments are strings; leave out one you do not give)"))
+    if any(value is None for value in arguments.values()):
+        given = {key: value for key, value in arguments.items() if value is not None}
+        item = item.model_copy(update={"params": {**item.params, "arguments": given}})
+    return item, None
 
 
 def _request_read_as_notification(line: str) -> bool:

@@ -1712,3 +1712,27 @@ def test_a_secret_in_a_step_or_a_tag_names_the_argument_and_the_item(mcp):
     said = mcp.error("remember", {"text": "Deploys go through the runner",
                                   "tags": ["deploy", token]})
     assert said.startswith("`tags` looks like it contains a secret") and "(item 2)" in said
+
+
+def test_a_prompt_argument_sent_as_null_is_not_given_and_one_of_another_type_is_named(tmp_path):
+    """Prompt arguments are strings: `"project": null` (clients fill optional arguments so)
+    and `"task": 123` were answered "Invalid request parameters", naming nothing."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    lines = [INITIALIZE, INITIALIZED, *(json.dumps(
+        {"jsonrpc": "2.0", "id": ident, "method": "prompts/get",
+         "params": {"name": "session_start", "arguments": arguments}})
+        for ident, arguments in ((21, {"task": "Fix the login", "project": None}),
+                                 (22, {"task": 123}), (23, "Fix the login")))]
+    done = subprocess.run([memctl_executable(), "mcp", "--no-watch"], env=subprocess_env(store),
+                          cwd=str(tmp_path), input="\n".join(lines) + "\n", text=True,
+                          capture_output=True, timeout=60)
+    answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
+    assert "Fix the login" in json.dumps(answers[21]["result"]["messages"])
+    assert answers[22]["error"] == {
+        "code": -32602, "message": "argument `task` of prompt `session_start` must be text (a "
+        "prompt's arguments are strings; leave out one you do not give)"}
+    assert answers[23]["error"]["code"] == -32602
+    assert "of prompt `session_start` must be an object" in answers[23]["error"]["message"]
+    assert "Traceback" not in done.stderr
