@@ -87,7 +87,10 @@ def search(store: Store, query: str | Query, *, project: str | None, all_project
     index, (hits, stale, elsewhere) = fresh_during(store, ranked)
     # Every read of the index before the access record: a damaged index met on the way is
     # made anew and the search run again (heals_damaged_index), never a hit counted twice.
-    errors = index.parse_errors()
+    try:
+        errors = index.parse_errors()
+    finally:
+        index.close()
     record_access(store, [hit.id for hit in hits if hit.kind in ("note", "episode")])
     return SearchResult(hits, errors, parsed.truncated, stale, elsewhere)
 
