@@ -338,6 +338,19 @@ def test_an_import_carrying_a_secret_is_refused_unless_allowed(store_path: Path,
     assert cli("import", str(folder), "--from", "markdown", "--allow-secret").exit_code == 0
 
 
+def test_an_import_refused_for_a_secret_names_the_file_as_it_is(store_path: Path,
+                                                               tmp_path: Path) -> None:
+    # The file an import would write is named by its path, never as an option (`--default/…`)
+    # with its underscores turned into hyphens.
+    folder = tmp_path / "notes-from-elsewhere"
+    folder.mkdir()
+    (folder / "keys.md").write_text(f"# CI keys\n\nThe CI key is {AWS}.\n")
+    refused = Cli(store_path)("import", str(folder), "--from", "markdown", "--project", "ops_team")
+    assert refused.exit_code == 1, refused.stderr
+    line = refused.stderr.strip().splitlines()[0]
+    assert line.startswith("error: the file ops_team/notes/") and AWS not in line, line
+
+
 @pytest.mark.parametrize("linked", ["file", "folder"])
 def test_a_linked_template_is_refused_never_read(store_path: Path, outside: Path,
                                                  linked: str) -> None:

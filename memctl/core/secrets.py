@@ -624,7 +624,8 @@ def looks_secret(text: str) -> bool:
     return bool(scan(text))
 
 
-def guard(fields: Mapping[str, str | Iterable[str] | None], allow: bool = False) -> None:
+def guard(fields: Mapping[str, str | Iterable[str] | None], allow: bool = False, *,
+          files: bool = False) -> None:
     """The one secret guard for every door (docs/security.md): each named field of what is
     about to be written — a note's text, title, tags, subject, predicate, project; an
     episode's fields; an edited file; an imported file — is scanned, and the first field
@@ -644,7 +645,8 @@ def guard(fields: Mapping[str, str | Iterable[str] | None], allow: bool = False)
                               for f in findings[:3])
             # The field as the front end names it (`--tags`, MCP's `tags`), never "the tags
             # looks like"; a list's finding by its item, not a line of the list joined.
-            where = "the text" if name == "text" else arg(name)
+            # (`files`: the names are the paths of files an import would write, not options.)
+            where = f"the file {name}" if files else "the text" if name == "text" else arg(name)
             raise MemctlError(
                 f"{where} looks like it contains a secret: {shown}; the store is synced "
                 f"through git, so it was not written. Remove the secret, or pass "
@@ -665,7 +667,7 @@ def guard_files(files: Mapping[str, str], allow: bool = False) -> None:
                 f"the file name {mask_name(path)} looks like it contains a secret: {shown}; the "
                 f"store is synced through git, so it was not written. Rename it, or pass "
                 f"{arg('allow_secret')} if it is not one")
-    guard({mask_name(path): text for path, text in sorted(files.items())}, allow)
+    guard({mask_name(path): text for path, text in sorted(files.items())}, allow, files=True)
 
 
 def added_secrets(before: str, after: str) -> list[SecretFinding]:
