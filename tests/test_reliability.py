@@ -208,6 +208,32 @@ def test_a_note_that_cannot_be_removed_is_one_line_and_forget_changes_nothing(
     assert not (store / ".tombstones" / f"{victim}.md").exists()
 
 
+def test_a_forget_that_cannot_remove_the_note_leaves_the_notes_it_would_repoint_as_they_were(
+        tmp_path: Path) -> None:
+    """`forget B` (A superseded by B, B by C) re-points A to C before it removes B: when B
+    could not be removed, A was left rewritten, uncommitted, under "nothing was changed"."""
+    store = tmp_path / "store"
+    assert run_memctl("init", str(store)).exit_code == 0
+    ids = [run_memctl("add", text, "--json", store=store, project=project).json()["id"]
+           for text, project in (("the queue is RabbitMQ", "alpha"),
+                                 ("the queue is Kafka", "global"),
+                                 ("the queue is Redpanda", "global"))]
+    older, forgotten, newest = ids
+    for old, new in ((older, forgotten), (forgotten, newest)):
+        assert run_memctl("supersede", old, new, store=store).exit_code == 0
+    folder = next((store / "global").rglob(f"*{forgotten}.md")).parent
+    before, head = tree_snapshot(store), git(store, "rev-parse", "HEAD").stdout
+    folder.chmod(0o555)
+    try:
+        result = run_limited("forget", forgotten, store=store)
+    finally:
+        folder.chmod(0o755)
+    assert result.returncode == 1 and "(nothing was changed)" in result.stderr, result.stderr
+    assert tree_snapshot(store) == before
+    assert git(store, "rev-parse", "HEAD").stdout == head
+    assert git(store, "status", "--porcelain").stdout == ""
+
+
 def test_an_unreadable_note_is_named_and_never_lost(store: Path) -> None:
     assert _all_listed(store)
     note_id, (path,) = sorted(notes_on_disk(store).items())[0]

@@ -748,12 +748,14 @@ def forget_note(store: Store, ref: str) -> Forgotten:
         hidden = _superseded_by(store, note.id)
         successor = _successor(store, note, hidden)
         repointed: list[tuple[str, str]] = []
+        originals: dict[str, str] = {}
         if successor is not None:
             # Every text made before any is written: one that cannot be changed stops the
             # command with nothing written.
-            repointed = [(old.path, stamp(store.read_text(old.path)[0],
-                                          {"superseded_by": successor.id}, moment, old))
-                         for old in hidden]
+            for old in hidden:
+                originals[old.path] = store.read_text(old.path)[0]
+                repointed.append((old.path, stamp(originals[old.path],
+                                                  {"superseded_by": successor.id}, moment, old)))
         tombstone_path = f"{TOMBSTONE_DIR}/{note.id}.md"
         tombstone = render_note(
             {"id": note.id, "deleted": format_time(monotonic_stamp(moment, note.updated)),
@@ -762,9 +764,22 @@ def forget_note(store: Store, ref: str) -> Forgotten:
         )
         # The older notes first: killed before the tombstone, they name a successor of a
         # note still there, a state as sound as the one before.
-        for path, text in repointed:
-            store.write_text(path, text)
-        _write_then_remove(store, tombstone_path, tombstone, note.path)
+        written: list[str] = []
+        try:
+            for path, text in repointed:
+                store.write_text(path, text)
+                written.append(path)
+            _write_then_remove(store, tombstone_path, tombstone, note.path)
+        except BaseException:
+            # A note that cannot be removed (or an older one that cannot be written) leaves
+            # the store as it was: the older notes take back their text, as the tombstone is
+            # taken back, so "nothing was changed" is true (docs/reliability.md).
+            for path in written:
+                try:
+                    store.write_text(path, originals[path])
+                except (OSError, MemctlError):
+                    pass
+            raise
         store.commit(f"forget {note.id}: {masked_title(note.title)}",
                      [tombstone_path, note.path, *(path for path, _text in repointed)])
         # Left in `.memctl/edit/` it was there for ever: `memctl edit ID` finds no note to
