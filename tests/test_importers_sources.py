@@ -731,3 +731,21 @@ def test_dates_are_made_consistent_for_every_importer_in_one_place(cli, tmp_path
                                   "imported as 2026-06-01")]
     dated = sorted((note["created"], note["updated"]) for note in notes(cli).values())
     assert dated == [("2026-06-01", "2026-06-01"), (now, now)]
+
+
+def test_a_folder_imported_as_dot_is_the_same_source_as_by_its_name(cli, tmp_path, monkeypatch):
+    """`memctl import .` from inside a vault named no source at all (`markdown:`, commit
+    `import : …`), so the same folder imported by its name and as `.` rewrote every note."""
+    vault = tmp_path / "vault"
+    (vault / "sub").mkdir(parents=True)
+    (vault / "a.md").write_text("Alpha body text\n")
+    (vault / "sub" / "b.md").write_text("Beta body text\n")
+    settle(vault)
+    assert news(imported(cli, vault))["added"]
+    monkeypatch.chdir(vault)
+    assert news(imported(cli, Path("."))) == {}
+    monkeypatch.chdir(vault / "sub")
+    assert news(imported(cli, Path(".."))) == {}
+    assert {note["source_key"] for note in notes(cli).values()} == {
+        "markdown:vault#a.md", "markdown:vault#sub/b.md"}
+    assert "import :" not in git(cli.store, "log", "--format=%s")

@@ -474,6 +474,11 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
                 importer: str | None = None, project: str = "default",
                 allow_secret: bool = False) -> ImportReport:
     path = Path(source).expanduser()
+    if path.name in ("", ".."):
+        # `.` or `..` names no folder: the source's name (its notes' `source_key`, the commit
+        # message) is that of the folder they stand for, so `import .` from inside a vault
+        # and `import vault` are the same source (they were `markdown:` and `markdown:vault`).
+        path = source = Path(os.path.abspath(path))
     kind = importer or (importers.detect(path) if path.exists() else None)
     refuse_the_store_itself(store, path, kind)
     if kind not in (None, "bundle", "store"):
