@@ -749,3 +749,35 @@ def test_a_folder_imported_as_dot_is_the_same_source_as_by_its_name(cli, tmp_pat
     assert {note["source_key"] for note in notes(cli).values()} == {
         "markdown:vault#a.md", "markdown:vault#sub/b.md"}
     assert "import :" not in git(cli.store, "log", "--format=%s")
+
+
+def test_an_allowed_secret_never_reaches_an_imported_notes_file_name(cli, tmp_path):
+    """With --allow-secret the key went into the file name, lowercased (`key-is-akiaqylp…`):
+    `add` masks it there (docs/security.md, "Never shown, even when allowed")."""
+    key = "AKIA" + "QYLPMN5HHHFPZAM2"  # split so no scanner flags this file
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps([{"id": "m1", "memory": f"Key is {key} for ci"}]))
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "ci.md").write_text(f"---\ntitle: CI key {key}\n---\nThe CI key.\n")
+    settle(vault)
+    for source in (export, vault):
+        cli.ok("import", str(source), "--allow-secret")
+    names = git(cli.store, "log", "--name-only", "--format=%s%n%b")
+    assert "key-is-akia-for-ci-" in names and "ci-key-akia-" in names
+    assert key.lower() not in names.lower()
+    assert key in "".join(p.read_text() for p in cli.store.rglob("*.md"))
+
+
+def test_a_vaults_tags_that_are_a_mapping_are_kept_as_original_tags_never_as_python(cli, tmp_path):
+    """`tags: {area: ops}` became the tag `{'area': 'ops'}` (Python's notation, the source's
+    value lost): a value memctl cannot take for a field it owns is kept as `original_<field>`
+    (docs/sync.md, "Markdown and Obsidian vaults")."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "ops.md").write_text("---\ntags: {area: ops}\n---\nRotate the logs weekly #ops\n")
+    settle(vault)
+    cli.ok("import", str(vault))
+    note = by_origin(notes(cli))["ops.md"]
+    assert note["tags"] == ["ops"] and note["original_tags"] == {"area": "ops"}
+    assert "{'area'" not in "".join(p.read_text() for p in cli.store.rglob("*.md"))

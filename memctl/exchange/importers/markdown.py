@@ -280,12 +280,15 @@ def vault_note(item: _Source, project: str, scope: str, vault: _Vault) -> Bundle
         importance = None
     if importance is not None and not 1 <= importance <= 10:
         importance = None
+    # A mapping is no list of tags: read as words, it became the tag `{'a': 'b'}`.
+    tags_taken = not isinstance(meta.get("tags"), dict)
     inline, links, attachments = references(body, rel, vault)
     folders = [part.lower().replace(" ", "-") for part in rel.split("/")[:-1] if part]
     note_id = vault.ids[rel]
     updates: dict[str, Any] = {
         "id": note_id, "type": note_type, "project": project, "importance": importance or 5,
-        "tags": list(dict.fromkeys(parse_tags(meta.get("tags")) + folders + inline)),
+        "tags": list(dict.fromkeys((parse_tags(meta.get("tags")) if tags_taken else [])
+                                   + folders + inline)),
         "created": created, "updated": updated, "status": status, "source": "import",
         "imported_from": rel, "source_key": record_key(scope, rel),
         "links": links or None, "attachments": attachments or None,
@@ -302,7 +305,8 @@ def vault_note(item: _Source, project: str, scope: str, vault: _Vault) -> Bundle
                                       ("created", _first_time(meta, ("created",)) is not None),
                                       ("updated", _first_time(meta, ("updated",)) is not None),
                                       ("expires", _first_time(meta, ("expires",)) is not None),
-                                      ("pinned", parse_bool(meta.get("pinned", False)) is not None))
+                                      ("pinned", parse_bool(meta.get("pinned", False)) is not None),
+                                      ("tags", tags_taken))
              if name in meta and not taken]
     text = item.text
     for name in keep:
