@@ -27,6 +27,7 @@ functions' annotations to build their schemas, and they must be real objects.
 """
 
 import contextlib
+import dataclasses
 import hmac
 import io
 import json
@@ -45,7 +46,7 @@ from memctl import __version__
 from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
 from memctl.core.clock import seconds_setting
-from memctl.core.errors import Front, MemctlError, arg, machine_error
+from memctl.core.errors import Front, MemctlError, arg, machine_error, quoted
 from memctl.core.ids import VALID_ID
 from memctl.core.jsontop import top_level_members
 from memctl.core.query import shown_query
@@ -267,10 +268,6 @@ async def _answer(lowlevel: Any, lines: AsyncIterator[str], stdout_stream: Any,
                         and _request_read_as_notification(line):
                     await answers.send(SessionMessage(_invalid_id()))
                     continue
-                item, refused = prompt_arguments_as_text(item)
-                if refused is not None:
-                    await answers.send(SessionMessage(refused))
-                    continue
                 waiting.handed_on(item)
                 await send.send(SessionMessage(item))
             # stdin has ended: the requests read before its end are answered first
@@ -465,37 +462,47 @@ async def _lines_of(wire: io.TextIOWrapper) -> AsyncIterator[str]:
         yield line
 
 
-def prompt_arguments_as_text(item: Any) -> tuple[Any, Any | None]:
-    """A `prompts/get` request as the SDK takes it (every argument a string), and None; or
-    the request and the error answering it. An argument sent as null is left out, as not
-    given (clients fill optional ones so); one of another type (`"task": 123`) is refused
-    naming it, where the SDK answered "Invalid request parameters" and named nothing
-    (docs/agents.md: a prompt's errors are worded as the tools' are)."""
-    from mcp_types import INVALID_PARAMS, ErrorData, JSONRPCError, JSONRPCRequest
-
-    if not isinstance(item, JSONRPCRequest) or item.method != "prompts/get" \
-            or not isinstance(item.params, dict):
-        return item, None
-    arguments = item.params.get("arguments")
-    name = item.params.get("name")
+def prompt_arguments_as_text(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A `prompts/get` request's params as the SDK takes them (every argument a string),
+    and None; or the params and the message refusing them. An argument sent as null is left
+    out, as not given (clients fill optional ones so); one of another type (`"task": 123`)
+    is refused naming it, where the SDK answered "Invalid request parameters" and named
+    nothing (docs/agents.md: a prompt's errors are worded as the tools' are)."""
+    arguments = params.get("arguments")
+    name = params.get("name")
     prompt = f"prompt `{name}`" if isinstance(name, str) else "the prompt"
     if arguments is None:
-        return item, None
+        return params, None
     if not isinstance(arguments, dict):
-        return item, JSONRPCError(jsonrpc="2.0", id=item.id, error=ErrorData(
-            code=INVALID_PARAMS, message=f"the arguments of {prompt} must be an object of "
-            "text values"))
+        return params, f"the arguments of {prompt} must be an object of text values"
     wrong = [key for key, value in arguments.items()
              if value is not None and not isinstance(value, str)]
     if wrong:
-        named = ", ".join(f"`{key}`" for key in wrong[:5])
-        return item, JSONRPCError(jsonrpc="2.0", id=item.id, error=ErrorData(
-            code=INVALID_PARAMS, message=f"argument {named} of {prompt} must be text (a "
-            "prompt's arguments are strings; leave out one you do not give)"))
+        named = ", ".join(quoted(key) for key in wrong[:5])
+        return params, (f"{'arguments' if len(wrong) > 1 else 'argument'} {named} of "
+                        f"{prompt} must be text (a prompt's arguments are strings; leave out "
+                        "one you do not give)")
     if any(value is None for value in arguments.values()):
         given = {key: value for key, value in arguments.items() if value is not None}
-        item = item.model_copy(update={"params": {**item.params, "arguments": given}})
-    return item, None
+        return {**params, "arguments": given}, None
+    return params, None
+
+
+class PromptArgumentsAsText:
+    """SDK middleware (it runs before the SDK validates a request's params, for every
+    transport, stdio and HTTP alike): `prompt_arguments_as_text` on each `prompts/get`."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "prompts/get" and isinstance(ctx.params, dict):
+            from mcp.shared.exceptions import MCPError
+            from mcp_types import INVALID_PARAMS
+
+            params, refused = prompt_arguments_as_text(ctx.params)
+            if refused is not None:
+                raise MCPError(code=INVALID_PARAMS, message=refused)
+            if params is not ctx.params:
+                ctx = dataclasses.replace(ctx, params=params)
+        return await call_next(ctx)
 
 
 def _request_read_as_notification(line: str) -> bool:
@@ -1201,6 +1208,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 resources_changed=True), *args, **kwargs)
 
         lowlevel.create_initialization_options = with_list_changed
+    if lowlevel is not None and isinstance(getattr(lowlevel, "middleware", None), list):
+        lowlevel.middleware.append(PromptArgumentsAsText())
 
     # The SDK runs plain functions on worker threads; one call at a time keeps the store's
     # lock, git and the index connection simple (and serves several HTTP clients in turn).

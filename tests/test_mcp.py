@@ -1730,9 +1730,38 @@ def test_a_prompt_argument_sent_as_null_is_not_given_and_one_of_another_type_is_
                           capture_output=True, timeout=60)
     answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
     assert "Fix the login" in json.dumps(answers[21]["result"]["messages"])
-    assert answers[22]["error"] == {
-        "code": -32602, "message": "argument `task` of prompt `session_start` must be text (a "
-        "prompt's arguments are strings; leave out one you do not give)"}
+    assert answers[22]["error"]["code"] == -32602
+    assert answers[22]["error"]["message"] == (
+        "argument 'task' of prompt `session_start` must be text (a prompt's arguments are "
+        "strings; leave out one you do not give)")
     assert answers[23]["error"]["code"] == -32602
     assert "of prompt `session_start` must be an object" in answers[23]["error"]["message"]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic, of the int sent on purpose
+def test_over_http_a_prompt_argument_of_another_type_is_named_too(mcp):
+    """The prompt arguments' check ran on stdio alone: over `--http` the SDK's bare "Invalid
+    request parameters" came back (docs/agents.md: the same prompts on both transports)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import GetPromptRequest, GetPromptRequestParams, GetPromptResult
+
+    port = free_port()
+    with http_server(mcp.store, port):
+        token = (mcp.store / ".memctl" / "mcp-token").read_text().strip()
+
+        async def ask(session):
+            said = []
+            for arguments in ({"task": "Fix the login", "project": None}, {"task": 123}):
+                request = GetPromptRequest(params=GetPromptRequestParams.model_construct(
+                    name="session_start", arguments=arguments))
+                try:
+                    result = await session.send_request(request, GetPromptResult)
+                    said.append(json.dumps(result.model_dump(mode="json")))
+                except MCPError as exc:
+                    said.append(exc.error.message)
+            return said
+
+        given, refused = http_call(f"http://127.0.0.1:{port}/mcp", token, ask)
+    assert "Fix the login" in given
+    assert refused.startswith("argument 'task' of prompt `session_start` must be text"), refused
