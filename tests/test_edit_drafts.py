@@ -311,3 +311,19 @@ def test_a_note_written_without_front_matter_is_still_edited_without_it(cli: Cli
     saved, _seen = edit(cli, note_id, edits=[("A plain note.", "A plain note, edited.")])
     assert saved.exit_code == 0, saved.stderr
     assert "A plain note, edited." in (cli.store / "demo" / "notes" / "plain.md").read_text()
+
+
+def test_an_edit_of_a_broken_note_that_changes_its_id_is_refused(cli: Cli) -> None:
+    """A note whose front matter does not parse is edited from its last good version; an
+    `id:` changed in that edit was refused ("ids are permanent"), until its file name's id
+    was taken as the id of a file with no `id:` line and the change went through silently,
+    reverted on save."""
+    note = add(cli, "The queue is RabbitMQ 3.12")
+    path = cli.store / note["path"]
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("importance:", "importance: [unclosed", 1), encoding="utf-8")
+    result, _seen = edit(cli, note["id"], edits=[("importance: [unclosed", "importance:"),
+                                                (f"id: {note['id']}", "id: 01zzzzzzzzzzzzzz")])
+    assert result.exit_code == 1
+    assert f"the id changed from {note['id']} to 01zzzzzzzzzzzzzz; ids are permanent" \
+        in result.stderr

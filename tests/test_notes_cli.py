@@ -682,3 +682,22 @@ def test_a_supersession_loop_made_by_hand_is_left_as_it_is_by_forget(cli: Cli):
     done = cli.ok("forget", b["id"], "--json").json()
     assert done["repointed"] == [] and done["left_superseded"] == [a["id"]]
     assert _superseded_by(cli, a["path"]) == b["id"]
+
+
+def test_forget_goes_on_when_a_note_it_superseded_does_not_parse(cli: Cli):
+    """A note B had superseded, whose front matter no longer parses, made `forget B` fail
+    on A's parse error: B could not be forgotten until A was fixed. A is left as it is and
+    named; B is forgotten."""
+    a = cli.ok("add", "Kilo stores its data in MySQL 5", "--json").json()
+    b = cli.ok("add", "Kilo stores its data in PostgreSQL 16 now", "--force", "--json").json()
+    c = cli.ok("add", "Kilo stores its data in CockroachDB since spring", "--force",
+               "--json").json()
+    cli.ok("supersede", a["id"], b["id"])
+    cli.ok("supersede", b["id"], c["id"])
+    path = cli.store / a["path"]
+    broken = path.read_text(encoding="utf-8").replace("importance:", "importance: [unclosed", 1)
+    path.write_text(broken, encoding="utf-8")
+    done = cli.ok("forget", b["id"], "--json").json()
+    assert done["repointed"] == [] and done["left_superseded"] == [a["id"]]
+    assert path.read_text(encoding="utf-8") == broken  # left as it was
+    assert not (cli.store / b["path"]).exists()

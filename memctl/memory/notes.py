@@ -23,6 +23,7 @@ from memctl.core.noteformat import (
     parse_text,
     render_note,
     replace_body,
+    salvage_id,
     set_fields,
 )
 from memctl.core.records import dataclass, field
@@ -250,13 +251,17 @@ def _checked(store: Store, project: str, text: str, *, subject: str | None,
                       "was written: run it again")
 
 
-def indexed_note(meta: dict[str, Any], body: str) -> Note:
-    """A note as the index holds it (for a file that no longer parses: its last good version)."""
+def indexed_note(meta: dict[str, Any], body: str, has_id: bool | None = None) -> Note:
+    """A note as the index holds it (for a file that no longer parses: its last good
+    version). `has_id`: whether the file has an `id:` line (when the caller read the file);
+    else guessed from the id (one its file name or path gives is taken as none written)."""
     fields = {key: meta.get(key) for key in _NOTE_FIELDS}
     fields["tags"] = list(meta.get("tags") or [])
     fields["pinned"] = bool(meta.get("pinned"))
     fields["title"] = meta.get("title") or ""
-    return Note(**fields, body=body, has_id=meta["id"] != implied_id(meta["path"]))
+    if has_id is None:
+        has_id = meta["id"] != implied_id(meta["path"])
+    return Note(**fields, body=body, has_id=has_id)
 
 
 _NOTE_FIELDS = ("id", "type", "project", "importance", "created", "updated", "status", "path",
@@ -611,7 +616,10 @@ def _editable(store: Store, ref: str) -> tuple[Note, bytes, NoteFormatError | No
     try:
         note = store.read_note(entry["path"])
     except NoteFormatError as broken:
-        return indexed_note(entry, ""), broken.data, broken
+        # Whether the file writes its id: a note named `…-ID.md` whose `id:` line was changed
+        # in the edit is refused ("ids are permanent"), as for a file that parses.
+        written = salvage_id(broken.data.decode("utf-8", "replace"))
+        return indexed_note(entry, "", has_id=written is not None), broken.data, broken
     text, _info = store.read_text(note.path)
     return note, text.encode("utf-8"), None
 
@@ -745,7 +753,7 @@ def forget_note(store: Store, ref: str) -> Forgotten:
         # waited for it must not leave the note alive beside its tombstone.
         note = store.find_note(ref)
         moment = now()
-        hidden = _superseded_by(store, note.id)
+        hidden, unreadable = _superseded_by(store, note.id)
         successor = _successor(store, note, hidden)
         repointed: list[tuple[str, str]] = []
         originals: dict[str, str] = {}
@@ -787,8 +795,9 @@ def forget_note(store: Store, ref: str) -> Forgotten:
         kept_edit = _set_aside(store, Draft(store.state_dir / "edit", note.id), locked=False)
     ids = [old.id for old in hidden]
     if successor is not None:
-        return Forgotten(note, kept_edit, successor.id, repointed=ids)
-    return Forgotten(note, kept_edit, left_superseded=ids)
+        return Forgotten(note, kept_edit, successor.id, repointed=ids,
+                         left_superseded=unreadable)
+    return Forgotten(note, kept_edit, left_superseded=ids + unreadable)
 
 
 def left_superseded_message(note_id: str, ids: list[str]) -> str:
@@ -801,18 +810,29 @@ def left_superseded_message(note_id: str, ids: list[str]) -> str:
             f"{'it' if len(ids) == 1 else 'one'} active again")
 
 
-def _superseded_by(store: Store, note_id: str) -> list[Note]:
-    """The superseded notes whose `superseded_by` names `note_id`, as their files say."""
+def _superseded_by(store: Store, note_id: str) -> tuple[list[Note], list[str]]:
+    """The superseded notes whose `superseded_by` names `note_id`, as their files say; and
+    the ids of those whose file no longer parses (the index's last good version names
+    `note_id`): they cannot be changed, so they are left as they are and named, and the
+    forget goes on (`add` treats such a note so: `not_superseded`)."""
     index = ensure_fresh(store)
     try:
-        paths = [path for (path,) in index.conn.execute(
-            "SELECT path FROM docs WHERE kind = 'note' AND status = 'superseded'"
-            " AND superseded_by = ? COLLATE NOCASE ORDER BY path", (note_id,))]
+        rows = list(index.conn.execute(
+            "SELECT path, id FROM docs WHERE kind = 'note' AND status = 'superseded'"
+            " AND superseded_by = ? COLLATE NOCASE ORDER BY path", (note_id,)))
     finally:
         index.close()
-    found = [store.read_note(path) for path in paths]
-    return [old for old in found if old.status == "superseded"
-            and (old.superseded_by or "").lower() == note_id.lower()]
+    found: list[Note] = []
+    unreadable: list[str] = []
+    for path, old_id in rows:
+        try:
+            old = store.read_note(path)
+        except NoteFormatError:
+            unreadable.append(old_id)
+            continue
+        if old.status == "superseded" and (old.superseded_by or "").lower() == note_id.lower():
+            found.append(old)
+    return found, unreadable
 
 
 def _successor(store: Store, note: Note, hidden: list[Note]) -> Note | None:
@@ -824,7 +844,8 @@ def _successor(store: Store, note: Note, hidden: list[Note]) -> Note | None:
         successor = store.find_note(note.superseded_by)
     except MemctlError:  # no such note, a prefix of several, a file that does not parse
         return None
-    if successor.id.lower() != note.superseded_by.lower() or successor.id.lower() in {note.id.lower(), *(old.id.lower() for old in hidden)}:
+    others = {note.id.lower(), *(old.id.lower() for old in hidden)}
+    if successor.id.lower() != note.superseded_by.lower() or successor.id.lower() in others:
         return None
     return successor
 
