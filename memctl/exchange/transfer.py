@@ -17,6 +17,7 @@ import secrets
 import shutil
 import sqlite3
 import stat
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from memctl.core.merge import (
     retag,
 )
 from memctl.core.noteformat import parse_file
-from memctl.core.secrets import carried, guard_files
+from memctl.core.secrets import carried, guard_files, scan
 from memctl.core.vocab import valid_project_name
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
@@ -538,14 +539,47 @@ def _walks_into(kind: str | None, below: Path) -> bool:
     return kind != "mem0" and not any(part.startswith(".") for part in below.parts)
 
 
+def _held_secrets(store: Store, report: ImportReport) -> Counter[tuple[str, str]]:
+    """The likely secrets the store's files an import replaces or removes hold now, each as
+    many times as they hold it (by kind and the secret itself)."""
+    held: Counter[tuple[str, str]] = Counter()
+    for path in {*report.removes, *report.writes}:
+        if not path.endswith(".md"):
+            continue
+        try:
+            text = store.resolve(path).read_bytes().decode("utf-8", "replace")
+        except (OSError, MemctlError):
+            continue  # not there (a new file), or no file the resolver takes
+        held.update((finding.kind, text[finding.start:finding.end]) for finding in scan(text))
+    return held
+
+
+def _adds_secrets(text: str, held: Counter[tuple[str, str]]) -> bool:
+    """Whether `text` holds a likely secret `held` has not (each found one is taken from
+    `held`, so a second copy of one counts as added)."""
+    for finding in scan(text):
+        key = (finding.kind, text[finding.start:finding.end])
+        if held[key] <= 0:
+            return True
+        held[key] -= 1
+    return False
+
+
 def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
            allow_secret: bool) -> bool:
     """Guard, then apply and commit what an import planned (under the store lock). False when
     nothing is written (a dry run, or nothing to do)."""
     report.dry_run = dry_run
-    # The one secret guard, for every file the import would write (docs/security.md).
-    guard_files({path: data.decode("utf-8", "replace") for path, data in report.writes.items()
-                 if path.endswith(".md")}, allow_secret)
+    # The one secret guard, for every file the import would write (docs/security.md), but
+    # for those holding no secret the store's files it replaces or retires did not hold: a
+    # note imported with --allow-secret and retired by the next import (moved to archive/)
+    # was refused again, as an edit of it is not (`added_secrets`).
+    # (Such a file's text is not scanned again; its name is, as every file's.)
+    held = _held_secrets(store, report)
+    guard_files({path: text if _adds_secrets(text, held) else ""
+                 for path, text in ((path, data.decode("utf-8", "replace"))
+                                    for path, data in report.writes.items()
+                                    if path.endswith(".md"))}, allow_secret)
     if dry_run:  # it says too whether the import could be done (apply_changes checks the rest)
         check_targets(store, report.writes, report.removes)
     if dry_run or not (report.writes or report.removes):
