@@ -801,3 +801,17 @@ def test_a_reimport_that_retires_a_note_holding_an_allowed_secret_is_not_refused
     export.write_text(json.dumps([{"id": "m2", "memory": f"Deploys use {other}"}]))
     refused = cli("import", str(export))
     assert refused.exit_code == 1 and "looks like it contains a secret" in refused.stderr
+
+
+def test_a_mem0_memory_holding_a_nul_byte_is_named_at_its_record_and_skippable(cli, tmp_path):
+    """A memory with a NUL byte refused the whole import, even with --skip-invalid, naming
+    the note file it would have made (not written yet) instead of the export's record."""
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps([{"id": "m1", "memory": "Deploy\u0000x"},
+                                  {"id": "m2", "memory": "Deploys run on Fridays"}]))
+    refused = cli("import", str(export))
+    assert refused.exit_code == 1
+    assert "mem0.json[0]: not text: binary content (NUL bytes)" in refused.stderr
+    assert "notes/fact" not in refused.stderr
+    done = cli.ok("import", str(export), "--skip-invalid", "--json").json()
+    assert len(done["added"]) == 1, done

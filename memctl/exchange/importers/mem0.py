@@ -33,6 +33,7 @@ from typing import Any
 
 from memctl.core.clock import parse_time
 from memctl.core.note import NOTE_TYPES
+from memctl.core.textfile import BINARY
 from memctl.exchange.bundle import DECOMPRESS_ERRORS, Problem, read_zip_members
 from memctl.exchange.importers.common import (
     MAX_SOURCE_BYTES,
@@ -84,6 +85,12 @@ def import_mem0(source: Path, project: str) -> Imported:
         key = record_key(scope, identity)
         if not isinstance(memory, str) or not memory.strip():
             imported.problems.append(Problem(item.label, "no memory text", hazard=False))
+            imported.kept.add(key)
+            continue
+        if "\x00" in memory:
+            # Named at its record, as a memory with no text is (`--skip-invalid` skips it):
+            # the note it would make was refused whole, at a file not written yet.
+            imported.problems.append(Problem(item.label, BINARY, hazard=False))
             imported.kept.add(key)
             continue
         texts = taken.setdefault(identity, {})
