@@ -815,3 +815,16 @@ def test_a_mem0_memory_holding_a_nul_byte_is_named_at_its_record_and_skippable(c
     assert "notes/fact" not in refused.stderr
     done = cli.ok("import", str(export), "--skip-invalid", "--json").json()
     assert len(done["added"]) == 1, done
+
+
+def test_a_mem0_time_memctl_cannot_read_is_named_not_silently_the_files(cli, tmp_path):
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps([
+        {"id": "m1", "memory": "Deploys run on Fridays", "created_at": "not a date"},
+        {"id": "m2", "memory": "The cache is Redis", "created_at": 1700000000,
+         "updated_at": "2024-13-45T99:99:99Z"}]))
+    said = cli.ok("import", str(export))
+    assert "mem0.json[0]: `created_at` is not a time memctl reads ('not a date'): left out" \
+        in said.stderr
+    assert "mem0.json[1]: `created_at` is not a time memctl reads ('1700000000')" in said.stderr
+    assert "mem0.json[1]: `updated_at` is not a time memctl reads" in said.stderr

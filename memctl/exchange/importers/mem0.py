@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memctl.core.clock import parse_time
+from memctl.core.errors import quoted
 from memctl.core.note import NOTE_TYPES
 from memctl.core.textfile import BINARY
 from memctl.exchange.bundle import DECOMPRESS_ERRORS, Problem, read_zip_members
@@ -117,8 +118,8 @@ def import_mem0(source: Path, project: str) -> Imported:
             imported.problems.append(Problem(item.label, f"unknown state {state!r}", hazard=False))
             imported.kept.add(key)
             continue
-        created = _time(record.get("created_at")) or fallback
-        updated = _time(record.get("updated_at")) or created
+        created = _time(record, "created_at", item.label, imported.warnings) or fallback
+        updated = _time(record, "updated_at", item.label, imported.warnings) or created
         metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
         categories = item.categories or _names(record.get("categories")) \
             or _names(metadata.get("categories"))
@@ -393,8 +394,16 @@ def _tag(category: str) -> str:
     return _TAG_JUNK.sub("-", category.strip().lower()).strip("-")
 
 
-def _time(value: Any) -> str | None:
+def _time(record: dict[str, Any], key: str, label: str, warnings: list[Problem]) -> str | None:
+    """`record[key]` when it is a time memctl reads; one that is not (`"not a date"`, a
+    number) is left out with a warning naming it, as any other value it cannot take (the
+    note is then dated by the export's file, or by `created_at`)."""
+    value = record.get(key)
+    if value is None or value == "":
+        return None
     if isinstance(value, str) and parse_time(value) is not None:
         return value.strip()
+    warnings.append(Problem(label, f"`{key}` is not a time memctl reads ({quoted(str(value))}): "
+                            "left out", hazard=False))
     return None
 
