@@ -828,3 +828,25 @@ def test_a_mem0_time_memctl_cannot_read_is_named_not_silently_the_files(cli, tmp
         in said.stderr
     assert "mem0.json[1]: `created_at` is not a time memctl reads ('1700000000')" in said.stderr
     assert "mem0.json[1]: `updated_at` is not a time memctl reads" in said.stderr
+
+
+def test_an_allowed_secret_joined_to_a_word_by_a_dash_never_reaches_a_file_name(cli, tmp_path):
+    """`deploy-ghp_…` (a vault file's name taken as its title) is no token to the text's rules,
+    so the masked title kept the key and it went into the file name, lowercased, with
+    --allow-secret; without it the import was refused for the file name it made itself."""
+    key = "ghp_" + "R8kq2VbX7mPz4Lw9NcT3yHd6Fj1Qs5GaUe0K"  # split so no scanner flags this file
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / f"deploy-{key}.md").write_text("The deploy key for the CI.\n")
+    (vault / "other.md").write_text(f"# release-{key}\nThe release key.\n")
+    settle(vault)
+    cli.ok("import", str(vault), "--allow-secret")
+    names = git(cli.store, "log", "--name-only", "--format=%s%n%b")
+    assert key.lower() not in names.lower() and "deploy-ghp-" in names, names
+    added = cli.ok("add", f"use deploy-{key} to ship", "--allow-secret", "--json").json()
+    assert key.lower() not in added["path"].lower()
+    cli.ok("forget", added["id"])
+    log = git(cli.store, "log", "--name-only", "--format=%s%n%b")
+    assert key not in log and key.lower() not in log.lower()
+    assert key not in (cli.store / ".tombstones" / f"{added['id']}.md").read_text()
+

@@ -718,5 +718,6 @@ def carried(files: Mapping[str, bytes]) -> list[dict[str, object]]:
 def masked_title(text: str, limit: int = 60) -> str:
     """Text for a commit message or a report line: one line, at most `limit` characters, any
     secret masked (a note written with allow_secret never shows its secret there)."""
-    text = " ".join(mask_secrets(text).split())
+    # Read as a name is (`mask_name`): `deploy-ghp_…` is a key there, not to the text's rules.
+    text = " ".join(mask_name(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

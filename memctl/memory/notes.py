@@ -27,7 +27,7 @@ from memctl.core.noteformat import (
     set_fields,
 )
 from memctl.core.records import dataclass, field
-from memctl.core.secrets import added_secrets, guard, mask_secrets, masked_title
+from memctl.core.secrets import added_secrets, guard, mask_name, masked_title
 from memctl.core.textfile import decode_file
 from memctl.disk.atomic import WriteError, atomic_write_bytes, refuse_special_target, remove_file
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
@@ -153,7 +153,7 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
         created = format_time(moment)
         title = title_of({}, text)
         # A secret written with allow_secret never reaches a file name or a commit message.
-        relpath = store.new_note_relpath(project, note_type, note_id, mask_secrets(title))
+        relpath = store.new_note_relpath(project, note_type, note_id, mask_name(title))
         file_text = build_note_text(
             store, note_id=note_id, text=text, note_type=note_type, project=project,
             importance=importance, tags=clean_tags, subject=subject, predicate=predicate,
@@ -768,7 +768,7 @@ def forget_note(store: Store, ref: str) -> Forgotten:
         tombstone = render_note(
             {"id": note.id, "deleted": format_time(monotonic_stamp(moment, note.updated)),
              "project": note.project, "path": note.path, "updated": note.updated},
-            f"{mask_secrets(note.title)}\n",
+            f"{mask_name(note.title)}\n",
         )
         # The older notes first: killed before the tombstone, they name a successor of a
         # note still there, a state as sound as the one before.

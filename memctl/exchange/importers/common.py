@@ -31,7 +31,7 @@ from memctl.core import sections
 from memctl.core.clock import format_time, latest_now, now, parse_time
 from memctl.core.note import NOTE_TYPES, ordered_meta, title_of
 from memctl.core.noteformat import compute_checksum, parse_text, render_note, set_fields
-from memctl.core.secrets import mask_secrets
+from memctl.core.secrets import mask_name
 from memctl.core.textfile import decode_file
 from memctl.disk.layout import ARCHIVE_DIR, NOTES_DIR, slugify
 from memctl.exchange.bundle import (
@@ -389,8 +389,10 @@ def make_note(*, project: str, note_id: str, body: str, note_type: str = "fact",
 def note_path(project: str, note_type: str, status: str, title: str, note_id: str) -> str:
     # A likely secret of the title is masked before it becomes the file's name, as `add`
     # does (docs/security.md, "Never shown, even when allowed"): with --allow-secret the key
-    # went, lowercased, into the file name, and so into every clone and commit.
-    slug = slugify(mask_secrets(title)) or "imported"
+    # went, lowercased, into the file name, and so into every clone and commit. Read as a
+    # name is read (`mask_name`): a key joined to a word by `-` (`deploy-ghp_…`, a vault
+    # file's name as its title) is no token to the text's rules, yet it is one in the name.
+    slug = slugify(mask_name(title)) or "imported"
     return f"{note_folder(project, note_type, status)}/{slug}-{note_id}.md"
 
 
