@@ -850,3 +850,26 @@ def test_an_allowed_secret_joined_to_a_word_by_a_dash_never_reaches_a_file_name(
     assert key not in log and key.lower() not in log.lower()
     assert key not in (cli.store / ".tombstones" / f"{added['id']}.md").read_text()
 
+
+def test_a_reimport_refused_for_a_secret_names_the_file_that_adds_it(cli, tmp_path):
+    """The secrets the replaced files held were shared by every file in turn, so the error
+    could name a file that only keeps its own (an updated or retired note holding an
+    allowed key) while the file that added a copy of it went through unnamed."""
+    key = "AKIA" + "QYLPMN5HHHFPZAM2"  # split so no scanner flags this file
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps([{"id": "m1", "memory": f"Key is {key} for ci"},
+                                  {"id": "m2", "memory": "Deploys run on Fridays"}]))
+    cli.ok("import", str(export), "--allow-secret")
+    export.write_text(json.dumps([{"id": "m1", "memory": f"Key is {key} for ci now"},
+                                  {"id": "m2", "memory": "Deploys run on Fridays"},
+                                  {"id": "m3", "memory": f"Also {key} here"}]))
+    refused = cli("import", str(export))
+    assert refused.exit_code == 1 and "the file " in refused.stderr
+    assert "also-akia" in refused.stderr and "key-is-akia" not in refused.stderr, refused.stderr
+    export.write_text(json.dumps([{"id": "m2", "memory": f"Deploys run on Fridays {key}"}]))
+    refused = cli("import", str(export))
+    assert refused.exit_code == 1 and "deploys-run-on-fridays" in refused.stderr, refused.stderr
+    assert "archive/" not in refused.stderr
+    export.write_text(json.dumps([{"id": "m1", "memory": f"Key is {key} for ci now"},
+                                  {"id": "m2", "memory": "Deploys run on Fridays"}]))
+    assert cli.ok("import", str(export), "--json").json()["updated"]

@@ -539,10 +539,20 @@ def _walks_into(kind: str | None, below: Path) -> bool:
     return kind != "mem0" and not any(part.startswith(".") for part in below.parts)
 
 
-def _held_secrets(store: Store, report: ImportReport) -> Counter[tuple[str, str]]:
-    """The likely secrets the store's files an import replaces or removes hold now, each as
-    many times as they hold it (by kind and the secret itself)."""
-    held: Counter[tuple[str, str]] = Counter()
+def _secret_keys(text: str) -> list[tuple[str, str]]:
+    """The likely secrets of `text`, each by its kind and the secret itself."""
+    return [(finding.kind, text[finding.start:finding.end]) for finding in scan(text)]
+
+
+def _adding_secrets(store: Store, report: ImportReport, texts: dict[str, str]) -> set[str]:
+    """The files of `texts` (the `.md` files an import writes) that hold a likely secret the
+    store's files it replaces or removes do not hold now (each as many times as they hold
+    it: a second copy of one counts as added). A file's own secrets are first matched with
+    those of the file it replaces: the one it writes over, or the one it moves (a retired
+    note keeps its file name in archive/); only what is left is matched with the rest. So
+    the file named is the one that adds the secret, not an edit or a move of a note that
+    held it while another file took it up."""
+    old: dict[str, Counter[tuple[str, str]]] = {}
     for path in {*report.removes, *report.writes}:
         if not path.endswith(".md"):
             continue
@@ -550,19 +560,32 @@ def _held_secrets(store: Store, report: ImportReport) -> Counter[tuple[str, str]
             text = store.resolve(path).read_bytes().decode("utf-8", "replace")
         except (OSError, MemctlError):
             continue  # not there (a new file), or no file the resolver takes
-        held.update((finding.kind, text[finding.start:finding.end]) for finding in scan(text))
-    return held
-
-
-def _adds_secrets(text: str, held: Counter[tuple[str, str]]) -> bool:
-    """Whether `text` holds a likely secret `held` has not (each found one is taken from
-    `held`, so a second copy of one counts as added)."""
-    for finding in scan(text):
-        key = (finding.kind, text[finding.start:finding.end])
-        if held[key] <= 0:
-            return True
-        held[key] -= 1
-    return False
+        old[path] = Counter(_secret_keys(text))
+    own: dict[str, Counter[tuple[str, str]]] = {}
+    moved = {path.rsplit("/", 1)[-1]: path for path in report.removes if path in old}
+    for path in texts:
+        source = path if path in old else moved.pop(path.rsplit("/", 1)[-1], None)
+        if source is not None and source in old:
+            own[path] = old.pop(source)
+    left: dict[str, list[tuple[str, str]]] = {}
+    for path, text in texts.items():
+        held = own.get(path, Counter())
+        for key in _secret_keys(text):
+            if held[key] > 0:
+                held[key] -= 1
+            else:
+                left.setdefault(path, []).append(key)
+    pool: Counter[tuple[str, str]] = Counter()
+    for counter in (*old.values(), *own.values()):
+        pool.update({key: count for key, count in counter.items() if count > 0})
+    adding: set[str] = set()
+    for path in sorted(left):
+        for key in left[path]:
+            if pool[key] <= 0:
+                adding.add(path)
+            else:
+                pool[key] -= 1
+    return adding
 
 
 def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
@@ -575,11 +598,11 @@ def _write(store: Store, report: ImportReport, source: Path, *, dry_run: bool,
     # note imported with --allow-secret and retired by the next import (moved to archive/)
     # was refused again, as an edit of it is not (`added_secrets`).
     # (Such a file's text is not scanned again; its name is, as every file's.)
-    held = _held_secrets(store, report)
-    guard_files({path: text if _adds_secrets(text, held) else ""
-                 for path, text in ((path, data.decode("utf-8", "replace"))
-                                    for path, data in report.writes.items()
-                                    if path.endswith(".md"))}, allow_secret)
+    texts = {path: data.decode("utf-8", "replace") for path, data in report.writes.items()
+             if path.endswith(".md")}
+    adding = _adding_secrets(store, report, texts)
+    guard_files({path: text if path in adding else "" for path, text in texts.items()},
+                allow_secret)
     if dry_run:  # it says too whether the import could be done (apply_changes checks the rest)
         check_targets(store, report.writes, report.removes)
     if dry_run or not (report.writes or report.removes):
