@@ -1007,6 +1007,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         successor: Optional[str]
         repointed: list[str]
         left_superseded: list[str]
+        unreadable: list[str]
 
     class RestoreOut(Out):
         id: str
@@ -1639,10 +1640,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                      + f" now superseded by `{done.successor}`, the note that replaced it")
         if done.left_superseded:
             said += "\n" + MCP_WORDING.render(
-                notes.left_superseded_message(note.id, done.left_superseded))
+                notes.left_superseded_message(note.id, done.left_superseded, done.unreadable))
         return reply(said, {"forgotten": note.id, "title": note.title, "path": note.path,
                             "successor": done.successor, "repointed": done.repointed,
-                            "left_superseded": done.left_superseded})
+                            "left_superseded": done.left_superseded,
+                            "unreadable": done.unreadable})
 
     @tool(
         "Update the scratchpad",

@@ -697,7 +697,10 @@ def test_forget_goes_on_when_a_note_it_superseded_does_not_parse(cli: Cli):
     path = cli.store / a["path"]
     broken = path.read_text(encoding="utf-8").replace("importance:", "importance: [unclosed", 1)
     path.write_text(broken, encoding="utf-8")
-    done = cli.ok("forget", b["id"], "--json").json()
-    assert done["repointed"] == [] and done["left_superseded"] == [a["id"]]
+    said = cli.ok("forget", b["id"])
+    assert f"{a['id']} still names {b['id']}: its file does not parse" in said.stderr
+    assert "`memctl health` names the line" in said.stderr
     assert path.read_text(encoding="utf-8") == broken  # left as it was
     assert not (cli.store / b["path"]).exists()
+    c_gone = cli.ok("forget", c["id"], "--json").json()
+    assert c_gone["left_superseded"] == [] and c_gone["unreadable"] == []

@@ -193,7 +193,7 @@ def forget(
     if json_output:
         emit_json({"id": note.id, "path": note.path, "action": "forgotten", "kept_edit": kept,
                    "successor": done.successor, "repointed": done.repointed,
-                   "left_superseded": done.left_superseded})
+                   "left_superseded": done.left_superseded, "unreadable": done.unreadable})
         return
     info(f"forgot {note.id}  {note.title}")
     if kept:
@@ -202,4 +202,5 @@ def forget(
         info(f"{', '.join(done.repointed)} now superseded by {done.successor}, the note that "
              f"replaced {note.id}")
     if done.left_superseded:
-        info(CLI.render(notes.left_superseded_message(note.id, done.left_superseded)))
+        info(CLI.render(notes.left_superseded_message(note.id, done.left_superseded,
+                                                      done.unreadable)))

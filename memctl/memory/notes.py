@@ -41,7 +41,7 @@ from memctl.store import Store
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 
@@ -741,6 +741,7 @@ class Forgotten:
     successor: str | None = None
     repointed: list[str] = field(default_factory=list)
     left_superseded: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # of those, files that do not parse
 
 
 def forget_note(store: Store, ref: str) -> Forgotten:
@@ -796,18 +797,31 @@ def forget_note(store: Store, ref: str) -> Forgotten:
     ids = [old.id for old in hidden]
     if successor is not None:
         return Forgotten(note, kept_edit, successor.id, repointed=ids,
-                         left_superseded=unreadable)
-    return Forgotten(note, kept_edit, left_superseded=ids + unreadable)
+                         left_superseded=unreadable, unreadable=unreadable)
+    return Forgotten(note, kept_edit, left_superseded=ids + unreadable, unreadable=unreadable)
 
 
-def left_superseded_message(note_id: str, ids: list[str]) -> str:
-    """What `forget` says of the notes the forgotten one had superseded, when it had no
-    successor to give them: they stay superseded (out of search, `get` and recall), and how
-    one comes back (marked for the front end: memctl.core.errors.cmd)."""
-    them = ", ".join(ids)
-    return (f"{them} {'was' if len(ids) == 1 else 'were'} superseded by {note_id} and "
-            f"{'stays' if len(ids) == 1 else 'stay'} superseded: {cmd('restore')} makes "
-            f"{'it' if len(ids) == 1 else 'one'} active again")
+def left_superseded_message(note_id: str, ids: list[str],
+                            unreadable: Sequence[str] = ()) -> str:
+    """What `forget` says of the notes the forgotten one had superseded and left superseded
+    (`ids`): they stay out of search, `get` and recall, and how one comes back; those whose
+    file does not parse (`unreadable`, among `ids`) could not be changed at all, and are
+    named with what to do first (marked for the front end: memctl.core.errors.cmd)."""
+    said = []
+    kept = [note for note in ids if note not in unreadable]
+    if kept:
+        them = ", ".join(kept)
+        said.append(f"{them} {'was' if len(kept) == 1 else 'were'} superseded by {note_id} and "
+                    f"{'stays' if len(kept) == 1 else 'stay'} superseded: {cmd('restore')} "
+                    f"makes {'it' if len(kept) == 1 else 'one'} active again")
+    if unreadable:
+        them = ", ".join(unreadable)
+        said.append(f"{them} still {'names' if len(unreadable) == 1 else 'name'} {note_id}: "
+                    f"{'its file does' if len(unreadable) == 1 else 'their files do'} not "
+                    f"parse ({cmd('health')} names the line); fix "
+                    f"{'it' if len(unreadable) == 1 else 'them'}, then {cmd('restore')} or "
+                    f"{cmd('forget')}")
+    return "; ".join(said)
 
 
 def _superseded_by(store: Store, note_id: str) -> tuple[list[Note], list[str]]:
