@@ -781,6 +781,12 @@ def test_a_vaults_tags_that_are_a_mapping_are_kept_as_original_tags_never_as_pyt
     note = by_origin(notes(cli))["ops.md"]
     assert note["tags"] == ["ops"] and note["original_tags"] == {"area": "ops"}
     assert "{'area'" not in "".join(p.read_text() for p in cli.store.rglob("*.md"))
+    # A list holding a mapping lost the mapping without a word: kept whole too.
+    (vault / "web.md").write_text("---\ntags: [{area: web}, frontend]\n---\nShip the CSS\n")
+    settle(vault)
+    cli.ok("import", str(vault))
+    note = by_origin(notes(cli))["web.md"]
+    assert note["original_tags"] == [{"area": "web"}, "frontend"]
 
 
 def test_a_reimport_that_retires_a_note_holding_an_allowed_secret_is_not_refused(cli, tmp_path):

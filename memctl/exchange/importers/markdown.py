@@ -280,8 +280,12 @@ def vault_note(item: _Source, project: str, scope: str, vault: _Vault) -> Bundle
         importance = None
     if importance is not None and not 1 <= importance <= 10:
         importance = None
-    # A mapping is no list of tags: read as words, it became the tag `{'a': 'b'}`.
-    tags_taken = not isinstance(meta.get("tags"), dict)
+    # A mapping is no list of tags: read as words, it became the tag `{'a': 'b'}`; nor is a
+    # list holding one (`[{area: ops}, web]`), whose mapping was dropped without a word.
+    given_tags = meta.get("tags")
+    tags_taken = not isinstance(given_tags, dict) and not (
+        isinstance(given_tags, list)
+        and any(isinstance(tag, (dict, list)) for tag in given_tags))
     inline, links, attachments = references(body, rel, vault)
     folders = [part.lower().replace(" ", "-") for part in rel.split("/")[:-1] if part]
     note_id = vault.ids[rel]
