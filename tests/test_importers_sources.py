@@ -879,3 +879,17 @@ def test_a_reimport_refused_for_a_secret_names_the_file_that_adds_it(cli, tmp_pa
     export.write_text(json.dumps([{"id": "m1", "memory": f"Key is {key} for ci now"},
                                   {"id": "m2", "memory": "Deploys run on Fridays"}]))
     assert cli.ok("import", str(export), "--json").json()["updated"]
+
+
+def test_a_vault_note_that_expired_before_its_import_is_said_to(cli, tmp_path):
+    """A vault note whose `expires` has passed was imported active and expired from its first
+    moment (out of search and recall) without a word."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "promo.md").write_text("---\nexpires: 2020-01-01\n---\nThe old promo code\n")
+    (vault / "later.md").write_text("---\nexpires: 2099-01-01\n---\nThe next promo code\n")
+    settle(vault)
+    said = cli.ok("import", str(vault))
+    assert "promo.md: `expires` 2020-01-01 is past: imported expired" in said.stderr
+    warned = [line for line in said.stderr.splitlines() if line.startswith("warning:")]
+    assert not any("later.md" in line for line in warned), warned

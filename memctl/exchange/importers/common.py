@@ -333,9 +333,17 @@ def consistent_dates(imported: Imported) -> None:
         meta = parse_text(text).meta
         created, updated = meta.get("created"), meta.get("updated")
         start, end = parse_time(created), parse_time(updated)
+        label = str(meta.get("source_key") or note.path)
+        expires = meta.get("expires")
+        ends = parse_time(expires) if isinstance(expires, str) else None
+        if ends is not None and ends <= moment and meta.get("status", "active") == "active":
+            # Imported as the source says, and expired from its first moment: out of search,
+            # recall and `get`, which `add` never allows; said, so it is not a silent loss.
+            imported.warnings.append(Problem(label, f"`expires` {expires} is past: imported "
+                                                    "expired (out of search and recall until "
+                                                    "its expires is changed)", hazard=False))
         if start is None or end is None:
             continue
-        label = str(meta.get("source_key") or note.path)
         changes: dict[str, str] = {}
         if start > limit:
             changes["created"] = format_time(moment)
