@@ -1476,6 +1476,27 @@ def test_a_token_file_others_can_read_is_refused(store_path):
     assert result.exit_code == 1 and "chmod 600" in result.stderr
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder", "not-utf8", "one-long-line"])
+def test_a_token_file_that_cannot_be_a_token_is_one_error_line(store_path, kind):
+    """A FIFO in the token file's place used to hang the server for good (its port taken,
+    nothing said), a folder gave the disk-full message, bytes that are not UTF-8 a traceback,
+    and a file of one endless line was read whole: each is now one error naming the file."""
+    token_file = store_path / ".memctl" / "mcp-token"
+    token_file.parent.mkdir(exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(token_file, 0o600)
+    elif kind == "folder":
+        token_file.mkdir(mode=0o700)
+    else:
+        token_file.write_bytes(b"\xff\xfe" + b"a" * 40 + b"\n" if kind == "not-utf8"
+                               else b"a" * 100_000)
+        token_file.chmod(0o600)
+    result = run_memctl("mcp", "--http", "--port", str(free_port()), store=store_path, timeout=30)
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and "mcp-token" in result.stderr
+    assert "delete it" in result.stderr
+
+
 def test_missing_sdk_gives_an_install_hint(store_path, tmp_path):
     fake = tmp_path / "fake"
     (fake / "mcp").mkdir(parents=True)

@@ -16,26 +16,46 @@ def read_or_create_private(path: Path, make: Callable[[], str]) -> tuple[str, bo
     """The first line of `path`, or a new value from `make` written there with mode 0600
     whatever the umask. Returns (value, whether it was made now). Made with O_EXCL, so two
     processes starting at once agree on one value. A file that others may read (or a link
-    in its place) is refused, never used: whoever could read it could use it."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    in its place) is refused, never used: whoever could read it could use it. So is anything
+    but a regular file (a FIFO is opened without waiting for a writer, and never read) and a
+    file that is not UTF-8 text."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
         return _create(path, make)
     except OSError as exc:
         raise MemctlError(f"cannot read {path}: {exc.strerror} (delete it: a new one is made)") from None
-    with os.fdopen(fd, "r", encoding="utf-8") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise MemctlError(f"{path} is not a file; delete it (a new one is made)")
         if info.st_mode & 0o077:
             raise MemctlError(f"{path} may be read by other users (mode "
                               f"{stat.S_IMODE(info.st_mode):o}); delete it (a new one is made) "
                               "or make it private: chmod 600")
-        value = handle.readline().strip()
+        try:
+            head = os.read(fd, _MAX_READ)
+        except OSError as exc:
+            raise MemctlError(f"cannot read {path}: {exc.strerror} (delete it: a new one is "
+                              "made)") from None
+    finally:
+        os.close(fd)
+    if len(head) == _MAX_READ and b"\n" not in head:
+        raise MemctlError(f"{path} holds no usable value: its first line is longer than "
+                          f"{_MAX_READ} bytes; delete it (a new one is made)")
+    try:
+        value = head.split(b"\n", 1)[0].decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise MemctlError(f"{path} is not UTF-8 text; delete it (a new one is made)") from None
     if not value:
         raise MemctlError(f"{path} is empty; delete it (a new one is made)")
     return value, False
+
+
+# The first line is all that is read: a value is a line, and a huge file is no reason to fill
+# memory (a first line longer than this is refused).
+_MAX_READ = 4096
 
 
 def _create(path: Path, make: Callable[[], str]) -> tuple[str, bool]:
