@@ -1497,6 +1497,20 @@ def test_a_token_file_that_cannot_be_a_token_is_one_error_line(store_path, kind)
     assert "delete it" in result.stderr
 
 
+@pytest.mark.parametrize("written", ["a", "tiny-token", "has a space in it, long enough"])
+def test_a_token_file_is_held_to_the_rule_of_the_environments_token(store_path, written):
+    """MEMCTL_MCP_TOKEN must have 16 characters and no spaces; a hand-written token file
+    holding `a` used to be served as is, so `Authorization: Bearer a` opened the store."""
+    token_file = store_path / ".memctl" / "mcp-token"
+    token_file.parent.mkdir(exist_ok=True)
+    token_file.write_text(written + "\n")
+    token_file.chmod(0o600)
+    result = run_memctl("mcp", "--http", "--port", str(free_port()), store=store_path, timeout=30)
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and "mcp-token" in result.stderr
+    assert "delete it" in result.stderr
+
+
 def test_missing_sdk_gives_an_install_hint(store_path, tmp_path):
     fake = tmp_path / "fake"
     (fake / "mcp").mkdir(parents=True)

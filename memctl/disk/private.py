@@ -12,18 +12,19 @@ from memctl.core.errors import MemctlError
 PRIVATE_MODE = 0o600
 
 
-def read_or_create_private(path: Path, make: Callable[[], str]) -> tuple[str, bool]:
+def read_or_create_private(path: Path, make: Callable[[], str],
+                           usable: Callable[[str], str | None] | None = None) -> tuple[str, bool]:
     """The first line of `path`, or a new value from `make` written there with mode 0600
     whatever the umask. Returns (value, whether it was made now). Made with O_EXCL, so two
     processes starting at once agree on one value. A file that others may read (or a link
     in its place) is refused, never used: whoever could read it could use it. So is anything
-    but a regular file (a FIFO is opened without waiting for a writer, and never read) and a
-    file that is not UTF-8 text."""
+    but a regular file (a FIFO is opened without waiting for a writer, and never read), a
+    file that is not UTF-8 text, and a value `usable` finds fault with (it returns why)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        return _create(path, make)
+        return _create(path, make, usable)
     except OSError as exc:
         raise MemctlError(f"cannot read {path}: {exc.strerror} (delete it: a new one is made)") from None
     try:
@@ -50,6 +51,9 @@ def read_or_create_private(path: Path, make: Callable[[], str]) -> tuple[str, bo
         raise MemctlError(f"{path} is not UTF-8 text; delete it (a new one is made)") from None
     if not value:
         raise MemctlError(f"{path} is empty; delete it (a new one is made)")
+    fault = usable(value) if usable is not None else None
+    if fault is not None:
+        raise MemctlError(f"{path} holds no usable value: {fault}; delete it (a new one is made)")
     return value, False
 
 
@@ -58,13 +62,14 @@ def read_or_create_private(path: Path, make: Callable[[], str]) -> tuple[str, bo
 _MAX_READ = 4096
 
 
-def _create(path: Path, make: Callable[[], str]) -> tuple[str, bool]:
+def _create(path: Path, make: Callable[[], str],
+            usable: Callable[[str], str | None] | None = None) -> tuple[str, bool]:
     value = make()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
                      PRIVATE_MODE)
     except FileExistsError:  # another process made it first: theirs wins
-        return read_or_create_private(path, make)[0], False
+        return read_or_create_private(path, make, usable)[0], False
     except OSError as exc:
         raise MemctlError(f"cannot write {path}: {exc.strerror}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -19,7 +19,7 @@ from memctl.disk.settings import SETTINGS_FILE
 from memctl.store import Store
 
 __all__ = ["MIN_TOKEN_CHARS", "TOKEN_ENV", "TOKEN_FILE", "HttpToken", "ServedStore", "http_options",
-           "http_token", "kept_open"]
+           "http_token", "kept_open", "token_fault"]
 
 TOKEN_ENV = "MEMCTL_MCP_TOKEN"
 TOKEN_FILE = "mcp-token"  # in .memctl/, mode 0600
@@ -46,13 +46,23 @@ def http_token(store: Store) -> HttpToken:
     given = os.environ.get(TOKEN_ENV)
     if given is not None and given.strip():
         token = given.strip()
-        if len(token) < MIN_TOKEN_CHARS or any(ch.isspace() or ord(ch) < 33 for ch in token):
+        if token_fault(token) is not None:
             raise MemctlError(f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} characters without "
                               "spaces; leave it unset to have memctl make one")
         return HttpToken(token, "env", None, False)
     path = store.state_dir / TOKEN_FILE
-    token, created = read_or_create_private(path, lambda: secrets.token_urlsafe(32))
+    token, created = read_or_create_private(path, lambda: secrets.token_urlsafe(32), token_fault)
     return HttpToken(token, "file", store.relpath(path), created)
+
+
+def token_fault(token: str) -> str | None:
+    """Why `token` cannot be the bearer token, or None: the same rule for the environment's
+    and the file's (a hand-written `a` in the file would be guessed at once)."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"a token has at least {MIN_TOKEN_CHARS} characters"
+    if any(ch.isspace() or ord(ch) < 33 for ch in token):
+        return "a token has no spaces or control characters"
+    return None
 
 
 @contextmanager
