@@ -684,11 +684,13 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     if arguments.is_loopback(host):
         # DNS rebinding: a web page's requests to a hostile name that resolves here carry that
         # name in Host (and its page in Origin); only this machine's own names get through.
+        # Each name with any port, and bare: a client of port 80 sends `Host: localhost`.
         names = sorted({shown, "127.0.0.1", "localhost", "[::1]"})
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{name}:*" for name in names],
-            allowed_origins=[f"http://{name}:*" for name in names])
+            allowed_hosts=[form for name in names for form in (f"{name}:*", name)],
+            allowed_origins=[form for name in names
+                             for form in (f"http://{name}:*", f"http://{name}")])
     app = BearerGate(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host,
                                                 transport_security=security), token.token)
     _say(f"serving the store {store.root} (project {default_project}) at "

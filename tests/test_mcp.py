@@ -1448,6 +1448,30 @@ def test_http_transport_serves_several_clients_behind_a_token(mcp):
     assert token_file.read_text().strip() == token  # the file token is left as it was
 
 
+def test_http_takes_a_loopback_host_header_without_a_port(mcp):
+    """A client of `--port 80` sends `Host: 127.0.0.1` (no port, the scheme's default); the
+    rebinding check allowed only `NAME:PORT`, so every request of such a client got 421."""
+    import httpx2
+
+    port = free_port()
+    with http_server(mcp.store, port):
+        token = (mcp.store / ".memctl" / "mcp-token").read_text().strip()
+        for host, origin in (("127.0.0.1", None), ("localhost", "http://localhost"),
+                             ("[::1]", None), ("evil.example", None),
+                             ("127.0.0.1", "http://evil.example")):
+            headers = {"Authorization": f"Bearer {token}", "Host": host,
+                       "Accept": "application/json, text/event-stream"}
+            if origin:
+                headers["Origin"] = origin
+            answer = httpx2.post(f"http://127.0.0.1:{port}/mcp", headers=headers,
+                                 json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                       "params": {"protocolVersion": "2025-06-18",
+                                                  "capabilities": {},
+                                                  "clientInfo": {"name": "t", "version": "1"}}})
+            evil = "evil" in host or "evil" in (origin or "")
+            assert (answer.status_code in (403, 421)) == evil, (host, origin, answer.status_code)
+
+
 def test_http_refuses_a_host_other_machines_can_reach(store_path):
     result = run_memctl("mcp", "--http", "--host", "0.0.0.0", "--port", str(free_port()),
                         store=store_path)
