@@ -691,6 +691,7 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
             allowed_hosts=[form for name in names for form in (f"{name}:*", name)],
             allowed_origins=[form for name in names
                              for form in (f"http://{name}:*", f"http://{name}")])
+    logging.getLogger("mcp.server.streamable_http").addFilter(_quiet_disconnects)
     app = BearerGate(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host,
                                                 transport_security=security), token.token)
     _say(f"serving the store {store.root} (project {default_project}) at "
@@ -705,6 +706,16 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     with _running(store, watch, server):
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                       lifespan="on", server_header=False)).run(sockets=[listener])
+
+
+def _quiet_disconnects(record: logging.LogRecord) -> bool:
+    """Drop the SDK's log of a client that went away in the middle of its request body (a
+    client that timed out, was killed, lost its network): a 40-line traceback on stderr each
+    time, drawn on the event loop, so that a few hundred of them held every other client up
+    for seconds; nothing is wrong with the server."""
+    from starlette.requests import ClientDisconnect
+
+    return not (record.exc_info and isinstance(record.exc_info[1], ClientDisconnect))
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -1472,6 +1472,29 @@ def test_http_takes_a_loopback_host_header_without_a_port(mcp):
             assert (answer.status_code in (403, 421)) == evil, (host, origin, answer.status_code)
 
 
+def test_http_client_gone_in_the_middle_of_its_body_leaves_no_traceback(mcp):
+    """Each client that dropped its connection half-way through a request body used to print
+    a 40-line traceback (`ClientDisconnect`) on the server's stderr, drawn on the event loop."""
+    port = free_port()
+    with http_server(mcp.store, port) as process:
+        token = (mcp.store / ".memctl" / "mcp-token").read_text().strip()
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", port)) as dropped:
+                dropped.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                                f"Authorization: Bearer {token}\r\n"
+                                "Content-Type: application/json\r\n"
+                                "Accept: application/json, text/event-stream\r\n"
+                                "Content-Length: 1000\r\n\r\n{".encode())
+                time.sleep(0.2)
+
+        async def ping(session):
+            return await session.send_ping()
+
+        http_call(f"http://127.0.0.1:{port}/mcp", token, ping)  # still serving
+    errors = process.stderr.read()
+    assert "Traceback" not in errors and "ClientDisconnect" not in errors, errors
+
+
 def test_http_refuses_a_host_other_machines_can_reach(store_path):
     result = run_memctl("mcp", "--http", "--host", "0.0.0.0", "--port", str(free_port()),
                         store=store_path)
