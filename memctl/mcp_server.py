@@ -670,6 +670,7 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     `allow_remote` (docs/agents.md, "The HTTP transport", has the security notes)."""
     host, port = serving.http_options(host, port, allow_remote)
     listener = _listen(host, port)  # first: no token is made for a server that cannot start
+    _plain_log_handler()  # before the SDK's: its rich one is no handler for a server at its limits
     try:
         token = serving.http_token(store)
         server = build_server(store, default_project)
@@ -706,6 +707,35 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     with _running(store, watch, server):
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                       lifespan="on", server_header=False)).run(sockets=[listener])
+
+
+def _plain_log_handler() -> None:
+    """A plain handler on the root logger, so that the SDK's (`logging.basicConfig` with
+    rich's, which imports `rich.traceback` when it first shows an exception) is never made:
+    a server out of file descriptors (clients holding hundreds of connections open, half a
+    request each) had asyncio log that `accept()` failed, rich's import then failed for want
+    of a descriptor, and the error ended the server. With this one the log line is written
+    and asyncio accepts again once descriptors are free (tests/test_mcp.py)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("memctl mcp: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
+    logging.getLogger("asyncio").addFilter(_one_line_out_of_resources)
+
+
+def _one_line_out_of_resources(record: logging.LogRecord) -> bool:
+    """asyncio's `socket.accept() out of system resource` as one line, without the socket
+    and the traceback it adds each time it tries again (every second while it lasts)."""
+    if "out of system resource" in str(record.msg):
+        error = record.exc_info[1] if record.exc_info else None
+        record.msg = "cannot accept a connection: " + (
+            f"{error.strerror or error}" if isinstance(error, OSError) else "out of resources"
+        ) + "; trying again in a second"
+        record.args = ()
+        record.exc_info = None
+    return True
 
 
 def _quiet_disconnects(record: logging.LogRecord) -> bool:

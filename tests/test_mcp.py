@@ -1847,3 +1847,61 @@ def test_over_http_a_prompt_argument_of_another_type_is_named_too(mcp):
         given, refused = http_call(f"http://127.0.0.1:{port}/mcp", token, ask)
     assert "Fix the login" in given
     assert refused.startswith("argument 'task' of prompt `session_start` must be text"), refused
+
+
+def test_over_http_a_server_out_of_file_descriptors_keeps_serving(store_path):
+    """Clients holding connections open with half a request each, past the server's limit of
+    open files, ended it: asyncio logged the failed accept() through the SDK's rich handler,
+    whose late import of rich.traceback failed for want of a descriptor. It now waits and
+    serves again once the connections are gone. No token is needed to hold a connection."""
+    import resource
+
+    port = free_port()
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    said = store_path.parent / "server.err"  # a file: a pipe nobody reads would fill up
+    with said.open("w") as err:
+        process = subprocess.Popen([memctl_executable(), "mcp", "--http", "--port", str(port),
+                                    "--no-watch"], env=subprocess_env(store_path),
+                                   stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                   preexec_fn=few_files)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, said.read_text()
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the HTTP server never listened"
+            time.sleep(0.05)
+        held = []
+        for _ in range(400):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+                held[-1].sendall(b"GET /mcp HTTP/1.1\r\nHo")
+            except OSError:
+                break
+        time.sleep(3)
+        assert process.poll() is None, said.read_text()
+        for connection in held:
+            connection.close()
+        time.sleep(2)
+        token = (store_path / ".memctl" / "mcp-token").read_text().strip()
+
+        async def ping(session):
+            return await session.send_ping()
+
+        http_call(f"http://127.0.0.1:{port}/mcp", token, ping)
+        assert process.poll() is None
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    log = said.read_text()
+    assert "Traceback" not in log
+    assert "cannot accept a connection: Too many open files; trying again in a second" in log
