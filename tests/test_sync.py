@@ -533,6 +533,27 @@ def test_a_ref_lock_a_killed_sync_left_on_a_remote_on_this_machine_is_removed_by
     assert body_of(machine(tmp_path, "b", remote), mine) == "Written before the killed sync"
 
 
+def test_the_remote_head_lock_a_killed_push_left_is_removed_by_the_next_sync(tmp_path, remote):
+    """git locks the remote's HEAD as well as the branch when the branch HEAD names moves (for
+    HEAD's reflog): kill -9 of a sync's process group mid-push left an empty `HEAD.lock` beside
+    `refs/heads/BRANCH.lock`. The next sync removed only the branch's lock, and every later
+    push, from every machine, was refused on `HEAD.lock`. Both are the dead sync's debris."""
+    a = machine(tmp_path, "a")
+    add(a, "Pushed before the kill", T[0])
+    a.ok("sync", "--remote", remote)
+    git(Path(remote), "symbolic-ref", "HEAD", f"refs/heads/{_branch(a)}")
+    mine = add(a, "Written before the killed sync", T[1])
+    plant_dead_holder(a.store, "sync")
+    lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
+    lock.write_text(git(a.store, "rev-parse", "HEAD"))
+    head_lock = Path(remote) / "HEAD.lock"
+    head_lock.write_text("")  # what git leaves there: it locks HEAD only for the reflog
+    report = a.ok("sync", "--json").json()
+    assert report["pushed"] is True
+    assert not lock.exists() and not head_lock.exists()
+    assert body_of(machine(tmp_path, "b", remote), mine) == "Written before the killed sync"
+
+
 @pytest.mark.parametrize("lock_made", ["with no crash", "before the killed sync began",
                                        "while a killed add held the store lock",
                                        "by a killed sync, naming a commit this store never had"])

@@ -435,8 +435,8 @@ def settle_index_lock(root: Path, wait: float | None = None, *, keep_crash: bool
 
 def settle_remote_locks(root: Path, remote: str, branch: str) -> None:
     """A sync killed while it pushed to a remote on this machine kills git's `receive-pack`
-    with it, which may hold the remote's lock of the branch (`refs/heads/BRANCH.lock`): every
-    later push is then refused. The caller holds the store lock and the dead holder's record
+    with it, which may hold the remote's lock of the branch (`refs/heads/BRANCH.lock`) and,
+    when the remote's HEAD names that branch, `HEAD.lock`: every later push is then refused. The caller holds the store lock and the dead holder's record
     is still there. When that holder was a sync, the branch's lock on the remote is its
     debris if it was made while the sync held the store lock, holds nothing or a commit this
     store has (what the push was writing), and is still the same file after CRASHED_LOCK_WAIT
@@ -449,18 +449,37 @@ def settle_remote_locks(root: Path, remote: str, branch: str) -> None:
     folder = local_remote_folder(root, remote)
     if folder is None:
         return
-    lock = folder / "refs" / "heads" / f"{branch}.lock"
-    identity = _file_identity(lock)
-    if identity is None or not _made_during(lock, crashed) or not _holds_ours(root, lock):
+    locks = [folder / "refs" / "heads" / f"{branch}.lock"]
+    if _names_branch(folder / "HEAD", branch):
+        # git locks the remote's HEAD too when the branch it names moves (for HEAD's
+        # reflog): a receive-pack killed then leaves an empty `HEAD.lock` as well.
+        locks.append(folder / "HEAD.lock")
+    found = {}
+    for lock in locks:
+        identity = _file_identity(lock)
+        if identity is not None and _made_during(lock, crashed) and _holds_ours(root, lock):
+            found[lock] = identity
+    if not found:
         return
     deadline = time.monotonic() + CRASHED_LOCK_WAIT
-    while lock.exists() and time.monotonic() < deadline:
+    while any(lock.exists() for lock in found) and time.monotonic() < deadline:
         time.sleep(0.02)
-    if _file_identity(lock) == identity:
-        try:
-            lock.unlink()
-        except FileNotFoundError:
-            pass
+    for lock, identity in found.items():
+        if _file_identity(lock) == identity:
+            try:
+                lock.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _names_branch(head: Path, branch: str) -> bool:
+    """Is a repository's HEAD file the symbolic ref of `branch`?"""
+    try:
+        with open(head, "rb") as handle:
+            content = handle.read(1100).strip()
+    except OSError:
+        return False
+    return content == f"ref: refs/heads/{branch}".encode()
 
 
 def _file_identity(path: Path) -> tuple[int, int, int] | None:
