@@ -1051,6 +1051,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         repointed: list[str]
         left_superseded: list[str]
         unreadable: list[str]
+        kept_text: Optional[str]
 
     class RestoreOut(Out):
         id: str
@@ -1681,13 +1682,16 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         if done.repointed:
             said += ("\n" + ", ".join(f"`{old}`" for old in done.repointed)
                      + f" now superseded by `{done.successor}`, the note that replaced it")
+        if done.kept_text:
+            said += (f"\nIts changes since the last commit were copied to {done.kept_text} "
+                     "(the store's history has the version before them)")
         if done.left_superseded:
             said += "\n" + MCP_WORDING.render(
                 notes.left_superseded_message(note.id, done.left_superseded, done.unreadable))
         return reply(said, {"forgotten": note.id, "title": note.title, "path": note.path,
                             "successor": done.successor, "repointed": done.repointed,
                             "left_superseded": done.left_superseded,
-                            "unreadable": done.unreadable})
+                            "unreadable": done.unreadable, "kept_text": done.kept_text})
 
     @tool(
         "Update the scratchpad",

@@ -704,3 +704,20 @@ def test_forget_goes_on_when_a_note_it_superseded_does_not_parse(cli: Cli):
     assert not (cli.store / b["path"]).exists()
     c_gone = cli.ok("forget", c["id"], "--json").json()
     assert c_gone["left_superseded"] == [] and c_gone["unreadable"] == []
+
+
+def test_forget_keeps_a_hand_edit_that_was_never_committed(cli: Cli):
+    """A note edited by hand and not committed yet, then forgotten: the edit was in no file
+    and no commit anywhere (supersede or restore commit it with the note). It is copied to
+    `.memctl/edit/forgotten/` first, as a kept edit is; a note as committed leaves nothing."""
+    added = cli.ok("add", "The queue is RabbitMQ 3.12", "--json").json()
+    path = cli.store / added["path"]
+    path.write_text(path.read_text(encoding="utf-8") + "\nHANDTOKEN: the vhost is /ops\n",
+                    encoding="utf-8")
+    done = cli.ok("forget", added["id"], "--json").json()
+    kept = cli.store / done["kept_text"]
+    assert kept.parent == cli.store / ".memctl" / "edit" / "forgotten"
+    assert "HANDTOKEN: the vhost is /ops" in kept.read_text(encoding="utf-8")
+    assert git(cli.store, "status", "--porcelain") == ""
+    other = cli.ok("add", "The cache is Redis 7", "--force", "--json").json()
+    assert cli.ok("forget", other["id"], "--json").json()["kept_text"] is None

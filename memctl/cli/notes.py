@@ -193,11 +193,15 @@ def forget(
     if json_output:
         emit_json({"id": note.id, "path": note.path, "action": "forgotten", "kept_edit": kept,
                    "successor": done.successor, "repointed": done.repointed,
-                   "left_superseded": done.left_superseded, "unreadable": done.unreadable})
+                   "left_superseded": done.left_superseded, "unreadable": done.unreadable,
+                   "kept_text": done.kept_text})
         return
     info(f"forgot {note.id}  {note.title}")
     if kept:
         info(f"your kept edit of {note.id} was moved to {kept}")
+    if done.kept_text:
+        info(f"its changes since the last commit were copied to {done.kept_text} (the store's "
+             "history has the version before them)")
     if done.repointed:
         info(f"{', '.join(done.repointed)} now superseded by {done.successor}, the note that "
              f"replaced {note.id}")

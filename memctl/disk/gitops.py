@@ -3,6 +3,7 @@ docs/architecture.md), never an index of its own. Every store change ends in exa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -627,6 +628,21 @@ def _blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, bytes]:
             oids[path] = fields[2]
     blobs = read_blobs(root, set(oids.values()))
     return {path: blobs[oid] for path, oid in oids.items()}
+
+
+def committed_as(root: Path, path: str, data: bytes) -> bool:
+    """Whether `data` is exactly what HEAD holds at `path` (False: the file was changed
+    since its last commit, or was never committed). One `git ls-tree` of that path, and
+    git's blob id of `data` (no filters: memctl refuses them in a store)."""
+    listed = run_git(root, "ls-tree", "-z", "HEAD", "--", path, check=False)
+    if listed.returncode != 0:
+        return False  # no commit yet
+    info, _, _name = listed.stdout.partition("\t")
+    fields = info.split()
+    if len(fields) != 3 or fields[1] != "blob":
+        return False
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    return fields[2] == blob
 
 
 def read_blobs(root: Path, oids: set[str]) -> dict[str, bytes]:

@@ -29,13 +29,14 @@ from memctl.core.noteformat import (
 from memctl.core.records import dataclass, field
 from memctl.core.secrets import added_secrets, guard, mask_name, masked_title
 from memctl.core.textfile import decode_file
+from memctl.disk import gitops
 from memctl.disk.atomic import WriteError, atomic_write_bytes, refuse_special_target, remove_file
 from memctl.disk.layout import GLOBAL, TOMBSTONE_DIR
 from memctl.disk.templates import fill, load_template, with_text
 from memctl.index.db import Index, ensure_fresh
 from memctl.index.nearwords import check_pool, keep_words
 from memctl.memory.checks import MERGED, WriteDecision, decide
-from memctl.memory.drafts import MARK, Draft, fingerprint
+from memctl.memory.drafts import FORGOTTEN, MARK, Draft, fingerprint
 from memctl.memory.editor import editor_command, run_editor
 from memctl.store import Store
 
@@ -742,6 +743,7 @@ class Forgotten:
     repointed: list[str] = field(default_factory=list)
     left_superseded: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # of those, files that do not parse
+    kept_text: str | None = None  # where its uncommitted hand edit was copied
 
 
 def forget_note(store: Store, ref: str) -> Forgotten:
@@ -771,6 +773,9 @@ def forget_note(store: Store, ref: str) -> Forgotten:
              "project": note.project, "path": note.path, "updated": note.updated},
             f"{mask_name(note.title)}\n",
         )
+        # A hand edit of the note saved but never committed is in no version git keeps: it
+        # is set aside, as a kept edit is, never lost with the file (docs/lifecycle.md).
+        kept_text = _keep_uncommitted(store, note)
         # The older notes first: killed before the tombstone, they name a successor of a
         # note still there, a state as sound as the one before.
         written: list[str] = []
@@ -788,6 +793,8 @@ def forget_note(store: Store, ref: str) -> Forgotten:
                     store.write_text(path, originals[path])
                 except (OSError, MemctlError):
                     pass
+            if kept_text is not None:
+                store.resolve(kept_text).unlink(missing_ok=True)  # the note is still there
             raise
         store.commit(f"forget {note.id}: {masked_title(note.title)}",
                      [tombstone_path, note.path, *(path for path, _text in repointed)])
@@ -797,8 +804,30 @@ def forget_note(store: Store, ref: str) -> Forgotten:
     ids = [old.id for old in hidden]
     if successor is not None:
         return Forgotten(note, kept_edit, successor.id, repointed=ids,
-                         left_superseded=unreadable, unreadable=unreadable)
-    return Forgotten(note, kept_edit, left_superseded=ids + unreadable, unreadable=unreadable)
+                         left_superseded=unreadable, unreadable=unreadable, kept_text=kept_text)
+    return Forgotten(note, kept_edit, left_superseded=ids + unreadable, unreadable=unreadable,
+                     kept_text=kept_text)
+
+
+def _keep_uncommitted(store: Store, note: Note) -> str | None:
+    """Where the note's file, changed since its last commit (a hand edit), was copied before
+    the forget removes it (`.memctl/edit/forgotten/ID.uncommitted.md`, this machine's only,
+    as a kept edit); None when its file is as committed."""
+    try:
+        data = store.resolve(note.path).read_bytes()
+    except OSError:
+        return None
+    if gitops.committed_as(store.root, note.path, data):
+        return None
+    folder = store.state_dir / "edit" / FORGOTTEN
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{note.id}.uncommitted.md"
+    number = 2
+    while target.exists():
+        target = folder / f"{note.id}.uncommitted-{number}.md"
+        number += 1
+    atomic_write_bytes(target, data)
+    return store.relpath(target)
 
 
 def left_superseded_message(note_id: str, ids: list[str],
