@@ -1358,11 +1358,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(store: Path, port: int, extra_env: dict[str, str] | None = None):
+def http_server(store: Path, port: int, extra_env: dict[str, str] | None = None, *,
+                stderr: object = subprocess.PIPE, preexec_fn: object = None):
     process = subprocess.Popen(
         [memctl_executable(), "mcp", "--http", "--port", str(port)],
         env={**subprocess_env(store), **(extra_env or {})}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        stderr=stderr, text=True, preexec_fn=preexec_fn)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -1856,26 +1857,13 @@ def test_over_http_a_server_out_of_file_descriptors_keeps_serving(store_path):
     serves again once the connections are gone. No token is needed to hold a connection."""
     import resource
 
-    port = free_port()
-
     def few_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
+    port = free_port()
     said = store_path.parent / "server.err"  # a file: a pipe nobody reads would fill up
-    with said.open("w") as err:
-        process = subprocess.Popen([memctl_executable(), "mcp", "--http", "--port", str(port),
-                                    "--no-watch"], env=subprocess_env(store_path),
-                                   stdout=subprocess.DEVNULL, stderr=err, text=True,
-                                   preexec_fn=few_files)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, said.read_text()
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline, "the HTTP server never listened"
-            time.sleep(0.05)
+    with said.open("w") as err, http_server(store_path, port,
+                                             stderr=err, preexec_fn=few_files) as process:
         held = []
         for _ in range(400):
             try:
@@ -1895,13 +1883,7 @@ def test_over_http_a_server_out_of_file_descriptors_keeps_serving(store_path):
 
         http_call(f"http://127.0.0.1:{port}/mcp", token, ping)
         assert process.poll() is None
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
     log = said.read_text()
     assert "Traceback" not in log
     assert "cannot accept a connection: Too many open files; trying again in a second" in log
+

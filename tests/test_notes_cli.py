@@ -633,16 +633,22 @@ def _superseded_by(cli: Cli, path: str) -> str | None:
     return parse_text((cli.store / path).read_text(encoding="utf-8")).meta.get("superseded_by")
 
 
-def test_forgetting_a_note_in_a_chain_of_supersessions_hands_its_successor_down(cli: Cli):
-    """A superseded by B, B by C, then B forgotten: A named a note that no longer was, and was
-    hidden from everything with nothing said (health then blamed the store). A now names C,
-    in the forget's own commit (docs/lifecycle.md, "Forgetting a note")."""
+def _chain_of_three(cli: Cli) -> tuple[dict, dict, dict]:
+    """Three notes of one fact, A superseded by B and B by C."""
     a = cli.ok("add", "Kilo stores its data in MySQL 5", "--json").json()
     b = cli.ok("add", "Kilo stores its data in PostgreSQL 16 now", "--force", "--json").json()
     c = cli.ok("add", "Kilo stores its data in CockroachDB since spring", "--force",
                "--json").json()
     cli.ok("supersede", a["id"], b["id"])
     cli.ok("supersede", b["id"], c["id"])
+    return a, b, c
+
+
+def test_forgetting_a_note_in_a_chain_of_supersessions_hands_its_successor_down(cli: Cli):
+    """A superseded by B, B by C, then B forgotten: A named a note that no longer was, and was
+    hidden from everything with nothing said (health then blamed the store). A now names C,
+    in the forget's own commit (docs/lifecycle.md, "Forgetting a note")."""
+    a, b, c = _chain_of_three(cli)
     head = git(cli.store, "rev-parse", "HEAD").strip()
     done = cli.ok("forget", b["id"], "--json").json()
     assert done["successor"] == c["id"] and done["repointed"] == [a["id"]]
@@ -688,12 +694,7 @@ def test_forget_goes_on_when_a_note_it_superseded_does_not_parse(cli: Cli):
     """A note B had superseded, whose front matter no longer parses, made `forget B` fail
     on A's parse error: B could not be forgotten until A was fixed. A is left as it is and
     named; B is forgotten."""
-    a = cli.ok("add", "Kilo stores its data in MySQL 5", "--json").json()
-    b = cli.ok("add", "Kilo stores its data in PostgreSQL 16 now", "--force", "--json").json()
-    c = cli.ok("add", "Kilo stores its data in CockroachDB since spring", "--force",
-               "--json").json()
-    cli.ok("supersede", a["id"], b["id"])
-    cli.ok("supersede", b["id"], c["id"])
+    a, b, c = _chain_of_three(cli)
     path = cli.store / a["path"]
     broken = path.read_text(encoding="utf-8").replace("importance:", "importance: [unclosed", 1)
     path.write_text(broken, encoding="utf-8")

@@ -1076,6 +1076,20 @@ def test_a_remote_file_name_no_file_system_holds_is_refused_before_anything_move
     assert not git(laptop.store, "status", "--porcelain").strip()
 
 
+def push_counters(tmp_path: Path, remote: Path,
+                  files: dict[str, tuple[object, str, object, str]]) -> None:
+    """A collaborator's commit (plain git) of `.counters/NAME.json` files, each
+    (machine, note id, count, last access) as the file says it, whatever its types."""
+    def plant(work: Path) -> None:
+        folder = work / ".counters"
+        folder.mkdir(exist_ok=True)
+        for name, (named, note_id, count, last) in files.items():
+            (folder / f"{name}.json").write_text(json.dumps(
+                {"format": 1, "machine": named, "notes": {note_id: {"count": count,
+                                                                    "last": last}}}))
+    push_hostile_commit(tmp_path, remote, plant)
+
+
 def test_pushed_counters_sqlite_cannot_hold_cost_only_their_counts(
         tmp_path: Path, remote: Path) -> None:
     """A collaborator pushes (plain git) `.counters/` files with a count past SQLite's 64-bit
@@ -1086,14 +1100,8 @@ def test_pushed_counters_sqlite_cannot_hold_cost_only_their_counts(
     own = laptop.ok("add", "Postgres is the database", "--force", "--json", env=NOW).json()["id"]
     laptop.ok("sync", env=NOW)
 
-    def plant(work: Path) -> None:
-        folder = work / ".counters"
-        folder.mkdir(exist_ok=True)
-        (folder / "huge.json").write_text(json.dumps(
-            {"format": 1, "machine": "huge", "notes": {own: {"count": 2**64, "last": NOW["MEMCTL_NOW"]}}}))
-        (folder / "numbered.json").write_text(json.dumps(
-            {"format": 1, "machine": 2**70, "notes": {own: {"count": 3, "last": NOW["MEMCTL_NOW"]}}}))
-    push_hostile_commit(tmp_path, remote, plant)
+    push_counters(tmp_path, remote, {"huge": ("huge", own, 2**64, NOW["MEMCTL_NOW"]),
+                                     "numbered": (2**70, own, 3, NOW["MEMCTL_NOW"])})
     done = laptop("sync", "--json", env=NOW)
     assert done.exit_code == 0, done.stderr
     assert "Traceback" not in done.stderr
@@ -1111,12 +1119,7 @@ def test_pushed_counters_dated_in_the_future_keep_no_note_from_the_sweep(
     own = laptop.ok("add", "An idle trivial note", "--force", "--json", env=NOW).json()["id"]
     laptop.ok("sync", env=NOW)
 
-    def plant(work: Path) -> None:
-        folder = work / ".counters"
-        folder.mkdir(exist_ok=True)
-        (folder / "ahead.json").write_text(json.dumps(
-            {"format": 1, "machine": "ahead", "notes": {own: {"count": 1, "last": "9999-12-31T23:59:59.999Z"}}}))
-    push_hostile_commit(tmp_path, remote, plant)
+    push_counters(tmp_path, remote, {"ahead": ("ahead", own, 1, "9999-12-31T23:59:59.999Z")})
     laptop.ok("sync", env=NOW)
     shown = laptop.ok("show", own, "--json", env=NOW).json()
     assert shown["access_count"] == 1 and not str(shown["last_accessed"]).startswith("9999")
