@@ -554,6 +554,25 @@ def test_the_remote_head_lock_a_killed_push_left_is_removed_by_the_next_sync(tmp
     assert body_of(machine(tmp_path, "b", remote), mine) == "Written before the killed sync"
 
 
+def test_the_remote_head_lock_beside_another_push_s_branch_lock_is_left(tmp_path, remote):
+    """`HEAD.lock` is always empty (git takes it only for HEAD's reflog), so it says nothing
+    of whose it is: beside a branch lock holding a commit no push from here wrote (a live
+    push from another machine, made while a killed sync's record stands) it is that push's,
+    and stays, as its branch lock does."""
+    a = machine(tmp_path, "a")
+    add(a, "Pushed before the lock", T[0])
+    a.ok("sync", "--remote", remote)
+    git(Path(remote), "symbolic-ref", "HEAD", f"refs/heads/{_branch(a)}")
+    add(a, "Written while another machine pushes", T[1])
+    plant_dead_holder(a.store, "sync")
+    lock = Path(remote) / "refs" / "heads" / f"{_branch(a)}.lock"
+    lock.write_text("0123456789abcdef0123456789abcdef01234567\n")  # another's push
+    head_lock = Path(remote) / "HEAD.lock"
+    head_lock.write_text("")
+    assert a("sync").exit_code == 1
+    assert lock.exists() and head_lock.exists()
+
+
 @pytest.mark.parametrize("lock_made", ["with no crash", "before the killed sync began",
                                        "while a killed add held the store lock",
                                        "by a killed sync, naming a commit this store never had"])

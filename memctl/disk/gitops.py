@@ -450,16 +450,22 @@ def settle_remote_locks(root: Path, remote: str, branch: str) -> None:
     folder = local_remote_folder(root, remote)
     if folder is None:
         return
-    locks = [folder / "refs" / "heads" / f"{branch}.lock"]
-    if _names_branch(folder / "HEAD", branch):
-        # git locks the remote's HEAD too when the branch it names moves (for HEAD's
-        # reflog): a receive-pack killed then leaves an empty `HEAD.lock` as well.
-        locks.append(folder / "HEAD.lock")
+    branch_lock = folder / "refs" / "heads" / f"{branch}.lock"
     found = {}
-    for lock in locks:
-        identity = _file_identity(lock)
-        if identity is not None and _made_during(lock, crashed) and _holds_ours(root, lock):
-            found[lock] = identity
+    identity = _file_identity(branch_lock)
+    if identity is not None and _made_during(branch_lock, crashed) and _holds_ours(root, branch_lock):
+        found[branch_lock] = identity
+    if _names_branch(folder / "HEAD", branch) and (identity is None or found):
+        # git locks the remote's HEAD too when the branch it names moves (for HEAD's
+        # reflog): a receive-pack killed then leaves an empty `HEAD.lock` as well. That lock
+        # is always empty, so it says nothing of whose it is: it is the dead sync's only
+        # beside a branch lock that is, or with none; beside another's branch lock (a live
+        # push of a commit this store never had) it is that push's, and stays.
+        head_lock = folder / "HEAD.lock"
+        head_identity = _file_identity(head_lock)
+        if head_identity is not None and _made_during(head_lock, crashed) and _holds_ours(
+                root, head_lock):
+            found[head_lock] = head_identity
     if not found:
         return
     deadline = time.monotonic() + CRASHED_LOCK_WAIT
