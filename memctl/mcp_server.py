@@ -37,6 +37,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -725,10 +726,19 @@ def _plain_log_handler() -> None:
     logging.getLogger("asyncio").addFilter(_one_line_out_of_resources)
 
 
+_out_of_resources_said = [float("-inf")]  # when the line below was last logged (monotonic)
+
+
 def _one_line_out_of_resources(record: logging.LogRecord) -> bool:
     """asyncio's `socket.accept() out of system resource` as one line, without the socket
-    and the traceback it adds each time it tries again (every second while it lasts)."""
+    and the traceback it adds each time it tries again, and at most once a second while it
+    lasts: asyncio tries `accept()` up to the backlog's count (2048) on each wake-up, and
+    schedules a retry for each, so unfiltered it wrote tens of thousands of lines a second."""
     if "out of system resource" in str(record.msg):
+        moment = time.monotonic()
+        if moment - _out_of_resources_said[0] < 1:
+            return False
+        _out_of_resources_said[0] = moment
         error = record.exc_info[1] if record.exc_info else None
         record.msg = "cannot accept a connection: " + (
             f"{error.strerror or error}" if isinstance(error, OSError) else "out of resources"
