@@ -43,6 +43,7 @@ from memctl.store import Store
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
     from typing import Any
 
 
@@ -794,7 +795,7 @@ def forget_note(store: Store, ref: str) -> Forgotten:
                 except (OSError, MemctlError):
                     pass
             if kept_text is not None:
-                store.resolve(kept_text).unlink(missing_ok=True)  # the note is still there
+                kept_text.unlink(missing_ok=True)  # the note is still there
             raise
         store.commit(f"forget {note.id}: {masked_title(note.title)}",
                      [tombstone_path, note.path, *(path for path, _text in repointed)])
@@ -802,14 +803,15 @@ def forget_note(store: Store, ref: str) -> Forgotten:
         # reopen it for. Set aside, not deleted: it may hold typing never saved.
         kept_edit = _set_aside(store, Draft(store.state_dir / "edit", note.id), locked=False)
     ids = [old.id for old in hidden]
+    kept = None if kept_text is None else store.relpath(kept_text)
     if successor is not None:
         return Forgotten(note, kept_edit, successor.id, repointed=ids,
-                         left_superseded=unreadable, unreadable=unreadable, kept_text=kept_text)
+                         left_superseded=unreadable, unreadable=unreadable, kept_text=kept)
     return Forgotten(note, kept_edit, left_superseded=ids + unreadable, unreadable=unreadable,
-                     kept_text=kept_text)
+                     kept_text=kept)
 
 
-def _keep_uncommitted(store: Store, note: Note) -> str | None:
+def _keep_uncommitted(store: Store, note: Note) -> Path | None:
     """Where the note's file, changed since its last commit (a hand edit), was copied before
     the forget removes it (`.memctl/edit/forgotten/ID.uncommitted.md`, this machine's only,
     as a kept edit); None when its file is as committed."""
@@ -827,7 +829,7 @@ def _keep_uncommitted(store: Store, note: Note) -> str | None:
         target = folder / f"{note.id}.uncommitted-{number}.md"
         number += 1
     atomic_write_bytes(target, data)
-    return store.relpath(target)
+    return target
 
 
 def left_superseded_message(note_id: str, ids: list[str],
