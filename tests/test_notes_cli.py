@@ -722,3 +722,19 @@ def test_forget_keeps_a_hand_edit_that_was_never_committed(cli: Cli):
     assert git(cli.store, "status", "--porcelain") == ""
     other = cli.ok("add", "The cache is Redis 7", "--force", "--json").json()
     assert cli.ok("forget", other["id"], "--json").json()["kept_text"] is None
+
+
+def test_a_forget_that_stops_leaves_no_copy_of_the_hand_edit_and_the_note_as_it_was(cli: Cli):
+    """The copy of an uncommitted hand edit is made before the note is removed: a forget that
+    then stops (a folder where its tombstone goes) takes the copy back, and the note keeps
+    its file, hand edit included."""
+    added = cli.ok("add", "The queue is RabbitMQ 3.12", "--json").json()
+    path = cli.store / added["path"]
+    edited = path.read_text(encoding="utf-8") + "\nHANDTOKEN: the vhost is /ops\n"
+    path.write_text(edited, encoding="utf-8")
+    (cli.store / ".tombstones" / f"{added['id']}.md").mkdir(parents=True)
+    refused = cli("forget", added["id"])
+    assert refused.exit_code == 1 and refused.stderr.startswith("error: ")
+    assert path.read_text(encoding="utf-8") == edited
+    forgotten = cli.store / ".memctl" / "edit" / "forgotten"
+    assert not forgotten.exists() or not any(forgotten.iterdir())
