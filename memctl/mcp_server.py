@@ -1688,16 +1688,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         with guarded():
             done = notes.forget(store, id)
         note = done.note
-        said = f"Forgot note `{note.id}`: {note.title}"
-        if done.repointed:
-            said += ("\n" + ", ".join(f"`{old}`" for old in done.repointed)
-                     + f" now superseded by `{done.successor}`, the note that replaced it")
-        if done.kept_text:
-            said += (f"\nIts changes since the last commit were copied to {done.kept_text} "
-                     "(the store's history has the version before them)")
-        if done.left_superseded:
-            said += "\n" + MCP_WORDING.render(
-                notes.left_superseded_message(note.id, done.left_superseded, done.unreadable))
+        said = "\n".join([f"Forgot note `{note.id}`: {note.title}",
+                          *(MCP_WORDING.render(message) for message in done.messages())])
         return reply(said, {"forgotten": note.id, "title": note.title, "path": note.path,
                             "successor": done.successor, "repointed": done.repointed,
                             "left_superseded": done.left_superseded,

@@ -199,12 +199,5 @@ def forget(
     info(f"forgot {note.id}  {note.title}")
     if kept:
         info(f"your kept edit of {note.id} was moved to {kept}")
-    if done.kept_text:
-        info(f"its changes since the last commit were copied to {done.kept_text} (the store's "
-             "history has the version before them)")
-    if done.repointed:
-        info(f"{', '.join(done.repointed)} now superseded by {done.successor}, the note that "
-             f"replaced {note.id}")
-    if done.left_superseded:
-        info(CLI.render(notes.left_superseded_message(note.id, done.left_superseded,
-                                                      done.unreadable)))
+    for message in done.messages():
+        info(CLI.render(message))

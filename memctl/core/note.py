@@ -234,10 +234,10 @@ def note_from_parsed(
     if raw_id and not valid_id(raw_id):
         # Never a path (`../../x`, `/abs`): the note is known by the id its path gives, which
         # the next change memctl makes to it writes down (docs/security.md).
-        implied = implied_id(relpath)
+        named = file_name_id(relpath)
         warnings.append(f"id {raw_id[:80]!r} is not a valid id (letters, digits, '.', '_', "
-                        f"'-'); read as {implied}, "
-                        + ("the id at the end of its file name" if implied != derive_id(relpath)
+                        f"'-'); read as {implied_id(relpath)}, "
+                        + ("the id at the end of its file name" if named
                            else "the id its path gives"))
         raw_id = None
     has_id = bool(raw_id)

@@ -670,13 +670,19 @@ def guard_files(files: Mapping[str, str], allow: bool = False) -> None:
     guard({mask_name(path): text for path, text in sorted(files.items())}, allow, files=True)
 
 
+def secret_keys(text: str) -> list[tuple[str, str]]:
+    """The likely secrets of `text`, each by its kind and the secret itself (every key of a
+    kind has one masked form, so the masked text does not tell two apart)."""
+    return [(finding.kind, text[finding.start:finding.end]) for finding in scan(text)]
+
+
 def added_secrets(before: str, after: str) -> list[SecretFinding]:
     """The likely secrets of `after` that `before` did not hold, each as many times as it
     held it (by kind and the secret itself: every key of a kind has one masked form): what
     an edit adds. A file that already held one (written with allow_secret, or by hand)
     stays editable; a new one, or one more copy of one, is refused (`memctl edit`,
     `memctl project edit`)."""
-    held = Counter((finding.kind, before[finding.start:finding.end]) for finding in scan(before))
+    held = Counter(secret_keys(before))
     added: list[SecretFinding] = []
     for finding in scan(after):
         key = (finding.kind, after[finding.start:finding.end])

@@ -41,7 +41,7 @@ from memctl.core.merge import (
     retag,
 )
 from memctl.core.noteformat import parse_file
-from memctl.core.secrets import carried, guard_files, scan
+from memctl.core.secrets import carried, guard_files, secret_keys
 from memctl.core.vocab import valid_project_name
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
@@ -539,11 +539,6 @@ def _walks_into(kind: str | None, below: Path) -> bool:
     return kind != "mem0" and not any(part.startswith(".") for part in below.parts)
 
 
-def _secret_keys(text: str) -> list[tuple[str, str]]:
-    """The likely secrets of `text`, each by its kind and the secret itself."""
-    return [(finding.kind, text[finding.start:finding.end]) for finding in scan(text)]
-
-
 def _adding_secrets(store: Store, report: ImportReport, texts: dict[str, str]) -> set[str]:
     """The files of `texts` (the `.md` files an import writes) that hold a likely secret the
     store's files it replaces or removes do not hold now (each as many times as they hold
@@ -560,7 +555,7 @@ def _adding_secrets(store: Store, report: ImportReport, texts: dict[str, str]) -
             text = store.resolve(path).read_bytes().decode("utf-8", "replace")
         except (OSError, MemctlError):
             continue  # not there (a new file), or no file the resolver takes
-        old[path] = Counter(_secret_keys(text))
+        old[path] = Counter(secret_keys(text))
     own: dict[str, Counter[tuple[str, str]]] = {}
     moved = {path.rsplit("/", 1)[-1]: path for path in report.removes if path in old}
     for path in texts:
@@ -570,7 +565,7 @@ def _adding_secrets(store: Store, report: ImportReport, texts: dict[str, str]) -
     left: dict[str, list[tuple[str, str]]] = {}
     for path, text in texts.items():
         held = own.get(path, Counter())
-        for key in _secret_keys(text):
+        for key in secret_keys(text):
             if held[key] > 0:
                 held[key] -= 1
             else:

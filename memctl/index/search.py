@@ -832,7 +832,8 @@ def _word_beginnings(ranker: bestmatch.BestMatch, units: list[Unit], stems: list
                      date_words: set[int]) -> list[tuple[int, Unit, float, set[int]]]:
     """(slot, unit, weight, rows) for the words each bare word of the query begins, when the
     stemmer leaves the word whole (`migr`, `kube`, `deploy`; not `running`, whose stem `run`
-    would begin `runtime`). Such a match counts PREFIX_SHARE of the word. For a word no note
+    would begin `runtime`) or only cuts a short ending off it (`postgres`: `_cut_short`),
+    and it is no word of a date the query names (`date_words`). Such a match counts PREFIX_SHARE of the word. For a word no note
     in scope has, the word's weight is the rarity of the words it begins (none: no unit, and
     the word is left to the misspelling search), recorded in `slot_weights`."""
     found = []

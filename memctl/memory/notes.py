@@ -746,6 +746,21 @@ class Forgotten:
     unreadable: list[str] = field(default_factory=list)  # of those, files that do not parse
     kept_text: str | None = None  # where its uncommitted hand edit was copied
 
+    def messages(self) -> list[str]:
+        """What `forget` tells of what it did beside the forget itself, one line each, marked
+        for the front end (memctl.core.errors.cmd): the CLI and MCP say the same."""
+        said = []
+        if self.kept_text:
+            said.append(f"its changes since the last commit were copied to {self.kept_text} "
+                        "(the store's history has the version before them)")
+        if self.repointed:
+            said.append(f"{', '.join(self.repointed)} now superseded by {self.successor}, the "
+                        f"note that replaced {self.note.id}")
+        if self.left_superseded:
+            said.append(_left_superseded_message(self.note.id, self.left_superseded,
+                                                 self.unreadable))
+        return said
+
 
 def forget_note(store: Store, ref: str) -> Forgotten:
     """Delete a note and leave a tombstone, so no sync or import brings it back. Its kept
@@ -832,7 +847,7 @@ def _keep_uncommitted(store: Store, note: Note) -> Path | None:
     return target
 
 
-def left_superseded_message(note_id: str, ids: list[str],
+def _left_superseded_message(note_id: str, ids: list[str],
                             unreadable: Sequence[str] = ()) -> str:
     """What `forget` says of the notes the forgotten one had superseded and left superseded
     (`ids`): they stay out of search, `get` and recall, and how one comes back; those whose

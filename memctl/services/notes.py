@@ -21,7 +21,6 @@ from memctl.memory.notes import (
     edit_note,
     forget_note,
     indexed_note,
-    left_superseded_message,
     supersede_note,
     update_note,
 )
@@ -33,8 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["AddResult", "EditResult", "Fact", "Forgotten", "Shown", "UpdateResult", "edit", "forget",
-           "get", "left_superseded_message", "list_notes", "remember", "show", "supersede",
-           "update"]
+           "get", "list_notes", "remember", "show", "supersede", "update"]
 
 
 def remember(store: Store, text: str, *, note_type: str = "fact", project: str,
