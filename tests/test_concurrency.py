@@ -81,7 +81,7 @@ def test_a_note_indexed_by_another_process_during_the_walk_is_not_removed(
 def test_a_note_indexed_by_another_process_during_a_walk_of_some_folders_is_not_removed(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same, for the walk of named folders (`add`, the watcher's passes)."""
-    monkeypatch.setattr(db, "scan", then_another_indexes(root, db.scan))
+    monkeypatch.setattr(db, "scan_entries", then_another_indexes(root, db.scan_entries))
     with open_index(root) as index:
         index.refresh(["alpha"])
         assert NOTE in indexed_paths(index)

@@ -517,6 +517,32 @@ def test_a_check_with_nothing_changed_reads_no_stamps(root: Path,
         index.close()
 
 
+def test_a_name_that_is_not_utf8_makes_its_folder_compared_by_keys_and_changes_nothing(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk hashes names without decoding them, so a file whose name is not UTF-8 (no
+    memory: memctl.disk.layout.classify) makes its folder's digest differ from the index's
+    on every check; the folder is then compared file by file, which leaves that file out:
+    nothing is indexed or written, and the count is of the notes alone."""
+    monkeypatch.setattr(db, "RACY_NS", 0)  # stamps recorded as they are (see above)
+    old = time.time() - 60
+    for path in root.glob("blog/**/*.md"):
+        os.utime(path, (old, old))
+    index = ensure_fresh(root)
+    try:
+        (root / "blog/notes/fact" / os.fsdecode(b"caf\xe9.md")).write_text("not a note\n")
+        changes = index.conn.total_changes
+        for _ in range(2):
+            stats = index.refresh()
+            assert (stats.added, stats.updated, stats.removed, stats.unchanged) == ([], [], [], 2)
+            known, current, total = index._differing_keys()
+            assert known == current and total == 2
+            assert {key.split("\t")[0] for key in current} == {
+                "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"}
+        assert index.conn.total_changes == changes
+    finally:
+        index.close()
+
+
 @pytest.fixture
 def opened_ahead() -> Iterator[None]:
     """A connection `open_ahead` made and no test took is closed afterwards."""

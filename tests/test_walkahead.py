@@ -65,6 +65,7 @@ if mode == "other-folder":
     walked = filescan.scan_folders(root + "/project-03")
 else:
     walked = filescan.scan_folders(root + "/." if mode == "other-name" else root)
+filescan.reap_helpers()  # as at the command's exit: helpers that answered, still exiting
 leftover = []
 try:
     while True:
@@ -80,8 +81,9 @@ print(repr(walked.digests))
 print(repr(walked.files))
 serial = filescan.scan(root if mode != "other-folder" else root + "/project-03")
 print(repr(sorted((folder, sorted(keys)) for folder, keys in serial.items())))
-print(repr({folder: filescan.folder_digest(keys) for folder, keys in serial.items()}))
-print(repr(sum(map(len, serial.values()))))
+entries = filescan.scan_entries(root if mode != "other-folder" else root + "/project-03")
+print(repr({folder: filescan.entries_digest(found) for folder, found in entries.items()}))
+print(repr(sum(map(len, entries.values()))))  # the file that is not UTF-8 too
 print(repr(leftover))
 """
 
@@ -117,7 +119,7 @@ def make_tree(root: Path) -> None:
     (root / "linked-project").symlink_to(root / "project-02")
     (alpha / "notes" / os.fsdecode(b"caf\xe9-latin1.md")).write_text("not UTF-8\n")
     # Names beyond ASCII, in every UTF-8 length: the walk hashes them as bytes, which must
-    # sort as the names do (memctl.disk.filescan.bytes_digest).
+    # sort the same way whoever lists them (memctl.disk.filescan.entries_digest).
     for name in ("z", "é", "数据库", "\ufffd", "\U0001f600", "a\u00e9", "a~"):
         write_memory_file(alpha, f"notes/fact/{name}.md", f"named {name}")
     locked = alpha / "locked"

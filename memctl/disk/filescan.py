@@ -2,27 +2,42 @@
 
 Every read first checks the index against the files. An edit in place changes nothing but
 the file's own stamp, so every file is stat'ed: that is the floor. What this module saves is
-the rest: the stamps (`file_stamp`) are grouped by folder, and each folder gets one digest of
-its sorted `path\\tmtime_ns\\tctime_ns\\tsize` keys (`stamp_key`). The index keeps the same
-digest of what it indexed in each folder (computed from its `files` table, inside the
-transaction that changes it), so a check that finds nothing changed compares a few hundred
-digests instead of loading every file's stamp from SQLite, and a change is looked at only in
-the folders whose digest differs.
+the rest: the walk lists each folder's files as entries, (file name in bytes, mtime_ns,
+ctime_ns, size) tuples, and each folder gets one digest of its sorted entries
+(`entries_digest`). The index keeps the same digest of what it indexed in each folder
+(computed from its `files` table, inside the transaction that changes it: `indexed_digest`),
+so a check that finds nothing changed compares a few hundred digests instead of loading
+every file's stamp from SQLite, and a change is looked at only in the folders whose digest
+differs: there the files are compared by their keys, `path\\tmtime_ns\\tctime_ns\\tsize`
+(`stamp_key`).
+
+The walk writes no text per file: a tuple is made and hashed with its folder's (`marshal`,
+whose format is fixed for a given Python version), where a key written out cost ~6 ms more
+a walk of 10k notes (bench/README.md). Nor does it decode names: a name that is not UTF-8 is
+no memory (layout.classify) and only makes its folder's digest differ from the index's, so
+that folder is compared by keys, which leave it out (`entry_keys`).
 """
 
 from __future__ import annotations
 
 import codecs
+import marshal
 import os
 import stat as stat_module
 import sys
 
 from memctl.core.stamp import Stamp
 from memctl.core.textfile import is_utf8_name
-from memctl.disk.forking import fork_child, read_all, stop_child
+from memctl.disk.forking import fork_child, stop_child
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 # memctl.core.vocab (`valid_project_name`) is imported where a name is checked, not here: it
 # loads `re` (~10 ms), and `memctl search` starts its walk ahead (below) before that.
+
+Entry = tuple[bytes, int, int, int]  # (file name, mtime_ns, ctime_ns, size): memctl.core.stamp
 
 _MD_SUFFIXES = (b".md", b".MD", b".Md", b".mD")
 # Whether Python reads file names as UTF-8 (as it does but with `PYTHONUTF8=0` in a locale
@@ -30,19 +45,31 @@ _MD_SUFFIXES = (b".md", b".MD", b".Md", b".mD")
 _UTF8_NAMES = (codecs.lookup(sys.getfilesystemencoding()).name == "utf-8"
                and sys.getfilesystemencodeerrors() == "surrogateescape")
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+# marshal's version 2 writes every object whole: from version 3 on, an object referred to
+# twice (a small int, say) may be written as a reference, depending on who else holds it.
+_MARSHAL_VERSION = 2
 
 
 def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, list[str]]:
     """`stamp_key`s of every file the index covers, by store-relative folder
-    (`blog/notes/fact/`); folders without such files are left out.
+    (`blog/notes/fact/`); folders without such files are left out."""
+    found = scan_entries(root, folders)
+    return {folder: keys for folder, entries in found.items()
+            if (keys := entry_keys(folder, entries))}
+
+
+def scan_entries(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, list[Entry]]:
+    """The entries of every file the walk finds, by store-relative folder; folders without
+    such files are left out.
 
     Mirrors `store.classify` for indexed kinds without classifying each file: top-level
-    folders with a project name, no dot folders or dot files, `*.md`. Each folder is opened
-    once and its entries are stat'ed relative to it (cheaper than full paths).
+    folders with a project name, no dot folders or dot files, `*.md` (names that are not
+    UTF-8 too: `entry_keys` leaves them out). Each folder is opened once and its entries are
+    stat'ed relative to it (cheaper than full paths).
     """
     found = _walk(_project_tops(root) if folders is None else
                   [(os.fsencode(here), os.fsencode(path)) for here, path in folders])
-    return {os.fsdecode(here): _decoded(keys) for here, keys in found.items()}
+    return {os.fsdecode(here): entries for here, entries in found.items()}
 
 
 def _project_tops(root: str) -> list[tuple[bytes, bytes]]:
@@ -51,11 +78,6 @@ def _project_tops(root: str) -> list[tuple[bytes, bytes]]:
 
     return _encoded([(name, path) for name, path in _top_folders(root)
                      if valid_project_name(name)])
-
-
-def _decoded(keys: list[bytes]) -> list[str]:
-    """Keys of the walk as text (their names are UTF-8: `_list_folder` keeps no other)."""
-    return [os.fsdecode(key) for key in keys]
 
 
 def _top_folders(root: str) -> list[tuple[str, str]]:
@@ -75,49 +97,34 @@ def _top_folders(root: str) -> list[tuple[str, str]]:
     return tops
 
 
-def _walk(folders: list[tuple[bytes, bytes]]) -> dict[bytes, list[bytes]]:
-    """The keys of `folders` ((store-relative folder with its `/`, path) pairs, popped) and of
-    every folder below them, by folder. In bytes (`os.fsencode`) throughout: no name is
-    decoded from the file system nor encoded back for its stat (~15 % of the walk's time);
-    the keys are the UTF-8 of `stamp_key`'s."""
-    found: dict[bytes, list[bytes]] = {}
+def _walk(folders: list[tuple[bytes, bytes]]) -> dict[bytes, list[Entry]]:
+    """The entries of `folders` ((store-relative folder with its `/`, path) pairs, popped)
+    and of every folder below them, by folder. In bytes throughout: no name is decoded from
+    the file system nor encoded back for its stat (~15 % of the walk's time)."""
+    found: dict[bytes, list[Entry]] = {}
     while folders:
         here, folder = folders.pop()
-        keys = _list_folder(here, folder, folders)
-        if keys:
-            found[here] = keys
+        entries = _list_folder(here, folder, folders)
+        if entries:
+            found[here] = entries
     return found
 
 
-def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -> list[bytes]:
-    """The keys of the files in `folder` (`here` from the store), its subfolders added to
+def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -> list[Entry]:
+    """The entries of the files in `folder` (`here` from the store), its subfolders added to
     `below`: regular files named `*.md` (any case of the suffix), not links, with names that
-    are UTF-8 and do not start with `.` (a name that is not UTF-8 is no memory:
-    layout.classify)."""
-    keys: list[bytes] = []
-    add = keys.append
+    do not start with `.`."""
+    entries: list[Entry] = []
+    add = entries.append
     try:
         fd = os.open(folder, _FOLDER_FLAGS)
     except OSError:
-        return keys
+        return entries
     stat, s_isreg, s_isdir = os.stat, stat_module.S_ISREG, stat_module.S_ISDIR
     try:
         for name in os.listdir(folder):
             if name[0] == 46:  # "."
                 continue
-            if not name.isascii():
-                # A name that is not UTF-8 is no memory (layout.classify): told apart as the
-                # rest of memctl tells it, from the name as the file system's encoding reads
-                # it (a UTF-8 name read as ASCII, `LC_ALL=C PYTHONUTF8=0`, is none either);
-                # with UTF-8 names, the usual case, by one decode of the bytes (~4 ms less a
-                # walk of 10k notes with Chinese names than decoding and encoding again).
-                if _UTF8_NAMES:
-                    try:
-                        name.decode("utf-8")
-                    except UnicodeDecodeError:
-                        continue
-                elif not is_utf8_name(os.fsdecode(name)):
-                    continue
             try:
                 info = stat(name, dir_fd=fd, follow_symlinks=False)
             except OSError:
@@ -125,24 +132,51 @@ def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -
             mode = info.st_mode
             if s_isreg(mode):
                 if name.endswith(_MD_SUFFIXES):
-                    # stamp_key(path, file_stamp(info)) in UTF-8, written out: one call less a
-                    # file in the hot path (tests/test_index_stamp.py holds them equal)
-                    add(b"%b%b\t%d\t%d\t%d" % (here, name, info.st_mtime_ns, info.st_ctime_ns,
-                                                 info.st_size))
+                    add((name, info.st_mtime_ns, info.st_ctime_ns, info.st_size))
             elif s_isdir(mode):
                 below.append((here + name + b"/", folder + b"/" + name))
     except OSError:
         pass
     finally:
         os.close(fd)
+    return entries
+
+
+def entries_digest(entries: list[Entry]) -> str:
+    """The digest of one folder's entries, in any order (sorted here, in place)."""
+    entries.sort()
+    return _blake2b_hex(marshal.dumps(entries, _MARSHAL_VERSION))
+
+
+def indexed_digest(rows: Iterable[tuple[str, int, int, int]]) -> str:
+    """`entries_digest` of one folder's files as the index holds them: (store-relative
+    path, mtime_ns, ctime_ns, size) rows. A path is text as the file system's encoding read
+    it (`os.fsdecode`), so encoding its name back gives the bytes the walk lists."""
+    fsencode = os.fsencode
+    return entries_digest([(fsencode(path[path.rfind("/") + 1:]), mtime, ctime, size)
+                           for path, mtime, ctime, size in rows])
+
+
+def entry_keys(folder: str, entries: list[Entry]) -> list[str]:
+    """The `stamp_key`s of the entries of `folder` (store-relative, with its `/`) whose
+    names are UTF-8: a name that is not is no memory (layout.classify). Told apart as the
+    rest of memctl tells it, from the name as the file system's encoding reads it (a UTF-8
+    name read as ASCII, `LC_ALL=C PYTHONUTF8=0`, is none either)."""
+    keys: list[str] = []
+    for name, mtime, ctime, size in entries:
+        if name.isascii():
+            text = name.decode("ascii")
+        elif _UTF8_NAMES:
+            try:
+                text = name.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        else:
+            text = os.fsdecode(name)
+            if not is_utf8_name(text):
+                continue
+        keys.append(f"{folder}{text}\t{mtime}\t{ctime}\t{size}")
     return keys
-
-
-def bytes_digest(keys: list[bytes]) -> str:
-    """`folder_digest` of the same keys UTF-8 encoded (sorted in place): UTF-8 keeps the
-    order of code points, so the bytes sort as the strings do."""
-    keys.sort()
-    return _blake2b_hex(b"\n".join(keys))
 
 
 def project_folders(root: str) -> set[str]:
@@ -170,11 +204,6 @@ def scan_keys(root: str, folders: list[tuple[str, str]] | None = None) -> set[st
     for folder_keys in scan(root, folders).values():
         keys.update(folder_keys)
     return keys
-
-
-def folder_digest(keys: list[str]) -> str:
-    """The digest of one folder's keys, in any order."""
-    return _blake2b_hex("\n".join(sorted(keys)).encode("utf-8", "surrogateescape"))
 
 
 def content_digest(data: bytes) -> str:
@@ -252,47 +281,53 @@ _MAX_RECORDS = 1024
 _MAX_HELPERS = 3
 _ANSWER_PIPE = 1 << 20  # what a helper's answers may fill before it waits for the command
 _LENGTH = 8  # bytes of the length before each record's answer
+_END = bytes(_LENGTH)  # a length of 0: the helper's answer is complete
 
 
 class Walked:
-    """The result of a walk, by store-relative folder: each folder's digest and its keys, and
-    the number of files. A helper process sends only digests and counts (its keys are ~100
-    bytes a file); the keys of one of its folders are listed again when asked for, which the
+    """The result of a walk, by store-relative folder: each folder's digest and its number
+    of entries. A helper process sends only digests and counts (its entries are ~60 bytes a
+    file); the keys of one of its folders are listed again when asked for, which the
     freshness check does only for a folder whose digest differs from the index's."""
 
-    __slots__ = ("root", "digests", "files", "_keys")
+    __slots__ = ("root", "digests", "counts", "_entries")
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.digests: dict[str, str] = {}
-        self.files = 0
-        self._keys: dict[str, list[str]] = {}
+        self.counts: dict[str, int] = {}
+        self._entries: dict[str, list[Entry]] = {}
 
-    def add_bytes(self, folder: bytes, keys: list[bytes]) -> None:
-        """A folder `_walk` listed, with its keys (decoded only if asked for: `keys`)."""
+    @property
+    def files(self) -> int:
+        """The number of entries: the files the index covers, and any whose name is not
+        UTF-8 (which only a folder whose digest differs from the index's can hold)."""
+        return sum(self.counts.values())
+
+    def add_entries(self, folder: bytes, entries: list[Entry]) -> None:
+        """A folder `_walk` listed, with its entries (keys made only if asked for: `keys`)."""
         name = os.fsdecode(folder)
-        self.digests[name] = bytes_digest(keys)
-        self._keys[name] = keys  # type: ignore[assignment]
-        self.files += len(keys)
+        self.digests[name] = entries_digest(entries)
+        self.counts[name] = len(entries)
+        self._entries[name] = entries
 
     def add_digest(self, folder: str, digest: str, count: int) -> None:
         self.digests[folder] = digest
-        self.files += count
+        self.counts[folder] = count
 
     def keys(self, folder: str) -> list[str]:
         """The keys of `folder` (none for a folder the walk did not find)."""
-        keys = self._keys.get(folder)
-        if keys is None and folder in self.digests:
-            keys = _list_folder(os.fsencode(folder), os.fsencode(  # type: ignore[assignment]
+        entries = self._entries.get(folder)
+        if entries is None:
+            if folder not in self.digests:
+                return []
+            entries = _list_folder(os.fsencode(folder), os.fsencode(
                 os.path.join(self.root, folder[:-1])), [])
-        if keys and isinstance(keys[0], bytes):
-            keys = _decoded(keys)  # type: ignore[arg-type]
-            self._keys[folder] = keys
-        return keys or []
+        return entry_keys(folder, entries)
 
     def as_scan(self) -> dict[str, list[str]]:
         """What `scan` returns for the same files."""
-        return {folder: self.keys(folder) for folder in self.digests}
+        return {folder: keys for folder in self.digests if (keys := self.keys(folder))}
 
 
 def scan_folders(root: str) -> Walked:
@@ -308,8 +343,8 @@ def scan_folders(root: str) -> Walked:
         else:
             ahead.abandon()  # another folder's: of no use here
     walked = Walked(root)
-    for folder, keys in _walk(_project_tops(root)).items():
-        walked.add_bytes(folder, keys)
+    for folder, entries in _walk(_project_tops(root)).items():
+        walked.add_entries(folder, entries)
     return walked
 
 
@@ -355,6 +390,7 @@ def _abandon_at_exit() -> None:
     ahead, _ahead = _ahead, None
     if ahead is not None:
         ahead.abandon()
+    reap_helpers()
 
 
 def walk_workers() -> int:
@@ -422,19 +458,18 @@ class _WalkAhead:
     def _help(self, answer: int) -> None:
         """In a helper: walk records from the queue until it is empty, sending what each
         record holds as soon as it is walked (the last one is then all the command waits
-        for): its length, then (record, [(folder, digest, number of files), ...])."""
-        import marshal
-
+        for): its length, then (record, [(folder, digest, number of files), ...]); and at
+        the end a length of 0 (`_END`), so that the command need not wait for this process
+        to be gone (its exit unmaps its copy of the command's memory: ~0.5 ms)."""
         _widen(answer)
         _quiet_standard_streams()
         while record := os.read(self.queue, _RECORD):
             number = int.from_bytes(record, "big")
             folders = _walk(_encoded(self.groups[number]))
-            data = marshal.dumps((number, [(os.fsdecode(folder), bytes_digest(keys), len(keys))
-                                           for folder, keys in folders.items()]))
-            view = memoryview(len(data).to_bytes(_LENGTH, "big") + data)
-            while view:
-                view = view[os.write(answer, view):]
+            data = marshal.dumps((number, [(os.fsdecode(folder), entries_digest(entries),
+                                            len(entries)) for folder, entries in folders.items()]))
+            _write_all(answer, len(data).to_bytes(_LENGTH, "big") + data)
+        _write_all(answer, _END)
 
     def walks(self, root: str) -> bool:
         """Whether this walk is of the folder `root` names (the same folder, by identity)."""
@@ -446,8 +481,6 @@ class _WalkAhead:
     def finish(self, root: str) -> Walked | None:
         """The whole walk: the records no helper took, walked here, and the helpers' answers;
         None if any helper failed (the caller then walks everything itself)."""
-        import marshal
-
         from memctl.core.vocab import valid_project_name
 
         try:
@@ -466,24 +499,19 @@ class _WalkAhead:
                 done.add(number)
                 folders = _encoded([(name, path) for name, path in self.groups[number]
                                     if valid_project_name(name)])
-                for folder, keys in _walk(folders).items():
-                    walked.add_bytes(folder, keys)
+                for folder, entries in _walk(folders).items():
+                    walked.add_entries(folder, entries)
             while self.helpers:
                 pid, answer = self.helpers.pop()
                 try:
-                    data = read_all(answer)
+                    frames = _read_frames(answer)
                 finally:
                     os.close(answer)
-                if os.waitpid(pid, 0)[1] != 0:
+                _reap_later(pid)
+                if frames is None:  # the helper ended before its last word: it failed
                     return None
-                position = 0
-                while position < len(data):
-                    end = position + _LENGTH + int.from_bytes(
-                        data[position:position + _LENGTH], "big")
-                    if end > len(data):
-                        return None
-                    number, folders = marshal.loads(data[position + _LENGTH:end])
-                    position = end
+                for frame in frames:
+                    number, folders = marshal.loads(frame)
                     if number in done or not 0 <= number < len(self.groups):
                         return None
                     done.add(number)
@@ -505,6 +533,54 @@ class _WalkAhead:
         if self.queue >= 0:
             os.close(self.queue)
             self.queue = -1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_frames(fd: int) -> list[bytes] | None:
+    """The frames a helper sent (each after its length), up to its `_END`; None when the
+    pipe closes before it (the helper was killed, or failed)."""
+    data = b""
+    frames: list[bytes] = []
+    position = 0
+    while chunk := os.read(fd, 1 << 20):
+        data = data[position:] + chunk
+        position = 0
+        while position + _LENGTH <= len(data):
+            end = position + _LENGTH + int.from_bytes(data[position:position + _LENGTH], "big")
+            if end == position + _LENGTH:
+                return frames
+            if end > len(data):
+                break
+            frames.append(data[position + _LENGTH:end])
+            position = end
+    return None
+
+
+# Helpers that sent their whole answer and may still be exiting: waited for at this
+# process's exit (by then they are gone), so that none is left unreaped.
+_ending: list[int] = []
+
+
+def _reap_later(pid: int) -> None:
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == 0:
+            _ending.append(pid)
+    except ChildProcessError:
+        pass
+
+
+def reap_helpers() -> None:
+    """Wait for the helpers that answered and were still exiting."""
+    while _ending:
+        try:
+            os.waitpid(_ending.pop(), 0)
+        except ChildProcessError:
+            pass
 
 
 def _encoded(tops: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

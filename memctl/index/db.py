@@ -37,11 +37,13 @@ from memctl.disk.filescan import (
     STAMP_COLUMNS,
     STAMP_KEY_SQL,
     content_digest,
-    folder_digest,
+    entries_digest,
+    entry_keys,
     folder_of,
+    indexed_digest,
     key_path,
     project_folders,
-    scan,
+    scan_entries,
     scan_folders,
     scan_keys,
     split_key,
@@ -84,10 +86,11 @@ if TYPE_CHECKING:
 # memctl.index.docs (reading and parsing files into rows) is imported only when some file
 # changed: a freshness check that finds nothing to do never loads it.
 
-SCHEMA_VERSION = 13  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
+SCHEMA_VERSION = 14  # 7: `fuzzy_words` (index/fuzzy.py); 8: `fts_pairs` (pairs of CJK characters);
 # 10: `docs_project_created`, `docs_project_updated` (a date named in a query, docs/search.md);
 # 11: `files.ctime_ns` (a file's stamp: memctl.core.stamp); 12: `docs_project_path`;
-# 13: `docs.subject_key`, `docs.predicate_key` (memctl.core.vocab.fact_key)
+# 13: `docs.subject_key`, `docs.predicate_key` (memctl.core.vocab.fact_key); 14: `folders.digest`
+# of (name, stamp) entries, not of keys written out (memctl.disk.filescan.entries_digest)
 # Bump when what memctl.index.docs extracts from a file changes: the index is rebuilt then.
 # 2: values memctl cannot read are read as their defaults (docs/format.md), and a file that is
 # no text is named at the line of its first bad byte.
@@ -1022,18 +1025,22 @@ class Index:
         differing = [folder for folder, digest in on_disk.digests.items()
                      if stored.get(folder) != digest]
         differing.extend(folder for folder in stored if folder not in on_disk.digests)
-        total = on_disk.files
         known: set[str] = set()
         current: set[str] = set()
         if len(differing) > _FOLDER_BY_FOLDER_MAX:
             known = self._known_keys()
             for folder in on_disk.digests:
                 current.update(on_disk.keys(folder))
-            return known, current, total
+            return known, current, len(current)
+        # Only a folder whose digest differs can hold an entry that is no memory (a name
+        # that is not UTF-8: memctl.disk.filescan.entry_keys); its keys leave it out.
+        total = on_disk.files
         for folder in differing:
             known.update(stamp_key(path, stamp) for path, *stamp in
                          self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)))
-            current.update(on_disk.keys(folder))
+            keys = on_disk.keys(folder)
+            current.update(keys)
+            total -= on_disk.counts.get(folder, 0) - len(keys)
         return known, current, total
 
     def _store_folder_digests(self, touched: Iterable[str] | None) -> None:
@@ -1042,18 +1049,17 @@ class Index:
         conn = self.conn
         if touched is None:
             conn.execute("DELETE FROM folders")
-            by_folder: dict[str, list[str]] = {}
-            for path, *stamp in conn.execute(f"SELECT path, {STAMP_COLUMNS} FROM files"):
-                by_folder.setdefault(folder_of(path), []).append(stamp_key(path, stamp))
+            by_folder: dict[str, list[tuple[str, int, int, int]]] = {}
+            for row in conn.execute(f"SELECT path, {STAMP_COLUMNS} FROM files"):
+                by_folder.setdefault(folder_of(row[0]), []).append(row)
             conn.executemany("INSERT INTO folders(path, digest) VALUES (?, ?)",
-                             [(folder, folder_digest(keys)) for folder, keys in by_folder.items()])
+                             [(folder, indexed_digest(rows)) for folder, rows in by_folder.items()])
             return
         for folder in set(touched):
-            keys = [stamp_key(path, stamp) for path, *stamp in
-                    conn.execute(_IN_FOLDER_SQL, _in_folder(folder))]
-            if keys:
+            rows = conn.execute(_IN_FOLDER_SQL, _in_folder(folder)).fetchall()
+            if rows:
                 conn.execute("INSERT OR REPLACE INTO folders(path, digest) VALUES (?, ?)",
-                             (folder, folder_digest(keys)))
+                             (folder, indexed_digest(rows)))
             else:
                 conn.execute("DELETE FROM folders WHERE path = ?", (folder,))
 
@@ -1140,16 +1146,17 @@ class Index:
         """Adds to `current` and `known` the files of the folders under `rel` whose digest
         differs from the index's (or that only one of them has); returns the number of
         files in the others, which are exactly as indexed."""
-        on_disk = scan(str(self.root), folders=[(rel + "/", full)])
+        on_disk = scan_entries(str(self.root), folders=[(rel + "/", full)])
         stored = dict(self.conn.execute(
             "SELECT path, digest FROM folders WHERE path >= ? AND path < ?", (rel + "/", rel + "0")))
         same = 0
-        for folder, keys in on_disk.items():
-            if stored.pop(folder, None) == folder_digest(keys):
-                same += len(keys)
+        for folder, entries in on_disk.items():
+            if stored.pop(folder, None) == entries_digest(entries):
+                same += len(entries)
                 continue
             self._indexed_in(folder, known)
-            current.update(p for p in map(split_key, keys) if _kind_of(p[0]))
+            current.update(p for p in map(split_key, entry_keys(folder, entries))
+                           if _kind_of(p[0]))
         for folder in stored:  # indexed, and no file the index covers there now
             self._indexed_in(folder, known)
         return same
