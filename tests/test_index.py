@@ -543,6 +543,43 @@ def test_a_name_that_is_not_utf8_makes_its_folder_compared_by_keys_and_changes_n
         index.close()
 
 
+def test_a_folder_with_a_utf8_name_is_no_trouble_to_a_memctl_reading_names_as_ascii(
+        root: Path) -> None:
+    """With `LC_ALL=C PYTHONUTF8=0` names are read as ASCII: a folder named `笔记` reads as
+    surrogate escapes, which are not UTF-8 (no memory, as before schema 14), and every read
+    command still works (each ended in a UnicodeEncodeError traceback)."""
+    write(root, "blog/notes/笔记/kiosk-eeeeeeeeeeeeeeee.md", "The kiosk serves espresso.",
+          id="eeeeeeeeeeeeeeee", type="fact", project="blog")
+    assert "eeeeeeeeeeeeeeee" in run_memctl("search", "-p", "blog", "espresso", store=root).stdout
+    ascii_names = {"LC_ALL": "C", "PYTHONUTF8": "0"}
+    for workers in ("0", "2"):
+        found = run_memctl("search", "-p", "blog", "kysely", store=root,
+                           env={**ascii_names, "MEMCTL_WALK_WORKERS": workers})
+        assert found.exit_code == 0 and "Traceback" not in found.stderr, found.stderr
+        assert "aaaaaaaaaaaaaaaa" in found.stdout
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_folder_whose_name_is_not_utf8_is_not_walked(root: Path, workers: str) -> None:
+    """A folder whose name is not UTF-8 holds no memory (memctl.disk.layout.classify): the
+    walk leaves it out, as it leaves out such a file, and every read command still works
+    (its path, with surrogate escapes, could be neither looked up in the index nor written
+    to it: each of them ended in a traceback)."""
+    write(root, "shop/notes/fact/till-cccccccccccccccc.md", "The till prints receipts.",
+          id="cccccccccccccccc", type="fact", project="shop")
+    bad = root / "blog/notes" / os.fsdecode(b"caf\xe9")
+    bad.mkdir()
+    (bad / "inside.md").write_text("---\ntype: fact\n---\nKysely inside a bad folder\n")
+    env = {"MEMCTL_WALK_WORKERS": workers}
+    for args in (("search", "--all-projects", "kysely"), ("list", "--all-projects"),
+                 ("add", "-p", "blog", "Backups run nightly at three"), ("health",)):
+        result = run_memctl(*args, store=root, env=env)
+        assert result.exit_code == 0, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    found = run_memctl("search", "--all-projects", "kysely", store=root, env=env)
+    assert "aaaaaaaaaaaaaaaa" in found.stdout and "inside" not in found.stdout
+
+
 @pytest.fixture
 def opened_ahead() -> Iterator[None]:
     """A connection `open_ahead` made and no test took is closed afterwards."""

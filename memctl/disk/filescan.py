@@ -113,7 +113,9 @@ def _walk(folders: list[tuple[bytes, bytes]]) -> dict[bytes, list[Entry]]:
 def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -> list[Entry]:
     """The entries of the files in `folder` (`here` from the store), its subfolders added to
     `below`: regular files named `*.md` (any case of the suffix), not links, with names that
-    do not start with `.`."""
+    do not start with `.`. A subfolder whose name is not UTF-8 is not walked: no file in it
+    is memory (layout.classify), and its store-relative path could be neither looked up in
+    the index nor written to it."""
     entries: list[Entry] = []
     add = entries.append
     try:
@@ -133,13 +135,25 @@ def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -
             if s_isreg(mode):
                 if name.endswith(_MD_SUFFIXES):
                     add((name, info.st_mtime_ns, info.st_ctime_ns, info.st_size))
-            elif s_isdir(mode):
+            elif s_isdir(mode) and (name.isascii() or _is_utf8_bytes(name)):
                 below.append((here + name + b"/", folder + b"/" + name))
     except OSError:
         pass
     finally:
         os.close(fd)
     return entries
+
+
+def _is_utf8_bytes(name: bytes) -> bool:
+    """Whether a name the walk listed is UTF-8, as the rest of memctl tells it: from the name
+    as the file system's encoding reads it (`entry_keys`)."""
+    if _UTF8_NAMES:
+        try:
+            name.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+    return is_utf8_name(os.fsdecode(name))
 
 
 def entries_digest(entries: list[Entry]) -> str:
