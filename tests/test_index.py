@@ -580,6 +580,27 @@ def test_a_folder_whose_name_is_not_utf8_is_not_walked(root: Path, workers: str)
     assert "aaaaaaaaaaaaaaaa" in found.stdout and "inside" not in found.stdout
 
 
+def test_a_name_indexed_as_utf8_is_no_trouble_to_a_memctl_reading_names_as_ascii(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index made where names are read as UTF-8 holds `café.md` as text; a memctl run
+    with `LC_ALL=C PYTHONUTF8=0` (names read as ASCII) that writes that folder's digest
+    cannot encode that name in its file system's encoding: `add` and `search` (and a
+    watcher's pass) ended in a UnicodeEncodeError traceback. The name's UTF-8 bytes, which
+    the walk lists, are hashed instead."""
+    monkeypatch.setattr(db, "RACY_NS", 0)  # stamps recorded as they are: the folder as indexed
+    write(root, "blog/notes/fact/café.md", "The café serves espresso only.",
+          id="dddddddddddddddd", type="fact", project="blog")
+    ensure_fresh(root).close()
+    ascii_names = {"LC_ALL": "C", "PYTHONUTF8": "0", "MEMCTL_WALK_WORKERS": "0"}
+    added = run_memctl("add", "-p", "blog", "Backups run nightly at three", store=root,
+                       env=ascii_names)
+    assert added.exit_code == 0 and "Traceback" not in added.stderr, added.stderr
+    found = run_memctl("search", "-p", "blog", "backups", store=root, env=ascii_names)
+    assert found.exit_code == 0 and "Traceback" not in found.stderr, found.stderr
+    assert "Backups run nightly" in found.stdout
+    assert "espresso" in run_memctl("search", "-p", "blog", "espresso", store=root).stdout
+
+
 @pytest.fixture
 def opened_ahead() -> Iterator[None]:
     """A connection `open_ahead` made and no test took is closed afterwards."""

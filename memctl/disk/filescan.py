@@ -166,9 +166,18 @@ def indexed_digest(rows: Iterable[tuple[str, int, int, int]]) -> str:
     """`entries_digest` of one folder's files as the index holds them: (store-relative
     path, mtime_ns, ctime_ns, size) rows. A path is text as the file system's encoding read
     it (`os.fsdecode`), so encoding its name back gives the bytes the walk lists."""
-    fsencode = os.fsencode
-    return entries_digest([(fsencode(path[path.rfind("/") + 1:]), mtime, ctime, size)
+    return entries_digest([(_name_bytes(path[path.rfind("/") + 1:]), mtime, ctime, size)
                            for path, mtime, ctime, size in rows])
+
+
+def _name_bytes(name: str) -> bytes:
+    """The bytes of an indexed file's name. A name indexed by a memctl that read names as
+    UTF-8 and read now in another encoding (`LC_ALL=C PYTHONUTF8=0`: ASCII) cannot be
+    encoded in it: its UTF-8 bytes are what the walk lists."""
+    try:
+        return os.fsencode(name)
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape")
 
 
 def entry_keys(folder: str, entries: list[Entry]) -> list[str]:
