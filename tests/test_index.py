@@ -517,12 +517,12 @@ def test_a_check_with_nothing_changed_reads_no_stamps(root: Path,
         index.close()
 
 
-def test_a_name_that_is_not_utf8_makes_its_folder_compared_by_keys_and_changes_nothing(
+def test_a_file_whose_name_is_not_utf8_leaves_its_folder_as_indexed(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The walk hashes names without decoding them, so a file whose name is not UTF-8 (no
-    memory: memctl.disk.layout.classify) makes its folder's digest differ from the index's
-    on every check; the folder is then compared file by file, which leaves that file out:
-    nothing is indexed or written, and the count is of the notes alone."""
+    """A file whose name is not UTF-8 is no memory (memctl.disk.layout.classify): the walk
+    leaves it out, so its folder's digest stays the index's and no check compares that
+    folder again, nor writes anything (with such files in more than 40 folders, every
+    search compared the whole store file by file)."""
     monkeypatch.setattr(db, "RACY_NS", 0)  # stamps recorded as they are (see above)
     old = time.time() - 60
     for path in root.glob("blog/**/*.md"):
@@ -534,10 +534,7 @@ def test_a_name_that_is_not_utf8_makes_its_folder_compared_by_keys_and_changes_n
         for _ in range(2):
             stats = index.refresh()
             assert (stats.added, stats.updated, stats.removed, stats.unchanged) == ([], [], [], 2)
-            known, current, total = index._differing_keys()
-            assert known == current and total == 2
-            assert {key.split("\t")[0] for key in current} == {
-                "blog/notes/fact/cache-bbbbbbbbbbbbbbbb.md"}
+            assert index._differing_keys() == (set(), set(), 2)
         assert index.conn.total_changes == changes
     finally:
         index.close()

@@ -83,7 +83,7 @@ serial = filescan.scan(root if mode != "other-folder" else root + "/project-03")
 print(repr(sorted((folder, sorted(keys)) for folder, keys in serial.items())))
 entries = filescan.scan_entries(root if mode != "other-folder" else root + "/project-03")
 print(repr({folder: filescan.entries_digest(found) for folder, found in entries.items()}))
-print(repr(sum(map(len, entries.values()))))  # the file that is not UTF-8 too
+print(repr(sum(map(len, entries.values()))))
 print(repr(leftover))
 """
 
@@ -353,3 +353,39 @@ def test_only_a_search_no_live_watcher_answers_starts_a_walk(tmp_path: Path,
     assert walk_root(["search", "postgres"]) == str(store)
     assert walk_root(["list", "--json"]) is None
     assert walk_root(["add", "search", "the", "docs"]) is None
+
+
+# A helper's answer read through a pipe of 4 KiB (reads of at most 4 KiB): small frames, one of
+# 40 MB, the end mark, each cut anywhere by the pipe.
+FRAMES = """
+import fcntl, os, sys
+from memctl.disk import filescan
+big = 40 << 20
+read_end, write_end = os.pipe()
+fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+pid = os.fork()
+if pid == 0:
+    os.close(read_end)
+    for number in range(3):
+        filescan._write_all(write_end, (5).to_bytes(8, "big") + b"small")
+    filescan._write_all(write_end, big.to_bytes(8, "big"))
+    for _ in range(big >> 20):
+        filescan._write_all(write_end, b"x" * (1 << 20))
+    filescan._write_all(write_end, (3).to_bytes(8, "big") + b"end" + filescan._END)
+    os._exit(0)
+os.close(write_end)
+frames = filescan._read_frames(read_end)
+os.waitpid(pid, 0)
+print([len(frame) for frame in frames], frames[0], frames[3].count(b"x"), frames[-1])
+"""
+
+
+def test_a_helpers_answer_is_read_in_time_linear_in_its_size() -> None:
+    """Each byte of an answer is copied once however the pipe cuts it: copying what was left
+    of the buffer at each read made a frame of n bytes cost n² / (bytes a read), here ~200 GB
+    of copying, minutes. No time is measured: that fails by the timeout
+    (tests/test_linear_time.py)."""
+    big = 40 << 20
+    printed = subprocess.run([sys.executable, "-c", FRAMES], capture_output=True, text=True,
+                             timeout=60, check=True).stdout.strip()
+    assert printed == f"[5, 5, 5, {big}, 3] b'small' {big} b'end'"

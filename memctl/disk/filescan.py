@@ -13,9 +13,8 @@ differs: there the files are compared by their keys, `path\\tmtime_ns\\tctime_ns
 
 The walk writes no text per file: a tuple is made and hashed with its folder's (`marshal`,
 whose format is fixed for a given Python version), where a key written out cost ~6 ms more
-a walk of 10k notes (bench/README.md). Nor does it decode names: a name that is not UTF-8 is
-no memory (layout.classify) and only makes its folder's digest differ from the index's, so
-that folder is compared by keys, which leave it out (`entry_keys`).
+a walk of 10k notes (bench/README.md). Names stay bytes, checked to be UTF-8 a folder at a
+time (`_all_utf8`): a name that is not is no memory (layout.classify).
 """
 
 from __future__ import annotations
@@ -113,9 +112,9 @@ def _walk(folders: list[tuple[bytes, bytes]]) -> dict[bytes, list[Entry]]:
 def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -> list[Entry]:
     """The entries of the files in `folder` (`here` from the store), its subfolders added to
     `below`: regular files named `*.md` (any case of the suffix), not links, with names that
-    do not start with `.`. A subfolder whose name is not UTF-8 is not walked: no file in it
-    is memory (layout.classify), and its store-relative path could be neither looked up in
-    the index nor written to it."""
+    are UTF-8 and do not start with `.`. A name that is not UTF-8 is no memory
+    (layout.classify), nor is anything in a folder so named: its store-relative path could be
+    neither looked up in the index nor written to it."""
     entries: list[Entry] = []
     add = entries.append
     try:
@@ -124,7 +123,10 @@ def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -
         return entries
     stat, s_isreg, s_isdir = os.stat, stat_module.S_ISREG, stat_module.S_ISDIR
     try:
-        for name in os.listdir(folder):
+        names = os.listdir(folder)
+        if not _all_utf8(names):
+            names = [name for name in names if _all_utf8([name])]
+        for name in names:
             if name[0] == 46:  # "."
                 continue
             try:
@@ -135,7 +137,7 @@ def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -
             if s_isreg(mode):
                 if name.endswith(_MD_SUFFIXES):
                     add((name, info.st_mtime_ns, info.st_ctime_ns, info.st_size))
-            elif s_isdir(mode) and (name.isascii() or _is_utf8_bytes(name)):
+            elif s_isdir(mode):
                 below.append((here + name + b"/", folder + b"/" + name))
     except OSError:
         pass
@@ -144,16 +146,22 @@ def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -
     return entries
 
 
-def _is_utf8_bytes(name: bytes) -> bool:
-    """Whether a name the walk listed is UTF-8, as the rest of memctl tells it: from the name
-    as the file system's encoding reads it (`entry_keys`)."""
-    if _UTF8_NAMES:
-        try:
-            name.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
+def _all_utf8(names: list[bytes]) -> bool:
+    """Whether every name is UTF-8 as the rest of memctl tells it, from the name as the file
+    system's encoding reads it (`textfile.is_utf8_name`: with `LC_ALL=C PYTHONUTF8=0` names
+    are read as ASCII, and no other name is). One check of a folder's names joined by `/`,
+    which no name holds and which ends any UTF-8 sequence begun before it: a decode per name
+    cost ~2 ms a walk of 10k notes with Chinese names."""
+    joined = b"/".join(names)
+    if joined.isascii():
         return True
-    return is_utf8_name(os.fsdecode(name))
+    if not _UTF8_NAMES:
+        return is_utf8_name(os.fsdecode(joined))
+    try:
+        joined.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def entries_digest(entries: list[Entry]) -> str:
@@ -181,25 +189,10 @@ def _name_bytes(name: str) -> bytes:
 
 
 def entry_keys(folder: str, entries: list[Entry]) -> list[str]:
-    """The `stamp_key`s of the entries of `folder` (store-relative, with its `/`) whose
-    names are UTF-8: a name that is not is no memory (layout.classify). Told apart as the
-    rest of memctl tells it, from the name as the file system's encoding reads it (a UTF-8
-    name read as ASCII, `LC_ALL=C PYTHONUTF8=0`, is none either)."""
-    keys: list[str] = []
-    for name, mtime, ctime, size in entries:
-        if name.isascii():
-            text = name.decode("ascii")
-        elif _UTF8_NAMES:
-            try:
-                text = name.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-        else:
-            text = os.fsdecode(name)
-            if not is_utf8_name(text):
-                continue
-        keys.append(f"{folder}{text}\t{mtime}\t{ctime}\t{size}")
-    return keys
+    """The `stamp_key`s of the entries of `folder` (store-relative, with its `/`)."""
+    fsdecode = os.fsdecode
+    return [f"{folder}{fsdecode(name)}\t{mtime}\t{ctime}\t{size}"
+            for name, mtime, ctime, size in entries]
 
 
 def project_folders(root: str) -> set[str]:
@@ -308,35 +301,29 @@ _END = bytes(_LENGTH)  # a length of 0: the helper's answer is complete
 
 
 class Walked:
-    """The result of a walk, by store-relative folder: each folder's digest and its number
-    of entries. A helper process sends only digests and counts (its entries are ~60 bytes a
+    """The result of a walk, by store-relative folder: each folder's digest, and the number
+    of files. A helper process sends only digests and counts (its entries are ~60 bytes a
     file); the keys of one of its folders are listed again when asked for, which the
     freshness check does only for a folder whose digest differs from the index's."""
 
-    __slots__ = ("root", "digests", "counts", "_entries")
+    __slots__ = ("root", "digests", "files", "_entries")
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.digests: dict[str, str] = {}
-        self.counts: dict[str, int] = {}
+        self.files = 0
         self._entries: dict[str, list[Entry]] = {}
-
-    @property
-    def files(self) -> int:
-        """The number of entries: the files the index covers, and any whose name is not
-        UTF-8 (which only a folder whose digest differs from the index's can hold)."""
-        return sum(self.counts.values())
 
     def add_entries(self, folder: bytes, entries: list[Entry]) -> None:
         """A folder `_walk` listed, with its entries (keys made only if asked for: `keys`)."""
         name = os.fsdecode(folder)
         self.digests[name] = entries_digest(entries)
-        self.counts[name] = len(entries)
         self._entries[name] = entries
+        self.files += len(entries)
 
     def add_digest(self, folder: str, digest: str, count: int) -> None:
         self.digests[folder] = digest
-        self.counts[folder] = count
+        self.files += count
 
     def keys(self, folder: str) -> list[str]:
         """The keys of `folder` (none for a folder the walk did not find)."""
@@ -566,20 +553,21 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _read_frames(fd: int) -> list[bytes] | None:
     """The frames a helper sent (each after its length), up to its `_END`; None when the
-    pipe closes before it (the helper was killed, or failed)."""
-    data = b""
-    frames: list[bytes] = []
+    pipe closes before it (the helper was killed, or failed). One buffer that grows, read
+    from where the last frame ended: each byte is copied once, however the pipe cuts it."""
+    data = bytearray()
+    frames: list[tuple[int, int]] = []  # (start, end) in `data`
     position = 0
     while chunk := os.read(fd, 1 << 20):
-        data = data[position:] + chunk
-        position = 0
+        data += chunk
         while position + _LENGTH <= len(data):
-            end = position + _LENGTH + int.from_bytes(data[position:position + _LENGTH], "big")
-            if end == position + _LENGTH:
-                return frames
+            start = position + _LENGTH
+            end = start + int.from_bytes(data[position:start], "big")
+            if end == start:
+                return [bytes(data[begin:stop]) for begin, stop in frames]
             if end > len(data):
                 break
-            frames.append(data[position + _LENGTH:end])
+            frames.append((start, end))
             position = end
     return None
 

@@ -1031,17 +1031,12 @@ class Index:
             known = self._known_keys()
             for folder in on_disk.digests:
                 current.update(on_disk.keys(folder))
-            return known, current, len(current)
-        # Only a folder whose digest differs can hold an entry that is no memory (a name
-        # that is not UTF-8: memctl.disk.filescan.entry_keys); its keys leave it out.
-        total = on_disk.files
+            return known, current, on_disk.files
         for folder in differing:
             known.update(stamp_key(path, stamp) for path, *stamp in
                          self.conn.execute(_IN_FOLDER_SQL, _in_folder(folder)))
-            keys = on_disk.keys(folder)
-            current.update(keys)
-            total -= on_disk.counts.get(folder, 0) - len(keys)
-        return known, current, total
+            current.update(on_disk.keys(folder))
+        return known, current, on_disk.files
 
     def _store_folder_digests(self, touched: Iterable[str] | None) -> None:
         """Record the digest of what is indexed in each touched folder (None: all of them),
