@@ -12,7 +12,7 @@ differs: there the files are compared by their keys, `path\\tmtime_ns\\tctime_ns
 (`stamp_key`).
 
 The walk writes no text per file: a tuple is made and hashed with its folder's (`marshal`,
-whose format is fixed for a given Python version), where a key written out cost ~6 ms more
+whose format is fixed for a given Python version), where a key written out cost 4–7 ms more
 a walk of 10k notes (bench/README.md). Names stay bytes, checked to be UTF-8 a folder at a
 time (`_all_utf8`): a name that is not is no memory (layout.classify).
 """
