@@ -102,6 +102,32 @@ def test_a_duplicate_about_another_subject_is_not_merged() -> None:
     assert got.action == CREATED
 
 
+def test_a_keyed_duplicate_is_never_merged_into_a_note_without_its_key() -> None:
+    pool = [note("keyed", "Application logs go to Elasticsearch", subject="logs",
+                 predicate="sink"),
+            note("plain", "Application logs are shipped to Loki now")]
+    got = decide("Application logs are shipped to Loki now.", note_type="fact", project="blog",
+                 subject="logs", predicate="sink", existing=pool)
+    assert got.action == CREATED
+    assert got.supersedes == ["keyed"] and got.similar == ["plain"]
+    # without a key of its own, the new note still merges into the plain one
+    plain = decide("Application logs are shipped to Loki now.", note_type="fact",
+                   project="blog", existing=pool)
+    assert (plain.action, plain.merged_into) == (MERGED, "plain")
+
+
+def test_cli_a_keyed_add_that_repeats_a_plain_note_is_found_by_get(cli: Cli) -> None:
+    old = cli.ok("add", "Application logs go to Elasticsearch", "--subject", "logs",
+                 "--predicate", "sink", "--json").json()
+    plain = cli.ok("add", "Application logs are shipped to Loki now", "--json").json()
+    new = cli.ok("add", "Application logs are shipped to Loki now.", "--subject", "logs",
+                 "--predicate", "sink", "--json").json()
+    assert new["action"] == "created" and new["superseded"] == [old["id"]]
+    assert new["similar"] == [plain["id"]]
+    got = cli.ok("get", "logs", "sink", "--json").json()
+    assert [fact["id"] for fact in got] == [new["id"]]
+
+
 def test_expired_and_unrelated_notes_are_ignored() -> None:
     moment = datetime(2026, 11, 30, tzinfo=UTC)
     expired = [note("exp", "use port 5432", expires="2026-11-15")]

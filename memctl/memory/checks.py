@@ -56,9 +56,12 @@ def _can_merge(
 ) -> bool:
     if (note.type == "correction") != (note_type == "correction"):
         return False
-    if subject and note.subject and not _same_key(subject, note.subject):
+    # A new note that names a subject or predicate merges only into a note that names the
+    # same: merged into a note without them, the key was lost (`get` found nothing) and the
+    # note that held the key before was never superseded (`get` kept serving the old fact).
+    if subject and not _same_key(subject, note.subject):
         return False
-    if predicate and note.predicate and not _same_key(predicate, note.predicate):
+    if predicate and not _same_key(predicate, note.predicate):
         return False
     return True
 
