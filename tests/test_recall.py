@@ -310,3 +310,22 @@ def test_notes_left_out_for_want_of_characters_name_the_budget_not_the_limit():
     # `--limit 0`: the limit, not the budget
     limited = render("p", None, None, [], memory_path="", scratchpad_path="", left_out=4)
     assert "--limit above 0 shows some" in limited
+
+
+def test_memory_md_cut_inside_a_code_block_closes_it_before_the_notes(cli, store_path):
+    """MEMORY.md cut to the budget inside a fenced code block left the fence open: the cut
+    marker, the scratchpad and every note after it read as part of the code."""
+    path = store_path / "demo" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    steps = "".join(f"echo step {i} of the long deploy procedure\n" for i in range(60))
+    path.write_text(f"# Demo\n\n## Decisions\n- Deploy script:\n\n```sh\n{steps}```\n\n"
+                    "## Lessons\n- back up first\n")
+    rule = add(cli, "Always use pnpm, never npm", "--type", "rule")
+    block = cli.ok("recall", "--max-chars", "1200").stdout
+    assert len(block) <= 1200 and "memctl project show" in block
+    before_notes = block.split("## Relevant notes")[0]
+    fences = [line for line in before_notes.splitlines() if line.startswith("```")]
+    assert fences == ["```sh", "```"], block
+    assert block.index("```\n[… cut to fit") < block.index(f"`{rule}`")
+    data = recall_json(cli, "--max-chars", "1200")
+    assert data["memory_md_cut"] and data["memory_md"].count("```") == 2

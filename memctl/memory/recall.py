@@ -236,8 +236,29 @@ def compact(text: str) -> str:
     return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n")
 
 
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+
+
+def _open_fence(lines: Sequence[str]) -> str | None:
+    """The fence (```, ~~~…) of a code block these lines open and leave open, else None."""
+    fence: str | None = None
+    for line in lines:
+        found = _FENCE.fullmatch(line.rstrip("\r"))
+        if found is None:
+            continue
+        mark, rest = found.group(1), found.group(2)
+        if fence is None:
+            if not (mark[0] == "`" and "`" in rest):  # ``` with a backtick after: inline code
+                fence = mark
+        elif mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+            fence = None
+    return fence
+
+
 def _cut_lines(text: str, allowance: int, marker: str) -> str | None:
-    """The largest prefix of whole lines that fits with `marker` after it, or None."""
+    """The largest prefix of whole lines that fits with `marker` after it, or None. A code
+    block the cut falls in is closed before the marker: left open, it took the marker and
+    every section after it (the notes) into the code."""
     if allowance <= len(marker) + 20:
         return None
     room = allowance - len(marker) - 1
@@ -248,10 +269,17 @@ def _cut_lines(text: str, allowance: int, marker: str) -> str | None:
             break
         kept.append(line)
         used += len(line) + 1
-    while kept and not kept[-1].strip():
-        kept.pop()
+    while True:
+        while kept and not kept[-1].strip():
+            used -= len(kept.pop()) + 1
+        fence = _open_fence(kept)
+        if fence is None or not kept or used + len(fence) + 1 <= room:
+            break
+        used -= len(kept.pop()) + 1
     if not kept:
         return None
+    if fence is not None:
+        kept.append(fence)
     return "\n".join(kept) + "\n" + marker
 
 
