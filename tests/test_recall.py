@@ -329,3 +329,17 @@ def test_memory_md_cut_inside_a_code_block_closes_it_before_the_notes(cli, store
     assert block.index("```\n[… cut to fit") < block.index(f"`{rule}`")
     data = recall_json(cli, "--max-chars", "1200")
     assert data["memory_md_cut"] and data["memory_md"].count("```") == 2
+
+
+def test_a_short_scratchpad_is_not_swapped_for_a_longer_cut_marker(cli, store_path):
+    """The scratchpad is shortened first when the block is over budget; one shorter than the
+    cut marker was replaced by the marker: the focus was lost and the block got longer."""
+    path = store_path / "demo" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("# Demo\n\n## Progress\n" + "".join(f"- step {i} done\n" for i in range(200)))
+    cli.ok("scratch", "focus", "Fix the pool timeout")
+    block = cli.ok("recall", "--max-chars", "1200").stdout
+    assert len(block) <= 1200
+    assert "Fix the pool timeout" in block and "memctl scratch show` has it all" not in block
+    data = recall_json(cli, "--max-chars", "1200")
+    assert not data["scratchpad_cut"] and data["memory_md_cut"]

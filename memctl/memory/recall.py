@@ -488,6 +488,10 @@ def assemble(
         command = wording.command("scratch show" if which == "scratch" else "project show")
         marker = f"[… cut to fit the recall budget; {command} has it all]"
         shortened = _cut_lines(current, len(current) - excess, marker) or marker
+        if len(shortened) >= len(current):
+            # The marker alone is no shorter than the file (a scratchpad of one focus line):
+            # swapping it in lost the file and made the block longer.
+            continue
         if which == "scratch":
             scratch_shown, state["scratch_cut"] = shortened, True
         else:
