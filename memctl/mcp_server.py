@@ -991,11 +991,15 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         cut: bool
         path: str
         reason: str
+        corrected_by: list[str] = []
+        contradicts: list[str] = []
+        conflict_markers: Optional[int] = None
 
     class RecallOut(Out):
         project: str
         query: Optional[str] = None
         no_match: bool
+        secrets_left_out: int = 0
         memory_md: Optional[str] = None
         scratchpad: Optional[str] = None
         notes: list[RecalledOut]

@@ -1890,3 +1890,20 @@ def test_over_http_a_server_out_of_file_descriptors_keeps_serving(store_path):
     # retries accept() up to the backlog's count on each wake-up); about 5 s were spent out
     # of descriptors here.
     assert log.count("cannot accept a connection") <= 8, log.count("cannot accept")
+
+
+def test_the_recall_output_schema_names_every_key_the_recall_gives(mcp):
+    """`secrets_left_out`, and each note's `corrected_by`, `contradicts` and
+    `conflict_markers` (docs/agents.md) came back undeclared in the output schema: a client
+    typed from the schema never saw which notes are corrected or in conflict."""
+    mcp.ok("remember", {"text": "The schema key check uses port 7311", "type": "fact",
+                        "project": "schema-keys"})
+    _, data = mcp.ok("recall", {"project": "schema-keys"})
+    schema = mcp.tools["recall"].output_schema
+    assert data["notes"]
+    assert set(data) <= set(schema["properties"]), set(data) - set(schema["properties"])
+    items = schema["properties"]["notes"]["items"]
+    if "$ref" in items:
+        items = schema["$defs"][items["$ref"].rsplit("/", 1)[-1]]
+    assert set(data["notes"][0]) <= set(items["properties"]), \
+        set(data["notes"][0]) - set(items["properties"])
