@@ -706,6 +706,22 @@ def test_log_follows_a_note_through_edits_archiving_and_deletion(tmp_path):
         "a tombstone by hand"]
 
 
+def test_log_of_a_note_like_another_lists_its_own_commits_alone(tmp_path):
+    """Two short notes written at the same time are alike (their dates, their fields): `git
+    log --follow` took the second for a copy of the first and went on with the first's
+    history, so `memctl log` of the second listed the first's `add`, even once it was
+    forgotten."""
+    a = machine(tmp_path, "a")
+    first = add(a, "Alpha note about kafka brokers", T[0])
+    second = add(a, "Charlie note about nginx upstreams", T[0])
+    for note, other in ((second, first), (first, second)):
+        messages = [r["message"] for r in a.ok("log", note, "--json").json()]
+        assert len(messages) == 1 and note in messages[0] and other not in messages[0]
+    a.ok("forget", second, env={"MEMCTL_NOW": T[1]})
+    messages = [r["message"] for r in a.ok("log", second, "--json").json()]
+    assert len(messages) == 2 and all(second in m and first not in m for m in messages)
+
+
 def files_with_id(root: Path, note_id: str) -> list[str]:
     """Every live file (not a conflict copy) that holds the note with this id."""
     return sorted(p for p, data in memory_files(root).items()

@@ -1058,26 +1058,43 @@ def note_log(store: Store, ref: str) -> list[dict[str, str]]:
         if folder and stem:
             folder = _glob_literal(folder)
             specs += [f":(glob){folder}/**/{stem}.md", f":(glob){folder}/**/{stem}-{note_id}.md"]
-    fmt = "--format=%H%x1f%ct%x1f%s%x1e"
+    fmt = "--format=%x1e%H%x1f%ct%x1f%s"
     # --full-history: git's default simplification drops a side of a merge whose version
     # did not win (this machine's losing edit) and the merge itself (tests/test_rough_edges.py).
-    outs = [run_git(root, "log", "--full-history", fmt, "--", *specs, check=False).stdout]
+    records = _log_records(run_git(root, "log", "--full-history", fmt, "--", *specs,
+                                   check=False).stdout)
     if last_path:
-        outs.append(run_git(root, "log", "--follow", fmt, "--", last_path, check=False).stdout)
+        # --follow takes a new file for a copy of any file it is like (two short notes with
+        # the same dates, ~60 %) and goes on with that file's history: another note's. The
+        # commit that made this file is this note's; what git finds before it is not.
+        followed = _log_records(run_git(root, "log", "--follow", "--name-status", fmt, "--",
+                                        last_path, check=False).stdout)
+        for commit, when, message, changes in followed:
+            records.append((commit, when, message, changes))
+            if changes.startswith("C"):
+                break
     rows: dict[str, dict[str, str]] = {}
-    for out in outs:
-        for record in out.split("\x1e"):
-            record = record.strip("\n")
-            if not record:
-                continue
-            commit, when, message = record.split("\x1f", 2)
-            rows.setdefault(commit, {"commit": commit, "when": when, "message": message})
+    for commit, when, message, _changes in records:
+        rows.setdefault(commit, {"commit": commit, "when": when, "message": message})
     if not rows:
         raise MemctlError(f"no history for {ref!r}: no commit ever touched that note")
     ordered = sorted(rows.values(), key=lambda row: -int(row["when"]))  # stable: git's order
     return [{"commit": row["commit"],
              "time": format_time(datetime.fromtimestamp(int(row["when"]), UTC)),
              "message": row["message"]} for row in ordered]
+
+
+def _log_records(out: str) -> list[tuple[str, str, str, str]]:
+    """(commit, time, subject, the --name-status lines) of `git log`'s output in the format
+    `%x1e%H%x1f%ct%x1f%s`."""
+    records = []
+    for record in out.split("\x1e"):
+        if not record.strip("\n"):
+            continue
+        head, _, changes = record.partition("\n")
+        commit, when, message = head.split("\x1f", 2)
+        records.append((commit, when, message, changes.strip("\n")))
+    return records
 
 
 def _glob_literal(text: str) -> str:
