@@ -71,6 +71,31 @@ def test_expires_accepts_spans_and_dates(cli: Cli):
     assert bad.exit_code == 2 and "--expires" in bad.stderr
 
 
+@pytest.mark.parametrize(("now", "span", "expires"), [
+    ("2027-01-31T12:00:00Z", "1m", "2027-02-28"),  # past the end of a shorter month: its last day
+    ("2028-01-31T12:00:00Z", "1m", "2028-02-29"),
+    ("2027-01-31T12:00:00Z", "12m", "2028-01-31"),  # twelve months are a year
+    ("2027-01-31T12:00:00Z", "1y", "2028-01-31"),
+    ("2028-02-29T12:00:00Z", "1y", "2029-02-28"),
+    ("2026-11-30T00:00:00Z", "3m", "2027-02-28"),
+])
+def test_a_span_of_months_or_years_is_the_calendars(cli: Cli, now: str, span: str,
+                                                     expires: str) -> None:
+    """`m` is months (docs/lifecycle.md): calendar months, not 30 days (`1m` from 31 January
+    was 2 March); a year is twelve of them, not 365 days."""
+    added = cli.ok("add", f"a note for {span}", "--expires", span, "--json",
+                   env={"MEMCTL_NOW": now}).json()
+    assert cli.ok("show", added["id"], "--json").json()["expires"] == expires
+
+
+def test_since_a_span_of_months_goes_back_calendar_months(cli: Cli) -> None:
+    cli.ok("add", "written on the last day of February", "--json",
+           env={"MEMCTL_NOW": "2027-02-28T06:00:00Z"})
+    cli.ok("add", "written the day before", "--json", env={"MEMCTL_NOW": "2027-02-27T06:00:00Z"})
+    found = cli.ok("list", "--since", "1m", "--json", env={"MEMCTL_NOW": "2027-03-31T00:00:00Z"})
+    assert [note["title"] for note in found.json()] == ["written on the last day of February"]
+
+
 def test_same_subject_and_predicate_supersedes(cli: Cli):
     old = cli.ok("add", "The blog uses MySQL", "--subject", "blog", "--predicate", "db", "--json").json()
     new = cli.ok("add", "The blog moved to PostgreSQL", "--subject", "blog", "--predicate", "db", "--json").json()

@@ -120,10 +120,12 @@ def parse_time_spelled_out(value: str) -> datetime | None:
     return _in_utc(parsed)
 
 
-# A span: a count and a unit. `m` is months (as in `3m`); minutes are spelled `min`.
+# A span: a count and a unit. `m` is months (as in `3m`); minutes are spelled `min`. Months
+# and years are the calendar's (`_add_months`), not 30 or 365 days.
 _RELATIVE = re.compile(r"^(\d+)\s*(min|[hdwmy])$")
 _SPAN_UNITS = {"min": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1),
-               "w": timedelta(days=7), "m": timedelta(days=30), "y": timedelta(days=365)}
+               "w": timedelta(days=7)}
+_MONTHS = {"m": 1, "y": 12}
 SPAN_EXAMPLES = "90min, 12h, 30d, 6w, 3m, 1y"
 
 
@@ -141,10 +143,25 @@ def _shifted(text: str, base: datetime | None, sign: int) -> datetime | None:
         return None
     amount, unit = span
     try:
+        if unit in _MONTHS:
+            return _add_months(base or now(), sign * amount * _MONTHS[unit])
         return (base or now()) + sign * amount * _SPAN_UNITS[unit]
     except OverflowError:
         way = "ahead" if sign > 0 else "back"
         raise ValueError(f"{quoted(text)} is further {way} than any calendar goes") from None
+
+
+def _add_months(moment: datetime, months: int) -> datetime:
+    """`moment` that many calendar months later (earlier if negative), on the same day of
+    the month or, past the end of a shorter month, its last day: 31 January + 1m is
+    28 February (29th in a leap year), 29 February + 1y is 28 February."""
+    total = moment.year * 12 + moment.month - 1 + months
+    year, month = divmod(total, 12)
+    month += 1
+    if not 1 <= year <= 9999:
+        raise OverflowError(year)
+    last_day = 31 if month == 12 else (date(year, month + 1, 1) - timedelta(days=1)).day
+    return moment.replace(year=year, month=month, day=min(moment.day, last_day))
 
 
 # Days by name, counted from the day of `base` (UTC, the zone of every date memctl writes).
