@@ -96,6 +96,24 @@ def test_since_a_span_of_months_goes_back_calendar_months(cli: Cli) -> None:
     assert [note["title"] for note in found.json()] == ["written on the last day of February"]
 
 
+def test_a_note_said_again_with_another_expiry_is_written_not_merged(cli: Cli) -> None:
+    """A merge keeps the note's `expires`: a fact said again to expire tomorrow was merged
+    into the lasting one and never expired, and one said again for good was merged into a
+    copy that expired and was archived with it. Each is written, and the other named."""
+    env = {"MEMCTL_NOW": "2026-11-30T00:00:00Z"}
+    lasting = cli.ok("add", "The staging database is read-only during the migration",
+                     "--json", env=env).json()
+    passing = cli.ok("add", "The staging database is read-only during the migration.",
+                     "--expires", "1d", "--json", env=env).json()
+    assert passing["action"] == "created" and passing["id"] != lasting["id"]
+    assert lasting["id"] in passing["similar"]
+    assert cli.ok("show", passing["id"], "--json").json()["expires"] == "2026-12-01"
+    assert cli.ok("show", lasting["id"], "--json").json()["expires"] is None
+    again = cli.ok("add", "The staging database is read-only during the migration!",
+                   "--expires", "1d", "--json", env=env).json()
+    assert again["action"] == "merged" and again["id"] == passing["id"]  # the same expiry
+
+
 def test_same_subject_and_predicate_supersedes(cli: Cli):
     old = cli.ok("add", "The blog uses MySQL", "--subject", "blog", "--predicate", "db", "--json").json()
     new = cli.ok("add", "The blog moved to PostgreSQL", "--subject", "blog", "--predicate", "db", "--json").json()

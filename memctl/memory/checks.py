@@ -52,9 +52,15 @@ def _same_key(a: str | None, b: str | None) -> bool:
 
 
 def _can_merge(
-    note: Note, note_type: str, subject: str | None, predicate: str | None
+    note: Note, note_type: str, subject: str | None, predicate: str | None,
+    expires: str | None = None,
 ) -> bool:
     if (note.type == "correction") != (note_type == "correction"):
+        return False
+    # Nor into a note that expires otherwise: a merge keeps the note's `expires`, so a fact
+    # said again to expire tomorrow never expired, and one said again for good was archived
+    # with the copy that expired.
+    if (expires or None) != (note.expires or None):
         return False
     # A new note that names a subject or predicate merges only into a note that names the
     # same: merged into a note without them, the key was lost (`get` found nothing) and the
@@ -82,6 +88,7 @@ def decide(
     existing: Sequence[Note],
     subject: str | None = None,
     predicate: str | None = None,
+    expires: str | None = None,
     corrects: Sequence[str] = (),
     force: bool = False,
     moment: datetime | None = None,
@@ -109,7 +116,8 @@ def decide(
             # `app_log`): merging would lose it, so the note is written and reported.
             reasons = (*reasons, SYMBOL)
             similar.append(note_id)
-        elif verdict.duplicate and _can_merge(by_id[note_id], note_type, subject, predicate):
+        elif verdict.duplicate and _can_merge(by_id[note_id], note_type, subject, predicate,
+                                              expires):
             duplicates.append(note_id)
         elif verdict.duplicate or verdict.similar:
             similar.append(note_id)

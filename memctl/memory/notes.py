@@ -141,7 +141,8 @@ def add_note(store: Store, text: str, *, note_type: str = "fact", project: str =
             store, project, text, subject=subject, predicate=predicate,
             decide_on=lambda pool: decide(
                 text, note_type=note_type, project=project, existing=pool, subject=subject,
-                predicate=predicate, corrects=corrected, force=force, moment=moment,
+                predicate=predicate, expires=expires, corrects=corrected, force=force,
+                moment=moment,
                 duplicate_threshold=store.settings.get("duplicates.merge_threshold"),
                 similar_threshold=store.settings.get("duplicates.similar_threshold")))
         if decision.action == MERGED and decision.merged_into:
