@@ -114,6 +114,22 @@ def test_a_note_said_again_with_another_expiry_is_written_not_merged(cli: Cli) -
     assert again["action"] == "merged" and again["id"] == passing["id"]  # the same expiry
 
 
+def test_show_lists_every_field_it_has_no_line_of_its_own_for(cli: Cli) -> None:
+    """docs/format.md: fields memctl does not know are kept and shown by `memctl show`; the
+    panel showed none of them, nor `corrects`, `pinned` or `source` (only `--json` did)."""
+    folder = cli.store / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "handmade.md").write_text(
+        "---\nid: handmade01\ntype: fact\nproject: demo\npinned: true\nowner: alice\n"
+        "reviewed: 2026-01-05\nlabels: [ops, db]\ncorrects: 0000000000000000\n---\n"
+        "A note made by hand\n", encoding="utf-8")
+    shown = cli.ok("show", "handmade01").stdout
+    for line in ("pinned true", "owner alice", "reviewed 2026-01-05", 'labels ["ops", "db"]',
+                 "corrects 0000000000000000"):
+        assert line in shown, line
+    assert "owner" not in cli.ok("show", cli.ok("add", "plain", "--json").json()["id"]).stdout
+
+
 def test_same_subject_and_predicate_supersedes(cli: Cli):
     old = cli.ok("add", "The blog uses MySQL", "--subject", "blog", "--predicate", "db", "--json").json()
     new = cli.ok("add", "The blog moved to PostgreSQL", "--subject", "blog", "--predicate", "db", "--json").json()

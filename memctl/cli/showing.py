@@ -3,6 +3,8 @@ the fast path (`memctl.cli.fast`), and free of typer so the fast path never impo
 
 from __future__ import annotations
 
+import json
+
 from memctl.cli.context import get_store
 from memctl.cli.output import console, emit_json, print_episode, visible, warn, write
 from memctl.services.showing import show
@@ -12,6 +14,12 @@ from memctl.services.showing import show
 # long paragraph, so a hand-dropped note of some MB held `show` for minutes
 # (tests/test_linear_time.py). `show --json` and plain text are linear.
 MARKDOWN_MAX_CHARS = 32 * 1024
+
+
+# The fields the panel shows on its own lines above; any other is listed after them.
+_IN_THE_PANEL = frozenset({"id", "type", "importance", "status", "project", "tags", "created",
+                           "updated", "expires", "subject", "predicate", "superseded_by",
+                           "links"})
 
 
 def run_show(note_id: str, *, json_output: bool = False) -> None:
@@ -64,6 +72,14 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
     links = [str(link) for link in note.meta.get("links") or []]
     if links:
         fields.append(f"links {v(', '.join(links))}")
+    # Every other field of the front matter, as written (docs/format.md: fields memctl does
+    # not know are kept and shown here; `corrects`, `pinned`, `source` too).
+    for key, value in note.meta.items():
+        if key in _IN_THE_PANEL or value is None or value in ("", [], {}):
+            continue
+        written = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                                  default=str)
+        fields.append(f"{v(key)} {v(written)}")
     count = data["access_count"]
     fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "
                   f"last {v(data['last_accessed'] or 'never')}")
