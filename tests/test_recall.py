@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memctl.mcp_server import MCP_WORDING
-from memctl.memory.recall import Budget, Candidate, assemble, cut_text, render
+from memctl.memory.recall import Budget, Candidate, assemble, cut_text, one_line, render
 
 NOW = {"MEMCTL_NOW": "2026-11-30T12:00:00Z"}
 
@@ -343,3 +343,12 @@ def test_a_short_scratchpad_is_not_swapped_for_a_longer_cut_marker(cli, store_pa
     assert "Fix the pool timeout" in block and "memctl scratch show` has it all" not in block
     data = recall_json(cli, "--max-chars", "1200")
     assert not data["scratchpad_cut"] and data["memory_md_cut"]
+
+
+def test_a_code_comment_in_a_note_keeps_its_mark_in_the_recalled_line() -> None:
+    """Heading marks are dropped from a note's one line, but a `#` in a fenced code block is
+    a comment: dropped, `# close every connection first` read as an instruction."""
+    body = ("# Pool reset\n\n```sh\n# close every connection first\npsql -c 'select 1'\n```\n"
+            "## After\nrestart the app\n")
+    assert one_line(body) == ("Pool reset ```sh # close every connection first psql -c "
+                              "'select 1' ``` After restart the app")

@@ -173,12 +173,16 @@ class RecallResult:
 
 
 def one_line(body: str) -> str:
-    """A note body as one line: heading marks and comments dropped, whitespace collapsed."""
+    """A note body as one line: heading marks and comments dropped, whitespace collapsed. A
+    line of a fenced code block keeps its `#` (a shell or Python comment, no heading)."""
     text = strip_comments(body, " ")
     lines = []
+    fence: str | None = None
     for line in text.splitlines():
+        in_code = fence is not None
+        fence = _fence_after(fence, line)
         stripped = line.strip()
-        if stripped.startswith("#"):
+        if stripped.startswith("#") and not in_code:
             stripped = stripped.lstrip("#").strip()
         if stripped:
             lines.append(stripped)
@@ -243,15 +247,21 @@ def _open_fence(lines: Sequence[str]) -> str | None:
     """The fence (```, ~~~…) of a code block these lines open and leave open, else None."""
     fence: str | None = None
     for line in lines:
-        found = _FENCE.fullmatch(line.rstrip("\r"))
-        if found is None:
-            continue
-        mark, rest = found.group(1), found.group(2)
-        if fence is None:
-            if not (mark[0] == "`" and "`" in rest):  # ``` with a backtick after: inline code
-                fence = mark
-        elif mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
-            fence = None
+        fence = _fence_after(fence, line)
+    return fence
+
+
+def _fence_after(fence: str | None, line: str) -> str | None:
+    """The fence of the code block open after `line`, `fence` being the one open before it."""
+    found = _FENCE.fullmatch(line.rstrip("\r"))
+    if found is None:
+        return fence
+    mark, rest = found.group(1), found.group(2)
+    if fence is None:
+        # ``` with a backtick after it is inline code, no fence.
+        return None if mark[0] == "`" and "`" in rest else mark
+    if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+        return None
     return fence
 
 
