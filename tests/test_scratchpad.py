@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from conftest import git, tree_snapshot
@@ -174,6 +179,45 @@ def test_archiving_a_focus_over_the_front_matter_limit_is_one_error_and_changes_
     data = cli.ok("scratch", "clear", "--archive", "--outcome", "completed", "--goal", "Ship",
                   "--json").json()
     assert data["episode"]["goal"] == "Ship"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to see the wait")
+def test_clear_archive_keeps_a_note_written_while_it_waited_for_the_lock(cli, store_path):
+    """`clear --archive` read the scratchpad before it waited for the store lock: a note
+    written meanwhile (a `scratch note` that got the lock first) was in neither the episode
+    nor the cleared file."""
+    from conftest import memctl_executable
+
+    from memctl.disk.locking import store_lock
+
+    cli.ok("scratch", "focus", "Ship the release")
+    cli.ok("scratch", "note", "first note")
+    with store_lock(store_path, "scratch note"):
+        clear = subprocess.Popen([memctl_executable(), "--store", str(store_path), "scratch",
+                                  "clear", "--archive", "--outcome", "completed", "--json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env={**os.environ, "MEMCTL_PROJECT": "demo"})
+        deadline = time.monotonic() + 60
+        while not _waits_for_the_lock(clear.pid, store_path) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it waits for the lock (the folder's flock)
+        assert _waits_for_the_lock(clear.pid, store_path)
+        # What the holder writes before it lets go: the note a concurrent command adds.
+        path = store_path / "demo" / "SCRATCHPAD.md"
+        path.write_text(scratchpad.add_note(path.read_text(), "second note", WHEN))
+    out, err = clear.communicate(timeout=60)
+    assert clear.returncode == 0, err
+    body = (store_path / json.loads(out)["episode"]["path"]).read_text()
+    assert "first note" in body and "second note" in body
+
+
+def _waits_for_the_lock(pid: int, store: Path) -> bool:
+    for entry in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(entry) == str(store):
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def test_clear_options_only_with_archive(cli):

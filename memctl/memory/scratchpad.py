@@ -408,42 +408,21 @@ def clear(
     state as an episode: focus as goal, done items as steps, the rest as sections."""
     moment = moment or now()
     relpath = scratch_relpath(project)
-    episode_data = None
-    current = read_scratch(store, project)
-    state = parse(current or "")
-    files = [relpath]
-    episode_file = None
-    if archive:
-        if state.is_empty() and not goal:
-            raise MemctlError("the scratchpad is empty; there is nothing to archive as an episode")
-        episode_goal = goal or state.focus.replace("\n", " ") or f"work on {project}"
-        try:
-            episode_file = episodes.prepare_episode(
-                store,
-                project,
-                goal=episode_goal,
-                outcome=outcome,
-                steps=[episodes.Step(step) for step in state.done],
-                summary=summary,
-                moment=moment,
-                extra_sections=[
-                    ("Notes", state.notes),
-                    ("Open questions", state.questions),
-                    ("Left to do", state.next),
-                ],
-            )
-        except FrontMatterTooLarge as exc:
-            if goal:
-                raise
-            # The field named is the episode's, which the person never typed: say where it
-            # came from and how to archive anyway.
-            raise FrontMatterTooLarge(f"{exc.raw_message}; the episode's goal is the "
-                                      f"scratchpad's focus: give a shorter {arg('goal')}") from None
-        files.append(episode_file[0])
-        episode_data = episode_file[2].to_dict(with_body=False)
-    elif outcome or goal or summary:
+    if not archive and (outcome or goal or summary):
         raise UsageError(f"{arg('outcome')}, {arg('goal')} and {arg('summary')} only go with {arg('archive')}")
     with store.lock("scratch clear"):
+        # Read under the lock: a note written between a read made before it and the clear
+        # was in neither the episode nor the file (it was wiped unarchived).
+        current = read_scratch(store, project)
+        state = parse(current or "")
+        files = [relpath]
+        episode_data = None
+        episode_file = None
+        if archive:
+            episode_file = _archived_episode(store, project, state, outcome=outcome, goal=goal,
+                                             summary=summary, moment=moment)
+            files.append(episode_file[0])
+            episode_data = episode_file[2].to_dict(with_body=False)
         # The template before any write: one that cannot be read stops the clear with
         # nothing written (an episode written first was left uncommitted, and made twice
         # by the retry).
@@ -461,3 +440,32 @@ def clear(
     return ScratchView(project, relpath, new, message=message, changed=True, episode=episode_data)
 
 
+def _archived_episode(store: Store, project: str, state: Scratchpad, *, outcome: str | None,
+                      goal: str | None, summary: str | None,
+                      moment: datetime) -> tuple[str, str, episodes.Episode]:
+    """The episode `clear --archive` keeps of the scratchpad's state: (relpath, text, episode)."""
+    if state.is_empty() and not goal:
+        raise MemctlError("the scratchpad is empty; there is nothing to archive as an episode")
+    episode_goal = goal or state.focus.replace("\n", " ") or f"work on {project}"
+    try:
+        return episodes.prepare_episode(
+            store,
+            project,
+            goal=episode_goal,
+            outcome=outcome,
+            steps=[episodes.Step(step) for step in state.done],
+            summary=summary,
+            moment=moment,
+            extra_sections=[
+                ("Notes", state.notes),
+                ("Open questions", state.questions),
+                ("Left to do", state.next),
+            ],
+        )
+    except FrontMatterTooLarge as exc:
+        if goal:
+            raise
+        # The field named is the episode's, which the person never typed: say where it
+        # came from and how to archive anyway.
+        raise FrontMatterTooLarge(f"{exc.raw_message}; the episode's goal is the "
+                                  f"scratchpad's focus: give a shorter {arg('goal')}") from None
