@@ -220,6 +220,23 @@ def _waits_for_the_lock(pid: int, store: Path) -> bool:
     return False
 
 
+def test_a_guiding_comment_over_several_lines_in_focus_is_no_focus_and_stays(cli, store_path):
+    """A comment of two lines under `## Focus` (as a store's own template may have) was read
+    as the focus, archived as an episode's goal from a scratchpad with nothing in it, and
+    replaced by `scratch focus`."""
+    path = store_path / "demo" / "SCRATCHPAD.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    comment = "<!-- One paragraph: what we are doing\n     right now, and why. -->\n"
+    path.write_text("# Scratchpad\n\n## Focus\n" + comment + "\n## Notes\n")
+    assert cli.ok("scratch", "show", "--json").json()["focus"] == ""
+    result = cli("scratch", "clear", "--archive", "--outcome", "completed")
+    assert result.exit_code == 1 and "the scratchpad is empty" in result.stderr
+    cli.ok("scratch", "focus", "Ship the release")
+    cli.ok("scratch", "focus", "Ship the release, again")
+    assert comment + "Ship the release, again\n" in path.read_text()
+    assert cli.ok("scratch", "show", "--json").json()["focus"] == "Ship the release, again"
+
+
 def test_clear_options_only_with_archive(cli):
     cli.ok("scratch", "focus", "x")
     assert cli("scratch", "clear", "--outcome", "failed").exit_code == 2

@@ -352,10 +352,21 @@ def replace_own_body(
     heading_eol = split_lines(text[section.start : section.body_start])[0][3]
     eol = heading_eol or eol
     content_idx = [i for i, (_, _, content, _) in enumerate(own) if content.strip()]
-    # A guiding comment at the top of a section (as in the templates) is kept.
+    # A guiding comment at the top of a section (as in the templates) is kept, one that runs
+    # over several lines too (it was replaced by the new text).
     first = 0
-    while first < len(content_idx) and _COMMENT_LINE.match(own[content_idx[first]][2]):
-        first += 1
+    while first < len(content_idx):
+        line = own[content_idx[first]][2]
+        if _COMMENT_LINE.match(line):
+            first += 1
+            continue
+        if not line.lstrip().startswith("<!--"):
+            break
+        close = next((i for i in range(first + 1, len(content_idx))
+                      if "-->" in own[content_idx[i]][2]), None)
+        if close is None or not own[content_idx[close]][2].rstrip().endswith("-->"):
+            break
+        first = close + 1
     content_idx = content_idx[first:]
     if not content_idx:
         return insert_lines(text, key, lines, aliases)

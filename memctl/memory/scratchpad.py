@@ -134,7 +134,10 @@ def _paragraph(text: str, key: str) -> str:
     if section is None:
         return ""
     lines = []
-    for _, _, content, _ in sections.split_lines(text[section.body_start : section.own_end]):
+    # A guiding comment is no focus, over several lines too (as the templates' comments run):
+    # its lines were read as the focus, and archived as an episode's goal.
+    own = sections.strip_comments(text[section.body_start : section.own_end], whole_lines=True)
+    for _, _, content, _ in sections.split_lines(own):
         stripped = content.strip()
         if stripped and not (stripped.startswith("<!--") and stripped.endswith("-->")):
             lines.append(sections.restore(stripped))
