@@ -436,3 +436,19 @@ def test_a_link_to_another_episode_says_links_name_notes(cli):
         assert refused.exit_code == 1
         assert "is an episode: a --link names a note the task produced or used" in refused.stderr
         assert "episode update` changes it" not in refused.stderr
+
+
+def test_an_update_that_changes_nothing_makes_no_commit(cli, store_path):
+    """`episode update ID --link X` of a note it already links (or a tag it has, the outcome
+    it has) stamped `updated` and made a commit of that stamp alone."""
+    note = cli.ok("add", "The deploy script lives in ops/deploy.sh", "--json").json()
+    episode = cli.ok("episode", "add", "--goal", "Fix the deploy", "--outcome", "completed",
+                     "--link", note["id"], "--tags", "ops", "--json").json()
+    head = git(store_path, "rev-parse", "HEAD")
+    before = (store_path / episode["path"]).read_text()
+    for change in (["--link", note["id"]], ["--tags", "ops"], ["--outcome", "completed"]):
+        cli.ok("episode", "update", episode["id"], *change)
+        assert git(store_path, "rev-parse", "HEAD") == head, change
+        assert (store_path / episode["path"]).read_text() == before, change
+    cli.ok("episode", "update", episode["id"], "--outcome", "partial")
+    assert git(store_path, "rev-parse", "HEAD") != head

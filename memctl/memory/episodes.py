@@ -499,7 +499,7 @@ def update_episode(
         fields: dict[str, Any] = {}
         if not parsed.meta.get("id"):
             fields["id"] = episode.id  # the id it was known by survives the change
-        if new_outcome is not None:
+        if new_outcome is not None and new_outcome != _text(parsed.meta.get("outcome")):
             fields["outcome"] = new_outcome
         if new_links:
             fields["links"] = [*episode.links, *(note.id for note in new_links)]
@@ -508,6 +508,8 @@ def update_episode(
             f"remove some of the tags in {episode.path} first")
         if merged != episode.tags:
             fields["tags"] = merged
+        if not fields and body == parsed.body:
+            return episode  # nothing to change (a link or tag it has): no stamp, no commit
         fields["updated"] = format_time(monotonic_stamp(now(), episode.updated))
         try:
             changed = set_fields(text[: len(text) - len(parsed.body)] + body, fields)
