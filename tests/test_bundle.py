@@ -341,6 +341,16 @@ def test_an_import_names_what_it_ignored(cli, store_path, tmp_path):
                                                                         "demo/diagram.png"]
 
 
+def test_a_settings_file_with_a_number_of_thousands_of_digits_is_named_not_a_traceback(
+        cli, store_path, tmp_path):
+    """A zip's `memctl.toml` holding a number past Python's 4,300-digit int conversion made
+    the import's check a ValueError traceback; it is named in the refusal like any settings
+    file that does not parse."""
+    huge = "[search]\ndefault_limit = 1" + "0" * 5000 + "\n"
+    bundle = make_zip(tmp_path / "huge-number.zip", [GOOD, ("memctl.toml", huge.encode())])
+    assert_refused(cli, store_path, bundle, "memctl.toml", "a number of thousands of digits")
+
+
 def test_a_settings_file_with_a_key_of_thousands_of_parts_is_named_not_read(cli, store_path,
                                                                              tmp_path):
     """Python's TOML reader is quadratic in a key's parts: a zip's `memctl.toml` of one key of

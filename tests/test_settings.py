@@ -216,3 +216,15 @@ def test_a_key_of_thousands_of_parts_is_one_error_before_the_toml_reader(store_p
     settings_file.write_text("[search]\ndefault_limit = 7\n" + ".".join("k" * MAX_KEY_PARTS)
                              + " = 1\n")
     assert Settings.load(store_path).get("search.default_limit") == 7
+
+
+@pytest.mark.parametrize("number", ["1" + "0" * 5000, "1_" + "0" * 5000])
+def test_a_number_of_thousands_of_digits_is_one_error_not_a_traceback(store_path, number):
+    """Python converts at most 4,300 digits to an int: a `default_limit` of 5,001 digits (read
+    by the simple reader, or by tomllib when written `1_000…`) was a ValueError traceback in
+    every command that read the settings, and "failed unexpectedly (a bug)" over MCP."""
+    (store_path / "memctl.toml").write_text(f"[search]\ndefault_limit = {number}\n")
+    result = Cli(store_path)("search", "postgres")
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == ("error: memctl.toml does not parse: it holds a number of thousands "
+                             "of digits; fix the file or delete it to use the defaults\n")

@@ -104,6 +104,11 @@ _SIMPLE_LINE = (
     r'[ \t]*(?:#[^\x00-\x08\x0a-\x1f\x7f]*)?')
 
 
+# A number of more characters than this is left to tomllib (Python converts at most 4,300
+# digits to an int; no setting needs more than a few).
+_MAX_DIGITS = 100
+
+
 def _simple_toml(raw: bytes) -> dict[str, dict[str, Any]] | None:
     """What `tomllib.loads` reads from a file of `_SIMPLE_LINE`s, or None for anything else
     (tomllib then reads it, or words its error). tomllib and the `typing` it imports cost
@@ -131,9 +136,19 @@ def _simple_toml(raw: bytes) -> dict[str, dict[str, Any]] | None:
                 section[key] = value[1:-1]
             elif value in ("true", "false"):
                 section[key] = value == "true"
+            elif len(value) > _MAX_DIGITS:
+                return None  # past Python's int conversion: tomllib's error, worded below
             else:
                 section[key] = float(value) if "." in value else int(value)
     return data
+
+
+def _reason(exc: BaseException) -> str:
+    """A TOML reader's error as a person can act on it: Python's own words for a number past
+    its int conversion limit name a function of Python's."""
+    if type(exc) is ValueError and "digits" in str(exc):
+        return "it holds a number of thousands of digits"
+    return str(exc)
 
 
 class Settings:
@@ -167,8 +182,11 @@ class Settings:
                 raise MemctlError(f"{SETTINGS_FILE} {too_long}; fix the file or delete it to "
                                   f"use the defaults")
             data = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise MemctlError(f"{SETTINGS_FILE} does not parse: {exc}; fix the file or delete it to use the defaults") from exc
+        except (ValueError, RecursionError) as exc:
+            # ValueError: tomllib's own errors, a file that is no UTF-8, and a whole number
+            # of more digits than Python converts (4,300), which was a traceback.
+            raise MemctlError(f"{SETTINGS_FILE} does not parse: {_reason(exc)}; fix the file or "
+                              f"delete it to use the defaults") from exc
         return cls(data)
 
     def get(self, dotted: str) -> Any:

@@ -298,8 +298,10 @@ def check_file(path: str, data: bytes) -> tuple[list[Problem], str | None]:
             return problems, text
         try:
             tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, RecursionError) as exc:
-            problems.append(Problem(path, f"settings do not parse: {exc}", hazard=False))
+        except (ValueError, RecursionError) as exc:  # ValueError: a number past 4,300 digits too
+            reason = "a number of thousands of digits" \
+                if type(exc) is ValueError and "digits" in str(exc) else exc
+            problems.append(Problem(path, f"settings do not parse: {reason}", hazard=False))
         return problems, text
 
     parsed = parse_file(text)
