@@ -182,3 +182,21 @@ def test_a_repository_folder_named_like_a_key_never_becomes_a_project(
     assert not any("ghp_" in entry.name for entry in store_path.iterdir())
     log = git(store_path, "log", "--format=%s")
     assert "ghp_" not in log
+
+
+def test_inside_the_store_a_store_path_with_dots_or_a_link_is_still_the_store(
+        tmp_path: Path, store_path: Path, monkeypatch) -> None:
+    """Standing in a project folder of the store, `--store ..` (or a link to the store) was not
+    recognised as the store one stands in: the store's own git repository was taken for the
+    repository one works in, and the note went to a project named after the store's folder
+    (`store/`), not to the project folder one stands in."""
+    (store_path / "demo").mkdir()
+    link = tmp_path / "linked-store"
+    link.symlink_to(store_path)
+    for given in ("..", str(link), str(store_path)):
+        monkeypatch.chdir(store_path / "demo")
+        added = run_memctl("--store", given, "add", f"A note written through {given}", "--force",
+                           "--json", project=None)
+        assert added.exit_code == 0, added.stderr
+        assert added.json()["path"].split("/")[0] == "demo", (given, added.stdout)
+    assert not (store_path / "store").exists()

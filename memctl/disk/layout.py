@@ -168,8 +168,10 @@ def choose_project(option: str | None, store_root: Path | None = None,
             raise VariableError(f"invalid value for MEMCTL_PROJECT: {exc.problem}") from None
     here = (cwd or Path.cwd()).absolute()
     if store_root is not None:
+        # Both as the kernel names them: a store given as `--store ..` or through a link is
+        # still the store one stands in (its own git repository is never a project).
         try:
-            inside = here.relative_to(Path(store_root).absolute())
+            inside = Path(os.path.realpath(here)).relative_to(os.path.realpath(store_root))
         except ValueError:
             inside = None
         if inside is not None:
