@@ -203,6 +203,22 @@ def test_the_walk_ahead_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> No
     assert filescan.walk_workers() == 0
 
 
+def test_the_walk_ahead_forks_at_most_16_helpers_whatever_the_variable_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMCTL_WALK_WORKERS=1000 forked one helper per top-level folder of the store (up to
+    1,023) for every search; MEMCTL_INDEX_WORKERS stops at 16, and so does this one."""
+    monkeypatch.setenv("MEMCTL_WALK_WORKERS", "1000")
+    assert filescan.walk_workers() == 16
+    for number in range(40):
+        (tmp_path / f"p{number}" / "notes").mkdir(parents=True)
+    counted = subprocess.run(
+        [sys.executable, "-c", "import sys; from memctl.disk import filescan; "
+         "filescan.walk_ahead(sys.argv[1]); print(len(filescan._ahead.helpers) if filescan._ahead "
+         "else 0); filescan._abandon_at_exit()", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=True)
+    assert int(counted.stdout) == 16, counted.stderr
+
+
 # `memctl ARGS` as the console script runs it, recording whether the walk started ahead.
 SEARCH = """
 import atexit, sys

@@ -295,6 +295,7 @@ _RECORD = 2  # bytes of a record
 # helper reads), so more top-level folders than this share records.
 _MAX_RECORDS = 1024
 _MAX_HELPERS = 3
+_MOST_HELPERS = 16  # whatever MEMCTL_WALK_WORKERS says
 _ANSWER_PIPE = 1 << 20  # what a helper's answers may fill before it waits for the command
 _LENGTH = 8  # bytes of the length before each record's answer
 _END = bytes(_LENGTH)  # a length of 0: the helper's answer is complete
@@ -404,12 +405,14 @@ def _abandon_at_exit() -> None:
 
 
 def walk_workers() -> int:
-    """MEMCTL_WALK_WORKERS, else one per core but one (at most 3): the helpers of a walk
-    ahead; 0 walks in the command alone."""
+    """MEMCTL_WALK_WORKERS (at most 16), else one per core but one (at most 3): the helpers
+    of a walk ahead; 0 walks in the command alone."""
     try:
         chosen = os.environ.get("MEMCTL_WALK_WORKERS")
         if chosen is not None:
-            return int(chosen)
+            # At most _MOST_HELPERS, as MEMCTL_INDEX_WORKERS: 1000 forked a helper per
+            # top-level folder of the store (up to 1,023) for every search.
+            return min(int(chosen), _MOST_HELPERS)
         return min(_MAX_HELPERS, len(os.sched_getaffinity(0)) - 1)
     except (ValueError, AttributeError, OSError):
         return 0
