@@ -189,6 +189,29 @@ def test_a_branch_the_remote_lacks_beside_the_store_branch_is_merged_into_it(tmp
         == [home], "no second branch on the remote"
 
 
+def test_a_token_in_a_remote_url_is_never_printed(tmp_path, remote):
+    """`sync --remote https://user:TOKEN@host/…` printed the token in `pushed to …`, in
+    `--json`'s `remote` and in a failed fetch's error, and `init --clone` in its error: the
+    URL was shown as given (git itself shows such a URL without its user and password)."""
+    token = "ghp_iK2ZWeqhFWCEPyYngFb51yBMWXaSCrUZoL8g"
+    laptop = machine(tmp_path, "laptop")
+    add(laptop, "A note to push through a URL holding a token", T[0])
+    url = f"https://alice:{token}@git.example.com/acme/memory.git"
+    git(laptop.store, "config", f"url.{remote}.insteadOf", url)  # the push goes to `remote`
+    pushed = laptop("sync", "--remote", url)
+    assert pushed.exit_code == 0, pushed.stderr
+    assert "pushed to https://git.example.com/acme/memory.git" in pushed.stderr
+    shown = [pushed.stdout, pushed.stderr]
+    refused = f"https://alice:{token}@127.0.0.1:9/acme/memory.git"  # nothing listens there
+    lonely = machine(tmp_path, "lonely")
+    failed = lonely("sync", "--remote", refused)
+    assert failed.exit_code == 1 and "git fetch from https://127.0.0.1:9/" in failed.stderr
+    cloned = Cli(tmp_path / "clone")("init", str(tmp_path / "clone"), "--clone", refused)
+    assert cloned.exit_code == 1 and "git clone https://127.0.0.1:9/" in cloned.stderr
+    shown += [failed.stdout, failed.stderr, cloned.stdout, cloned.stderr]
+    assert not any(token in text for text in shown), shown
+
+
 def test_sync_without_a_remote_is_an_error(tmp_path):
     lonely = machine(tmp_path, "lonely")
     result = lonely("sync")

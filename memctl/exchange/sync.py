@@ -168,6 +168,17 @@ def _first_recorded(path: str, *versions: bytes) -> dict[str, str]:
 # --- cloning ------------------------------------------------------------------------------------
 
 
+def shown_url(url: str) -> str:
+    """A remote's URL as memctl prints it: without the user and password a URL can carry
+    (`https://user:TOKEN@host/…` → `https://host/…`), as git itself shows one, so a token
+    typed into `--remote` or `--clone` never reaches a terminal, a log or `--json`."""
+    scheme, found, rest = url.partition("://")
+    if not found:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
+
+
 def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
     """This machine's copy of a store from its git remote (`memctl init PATH --clone URL`).
     An empty remote gives a new store whose first sync publishes it. Returns the store, the
@@ -194,16 +205,16 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
         result = run_git(path.parent, "clone", "-q", "--no-checkout", "--", url, str(staging),
                          check=False)
         if result.returncode != 0:
-            raise GitError(f"git clone {url} failed: "
+            raise GitError(f"git clone {shown_url(url)} failed: "
                            f"{gitops.git_reason(result.stderr or result.stdout, result.returncode)}")
-        gitops.require_sha1(staging, url, "nothing was cloned")
+        gitops.require_sha1(staging, shown_url(url), "nothing was cloned")
         if not has_commits(staging):
             _take_the_remote_branch(staging, url)
         if has_commits(staging) and not _holds_settings(staging):
             # Refused before anything is checked out or renamed, so nothing of it reaches
             # PATH: a checkout left there was no store, and `init PATH` (files that are not
             # memory) and a clone again (PATH not empty) both refused it (docs/reliability.md).
-            raise MemctlError(f"{url} is a git repository but not a memctl store (no "
+            raise MemctlError(f"{shown_url(url)} is a git repository but not a memctl store (no "
                               f"{SETTINGS_FILE}); nothing was cloned: give the URL of a memctl "
                               f"store's repository, or make a new store with `memctl init {path}`")
         refused: list[str] = []
@@ -211,14 +222,14 @@ def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:
             try:
                 tree = tree_of(staging, "HEAD")  # a name no store may hold refuses the clone
             except MemctlError as exc:
-                raise MemctlError(f"{url}: {exc}") from None
+                raise MemctlError(f"{shown_url(url)}: {exc}") from None
             twin = new_twin_in_tree((), tree) if gitops.ignores_case(staging) else None
             if twin is not None:
                 # On a disk that ignores case, git would check out one file for the two
                 # names, and the first sync from here would push one note over the other
                 # (docs/sync.md). Checked before the checkout: nothing of it reaches PATH.
                 raise MemctlError(
-                    f"{url} has {_twins_shown(twin)}, names that differ only in case or "
+                    f"{shown_url(url)} has {_twins_shown(twin)}, names that differ only in case or "
                     "Unicode form: a disk that ignores case (macOS, Windows) keeps one file "
                     "for both; nothing was cloned: rename one of them on a machine that has "
                     "both (a note goes by its id: renaming its file is safe), sync it, then "
@@ -251,11 +262,11 @@ def _take_the_remote_branch(root: Path, url: str) -> None:
         check=False).returncode == 0]
     named = run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False).stdout.strip()
     if not stores:
-        raise MemctlError(f"{url} is a git repository but not a memctl store (no "
+        raise MemctlError(f"{shown_url(url)} is a git repository but not a memctl store (no "
                           f"{SETTINGS_FILE} on any branch); nothing was cloned")
     if len(stores) > 1:
         raise MemctlError(
-            f"{url} has several memctl branches ({', '.join(stores[:5])}) and its HEAD names none "
+            f"{shown_url(url)} has several memctl branches ({', '.join(stores[:5])}) and its HEAD names none "
             f"of them ({named or 'no branch'}); nothing was cloned: point the remote's HEAD at "
             f"the branch the other machines sync (in the remote repository: git symbolic-ref "
             f"HEAD refs/heads/BRANCH), then clone again")
@@ -363,7 +374,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             origin = remote
             again = f"memctl sync --remote {shlex.quote(remote)}"  # not kept unless it succeeds
         elif remote and origin != remote:
-            raise MemctlError(f"the store's remote is already {origin}; change it with "
+            raise MemctlError(f"the store's remote is already {shown_url(origin)}; change it with "
                               f"`git -C {root} remote set-url origin {remote}`")
         if origin is None:
             # The local half still happens: `sync` is how a change left on disk gets
@@ -378,7 +389,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
         # Before the commit below forgets a killed sync's record: its push's lock left on a
         # remote on this machine (tests/test_sync.py).
         gitops.settle_remote_locks(root, origin, branch)
-        report = SyncReport(remote=origin, branch=branch)
+        report = SyncReport(remote=shown_url(origin), branch=branch)
         gitops.install_merge_driver(root)
         _refuse_unsyncable_names(root)
         report.committed = commit_local_changes(store)
@@ -389,7 +400,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
                               f"+refs/heads/{branch}:refs/remotes/origin/{branch}", check=False)
             remote_ref = f"refs/remotes/origin/{branch}"
             if fetched.returncode != 0 and "couldn't find remote ref" not in fetched.stderr:
-                raise GitError(f"git fetch from {origin} failed: "
+                raise GitError(f"git fetch from {shown_url(origin)} failed: "
                                f"{gitops.git_reason(fetched.stderr, fetched.returncode)}")
             if fetched.returncode == 0 and has_commits(root, remote_ref):
                 _refuse_foreign_remote(root, origin, [remote_ref])
@@ -424,7 +435,7 @@ def sync(store: Store, remote: str | None = None, push: bool = True, attempts: i
             if not any(marker in pushed.stdout + pushed.stderr for marker in _REJECTED):
                 lines = [ln for ln in (pushed.stdout + pushed.stderr).splitlines()
                          if ln.startswith(("!", "error", "fatal", "remote:"))]
-                raise GitError(f"git push to {origin} failed: {'; '.join(lines) or pushed.returncode}")
+                raise GitError(f"git push to {shown_url(origin)} failed: {'; '.join(lines) or pushed.returncode}")
         else:
             raise MemctlError(f"the remote kept changing during {attempts} attempts (others are "
                               f"pushing); your changes are committed here, run `{again}` again")
@@ -514,7 +525,7 @@ def _refuse_another_branch(root: Path, origin: str, branch: str, stores: list[st
         way = (f"rename this store's branch to the remote's (git -C {root} branch -m "
                f"{shlex.quote(branch)} {theirs})")
     raise MemctlError(
-        f"{origin} has no branch {branch}, this store's branch, but holds the store on "
+        f"{shown_url(origin)} has no branch {branch}, this store's branch, but holds the store on "
         f"{listed}; nothing was pushed (your changes are committed here): {way}, then run the "
         f"same `memctl sync` again, which merges it with the remote's")
 
@@ -534,12 +545,12 @@ def _refuse_foreign_remote(root: Path, origin: str, refs: list[str]) -> None:
         if foreign or ref.startswith(PROBE_REFS):
             run_git(root, "update-ref", "-d", ref, check=False)
     if emptied:
-        raise MemctlError(f"{origin}: its latest commit has no {SETTINGS_FILE}, which a commit "
+        raise MemctlError(f"{shown_url(origin)}: its latest commit has no {SETTINGS_FILE}, which a commit "
                           f"after this store's removed there (all of the store's files were "
                           f"deleted, say); nothing was merged or pushed: if that was a "
                           f"mistake, undo it there (git revert), then sync again")
     if foreign:
-        raise MemctlError(f"{origin} is a git repository but not a memctl store (no "
+        raise MemctlError(f"{shown_url(origin)} is a git repository but not a memctl store (no "
                           f"{SETTINGS_FILE}); nothing was merged or pushed: give the URL of "
                           "a store's remote, or an empty repository to start one")
 
