@@ -131,6 +131,12 @@ def test_origin_urls_become_host_and_path() -> None:
         "https://github.com/alice/shop-api", "https://alice:secret@GitHub.com:443/alice/shop-api.git/")}
     assert same == {"github.com/alice/shop-api"}
     assert origin_key("/srv/git/shop-api.git") == "path:/srv/git/shop-api"
+    # No credential is recorded, whatever its form: a token before an scp-like host, a
+    # password holding a `/`.
+    token = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    assert origin_key(f"user:{token}@github.com:acme/other.git") == "github.com/acme/other"
+    assert origin_key("https://bob:s3cr3t/pass@host.example/a/b.git") == "host.example/a/b"
+    assert origin_key("https://host.example/a/b@v1") == "host.example/a/b@v1"
     assert numbered_name("x" * 100, "id").endswith(f"-{numbered_name('a', 'id').split('-')[1]}")
     assert len(numbered_name("数" * 40, "id").encode()) <= 100
 
@@ -169,6 +175,19 @@ def test_a_known_working_tree_calls_no_git(tmp_path: Path, store_path: Path, mon
     assert completed.returncode == 0, completed.stderr
     assert [hit["project"] for hit in json.loads(completed.stdout)] == ["shop-api"]
     assert completed.stderr.strip().splitlines()[-1] == "['memctl.disk.repositories']"
+
+
+def test_a_repository_folder_named_global_writes_into_no_other_projects_recall(
+        tmp_path: Path, store_path: Path, monkeypatch) -> None:
+    """`global` is the scope every project reads: a repository whose folder is so named gets
+    the default project, with a word saying so; its notes were in every project's recall."""
+    here = repository(tmp_path / "maps" / "global")
+    project, said = add_here(here, store_path, "The map tiles build nightly", monkeypatch)
+    assert project == "default" and "'global'" in said
+    other = repository(tmp_path / "code" / "other")
+    monkeypatch.chdir(other)
+    recalled = run_memctl("recall", "--json", store=store_path, project=None).json()
+    assert all("map tiles" not in note["text"] for note in recalled["notes"])
 
 
 def test_a_repository_folder_named_like_a_key_never_becomes_a_project(

@@ -67,7 +67,8 @@ def valid_project_name(name: str) -> bool:
 def project_from_folder(name: str) -> str:
     """The project a folder name stands for (a git repository's folder): NFC, each run of
     characters a project name cannot hold made one `-`, no `.`/`-` in front or `-` behind,
-    cut to the size limit. "" when nothing is left."""
+    cut to the size limit. "" when nothing is left, or when that is `global`: the scope every
+    project reads is no repository's (its notes were in every project's recall)."""
     name = unicodedata.normalize("NFC", name)
     kept: list[str] = []
     for char in name:
@@ -78,7 +79,7 @@ def project_from_folder(name: str) -> str:
     project = "".join(kept).rstrip("-")
     while len(project.encode("utf-8")) > MAX_PROJECT_BYTES:
         project = project[:-1].rstrip("-")
-    return project if valid_project_name(project) else ""
+    return project if valid_project_name(project) and project != GLOBAL else ""
 
 # The largest note text memctl writes (a note is a statement, not a document).
 MAX_NOTE_BYTES = 1024 * 1024

@@ -107,12 +107,19 @@ def origin_key(url: str) -> str:
     text = url.strip()
     if "://" in text:
         rest = text.split("://", 1)[1]
+        # The user and password end at the last `@` followed by a host and a path: a
+        # password may hold a `/` (`bob:s3cr3t/pass@host/…` recorded `bob/pass@host/…`).
+        _, at, after = rest.rpartition("@")
+        if at and "/" in after:
+            rest = after
         host, _, path = rest.partition("/")
         host = host.rpartition("@")[2]
         host = host.rsplit(":", 1)[0] if not host.endswith("]") else host  # a port
     elif ":" in text and "/" not in text.split(":", 1)[0]:  # scp-like: user@host:owner/name
-        host, _, path = text.partition(":")
-        host = host.rpartition("@")[2]
+        # The host follows the last `@` before the path: `user:token@host:owner/name` is
+        # split after the token, not at its first `:` (which recorded the token).
+        head = text.split("/", 1)[0]
+        host, _, path = text[head.rfind("@") + 1:].partition(":")
     else:  # a path on this machine
         return "path:" + text.rstrip("/").removesuffix(".git")
     return f"{host.lower()}/{path.strip('/').removesuffix('.git')}"
