@@ -88,3 +88,16 @@ def test_global_beside_another_project_is_bad_usage_not_one_of_the_two(cli, comm
     assert refused.exit_code == 2, refused.stderr
     assert "error: --global and --project 'blog' name two scopes: give one" in refused.stderr
     assert cli(*command, "--global", "--project", "global").exit_code == 0
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_memctl_project_is_bad_usage_and_writes_nothing(store_path: Path,
+                                                                  empty: str) -> None:
+    """`MEMCTL_PROJECT="$PROJECT"` with PROJECT unset: the note went to the project of the
+    folder the command ran in (a repository's), where an empty MEMCTL_STORE is refused."""
+    before = tree_snapshot(store_path)
+    for args in (("add", "A note for some project"), ("search", "note"), ("recall",)):
+        result = run_memctl(*args, store=store_path, project=empty)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert result.stderr.count("\n") == 1 and "MEMCTL_PROJECT is set but empty" in result.stderr
+    assert tree_snapshot(store_path) == before

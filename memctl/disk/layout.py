@@ -161,6 +161,11 @@ def choose_project(option: str | None, store_root: Path | None = None,
     if option:
         return project_name(option), None
     from_env = os.environ.get("MEMCTL_PROJECT")
+    if from_env is not None and not from_env.strip():
+        # A script's unset variable (`MEMCTL_PROJECT="$PROJECT"`): never the project of the
+        # folder it happens to run in, as an empty MEMCTL_STORE is never the default store.
+        raise VariableError("MEMCTL_PROJECT is set but empty; set it to a project's name, or "
+                            "unset it for the project of the folder you are in")
     if from_env:
         try:
             return project_name(from_env, "MEMCTL_PROJECT"), None
