@@ -143,7 +143,23 @@ def test_edit_opens_the_editor_and_commits_the_change(cli, store_path, tmp_path)
     assert result.json()["changed"] is True
     assert "edited by hand" in (store_path / "demo" / "MEMORY.md").read_text()
     assert git(store_path, "status", "--porcelain") == ""
-    assert commits(store_path) == before + 2  # created from the template, then the edit
+    assert commits(store_path) == before + 1  # one commit for the command
+    assert git(store_path, "log", "-1", "--format=%s").strip() == "project demo: create MEMORY.md"
+
+
+def test_an_edit_of_a_memory_file_not_there_yet_commits_nothing_unless_it_is_saved(
+        cli, store_path, tmp_path):
+    """The template is written only with what the editor left: an editor that fails or
+    changes nothing left a commit of the template alone (one command, two commits when it
+    saved)."""
+    memory = store_path / "demo" / "MEMORY.md"
+    head = git(store_path, "rev-parse", "HEAD")
+    failing = cli("project", "edit", env={"EDITOR": _editor(tmp_path, "no.sh", "exit 4\n")})
+    assert failing.exit_code == 1 and "MEMORY.md is unchanged" in failing.stderr
+    unchanged = cli.ok("project", "edit", "--json", env={"EDITOR": _editor(tmp_path, "t.sh", "")})
+    assert unchanged.json()["changed"] is False
+    assert not memory.exists() and git(store_path, "rev-parse", "HEAD") == head
+    assert git(store_path, "status", "--porcelain") == ""
 
 
 def _editor(tmp_path, name: str, script: str):

@@ -7,6 +7,7 @@ makes one commit. A missing file is created from the `MEMORY.md` template on fir
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from memctl.core.errors import CLI, Front, MemctlError, UsageError, cmd
 from memctl.core.secrets import added_secrets, masked_title, refuse_secrets
 from memctl.core.textfile import decode_file
 from memctl.core.vocab import MAX_NOTE_BYTES
-from memctl.disk.atomic import atomic_write_bytes
+from memctl.disk.atomic import atomic_write_bytes, make_dirs
 from memctl.disk.layout import MEMORY_FILE
 from memctl.disk.templates import fill, load_template
 from memctl.memory.editor import edited_copy, editor_command, read_edited, run_editor
@@ -193,8 +194,12 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
     the error: nothing typed is lost, nothing refused is committed."""
     budget = max_bytes(store)
     command = editor_command(editor)  # an unreadable $EDITOR before anything is made
-    relpath, _created = ensure_exists(store, project)
-    before = store.read_text(relpath)[0]
+    relpath = memory_relpath(project)
+    # A MEMORY.md not there yet is written, from the template, only with what the editor
+    # left: one commit for the command, none when the editor changed nothing or failed (a
+    # commit of the template alone came first, and stayed).
+    existed = store.resolve(relpath).exists()
+    before = store.read_text(relpath)[0] if existed else template_text(store, project)
     original = before.encode("utf-8")
     copy = edited_copy(store.state_dir / "edit", f"{project}.{MEMORY_FILE}", original)
     try:
@@ -213,22 +218,30 @@ def edit(store: Store, project: str, editor: str | None = None) -> MemoryView:
         if data is not None:
             problem = _edit_problem(before, data)
         if problem is None:
-            problem = _changed_meanwhile(store, relpath, before)
+            problem = _changed_meanwhile(store, relpath, before if existed else None)
         if problem is not None:
             raise MemctlError(f"{problem}; {_kept(copy, original, project)}")
         after = decode_file(data)  # checked by `_edit_problem`
         assert isinstance(after, str) and data is not None
         if after != before:
+            if not existed:
+                make_dirs(store.resolve(relpath).parent)
             atomic_write_bytes(store.resolve(relpath), data)
-            store.commit(f"project {project}: edit MEMORY.md", [relpath])
+            store.commit(f"project {project}: {'edit' if existed else 'create'} MEMORY.md",
+                         [relpath])
     copy.unlink(missing_ok=True)
     return _view(store, project, after, budget, changed=after != before)
 
 
-def _changed_meanwhile(store: Store, relpath: str, before: str) -> str | None:
+def _changed_meanwhile(store: Store, relpath: str, before: str | None) -> str | None:
     """Why MEMORY.md as it is now must not be saved over, or None when it is as the editor
-    found it. Removed, replaced by a link or made unreadable meanwhile is a change too: the
-    error then still names the kept copy."""
+    found it (`before`; None: not there). Removed, replaced by a link or made unreadable
+    meanwhile is a change too: the error then still names the kept copy."""
+    if before is None:
+        if os.path.lexists(store.resolve(relpath)):
+            return ("MEMORY.md was made while you edited it (another command, or a sync); "
+                    "nothing was saved over it")
+        return None
     try:
         now = store.read_text(relpath)[0]
     except MemctlError as exc:
