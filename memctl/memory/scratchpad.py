@@ -218,7 +218,8 @@ def find_item(text: str, key: str, ref: str, what: str) -> Item | None:
     number = arguments.as_number(ref)
     if number is not None:
         if not 1 <= number <= len(found):
-            raise UsageError(
+            # As words that match no item: a lookup that finds nothing (exit 1), not usage.
+            raise MemctlError(
                 f"there is no {what} {number}; the scratchpad has {len(found)} "
                 f"(see {cmd('scratch show')})"
             )
