@@ -3,6 +3,7 @@ and the index: creating and opening a store, finding a note by id, committing a 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from memctl.core.errors import MemctlError, UsageError, arg
@@ -21,6 +22,15 @@ if TYPE_CHECKING:
     from memctl.index.db import Index
 
 
+def _refuse_odd_settings_file(root: Path) -> None:
+    """A `memctl.toml` that is there but no file (a folder, a pipe, a link to nothing): every
+    command said the folder was no store and `memctl init` that it already was one."""
+    settings = root / SETTINGS_FILE
+    if os.path.lexists(settings) and not settings.is_file():
+        raise MemctlError(f"{settings} is not a file (a folder, a pipe or a broken link); remove "
+                          f"it, then run `memctl init {root}`")
+
+
 class Store(StoreFiles):
     # --- opening --------------------------------------------------------------------------
 
@@ -29,6 +39,7 @@ class Store(StoreFiles):
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise MemctlError(f"store path {root} is a file, not a folder; pass --store with a folder")
+        _refuse_odd_settings_file(root)
         if not (root / SETTINGS_FILE).is_file():
             if create_if_missing:
                 return cls.init(root)[0]
@@ -51,6 +62,7 @@ class Store(StoreFiles):
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise MemctlError(f"{root} is a file, not a folder")
+        _refuse_odd_settings_file(root)
         if not force and root.is_dir() and not (root / SETTINGS_FILE).is_file():
             foreign = first_foreign_file(root) or next(
                 (p for p in gitops.committed_paths(root) if not belongs_in_store(p)), None)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
 
 import pytest
-from conftest import REPO, Cli
+from conftest import REPO, Cli, run_memctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,3 +229,26 @@ def test_a_number_of_thousands_of_digits_is_one_error_not_a_traceback(store_path
     assert result.exit_code == 1, result.stderr
     assert result.stderr == ("error: memctl.toml does not parse: it holds a number of thousands "
                              "of digits; fix the file or delete it to use the defaults\n")
+
+
+@pytest.mark.parametrize("odd", ["folder", "fifo", "broken-link"])
+def test_a_settings_file_that_is_no_file_is_named_by_every_command_and_init(
+        tmp_path, odd: str) -> None:
+    """A `memctl.toml` that is a folder, a pipe or a broken link: every command said the
+    folder was no store ("create one with memctl init") and `memctl init` that it already
+    was one. Both now name the file and what to do, and nothing is made."""
+    store = tmp_path / "store"
+    store.mkdir()
+    settings_file = store / "memctl.toml"
+    if odd == "folder":
+        settings_file.mkdir()
+    elif odd == "fifo":
+        os.mkfifo(settings_file)
+    else:
+        settings_file.symlink_to(tmp_path / "nowhere.toml")
+    for args in (("search", "x"), ("init", str(store))):
+        result = run_memctl(*args, store=store, timeout=30)
+        assert result.exit_code == 1, (args, result.stderr)
+        assert result.stderr.count("\n") == 1
+        assert "memctl.toml is not a file" in result.stderr and "remove it" in result.stderr
+    assert sorted(entry.name for entry in store.iterdir()) == ["memctl.toml"]
