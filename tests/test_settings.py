@@ -252,3 +252,21 @@ def test_a_settings_file_that_is_no_file_is_named_by_every_command_and_init(
         assert result.stderr.count("\n") == 1
         assert "memctl.toml is not a file" in result.stderr and "remove it" in result.stderr
     assert sorted(entry.name for entry in store.iterdir()) == ["memctl.toml"]
+
+
+def test_health_names_the_settings_memctl_does_not_know(store_path) -> None:
+    """A misspelt setting changed nothing without a word (exit 0, the default applied):
+    `health` lists it, with the setting it is likely meant to be, as a problem."""
+    (store_path / "memctl.toml").write_text(
+        "default_limit = 0\n[recall]\nmax_note = 1\nmax_notes = 3\n[serch]\ndefault_limit = 0\n",
+        encoding="utf-8")
+    report = run_memctl("health", "--json", store=store_path).json()
+    found = {entry["setting"]: entry["message"] for entry in report["unknown_settings"]}
+    assert sorted(found) == ["default_limit", "recall.max_note", "serch.default_limit"]
+    assert found["recall.max_note"].endswith("did you mean recall.max_notes?")
+    assert found["serch.default_limit"].endswith("did you mean search.default_limit?")
+    assert {"kind": "unknown_settings", "count": 3,
+            "message": "settings memctl does not know: 3"} in report["problems"]
+    assert "recall.max_note" in run_memctl("health", store=store_path).stdout
+    (store_path / "memctl.toml").write_text("[recall]\nmax_notes = 3\n", encoding="utf-8")
+    assert run_memctl("health", "--json", store=store_path).json()["unknown_settings"] == []

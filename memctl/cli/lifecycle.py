@@ -209,6 +209,9 @@ def _render(report: dict[str, Any]) -> None:
     _section(f"projects whose names differ only in case ({len(report['case_twins'])})",
              ["projects", "problem"],
              [[", ".join(e["projects"]), e["message"]] for e in report["case_twins"]])
+    _section(f"settings memctl does not know ({len(report['unknown_settings'])})",
+             ["setting", "problem"],
+             [[e["setting"], e["message"]] for e in report["unknown_settings"]])
     _section(f"folders memctl does not read ({len(report['ignored'])})", ["folder"],
              [[path] for path in report["ignored"]])
     _section(f"MEMORY.md over budget ({len(report['memory_over_budget'])})",

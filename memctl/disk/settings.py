@@ -189,6 +189,19 @@ class Settings:
                               f"delete it to use the defaults") from exc
         return cls(data)
 
+    def unknown(self) -> list[str]:
+        """The settings of the file memctl does not know (`recall.max_note`, a `[serch]`
+        table's keys, a key outside any table), dotted: each changes nothing."""
+        found: list[str] = []
+        for section, table in self._values.items():
+            known = SETTINGS.get(section)
+            if not isinstance(table, dict):
+                if known is None:
+                    found.append(section)  # (a known table given a value: `get` says so)
+                continue
+            found.extend(f"{section}.{key}" for key in table if known is None or key not in known)
+        return found
+
     def get(self, dotted: str) -> Any:
         section, key = dotted.split(".", 1)
         default = DEFAULTS[section][key]

@@ -49,6 +49,7 @@ from memctl.disk.layout import (
     MemoryFile,
     classify,
 )
+from memctl.disk.settings import SETTINGS, SETTINGS_FILE, Settings
 from memctl.disk.storefiles import case_key
 from memctl.disk.templates import template_problems
 from memctl.disk.watchstate import read_status
@@ -81,6 +82,7 @@ PROBLEM_SECTIONS = (
     ("supersession", "notes hidden by a supersession that leads nowhere"),
     ("tombstoned_notes", "live notes beside their tombstone"),
     ("case_twins", "projects whose names differ only in case"),
+    ("unknown_settings", "settings memctl does not know"),
 )
 
 
@@ -810,10 +812,25 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
                  "templates": template_problems(store), "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
                  "supersession": supersession_problems(notes),
                  "tombstoned_notes": tombstoned, "case_twins": case_twins(store.projects()),
-                 "ignored": ignored},
+                 "unknown_settings": unknown_settings(store.settings), "ignored": ignored},
         "unnamed": unnamed,
         "state": {"git": git(), "watcher": _watcher_state(store)},
     }
+
+
+def unknown_settings(settings: Settings) -> list[dict[str, Any]]:
+    """The settings of memctl.toml memctl does not know: a typo (`recall.max_note`) looked
+    applied and changed nothing. Each with the known setting it is likely meant to be."""
+    import difflib  # only here: a report, not every command
+
+    known = [f"{section}.{key}" for section, keys in SETTINGS.items() for key in keys]
+    entries = []
+    for dotted in settings.unknown():
+        close = difflib.get_close_matches(dotted, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else f"; the settings are {SETTINGS_FILE}'s (docs/settings.md)"
+        entries.append({"setting": dotted,
+                        "message": f"memctl does not know this setting: it changes nothing{hint}"})
+    return entries
 
 
 CASE_TWINS_MESSAGE = (
@@ -1099,6 +1116,9 @@ def to_markdown(report: dict[str, Any]) -> str:
     out += ["## Projects whose names differ only in case", ""]
     out += _table(["projects", "problem"], [[", ".join(e["projects"]), e["message"]]
                                             for e in report["case_twins"]])
+    out += ["## Settings memctl does not know", ""]
+    out += _table(["setting", "problem"], [[e["setting"], e["message"]]
+                                           for e in report["unknown_settings"]])
     out += ["## Live notes beside their tombstone", ""]
     out += _table(["id", "path", "tombstone"], [[e["id"], e["path"], e["tombstone"]]
                                                 for e in report["tombstoned_notes"]])
