@@ -270,3 +270,18 @@ def test_health_names_the_settings_memctl_does_not_know(store_path) -> None:
     assert "recall.max_note" in run_memctl("health", store=store_path).stdout
     (store_path / "memctl.toml").write_text("[recall]\nmax_notes = 3\n", encoding="utf-8")
     assert run_memctl("health", "--json", store=store_path).json()["unknown_settings"] == []
+
+
+def test_a_setting_of_the_wrong_kind_says_what_to_do_in_one_short_line(store_path) -> None:
+    """`search.default_limit = "x"` named the problem and not the fix; a value of 20 MB was
+    quoted whole. And a `MEMCTL_NOW` of 5,000 characters was quoted whole too."""
+    (store_path / "memctl.toml").write_text(
+        '[search]\ndefault_limit = "' + "x" * 5000 + '"\n', encoding="utf-8")
+    result = run_memctl("search", "x", store=store_path)
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert "search.default_limit must be a number" in result.stderr
+    assert "fix it or delete the line for the default" in result.stderr
+    assert len(result.stderr) < 300
+    (store_path / "memctl.toml").unlink()
+    late = run_memctl("search", "x", store=store_path, env={"MEMCTL_NOW": "9" * 5000})
+    assert late.exit_code == 2 and late.stderr.count("\n") == 1 and len(late.stderr) < 300

@@ -22,10 +22,10 @@ def now() -> datetime:
     if override:
         parsed = parse_time(override)
         if parsed is None:
-            raise VariableError(f"invalid value for MEMCTL_NOW: {override!r} is not an ISO 8601 "
+            raise VariableError(f"invalid value for MEMCTL_NOW: {quoted(override)} is not an ISO 8601 "
                              "time (2026-03-01T09:00:00Z); set one or unset MEMCTL_NOW")
         if not FIRST_YEAR <= parsed.year <= LAST_YEAR:
-            raise VariableError(f"invalid value for MEMCTL_NOW: {override!r} is outside the "
+            raise VariableError(f"invalid value for MEMCTL_NOW: {quoted(override)} is outside the "
                              f"years {FIRST_YEAR}..{LAST_YEAR} (git cannot date a commit "
                              "then); set a time in them or unset MEMCTL_NOW")
         return parsed

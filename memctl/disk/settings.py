@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memctl.core.errors import MemctlError
+from memctl.core.errors import QUOTED_CHARS, MemctlError, quoted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -151,6 +151,14 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
+def _shown(value: Any) -> str:
+    """A value of the file as a message shows it: its start, when long (a 20 MB string)."""
+    if isinstance(value, str):
+        return quoted(value)
+    written = repr(value)
+    return written if len(written) <= QUOTED_CHARS else written[:QUOTED_CHARS] + "…"
+
+
 class Settings:
     def __init__(self, values: dict[str, dict[str, Any]] | None = None) -> None:
         self._values = values or {}
@@ -211,17 +219,20 @@ class Settings:
                               f"([{section}] on a line of its own, then `{key} = …`), not "
                               f"{table!r}; fix it or delete the line for the defaults")
         value = table.get(key, default)
+        fix = f"; fix it or delete the line for the default ({default})"
         if isinstance(default, bool):
             if not isinstance(value, bool):
-                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be true or false, not {value!r}")
+                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be true or false, not "
+                                  f"{_shown(value)}{fix}")
         elif isinstance(default, (int, float)):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a number, not {value!r}")
+                raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a number, not "
+                                  f"{_shown(value)}{fix}")
             if isinstance(default, int) and isinstance(value, float):
                 # A count (`default_limit`, `max_notes`): 1.5 was cut to 1 without a word.
                 if not value.is_integer():
                     raise MemctlError(f"{SETTINGS_FILE}: {dotted} must be a whole number, "
-                                      f"not {value!r}")
+                                      f"not {value!r}{fix}")
                 value = int(value)
             low, high = RANGES.get(dotted, (float("-inf"), float("inf")))
             if not low <= value <= high:
