@@ -486,3 +486,24 @@ def test_a_bom_before_the_first_heading_is_read_as_usual_and_kept(cli, store_pat
     assert data["focus"] == "new focus" and data["next"] == ["a", "b"]
     recalled = cli.ok("recall", env=NOW).stdout
     assert recalled.count("## Focus") == 1 and "\ufeff" not in recalled, recalled
+
+
+def test_a_step_with_steps_of_its_own_is_one_step_and_moves_whole(cli, store_path):
+    """`1. write migration` then `   1. add column`: Markdown reads the second as an item of
+    the first one's own list. They were steps of their own: `next` listed four, `done 1`
+    left the sub-steps behind under the next step, and numbers went wrong."""
+    folder = store_path / "demo"
+    folder.mkdir(exist_ok=True)
+    (folder / "SCRATCHPAD.md").write_text(
+        "## Focus\nx\n\n## Next steps\n1. write migration\n   1. add column\n   2. backfill\n"
+        "2. deploy\n\n## Done\n\n## Notes\n", encoding="utf-8")
+    assert cli.ok("scratch", "show", "--json").json()["next"] == [
+        "write migration 1. add column 2. backfill", "deploy"]
+    added = cli.ok("scratch", "next", "announce")
+    assert "next step 3" in added.stdout + added.stderr
+    cli.ok("scratch", "done", "1")
+    text = (folder / "SCRATCHPAD.md").read_text(encoding="utf-8")
+    assert "## Next steps\n1. deploy\n2. announce\n" in text
+    next_steps, done = text.split("## Done\n", 1)
+    assert "add column" not in next_steps and "backfill" not in next_steps
+    assert "write migration\n" in done and "add column" in done and "backfill" in done

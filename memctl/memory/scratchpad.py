@@ -97,6 +97,10 @@ def items(text: str, key: str) -> list[Item]:
         if content.lstrip().startswith(("```", "~~~")):
             fence = not fence
         match = None if fence else _ITEM.match(content)
+        if match and current is not None and len(match.group(1)) >= current["inner"]:  # type: ignore[operator]
+            # Indented to the item's text (`1. write` then `   1. add a column`): an item of
+            # its own list, so one of its lines, as Markdown reads it; `done` moves it along.
+            match = None
         if match:
             if current:
                 result.append(_finish(current, len(result) + 1))
@@ -105,6 +109,8 @@ def items(text: str, key: str) -> list[Item]:
                 "end": end,
                 "marker": match.group(2),
                 "parts": [match.group(4)],
+                # Where its text begins: a line indented this far is inside the item.
+                "inner": len(match.group(1)) + len(match.group(2)) + max(1, len(match.group(3))),
             }
         elif current is not None and content.strip():
             if content[:1] in " \t" or fence:
