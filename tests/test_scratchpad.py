@@ -507,3 +507,11 @@ def test_a_step_with_steps_of_its_own_is_one_step_and_moves_whole(cli, store_pat
     next_steps, done = text.split("## Done\n", 1)
     assert "add column" not in next_steps and "backfill" not in next_steps
     assert "write migration\n" in done and "add column" in done and "backfill" in done
+
+
+def test_the_same_focus_again_changes_nothing_and_says_so(cli, store_path):
+    cli.ok("scratch", "focus", "Fix the pool timeout")
+    head = git(store_path, "rev-parse", "HEAD")
+    again = cli.ok("scratch", "focus", "Fix the pool timeout", "--json").json()
+    assert again["changed"] is False and git(store_path, "rev-parse", "HEAD") == head
+    assert cli.ok("scratch", "focus", "Something else", "--json").json()["changed"] is True

@@ -399,9 +399,11 @@ def update(
         # The whole file at most as large as a note or MEMORY.md (docs/reliability.md): an
         # agent's 5 MB notes made one of 15 MB, which the index then refused to read.
         arguments.within_text_size(new, "the scratchpad with this")
-        store.write_text(relpath, new)
-        store.commit(f"scratch {project}: {message}", [relpath])
-    return ScratchView(project, relpath, new, message=message, changed=True)
+        changed = new != current  # (the same focus again changes nothing: no commit)
+        if changed:
+            store.write_text(relpath, new)
+            store.commit(f"scratch {project}: {message}", [relpath])
+    return ScratchView(project, relpath, new, message=message, changed=changed)
 
 
 def clear(
