@@ -514,4 +514,6 @@ def test_the_same_focus_again_changes_nothing_and_says_so(cli, store_path):
     head = git(store_path, "rev-parse", "HEAD")
     again = cli.ok("scratch", "focus", "Fix the pool timeout", "--json").json()
     assert again["changed"] is False and git(store_path, "rev-parse", "HEAD") == head
+    said = cli.ok("scratch", "focus", "Fix the pool timeout")
+    assert "unchanged" in said.stdout + said.stderr
     assert cli.ok("scratch", "focus", "Something else", "--json").json()["changed"] is True

@@ -212,7 +212,8 @@ def _scratch_update(
     if json_output:
         emit_json(view.to_dict())
     else:
-        info(f"{view.message}  ({view.path})")
+        info(f"{view.message}  ({view.path})" if view.changed
+             else f"unchanged: {view.path} already says that")
 
 
 @scratch_app.command("show", epilog=examples("memctl scratch show", "memctl scratch show --json"))
