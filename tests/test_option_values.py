@@ -101,3 +101,11 @@ def test_an_empty_memctl_project_is_bad_usage_and_writes_nothing(store_path: Pat
         assert result.exit_code == 2, (args, result.stderr)
         assert result.stderr.count("\n") == 1 and "MEMCTL_PROJECT is set but empty" in result.stderr
     assert tree_snapshot(store_path) == before
+
+
+def test_an_error_quoting_a_line_break_stays_one_line(tmp_path: Path) -> None:
+    """A store path holding a line break gave a two-line error: the break is written `\\n`."""
+    store = tmp_path / "two\nlines"
+    result = run_memctl("search", "x", store=store)
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: ") and "two\\nlines" in result.stderr

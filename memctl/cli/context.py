@@ -70,7 +70,10 @@ def current_project(option: str | None, global_scope: bool = False) -> str:
 
 
 def print_error(message: str) -> None:
-    sys.stderr.write(f"error: {visible(message)}\n")
+    """`error: MESSAGE` on one line: a line break in it can only come from what it quotes (a
+    path, a value) and is written as `\\n`, as a terminal's control characters are."""
+    line = visible(message).replace("\r", "\\r").replace("\n", "\\n")
+    sys.stderr.write(f"error: {line}\n")
     sys.stderr.flush()
 
 
