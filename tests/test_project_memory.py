@@ -79,6 +79,17 @@ def test_show_prints_the_file_and_one_section(cli):
     assert data["text"] == shown
 
 
+def test_show_of_a_section_named_twice_shows_both(cli, store_path):
+    """Two `## Decisions` (a merge or a hand can make them): `--section` showed the first
+    alone, without a word of the second."""
+    memory = store_path / "demo" / "MEMORY.md"
+    memory.parent.mkdir(exist_ok=True)
+    memory.write_text("# demo\n\n## Decisions\n- a\n\n## Progress\n- p\n\n## Decisions\n- b\n",
+                      encoding="utf-8")
+    shown = cli.ok("project", "show", "--section", "decisions").stdout
+    assert "- a" in shown and "## Decisions\n- b" in shown and "- p" not in shown
+
+
 def test_show_of_a_missing_file_says_how_to_create_it(cli):
     result = cli.ok("project", "show", "--json")
     assert result.json()["text"] is None

@@ -111,10 +111,20 @@ def template_text(store: Store, project: str) -> str:
 
 
 def section_text(store: Store, project: str, section: str) -> str | None:
-    """The text under one section's heading, or None when the file or section is missing."""
+    """The text under one section's heading, or None when the file or section is missing.
+    A file with two sections of that name (two `## Decisions`, a merge or a hand can make
+    them) gives both, the second under its own heading: only the first was shown."""
     key = sections.section_key(section)
     text = read_memory(store, project)
-    return None if text is None else sections.section_body(text, key)
+    if text is None:
+        return None
+    found = [part for part in sections.parse_sections(text, sections.L2_ALIASES)
+             if part.key == key]
+    if not found:
+        return None
+    first, *others = found
+    return "".join([text[first.body_start:first.end],
+                    *(text[other.start:other.end] for other in others)])
 
 
 def add_item(
