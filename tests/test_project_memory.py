@@ -90,6 +90,17 @@ def test_show_of_a_section_named_twice_shows_both(cli, store_path):
     assert "- a" in shown and "## Decisions\n- b" in shown and "- p" not in shown
 
 
+def test_show_of_a_section_holding_a_subsection_of_its_name_shows_it_once(cli, store_path):
+    """`### Decisions` under `## Decisions` is part of the first one's text: it was shown
+    again after it, twice in all."""
+    memory = store_path / "demo" / "MEMORY.md"
+    memory.parent.mkdir(exist_ok=True)
+    memory.write_text("# demo\n\n## Decisions\n- a\n\n### Decisions\n- sub\n\n## Progress\n- p\n",
+                      encoding="utf-8")
+    shown = cli.ok("project", "show", "--section", "decisions").stdout
+    assert shown.count("- sub") == 1 and "- a" in shown and "- p" not in shown
+
+
 def test_show_of_a_missing_file_says_how_to_create_it(cli):
     result = cli.ok("project", "show", "--json")
     assert result.json()["text"] is None

@@ -122,7 +122,13 @@ def section_text(store: Store, project: str, section: str) -> str | None:
              if part.key == key]
     if not found:
         return None
-    first, *others = found
+    # A section of that name inside one already given (`### Decisions` under `## Decisions`)
+    # is in its text: given again, it was shown twice.
+    kept = [found[0]]
+    for part in found[1:]:
+        if part.start >= kept[-1].end:
+            kept.append(part)
+    first, *others = kept
     return "".join([text[first.body_start:first.end],
                     *(text[other.start:other.end] for other in others)])
 
