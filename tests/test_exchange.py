@@ -589,3 +589,26 @@ def test_a_store_of_the_largest_benchmark_size_exports_in_one_zip():
     from memctl.exchange.bundle import Limits
 
     assert Limits().max_entries >= 150_000
+
+
+def test_an_import_refused_for_several_files_is_one_error_line_without_escaped_breaks(cli, tmp_path):
+    """The refusal listed each file on a line of its own; errors are one line, and
+    `print_error` wrote those breaks as `\\n`: one line of literal `\\n  ` between files."""
+    cli.ok("add", "the cache uses redis", "--type", "fact")
+    cli.ok("add", "deploys go out on tuesdays", "--type", "fact")
+    source = tmp_path / "good.zip"
+    cli.ok("export", str(source))
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(source) as good, zipfile.ZipFile(broken, "w") as bad:
+        for name in good.namelist():
+            data = good.read(name)
+            if "/notes/" in name:
+                data = b"---\nid: [broken\n---\nbody\n"
+            bad.writestr(name, data)
+    other = Cli(tmp_path / "other")
+    other.ok("init")
+    result = other("import", str(broken))
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: refusing to import")
+    assert "\\n" not in result.stderr
+    assert result.stderr.count("front matter does not parse") == 2

@@ -120,11 +120,13 @@ class BundleError(MemctlError):
 
     def __init__(self, source: str, problems: list[Problem]) -> None:
         self.problems = problems
-        shown = "\n  ".join(str(p) for p in problems[:50])
-        more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
+        # One line, as every error is (`print_error` writes a line break as `\n`): the
+        # problems one after another, each ended by `;`.
+        shown = "; ".join(str(p) for p in problems[:50])
+        more = f"; … and {len(problems) - 50} more" if len(problems) > 50 else ""
         hazardous = any(p.hazard for p in problems)
-        hint = "" if hazardous else "\n(use --skip-invalid to import the valid entries)"
-        super().__init__(f"refusing to import {source}; the store is unchanged:\n  {shown}{more}{hint}")
+        hint = "" if hazardous else " (use --skip-invalid to import the valid entries)"
+        super().__init__(f"refusing to import {source}; the store is unchanged: {shown}{more}{hint}")
 
 
 @dataclass
