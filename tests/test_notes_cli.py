@@ -121,12 +121,16 @@ def test_show_lists_every_field_it_has_no_line_of_its_own_for(cli: Cli) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "handmade.md").write_text(
         "---\nid: handmade01\ntype: fact\nproject: demo\npinned: true\nowner: alice\n"
-        "reviewed: 2026-01-05\nlabels: [ops, db]\ncorrects: 0000000000000000\n---\n"
+        "reviewed: 2026-01-05\nlabels: [ops, db]\ncorrects: 0000000000000000\n"
+        "steps: |\n  one\n  two\nlong: " + "x" * 3000 + "\n---\n"
         "A note made by hand\n", encoding="utf-8")
     shown = cli.ok("show", "handmade01").stdout
     for line in ("pinned true", "owner alice", "reviewed 2026-01-05", 'labels ["ops", "db"]',
-                 "corrects 0000000000000000"):
+                 "corrects 0000000000000000", "steps one\\ntwo"):
         assert line in shown, line
+    # A long value: its start, on the panel's lines (which wrap it).
+    flat = "".join(shown.replace("│", "").split())
+    assert "long" + "x" * 200 + "…(--jsonshowsitwhole)" in flat and shown.count("x") == 200
     assert "owner" not in cli.ok("show", cli.ok("add", "plain", "--json").json()["id"]).stdout
 
 

@@ -137,6 +137,9 @@ def test_origin_urls_become_host_and_path() -> None:
     assert origin_key(f"user:{token}@github.com:acme/other.git") == "github.com/acme/other"
     assert origin_key("https://bob:s3cr3t/pass@host.example/a/b.git") == "host.example/a/b"
     assert origin_key("https://host.example/a/b@v1") == "host.example/a/b@v1"
+    assert origin_key("https://host.com/@scope/repo.git") == "host.com/@scope/repo"
+    assert origin_key("https://localhost:8080/a@b/repo.git") == "localhost/a@b/repo"
+    assert origin_key("file:///srv/git/a@b/repo.git") == "/srv/git/a@b/repo"
     assert numbered_name("x" * 100, "id").endswith(f"-{numbered_name('a', 'id').split('-')[1]}")
     assert len(numbered_name("数" * 40, "id").encode()) <= 100
 

@@ -16,6 +16,7 @@ from memctl.services.showing import show
 MARKDOWN_MAX_CHARS = 32 * 1024
 
 
+_FIELD_CHARS = 200  # of another field's value in the panel
 # The fields the panel shows on its own lines above; any other is listed after them.
 _IN_THE_PANEL = frozenset({"id", "type", "importance", "status", "project", "tags", "created",
                            "updated", "expires", "subject", "predicate", "superseded_by",
@@ -79,6 +80,11 @@ def run_show(note_id: str, *, json_output: bool = False) -> None:
             continue
         written = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                                   default=str)
+        # One line each (a `|` block's breaks written `\n`, as a terminal's controls are),
+        # and its start when long: `--json` has every value whole.
+        written = written.rstrip("\n").replace("\r\n", "\n").replace("\n", "\\n")
+        if len(written) > _FIELD_CHARS:
+            written = written[:_FIELD_CHARS] + "… (--json shows it whole)"
         fields.append(f"{v(key)} {v(written)}")
     count = data["access_count"]
     fields.append(f"accessed {count} time{'' if count == 1 else 's'} (search hits and recalls), "

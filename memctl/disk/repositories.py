@@ -107,11 +107,15 @@ def origin_key(url: str) -> str:
     text = url.strip()
     if "://" in text:
         rest = text.split("://", 1)[1]
-        # The user and password end at the last `@` followed by a host and a path: a
-        # password may hold a `/` (`bob:s3cr3t/pass@host/…` recorded `bob/pass@host/…`).
-        _, at, after = rest.rpartition("@")
-        if at and "/" in after:
-            rest = after
+        # A password may hold a `/` (`bob:s3cr3t/pass@host/…` recorded `bob/pass@host/…`):
+        # a first part with a `:` not followed by a port, and no `@`, is a user and the
+        # start of a password, which ends at the next `@`. (A path may hold `@` too:
+        # `host.com/@scope/repo`, `file:///srv/a@b/repo`.)
+        first = rest.split("/", 1)[0]
+        if "@" not in first and ":" in first and not first.rpartition(":")[2].isdigit():
+            _, at, after = rest.partition("@")
+            if at:
+                rest = after
         host, _, path = rest.partition("/")
         host = host.rpartition("@")[2]
         host = host.rsplit(":", 1)[0] if not host.endswith("]") else host  # a port
