@@ -506,7 +506,8 @@ def test_a_step_with_steps_of_its_own_is_one_step_and_moves_whole(cli, store_pat
     assert "## Next steps\n1. deploy\n2. announce\n" in text
     next_steps, done = text.split("## Done\n", 1)
     assert "add column" not in next_steps and "backfill" not in next_steps
-    assert "write migration\n" in done and "add column" in done and "backfill" in done
+    # Still a list of its own, under the Done item as it was under the step.
+    assert "] write migration\n  1. add column\n  2. backfill\n" in done
 
 
 def test_the_same_focus_again_changes_nothing_and_says_so(cli, store_path):

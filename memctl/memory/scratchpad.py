@@ -109,8 +109,7 @@ def items(text: str, key: str) -> list[Item]:
                 "end": end,
                 "marker": match.group(2),
                 "parts": [match.group(4)],
-                # Where its text begins: a line indented this far is inside the item.
-                "inner": len(match.group(1)) + len(match.group(2)) + max(1, len(match.group(3))),
+                "inner": _inner(match),
             }
         elif current is not None and content.strip():
             if content[:1] in " \t" or fence:
@@ -123,6 +122,12 @@ def items(text: str, key: str) -> list[Item]:
     if current:
         result.append(_finish(current, len(result) + 1))
     return result
+
+
+def _inner(match: re.Match[str]) -> int:
+    """Where the text of a list item (an `_ITEM` match) begins: a line indented this far is
+    inside the item, as Markdown reads it."""
+    return len(match.group(1)) + len(match.group(2)) + max(1, len(match.group(3)))
 
 
 def _finish(current: dict[str, object], number: int) -> Item:
@@ -257,11 +262,28 @@ def mark_done(text: str, ref: str, moment: datetime) -> tuple[str, str]:
                           f"to record work that was never planned, use {cmd('scratch note')}")
     original_lines = text[step.start : step.end]
     text = _renumber(text[: step.start] + text[step.end :])
-    continuation = [sections.restore(line.strip(), item=True)
-                    for line in original_lines.splitlines()[1:] if line.strip()]
+    first, *rest = original_lines.splitlines()
+    opened = _ITEM.match(first)
+    inner = _inner(opened) if opened else 0
+    continuation: list[str] = []
+    nested: list[tuple[int, str]] = []  # (where in `continuation`, the line as it goes)
+    for line in rest:
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if nested or (indent >= inner and _ITEM.match(line.lstrip(" "))):
+            # The step's own list (`   1. add a column`), and what follows it: kept a list,
+            # indented under the Done item as it was under the step.
+            nested.append((len(continuation), "  " + " " * max(0, indent - inner) + line.lstrip(" ")))
+            continuation.append("")
+        else:
+            continuation.append(sections.restore(line.strip(), item=True))
     lines = sections.format_item(
-        "\n".join([f"[x] [{time_stamp(moment)}] {_first_line_text(original_lines)}"] + continuation)
+        "\n".join([f"[x] [{time_stamp(moment)}] {_first_line_text(original_lines)}"]
+                  + [part or "-" for part in continuation])
     )
+    for position, line in nested:
+        lines[1 + position] = line
     return sections.insert_lines(text, "done", lines, ALIASES), step.text
 
 
