@@ -39,8 +39,8 @@ class Store(StoreFiles):
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise MemctlError(f"store path {root} is a file, not a folder; pass --store with a folder")
-        _refuse_odd_settings_file(root)
         if not (root / SETTINGS_FILE).is_file():
+            _refuse_odd_settings_file(root)
             if create_if_missing:
                 return cls.init(root)[0]
             if not root.exists():

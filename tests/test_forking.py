@@ -7,7 +7,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from memctl.disk.forking import fork_child, read_all, stop_child
+from memctl.disk.forking import fork_child, stop_child
+
+
+def read_all(fd: int) -> bytes:
+    """Everything a child sends, until it closes its end."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def run_child(work: Callable[[int], object]) -> tuple[bytes, int]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git, run_memctl
 
-from memctl.disk.repositories import REGISTRY_FILE, numbered_name, origin_key
+from memctl.disk.repositories import REGISTRY_FILE, numbered_name, origin_key, shown_url
 
 
 def repository(path: Path, first_commit: str = "init") -> Path:
@@ -140,6 +140,10 @@ def test_origin_urls_become_host_and_path() -> None:
     assert origin_key("https://host.com/@scope/repo.git") == "host.com/@scope/repo"
     assert origin_key("https://localhost:8080/a@b/repo.git") == "localhost/a@b/repo"
     assert origin_key("file:///srv/git/a@b/repo.git") == "/srv/git/a@b/repo"
+    # What is printed of a URL loses the same user and password.
+    assert shown_url("https://bob:s3cr3t/pass@host.example/a/b.git") == "https://host.example/a/b.git"
+    assert shown_url(f"https://alice:{token}@host.example:8443/a.git") == "https://host.example:8443/a.git"
+    assert shown_url("https://host.com/@scope/repo.git") == "https://host.com/@scope/repo.git"
     assert numbered_name("x" * 100, "id").endswith(f"-{numbered_name('a', 'id').split('-')[1]}")
     assert len(numbered_name("数" * 40, "id").encode()) <= 100
 

@@ -376,6 +376,7 @@ def test_only_a_search_no_live_watcher_answers_starts_a_walk(tmp_path: Path,
 FRAMES = """
 import fcntl, os, sys
 from memctl.disk import filescan
+from memctl.disk.forking import write_all
 big = 40 << 20
 read_end, write_end = os.pipe()
 fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
@@ -383,11 +384,11 @@ pid = os.fork()
 if pid == 0:
     os.close(read_end)
     for number in range(3):
-        filescan._write_all(write_end, (5).to_bytes(8, "big") + b"small")
-    filescan._write_all(write_end, big.to_bytes(8, "big"))
+        write_all(write_end, (5).to_bytes(8, "big") + b"small")
+    write_all(write_end, big.to_bytes(8, "big"))
     for _ in range(big >> 20):
-        filescan._write_all(write_end, b"x" * (1 << 20))
-    filescan._write_all(write_end, (3).to_bytes(8, "big") + b"end" + filescan._END)
+        write_all(write_end, b"x" * (1 << 20))
+    write_all(write_end, (3).to_bytes(8, "big") + b"end" + filescan._END)
     os._exit(0)
 os.close(write_end)
 frames = filescan._read_frames(read_end)

@@ -70,7 +70,7 @@ def heading(content: str) -> tuple[int, str] | None:
     if closing != rest and (not closing or closing[-1] in " \t"):
         rest = closing  # a closing sequence of `#`s, after a blank or alone
     return len(opened.group(1)), rest.strip(" \t")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _NUMBERING = re.compile(r"^(?:\d+[.)、]|[一二三四五六七八九十]+[、.])\s*")
 _SPLIT_TITLE = re.compile(r"[/|()（）｜]")
 _COMMENT_LINE = re.compile(r"^\s*<!--.*-->\s*$")
@@ -102,6 +102,21 @@ class Section:
     own_end: int  # before the first sub-heading (or == end)
     end: int  # before the next heading of the same or a higher level, or len(text)
     heading_has_eol: bool
+
+
+def fence_after(fence: str | None, line: str) -> str | None:
+    """The fence (```, ~~~…) of the code block open after `line`, `fence` being the one open
+    before it (None: none was)."""
+    found = _FENCE.fullmatch(line.rstrip("\r"))
+    if found is None:
+        return fence
+    mark, rest = found.group(1), found.group(2)
+    if fence is None:
+        # ``` with a backtick after it is inline code, no fence.
+        return None if mark[0] == "`" and "`" in rest else mark
+    if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+        return None
+    return fence
 
 
 def split_lines(text: str) -> list[tuple[int, int, str, str]]:
@@ -140,18 +155,11 @@ def _scan(text: str) -> tuple[list[Heading], str | None]:
             # added a second `## Decisions` at the end (docs/format.md, "MEMORY.md and
             # SCRATCHPAD.md"). The line starts after it, so a splice keeps the BOM.
             start, content = len(BOM), content[len(BOM):]
-        fence_match = _FENCE.match(content)
         if fence is not None:
-            if (
-                fence_match
-                and fence_match.group(1)[0] == fence[0]
-                and len(fence_match.group(1)) >= len(fence)
-                and not content.strip().lstrip(fence[0])
-            ):
-                fence = None
+            fence = fence_after(fence, content)
             continue
-        if fence_match:
-            fence = fence_match.group(1)
+        fence = fence_after(None, content)
+        if fence is not None:
             continue
         found = heading(content)
         if found:

@@ -27,7 +27,7 @@ import sys
 
 from memctl.core.stamp import Stamp
 from memctl.core.textfile import is_utf8_name
-from memctl.disk.forking import fork_child, stop_child
+from memctl.disk.forking import fork_child, stop_child, write_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
@@ -52,9 +52,8 @@ _MARSHAL_VERSION = 2
 def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, list[str]]:
     """`stamp_key`s of every file the index covers, by store-relative folder
     (`blog/notes/fact/`); folders without such files are left out."""
-    found = scan_entries(root, folders)
-    return {folder: keys for folder, entries in found.items()
-            if (keys := entry_keys(folder, entries))}
+    return {folder: entry_keys(folder, entries)
+            for folder, entries in scan_entries(root, folders).items()}
 
 
 def scan_entries(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, list[Entry]]:
@@ -62,9 +61,9 @@ def scan_entries(root: str, folders: list[tuple[str, str]] | None = None) -> dic
     such files are left out.
 
     Mirrors `store.classify` for indexed kinds without classifying each file: top-level
-    folders with a project name, no dot folders or dot files, `*.md` (names that are not
-    UTF-8 too: `entry_keys` leaves them out). Each folder is opened once and its entries are
-    stat'ed relative to it (cheaper than full paths).
+    folders with a project name, no dot folders or dot files, `*.md`, names that are UTF-8.
+    Each folder is opened once and its entries are stat'ed relative to it (cheaper than full
+    paths).
     """
     found = _walk(_project_tops(root) if folders is None else
                   [(os.fsencode(here), os.fsencode(path)) for here, path in folders])
@@ -338,7 +337,7 @@ class Walked:
 
     def as_scan(self) -> dict[str, list[str]]:
         """What `scan` returns for the same files."""
-        return {folder: keys for folder in self.digests if (keys := self.keys(folder))}
+        return {folder: self.keys(folder) for folder in self.digests}
 
 
 def scan_folders(root: str) -> Walked:
@@ -481,8 +480,8 @@ class _WalkAhead:
             folders = _walk(_encoded(self.groups[number]))
             data = marshal.dumps((number, [(os.fsdecode(folder), entries_digest(entries),
                                             len(entries)) for folder, entries in folders.items()]))
-            _write_all(answer, len(data).to_bytes(_LENGTH, "big") + data)
-        _write_all(answer, _END)
+            write_all(answer, len(data).to_bytes(_LENGTH, "big") + data)
+        write_all(answer, _END)
 
     def walks(self, root: str) -> bool:
         """Whether this walk is of the folder `root` names (the same folder, by identity)."""
@@ -546,12 +545,6 @@ class _WalkAhead:
         if self.queue >= 0:
             os.close(self.queue)
             self.queue = -1
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _read_frames(fd: int) -> list[bytes] | None:

@@ -67,9 +67,8 @@ def stop_child(pid: int) -> None:
         pass
 
 
-def read_all(fd: int) -> bytes:
-    """Everything a child sends, until it closes its end."""
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
+def write_all(fd: int, data: bytes) -> None:
+    """Send `data` whole through a pipe (a write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

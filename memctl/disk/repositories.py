@@ -106,18 +106,7 @@ def origin_key(url: str) -> str:
     SSH and HTTPS clones of one repository agree, and no credential is ever recorded."""
     text = url.strip()
     if "://" in text:
-        rest = text.split("://", 1)[1]
-        # A password may hold a `/` (`bob:s3cr3t/pass@host/…` recorded `bob/pass@host/…`):
-        # a first part with a `:` not followed by a port, and no `@`, is a user and the
-        # start of a password, which ends at the next `@`. (A path may hold `@` too:
-        # `host.com/@scope/repo`, `file:///srv/a@b/repo`.)
-        first = rest.split("/", 1)[0]
-        if "@" not in first and ":" in first and not first.rpartition(":")[2].isdigit():
-            _, at, after = rest.partition("@")
-            if at:
-                rest = after
-        host, _, path = rest.partition("/")
-        host = host.rpartition("@")[2]
+        host, _, path = _without_user(text.split("://", 1)[1]).partition("/")
         host = host.rsplit(":", 1)[0] if not host.endswith("]") else host  # a port
     elif ":" in text and "/" not in text.split(":", 1)[0]:  # scp-like: user@host:owner/name
         # The host follows the last `@` before the path: `user:token@host:owner/name` is
@@ -127,6 +116,29 @@ def origin_key(url: str) -> str:
     else:  # a path on this machine
         return "path:" + text.rstrip("/").removesuffix(".git")
     return f"{host.lower()}/{path.strip('/').removesuffix('.git')}"
+
+
+def shown_url(url: str) -> str:
+    """A remote's URL as memctl prints it: without the user and password a URL can carry
+    (`https://user:TOKEN@host/…` → `https://host/…`), as git itself shows one, so a token
+    typed into `--remote` or `--clone` never reaches a terminal, a log or `--json`."""
+    scheme, found, rest = url.partition("://")
+    return f"{scheme}://{_without_user(rest)}" if found else url
+
+
+def _without_user(rest: str) -> str:
+    """A URL after its `scheme://`, without the user and password in front of its host."""
+    first = rest.split("/", 1)[0]
+    if "@" in first:
+        return rest[first.rfind("@") + 1:]
+    # A password may hold a `/` (`bob:s3cr3t/pass@host/…` recorded `bob/pass@host/…`): a
+    # first part with a `:` not followed by a port is a user and the start of a password,
+    # which ends at the next `@`. (A path may hold `@` too: `host.com/@scope/repo`.)
+    if ":" in first and not first.rpartition(":")[2].isdigit():
+        _, at, after = rest.partition("@")
+        if at:
+            return after
+    return rest
 
 
 def numbered_name(base: str, identity: str, attempt: int = 1) -> str:

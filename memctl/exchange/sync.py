@@ -61,6 +61,7 @@ from memctl.disk.gitops import (
     run_git_binary,
 )
 from memctl.disk.layout import ARCHIVED, NOTE, TOMBSTONE_DIR, classify, state_path
+from memctl.disk.repositories import shown_url
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.storefiles import new_twin_in_tree, twin_names_shown
 from memctl.disk.watchstate import process_alive
@@ -166,17 +167,6 @@ def _first_recorded(path: str, *versions: bytes) -> dict[str, str]:
 
 
 # --- cloning ------------------------------------------------------------------------------------
-
-
-def shown_url(url: str) -> str:
-    """A remote's URL as memctl prints it: without the user and password a URL can carry
-    (`https://user:TOKEN@host/…` → `https://host/…`), as git itself shows one, so a token
-    typed into `--remote` or `--clone` never reaches a terminal, a log or `--json`."""
-    scheme, found, rest = url.partition("://")
-    if not found:
-        return url
-    authority, slash, path = rest.partition("/")
-    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def clone_store(url: str, path: Path) -> tuple[Store, list[str], bool]:

@@ -40,7 +40,7 @@ from memctl.core.markers import conflict_markers
 from memctl.core.noteformat import BOM
 from memctl.core.query import shown_query
 from memctl.core.secrets import scan
-from memctl.core.sections import parse_sections, strip_comments
+from memctl.core.sections import fence_after, parse_sections, strip_comments
 from memctl.core.similarity import compare, similar_pairs
 from memctl.disk.counters import record_access as record
 from memctl.disk.layout import GLOBAL
@@ -180,7 +180,7 @@ def one_line(body: str) -> str:
     fence: str | None = None
     for line in text.splitlines():
         in_code = fence is not None
-        fence = _fence_after(fence, line)
+        fence = fence_after(fence, line)
         stripped = line.strip()
         if stripped.startswith("#") and not in_code:
             stripped = stripped.lstrip("#").strip()
@@ -240,28 +240,11 @@ def compact(text: str) -> str:
     return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n")
 
 
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-
-
 def _open_fence(lines: Sequence[str]) -> str | None:
     """The fence (```, ~~~…) of a code block these lines open and leave open, else None."""
     fence: str | None = None
     for line in lines:
-        fence = _fence_after(fence, line)
-    return fence
-
-
-def _fence_after(fence: str | None, line: str) -> str | None:
-    """The fence of the code block open after `line`, `fence` being the one open before it."""
-    found = _FENCE.fullmatch(line.rstrip("\r"))
-    if found is None:
-        return fence
-    mark, rest = found.group(1), found.group(2)
-    if fence is None:
-        # ``` with a backtick after it is inline code, no fence.
-        return None if mark[0] == "`" and "`" in rest else mark
-    if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
-        return None
+        fence = fence_after(fence, line)
     return fence
 
 

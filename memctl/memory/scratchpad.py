@@ -266,7 +266,7 @@ def mark_done(text: str, ref: str, moment: datetime) -> tuple[str, str]:
     opened = _ITEM.match(first)
     inner = _inner(opened) if opened else 0
     continuation: list[str] = []
-    nested: list[tuple[int, str]] = []  # (where in `continuation`, the line as it goes)
+    nested: list[str] = []
     for line in rest:
         if not line.strip():
             continue
@@ -274,17 +274,14 @@ def mark_done(text: str, ref: str, moment: datetime) -> tuple[str, str]:
         if nested or (indent >= inner and _ITEM.match(line.lstrip(" "))):
             # The step's own list (`   1. add a column`), and what follows it: kept a list,
             # indented under the Done item as it was under the step.
-            nested.append((len(continuation), "  " + " " * max(0, indent - inner) + line.lstrip(" ")))
-            continuation.append("")
+            nested.append("  " + " " * max(0, indent - inner) + line.lstrip(" "))
         else:
             continuation.append(sections.restore(line.strip(), item=True))
     lines = sections.format_item(
         "\n".join([f"[x] [{time_stamp(moment)}] {_first_line_text(original_lines)}"]
-                  + [part or "-" for part in continuation])
+                  + continuation)
     )
-    for position, line in nested:
-        lines[1 + position] = line
-    return sections.insert_lines(text, "done", lines, ALIASES), step.text
+    return sections.insert_lines(text, "done", lines + nested, ALIASES), step.text
 
 
 def resolve_question(text: str, ref: str, answer: str | None, moment: datetime) -> tuple[str, str]:
