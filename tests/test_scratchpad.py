@@ -268,6 +268,28 @@ def test_renumbering_handles_two_digit_numbers():
     assert "10. s10\n11. s11\n" in text
 
 
+def test_a_wider_number_takes_what_is_nested_under_its_step_along():
+    # A list numbered `1.` throughout: `done 1` numbers it 1..10, and the eleventh step's
+    # `1.` becomes `10.`; its sub-list, indented to the old step's text (3 spaces), would be
+    # a step of its own under the wider marker unless it moves along.
+    steps = "".join(f"1. step {i}\n" for i in range(1, 11))
+    text = ("## Next steps\n" + steps + "1. step 11\n   - sub of 11\n   more of 11\n"
+            "  lazy line\n\n## Done\n")
+    text, step = scratchpad.mark_done(text, "1", WHEN)
+    assert step == "step 1"
+    assert [item.text for item in scratchpad.items(text, "next")][-2:] == [
+        "step 10", "step 11 - sub of 11 more of 11 lazy line"]
+    assert "9. step 10\n10. step 11\n    - sub of 11\n    more of 11\n  lazy line\n" in text
+
+
+def test_a_narrower_number_keeps_what_is_nested_under_its_step_aligned():
+    text = "## Next steps\n" + "".join(f"{i}. step {i}\n" for i in range(1, 10))
+    text += "10. step 10\n    1. first part\n\n## Done\n"
+    text, _step = scratchpad.mark_done(text, "1", WHEN)
+    assert "8. step 9\n9. step 10\n   1. first part\n" in text
+    assert scratchpad.items(text, "next")[-1].text == "step 10 1. first part"
+
+
 def test_ambiguous_words_name_the_candidates():
     text = scratchpad.add_next(scratchpad.add_next("", "fix login"), "fix logout")
     with pytest.raises(MemctlError, match="1. fix login; 2. fix logout"):

@@ -306,18 +306,34 @@ def _first_line_text(lines: str) -> str:
 
 
 def _renumber(text: str, key: str = "next") -> str:
-    """Number the numbered items of a section 1, 2, 3 again; only their digits change. One
-    parse, one join: a parse again after each change made it quadratic (2,000 steps: 12 s;
+    """Number the numbered items of a section 1, 2, 3 again; only their digits change, and
+    the indentation of what is nested under an item whose number got wider or narrower
+    (`1.` → `10.`, in a list numbered `1.` throughout): a sub-list indented to the old
+    item's text would otherwise fall out of it and become an item of its own. One parse,
+    one join: a parse again after each change made it quadratic (2,000 steps: 12 s;
     tests/test_linear_time.py)."""
     pieces: list[str] = []
     position = 0
     for expected, step in enumerate(items(text, key), start=1):
-        if not step.marker[0].isdigit() or step.marker[:-1] == str(expected):
+        number = str(expected)
+        if not step.marker[0].isdigit() or step.marker[:-1] == number:
             continue
-        line = text[step.start : step.end]
-        digits_start = step.start + len(line) - len(line.lstrip(" "))
-        pieces += [text[position:digits_start], str(expected)]
+        first, *rest = text[step.start : step.end].splitlines(keepends=True)
+        digits_start = step.start + len(first) - len(first.lstrip(" "))
+        pieces += [text[position:digits_start], number]
         position = digits_start + len(step.marker) - 1
+        opened = _ITEM.match(first.rstrip("\r\n"))
+        wider = len(number) - (len(step.marker) - 1)
+        if not wider or opened is None or not rest:
+            continue
+        inner = _inner(opened)
+        pieces.append(text[position : step.start + len(first)])
+        for line in rest:
+            indent = len(line) - len(line.lstrip(" "))
+            if indent >= inner and line.strip():
+                line = " " * (indent + wider) + line[indent:]
+            pieces.append(line)
+        position = step.end
     return "".join(pieces) + text[position:] if pieces else text
 
 
