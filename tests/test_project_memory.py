@@ -101,6 +101,36 @@ def test_show_of_a_section_holding_a_subsection_of_its_name_shows_it_once(cli, s
     assert shown.count("- sub") == 1 and "- a" in shown and "- p" not in shown
 
 
+def test_a_heading_inside_a_comment_is_no_section(cli, store_path):
+    """A guiding comment over several lines that shows an example `## Decisions`: that
+    heading was read as the section, so `project add` wrote the item into the comment (where
+    recall never shows it) and `--section` showed the comment's lines."""
+    memory = store_path / "demo" / "MEMORY.md"
+    memory.parent.mkdir(exist_ok=True)
+    memory.write_text("# demo\n\n<!-- Sections look like this:\n## Decisions\n- example\n"
+                      "-->\n\n## Progress\n- p\n", encoding="utf-8")
+    cli.ok("project", "add", "decisions", "Kysely for every new query")
+    text = memory.read_text(encoding="utf-8")
+    assert text.startswith("# demo\n\n<!-- Sections look like this:\n## Decisions\n- example\n"
+                           "-->\n\n## Progress\n- p\n")
+    assert text.endswith("] Kysely for every new query\n")
+    assert text.count("## Decisions") == 2 and "-->\n\n## Progress\n- p\n\n## Decisions\n- [" in text
+    shown = cli.ok("project", "show", "--section", "decisions").stdout
+    assert "Kysely" in shown and "example" not in shown
+    assert "Kysely for every new query" in cli.ok("recall").stdout
+
+
+def test_a_section_added_after_an_unclosed_comment_closes_it_first(cli, store_path):
+    memory = store_path / "demo" / "MEMORY.md"
+    memory.parent.mkdir(exist_ok=True)
+    memory.write_text("# demo\n\n<!-- left open\n", encoding="utf-8")
+    cli.ok("project", "add", "decisions", "Kysely for every new query")
+    text = memory.read_text(encoding="utf-8")
+    assert text.startswith("# demo\n\n<!-- left open\n-->\n\n## Decisions\n- [")
+    assert text.endswith("] Kysely for every new query\n")
+    assert "Kysely for every new query" in cli.ok("recall").stdout
+
+
 def test_show_of_a_missing_file_says_how_to_create_it(cli):
     result = cli.ok("project", "show", "--json")
     assert result.json()["text"] is None

@@ -144,10 +144,12 @@ def parse_headings(text: str) -> list[Heading]:
     return _scan(text)[0]
 
 
-def _scan(text: str) -> tuple[list[Heading], str | None]:
-    """The headings, and the fence still open at the end of the text (if one is)."""
+def _scan(text: str) -> tuple[list[Heading], str | None, bool]:
+    """The headings, the fence still open at the end of the text (if one is), and whether a
+    comment is."""
     headings = []
     fence: str | None = None
+    in_comment = False
     for start, end, content, eol in split_lines(text):
         if start == 0 and content.startswith(BOM):
             # A UTF-8 BOM (what some Windows editors put first) is no part of the first
@@ -155,16 +157,25 @@ def _scan(text: str) -> tuple[list[Heading], str | None]:
             # added a second `## Decisions` at the end (docs/format.md, "MEMORY.md and
             # SCRATCHPAD.md"). The line starts after it, so a splice keeps the BOM.
             start, content = len(BOM), content[len(BOM):]
+        if in_comment:
+            in_comment = "-->" not in content
+            continue
         if fence is not None:
             fence = fence_after(fence, content)
             continue
         fence = fence_after(None, content)
         if fence is not None:
             continue
+        opened = content.lstrip(" \t")
+        if opened.startswith("<!--"):
+            # A comment that opens a line runs to its `-->`, over lines too, as readers take it
+            # (`strip_comments`): a heading inside it (a template's example) is no section.
+            in_comment = "-->" not in opened[4:]
+            continue
         found = heading(content)
         if found:
             headings.append(Heading(start, end, found[0], found[1].strip(), bool(eol)))
-    return headings, fence
+    return headings, fence, in_comment
 
 
 def _normalize(title: str) -> str:
@@ -332,10 +343,13 @@ def _append_section(
     written = text.removeprefix(BOM)  # a file of a BOM alone is an empty one
     if written and not text.endswith("\n"):
         addition += eol
-    open_fence = _scan(text)[1]
+    _headings, open_fence, open_comment = _scan(text)
     if open_fence is not None:
         # The file ends inside a code block: close it, or the new section would be code.
         addition += open_fence + eol + eol
+    elif open_comment:
+        # Or inside a comment: the new section would be hidden in it.
+        addition += "-->" + eol + eol
     elif written.strip() and not text.endswith(("\n\n", "\r\n\r\n")):
         addition += eol
     addition += "#" * level + " " + title + eol + eol.join(lines) + eol
