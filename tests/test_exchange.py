@@ -13,7 +13,7 @@ import pytest
 from conftest import Cli, edit, git, memctl_executable, run_memctl, tree_snapshot
 
 from memctl.core.errors import MemctlError
-from memctl.disk.counters import record_access
+from memctl.disk.counters import get_counters, record_access
 from memctl.store import Store
 
 T1, T2, T3, T4 = ("2026-11-30T09:00:00.000Z", "2026-11-30T10:00:00.000Z",
@@ -612,3 +612,25 @@ def test_an_import_refused_for_several_files_is_one_error_line_without_escaped_b
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: refusing to import")
     assert "\\n" not in result.stderr
     assert result.stderr.count("front matter does not parse") == 2
+
+
+def test_counts_arrive_when_every_note_of_the_zip_is_unchanged(machines, tmp_path):
+    """A zip whose only news is access counts (the other machine recalled notes both stores
+    hold as they are) still merges them (docs/sync.md, rule 5): they were dropped, because
+    the counts were merged only after an import that wrote a file."""
+    laptop, desktop = machines
+    note = add(laptop, "Recalled on the laptop only", T1)
+    transfer(laptop, desktop)
+    for _ in range(3):
+        record_access(laptop.store, [note])  # as recall and search do
+    assert get_counters(Store.open(laptop.store), [note])[note][0] == 3
+    report = transfer(laptop, desktop)
+    assert report["unchanged"] == [note] and report["added"] == report["updated"] == []
+    assert get_counters(Store.open(desktop.store), [note])[note][0] == 3
+    transfer(laptop, desktop)  # the same counts again count nothing twice
+    assert get_counters(Store.open(desktop.store), [note])[note][0] == 3
+    archive = tmp_path / "again.zip"
+    record_access(laptop.store, [note])
+    laptop.ok("export", str(archive))
+    desktop.ok("import", str(archive), "--dry-run")  # a dry run changes no count
+    assert get_counters(Store.open(desktop.store), [note])[note][0] == 3

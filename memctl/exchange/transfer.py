@@ -499,11 +499,16 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
     with store.lock("import"):
         local = snapshot(store.root, keep_pass=True)
         report, _result = plan_import(local, bundle)
-        if not _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret):
-            return report
+        wrote = _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret)
+    if dry_run:
+        return report
+    # The counts are merged whether or not a file changed: a zip whose only news is that the
+    # other machine recalled notes this store has as they are must still bring those counts
+    # (docs/sync.md, rule 5); they were dropped when every note was unchanged.
     report.counters_not_merged = absorb_counters(
         store, {p: f.data for p, f in bundle.files.items() if p.startswith(".counters/")})
-    refresh_index(store, list(report.writes) + report.removes)
+    if wrote:
+        refresh_index(store, list(report.writes) + report.removes)
     return report
 
 
