@@ -1109,6 +1109,40 @@ def test_pushed_counters_sqlite_cannot_hold_cost_only_their_counts(
     assert laptop.ok("show", own, "--json").json()["access_count"] == 3
 
 
+def test_pushed_counters_under_a_machine_name_that_is_no_id_are_not_taken(
+        tmp_path: Path, remote: Path) -> None:
+    """A collaborator pushes (plain git) counters whose machine is `../../evil`, a line with
+    control characters, 300 characters or a token. Taken in, each name became the file name
+    `.counters/<name>.json` of every later export: refused as a path, or a key written into
+    the zip's names, with a warning at every export the user could do nothing about
+    (docs/sync.md, rule 5). Their counts are not taken; the good machine's are."""
+    laptop = machine(tmp_path, "laptop", remote)
+    own = laptop.ok("add", "Postgres is the database", "--force", "--json", env=NOW).json()["id"]
+    laptop.ok("sync", env=NOW)
+    token = "ghp_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+    push_counters(tmp_path, remote, {
+        "dots": ("../../evil", own, 5, NOW["MEMCTL_NOW"]),
+        "control": ("a\nb\x1b[2J", own, 6, NOW["MEMCTL_NOW"]),
+        "long": ("x" * 300, own, 7, NOW["MEMCTL_NOW"]),
+        token: ("", own, 8, NOW["MEMCTL_NOW"]),
+        "desk": ("desk", own, 2, NOW["MEMCTL_NOW"])})
+    done = laptop("sync", "--json", env=NOW)
+    assert done.exit_code == 0 and "Traceback" not in done.stderr, done.stderr
+    assert laptop.ok("show", own, "--json").json()["access_count"] == 2
+    archive = tmp_path / "out.zip"
+    exported = laptop.ok("export", str(archive), "--json").json()
+    assert exported["broken"] == [] and exported["secrets"] == [], exported
+    import zipfile
+
+    with zipfile.ZipFile(archive) as opened:
+        counted = sorted(name for name in opened.namelist() if name.startswith(".counters/"))
+    # The files pushed stay as they were in the store (a person removes them); no machine
+    # name taken from inside them reaches the counters or a file name of their own.
+    this_machine = (laptop.store / ".memctl" / "machine-id").read_text().strip()
+    assert counted == sorted(f".counters/{name}.json" for name in
+                             ("control", "desk", "dots", "long", token, this_machine))
+
+
 def test_pushed_counters_dated_in_the_future_keep_no_note_from_the_sweep(
         tmp_path: Path, remote: Path) -> None:
     """A collaborator pushes (plain git) a counters file saying our note was recalled on

@@ -25,6 +25,7 @@ from typing import Any
 
 from memctl.core.clock import latest_now, now
 from memctl.core.errors import MemctlError, UsageError, arg
+from memctl.core.ids import valid_id
 from memctl.core.merge import (
     TOMBSTONE,
     Entry,
@@ -41,7 +42,7 @@ from memctl.core.merge import (
     retag,
 )
 from memctl.core.noteformat import parse_file
-from memctl.core.secrets import carried, guard_files, secret_keys
+from memctl.core.secrets import carried, guard_files, scan_name, secret_keys
 from memctl.core.vocab import valid_project_name
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
@@ -102,10 +103,20 @@ def counter_files(store: Store, existing: dict[str, BundleFile]) -> dict[str, by
     except (counters.CountersUnavailable, OSError):
         return out  # a read-only store: the committed counter files are all there is
     for machine in known:
+        if not kept_machine(machine):
+            continue  # taken in before names were checked: it would be refused as a path
         path = f".counters/{machine}.json"
         data = dump_counters(counters.export_machine(store, machine))
         out[path] = merge_counters(out[path], data) if path in out else data
     return out
+
+
+def kept_machine(name: str) -> bool:
+    """Whether counts that came under the machine name `name` are kept: a name that could
+    be an id (`ids.valid_id`, never a path, no control character) and no likely secret,
+    since it becomes the file name `.counters/<name>.json` of every later export and sync
+    (docs/sync.md, rule 5)."""
+    return valid_id(name) and not scan_name(name)
 
 
 def absorb_counters(store: Store, files: dict[str, bytes]) -> str | None:
@@ -119,8 +130,10 @@ def absorb_counters(store: Store, files: dict[str, bytes]) -> str | None:
         try:
             value = json.loads(data.decode("utf-8"))
             named = value.get("machine")  # a number or a list is no machine: the file's name is
-            counters.import_machine(store, value, named if isinstance(named, str) and named
-                                    else path[10:-5])
+            machine = named if isinstance(named, str) and named else path[10:-5]
+            if not kept_machine(machine):
+                continue  # `../x`, a line break, a key: its counts are lost, nothing else
+            counters.import_machine(store, value, machine)
         except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
             continue  # a broken counter file costs only its counts
         except (sqlite3.Error, OSError, counters.CountersUnavailable) as exc:
