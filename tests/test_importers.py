@@ -88,6 +88,21 @@ def test_cline_memory_bank(cli, tmp_path):
     assert all("cline" in s["tags"] for s in shown)
 
 
+def test_a_folder_file_that_does_not_parse_is_named_as_every_command_names_it(cli, tmp_path):
+    """`path:line: problem` (docs/format.md, "A file that does not parse"), as an import of a
+    zip says it: the folder import said `bad.md: line 2: …`."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "bad.md").write_text("---\n- a\n---\nbody\n")
+    (vault / "good.md").write_text("---\ntitle: ok\n---\nfine\n")
+    refused = cli("import", str(vault))
+    assert refused.exit_code == 1
+    assert "bad.md:2: front matter must be fields (key: value), found a list" in refused.stderr
+    report = cli.ok("import", str(vault), "--skip-invalid", "--json").json()
+    assert [(problem["path"], problem.get("line")) for problem in report["rejected"]] == \
+        [("bad.md", 2)], report["rejected"]
+
+
 def test_mem0_json_export(cli, tmp_path):
     source = tmp_path / "mem0.json"
     source.write_text(json.dumps({"results": [

@@ -121,7 +121,8 @@ def import_markdown(source: Path, project: str) -> Imported:
             continue
         parsed = parse_text(text)
         if parsed.problem is not None:
-            imported.problems.append(Problem(rel, str(parsed.problem), hazard=False))
+            imported.problems.append(Problem(rel, parsed.problem.message, hazard=False,
+                                             line=parsed.problem.line))
             imported.kept.add(record_key(imported.scope, rel))
             # Still a note of this vault (kept from the last import): links to it hold.
             _learn(vault, rel, {}, stable_id("markdown", project, rel))
