@@ -1660,3 +1660,27 @@ def test_the_check_of_new_code_meets_a_broken_indexer(notes_store: Path, tmp_pat
     checked = subprocess.run([memctl_executable(), "watch"], env=env, capture_output=True,
                              text=True, timeout=60)
     assert checked.returncode != 0 and "SyntaxError" in checked.stderr, checked
+
+
+def test_an_empty_folder_put_where_the_store_was_is_left_untouched(
+        watcher: WatchProcess, notes_store: Path) -> None:
+    """`mv store store.old; mkdir store` to `git clone URL .` into it: the running watcher took
+    the empty folder for the store and made a `.memctl/` in it within half a second, so the
+    clone failed ("destination path '.' already exists and is not an empty directory"), though
+    `memctl watch` started there refuses it (no memctl.toml). It now waits for a store there,
+    and starts over once one is."""
+    old = notes_store.with_name("store.old")
+    os.rename(notes_store, old)
+    watcher.wait_for(lambda: any("is gone" in e.get("message", "") for e in watcher.lines),
+                     "the watcher to see the store gone")
+    notes_store.mkdir()
+    watcher.wait_for(lambda: any("another folder is at" in e.get("message", "")
+                                 for e in watcher.lines), "the watcher to see another folder")
+    time.sleep(1.2)  # two more looks at the folder
+    assert os.listdir(notes_store) == []
+    notes_store.rmdir()
+    os.rename(old, notes_store)
+    watcher.wait_for(lambda: (status := read_status(notes_store)) is not None and status.live,
+                     "the watcher back on the store")
+    (notes_store / "demo" / "notes" / "fact" / "n7.md").write_text(note_text(nid(7), "tapir"))
+    assert search_ids(notes_store, "tapir") == [nid(7)]

@@ -26,6 +26,7 @@ from memctl.disk import gitops
 from memctl.disk.inotify import IN_DELETE_SELF, Inotify, InotifyFailed
 from memctl.disk.layout import StoreGoneError, classify, path_identity
 from memctl.disk.locking import LockTimeout, store_lock
+from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import (
     BEAT_INTERVAL,
     COOKIE_PREFIX,
@@ -797,7 +798,13 @@ class Watcher:
             self._let_go(StoreAway("gone", self.root))
             return True
         same_root = (info.st_dev, info.st_ino) == self._root_id
-        if not same_root and self.keep_folder is not None:
+        if not same_root and (self.keep_folder is not None or not os.path.isfile(
+                os.path.join(self.root, SETTINGS_FILE))):
+            # Another folder at the path that is no store (no memctl.toml: an empty folder
+            # made for `git clone URL .` or a restore, a mount point) is left untouched, as
+            # `memctl watch` started there refuses it: a `.memctl/` made in it made the
+            # clone fail (tests/test_watch.py). Once it holds a store, the watcher starts
+            # over on it.
             self._let_go(StoreAway("other", self.root))
             return True
         back = self._root_said is not None
