@@ -931,3 +931,22 @@ def test_the_indexer_reads_a_file_whole_or_up_to_one_byte_past_the_limit(
     assert (read[1].st_size, read[1].st_mtime_ns) == (size, path.stat().st_mtime_ns)
     os.symlink(path, tmp_path / "link.md")
     assert read_file(str(tmp_path / "link.md"), max_bytes) is None
+
+
+def test_a_project_folder_replaced_by_a_link_to_where_it_went_is_not_read_through_it(
+        root: Path, tmp_path: Path) -> None:
+    """`mv blog elsewhere; ln -s elsewhere blog`: the walk never follows the link, so it found
+    the project's notes gone, and then "there again" under the write lock (a path through a
+    link exists), and read them through it: they stayed searchable, their text followed
+    edits made at the link's target, while a note added there was never seen and a `reindex`
+    dropped them all. Now they leave the index, as a project folder linked anew is never in
+    it (docs/security.md)."""
+    assert find(root, "kysely") == ["aaaaaaaaaaaaaaaa"]
+    away = tmp_path / "elsewhere"
+    os.rename(root / "blog", away)
+    os.symlink(away, root / "blog")
+    assert find(root, "kysely") == []
+    path = away / "notes/decision/pg-aaaaaaaaaaaaaaaa.md"
+    path.write_text(path.read_text().replace("Kysely", "Drizzle"))
+    assert find(root, "drizzle") == []
+    assert ensure_fresh(root).list_notes() == []

@@ -710,6 +710,22 @@ class NewerIndexError(MemctlError):
     """The index was made by a newer memctl (`Index._prepare`): left as it is."""
 
 
+def _there_unlinked(root: str, path: str) -> bool:
+    """Whether the file at `path` is there, reached through no symbolic link: a project folder
+    (or a folder in it) replaced by a link to where it went is no more walked than a link
+    made anew (docs/security.md), and its notes were read through it again, one by one, as
+    "there again" after every walk (tests/test_index.py)."""
+    current = root
+    for part in path.split("/")[:-1]:
+        current = os.path.join(current, part)
+        try:
+            if not stat_module.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except (OSError, ValueError):  # (a name the file system's encoding cannot hold)
+            return False
+    return os.path.lexists(os.path.join(current, path.rsplit("/", 1)[-1]))
+
+
 class IndexReplacedError(MemctlError):
     """The index was made anew, for another version, by another memctl since this process
     opened it: a process that keeps it open (a watcher) opens it again."""
@@ -1183,7 +1199,7 @@ class Index:
             # process (the watcher, a command), between the two looks removed. Under the lock,
             # a path that is there again is looked at as a changed one instead
             # (tests/test_concurrency.py).
-            back = {path for path in removed if os.path.lexists(self.root / path)}
+            back = {path for path in removed if _there_unlinked(str(self.root), path)}
             if back:
                 removed = [path for path in removed if path not in back]
                 candidates = sorted({*candidates, *back})
