@@ -64,7 +64,9 @@ def watch(
     def on_batch(report: BatchReport) -> None:
         if json_out:
             _line(report.as_json())
-        elif not quiet:
+        elif not quiet and (report.changed or report.errors):
+            # People get no line for a batch that changed nothing (docs/watch.md): saves of
+            # identical files, a pass after the index was made anew.
             problems = f" ({len(report.errors)} not parsed)" if report.errors else ""
             _say(f"+{report.added} ~{report.updated} -{report.removed} "
                  f"in {report.elapsed_ms:.0f} ms{problems}")

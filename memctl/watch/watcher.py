@@ -375,12 +375,17 @@ class Watcher:
             return 0  # gone: the pass finds out (IndexReplacedError), as before
 
     def _index_cut(self) -> bool:
-        """Whether the index file is shorter than after the last pass: cut in place by
-        another program (`truncate`), as no memctl shrinks it. Its pages are mapped
-        (memctl.index.db): reading one past the new end killed the watcher with SIGBUS, which
-        Python cannot catch, so it reopens the index before it reads anything
-        (tests/test_watch.py)."""
-        return self._size_of_index() < self._index_size
+        """Whether the index file this watcher has open is shorter than after the last pass:
+        cut in place by another program (`truncate`), as no memctl shrinks it. Its pages are
+        mapped (memctl.index.db): reading one past the new end killed the watcher with
+        SIGBUS, which Python cannot catch, so it reopens the index before it reads anything
+        (tests/test_watch.py). Another file at the path (a command made the index anew) is
+        no cut: the pass finds it replaced and says so."""
+        try:
+            info = os.stat(self._index.path)
+        except OSError:
+            return False  # gone: the pass finds out (IndexReplacedError), as before
+        return (info.st_dev, info.st_ino) == self._index_id and info.st_size < self._index_size
 
     def _remove_damaged_index(self) -> None:
         """The index file this watcher had open, cut short or found corrupt: it is derived, so
