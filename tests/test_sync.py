@@ -1512,3 +1512,24 @@ def test_settings_changed_on_one_machine_do_not_flip_the_branch_on_every_sync(tm
     assert git(Path(remote), "rev-parse", "HEAD").strip() == settled
     assert (b.store / "memctl.toml").read_bytes() == settings_b
     assert b"default_limit = 30" in toml.read_bytes()
+
+
+def test_the_same_demotion_by_the_sweeps_of_two_machines_is_no_conflict(tmp_path, remote):
+    """`memctl archive` on two machines demotes the same idle note the same way, each with
+    its own `demoted:` time: a stamp, like `updated`, so the sync keeps one version and makes
+    no conflict copy for a person to review (docs/sync.md: "No copy is made when the loser
+    differs from the winner only in its time stamp")."""
+    a = machine(tmp_path, "a")
+    note = a.ok("add", "Staging uses the small instance size", "--importance", "4", "--json",
+                env={"MEMCTL_NOW": T[0]}).json()["id"]
+    a.ok("sync", "--remote", remote, env={"MEMCTL_NOW": T[0]})
+    b = machine(tmp_path, "b", remote)
+    assert a.ok("archive", "--json", env={"MEMCTL_NOW": "2027-04-01T00:00:00.000Z"}
+                ).json()["demoted"] == [note]
+    assert b.ok("archive", "--json", env={"MEMCTL_NOW": "2027-04-02T00:00:00.000Z"}
+                ).json()["demoted"] == [note]
+    a.ok("sync", env={"MEMCTL_NOW": "2027-04-03T00:00:00.000Z"})
+    report = b.ok("sync", "--json", env={"MEMCTL_NOW": "2027-04-03T00:00:00.000Z"}).json()
+    assert report["conflicts"] == []
+    assert not (b.store / ".conflicts").exists()
+    assert b.ok("show", note, "--json").json()["importance"] == 3

@@ -44,7 +44,9 @@ CONFLICT_DIR = ".conflicts"
 COUNTERS_DIR = ".counters"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NEVER = -(1 << 62)
-_STAMP_LINE = re.compile(rb"^(?:updated|checksum)[ \t]*:.*(?:\r?\n|$)", re.MULTILINE)
+# Stamps: `updated`, `checksum`, and the time of a TTL demotion (`demoted`), which the
+# sweeps of two machines write alike but for their own time (tests/test_sync.py).
+_STAMP_LINE = re.compile(rb"^(?:updated|checksum|demoted)[ \t]*:.*(?:\r?\n|$)", re.MULTILINE)
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 
 
@@ -230,7 +232,7 @@ def _capped(order: tuple[int, int, str], horizon: int) -> tuple[int, int, str]:
 
 
 def same_content(a: Entry, b: Entry) -> bool:
-    """True when two versions differ at most in their `updated`/`checksum` stamp."""
+    """True when two versions differ at most in their `updated`/`checksum`/`demoted` stamp."""
     if a.oid == b.oid:
         return True
     return _without_stamp(a.data) == _without_stamp(b.data)
