@@ -502,3 +502,20 @@ def test_a_folder_memctl_cannot_write_is_one_line_for_archive_and_restore(
     assert tree_snapshot(sample_store) == before
     assert git(sample_store, "rev-parse", "HEAD") == head
     assert git(sample_store, "status", "--porcelain") == ""
+
+
+def test_restore_last_sweep_names_an_archived_note_that_does_not_parse_as_such(cli: Cli) -> None:
+    """A note the sweep archived whose file was broken by hand since is still there: the
+    undo skips it saying why and how to bring it back, not "not found (forgotten since?)"."""
+    kept = cli.ok("add", "The cache holds sessions for a day", "--json", env=OLD).json()
+    broken = cli.ok("add", "The queue retries a job five times", "--json", env=OLD).json()
+    swept = cli.ok("archive", "--json", env=SWEEP).json()
+    assert sorted(swept["archived"]) == sorted([kept["id"], broken["id"]])
+    path = cli.store / broken["path"].replace("/notes/", "/archive/")
+    path.write_text(path.read_text().replace("importance: ", "importance: [", 1))
+    undone = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert [e["id"] for e in undone["restored"]] == [kept["id"]]
+    [skipped] = undone["skipped"]
+    assert skipped["id"] == broken["id"]
+    assert "does not parse" in skipped["why"] and "forgotten" not in skipped["why"]
+    assert f"memctl restore {broken['id']}" in skipped["why"]

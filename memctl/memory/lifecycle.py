@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memctl.core.clock import format_time, now, parse_time
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError, NoteFormatError, UsageError
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
@@ -451,6 +451,11 @@ def restore_last_sweep(store: Store) -> RestoreResult:
     for note_id in ids:
         try:
             note = store.find_note(note_id)
+        except NoteFormatError as exc:
+            # Still there, archived, but no field of it can be changed: not "forgotten".
+            skipped.append((note_id, f"its file does not parse ({exc}): fix it "
+                                     f"(`memctl edit {note_id}`), then `memctl restore {note_id}`"))
+            continue
         except MemctlError:
             skipped.append((note_id, "not found (forgotten since?)"))
             continue
