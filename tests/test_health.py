@@ -767,3 +767,24 @@ def test_a_note_brought_back_beside_its_tombstone_is_reported(cli: Cli) -> None:
         (note_id, f".tombstones/{note_id}.md")]
     assert f"memctl forget {note_id}" in report["tombstoned_notes"][0]["message"]
     assert any(p["kind"] == "tombstoned_notes" for p in report["problems"])
+
+
+def test_an_expired_note_the_sweep_cannot_change_is_not_said_to_go_at_the_next_sweep(cli: Cli) -> None:
+    """`kept_because` null says the next `memctl archive` archives the note (docs/health.md);
+    a file whose front matter is of a shape memctl's line edits do not handle is kept by the
+    sweep (docs/lifecycle.md), so the report says so rather than null."""
+    now = {"MEMCTL_NOW": "2026-06-01T12:00:00Z"}
+    path = cli.store / "demo" / "notes" / "fact" / "flow-01aaaaaaaaaaaaaa.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("---\n{id: 01aaaaaaaaaaaaaa, expires: 2026-01-01, "
+                    "created: 2025-01-01T00:00:00Z}\n---\nA flow-style note that expired\n")
+    cli.ok("add", "Launch banner is shown", "--expires", "2026-03-01",
+           env={"MEMCTL_NOW": "2026-02-01T00:00:00Z"})
+    report = cli.ok("health", "--json", env=now).json()
+    because = {e["title"]: e["kept_because"] for e in report["expired"]}
+    assert because["Launch banner is shown"] is None
+    assert because["A flow-style note that expired"].startswith("memctl cannot change it (")
+    plan = cli.ok("archive", "--dry-run", "--json", env=now).json()["plan"]
+    assert [e["id"] for e in plan["kept"]] == ["01aaaaaaaaaaaaaa"]
+    assert [e["path"] for e in plan["archive"]] == [
+        e["path"] for e in report["expired"] if e["kept_because"] is None]

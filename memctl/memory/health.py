@@ -58,7 +58,7 @@ from memctl.index.docs import content_digest, fast_parse
 from memctl.index.workers import worker_count
 from memctl.memory import paircache
 from memctl.memory.checks import live
-from memctl.memory.lifecycle import last_active
+from memctl.memory.lifecycle import last_active, unchangeable
 from memctl.store import Store
 
 TOP_RECALLED_DAYS = 30
@@ -778,10 +778,13 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
     unrecalled.sort(key=lambda e: (-e["days"], e["id"]))
 
     protect = settings.get("ttl.protect_importance")
+    # Kept by a sweep: protected, or a file memctl cannot change in place (read again here,
+    # for the few expired notes only: the sweep keeps such a note, docs/lifecycle.md).
     expired = [
         {**_brief(n), "expires": n.expires,
          "kept_because": "pinned" if n.pinned else
-         (f"importance {n.importance}" if n.importance >= protect else None)}
+         (f"importance {n.importance}" if n.importance >= protect
+          else unchangeable(store, n, moment))}
         for n in notes if n.status == "active" and n.is_expired(moment)
     ]
 

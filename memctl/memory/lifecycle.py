@@ -186,6 +186,18 @@ def plan_sweep(
     return plan
 
 
+def unchangeable(store: Store, note: Note, moment: datetime) -> str | None:
+    """Why a sweep would keep this note rather than archive it, as `_prepare_sweep` says it
+    (front matter of a shape memctl's line edits do not handle, a file it cannot read), or
+    None: the health report's `kept_because` of an expired note (docs/health.md)."""
+    try:
+        text, _info = store.read_text(note.path)
+        stamp(text, {"status": "archived"}, moment, note)
+    except (MemctlError, OSError) as exc:
+        return f"memctl cannot change it ({exc})"
+    return None
+
+
 def _demoted_since(note: Note, seen: datetime | None) -> bool:
     stamp = parse_time(note.meta.get("demoted")) if note.meta.get("demoted") else None
     return stamp is not None and seen is not None and stamp >= seen
