@@ -56,6 +56,31 @@ def test_idle_counts_from_updated_not_from_a_created_the_file_time_gave() -> Non
     assert [item.id for item in plan.archive] == ["old"]
 
 
+def test_a_write_time_more_than_a_day_ahead_is_no_activity() -> None:
+    """`updated: 2062-…` (a typo, or a stamp pushed from a remote) kept the note out of
+    every sweep, never idle. Like every time more than a day ahead, it proves nothing
+    (docs/lifecycle.md): the note is idle since its `created`."""
+    ahead = note("ahead", updated="2062-01-01T00:00:00Z", importance=5)
+    ahead.created = "2024-01-01T00:00:00Z"
+    within = note("within", updated="2026-12-01T06:00:00Z", importance=5)  # 18 hours ahead
+    within.created = "2024-01-01T00:00:00Z"
+    plan = plan_sweep([ahead, within], {}, NOW, RULES)
+    assert [item.id for item in plan.archive] == ["ahead"]
+
+
+def test_health_names_a_write_time_ahead_of_the_clock(cli: Cli, store_path: Path) -> None:
+    folder = store_path / "alpha" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    (folder / "ahead-01aheadaheadahea0.md").write_text(
+        "---\nid: 01aheadaheadahea0\ntype: fact\nproject: alpha\n"
+        "created: 2024-01-01T00:00:00Z\nupdated: 2062-01-01T00:00:00Z\n---\nA note from ahead\n")
+    report = cli.ok("health", "--json").json()
+    [warned] = [entry for entry in report["field_warnings"] if entry["id"] == "01aheadaheadahea0"]
+    assert warned["warnings"] == ["updated 2062-01-01T00:00:00Z is more than a day ahead of "
+                                  "this clock: it does not count as the note's last activity"]
+    assert "01aheadaheadahea0" in [entry["id"] for entry in report["unrecalled"]]
+
+
 def test_a_recent_recall_keeps_a_note_alive() -> None:
     old = note("old", updated="2025-01-01T00:00:00Z", importance=3)
     plan = plan_sweep([old], {"old": "2026-11-20T00:00:00Z"}, NOW, RULES)

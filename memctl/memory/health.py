@@ -58,7 +58,7 @@ from memctl.index.docs import content_digest, fast_parse
 from memctl.index.workers import worker_count
 from memctl.memory import paircache
 from memctl.memory.checks import live
-from memctl.memory.lifecycle import last_active, unchangeable
+from memctl.memory.lifecycle import last_active, stamps_ahead, unchangeable
 from memctl.store import Store
 
 TOP_RECALLED_DAYS = 30
@@ -770,7 +770,7 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         if note.status != "active":
             continue
         count, last = counts.get(note.id, (0, None))
-        seen = last_active(note, last)
+        seen = last_active(note, last, moment)
         if seen is not None and moment - seen >= idle:
             unrecalled.append({**_brief(note), "last_active": format_time(seen),
                                "days": int((moment - seen).total_seconds() // 86400),
@@ -794,7 +794,8 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
             if p.count("/") == 1 and p.endswith("/MEMORY.md") and size > limit]
     conflicts = [{"path": p, "project": (classify(p) or ("", ""))[1]}
                  for p in _conflict_copies(Path(store.root))]
-    warnings = [{**_brief(n), "warnings": list(n.warnings)} for n in notes if n.warnings]
+    warnings = [{**_brief(n), "warnings": said} for n in notes
+                if (said := [*n.warnings, *stamps_ahead(n, moment)])]
     invalid_ids = [{**_brief(n), "warning": w} for n in notes for w in n.warnings
                    if "is not a valid id" in w]
     paths_by_id: dict[str, list[str]] = {}
