@@ -112,6 +112,23 @@ def test_a_tag_option_ignores_a_leading_hash_as_the_tag_filter_of_a_query_does(
     assert [n["id"] for n in cli.ok("list", "--tag", "deploy", "--json").json()] == [made["id"]]
 
 
+def test_and_or_beside_a_filter_are_operators_not_words(cli: Cli, store: Path) -> None:
+    """`tag:database AND type:decision` looked for the word `AND` and found nothing, where
+    `tag:database type:decision` found the note (docs/search.md: `AND` changes nothing), and
+    `type:decision OR type:rule` found nothing at all."""
+    both = hit_ids(cli, "tag:database type:decision")
+    assert both == ["pg00000000000001"]
+    assert hit_ids(cli, "tag:database AND type:decision") == both
+    assert hit_ids(cli, "PostgreSQL AND tag:postgres") == hit_ids(cli, "PostgreSQL tag:postgres")
+    assert set(hit_ids(cli, "type:decision OR type:rule")) \
+        == {"pg00000000000001", "en00000000000001"}
+    # Tags are all needed, one of those joined by OR.
+    assert hit_ids(cli, "tag:database tag:数据库") == []
+    assert set(hit_ids(cli, "tag:database OR tag:#数据库")) \
+        == {"pg00000000000001", "zh00000000000001"}
+    assert hit_ids(cli, "tag:database OR tag:数据库 连接池") == ["zh00000000000001"]
+
+
 def test_an_empty_tag_filters_nothing_in_search_as_in_list(cli: Cli, store: Path) -> None:
     """`search --tag ""` found nothing where `list --tag ""` listed every note."""
     everything = hit_ids(cli, "postgres")

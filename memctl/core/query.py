@@ -138,6 +138,8 @@ class Query:
         # Only used when `match` is None: rows matching it are left out (`-word` alone).
         self.exclude: str | None = None
         self.tags: tuple[str, ...] = ()
+        # `tag:a OR tag:b`: each group is one tag of those it names (the `tags` are all needed).
+        self.tag_any: tuple[tuple[str, ...], ...] = ()
         self.exclude_tags: tuple[str, ...] = ()
         self.types: tuple[str, ...] = ()
         self.exclude_types: tuple[str, ...] = ()
@@ -168,7 +170,7 @@ class Query:
 
     @property
     def has_filters(self) -> bool:
-        return bool(self.tags or self.exclude_tags or self.types or self.exclude_types
+        return bool(self.tags or self.tag_any or self.exclude_tags or self.types or self.exclude_types
                     or self.subjects or self.predicates)
 
     @property
@@ -234,6 +236,17 @@ def _filter_value(value: str) -> str:
     return value.strip().lstrip("#").strip().lower()
 
 
+_FILTER_KEYS = ("tag", "type", "subject", "predicate")
+
+
+def _filter_key(item: _Item | None) -> str | None:
+    """The key of a filter (`tag:db` → tag), or None when `item` is not one."""
+    if item is None or item.quoted or item.prefix or ":" not in item.text:
+        return None
+    key, _, value = item.text.partition(":")
+    return key.lower() if key.lower() in _FILTER_KEYS and _filter_value(value) else None
+
+
 def parse(raw: str) -> Query:
     """Parse a user's query. Raises UsageError for an empty query or an unknown `type:`."""
     if raw is None or not raw.strip():
@@ -241,7 +254,7 @@ def parse(raw: str) -> Query:
     text = clean(utf8_text(raw, "search query"))
     items = _lex(text)
     query = Query(raw=raw)
-    tags: list[str] = []
+    tag_groups: list[list[str]] = []  # each one needed; a group of several: any of them
     exclude_tags: list[str] = []
     types: list[str] = []
     exclude_types: list[str] = []
@@ -253,8 +266,18 @@ def parse(raw: str) -> Query:
     or_next: list[bool] = []  # parallel to terms: True when it joins the previous group
     pending_or = False
     pending_not = False
+    tag_or = False  # an OR between two tags: the next tag is one of a group
+    tag_at = -2  # the item of the last tag needed
     for index, item in enumerate(items):
         nxt = items[index + 1] if index + 1 < len(items) else None
+        if (_is_op(item, "OR") or _is_op(item, "AND")) and index > 0 and nxt is not None \
+                and (_filter_key(items[index - 1]) or _filter_key(nxt)):
+            # An operator beside a filter is no word to look for: `tag:db AND type:decision`
+            # found nothing, where `tag:db type:decision` found the note. A note has one type,
+            # so `type:a OR type:b` is either (as `type:a type:b`); `tag:a OR tag:b` is either tag.
+            tag_or = _is_op(item, "OR") and tag_at == index - 1 and _filter_key(nxt) == "tag" \
+                and not nxt.negated
+            continue
         has_prev = bool(terms) and not terms[-1].negated
         if _is_op(item, "OR") and has_prev and nxt is not None and not nxt.negated \
                 and not _is_op(nxt, "OR"):
@@ -276,7 +299,15 @@ def parse(raw: str) -> Query:
                 raise UsageError(f"{quoted(item.text)} in the query names no {key.lower()}; "
                                  f"write {key.lower()}:NAME")
             if key.lower() == "tag" and value:
-                (exclude_tags if negated else tags).append(value)
+                if negated:
+                    exclude_tags.append(value)
+                elif tag_or and tag_groups:
+                    tag_groups[-1].append(value)
+                    tag_at = index
+                else:
+                    tag_groups.append([value])
+                    tag_at = index
+                tag_or = False
                 pending_or = False
                 continue
             if key.lower() in facts and value and not negated:
@@ -327,7 +358,8 @@ def parse(raw: str) -> Query:
         query.match = positive
     elif negative:
         query.exclude = negative
-    query.tags = tuple(dict.fromkeys(tags))
+    query.tags = tuple(dict.fromkeys(group[0] for group in tag_groups if len(group) == 1))
+    query.tag_any = tuple(tuple(dict.fromkeys(group)) for group in tag_groups if len(group) > 1)
     query.exclude_tags = tuple(dict.fromkeys(exclude_tags))
     query.types = tuple(dict.fromkeys(types))
     query.exclude_types = tuple(dict.fromkeys(exclude_types))

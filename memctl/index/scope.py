@@ -36,7 +36,8 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
               include_stale: bool = False, kinds: Sequence[str] | None = None,
               exclude_tags: Sequence[str] = (), exclude_types: Sequence[str] = (),
               now_ts: float | None = None, subjects: Sequence[str] = (),
-              predicates: Sequence[str] = ()) -> tuple[str, list[Any]]:
+              predicates: Sequence[str] = (),
+              tag_any: Sequence[Sequence[str]] = ()) -> tuple[str, list[Any]]:
     """A WHERE clause over `docs d` for the filters every listing shares."""
     clauses: list[str] = []
     params: list[Any] = []
@@ -60,6 +61,12 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
     for tag in filter(None, map(_tag_key, tags)):
         clauses.append("d.rowid IN (SELECT doc FROM doc_tags WHERE tag = ?)")
         params.append(tag)
+    for group in tag_any:  # `tag:a OR tag:b`: one of them
+        keys = list(dict.fromkeys(filter(None, map(_tag_key, group))))
+        if keys:
+            marks = ", ".join("?" * len(keys))
+            clauses.append(f"d.rowid IN (SELECT doc FROM doc_tags WHERE tag IN ({marks}))")
+            params.extend(keys)
     for tag in filter(None, map(_tag_key, exclude_tags)):
         clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
         params.append(tag)
