@@ -193,6 +193,12 @@ def test_usage_errors_of_the_installed_program(store_path: Path) -> None:
     (["project", "add", "decisions", ""], "project add"),
     (["scratch", "focus", ""], "scratch focus"),
     (["--store", "", "list"], "list"),
+    # Raised by click's parser without a context: they had no hint line.
+    (["search", "pool", "-n"], "search"),
+    (["list", "--limit"], "list"),
+    (["project", "add", "-p"], "project add"),
+    (["search", "pool", "--json=1"], "search"),
+    (["--store"], ""),
 ], ids=lambda value: " ".join(value) if isinstance(value, list) else "")
 def test_every_usage_error_ends_with_the_hint_of_its_command(
         store_path: Path, args: list[str], command: str, fast_path: bool) -> None:
@@ -203,7 +209,7 @@ def test_every_usage_error_ends_with_the_hint_of_its_command(
     assert result.exit_code == 2, result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("error: "), result.stderr
-    assert lines[1] == f"hint: try 'memctl {command} --help'"
+    assert lines[1] == f"hint: try '{' '.join(['memctl', *command.split()])} --help'"
 
 
 @pytest.mark.parametrize("env", [{"MEMCTL_NOW": "garbage"}, {"MEMCTL_PROJECT": "../up"}],

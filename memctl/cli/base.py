@@ -60,7 +60,7 @@ class MemctlGroup(TyperGroup):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click_errors.ClickException as exc:  # a bad global option: `memctl --bogus`
-            raise typer.Exit(report_click_error(exc)) from None
+            raise typer.Exit(report_click_error(exc, [] if parent is None else None)) from None
 
     def invoke(self, ctx: Any) -> Any:
         returned: list[Any] = []
@@ -68,22 +68,25 @@ class MemctlGroup(TyperGroup):
             code = run_command(lambda: returned.append(super(MemctlGroup, self).invoke(ctx)),
                                lambda: _names(ctx.meta.get(_RUNNING, ctx)))
         except click_errors.ClickException as exc:  # bad usage of a command, found while parsing it
-            code = report_click_error(exc)
+            code = report_click_error(exc, _names(ctx.meta.get(_RUNNING, ctx)))
         if code:
             raise typer.Exit(code)
         return returned[0] if returned else None
 
 
-def report_click_error(exc: click_errors.ClickException) -> int:
+def report_click_error(exc: click_errors.ClickException,
+                       names: list[str] | None = None) -> int:
     """Click's own errors (an unknown option, a missing argument, a bad choice) in memctl's one
     style instead of typer's framed box: `error: …` on one line, then how to get help, on
-    stderr. Returns the exit code: 2 for bad usage, 1 otherwise."""
+    stderr. Returns the exit code: 2 for bad usage, 1 otherwise. `names`: the command that
+    was being parsed, for an error raised without its context (`option '-n' requires an
+    argument` comes from click's parser, which has none, and had no hint line)."""
     if not isinstance(exc, getattr(click_errors, "NoArgsIsHelpError", ())):  # help is printed
         message = " ".join(exc.format_message().split()).rstrip(".")  # one line
         print_error(message[:1].lower() + message[1:] if message[1:2].islower() else message)
         ctx = getattr(exc, "ctx", None)
-        if isinstance(exc, click_errors.UsageError) and ctx is not None:
-            print_usage_hint(_names(ctx))
+        if isinstance(exc, click_errors.UsageError) and (ctx is not None or names is not None):
+            print_usage_hint(_names(ctx) if ctx is not None else names)
     return exc.exit_code
 
 
