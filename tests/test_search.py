@@ -129,6 +129,21 @@ def test_and_or_beside_a_filter_are_operators_not_words(cli: Cli, store: Path) -
     assert hit_ids(cli, "tag:database OR tag:数据库 连接池") == ["zh00000000000001"]
 
 
+def test_a_quoted_phrase_is_required_and_is_a_unit_of_its_own(cli: Cli, store_path: Path) -> None:
+    """docs/search.md: a quoted phrase is required in every hit, and a note is found when it
+    matches any unit and every phrase. `"connection pool" kafka` (no note says kafka) found
+    no note with the phrase and fell to the fallback, which listed a note without it; and
+    `"pool connection"` was taken for a misspelt `connection` and listed notes without it."""
+    pool = "cp00000000000001"
+    note(store_path, pool, "The connection pool timeout is 30 seconds.")
+    note(store_path, "cn00000000000001", "A connection to the database needs TLS.")
+    assert hit_ids(cli, '"connection pool" kafka') == [pool]
+    result = cli.ok("search", '"pool connection"', "--json")
+    assert result.json() == [] and "close ones" not in result.stderr
+    assert hit_ids(cli, '"connection pool" timeout') == [pool]
+    assert set(hit_ids(cli, "connection")) == {pool, "cn00000000000001"}
+
+
 def test_an_empty_tag_filters_nothing_in_search_as_in_list(cli: Cli, store: Path) -> None:
     """`search --tag ""` found nothing where `list --tag ""` listed every note."""
     everything = hit_ids(cli, "postgres")

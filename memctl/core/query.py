@@ -161,7 +161,10 @@ class Query:
         close words of a misspelt one), all its quoted phrases, and no excluded word."""
         required = [unit.match for unit in self.units if unit.required]
         optional = [unit.match for unit in self.units if not unit.required] + list(extra)
-        parts = required + (["(" + " OR ".join(optional) + ")"] if optional else [])
+        # A quoted phrase is a unit too: a note with every phrase and none of the other words
+        # is found (`"connection pool" kafka` found nothing where no note says kafka). Its
+        # other words stay in the expression, for BM25 and the snippet's highlights.
+        parts = required + (["(" + " OR ".join(optional + required) + ")"] if optional else [])
         return self.without_negative(" AND ".join(parts))
 
     def without_negative(self, match: str) -> str:

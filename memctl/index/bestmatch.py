@@ -181,7 +181,9 @@ class Covered:
         """Units sharing a slot are alternatives (a word, its beginnings, its close words): a
         slot counts once, by the best unit of it an entry matches, against `slot_weights`
         (default: its best unit's weight). An entry must match every required unit (a quoted
-        phrase), some other unit if there is one, and nothing `excluded`."""
+        phrase), some other unit if there are no required ones (a phrase is a unit: a note
+        with it and none of the other words is found, docs/search.md), and nothing
+        `excluded`."""
         self.units, self.found, self.slots = units, found, slots
         full: dict[int, float] = {}
         for number, slot in enumerate(slots):
@@ -191,7 +193,7 @@ class Covered:
         self.total = sum(full.values())
         required = [found[n] for n, unit in enumerate(units) if unit.required]
         optional = [found[n] for n, unit in enumerate(units) if not unit.required]
-        entries = set().union(*optional) if optional else set(required[0]) if required else set()
+        entries = set(required[0]) if required else set().union(*optional)
         for rows in required:
             entries &= rows
         if excluded:

@@ -644,7 +644,9 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
                 if not units[number].required and units[number].pair is None]
     pairs = [bestmatch.pair_match(units[number].pair) for number in ranked
              if units[number].pair is not None]
-    ranking = " AND ".join(required + (["(" + " OR ".join(optional) + ")"] if optional else []))
+    # (A candidate may have the phrases alone: they are units, docs/search.md.)
+    ranking = " AND ".join(required + (["(" + " OR ".join(optional + required) + ")"]
+                                       if optional else []))
     if ranking and parsed.negative:
         ranking = f"({ranking}) NOT ({parsed.negative})"
     exact = ranker.rows(strict_match) if strict_match else set()
@@ -956,15 +958,24 @@ def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:
     """No exact hit: run again with each word OR its close words (`memctl.index.fuzzy`)."""
     # The vocabulary kept with the index, read for the projects in scope and the lengths
     # that could be close: not every title in scope at each miss (memctl.index.fuzzy).
-    expansion = fuzzy.expand(parsed.words,
+    # A quoted phrase is required as typed (docs/search.md), here too: `"pool connection"`
+    # was taken for a misspelt `connection` and listed notes without the phrase.
+    phrases = [fts_phrase(term.text) + (" *" if term.prefix else "")
+               for term in parsed.terms if term.phrase and not term.negated]
+    words = [term.text for term in parsed.terms if not term.phrase and not term.negated]
+    expansion = fuzzy.expand(words,
                              lambda word: fuzzy.stored_words(ctx.conn, ctx.projects, word))
     if expansion is None:
         return []
+
+    def required(match: str) -> str:
+        return " AND ".join([*phrases, f"({match})"]) if phrases else match
+
     # An excluded word (`-mysql`) holds here too: the close words of `postgres` found the
     # note saying "PostgreSQL instead of MySQL" (tests/test_search.py).
-    hits = ctx.run(parsed.without_negative(expansion.all_of()))
+    hits = ctx.run(parsed.without_negative(required(expansion.all_of())))
     if not hits and len(expansion.groups) > 1:
-        hits = ctx.run(parsed.without_negative(expansion.any_of()))
+        hits = ctx.run(parsed.without_negative(required(expansion.any_of())))
     for hit in hits:
         hit.fuzzy = True
         hit.exact = False
