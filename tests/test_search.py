@@ -144,6 +144,14 @@ def test_a_quoted_phrase_is_required_and_is_a_unit_of_its_own(cli: Cli, store_pa
     assert set(hit_ids(cli, "connection")) == {pool, "cn00000000000001"}
 
 
+def test_full_width_letters_and_digits_are_the_ascii_ones(cli: Cli, store: Path) -> None:
+    """An input method in its full-width mode types `ｐｏｓｔｇｒｅｓｑｌ`, `１６`: they found
+    nothing, where the dates' full-width digits were already read as ASCII (docs/search.md)."""
+    assert hit_ids(cli, "ＰｏｓｔｇｒｅＳＱＬ") == hit_ids(cli, "postgresql") != []
+    assert hit_ids(cli, "ｋｙｓｅｌｙ １６") == hit_ids(cli, "kysely 16") != []
+    assert hit_ids(cli, "ＰｏｓｔｇｒｅＳＱＬ连接池") == hit_ids(cli, "PostgreSQL连接池")
+
+
 def test_an_empty_tag_filters_nothing_in_search_as_in_list(cli: Cli, store: Path) -> None:
     """`search --tag ""` found nothing where `list --tag ""` listed every note."""
     everything = hit_ids(cli, "postgres")

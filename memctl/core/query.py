@@ -46,6 +46,14 @@ MAX_TERM_CHARS = 200
 SHOWN_QUERY_CHARS = 200
 
 
+# Full-width letters and digits (`ｐｏｏｌ`, `５４３３`: an input method in its full-width mode)
+# are the ASCII ones the notes hold: the index does not fold them. Full-width punctuation stays
+# as typed (`？` ends a question, `：` after a project's name).
+_FULL_WIDTH_ALNUM = {code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A),
+                                                      *range(0xFF21, 0xFF3B),
+                                                      *range(0xFF41, 0xFF5B))}
+
+
 def shown_query(query: str) -> str:
     """The query on one line, its first SHOWN_QUERY_CHARS characters (then `…`)."""
     line = " ".join(query.split())
@@ -255,6 +263,8 @@ def parse(raw: str) -> Query:
     if raw is None or not raw.strip():
         raise UsageError("the search query is empty; give some words to look for")
     text = clean(utf8_text(raw, "search query"))
+    if not text.isascii():
+        text = text.translate(_FULL_WIDTH_ALNUM)
     items = _lex(text)
     query = Query(raw=raw)
     tag_groups: list[list[str]] = []  # each one needed; a group of several: any of them
