@@ -628,3 +628,10 @@ def test_a_search_that_made_the_index_anew_leaves_no_write_ahead_log(store: Path
     assert not (state / "index.sqlite-wal").exists()
     assert run_memctl("search", "kysely", "--json", store=store).exit_code == 0
     assert not (state / "index.sqlite-wal").exists()
+
+
+def test_the_help_says_any_word_finds_a_note(cli: Cli, store: Path) -> None:
+    """`search --help` said `Words (all must match)`, where a note with any of them is found
+    (docs/search.md, "Best match"), and `pool kafka` finds the note saying only pool."""
+    shown = " ".join(cli.ok("search", "--help").stdout.replace("│", " ").split())
+    assert "all must match" not in shown and "all of them first" in shown

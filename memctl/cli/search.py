@@ -41,8 +41,8 @@ class SearchCommand(TyperCommand):
     "memctl search 'deploy*' --type skill --since 30d --json"))
 def search(
     query: str = typer.Argument(..., metavar="QUERY", help=(
-        'Words (all must match), "a phrase", a OR b, -word, prefix*, tag:x, type:x; '
-        "Chinese by any substring. May start with -: -mysql.")),
+        'Words (notes with all of them first), "a phrase" (required), a OR b, -word, '
+        "prefix*, tag:x, type:x; Chinese by any substring. May start with -: -mysql.")),
     project: Optional[str] = PROJECT_OPTION,
     all_projects: bool = typer.Option(False, "--all-projects", "-a",
                                       help="Every project, not just this one and global."),

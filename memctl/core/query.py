@@ -1,7 +1,8 @@
 """The query language in front of FTS5, and its translation into a safe MATCH string.
 
 What a user may type:
-- plain words, all required (`postgres pool`); English words match their stems
+- plain words, any of them (best match: notes with more of them first, docs/search.md)
+  (`postgres pool`); English words match their stems
   (`databases` finds `database`);
 - `"a phrase"`; `word*` or `"a phr"*` for a prefix;
 - `a OR b` (OR binds tighter than the implicit AND: `db postgres OR mysql` needs `db`);
