@@ -635,3 +635,16 @@ def test_the_help_says_any_word_finds_a_note(cli: Cli, store: Path) -> None:
     (docs/search.md, "Best match"), and `pool kafka` finds the note saying only pool."""
     shown = " ".join(cli.ok("search", "--help").stdout.replace("│", " ").split())
     assert "all must match" not in shown and "all of them first" in shown
+
+
+def test_two_subjects_in_a_query_are_either_as_two_types_are(cli: Cli, store_path: Path) -> None:
+    """A note has one subject: `subject:api subject:blog` (or with `OR`) found nothing."""
+    note(store_path, "sa00000000000001", "The API allows 100 requests a minute.",
+         subject="api", predicate="rate-limit")
+    note(store_path, "sb00000000000001", "The blog database is PostgreSQL.",
+         subject="blog", predicate="database")
+    both = {"sa00000000000001", "sb00000000000001"}
+    assert set(hit_ids(cli, "subject:api OR subject:Blog")) == both
+    assert set(hit_ids(cli, "subject:api subject:blog")) == both
+    assert hit_ids(cli, "subject:blog predicate:database") == ["sb00000000000001"]
+    assert hit_ids(cli, "subject:api predicate:database") == []

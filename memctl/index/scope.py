@@ -71,9 +71,8 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
         clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
         params.append(tag)
     for column, values in (("d.subject_key", subjects), ("d.predicate_key", predicates)):
-        for value in values:
-            clauses.append(f"{column} = ?")  # (the keys `add` supersedes by: vocab.fact_key)
-            params.append(fact_key(value))
+        if values:  # a note has one of each: `subject:a subject:b` (or `OR`) is either, as types
+            among(column, [fact_key(value) for value in values])  # (vocab.fact_key: add's keys)
     if status is not None:
         clauses.append("d.status = ?")
         params.append(status)
