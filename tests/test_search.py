@@ -648,3 +648,18 @@ def test_two_subjects_in_a_query_are_either_as_two_types_are(cli: Cli, store_pat
     assert set(hit_ids(cli, "subject:api subject:blog")) == both
     assert hit_ids(cli, "subject:blog predicate:database") == ["sb00000000000001"]
     assert hit_ids(cli, "subject:api predicate:database") == []
+
+
+def test_a_subject_or_predicate_left_out_is_left_out(cli: Cli, store_path: Path) -> None:
+    """`-subject:api` was an excluded phrase no note holds: it left out nothing, where
+    `-tag:` and `-type:` leave notes out. Notes with no subject stay."""
+    note(store_path, "sa00000000000001", "The API allows 100 requests a minute.",
+         subject="api", predicate="rate-limit")
+    note(store_path, "sb00000000000001", "The blog allows 20 comments a minute.",
+         subject="blog", predicate="comment-limit")
+    note(store_path, "sn00000000000001", "Nobody allows more than this a minute.")
+    assert set(hit_ids(cli, "minute -subject:API")) == {"sb00000000000001",
+                                                           "sn00000000000001"}
+    assert set(hit_ids(cli, "minute -predicate:comment-limit")) == {"sa00000000000001",
+                                                                       "sn00000000000001"}
+    assert hit_ids(cli, "minute subject:blog -subject:blog") == []

@@ -154,6 +154,8 @@ class Query:
         self.exclude_types: tuple[str, ...] = ()
         self.subjects: tuple[str, ...] = ()
         self.predicates: tuple[str, ...] = ()
+        self.exclude_subjects: tuple[str, ...] = ()
+        self.exclude_predicates: tuple[str, ...] = ()
         # The words the user looked for, for the fuzzy fallback and for highlighting.
         self.words: tuple[str, ...] = ()
         self.truncated = False
@@ -183,7 +185,8 @@ class Query:
     @property
     def has_filters(self) -> bool:
         return bool(self.tags or self.tag_any or self.exclude_tags or self.types or self.exclude_types
-                    or self.subjects or self.predicates)
+                    or self.subjects or self.predicates or self.exclude_subjects
+                    or self.exclude_predicates)
 
     @property
     def searches_text(self) -> bool:
@@ -273,6 +276,7 @@ def parse(raw: str) -> Query:
     types: list[str] = []
     exclude_types: list[str] = []
     facts: dict[str, list[str]] = {"subject": [], "predicate": []}
+    excluded_facts: dict[str, list[str]] = {"subject": [], "predicate": []}
 
     # Pass 1: filters and operators. Each term either starts a new AND group or (after OR)
     # joins the previous group.
@@ -324,8 +328,10 @@ def parse(raw: str) -> Query:
                 tag_or = False
                 pending_or = False
                 continue
-            if key.lower() in facts and value and not negated:
-                facts[key.lower()].append(value)
+            if key.lower() in facts and value:
+                # `-subject:x`: never notes with that subject (it was an excluded phrase that
+                # no note holds, so it left out nothing).
+                (excluded_facts if negated else facts)[key.lower()].append(value)
                 pending_or = False
                 continue
             if key.lower() == "type" and value:
@@ -379,6 +385,8 @@ def parse(raw: str) -> Query:
     query.exclude_types = tuple(dict.fromkeys(exclude_types))
     query.subjects = tuple(dict.fromkeys(facts["subject"]))
     query.predicates = tuple(dict.fromkeys(facts["predicate"]))
+    query.exclude_subjects = tuple(dict.fromkeys(excluded_facts["subject"]))
+    query.exclude_predicates = tuple(dict.fromkeys(excluded_facts["predicate"]))
     query.words = tuple(t.text for t in terms if not t.negated)
     query.terms = terms
     query.units, query.plain = _units(groups)

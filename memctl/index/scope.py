@@ -37,7 +37,9 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
               exclude_tags: Sequence[str] = (), exclude_types: Sequence[str] = (),
               now_ts: float | None = None, subjects: Sequence[str] = (),
               predicates: Sequence[str] = (),
-              tag_any: Sequence[Sequence[str]] = ()) -> tuple[str, list[Any]]:
+              tag_any: Sequence[Sequence[str]] = (),
+              exclude_subjects: Sequence[str] = (),
+              exclude_predicates: Sequence[str] = ()) -> tuple[str, list[Any]]:
     """A WHERE clause over `docs d` for the filters every listing shares."""
     clauses: list[str] = []
     params: list[Any] = []
@@ -73,6 +75,10 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
     for column, values in (("d.subject_key", subjects), ("d.predicate_key", predicates)):
         if values:  # a note has one of each: `subject:a subject:b` (or `OR`) is either, as types
             among(column, [fact_key(value) for value in values])  # (vocab.fact_key: add's keys)
+    for column, values in (("d.subject_key", exclude_subjects),
+                           ("d.predicate_key", exclude_predicates)):
+        if values:  # a note with no subject has none to leave out (NULL NOT IN … is no row)
+            among(f"COALESCE({column}, '')", [fact_key(value) for value in values], negate=True)
     if status is not None:
         clauses.append("d.status = ?")
         params.append(status)

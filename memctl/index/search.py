@@ -140,7 +140,8 @@ def search(store: StoreLike, query: str | Query, *, project: str | None = None,
         projects=scope, types=[*types, *parsed.types], tags=[*tags, *parsed.tags],
         since=since, include_stale=include_stale, kinds=kinds,
         exclude_tags=parsed.exclude_tags, exclude_types=parsed.exclude_types, now_ts=now_ts,
-        subjects=parsed.subjects, predicates=parsed.predicates, tag_any=parsed.tag_any)
+        subjects=parsed.subjects, predicates=parsed.predicates, tag_any=parsed.tag_any,
+        exclude_subjects=parsed.exclude_subjects, exclude_predicates=parsed.exclude_predicates)
     half_life = _half_life_days(store) * 86400.0
     ctx = RankContext(index.conn, where, params, now_ts, half_life, limit, explain)
     if scope is not None:
