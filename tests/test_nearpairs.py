@@ -198,6 +198,23 @@ def test_on_a_store_like_the_benchmark_the_candidates_find_what_comparing_all_pa
     assert scored < total / 10
 
 
+@pytest.mark.parametrize(("first", "second"), [
+    ("Tests run nightly", "Test runs nightly"),
+    ("Deploy hooks run tests", "Deploy hook runs test"),
+    ("The logs of the jobs rotate", "The log of the job rotates"),
+])
+def test_short_words_and_their_plurals_count_as_one(first: str, second: str) -> None:
+    """A word cut to its first five letters kept `test`/`tests` and `run`/`runs` apart:
+    these pairs score 90 and more, and shared too few words to be candidates, so `health`
+    and `add` never saw them (docs/lifecycle.md)."""
+    texts = [("a", normalize(first)), ("b", normalize(second))]
+    assert score(texts[0][1], texts[1][1]) >= 90
+    shapes = [Shape(tokens(_compared(text)[0])) for _, text in texts]
+    assert candidate_pairs(shapes, own=2) == [(0, 1)]
+    assert [(a, b) for a, b, _ in similar_pairs(texts)] == [("a", "b")]
+    assert nearpairs.word_key("class") == "class" and nearpairs.word_key("classes") == "class"
+
+
 def test_add_and_the_report_see_the_same_candidates() -> None:
     """`candidates` (the write-time check of `add`) scores what the pairs of the report
     would have scored: the same notes, the same scores."""

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 # Bump when what is kept changes (memctl.core.similarity's normalising, nearpairs' words):
 # rows of another version are computed again.
-VERSION = 3  # 2: one- or two-word texts of any length are `tiny` (nearpairs); 3: symbols
+VERSION = 4  # 2: one- or two-word texts of any length are `tiny` (nearpairs); 3: symbols;
+# 4: a short word's plural `s` (`nearpairs.word_key`)
 TABLES = ("near_docs", "near_words")
 _SCHEMA = (
     "CREATE TABLE near_docs(doc INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
