@@ -369,3 +369,22 @@ def test_a_settings_file_with_a_key_of_thousands_of_parts_is_named_not_read(cli,
         "import would refuse it): fix it, then export again\n"), result.stderr
     with zipfile.ZipFile(exported) as archive:
         assert "memctl.toml" not in archive.namelist()
+
+
+def test_a_note_whose_file_name_lacks_its_id_is_not_listed_as_removed(cli, store_path, tmp_path):
+    """A note named by hand (`a.md`, its id only in the front matter): history knows it by
+    its file name's key too, and every export listed that key in the manifest's `removed`,
+    a removal of a note the zip carries."""
+    folder = store_path / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    (folder / "a.md").write_text("---\nid: 01handnamed00001\ntype: fact\nproject: demo\n"
+                                 "created: 2026-11-01T00:00:00Z\n---\nNamed by hand\n")
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-q", "-m", "a note named by hand")
+    cli.ok("show", "01handnamed00001")
+    archive = tmp_path / "out.zip"
+    cli.ok("export", str(archive))
+    with zipfile.ZipFile(archive) as opened:
+        manifest = json.loads(opened.read(MANIFEST_NAME))
+        assert "demo/notes/fact/a.md" in opened.namelist()
+    assert manifest.get("removed", {}) == {}, manifest.get("removed")

@@ -375,18 +375,23 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
         files[path] = BundleFile(path, data, fallback)
     seen: dict[str, set[str]] = {key: set(oids) for key, oids in history.seen.items()}
     paths: dict[str, set[str]] = {key: set(found) for key, found in history.paths.items()}
+    aliases: set[str] = set()  # history's keys of live notes, by their file names
     for entry in entries.values():
         alias = history_key(entry.path)
         if alias and alias != entry.key:
             seen.setdefault(entry.key, set()).update(history.seen.get(alias, ()))
             paths.setdefault(entry.key, set()).update(history.paths.get(alias, ()))
+            aliases.add(alias)
     frozen = {key: frozenset(oids) for key, oids in seen.items()}
     for entry in entries.values():
         oids = sorted(frozen.get(entry.key, frozenset()) - {entry.oid})[:HISTORY_LIMIT]
         item = files[entry.path]
         files[entry.path] = BundleFile(item.path, item.data, item.updated, tuple(oids))
+    # A key merged into a live note's (its file name's, above) is that note, not one removed:
+    # listed, every export named each note whose file name lacks its id as removed.
     removed = {key: (history.last_path.get(key, key_name(key)), tuple(sorted(oids))[:HISTORY_LIMIT])
-               for key, oids in frozen.items() if key not in entries and key in history.last_path}
+               for key, oids in frozen.items()
+               if key not in entries and key not in aliases and key in history.last_path}
     return Snapshot(files=files, entries=entries, disk_oid=disk_oid, seen=frozen,
                     paths={key: frozenset(found) for key, found in paths.items()},
                     normalized=normalized, removed=removed)
