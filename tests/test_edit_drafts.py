@@ -327,3 +327,30 @@ def test_an_edit_of_a_broken_note_that_changes_its_id_is_refused(cli: Cli) -> No
     assert result.exit_code == 1
     assert f"the id changed from {note['id']} to 01zzzzzzzzzzzzzz; ids are permanent" \
         in result.stderr
+
+
+def test_saving_a_kept_draft_never_loses_a_hand_edit_of_the_note_made_since(cli: Cli) -> None:
+    """A kept draft, then a line typed into the note file itself (never committed): saving
+    the draft put it in the note's place and the typed line was in no file and no commit.
+    It is copied first, as `forget` copies an uncommitted hand edit, and the save says where."""
+    note = add(cli, "Backups run nightly at two")
+    keep_a_draft(cli, note["id"], ("type: fact", "type: banana"), "Words I typed.\n")
+    path = cli.store / note["path"]
+    path.write_text(path.read_text(encoding="utf-8") + "Restore drill every first Monday.\n",
+                    encoding="utf-8")
+
+    saved, _seen = edit(cli, note["id"], edits=[("type: banana", "type: fact")])
+    assert saved.exit_code == 0, saved.stderr
+    assert "Words I typed." in path.read_text(encoding="utf-8")
+    kept = cli.store / ".memctl" / "edit" / "replaced" / f"{note['id']}.md"
+    assert "Restore drill every first Monday." in kept.read_text(encoding="utf-8")
+    assert ".memctl/edit/replaced/" in saved.stderr
+
+    # A note as committed is in git already: nothing is copied.
+    again = add(cli, "Logs are kept for thirty days")
+    keep_a_draft(cli, again["id"], ("type: fact", "type: banana"), "More words.\n")
+    cli.ok("supersede", again["id"], note["id"])
+    saved, _seen = edit(cli, again["id"], edits=[("type: banana", "type: fact")])
+    assert saved.exit_code == 0, saved.stderr
+    assert not (kept.parent / f"{again['id']}.md").exists()
+    assert "replaced" not in saved.stderr

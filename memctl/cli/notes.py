@@ -179,6 +179,9 @@ def edit(
         note = result.note
         kept = " (from your kept edit)" if result.reopened and result.changed else ""
         info(f"{'saved' if result.changed else 'unchanged:'} {note.id}  {note.path}{kept}")
+        if result.kept_text:
+            info(f"the note's text it replaced (changed by hand since this edit began, never "
+                 f"committed) was copied to {result.kept_text}")
 
 
 @app.command(epilog=examples("memctl forget 01m8p0bq"))

@@ -428,11 +428,13 @@ class EditResult:
     changed: bool
     reopened: bool = False
     broken: NoteFormatError | None = None
+    kept_text: str | None = None  # where the uncommitted hand edit the save replaced was copied
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.note.id, "path": self.note.path, "changed": self.changed,
                 "reopened": self.reopened,
-                "problem": None if self.broken is None else str(self.broken)}
+                "problem": None if self.broken is None else str(self.broken),
+                "kept_text": self.kept_text}
 
 
 def edit_note(store: Store, ref: str, editor: str | None = None, fresh: bool = False) -> EditResult:
@@ -456,6 +458,9 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
                    command: list[str], draft: Draft, fresh: bool) -> EditResult:
     where = store.relpath(draft.path)
     reopened = draft.exists() and not fresh
+    # A kept draft began from another version of the note than the one it now replaces: a
+    # hand edit of the note since, never committed, is in no version git keeps.
+    unseen = reopened and draft.base != fingerprint(original)
     if reopened:
         kept, _removed, _leftover = draft.read()
         base, base_note = draft.base, draft.base_note
@@ -534,10 +539,31 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
             # draft stays, and can be saved once written as one `key: value` line a field.
             raise MemctlError(f"{exc}, or write the draft's front matter as one `key: value` "
                               f"line per field; {kept_note} ({where})") from None
+        # Saving a kept draft puts it in the place of the note as it is now; a hand edit of
+        # the note made since the draft began and never committed would be lost: it is
+        # copied first, as `forget` copies one (tests/test_edit_drafts.py).
+        kept_text = (_keep_replaced(store, note.id, original)
+                     if unseen and not gitops.committed_as(store.root, note.path, original)
+                     else None)
         store.write_text(note.path, stamped)
         store.commit(f"edit {note.id}: {masked_title(title_of(parse_text(stamped).meta, parse_text(stamped).body))}", [note.path])
     draft.discard()
-    return EditResult(store.read_note(note.path), True, reopened)
+    return EditResult(store.read_note(note.path), True, reopened,
+                      kept_text=None if kept_text is None else store.relpath(kept_text))
+
+
+def _keep_replaced(store: Store, note_id: str, data: bytes) -> Path:
+    """Where a note's uncommitted text, replaced by the save of a draft that began before it,
+    was copied (`.memctl/edit/replaced/ID.md`, this machine's only, as a kept edit)."""
+    folder = store.state_dir / "edit" / "replaced"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{note_id}.md"
+    number = 2
+    while target.exists():
+        target = folder / f"{note_id}-{number}.md"
+        number += 1
+    atomic_write_bytes(target, data)
+    return target
 
 
 # The fields memctl's lifecycle commands write: `supersede` (and an `add` or `update` with the
