@@ -504,6 +504,30 @@ def test_conflict_copies_can_be_kept_or_dropped_and_stay_resolved(machines):
     assert body_of(desktop, note) == "Builds run on a self-hosted runner"
 
 
+def test_keeping_a_copy_over_a_version_edited_by_hand_since_its_commit_is_refused(machines):
+    """`conflicts keep` wrote the copy over the current version: a line typed into that file
+    by hand and not committed was in no file and no commit afterwards. The keep is refused,
+    nothing changed, until the edit is committed or undone."""
+    laptop, desktop = machines
+    note = add(laptop, "Builds run on GitHub Actions", T1)
+    transfer(laptop, desktop)
+    edit(laptop, note, "Builds run on a self-hosted runner", T2)
+    edit(desktop, note, "Builds run on CircleCI", T3)
+    transfer(desktop, laptop)
+    path = laptop.store / laptop.ok("show", note, "--json").json()["path"]
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("Typed by hand, not committed.\n")
+    before = tree_snapshot(laptop.store)
+    refused = laptop("conflicts", "keep", "1")
+    assert refused.exit_code == 1 and refused.stderr.startswith("error: ")
+    assert len(refused.stderr.strip().splitlines()) == 1 and "changes made since" in refused.stderr
+    assert tree_snapshot(laptop.store) == before
+    git(laptop.store, "commit", "-q", "-am", "the hand edit")
+    laptop.ok("conflicts", "keep", "1")
+    assert "Typed by hand" in git(laptop.store, "log", "-p", "--all")
+    assert body_of(laptop, note) == "Builds run on a self-hosted runner"
+
+
 def test_export_refuses_a_target_that_is_not_a_regular_file(store_path, tmp_path):
     """A folder, a FIFO (standing in for a device such as /dev/full), an empty name: refused
     with one line, the thing at the path left as it is; never replaced by a regular file."""

@@ -15,6 +15,7 @@ from memctl.core.errors import MemctlError, UsageError, quoted
 from memctl.core.merge import CONFLICT_DIR, conflict_source
 from memctl.core.note import stamp, title_of
 from memctl.core.noteformat import parse_text
+from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes
 from memctl.disk.layout import TOMBSTONE_DIR
 from memctl.exchange.bundle import entry_for, kept_local
@@ -200,6 +201,22 @@ def _span(first: int, stop: int) -> str:
     return f"{first + 1 if length else first},{length}"
 
 
+def _refuse_uncommitted(store: Store, target: str, copy: ConflictCopy) -> None:
+    """Keeping a copy puts it in the place of the current version: a hand edit of that
+    version made since its last commit is in no version git keeps, and was lost without a
+    word (docs/sync.md, "nothing lost"). The keep is refused until it is committed or undone."""
+    try:
+        current = store.resolve(target).read_bytes()
+    except FileNotFoundError:
+        return
+    if not gitops.committed_as(store.root, target, current):
+        raise MemctlError(
+            f"{target} has changes made since its last commit, which keeping the copy would "
+            f"replace; nothing was changed: commit them (git -C {store.root} commit "
+            f"{target}) or undo them (git -C {store.root} checkout -- {target}), then "
+            f"`memctl conflicts keep {copy.number}` again")
+
+
 def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
     """`keep` the copy as the current version, or `drop` it."""
     if action not in ("keep", "drop"):
@@ -220,15 +237,15 @@ def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
             target = copy.current or copy.original
             if copy.note_id:
                 try:
-                    text = stamp(data.decode("utf-8"), {}, now())
+                    data = stamp(data.decode("utf-8"), {}, now()).encode("utf-8")
                 except (MemctlError, UnicodeDecodeError):
-                    text = data.decode("utf-8", "replace")
-                data = text.encode("utf-8")
+                    pass  # kept as it is, byte for byte (a decode with "replace" changed it)
                 tomb = f"{TOMBSTONE_DIR}/{copy.note_id}.md"
                 if store.resolve(tomb).exists():
                     store.resolve(tomb).unlink()
                     changed.append(tomb)
 
+            _refuse_uncommitted(store, target, copy)
             atomic_write_bytes(store.resolve(target), data)
             changed.append(target)
         store.resolve(copy.path).unlink()
