@@ -689,6 +689,22 @@ def test_conflicts_keep_refuses_a_copy_of_settings_or_a_template(store_path: Pat
     assert not (store_path / copy).exists()
 
 
+def test_conflicts_keep_of_a_copy_that_is_not_utf8_keeps_its_bytes(store_path: Path) -> None:
+    """A copy memctl cannot stamp (its bytes are not UTF-8) was written back decoded with
+    replacement characters: the kept version was not the copy."""
+    note_id = Cli(store_path).ok("add", "Builds run on Jenkins", "--json").json()["id"]
+    path = Cli(store_path).ok("show", note_id, "--json").json()["path"]
+    data = (store_path / path).read_bytes().replace(b"Jenkins", b"Jenkins caf\xe9")
+    copy = store_path / ".conflicts" / (path[:-3] + ".abcdef012345.md")
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(data)
+    git(store_path, "add", "-A")
+    git(store_path, "commit", "-qm", "a copy that is not UTF-8")
+    kept = run_memctl("conflicts", "keep", "1", store=store_path)
+    assert kept.exit_code == 0, kept.stderr
+    assert (store_path / path).read_bytes() == data and not copy.exists()
+
+
 def test_settings_and_templates_changed_on_a_remote_are_kept_as_they_are_here(tmp_path: Path, remote: Path) -> None:
     laptop = machine(tmp_path, "laptop", remote)
     laptop.ok("add", "first", env=NOW)
