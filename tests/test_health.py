@@ -756,6 +756,31 @@ def test_a_note_superseded_by_one_that_serves_fewer_projects_is_reported(cli: Cl
     assert cli.ok("health", "--json", env=NOW).json()["supersession"] == []
 
 
+def test_a_fact_two_active_notes_state_is_reported(cli: Cli) -> None:
+    """`add` supersedes a fact's older note, but a `restore` of a note in the middle of a
+    chain (A→B→C, restore A) left two active notes for one fact: `get` printed both, and
+    health said nothing. Each such fact is listed, with the way to keep one."""
+    def fact(text: str, now: str) -> str:
+        return cli.ok("add", text, "--subject", "deploy", "--predicate", "target", "--json",
+                      env={"MEMCTL_NOW": now}).json()["id"]
+
+    first = fact("Deploys go to Heroku", "2026-11-01T00:00:00Z")
+    fact("Deploys go to Fly.io", "2026-11-10T00:00:00Z")
+    third = fact("Deploys go to Render", "2026-11-20T00:00:00Z")
+    assert cli.ok("health", "--json", env=NOW).json()["same_fact"] == []
+    cli.ok("restore", first, env=NOW)
+    report = cli.ok("health", "--json", env=NOW).json()
+    (entry,) = report["same_fact"]
+    assert set(entry["ids"]) == {first, third} and entry["project"] == "demo"
+    assert (entry["subject"], entry["predicate"]) == ("deploy", "target")
+    assert "`memctl supersede " in entry["message"]
+    assert any(p["kind"] == "same_fact" and p["count"] == 1 for p in report["problems"])
+    assert "facts stated by more than one active note" in cli.ok("health", env=NOW).stdout
+    older, newer = entry["ids"]
+    cli.ok("supersede", older, newer, env=NOW)
+    assert cli.ok("health", "--json", env=NOW).json()["same_fact"] == []
+
+
 def test_a_note_brought_back_beside_its_tombstone_is_reported(cli: Cli) -> None:
     note_id = cli.ok("add", "Try the Bun runtime for scripts", "--json", env=NOW).json()["id"]
     relpath = cli.ok("show", note_id, "--json").json()["path"]

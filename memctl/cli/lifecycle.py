@@ -203,6 +203,9 @@ def _render(report: dict[str, Any]) -> None:
     _section(f"supersessions that lead nowhere ({len(report['supersession'])})",
              ["id", "path", "problem"],
              [[e["id"], e["path"], e["message"]] for e in report["supersession"]])
+    _section(f"facts stated by more than one active note ({len(report['same_fact'])})",
+             ["notes", "problem"],
+             [[", ".join(e["ids"]), e["message"]] for e in report["same_fact"]])
     _section(f"live notes beside their tombstone ({len(report['tombstoned_notes'])})",
              ["id", "path", "tombstone"],
              [[e["id"], e["path"], e["tombstone"]] for e in report["tombstoned_notes"]])

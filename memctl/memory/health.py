@@ -32,7 +32,7 @@ from memctl.core.similarity import forget as forget_texts
 from memctl.core.similarity import judge, load_scorers
 from memctl.core.stamp import Stamp
 from memctl.core.textfile import escaped_name, is_utf8_name
-from memctl.core.vocab import MAX_FILE_BYTES, valid_project_name
+from memctl.core.vocab import MAX_FILE_BYTES, fact_key, valid_project_name
 from memctl.disk import gitops
 from memctl.disk.counters import get_counters, top_accessed
 from memctl.disk.forking import fork_child, stop_child
@@ -80,6 +80,7 @@ PROBLEM_SECTIONS = (
     ("duplicate_ids", "ids used by more than one file"),
     ("conflict_markers", "files with git conflict markers"),
     ("supersession", "notes hidden by a supersession that leads nowhere"),
+    ("same_fact", "facts stated by more than one active note"),
     ("tombstoned_notes", "live notes beside their tombstone"),
     ("case_twins", "projects whose names differ only in case"),
     ("unknown_settings", "settings memctl does not know"),
@@ -815,6 +816,7 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
         "tail": {"memory_over_budget": over, "conflicts": conflicts, "links": links,
                  "templates": template_problems(store), "invalid_ids": invalid_ids, "duplicate_ids": duplicate_ids,
                  "supersession": supersession_problems(notes),
+                 "same_fact": same_fact_problems(notes),
                  "tombstoned_notes": tombstoned, "case_twins": case_twins(store.projects()),
                  "unknown_settings": unknown_settings(store.settings), "ignored": ignored},
         "unnamed": unnamed,
@@ -857,6 +859,31 @@ TOMBSTONED_MESSAGE = (
     "its tombstone says it was forgotten, yet the note is back: `memctl sync` keeps it (and "
     "removes the tombstone) when a commit after the tombstone's brought it back; to delete "
     "it again, `memctl forget {id}`")
+
+
+def same_fact_problems(notes: Sequence[Note]) -> list[dict[str, Any]]:
+    """Facts (a `subject` and a `predicate`, compared as `add` and `get` compare them) that
+    more than one active note of a project states: `add` supersedes the older, but two
+    machines that each added one and synced, a `restore` of a note in the middle of a chain,
+    or a hand edit leave both, and `get` prints each (docs/health.md)."""
+    groups: dict[tuple[str, str, str], list[Note]] = {}
+    for note in notes:
+        if note.status == "active" and note.subject and note.predicate:
+            key = (note.project, fact_key(note.subject), fact_key(note.predicate))
+            groups.setdefault(key, []).append(note)
+    found = []
+    for (project, _subject, _predicate), stating in sorted(groups.items()):
+        if len(stating) < 2:
+            continue
+        stating.sort(key=lambda note: (note.updated or note.created or "", note.id))
+        newest = stating[-1]
+        found.append({
+            "project": project, "subject": newest.subject, "predicate": newest.predicate,
+            "ids": [note.id for note in stating], "paths": [note.path for note in stating],
+            "message": f"{len(stating)} active notes state {newest.subject} / "
+                       f"{newest.predicate}, and `memctl get` prints each: keep one, "
+                       f"`memctl supersede {stating[0].id} {newest.id}` for each older one"})
+    return found
 
 
 def supersession_problems(notes: Sequence[Note]) -> list[dict[str, Any]]:
@@ -1117,6 +1144,9 @@ def to_markdown(report: dict[str, Any]) -> str:
     out += ["## Supersessions that lead nowhere", ""]
     out += _table(["id", "path", "problem"], [[e["id"], e["path"], e["message"]]
                                               for e in report["supersession"]])
+    out += ["## Facts stated by more than one active note", ""]
+    out += _table(["notes", "problem"], [[", ".join(e["ids"]), e["message"]]
+                                         for e in report["same_fact"]])
     out += ["## Projects whose names differ only in case", ""]
     out += _table(["projects", "problem"], [[", ".join(e["projects"]), e["message"]]
                                             for e in report["case_twins"]])
