@@ -130,3 +130,24 @@ def test_the_hook_commands_run(tmp_path: Path) -> None:
     episodes = subprocess.run([memctl_executable(), "episode", "list", "--json"], env=env,
                               capture_output=True, text=True, check=True)
     assert [episode["goal"] for episode in json.loads(episodes.stdout)] == ["Move the counter to a view"]
+
+
+_CITED_TEST = re.compile(r"(tests/[\w/]+\.py)?::(test_\w+)")
+_DEFINED_TEST = re.compile(r"^\s*(?:async\s+)?def (test_\w+)", re.MULTILINE)
+
+
+def test_every_test_the_documents_cite_exists() -> None:
+    """A test named as `tests/FILE.py::test_x` (or `::test_x`, the file named before it) is one
+    a reader can run: it is defined, in that file when the file is named."""
+    defined: dict[str, set[str]] = {}
+    for path in sorted((REPO / "tests").glob("*.py")):
+        for name in _DEFINED_TEST.findall(path.read_text(encoding="utf-8")):
+            defined.setdefault(name, set()).add(f"tests/{path.name}")
+    missing = []
+    for document in DOCUMENTS:
+        for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), 1):
+            for match in _CITED_TEST.finditer(line):
+                where, name = match.group(1), match.group(2)
+                if name not in defined or (where and where not in defined[name]):
+                    missing.append(f"{document.relative_to(REPO)}:{number}: {match.group(0)}")
+    assert missing == []
