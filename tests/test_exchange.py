@@ -3,6 +3,7 @@ in the middle of an import."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -658,3 +659,17 @@ def test_counts_arrive_when_every_note_of_the_zip_is_unchanged(machines, tmp_pat
     laptop.ok("export", str(archive))
     desktop.ok("import", str(archive), "--dry-run")  # a dry run changes no count
     assert get_counters(Store.open(desktop.store), [note])[note][0] == 3
+
+
+def test_export_help_says_its_project_option_defaults_to_the_whole_store(store_path, tmp_path):
+    """`export` exports the whole store unless --project names one ($MEMCTL_PROJECT and the
+    repository one stands in choose nothing here); its help said --project defaulted to them."""
+    cli = Cli(store_path)
+    cli.ok("add", "A note of the demo project", "--project", "demo")
+    cli.ok("add", "A note of another project", "--project", "other")
+    result = cli.ok("export", str(tmp_path / "all.zip"), "--json")
+    assert json.loads(result.stdout)["project"] is None
+    with zipfile.ZipFile(tmp_path / "all.zip") as bundle:
+        assert {name.split("/")[0] for name in bundle.namelist()} >= {"demo", "other"}
+    help_text = " ".join(cli.ok("export", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert "default: the whole store" in help_text and "$MEMCTL_PROJECT" not in help_text

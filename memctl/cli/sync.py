@@ -7,7 +7,15 @@ from typing import Literal, Optional
 
 import typer
 
-from memctl.cli.base import JSON_OPTION, PROJECT_OPTION, app, current_project, examples, get_store
+from memctl.cli.base import (
+    JSON_OPTION,
+    PROJECT_OPTION,
+    app,
+    current_project,
+    examples,
+    get_store,
+    project_callback,
+)
 from memctl.cli.output import emit_json, err_console, info, table, warn, write
 from memctl.core import arguments
 from memctl.core.errors import UsageError, arg
@@ -31,7 +39,8 @@ PROGRESS_FROM = 200  # files; smaller exports finish before a bar is worth drawi
 @app.command(epilog=examples("memctl export memory.zip", "memctl export blog.zip --project blog-backend"))
 def export(
     target: str = typer.Argument(..., metavar="FILE.zip", help="The zip file to write."),
-    project: Optional[str] = PROJECT_OPTION,
+    project: Optional[str] = typer.Option(None, "--project", "-p", callback=project_callback,
+                                          help="Only this project (default: the whole store)."),
     all_projects: bool = typer.Option(False, "--all", help="The whole store (the default)."),
     skip_unreadable: bool = typer.Option(False, "--skip-unreadable", help="Leave out (and name) files that cannot be read, instead of stopping."),
     json_output: bool = JSON_OPTION,
