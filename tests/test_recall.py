@@ -352,3 +352,15 @@ def test_a_code_comment_in_a_note_keeps_its_mark_in_the_recalled_line() -> None:
             "## After\nrestart the app\n")
     assert one_line(body) == ("Pool reset ```sh # close every connection first psql -c "
                               "'select 1' ``` After restart the app")
+
+
+def test_note_chars_follows_the_setting_and_its_help_says_so(cli, store_path) -> None:
+    """Without --note-chars a note is cut to `recall.note_chars` (docs/agents.md, the table of
+    the block's budget); the help said a fixed "default 100"."""
+    cli.ok("add", "The comment counter is updated by a trigger on insert into comments, nightly")
+    settings = store_path / "memctl.toml"
+    settings.write_text(settings.read_text().replace("note_chars = 100", "note_chars = 30"))
+    [note] = recall_json(cli)["notes"]
+    assert note["cut"] and len(note["text"]) <= 31
+    help_text = " ".join(cli.ok("recall", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert "Cut each note to N characters (default: setting recall.note_chars, 100)." in help_text

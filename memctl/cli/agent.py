@@ -490,7 +490,7 @@ def recall(
         None, "--limit", "-n", callback=checked(lambda n: arguments.limit(n, low=0)), help="At most N notes (default: setting recall.max_notes, 8)."
     ),
     note_chars: Optional[int] = typer.Option(
-        None, "--note-chars", callback=checked(lambda n: arguments.at_least(n, 10, "note_chars")), help="Cut each note to N characters (default 100)."
+        None, "--note-chars", callback=checked(lambda n: arguments.at_least(n, 10, "note_chars")), help="Cut each note to N characters (default: setting recall.note_chars, 100)."
     ),
     max_chars: Optional[int] = typer.Option(
         None,
