@@ -1121,6 +1121,8 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
         kind: str
         count: int
         message: str
+        places: list[str] = Field(default_factory=list, description=(
+            "The files it is in, as path:line: what (the first 20)"))
 
     class ReviewOut(Out):
         project: Optional[str] = None
@@ -1907,9 +1909,11 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                      for entry in data["unrecalled"])
         if data["problems"]:
             # The report's summary: the whole store's, whatever project was asked about.
-            parts.append("\nProblems of the whole store (the health report names each; "
-                         "`memctl health` shows them):")
-            parts.extend(f"- {problem['message']}" for problem in data["problems"])
+            parts.append("\nProblems of the whole store (the files of each named, the first "
+                         "20):")
+            for problem in data["problems"]:
+                parts.append(f"- {problem['message']}")
+                parts.extend(f"  - {place}" for place in problem.get("places", []))
         if not any(data[key] for key in upkeep.REVIEW_KEYS) and not data["problems"]:
             parts.append("\nNothing to tidy.")
         return "\n".join(parts)

@@ -1749,6 +1749,25 @@ def test_a_note_that_does_not_parse_is_said_so_by_the_resource_and_the_review(mc
     assert not any(problem["kind"] == "parse_errors" for problem in review["problems"])
 
 
+def test_the_review_names_the_note_a_recall_left_out_as_a_secret(mcp):
+    """`recall` left a note out as a likely secret, "the `review` tool lists it", but the
+    review said only "likely secrets: 1" and sent the model to `memctl health`, a command it
+    cannot run: each problem now names its files (masked), in the text and in `places`."""
+    token = "ghp_" + "z9Y8x7W6v5U4t3S2r1Q0" * 2
+    _, added = mcp.ok("remember", {"text": f"The yak deploy token is {token}",
+                                   "project": "yakreview", "allow_secret": True})
+    try:
+        text, recalled = mcp.ok("recall", {"project": "yakreview"})
+        assert recalled["secrets_left_out"] == 1 and "the `review` tool lists it" in text
+        text, review = mcp.ok("review", {"project": "yakreview"})
+        [secrets] = [problem for problem in review["problems"] if problem["kind"] == "secrets"]
+        assert any(place.startswith(added["path"] + ":") for place in secrets["places"])
+        assert added["path"] in text and "ghp_****" in text
+        assert token not in text and "memctl health" not in text
+    finally:
+        mcp.ok("forget", {"id": added["id"]})
+
+
 def test_forget_names_the_notes_left_superseded_and_the_tool_that_brings_one_back(mcp):
     """The forgotten note had superseded another and had no successor: the older note stays
     superseded, and the result says so, naming the `restore` tool (never a CLI command)."""

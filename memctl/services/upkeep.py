@@ -41,6 +41,31 @@ def health_markdown(report: dict[str, Any]) -> str:
 
 
 REVIEW_KEYS = ("near_duplicates", "contradictions", "expired", "unrecalled")
+# A problem's places named in the review, at most this many of each kind (the health report
+# has them all): a recall that leaves a note out as a likely secret sends the model to the
+# review, which named only "likely secrets: 1".
+REVIEW_PLACES = 20
+
+
+def _place(entry: Any) -> str | None:
+    """One entry of a health report's list as `path:line: what`, or None for one that names
+    no file (a setting, a pair of projects)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        return None
+    where = entry["path"] + (f":{entry['line']}" if entry.get("line") else "")
+    what = (f"{entry['kind']} {entry['masked']}" if entry.get("masked")
+            else entry.get("message") or entry.get("reason") or entry.get("kind"))
+    return f"{where}: {what}" if what else where
+
+
+def _problems_with_places(report: dict[str, Any]) -> list[dict[str, Any]]:
+    problems = []
+    for problem in report.get("problems", []):
+        entries = report.get(problem["kind"])
+        places = ([place for place in map(_place, entries) if place]
+                  if isinstance(entries, list) and problem["kind"] not in REVIEW_KEYS else [])
+        problems.append({**problem, "places": places[:REVIEW_PLACES]})
+    return problems
 
 
 @heals_damaged_index
@@ -64,7 +89,7 @@ def review(store: Store, project: str | None) -> dict[str, Any]:
     picked: dict[str, Any] = {key: [e for e in report.get(key, []) if mine(e)]
                               for key in REVIEW_KEYS}
     picked.update({"project": project, "unrecalled_days": report.get("unrecalled_days"),
-                   "problems": report.get("problems", [])})
+                   "problems": _problems_with_places(report)})
     return picked
 
 
