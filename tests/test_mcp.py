@@ -1768,6 +1768,20 @@ def test_the_review_names_the_note_a_recall_left_out_as_a_secret(mcp):
         mcp.ok("forget", {"id": added["id"]})
 
 
+def test_an_id_with_two_dots_is_refused_by_the_schema_and_the_message_says_why(mcp):
+    """The schema's id pattern took `a..b`, which the tool then refused as "not an id
+    (letters, digits, '.', '_', '-')": letters and dots only, so the model could not tell
+    what was wrong. The pattern now states the rule, and the message names `..`."""
+    import re
+
+    pattern = mcp.tools["show"].input_schema["properties"]["id"]["pattern"]
+    assert re.search(pattern, "a..b") is None and re.search(pattern, "a.b")
+    links = mcp.tools["add_episode"].input_schema["properties"]["links"]["items"]["pattern"]
+    assert re.search(links, "x..") is None
+    text = mcp.error("show", {"id": "a..b"})
+    assert "'a..b' is not an id" in text and "'..'" in text, text
+
+
 def test_forget_names_the_notes_left_superseded_and_the_tool_that_brings_one_back(mcp):
     """The forgotten note had superseded another and had no successor: the older note stays
     superseded, and the result says so, naming the `restore` tool (never a CLI command)."""

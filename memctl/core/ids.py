@@ -47,9 +47,11 @@ def is_id(text: str) -> bool:
 
 
 # What any id may be, memctl's own or a person's (`pg-choice`): one short name of letters,
-# digits, `.`, `_`, `-`, not starting with `.` or `-` — never a path (docs/security.md).
+# digits, `.`, `_`, `-`, not starting with `.` or `-`, no `..` — never a path
+# (docs/security.md). The pattern states the whole rule: it is the MCP tools' schema for an
+# id, which let `a..b` through to a refusal that did not say why.
 MAX_ID_CHARS = 64
-VALID_ID = re.compile(rf"^[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{MAX_ID_CHARS - 1}}}$")
+VALID_ID = re.compile(rf"^(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{MAX_ID_CHARS - 1}}}$")
 
 
 def valid_id(text: str) -> bool:
@@ -69,6 +71,6 @@ def id_argument(value: str, argument: str = "ID") -> str:
     if not valid_id(text):
         shown = text if len(text) <= 40 else text[:40] + "…"
         what = (f"is longer than an id can be ({MAX_ID_CHARS} characters)"
-                if len(text) > MAX_ID_CHARS else "is not an id (letters, digits, '.', '_', '-')")
+                if len(text) > MAX_ID_CHARS else "is not an id (letters, digits, '.', '_', '-'; never '..')")
         raise ArgumentError(argument, f"{shown!r} {what}")
     return text
