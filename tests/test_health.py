@@ -776,6 +776,12 @@ def test_a_fact_two_active_notes_state_is_reported(cli: Cli) -> None:
     assert "`memctl supersede " in entry["message"]
     assert any(p["kind"] == "same_fact" and p["count"] == 1 for p in report["problems"])
     assert "facts stated by more than one active note" in cli.ok("health", env=NOW).stdout
+    from memctl.services.upkeep import review
+    from memctl.store import Store
+
+    [problem] = [p for p in review(Store.open(cli.store), None)["problems"]
+                 if p["kind"] == "same_fact"]  # the MCP review names both files
+    assert problem["places"] == [f"{', '.join(entry['paths'])}: {entry['message']}"]
     older, newer = entry["ids"]
     cli.ok("supersede", older, newer, env=NOW)
     assert cli.ok("health", "--json", env=NOW).json()["same_fact"] == []

@@ -50,9 +50,15 @@ REVIEW_PLACES = 20
 def _place(entry: Any) -> str | None:
     """One entry of a health report's list as `path:line: what`, or None for one that names
     no file (a setting, a pair of projects)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+    if not isinstance(entry, dict):
         return None
-    where = entry["path"] + (f":{entry['line']}" if entry.get("line") else "")
+    paths = entry.get("paths")
+    if isinstance(paths, list) and paths and all(isinstance(path, str) for path in paths):
+        where = ", ".join(paths)  # one problem of several files (same_fact, duplicate_ids)
+    elif isinstance(entry.get("path"), str):
+        where = entry["path"] + (f":{entry['line']}" if entry.get("line") else "")
+    else:
+        return None
     what = (f"{entry['kind']} {entry['masked']}" if entry.get("masked")
             else entry.get("message") or entry.get("reason") or entry.get("kind"))
     return f"{where}: {what}" if what else where
