@@ -489,16 +489,34 @@ def prompt_arguments_as_text(params: dict[str, Any]) -> tuple[dict[str, Any], st
     return params, None
 
 
-class PromptArgumentsAsText:
+def tool_call_refusal(params: dict[str, Any]) -> str | None:
+    """Why a `tools/call` request's params are not a call the SDK can take, worded, or None:
+    a `name` that is no text, or `arguments` that are no object (`["x"]`, `"query"`), were
+    answered "Invalid request parameters", naming nothing."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        return "`name` of a tools/call request must be the tool's name, as text"
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        return (f"the arguments of tool `{name}` must be an object, one member per argument "
+                "(tools/list gives each tool's)")
+    return None
+
+
+class WordedParams:
     """SDK middleware (it runs before the SDK validates a request's params, for every
-    transport, stdio and HTTP alike): `prompt_arguments_as_text` on each `prompts/get`."""
+    transport, stdio and HTTP alike): `prompt_arguments_as_text` on each `prompts/get`,
+    `tool_call_refusal` on each `tools/call`."""
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
-        if ctx.method == "prompts/get" and isinstance(ctx.params, dict):
+        if ctx.method in ("prompts/get", "tools/call") and isinstance(ctx.params, dict):
             from mcp.shared.exceptions import MCPError
             from mcp_types import INVALID_PARAMS
 
-            params, refused = prompt_arguments_as_text(ctx.params)
+            if ctx.method == "tools/call":
+                params, refused = ctx.params, tool_call_refusal(ctx.params)
+            else:
+                params, refused = prompt_arguments_as_text(ctx.params)
             if refused is not None:
                 raise MCPError(code=INVALID_PARAMS, message=refused)
             if params is not ctx.params:
@@ -1215,6 +1233,18 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                     f"the `{name}` prompt failed unexpectedly (a bug in memctl; the server's "
                     "log has the details)")) from None
 
+        async def read_resource(self, uri: Any, context: Any = None) -> Any:
+            try:
+                return await super().read_resource(uri, context)
+            except ResourceNotFoundError as exc:
+                # The SDK's "Unknown resource: URI" quoted a 100 KB address back whole; a value
+                # quoted back is cut (docs/agents.md, "Too much of anything").
+                if not str(exc).startswith("Unknown resource: "):
+                    raise
+                raise ResourceNotFoundError(f"Unknown resource: {quoted(str(uri))}; the "
+                                            "server's resources are listed by resources/list "
+                                            "and resources/templates/list") from None
+
         async def list_resources(self) -> list[Any]:
             listed = await super().list_resources()
             try:
@@ -1270,7 +1300,7 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
 
         lowlevel.create_initialization_options = with_list_changed
     if lowlevel is not None and isinstance(getattr(lowlevel, "middleware", None), list):
-        lowlevel.middleware.append(PromptArgumentsAsText())
+        lowlevel.middleware.append(WordedParams())
 
     # The SDK runs plain functions on worker threads; one call at a time keeps the store's
     # lock, git and the index connection simple (and serves several HTTP clients in turn).

@@ -1855,6 +1855,38 @@ def test_a_prompt_argument_sent_as_null_is_not_given_and_one_of_another_type_is_
     assert "Traceback" not in done.stderr
 
 
+def test_an_unknown_resource_and_a_call_without_an_arguments_object_are_worded(tmp_path):
+    """`resources/read` of a 100 KB address was answered "Unknown resource: " and the whole
+    address; `tools/call` with `arguments` that are no object (or a `name` that is no text)
+    was "Invalid request parameters", naming nothing (docs/agents.md, "Too much of
+    anything"; a tool's errors name what is wrong)."""
+    store = tmp_path / "store"
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    requests = [(31, "resources/read", {"uri": "memctl://notes/" + "x" * 100_000}),
+                (32, "tools/call", {"name": "search", "arguments": ["x"]}),
+                (33, "tools/call", {"name": "search", "arguments": "query"}),
+                (34, "tools/call", {"name": 123, "arguments": {}}),
+                (35, "tools/call", {"name": "search", "arguments": {"query": "anything"}})]
+    lines = [INITIALIZE, INITIALIZED, *(json.dumps(
+        {"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        for ident, method, params in requests)]
+    done = subprocess.run([memctl_executable(), "mcp", "--no-watch"], env=subprocess_env(store),
+                          cwd=str(tmp_path), input="\n".join(lines) + "\n", text=True,
+                          capture_output=True, timeout=60)
+    answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
+    unknown = answers[31]["error"]
+    assert unknown["code"] == -32602 and len(unknown["message"]) < 300, unknown["message"][:300]
+    assert unknown["message"].startswith("Unknown resource: 'memctl://notes/xxx")
+    for ident in (32, 33):
+        assert answers[ident]["error"]["code"] == -32602
+        assert answers[ident]["error"]["message"].startswith(
+            "the arguments of tool `search` must be an object")
+    assert answers[34]["error"]["message"].startswith("`name` of a tools/call request")
+    assert "result" in answers[35]  # the server went on serving
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic, of the int sent on purpose
 def test_over_http_a_prompt_argument_of_another_type_is_named_too(mcp):
     """The prompt arguments' check ran on stdio alone: over `--http` the SDK's bare "Invalid
