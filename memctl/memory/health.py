@@ -198,7 +198,9 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
         )
         # The report reads the fields, never the raw front matter nor `stamped` (a hash of
         # every file): at 100,000 notes the copies of front matter were ~50 MB. The values
-        # most notes share are kept once (and sent once from a child).
+        # most notes share are kept once (and sent once from a child). A stamp the file writes
+        # more than a day ahead is named from the front matter, before it goes.
+        note.warnings += stamps_ahead(note, now())
         note.meta = {}
         note.type, note.status, note.project = (
             sys.intern(note.type), sys.intern(note.status), sys.intern(note.project))
@@ -795,8 +797,7 @@ def _sections(store: Store, notes: list[Note], sizes: dict[str, int], moment: da
             if p.count("/") == 1 and p.endswith("/MEMORY.md") and size > limit]
     conflicts = [{"path": p, "project": (classify(p) or ("", ""))[1]}
                  for p in _conflict_copies(Path(store.root))]
-    warnings = [{**_brief(n), "warnings": said} for n in notes
-                if (said := [*n.warnings, *stamps_ahead(n, moment)])]
+    warnings = [{**_brief(n), "warnings": list(n.warnings)} for n in notes if n.warnings]
     invalid_ids = [{**_brief(n), "warning": w} for n in notes for w in n.warnings
                    if "is not a valid id" in w]
     paths_by_id: dict[str, list[str]] = {}

@@ -131,12 +131,13 @@ def ahead_of(time: datetime, moment: datetime | None) -> bool:
 
 
 def stamps_ahead(note: Note, moment: datetime) -> list[str]:
-    """The note's `updated` and `created` fields that are more than a day ahead of `moment`,
-    as `health` names them."""
+    """The note's `updated` and `created` fields, as its file writes them (not a time taken
+    from the file's own), that are more than a day ahead of `moment`, as `health` names them."""
     return [f"{name} {value} is more than a day ahead of this clock: it does not count as "
             f"the note's last activity" for name, value in (("updated", note.updated),
                                                              ("created", note.created))
-            if (time := parse_time(value)) is not None and ahead_of(time, moment)]
+            if name in note.meta and (time := parse_time(value)) is not None
+            and ahead_of(time, moment)]
 
 
 def folder_project(note: Note) -> str:
