@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 
@@ -393,6 +394,43 @@ def test_kill_9_during_import_leaves_the_store_as_it_was(machines, crash_at):
     assert git(desktop.store, "rev-parse", "HEAD") == head
     assert git(desktop.store, "status", "--porcelain") == ""
     assert len(desktop.ok("import", str(archive), "--json").json()["added"]) == 4
+
+
+def test_a_watcher_with_commit_rolls_a_killed_import_back_instead_of_committing_its_half(machines):
+    """`memctl watch --commit` took the files a killed import had written for hand edits and
+    committed them (`memctl watch: hand edits (2 added, ...)`); the next command then saw HEAD
+    moved and took the import for completed: half an import stayed, committed. The watcher's
+    commit, under the store lock, rolls the import back first, as every command does."""
+    import threading
+
+    from memctl.watch.watcher import Watcher
+
+    laptop, desktop = machines
+    for number in range(4):
+        add(laptop, f"Imported note number {number}", T1)
+    archive = laptop.store.parent / "big.zip"
+    laptop.ok("export", str(archive))
+    before, head = tree_snapshot(desktop.store), git(desktop.store, "rev-parse", "HEAD")
+    said: list[str] = []
+    watcher = Watcher(desktop.store, commit=True, quiet=0.05, max_delay=0.5, commit_every=0.1,
+                      on_message=said.append)
+    ready = threading.Event()
+    thread = threading.Thread(target=watcher.run, kwargs={"on_ready": ready.set}, daemon=True)
+    thread.start()
+    try:
+        assert ready.wait(60)
+        assert _spawn_import(desktop.store, archive, "import-op-1") == -9
+        deadline = time.monotonic() + 60
+        while list((desktop.store / ".memctl").glob("txn-*")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # a few more ticks: nothing of the import is left to commit
+    finally:
+        watcher.stop()
+        thread.join(60)
+    assert git(desktop.store, "rev-parse", "HEAD") == head, git(desktop.store, "log", "--format=%s")
+    assert tree_snapshot(desktop.store) == before
+    assert git(desktop.store, "status", "--porcelain") == ""
+    assert any("rolled back an interrupted change" in line for line in said), said
 
 
 def _import_with_file_size_limit(store: Path, archive: Path, limit: int):

@@ -18,13 +18,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memctl.core.errors import MemctlError, sqlite_damaged
 from memctl.core.vocab import valid_project_name
 from memctl.disk import gitops
 from memctl.disk.inotify import IN_DELETE_SELF, Inotify, InotifyFailed
-from memctl.disk.layout import StoreGoneError, classify, path_identity
+from memctl.disk.journal import recover_pending
+from memctl.disk.layout import StoreGoneError, classify, path_identity, state_path
 from memctl.disk.locking import LockTimeout, store_lock
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.watchstate import (
@@ -902,6 +904,15 @@ class Watcher:
         try:
             with store_lock(self.root, "watch --commit", timeout=0.2):
                 self._dirty, self._last_commit = False, now
+                # A killed import's files are no hand edits: roll it back (or finish it) first,
+                # as every command that takes the lock does (`Store.lock`), or its half would
+                # be committed here and then taken for a completed import.
+                try:
+                    for said in recover_pending(Path(self.root), state_path(self.root)):
+                        self.on_message(said)
+                except MemctlError as exc:  # set aside, named: commit nothing this time
+                    self.on_message(f"warning: could not commit: {exc}")
+                    return
                 changed = self._uncommitted_memory()
                 if not changed:
                     return
