@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -298,6 +299,36 @@ def test_a_hand_dropped_note_keeps_its_id_and_goes_back_where_it_was(cli: Cli) -
     assert archived.read_text().endswith("Old wiki lives at wiki.internal\n")
     back = cli.ok("restore", note_id, "--json", env=SWEEP).json()
     assert back["path"] == "demo/wiki-notes.md" and not archived.exists()
+
+
+def test_restore_last_sweep_skips_a_note_forgotten_while_it_waited_for_the_lock(cli: Cli) -> None:
+    """`restore --last-sweep` looked for the swept notes before it took the store lock: one
+    forgotten while it waited (an agent's `forget`) made the whole restore fail, `error: no
+    note with id …`, nothing restored. It looks under the lock, and skips that note."""
+    import time
+
+    from memctl.store import Store
+
+    added = [cli.ok("add", f"Service {name} listens on port {port}", "--json",
+                    env={"MEMCTL_NOW": "2026-02-01T09:00:00Z"}).json()
+             for name, port in (("billing", 7001), ("mailer", 7002), ("search", 7003))]
+    cli.ok("archive", env=SWEEP)
+    gone = cli.ok("show", added[0]["id"], "--json").json()["path"]
+    env = dict(os.environ, MEMCTL_STORE=str(cli.store), MEMCTL_PROJECT="demo", **SWEEP)
+    with Store.open(cli.store).lock("test"):
+        waiting = subprocess.Popen([memctl_executable(), "restore", "--last-sweep", "--json"],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        time.sleep(3)  # it has looked for its notes (before the fix) and waits for the lock
+        # What a `forget` does meanwhile, under the lock this test holds.
+        git(cli.store, "rm", "-q", gone)
+        git(cli.store, "commit", "-q", "-m", f"forget {added[0]['id']}")
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    undone = json.loads(out)
+    assert sorted(e["id"] for e in undone["restored"]) == sorted(n["id"] for n in added[1:])
+    assert [s["id"] for s in undone["skipped"]] == [added[0]["id"]]
+    assert git(cli.store, "status", "--porcelain") == ""
 
 
 def test_restore_many_ids_and_the_last_sweep_in_one_commit(cli: Cli) -> None:

@@ -437,19 +437,30 @@ def last_sweep_ids(store: Store) -> list[str]:
     return []
 
 
-def restore_notes(store: Store, refs: list[str]) -> RestoreResult:
+def restore_notes(store: Store, refs: list[str], *, sweep: bool = False) -> RestoreResult:
     """Bring archived (or superseded) notes back to active, with one commit. Every id is
-    resolved and checked first: an unknown or active one is an error and nothing changes."""
+    resolved and checked first: an unknown or active one is an error and nothing changes.
+    `sweep`: `refs` are the ids a sweep archived; those no longer archived are skipped."""
     result = RestoreResult()
     with store.lock("restore"):
         # Resolved under the lock: a note another command moved or forgot while this waited
         # for it is seen where it is now (tests/test_lifecycle.py).
         notes: dict[str, Note] = {}
         for ref in refs:
-            note = store.find_note(ref)
+            if sweep:
+                found, why = _still_swept(store, ref)
+                if found is None:
+                    result.skipped.append((ref, why))
+                    continue
+                note = found
+            else:
+                note = store.find_note(ref)
             if note.status == "active":
                 raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")
             notes.setdefault(note.id, note)
+        if not notes and sweep:
+            raise MemctlError(f"every note the last archive sweep archived ({len(refs)}) was "
+                              "restored, changed or forgotten since; nothing to undo")
         if not notes:
             raise MemctlError("no note to restore")
         moment = now()
@@ -473,33 +484,29 @@ def restore_notes(store: Store, refs: list[str]) -> RestoreResult:
 
 def restore_last_sweep(store: Store) -> RestoreResult:
     """Undo the newest archive sweep: restore, with one commit, the notes it archived that
-    are still archived. Those restored, forgotten or changed since are listed as skipped."""
+    are still archived. Those restored, forgotten or changed since are listed as skipped:
+    looked at under the lock, so one forgotten or restored while this waited for it is
+    skipped too (it made the whole restore fail: `no note with id …`)."""
     ids = last_sweep_ids(store)
     if not ids:
         raise MemctlError("no archive sweep in this store's history archived a note; "
                           "nothing to undo")
-    refs, skipped = [], []
-    for note_id in ids:
-        try:
-            note = store.find_note(note_id)
-        except NoteFormatError as exc:
-            # Still there, archived, but no field of it can be changed: not "forgotten".
-            skipped.append((note_id, f"its file does not parse ({exc}): fix it "
-                                     f"(`memctl edit {note_id}`), then `memctl restore {note_id}`"))
-            continue
-        except MemctlError:
-            skipped.append((note_id, "not found (forgotten since?)"))
-            continue
-        if note.status != "archived":
-            skipped.append((note_id, f"{note.status} now"))
-            continue
-        refs.append(note.id)
-    if not refs:
-        raise MemctlError(f"every note the last archive sweep archived ({len(ids)}) was restored, "
-                          "changed or forgotten since; nothing to undo")
-    result = restore_notes(store, refs)
-    result.skipped = skipped
-    return result
+    return restore_notes(store, ids, sweep=True)
+
+
+def _still_swept(store: Store, note_id: str) -> tuple[Note | None, str]:
+    """The note a sweep archived, when it is still archived; else None and why it is skipped."""
+    try:
+        note = store.find_note(note_id)
+    except NoteFormatError as exc:
+        # Still there, archived, but no field of it can be changed: not "forgotten".
+        return None, (f"its file does not parse ({exc}): fix it "
+                      f"(`memctl edit {note_id}`), then `memctl restore {note_id}`")
+    except MemctlError:
+        return None, "not found (forgotten since?)"
+    if note.status != "archived":
+        return None, f"{note.status} now"
+    return note, ""
 
 
 def _restore_one(store: Store, note: Note, moment: datetime, taken: set[str]) -> _Step:
