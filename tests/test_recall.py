@@ -281,6 +281,19 @@ def test_notes_that_look_like_secrets_are_left_out_and_counted(cli):
     assert recall_json(cli, "uploads")["secrets_left_out"] == 1
 
 
+def test_a_small_budget_repeats_little_of_a_long_question(cli):
+    """The heading repeated the query's first 200 characters: with a budget of 250, a long
+    question left room for the heading alone, and the note it asked about was not shown."""
+    cli.ok("add", "The deploy uses blue-green switching on the load balancer",
+           "--type", "decision")
+    question = ("why did the deploy fail last time on the load balancer with blue green "
+                "switching when we rolled back")
+    block = cli.ok("recall", question, "--max-chars", "250").stdout
+    assert len(block) <= 250
+    assert "blue-green switching" in block, block
+    assert block.splitlines()[0].endswith("…)") and question not in block
+
+
 def test_notes_longer_than_the_block_are_cut_to_the_room_left_not_all_left_out(cli):
     """`--note-chars` above `--max-chars`: every note was dropped, and the block said that
     `--limit` above 0 would show some (it was 50). The last note standing is cut to the room

@@ -55,10 +55,10 @@ _FULL_WIDTH_ALNUM = {code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A),
                                                       *range(0xFF41, 0xFF5B))}
 
 
-def shown_query(query: str) -> str:
-    """The query on one line, its first SHOWN_QUERY_CHARS characters (then `…`)."""
+def shown_query(query: str, limit: int = SHOWN_QUERY_CHARS) -> str:
+    """The query on one line, its first `limit` characters (then `…`)."""
     line = " ".join(query.split())
-    return line if len(line) <= SHOWN_QUERY_CHARS else line[:SHOWN_QUERY_CHARS] + "…"
+    return line if len(line) <= limit else line[:limit] + "…"
 
 # A bare word this long or longer also matches the words it begins (`migr` → migration);
 # shorter ones would match too much of the index to be worth it (`co`, `run`).

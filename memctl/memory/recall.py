@@ -38,7 +38,7 @@ from memctl.core.clock import now, parse_time
 from memctl.core.errors import CLI, Front, MemctlError, NoteFormatError
 from memctl.core.markers import conflict_markers
 from memctl.core.noteformat import BOM
-from memctl.core.query import shown_query
+from memctl.core.query import SHOWN_QUERY_CHARS, shown_query
 from memctl.core.secrets import scan
 from memctl.core.sections import fence_after, parse_sections, strip_comments
 from memctl.core.similarity import compare, similar_pairs
@@ -365,8 +365,11 @@ def render(
     """The block. `left_out`: live notes in scope that did not fit the budget (with none
     shown, the block says so rather than that there are none); `over_budget`: those of them
     left out for want of characters (of `total_chars`), not by the limit on notes."""
-    parts = [f"# Memory for project `{project}`" + (f" (query: {shown_query(query)})"
-                                                    if query else "")]
+    # The heading repeats at most an eighth of a small budget of the query: at the smallest
+    # (200 characters) a long question left room for the heading alone.
+    shown = shown_query(query, min(SHOWN_QUERY_CHARS, max(20, total_chars // 8))
+                        if total_chars else SHOWN_QUERY_CHARS) if query else ""
+    parts = [f"# Memory for project `{project}`" + (f" (query: {shown})" if query else "")]
     for warning in warnings:
         parts.append(f"> warning: {warning}")
     if memory_md:
