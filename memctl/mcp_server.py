@@ -725,7 +725,46 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
              "unencrypted unless a TLS proxy is in front (docs/agents.md)")
     with _running(store, watch, server):
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                      lifespan="on", server_header=False)).run(sockets=[listener])
+                                      lifespan="on", server_header=False,
+                                      http=_headers_in_time())).run(sockets=[listener])
+
+
+# A connection must have sent a request's line and headers this soon after it opened (or after
+# its last answer, as uvicorn's keep-alive wait already does): one that sent half a request
+# and nothing more held its connection and a file descriptor for ever, and a few hundred such
+# left no room for the clients (docs/agents.md, "The HTTP transport").
+HEADER_SECONDS = 10.0
+
+
+def _headers_in_time() -> Any:
+    """uvicorn's h11 protocol, with a timer from the connection's start that closes it when
+    no whole request's headers came by then (h11 still waiting for the first request). "h11"
+    as it is when uvicorn's protocol is not the one known."""
+    try:
+        import h11
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+    except ImportError:
+        return "h11"
+    if not all(hasattr(H11Protocol, name) for name in (
+            "connection_made", "connection_lost", "timeout_keep_alive_handler")):
+        return "h11"
+
+    class HeadersInTime(H11Protocol):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.headers_timer = self.loop.call_later(HEADER_SECONDS, self.headers_late)
+
+        def headers_late(self) -> None:
+            # IDLE: no request's line and headers whole yet (after one, the keep-alive timer
+            # of uvicorn's own has the connection).
+            if self.conn.their_state is h11.IDLE and self.cycle is None:
+                self.timeout_keep_alive_handler()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.headers_timer.cancel()
+            super().connection_lost(exc)
+
+    return HeadersInTime
 
 
 def _plain_log_handler() -> None:

@@ -1496,6 +1496,28 @@ def test_http_client_gone_in_the_middle_of_its_body_leaves_no_traceback(mcp):
     assert "Traceback" not in errors and "ClientDisconnect" not in errors, errors
 
 
+def test_http_closes_a_connection_that_never_finishes_its_headers(mcp):
+    """A client that sends half a request's headers and nothing more held its connection
+    (and a file descriptor) for as long as it liked: a few hundred such left no room for
+    the real clients. It is closed once HEADER_SECONDS pass without the whole headers."""
+    from memctl.mcp_server import HEADER_SECONDS
+
+    port = free_port()
+    with http_server(mcp.store, port):
+        token = (mcp.store / ".memctl" / "mcp-token").read_text().strip()
+        with socket.create_connection(("127.0.0.1", port)) as slow:
+            slow.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+            slow.settimeout(HEADER_SECONDS + 20)
+            started = time.monotonic()
+            assert slow.recv(1024) == b""  # closed by the server (a timeout raises here)
+            assert time.monotonic() - started >= HEADER_SECONDS - 1
+
+        async def ping(session):
+            return await session.send_ping()
+
+        http_call(f"http://127.0.0.1:{port}/mcp", token, ping)  # a whole request is served
+
+
 def test_http_refuses_a_host_other_machines_can_reach(store_path):
     result = run_memctl("mcp", "--http", "--host", "0.0.0.0", "--port", str(free_port()),
                         store=store_path)
