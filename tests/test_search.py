@@ -152,6 +152,19 @@ def test_full_width_letters_and_digits_are_the_ascii_ones(cli: Cli, store: Path)
     assert hit_ids(cli, "ＰｏｓｔｇｒｅＳＱＬ连接池") == hit_ids(cli, "PostgreSQL连接池")
 
 
+def test_a_phrase_one_side_of_an_or_is_not_required_in_the_fuzzy_fallback(
+        cli: Cli, store_path: Path) -> None:
+    """`"pool connection" OR kafak`: either side will do. The fallback required every quoted
+    phrase, this one too, so the close words of `kafak` found nothing where they found the
+    Kafka note before (a phrase alone stays required: the test above)."""
+    kafka = "kf00000000000001"
+    note(store_path, kafka, "Kafka consumer lag alerts at 1000 messages.")
+    note(store_path, "cp00000000000001", "The connection pool timeout is 30 seconds.")
+    result = cli.ok("search", '"pool connection" OR kafak', "--json")
+    assert kafka in [hit["id"] for hit in result.json()]
+    assert hit_ids(cli, '"pool connection" kafak') == []
+
+
 def test_an_empty_tag_filters_nothing_in_search_as_in_list(cli: Cli, store: Path) -> None:
     """`search --tag ""` found nothing where `list --tag ""` listed every note."""
     everything = hit_ids(cli, "postgres")

@@ -961,9 +961,13 @@ def _fuzzy_fallback(ctx: RankContext, parsed: Query) -> list[Hit]:
     # that could be close: not every title in scope at each miss (memctl.index.fuzzy).
     # A quoted phrase is required as typed (docs/search.md), here too: `"pool connection"`
     # was taken for a misspelt `connection` and listed notes without the phrase.
-    phrases = [fts_phrase(term.text) + (" *" if term.prefix else "")
-               for term in parsed.terms if term.phrase and not term.negated]
-    words = [term.text for term in parsed.terms if not term.phrase and not term.negated]
+    # A phrase one of an OR group (`"pool connection" OR kafak`) is no required unit: it
+    # stays one of the words, or the fallback required it and the close words of the other
+    # side found nothing.
+    phrases = [unit.match for unit in parsed.units if unit.required]
+    alone = {unit.text for unit in parsed.units if unit.required}
+    words = [term.text for term in parsed.terms
+             if not term.negated and not (term.phrase and term.text in alone)]
     expansion = fuzzy.expand(words,
                              lambda word: fuzzy.stored_words(ctx.conn, ctx.projects, word))
     if expansion is None:
