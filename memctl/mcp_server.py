@@ -498,7 +498,9 @@ def tool_call_refusal(params: dict[str, Any]) -> str | None:
         return "`name` of a tools/call request must be the tool's name, as text"
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
-        return (f"the arguments of tool `{name}` must be an object, one member per argument "
+        # The name is quoted back cut, as any value (docs/agents.md, "Too much of anything").
+        shown = f"`{name}`" if len(name) <= 60 and name.isprintable() else quoted(name)
+        return (f"the arguments of tool {shown} must be an object, one member per argument "
                 "(tools/list gives each tool's)")
     return None
 
@@ -1280,9 +1282,16 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
                 # quoted back is cut (docs/agents.md, "Too much of anything").
                 if not str(exc).startswith("Unknown resource: "):
                     raise
-                raise ResourceNotFoundError(f"Unknown resource: {quoted(str(uri))}; the "
-                                            "server's resources are listed by resources/list "
-                                            "and resources/templates/list") from None
+                from mcp.shared.exceptions import MCPError
+                from mcp_types import INVALID_PARAMS
+
+                # Raised as the answer itself: the SDK's answer to a ResourceNotFoundError
+                # adds the whole address again, as `data.uri`.
+                raise MCPError(code=INVALID_PARAMS,
+                               message=f"Unknown resource: {quoted(str(uri))}; the server's "
+                                       "resources are listed by resources/list and "
+                                       "resources/templates/list",
+                               data={"uri": quoted(str(uri))}) from None
 
         async def list_resources(self) -> list[Any]:
             listed = await super().list_resources()
