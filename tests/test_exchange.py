@@ -567,6 +567,26 @@ def test_keeping_a_copy_over_a_version_edited_by_hand_since_its_commit_is_refuse
     assert body_of(laptop, note) == "Builds run on a self-hosted runner"
 
 
+def test_a_refused_keep_leaves_the_notes_tombstone(machines):
+    """The keep deleted the note's tombstone, then refused (a hand-brought-back version not
+    committed) saying nothing was changed: the tombstone stayed deleted, uncommitted."""
+    laptop, desktop = machines
+    note = add(laptop, "Builds run on GitHub Actions", T1)
+    transfer(laptop, desktop)
+    edit(laptop, note, "Builds run on a self-hosted runner", T2)
+    edit(desktop, note, "Builds run on CircleCI", T3)
+    transfer(desktop, laptop)
+    path = laptop.store / laptop.ok("show", note, "--json").json()["path"]
+    kept = path.read_bytes()
+    laptop.ok("forget", note)
+    path.write_bytes(kept + b"Brought back by hand, not committed.\n")
+    before = tree_snapshot(laptop.store)
+    refused = laptop("conflicts", "keep", "1")
+    assert refused.exit_code == 1 and "changes made since" in refused.stderr
+    assert tree_snapshot(laptop.store) == before
+    assert (laptop.store / ".tombstones" / f"{note}.md").exists()
+
+
 def test_export_refuses_a_target_that_is_not_a_regular_file(store_path, tmp_path):
     """A folder, a FIFO (standing in for a device such as /dev/full), an empty name: refused
     with one line, the thing at the path left as it is; never replaced by a regular file."""

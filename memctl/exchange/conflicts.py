@@ -235,6 +235,8 @@ def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
         if action == "keep":
             data = store.resolve(copy.path).read_bytes()
             target = copy.current or copy.original
+            # Refused before anything changes: the note's tombstone (below) stayed deleted.
+            _refuse_uncommitted(store, target, copy)
             if copy.note_id:
                 try:
                     data = stamp(data.decode("utf-8"), {}, now()).encode("utf-8")
@@ -245,7 +247,6 @@ def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
                     store.resolve(tomb).unlink()
                     changed.append(tomb)
 
-            _refuse_uncommitted(store, target, copy)
             atomic_write_bytes(store.resolve(target), data)
             changed.append(target)
         store.resolve(copy.path).unlink()
