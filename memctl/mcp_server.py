@@ -489,6 +489,9 @@ def prompt_arguments_as_text(params: dict[str, Any]) -> tuple[dict[str, Any], st
     return params, None
 
 
+MAX_TOOL_NAME = 128  # longer than any tool's name (MCP's limit for a tool name)
+
+
 def tool_call_refusal(params: dict[str, Any]) -> str | None:
     """Why a `tools/call` request's params are not a call the SDK can take, worded, or None:
     a `name` that is no text, or `arguments` that are no object (`["x"]`, `"query"`), were
@@ -496,6 +499,9 @@ def tool_call_refusal(params: dict[str, Any]) -> str | None:
     name = params.get("name")
     if not isinstance(name, str):
         return "`name` of a tools/call request must be the tool's name, as text"
+    if len(name) > MAX_TOOL_NAME or not name.isprintable():
+        # No tool is so named; the SDK's "Unknown tool: NAME" quoted a 100 KB name back whole.
+        return f"there is no tool {quoted(name)}; tools/list gives the tools"
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         # The name is quoted back cut, as any value (docs/agents.md, "Too much of anything").

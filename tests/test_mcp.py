@@ -1890,7 +1890,8 @@ def test_an_unknown_resource_and_a_call_without_an_arguments_object_are_worded(t
                 (33, "tools/call", {"name": "search", "arguments": "query"}),
                 (34, "tools/call", {"name": 123, "arguments": {}}),
                 (35, "tools/call", {"name": "search", "arguments": {"query": "anything"}}),
-                (36, "tools/call", {"name": "y" * 100_000 + "\n", "arguments": ["x"]})]
+                (36, "tools/call", {"name": "y" * 100_000 + "\n", "arguments": ["x"]}),
+                (37, "tools/call", {"name": "z" * 100_000, "arguments": {}})]
     lines = [INITIALIZE, INITIALIZED, *(json.dumps(
         {"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
         for ident, method, params in requests)]
@@ -1903,8 +1904,9 @@ def test_an_unknown_resource_and_a_call_without_an_arguments_object_are_worded(t
     assert unknown["message"].startswith("Unknown resource: 'memctl://notes/xxx")
     # The whole answer, not its message alone: the SDK sent the address again as data.uri.
     assert len(json.dumps(answers[31])) < 1_000
-    assert len(json.dumps(answers[36])) < 1_000  # a tool's name is quoted back cut too
-    assert answers[36]["error"]["message"].startswith("the arguments of tool 'yyy")
+    for ident, letter in ((36, "y"), (37, "z")):  # a tool's name is quoted back cut too
+        assert len(json.dumps(answers[ident])) < 1_000
+        assert answers[ident]["error"]["message"].startswith(f"there is no tool '{letter * 3}")
     for ident in (32, 33):
         assert answers[ident]["error"]["code"] == -32602
         assert answers[ident]["error"]["message"].startswith(

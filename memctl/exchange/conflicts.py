@@ -212,9 +212,9 @@ def _refuse_uncommitted(store: Store, target: str, copy: ConflictCopy) -> None:
     if not gitops.committed_as(store.root, target, current):
         raise MemctlError(
             f"{target} has changes made since its last commit, which keeping the copy would "
-            f"replace; nothing was changed: commit them (git -C {store.root} commit "
-            f"{target}) or undo them (git -C {store.root} checkout -- {target}), then "
-            f"`memctl conflicts keep {copy.number}` again")
+            f"replace; nothing was changed: commit them (git -C {store.root} add -- {target}, "
+            f"then git -C {store.root} commit -m 'hand edit' -- {target}) or move the file "
+            f"aside, then `memctl conflicts keep {copy.number}` again")
 
 
 def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
