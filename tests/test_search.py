@@ -676,3 +676,16 @@ def test_a_subject_or_predicate_left_out_is_left_out(cli: Cli, store_path: Path)
     assert set(hit_ids(cli, "minute -predicate:comment-limit")) == {"sa00000000000001",
                                                                        "sn00000000000001"}
     assert hit_ids(cli, "minute subject:blog -subject:blog") == []
+
+
+def test_or_between_a_word_and_a_filter_is_bad_usage_not_and(cli: Cli, store: Path) -> None:
+    """`pool OR tag:ops` was read as `pool tag:ops` (a filter always narrows), answering
+    another question than the one asked, without a word: it is bad usage, naming both sides.
+    Two filters of one kind stay either (`tag:a OR tag:b`)."""
+    for query, sides in (("postgres OR tag:ops", "the word 'postgres' and a `tag:` filter"),
+                         ("tag:database OR type:decision", "a `tag:` filter and a `type:` filter")):
+        refused = cli("search", query)
+        assert refused.exit_code == 2 and sides in refused.stderr, refused.stderr
+        assert refused.stderr.startswith("error: `OR` joins two words")
+    assert "pg00000000000001" in hit_ids(cli, "tag:database OR tag:nothing-such")
+    assert "pg00000000000001" in hit_ids(cli, "postgres AND tag:database")

@@ -262,6 +262,11 @@ def _filter_key(item: _Item | None) -> str | None:
     return key.lower() if key.lower() in _FILTER_KEYS and _filter_value(value) else None
 
 
+def _or_side(item: _Item, key: str | None) -> str:
+    """One side of an `OR` as its error names it: a filter by its kind, a word quoted."""
+    return f"a `{key}:` filter" if key else f"the word {quoted(item.text)}"
+
+
 def parse(raw: str) -> Query:
     """Parse a user's query. Raises UsageError for an empty query or an unknown `type:`."""
     if raw is None or not raw.strip():
@@ -293,7 +298,15 @@ def parse(raw: str) -> Query:
             # An operator beside a filter is no word to look for: `tag:db AND type:decision`
             # found nothing, where `tag:db type:decision` found the note. A note has one type,
             # so `type:a OR type:b` is either (as `type:a type:b`); `tag:a OR tag:b` is either tag.
-            tag_or = _is_op(item, "OR") and tag_at == index - 1 and _filter_key(nxt) == "tag" \
+            before, after = _filter_key(items[index - 1]), _filter_key(nxt)
+            if _is_op(item, "OR") and before != after:
+                # `pool OR tag:ops` was `pool tag:ops` (a filter always narrows): say so
+                # rather than answer another question than the one asked.
+                raise UsageError(
+                    f"`OR` joins two words, or two filters of one kind (`tag:a OR tag:b`), "
+                    f"not {_or_side(items[index - 1], before)} and {_or_side(nxt, after)}: "
+                    f"a filter narrows the search; leave out `OR` to ask for both")
+            tag_or = _is_op(item, "OR") and tag_at == index - 1 and after == "tag" \
                 and not nxt.negated
             continue
         has_prev = bool(terms) and not terms[-1].negated
