@@ -543,17 +543,23 @@ def test_conflict_copies_can_be_kept_or_dropped_and_stay_resolved(machines):
     assert body_of(desktop, note) == "Builds run on a self-hosted runner"
 
 
-def test_keeping_a_copy_over_a_version_edited_by_hand_since_its_commit_is_refused(machines):
-    """`conflicts keep` wrote the copy over the current version: a line typed into that file
-    by hand and not committed was in no file and no commit afterwards. The keep is refused,
-    nothing changed, until the edit is committed or undone."""
+def _a_conflict_copy_on_the_laptop(machines) -> tuple[Cli, str, Path]:
+    """A note edited on both machines, the desktop's edit later: the laptop keeps it and a
+    conflict copy of its own. The laptop, the note's id and its file."""
     laptop, desktop = machines
     note = add(laptop, "Builds run on GitHub Actions", T1)
     transfer(laptop, desktop)
     edit(laptop, note, "Builds run on a self-hosted runner", T2)
     edit(desktop, note, "Builds run on CircleCI", T3)
     transfer(desktop, laptop)
-    path = laptop.store / laptop.ok("show", note, "--json").json()["path"]
+    return laptop, note, laptop.store / laptop.ok("show", note, "--json").json()["path"]
+
+
+def test_keeping_a_copy_over_a_version_edited_by_hand_since_its_commit_is_refused(machines):
+    """`conflicts keep` wrote the copy over the current version: a line typed into that file
+    by hand and not committed was in no file and no commit afterwards. The keep is refused,
+    nothing changed, until the edit is committed or undone."""
+    laptop, note, path = _a_conflict_copy_on_the_laptop(machines)
     with path.open("a", encoding="utf-8") as handle:
         handle.write("Typed by hand, not committed.\n")
     before = tree_snapshot(laptop.store)
@@ -570,13 +576,7 @@ def test_keeping_a_copy_over_a_version_edited_by_hand_since_its_commit_is_refuse
 def test_a_refused_keep_leaves_the_notes_tombstone(machines):
     """The keep deleted the note's tombstone, then refused (a hand-brought-back version not
     committed) saying nothing was changed: the tombstone stayed deleted, uncommitted."""
-    laptop, desktop = machines
-    note = add(laptop, "Builds run on GitHub Actions", T1)
-    transfer(laptop, desktop)
-    edit(laptop, note, "Builds run on a self-hosted runner", T2)
-    edit(desktop, note, "Builds run on CircleCI", T3)
-    transfer(desktop, laptop)
-    path = laptop.store / laptop.ok("show", note, "--json").json()["path"]
+    laptop, note, path = _a_conflict_copy_on_the_laptop(machines)
     kept = path.read_bytes()
     laptop.ok("forget", note)
     path.write_bytes(kept + b"Brought back by hand, not committed.\n")

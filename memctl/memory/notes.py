@@ -555,12 +555,17 @@ def _edit_in_draft(store: Store, note: Note, original: bytes, broken: NoteFormat
 def _keep_replaced(store: Store, note_id: str, data: bytes) -> Path:
     """Where a note's uncommitted text, replaced by the save of a draft that began before it,
     was copied (`.memctl/edit/replaced/ID.md`, this machine's only, as a kept edit)."""
-    folder = store.state_dir / "edit" / "replaced"
+    return _keep_aside(store.state_dir / "edit" / "replaced", note_id, data)
+
+
+def _keep_aside(folder: Path, stem: str, data: bytes) -> Path:
+    """`data` written to `folder/STEM.md`, or `STEM-2.md`, … when that is taken: a text no
+    version git keeps holds, copied before memctl writes over it or deletes it."""
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{note_id}.md"
+    target = folder / f"{stem}.md"
     number = 2
     while target.exists():
-        target = folder / f"{note_id}-{number}.md"
+        target = folder / f"{stem}-{number}.md"
         number += 1
     atomic_write_bytes(target, data)
     return target
@@ -863,15 +868,7 @@ def _keep_uncommitted(store: Store, note: Note) -> Path | None:
         return None
     if gitops.committed_as(store.root, note.path, data):
         return None
-    folder = store.state_dir / "edit" / FORGOTTEN
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{note.id}.uncommitted.md"
-    number = 2
-    while target.exists():
-        target = folder / f"{note.id}.uncommitted-{number}.md"
-        number += 1
-    atomic_write_bytes(target, data)
-    return target
+    return _keep_aside(store.state_dir / "edit" / FORGOTTEN, f"{note.id}.uncommitted", data)
 
 
 def _left_superseded_message(note_id: str, ids: list[str],
