@@ -152,6 +152,17 @@ def test_full_width_letters_and_digits_are_the_ascii_ones(cli: Cli, store: Path)
     assert hit_ids(cli, "ＰｏｓｔｇｒｅＳＱＬ连接池") == hit_ids(cli, "PostgreSQL连接池")
 
 
+def test_a_note_written_in_full_width_is_found_by_either_width(cli: Cli,
+                                                                store_path: Path) -> None:
+    """Read as ASCII in queries alone, full-width letters and digits in a note were found by
+    no query (`５４３３`, `ｐｏｓｔｇｒｅｓ` typed in full-width mode): the index reads them
+    as ASCII too, so either width finds either."""
+    note(store_path, "fw00000000000001", "测试库的端口是５４３３，用户名 ｐｏｓｔｇｒｅｓ")
+    note(store_path, "fw00000000000002", "Redis 端口 6379")
+    for query in ("５４３３", "5433", "ｐｏｓｔｇｒｅｓ", "postgres", "端口是５４３３", "端口是5433"):
+        assert hit_ids(cli, query)[:1] == ["fw00000000000001"], query
+
+
 def test_a_phrase_one_side_of_an_or_is_not_required_in_the_fuzzy_fallback(
         cli: Cli, store_path: Path) -> None:
     """`"pool connection" OR kafak`: either side will do. The fallback required every quoted

@@ -34,7 +34,14 @@ from memctl.core.arguments import utf8_text
 from memctl.core.dates import folded_digits
 from memctl.core.errors import UsageError, quoted
 from memctl.core.stopwords import asks_in_context, bare, is_english_stop, split_chinese
-from memctl.core.tokenize import cjk_runs, clean, has_cjk, has_token_chars, to_index
+from memctl.core.tokenize import (
+    FULL_WIDTH_ALNUM,
+    cjk_runs,
+    clean,
+    has_cjk,
+    has_token_chars,
+    to_index,
+)
 from memctl.core.vocab import KIND_TYPES, NOTE_TYPES
 from memctl.core.wordforms import verb_forms
 
@@ -45,14 +52,6 @@ MAX_TERM_CHARS = 200
 # Of a query a result repeats (the recall block's heading, its JSON, MCP search): a 1 MB
 # query came back whole, and a 7,000-character one took the recall block's whole budget.
 SHOWN_QUERY_CHARS = 200
-
-
-# Full-width letters and digits (`ｐｏｏｌ`, `５４３３`: an input method in its full-width mode)
-# are the ASCII ones the notes hold: the index does not fold them. Full-width punctuation stays
-# as typed (`？` ends a question, `：` after a project's name).
-_FULL_WIDTH_ALNUM = {code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A),
-                                                      *range(0xFF21, 0xFF3B),
-                                                      *range(0xFF41, 0xFF5B))}
 
 
 def shown_query(query: str, limit: int = SHOWN_QUERY_CHARS) -> str:
@@ -273,7 +272,7 @@ def parse(raw: str) -> Query:
         raise UsageError("the search query is empty; give some words to look for")
     text = clean(utf8_text(raw, "search query"))
     if not text.isascii():
-        text = text.translate(_FULL_WIDTH_ALNUM)
+        text = text.translate(FULL_WIDTH_ALNUM)  # (filters, operators and dates too)
     items = _lex(text)
     query = Query(raw=raw)
     tag_groups: list[list[str]] = []  # each one needed; a group of several: any of them

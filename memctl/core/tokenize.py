@@ -17,9 +17,19 @@ import functools
 import re
 
 # Bump whenever the transform or FTS_TOKENIZE changes: the index is rebuilt on a mismatch.
-TOKENIZER_VERSION = 1
+# 2: full-width letters and digits are indexed as the ASCII ones (FULL_WIDTH_ALNUM).
+TOKENIZER_VERSION = 2
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 SEP = "\x1f"
+
+# Full-width letters and digits (`ｐｏｏｌ`, `５４３３`: what an input method in its full-width
+# mode types) as the ASCII ones, in the index and in queries alike: unicode61 keeps them apart,
+# so a note saying `５４３３` was found by no query once queries were read as ASCII, and one
+# saying `5433` by no full-width query before. Full-width punctuation is left as it is (`？`
+# ends a question, `：` follows a project's name; unicode61 separates words at it anyway).
+FULL_WIDTH_ALNUM = {code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A),
+                                                     *range(0xFF21, 0xFF3B),
+                                                     *range(0xFF41, 0xFF5B))}
 
 # Han (with extensions and compatibility blocks), kana, bopomofo and hangul. CJK punctuation
 # (U+3000-303F, full-width forms) is left out: unicode61 already treats it as a separator.
@@ -82,6 +92,7 @@ def to_index(text: str) -> str:
     text = clean(text)
     if text.isascii():
         return text
+    text = text.translate(FULL_WIDTH_ALNUM)
     # One call per run of CJK (not per character): joining in C is what keeps indexing fast.
     return _cjk_run().sub(_split_run, text)
 
@@ -125,7 +136,9 @@ def warm_patterns() -> None:
 
 
 def from_index(text: str) -> str:
-    """Undo `to_index` (exactly, for text that had no control characters)."""
+    """Undo `to_index`: exactly, for text that had no control characters, but for full-width
+    letters and digits, which come back as the ASCII ones (a search's snippet says `5433` of
+    a note that says `５４３３`)."""
     return text.replace(SEP, "")
 
 
