@@ -335,7 +335,7 @@ def test_what_follows_the_question_mark_weighs_less() -> None:
     """What the asker adds after the question's mark (`I need it for the runbook`, `要写进
     事故报告`) weighs AFTER_SHARE; the question itself as it was; a mark at the end, or inside
     a word, changes nothing."""
-    from memctl.core.query import AFTER_SHARE, LONG_PIECE_SHARE
+    from memctl.core.query import AFTER_SHARE, LONG_PIECE_SHARE, SINGLE_CHAR_SHARE
 
     def shares(query: str) -> dict[str, float]:
         return {unit.label: unit.share for unit in parse(query).units}
@@ -357,7 +357,7 @@ def test_what_follows_the_question_mark_weighs_less() -> None:
     assert typed["postgres OR mysql?"] == 1.0 and typed["updating"] == AFTER_SHARE
     assert shares('"is it down?" updating')["updating"] == AFTER_SHARE
     # Single characters too; a mark between two letters is part of a token.
-    assert shares("能发版吗？钱 写")["钱"] == AFTER_SHARE
+    assert shares("能发版吗？钱 写")["钱"] == SINGLE_CHAR_SHARE * AFTER_SHARE
     assert set(shares("a?b staging").values()) == set(shares("a?b中文 staging").values()) == {1.0}
 
 
@@ -819,3 +819,22 @@ def test_show_never_names_a_correction_deleted_or_retired_by_hand(cli: Cli, chan
     assert shown.json()["corrected_by"] == still_named
     assert (f"corrected by {fix}" in run_memctl("show", fact, store=cli.store, env=NOW).stdout) \
         == bool(still_named)
+
+
+def test_a_single_character_left_between_function_words_does_not_outweigh_the_word_asked(
+        cli: Cli) -> None:
+    # `回滚怎么做`: 回滚 and 做. 做 ("do") is in one note, 回滚 in two: at full weight the rarer
+    # character outranked the rollback note, which then covered less than half the query and
+    # was left out of recall's block, the off-topic note given as the query's match.
+    rollback = add(cli, "回滚步骤：kubectl rollout undo deployment/shop-api，然后确认 readiness probe 通过",
+                   "--type", "experience")
+    add(cli, "回滚脚本要在 staging 演练过", "--type", "error")
+    callback = add(cli, "支付回调接口必须幂等：用订单号做唯一键，重复回调直接返回 200", "--type", "fact")
+    for text in ("缓存用 Redis 7，默认 TTL 10 分钟", "日志统一输出 JSON 格式", "API 限流每分钟 120 次",
+                 "CI 用 GitHub Actions", "数据库选 PostgreSQL 16"):
+        add(cli, text)
+    found = ids(cli, "回滚怎么做")
+    assert found.index(rollback) < found.index(callback)
+    block = cli.ok("recall", "--json", "回滚怎么做", env=NOW).json()
+    matched = [note["id"] for note in block["notes"] if note["reason"] == "query"]
+    assert rollback in matched and callback not in matched

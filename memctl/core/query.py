@@ -69,6 +69,12 @@ MIN_PREFIX_CHARS = 4
 # is about) outweighed the rare word that answers it (Celery) four to one, and the note having
 # only that word fell below the relative floor (bench/README.md, "Retrieval quality").
 LONG_PIECE_SHARE = 0.5
+# A piece of one character, what is left between a question's function words (the 做 of
+# `回滚怎么做`, the 在 of `Redis在这个项目里…`, the 出 of `出了问题找谁`), is a morpheme, not a word:
+# it weighs half its rarity. At full weight, the rarer of the two outweighed the word asked
+# about: `回滚怎么做` ranked a note with 做 above the rollback note, which fell under the half
+# of the query recall asks for and left the recall block (tests/test_questions.py).
+SINGLE_CHAR_SHARE = 0.5
 # A run of Chinese that is one piece and 这边/那边 (`商城接口这边，…`: "over on the shop API's
 # side, …") says where the asker works, as `In chat-bot, …` does: its units weigh a tenth of
 # what they would. At full weight the project's Chinese name, which many of its notes mention,
@@ -510,7 +516,8 @@ def _word_units(word: str, after: bool = False) -> tuple[list[Unit], bool, bool]
         side = len(pieces) == 1 and run.endswith(SIDE_WORDS) \
             and run[:-2].endswith(pieces[0]) and not following[:1].isalnum()
         for piece in pieces:
-            share = 1.0 if len(piece) <= 2 else LONG_PIECE_SHARE
+            share = 1.0 if len(piece) == 2 else LONG_PIECE_SHARE if len(piece) > 2 \
+                else SINGLE_CHAR_SHARE
             if side:
                 share *= SIDE_SHARE
             if after:
