@@ -838,3 +838,16 @@ def test_a_single_character_left_between_function_words_does_not_outweigh_the_wo
     block = cli.ok("recall", "--json", "回滚怎么做", env=NOW).json()
     matched = [note["id"] for note in block["notes"] if note["reason"] == "query"]
     assert rollback in matched and callback not in matched
+
+
+def test_a_question_in_traditional_characters_leaves_its_function_words_out(cli: Cli) -> None:
+    # 什麼, 我們, 時候, 怎麼 are 什么, 我们, 时候, 怎么 as Taiwan and Hong Kong type them: they were
+    # units, and a note that happens to say 什麼 and 們 was shown for a question about backups.
+    assert split_chinese("我們的資料庫備份是什麼時候跑") == ["資料庫備份", "跑"]
+    assert split_chinese("回滾怎麼做") == ["回滾", "做"]
+    assert split_chinese("為什麼不用ORM嗎") == ["不用ORM"]
+    backup = add(cli, "資料庫備份每天凌晨 3 點跑，保留 14 天")
+    add(cli, "我們團隊的 code review 規則：不管什麼改動都要兩個人審核才能合併", "--type", "rule")
+    assert ids(cli, "我們的資料庫備份是什麼時候跑") == [backup]
+    side = {unit.label: unit.share for unit in parse("訂單服務這邊，連線池設多少").units}
+    assert side["訂單"] < side["連線"]

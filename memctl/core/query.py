@@ -81,7 +81,7 @@ SINGLE_CHAR_SHARE = 0.5
 # outweighed the rarer words asked about, and the answer fell below the relative floor
 # (bench/README.md, "Retrieval quality": 0.25, 0.1 and 0 gave the same ranks but one).
 SIDE_SHARE = 0.1
-SIDE_WORDS = ("这边", "那边")
+SIDE_WORDS = ("这边", "那边", "這邊", "那邊")
 # What follows the question's mark is what the asker adds about it (`…currently? I'm updating
 # the on-call handover.`, `…能发版吗？要写进事故报告`): its units weigh this share, so the
 # notes that share those words (a scratchpad that is "updating" something) do not outrank

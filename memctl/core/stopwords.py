@@ -29,9 +29,15 @@ CHINESE_WORDS = tuple(sorted("""
 什么时候 为什么 怎么样 怎么办 有没有 是不是 能不能 要不要 可不可以 请问 什么 怎么 如何 为何 哪个 哪些
 哪里 哪儿 哪一个 多少 几个 是否 我们 你们 他们 它们 咱们 这个 那个 这些 那些 这里 那里 一下 一个 上次
 之前 之后 以前 的时候 时候 应该 可以 能够 告诉我 怎样 怎么回事 为啥 啥 能否 这边 那边 目前 现在 问一下
+什麼時候 為什麼 怎麼樣 怎麼辦 有沒有 請問 什麼 怎麼 為何 哪個 哪裡 哪裏 哪兒 哪一個 幾個 我們 你們
+他們 它們 咱們 這個 那個 這些 那些 這裡 這裏 那裡 那裏 一個 之後 的時候 時候 應該 能夠 告訴我 怎樣
+怎麼回事 為啥 這邊 那邊 現在 問一下
 """.split(), key=len, reverse=True))
+# The second and third lines: the same words in traditional characters (什麼, 我們, 為什麼…),
+# as a person in Taiwan or Hong Kong types them. Without them a question in traditional
+# characters kept its asking as units, and a note that happens to say 什麼 or 們 matched it.
 
-CHINESE_CHARS = frozenset("的了吗呢吧啊嘛呀么是和与把被很谁哪我你")
+CHINESE_CHARS = frozenset("的了吗呢吧啊嘛呀么是和与把被很谁哪我你" "嗎麼與誰")
 
 
 # Words that ask only next to a question word: `how many`, `how long`, `what kind of`,
