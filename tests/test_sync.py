@@ -517,6 +517,43 @@ def test_a_later_hand_edit_of_a_note_stamped_in_the_future_wins(tmp_path, remote
         assert body_of(side, note) == "The scheduler runs every week"
 
 
+@pytest.mark.parametrize("how", ["sync", "export"])
+def test_a_hand_edit_whose_file_time_is_ahead_of_the_clock_is_dated_now_and_wins(
+        tmp_path, remote, how):
+    """A's file was saved (10:10) after B's edit (10:05), but its file time says four days
+    later (a file system whose clock runs ahead, `touch`, a copy that kept another machine's
+    times). sync stamped the hand edit with that time, which the merge counts as no time at
+    all (more than a day ahead), so B's earlier edit won and A's later one became the
+    conflict copy. A file of this store was saved by now at the latest: it is dated now, as
+    memctl's own edits are. The times are years ahead of any real clock."""
+    def at(clock: str) -> dict[str, str]:
+        return {"MEMCTL_NOW": f"2090-01-01T{clock}.000Z"}
+
+    a = machine(tmp_path, "a")
+    note = a.ok("add", "The scheduler runs every minute", "--json",
+                env=at("10:00:00")).json()["id"]
+    a.ok("sync", "--remote", remote, env=at("10:00:00"))
+    b = machine(tmp_path, "b", remote)
+    edit(b, note, "The scheduler runs every hour", at("10:05:00")["MEMCTL_NOW"])
+    b.ok("sync", env=at("10:05:01"))
+    path = a.store / a.ok("show", note, "--json").json()["path"]
+    path.write_text(path.read_text().replace("every minute", "every week"))
+    ahead = datetime(2090, 1, 5, 10, 10, tzinfo=UTC).timestamp()
+    os.utime(path, (ahead, ahead))
+    if how == "sync":
+        for side in (a, b):
+            side.ok("sync", env=at("10:10:00"))
+    else:  # the zip carries the hand edit, stamped
+        bundle = tmp_path / "a.zip"
+        a.ok("export", str(bundle), env=at("10:10:00"))
+        b.ok("import", str(bundle), env=at("10:10:00"))
+        a.ok("sync", env=at("10:10:00"))  # (commits A's hand edit, and merges B's edit)
+    for side in (a, b):
+        assert body_of(side, note) == "The scheduler runs every week"
+        updated = side.ok("show", note, "--json").json()["updated"]
+        assert updated.startswith("2090-01-01T10:10"), updated
+
+
 def test_a_failing_remote_leaves_no_half_merge(tmp_path, remote):
     a = machine(tmp_path, "a")
     add(a, "Safe and sound", T[0])

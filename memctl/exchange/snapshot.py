@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memctl.core.clock import format_time
+from memctl.core.clock import format_time, latest_now
 from memctl.core.errors import MemctlError
 from memctl.core.ids import valid_id
 from memctl.core.merge import (
@@ -301,6 +301,16 @@ def read_store_files(root: Path, unreadable: list[str] | None = None
     return found
 
 
+def saved_by() -> float:
+    """The latest time a file of this machine's store can have been saved: now (the later of
+    `MEMCTL_NOW` and this clock). A file time ahead of it (a file system whose clock runs
+    ahead, `touch`, a copy that kept a skewed machine's times) cannot be when the edit was
+    made here, and taken as it was it dated the edit "in the future", a date the merge
+    counts as no time at all: a person's later edit lost to an earlier one made elsewhere
+    (docs/sync.md). Such a file is dated now."""
+    return latest_now().timestamp()
+
+
 def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
     """A not-yet-committed hand edit with its `updated` set from the file time (never older
     than the version it edited, unless that one is dated in the future) and a fresh checksum; None when it needs no stamp or has no
@@ -357,8 +367,10 @@ def snapshot(root: Path, raw: dict[str, tuple[bytes, float]] | None = None,
     entries: dict[str, Entry] = {}
     disk_oid: dict[str, str] = {}
     normalized: list[str] = []
+    latest = saved_by() if keep_pass else float("inf")  # this machine's files: saved by now
     for path in sorted(raw):
         data, mtime = raw[path]
+        mtime = min(mtime, latest)
         oid = git_oid(data)
         disk_oid[path] = oid
         dirty = committed.get(path, ("", ""))[1] != oid

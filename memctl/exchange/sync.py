@@ -70,6 +70,7 @@ from memctl.exchange.snapshot import (
     commit_id,
     has_commits,
     history_key,
+    saved_by,
     scan_history,
     stamp_hand_edit,
     tree_of,
@@ -587,6 +588,7 @@ def commit_local_changes(store: Store) -> str | None:
     root = Path(store.root)
     status = run_git(root, "status", "--porcelain", "-z", "--untracked-files=all").stdout
     records = iter(status.split("\0"))
+    latest = saved_by()
     for record in records:
         if len(record) < 4:
             continue
@@ -596,7 +598,7 @@ def commit_local_changes(store: Store) -> str | None:
         if not full.is_file() or full.is_symlink():
             continue
         try:
-            stamped = stamp_hand_edit(record[3:], full.read_bytes(), full.stat().st_mtime)
+            stamped = stamp_hand_edit(record[3:], full.read_bytes(), min(full.stat().st_mtime, latest))
         except OSError:
             continue
         if stamped is not None:
