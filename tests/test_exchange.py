@@ -543,6 +543,26 @@ def test_conflict_copies_can_be_kept_or_dropped_and_stay_resolved(machines):
     assert body_of(desktop, note) == "Builds run on a self-hosted runner"
 
 
+def test_a_kept_copy_is_stamped_after_the_version_it_replaces_on_a_clock_that_is_behind(machines):
+    """The desktop's clock runs two hours ahead of the laptop's: its edit (14:00) wins, and
+    the laptop keeps its own version back at 12:00 by its clock. `conflicts keep` stamped
+    the laptop's clock alone, dating the person's decision before the version it replaced
+    (docs/sync.md: memctl's stamps never go backwards). It is stamped 1 ms after it."""
+    laptop, desktop = machines
+    note = add(laptop, "Builds run on GitHub Actions", T1)
+    transfer(laptop, desktop)
+    edit(laptop, note, "Builds run on Buildkite", T2)
+    edit(desktop, note, "Builds run on Jenkins", "2026-11-30T14:00:00.000Z")
+    transfer(desktop, laptop)
+    assert body_of(laptop, note) == "Builds run on Jenkins"
+    laptop.ok("conflicts", "keep", "1", env={"MEMCTL_NOW": "2026-11-30T12:00:00.000Z"})
+    assert body_of(laptop, note) == "Builds run on Buildkite"
+    updated = laptop.ok("show", note, "--json").json()["updated"]
+    assert updated == "2026-11-30T14:00:00.001Z", updated
+    transfer(laptop, desktop)
+    assert body_of(desktop, note) == "Builds run on Buildkite"
+
+
 def _a_conflict_copy_on_the_laptop(machines) -> tuple[Cli, str, Path]:
     """A note edited on both machines, the desktop's edit later: the laptop keeps it and a
     conflict copy of its own. The laptop, the note's id and its file."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from memctl.core import arguments
 from memctl.core.clock import now
 from memctl.core.errors import MemctlError, UsageError, quoted
 from memctl.core.merge import CONFLICT_DIR, conflict_source
-from memctl.core.note import stamp, title_of
+from memctl.core.note import monotonic_stamp, stamp, title_of
 from memctl.core.noteformat import parse_text
 from memctl.disk import gitops
 from memctl.disk.atomic import atomic_write_bytes
@@ -217,6 +218,25 @@ def _refuse_uncommitted(store: Store, target: str, copy: ConflictCopy) -> None:
             f"aside, then `memctl conflicts keep {copy.number}` again")
 
 
+def _after_replaced(store: Store, paths: list[str]) -> datetime:
+    """The time a kept copy is stamped with: now, or 1 ms after the version it replaces (the
+    current note's `updated`, its tombstone's `deleted`) when that is later, as every edit
+    memctl makes (`monotonic_stamp`; docs/sync.md: "memctl's stamps never go backwards").
+    Stamped with this clock alone, a keep on a machine whose clock is behind dated the
+    person's decision before the version it replaced."""
+    moment = now()
+    for path in paths:
+        try:
+            meta = parse_text(store.resolve(path).read_text(encoding="utf-8")).meta
+        except (OSError, UnicodeDecodeError):
+            continue
+        for name in ("updated", "deleted"):
+            value = meta.get(name)
+            if isinstance(value, str):
+                moment = monotonic_stamp(moment, value)
+    return moment
+
+
 def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
     """`keep` the copy as the current version, or `drop` it."""
     if action not in ("keep", "drop"):
@@ -238,11 +258,12 @@ def resolve(store: Store, ref: str, action: str) -> ConflictCopy:
             # Refused before anything changes: the note's tombstone (below) stayed deleted.
             _refuse_uncommitted(store, target, copy)
             if copy.note_id:
+                tomb = f"{TOMBSTONE_DIR}/{copy.note_id}.md"
                 try:
-                    data = stamp(data.decode("utf-8"), {}, now()).encode("utf-8")
+                    moment = _after_replaced(store, [target, tomb])
+                    data = stamp(data.decode("utf-8"), {}, moment).encode("utf-8")
                 except (MemctlError, UnicodeDecodeError):
                     pass  # kept as it is, byte for byte (a decode with "replace" changed it)
-                tomb = f"{TOMBSTONE_DIR}/{copy.note_id}.md"
                 if store.resolve(tomb).exists():
                     store.resolve(tomb).unlink()
                     changed.append(tomb)
