@@ -751,3 +751,27 @@ def test_export_help_says_its_project_option_defaults_to_the_whole_store(store_p
         assert {name.split("/")[0] for name in bundle.namelist()} >= {"demo", "other"}
     help_text = " ".join(cli.ok("export", "--help", env={"COLUMNS": "200"}).stdout.split())
     assert "default: the whole store" in help_text and "$MEMCTL_PROJECT" not in help_text
+
+
+def test_a_zip_stamped_days_ahead_of_this_clock_is_said_so(machines):
+    """Machines whose clocks are days apart: each import keeps its own version of a note
+    edited on both (the other's stamp counts for nothing here), and once the conflict copies
+    are dropped nothing showed it. The import says the zip is stamped ahead, and why it
+    matters (docs/sync.md, rule 2). (Clocks in 2090: "ahead" is measured against the later
+    of MEMCTL_NOW and the real clock.)"""
+    laptop, desktop = machines
+    here = {"MEMCTL_NOW": "2090-01-01T10:00:00Z"}
+    ahead = {"MEMCTL_NOW": "2090-01-03T13:00:00Z"}  # the desktop's clock, 2 days ahead
+    note = add(laptop, "The timeout is 30 s", here["MEMCTL_NOW"])
+    transfer(laptop, desktop)
+    edit(desktop, note, "The timeout is 45 s", ahead["MEMCTL_NOW"])
+    archive = desktop.store.parent / "ahead.zip"
+    desktop.ok("export", str(archive), env=ahead)
+    report = laptop.ok("import", str(archive), "--json", env=here).json()
+    [said] = [item["reason"] for item in report["warnings"]]
+    assert said.startswith("1 file of it is stamped more than a day ahead of this machine's "
+                           "clock (the latest 2090-01-03T13:00:00") and "set the wrong clock" in said
+    shown = laptop("import", str(archive), env=here)
+    assert "stamped more than a day ahead" in shown.stderr
+    same_clock = desktop.ok("import", str(archive), "--json", env=ahead).json()
+    assert same_clock["warnings"] == []  # its own clock's stamps are no news to it

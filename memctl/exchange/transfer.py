@@ -513,6 +513,9 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
         local = snapshot(store.root, keep_pass=True)
         report, _result = plan_import(local, bundle)
         wrote = _write(store, report, source, dry_run=dry_run, allow_secret=allow_secret)
+    ahead = stamped_ahead(bundle)
+    if ahead:
+        report.warnings.append({"path": str(source), "reason": ahead})
     if dry_run:
         return report
     # The counts are merged whether or not a file changed: a zip whose only news is that the
@@ -523,6 +526,25 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
     if wrote:
         refresh_index(store, list(report.writes) + report.removes)
     return report
+
+
+def stamped_ahead(bundle: Bundle) -> str | None:
+    """What to say of a bundle whose notes are stamped more than a day ahead of this clock,
+    or None. Such a time counts as no time in the merge here (docs/sync.md, rule 2) but as
+    the present on the machine whose clock wrote it: a note edited on both machines can then
+    stay one version here and another there, each import keeping its own, and once the
+    conflict copies are dropped nothing shows it. Said, the clock can be set right."""
+    horizon = future_horizon(latest_now())
+    stamps = [item.updated for item in bundle.files.values()
+              if item.updated and (instant(item.updated) or 0) > horizon]
+    if not stamps:
+        return None
+    return (f"{len(stamps)} file{'s' if len(stamps) != 1 else ''} of it "
+            f"{'are' if len(stamps) != 1 else 'is'} stamped more than a day ahead of this "
+            f"machine's clock (the latest {max(stamps)}): the clock of the machine that wrote "
+            f"{'them' if len(stamps) != 1 else 'it'} is ahead, or this one is behind; such a "
+            f"time counts for nothing here, so a note edited on both machines can stay "
+            f"different on each: set the wrong clock right")
 
 
 def refuse_the_store_itself(store: Store, source: Path, kind: str | None) -> None:
