@@ -737,16 +737,16 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
                                       http=_headers_in_time())).run(sockets=[listener])
 
 
-# A connection must have sent a request's line and headers this soon after it opened (or after
-# its last answer, as uvicorn's keep-alive wait already does): one that sent half a request
+# A connection must have sent a request's line and headers this soon after it opened or after
+# its last answer (uvicorn's keep-alive wait stops at the first byte): one that sent half a request
 # and nothing more held its connection and a file descriptor for ever, and a few hundred such
 # left no room for the clients (docs/agents.md, "The HTTP transport").
 HEADER_SECONDS = 10.0
 
 
 def _headers_in_time() -> Any:
-    """uvicorn's h11 protocol, with a timer from the connection's start that closes it when
-    no whole request's headers came by then (h11 still waiting for the first request). "h11"
+    """uvicorn's h11 protocol, with a timer from the connection's start, and again from each
+    answer, that closes it when no whole request's headers came by then. "h11"
     as it is when uvicorn's protocol is not the one known."""
     try:
         import h11
@@ -754,7 +754,8 @@ def _headers_in_time() -> Any:
     except ImportError:
         return "h11"
     if not all(hasattr(H11Protocol, name) for name in (
-            "connection_made", "connection_lost", "timeout_keep_alive_handler")):
+            "connection_made", "connection_lost", "on_response_complete",
+            "timeout_keep_alive_handler")):
         return "h11"
 
     class HeadersInTime(H11Protocol):  # type: ignore[misc, valid-type]
@@ -762,10 +763,20 @@ def _headers_in_time() -> Any:
             super().connection_made(transport)
             self.headers_timer = self.loop.call_later(HEADER_SECONDS, self.headers_late)
 
+        def on_response_complete(self) -> None:
+            # The next request's headers are due as soon after this answer: uvicorn's
+            # keep-alive timer stops at the first byte received, so a connection that was
+            # answered once and then sent half a request held its file descriptor for ever.
+            super().on_response_complete()
+            self.headers_timer.cancel()
+            if not self.transport.is_closing():
+                self.headers_timer = self.loop.call_later(HEADER_SECONDS, self.headers_late)
+
         def headers_late(self) -> None:
-            # IDLE: no request's line and headers whole yet (after one, the keep-alive timer
-            # of uvicorn's own has the connection).
-            if self.conn.their_state is h11.IDLE and self.cycle is None:
+            # IDLE, with no request being answered: the line and headers of the next request
+            # are not whole yet.
+            if self.conn.their_state is h11.IDLE \
+                    and (self.cycle is None or self.cycle.response_complete):
                 self.timeout_keep_alive_handler()
 
         def connection_lost(self, exc: Exception | None) -> None:

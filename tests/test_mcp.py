@@ -1518,6 +1518,32 @@ def test_http_closes_a_connection_that_never_finishes_its_headers(mcp):
         http_call(f"http://127.0.0.1:{port}/mcp", token, ping)  # a whole request is served
 
 
+def test_http_closes_a_connection_answered_once_that_never_finishes_its_next_headers(mcp):
+    """uvicorn's keep-alive wait stops at the first byte of the next request: a client that
+    was answered once (a 401 needs no token) and then sent half a request held its connection
+    for ever, as the timer from the connection's start looked at the first request only."""
+    from memctl.mcp_server import HEADER_SECONDS
+
+    port = free_port()
+    with http_server(mcp.store, port), socket.create_connection(("127.0.0.1", port)) as slow:
+        slow.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        slow.settimeout(10)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += slow.recv(4096)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 401")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:")))
+        while len(body) < length:
+            body += slow.recv(4096)
+        slow.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+        slow.settimeout(HEADER_SECONDS + 20)
+        started = time.monotonic()
+        assert slow.recv(1024) == b""  # closed by the server (a timeout raises here)
+        assert time.monotonic() - started >= HEADER_SECONDS - 1
+
+
 def test_http_refuses_a_host_other_machines_can_reach(store_path):
     result = run_memctl("mcp", "--http", "--host", "0.0.0.0", "--port", str(free_port()),
                         store=store_path)
