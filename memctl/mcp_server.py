@@ -47,7 +47,7 @@ from memctl import __version__
 from memctl.core import arguments
 from memctl.core.arguments import MAX_FIELD_CHARS, MAX_LINKS, MAX_TAGS
 from memctl.core.clock import seconds_setting
-from memctl.core.errors import Front, MemctlError, arg, machine_error, quoted
+from memctl.core.errors import QUOTED_CHARS, Front, MemctlError, arg, machine_error, quoted
 from memctl.core.ids import VALID_ID
 from memctl.core.jsontop import top_level_members
 from memctl.core.query import shown_query
@@ -1297,18 +1297,21 @@ def build_server(store: Store, default_project: str) -> Any:  # noqa: C901, PLR0
             except ResourceNotFoundError as exc:
                 # The SDK's "Unknown resource: URI" quoted a 100 KB address back whole; a value
                 # quoted back is cut (docs/agents.md, "Too much of anything").
-                if not str(exc).startswith("Unknown resource: "):
-                    raise
                 from mcp.shared.exceptions import MCPError
                 from mcp_types import INVALID_PARAMS
 
+                message = str(exc)
+                if message.startswith("Unknown resource: "):
+                    message = (f"Unknown resource: {quoted(str(uri))}; the server's resources "
+                               "are listed by resources/list and resources/templates/list")
                 # Raised as the answer itself: the SDK's answer to a ResourceNotFoundError
-                # adds the whole address again, as `data.uri`.
-                raise MCPError(code=INVALID_PARAMS,
-                               message=f"Unknown resource: {quoted(str(uri))}; the server's "
-                                       "resources are listed by resources/list and "
-                                       "resources/templates/list",
-                               data={"uri": quoted(str(uri))}) from None
+                # adds the whole address again, as `data.uri` (a template's refusal of a
+                # 50 KB id too). The address as it is, cut as any value quoted back.
+                address = str(uri)
+                if len(address) > QUOTED_CHARS:
+                    address = address[:QUOTED_CHARS] + "…"
+                raise MCPError(code=INVALID_PARAMS, message=message,
+                               data={"uri": address}) from None
 
         async def list_resources(self) -> list[Any]:
             listed = await super().list_resources()

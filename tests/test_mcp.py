@@ -1917,7 +1917,9 @@ def test_an_unknown_resource_and_a_call_without_an_arguments_object_are_worded(t
                 (34, "tools/call", {"name": 123, "arguments": {}}),
                 (35, "tools/call", {"name": "search", "arguments": {"query": "anything"}}),
                 (36, "tools/call", {"name": "y" * 100_000 + "\n", "arguments": ["x"]}),
-                (37, "tools/call", {"name": "z" * 100_000, "arguments": {}})]
+                (37, "tools/call", {"name": "z" * 100_000, "arguments": {}}),
+                (38, "resources/read", {"uri": "memctl://notes/01" + "v" * 50_000}),
+                (39, "resources/read", {"uri": "memctl://nothing/here"})]
     lines = [INITIALIZE, INITIALIZED, *(json.dumps(
         {"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
         for ident, method, params in requests)]
@@ -1930,6 +1932,11 @@ def test_an_unknown_resource_and_a_call_without_an_arguments_object_are_worded(t
     assert unknown["message"].startswith("Unknown resource: 'memctl://notes/xxx")
     # The whole answer, not its message alone: the SDK sent the address again as data.uri.
     assert len(json.dumps(answers[31])) < 1_000
+    assert answers[31]["error"]["data"]["uri"] == "memctl://notes/" + "x" * 45 + "…"
+    # A template's refusal (an id far too long) too; a short address comes back as it is.
+    assert len(json.dumps(answers[38])) < 1_000, json.dumps(answers[38])[:300]
+    assert answers[38]["error"]["message"].startswith("invalid value for `id`")
+    assert answers[39]["error"]["data"] == {"uri": "memctl://nothing/here"}
     for ident, letter in ((36, "y"), (37, "z")):  # a tool's name is quoted back cut too
         assert len(json.dumps(answers[ident])) < 1_000
         assert answers[ident]["error"]["message"].startswith(f"there is no tool '{letter * 3}")
