@@ -489,7 +489,7 @@ def prompt_arguments_as_text(params: dict[str, Any]) -> tuple[dict[str, Any], st
     return params, None
 
 
-MAX_TOOL_NAME = 128  # longer than any tool's name (MCP's limit for a tool name)
+MAX_TOOL_NAME = QUOTED_CHARS  # longer than any of memctl's tools: no name is quoted back longer
 
 
 def tool_call_refusal(params: dict[str, Any]) -> str | None:

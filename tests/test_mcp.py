@@ -1919,7 +1919,8 @@ def test_an_unknown_resource_and_a_call_without_an_arguments_object_are_worded(t
                 (36, "tools/call", {"name": "y" * 100_000 + "\n", "arguments": ["x"]}),
                 (37, "tools/call", {"name": "z" * 100_000, "arguments": {}}),
                 (38, "resources/read", {"uri": "memctl://notes/01" + "v" * 50_000}),
-                (39, "resources/read", {"uri": "memctl://nothing/here"})]
+                (39, "resources/read", {"uri": "memctl://nothing/here"}),
+                (40, "tools/call", {"name": "w" * 100, "arguments": {}})]
     lines = [INITIALIZE, INITIALIZED, *(json.dumps(
         {"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
         for ident, method, params in requests)]
@@ -1937,7 +1938,7 @@ def test_an_unknown_resource_and_a_call_without_an_arguments_object_are_worded(t
     assert len(json.dumps(answers[38])) < 1_000, json.dumps(answers[38])[:300]
     assert answers[38]["error"]["message"].startswith("invalid value for `id`")
     assert answers[39]["error"]["data"] == {"uri": "memctl://nothing/here"}
-    for ident, letter in ((36, "y"), (37, "z")):  # a tool's name is quoted back cut too
+    for ident, letter in ((36, "y"), (37, "z"), (40, "w")):  # a name is quoted back cut too
         assert len(json.dumps(answers[ident])) < 1_000
         assert answers[ident]["error"]["message"].startswith(f"there is no tool '{letter * 3}")
     for ident in (32, 33):

@@ -846,6 +846,7 @@ def test_a_question_in_traditional_characters_leaves_its_function_words_out(cli:
     assert split_chinese("我們的資料庫備份是什麼時候跑") == ["資料庫備份", "跑"]
     assert split_chinese("回滾怎麼做") == ["回滾", "做"]
     assert split_chinese("為什麼不用ORM嗎") == ["不用ORM"]
+    assert split_chinese("甚麼時候部署") == ["部署"]  # 甚麼: 什麼 as many in Taiwan write it
     backup = add(cli, "資料庫備份每天凌晨 3 點跑，保留 14 天")
     add(cli, "我們團隊的 code review 規則：不管什麼改動都要兩個人審核才能合併", "--type", "rule")
     assert ids(cli, "我們的資料庫備份是什麼時候跑") == [backup]

@@ -163,6 +163,17 @@ def test_a_note_written_in_full_width_is_found_by_either_width(cli: Cli,
         assert hit_ids(cli, query)[:1] == ["fw00000000000001"], query
 
 
+def test_a_tag_written_in_full_width_is_found_by_either_width(cli: Cli, store_path: Path) -> None:
+    """A query's filters are read as ASCII: a note tagged `ｏｐｓ` (kept as written) was
+    found by `list --tag ｏｐｓ` and by no `tag:` in a search. Tags are kept as ASCII too."""
+    note(store_path, "fw00000000000003", "The replica listens on port 5433.", tags=["ｏｐｓ"])
+    for query in ("tag:ｏｐｓ replica", "tag:ops replica", "tag:OPS replica"):
+        assert hit_ids(cli, query) == ["fw00000000000003"], query
+    for tag in ("ｏｐｓ", "ops"):
+        listed = cli.ok("list", "--tag", tag, "--json").json()
+        assert [entry["id"] for entry in listed] == ["fw00000000000003"], tag
+
+
 def test_a_phrase_one_side_of_an_or_is_not_required_in_the_fuzzy_fallback(
         cli: Cli, store_path: Path) -> None:
     """`"pool connection" OR kafak`: either side will do. The fallback required every quoted

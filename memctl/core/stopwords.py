@@ -31,9 +31,9 @@ CHINESE_WORDS = tuple(sorted("""
 之前 之后 以前 的时候 时候 应该 可以 能够 告诉我 怎样 怎么回事 为啥 啥 能否 这边 那边 目前 现在 问一下
 什麼時候 為什麼 怎麼樣 怎麼辦 有沒有 請問 什麼 怎麼 為何 哪個 哪裡 哪裏 哪兒 哪一個 幾個 我們 你們
 他們 它們 咱們 這個 那個 這些 那些 這裡 這裏 那裡 那裏 一個 之後 的時候 時候 應該 能夠 告訴我 怎樣
-怎麼回事 為啥 這邊 那邊 現在 問一下
+怎麼回事 為啥 這邊 那邊 現在 問一下 甚麼時候 甚麼
 """.split(), key=len, reverse=True))
-# The second and third lines: the same words in traditional characters (什麼, 我們, 為什麼…),
+# The last three lines: the same words in traditional characters (什麼 and 甚麼, 我們, 為什麼…),
 # as a person in Taiwan or Hong Kong types them. Without them a question in traditional
 # characters kept its asking as units, and a note that happens to say 什麼 or 們 matched it.
 

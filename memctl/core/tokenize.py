@@ -17,7 +17,8 @@ import functools
 import re
 
 # Bump whenever the transform or FTS_TOKENIZE changes: the index is rebuilt on a mismatch.
-# 2: full-width letters and digits are indexed as the ASCII ones (FULL_WIDTH_ALNUM).
+# 2: full-width letters and digits are indexed as the ASCII ones (FULL_WIDTH_ALNUM), in
+# the text and in the tags (memctl.index.scope.tag_key).
 TOKENIZER_VERSION = 2
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 SEP = "\x1f"

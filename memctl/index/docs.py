@@ -29,6 +29,7 @@ from memctl.disk.filescan import content_digest
 from memctl.disk.layout import slugify
 from memctl.disk.storefiles import LINK_ERRNOS, NOT_A_FILE_ERRNOS, READ_FLAGS, read_open
 from memctl.index.fuzzy import doc_words
+from memctl.index.scope import tag_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (~4 ms of start-up)
 if TYPE_CHECKING:
@@ -367,7 +368,7 @@ def doc_row(path: str, doc: Doc) -> tuple[Any, ...]:
         _to_json(doc.meta), doc.subject and fact_key(doc.subject),
         doc.predicate and fact_key(doc.predicate),
         to_index(doc.title), to_index(tag_text), to_index(doc.body), scope_token(doc.project),
-        sorted({tag.lower() for tag in doc.tags}),
+        sorted(set(filter(None, map(tag_key, doc.tags)))),
         doc_words(doc.title, doc.tags, doc.subject, doc.predicate),
         _pairs_row(doc.title, tag_text, doc.body, doc.project),
     )

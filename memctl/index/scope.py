@@ -7,6 +7,7 @@ from datetime import datetime
 
 from memctl.core import arguments
 from memctl.core.clock import now
+from memctl.core.tokenize import FULL_WIDTH_ALNUM
 from memctl.core.vocab import fact_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -24,11 +25,12 @@ def _timestamp(value: Any) -> float | None:
     return arguments.since(str(value)).timestamp()
 
 
-def _tag_key(tag: str) -> str:
-    """A tag filter as the index keeps tags: without blanks, a leading `#` or case, whether
-    it came from `tag:#x` in a query or from a `--tag '#x'` option (memctl.core.note.parse_tags
-    reads `#x` in a file as `x`)."""
-    return tag.strip().lstrip("#").strip().lower()
+def tag_key(tag: str) -> str:
+    """A tag as the index keeps it and a filter compares it: without blanks, a leading `#`,
+    case or full width (`ｏｐｓ` is `ops`, as in a query: memctl.core.tokenize), whether it
+    came from `tag:#x` in a query, a `--tag '#x'` option or a note's `tags:`
+    (memctl.core.note.parse_tags reads `#x` in a file as `x`)."""
+    return tag.strip().lstrip("#").strip().lower().translate(FULL_WIDTH_ALNUM)
 
 
 def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
@@ -60,16 +62,16 @@ def scope_sql(*, projects: Sequence[str] | None, types: Sequence[str] = (),
         among("d.type", [t.lower() for t in exclude_types], negate=True)
     # A tag that is nothing once blanks and `#` are gone (`--tag ""`, an empty variable)
     # filters nothing, for every listing alike (`search` found nothing where `list` listed all).
-    for tag in filter(None, map(_tag_key, tags)):
+    for tag in filter(None, map(tag_key, tags)):
         clauses.append("d.rowid IN (SELECT doc FROM doc_tags WHERE tag = ?)")
         params.append(tag)
     for group in tag_any:  # `tag:a OR tag:b`: one of them
-        keys = list(dict.fromkeys(filter(None, map(_tag_key, group))))
+        keys = list(dict.fromkeys(filter(None, map(tag_key, group))))
         if keys:
             marks = ", ".join("?" * len(keys))
             clauses.append(f"d.rowid IN (SELECT doc FROM doc_tags WHERE tag IN ({marks}))")
             params.extend(keys)
-    for tag in filter(None, map(_tag_key, exclude_tags)):
+    for tag in filter(None, map(tag_key, exclude_tags)):
         clauses.append("d.rowid NOT IN (SELECT doc FROM doc_tags WHERE tag = ?)")
         params.append(tag)
     for column, values in (("d.subject_key", subjects), ("d.predicate_key", predicates)):
