@@ -6,11 +6,13 @@ and `scratch note`."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_memctl
+from conftest import memctl_executable, run_memctl
 
 from memctl.core import arguments
 from memctl.core.errors import UsageError
@@ -85,3 +87,42 @@ def test_a_file_system_read_as_ascii_leaves_names_beyond_ascii_out_without_a_tra
         result = run_memctl(*args, store=store, env=ascii_names)
         assert result.exit_code == 0 and "Traceback" not in result.stderr, result.stderr
         assert [entry["title"] for entry in result.json()] == ["The kiwi orchard note"]
+
+
+def _run_bytes(*args: str, store: Path, env: dict[str, str]) -> tuple[int, bytes, bytes]:
+    """The installed memctl, its output as bytes (in Latin-1 they are no UTF-8)."""
+    full = {**os.environ, "MEMCTL_STORE": str(store), "MEMCTL_PROJECT": "demo", **env}
+    done = subprocess.run([memctl_executable(), *args], capture_output=True, env=full,
+                          timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("encoding", [{"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"},
+                                      {"PYTHONIOENCODING": "latin-1"}])
+def test_a_terminal_that_cannot_show_a_notes_characters_gets_escapes_never_a_traceback(
+        tmp_path: Path, encoding: dict[str, str]) -> None:
+    """stdout in ASCII (`LC_ALL=C PYTHONUTF8=0`) or Latin-1: a note with an accent, an emoji
+    or a table cut with "…" ended `show`, `list`, `search` and `recall` in a
+    UnicodeEncodeError traceback, with nothing printed. What the stream cannot encode is
+    written as an escape, and `--json` as JSON's own escapes: the same values."""
+    store = tmp_path / "store"
+    assert run_memctl("init", str(store), store=store).exit_code == 0
+    # An ASCII title (its file's name: a name beyond ASCII is no file to such a memctl)
+    text = ("Espresso prices " + "long " * 30 + "\nAt the caf\u00e9 it costs 3 \u20ac "
+            "\U0001f469\u200d\U0001f467")
+    added = run_memctl("add", text, "--json", store=store)
+    assert added.exit_code == 0, added.stderr
+    note_id = added.json()["id"]
+    env = {**encoding, "COLUMNS": "70"}  # the title cut with "…"
+    for args in (["show", note_id], ["list"], ["search", "espresso"], ["recall", "espresso"]):
+        code, out, err = _run_bytes(*args, store=store, env=env)
+        assert code == 0 and b"Traceback" not in err, (args, err)
+        assert b"Espresso" in out
+        code, out, err = _run_bytes(*args, "--json", store=store, env=env)
+        assert code == 0 and b"Traceback" not in err, (args, err)
+        assert out.isascii() and json.loads(out)
+    found = json.loads(_run_bytes("search", "espresso", "--json", store=store, env=env)[1])
+    assert [hit["id"] for hit in found] == [note_id]
+    shown = json.loads(_run_bytes("show", note_id, "--json", store=store, env=env)[1])
+    assert shown["body"].strip() == text.strip()
+

@@ -4,6 +4,7 @@ messages. Command groups live in one module each and register on the typer `app`
 
 from __future__ import annotations
 
+import codecs
 import sys
 
 from memctl.cli.served import answer as answer_from_watcher
@@ -17,7 +18,24 @@ from memctl.cli.served import finish, search_store_option, walk_root
 _GC_THRESHOLD = 50_000
 
 
+def _writable_streams() -> None:
+    """stdout in an encoding that cannot hold every character (`LC_ALL=C PYTHONUTF8=0`:
+    ASCII; `PYTHONIOENCODING=gbk`) writes what it cannot encode as an escape (`\\u2026`),
+    as Python's stderr always does, instead of ending the command in a UnicodeEncodeError
+    traceback at the first note with an accent, an emoji or a table cut with "…" (--json
+    writes such characters as JSON's own escapes: `memctl.cli.output.emit_json`)."""
+    stream = sys.stdout
+    try:
+        if stream is None or stream.errors not in ("strict", "surrogateescape") \
+                or codecs.lookup(stream.encoding).name.startswith("utf"):
+            return
+        stream.reconfigure(errors="backslashreplace")
+    except (AttributeError, LookupError, ValueError):  # a stream Python did not make
+        return
+
+
 def main() -> None:
+    _writable_streams()
     code = answer_from_watcher(sys.argv[1:])
     if code is not None:
         finish(code)  # ends the process

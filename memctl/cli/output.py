@@ -56,15 +56,42 @@ def emit_json(data: Any) -> None:
     gives it, written in pieces: a health report of 100k notes is tens of MB of text, and
     building it whole (with the millions of pieces the encoder joins) took gigabytes."""
     write = sys.stdout.write
+    safe = _json_safe if _holds_unicode(sys.stdout) else _json_ascii
     pieces: list[str] = []
     for piece in _indented(data, 0):
         pieces.append(piece)
         if len(pieces) >= 4096:
-            write(_json_safe("".join(pieces)))
+            write(safe("".join(pieces)))
             pieces.clear()
     pieces.append("\n")
-    write(_json_safe("".join(pieces)))
+    write(safe("".join(pieces)))
     sys.stdout.flush()
+
+
+def _holds_unicode(stream: Any) -> bool:
+    """Whether `stream` encodes every character (UTF-8, as nearly everywhere); else (an ASCII
+    locale with `PYTHONUTF8=0`, `PYTHONIOENCODING=latin-1`) JSON goes out as ASCII."""
+    import codecs
+
+    try:
+        return codecs.lookup(stream.encoding).name.startswith("utf")
+    except (AttributeError, LookupError, TypeError):
+        return True
+
+
+_NOT_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def _json_ascii(text: str) -> str:
+    """JSON text with every character beyond ASCII as JSON's escape (`\\u00e9`, a surrogate
+    pair beyond the BMP), as `json.dumps(ensure_ascii=True)` writes it: the same values."""
+    if text.isascii():
+        return text
+    return _NOT_ASCII.sub(_json_ascii_escaped, text)
+
+
+def _json_ascii_escaped(match: re.Match[str]) -> str:
+    return json.encoder.encode_basestring_ascii(match.group())[1:-1]
 
 
 def _json_safe(text: str) -> str:
