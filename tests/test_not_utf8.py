@@ -126,3 +126,20 @@ def test_a_terminal_that_cannot_show_a_notes_characters_gets_escapes_never_a_tra
     shown = json.loads(_run_bytes("show", note_id, "--json", store=store, env=env)[1])
     assert shown["body"].strip() == text.strip()
 
+
+def test_show_of_a_note_named_beyond_ascii_in_an_ascii_locale_is_one_error_line(
+        tmp_path: Path) -> None:
+    """A note whose file name is beyond ASCII (memctl names `Café hours` `café-hours-….md`),
+    indexed as usual, then asked for by `show` or `log` with `LC_ALL=C PYTHONUTF8=0`: the
+    indexed path could not be encoded for `lstat`, a UnicodeEncodeError traceback. Such a
+    memctl leaves the file out, as `list` and `search` do: one `error:` line."""
+    store = tmp_path / "store"
+    assert run_memctl("init", str(store), store=store).exit_code == 0
+    added = run_memctl("add", "Caf\u00e9 hours are nine to five", "--json", store=store)
+    note_id = added.json()["id"]
+    assert "caf\u00e9" in added.json()["path"]
+    ascii_names = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    for args in (["show", note_id], ["show", note_id, "--json"], ["log", note_id]):
+        code, out, err = _run_bytes(*args, store=store, env=ascii_names)
+        assert b"Traceback" not in err, (args, err)
+        assert code in (0, 1) and (code == 0 or err.startswith(b"error: ")), (args, err)

@@ -1368,7 +1368,9 @@ class Index:
         meta, path, mtime_ns, ctime_ns, size, digest = rows[0]
         try:
             info = os.lstat(self.root / path)
-        except OSError:
+        except (OSError, UnicodeEncodeError):
+            # (UnicodeEncodeError: a name indexed where names are read as UTF-8, looked up
+            # where they are ASCII, `LC_ALL=C PYTHONUTF8=0`: no file this process can name.)
             return None
         if not stat_module.S_ISREG(info.st_mode):
             return None
