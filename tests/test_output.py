@@ -453,3 +453,35 @@ def test_json_output_writes_what_json_cannot_encode_as_its_text() -> None:
 
     data = {"when": date(2026, 12, 3), "where": [PurePosixPath("a/b"), {"deep": {1, 2} - {2}}]}
     assert _emitted(data) == json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n"
+
+
+def _into_a_closed_pipe(*args: str, store: Path) -> tuple[int, str]:
+    """The installed memctl writing into a pipe nobody reads any more (`| head -1` gone)."""
+    import os
+    import subprocess
+
+    from conftest import memctl_executable
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([memctl_executable(), *args], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60,
+                              env={**os.environ, "MEMCTL_STORE": str(store),
+                                   "MEMCTL_PROJECT": "demo"})
+    finally:
+        os.close(write_end)
+    return done.returncode, done.stderr
+
+
+def test_a_closed_pipe_ends_every_layout_quietly_with_the_same_code(cli: Cli) -> None:
+    """`memctl list | head -1`: output laid out by rich (a table, a note's panel, help-less
+    search hits with characters rich measures) ended with exit 1 (rich's own SystemExit),
+    the same output written plainly (`--json`, search hits of plain text) with 0. Every
+    layout now ends as `run_command` ends a closed pipe: quietly, 0."""
+    plain = cli.ok("add", "The kiosk serves espresso", "--json").json()["id"]
+    cli.ok("add", "\u4e2d\u6587 espresso \U0001f469\u200d\U0001f467 note")
+    for args in (["list"], ["list", "--json"], ["show", plain], ["show", plain, "--json"],
+                 ["search", "espresso"], ["search", "espresso", "--json"], ["health"]):
+        code, err = _into_a_closed_pipe(*args, store=cli.store)
+        assert code == 0 and "Traceback" not in err and "error" not in err, (args, code, err)

@@ -175,7 +175,15 @@ def console():  # -> rich.console.Console (lazy: rich costs start-up time)
     if _console is None:
         from rich.console import Console
 
-        _console = Console(highlight=False, soft_wrap=False)
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                # rich exits 1 here (SystemExit); a closed pipe (`memctl list | head -1`)
+                # ends memctl quietly with 0, as a plain write to it does
+                # (`memctl.cli.context.run_command`): the same for every command and layout.
+                self.quiet = True
+                raise BrokenPipeError(32, "Broken pipe")
+
+        _console = _Console(highlight=False, soft_wrap=False)
     return _console
 
 
