@@ -485,3 +485,31 @@ def test_a_closed_pipe_ends_every_layout_quietly_with_the_same_code(cli: Cli) ->
                  ["search", "espresso"], ["search", "espresso", "--json"], ["health"]):
         code, err = _into_a_closed_pipe(*args, store=cli.store)
         assert code == 0 and "Traceback" not in err and "error" not in err, (args, code, err)
+
+
+@pytest.mark.parametrize("closed", [">&-", "2>&-"])
+def test_a_closed_stdout_or_stderr_is_no_traceback_and_loses_no_output(
+        cli: Cli, tmp_path: Path, closed: str) -> None:
+    """`memctl list --json >&-`: Python makes a closed stream None, and memctl's first write
+    to it was an AttributeError traceback (exit 1); with stderr closed, `list` ended 1 after
+    printing everything and `get` printed nothing, its line on stderr coming first. The
+    closed stream is now held on /dev/null: the other one gets all its output, exit 0."""
+    import os
+    import subprocess
+
+    from conftest import memctl_executable
+
+    note = cli.ok("add", "The kiosk serves espresso", "--subject", "kiosk", "--predicate",
+                  "drink", "--json").json()["id"]
+    out = tmp_path / "out.txt"
+    for args in (["list", "--json"], ["list"], ["search", "espresso", "--json"],
+                 ["show", note, "--json"], ["get", "kiosk", "drink"], ["health", "--json"]):
+        other = "2>" if closed == ">&-" else ">"
+        done = subprocess.run(["sh", "-c", f'exec "$@" {closed} {other}"{out}"', "sh",
+                               memctl_executable(), *args], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "MEMCTL_STORE": str(cli.store),
+                                               "MEMCTL_PROJECT": "demo"})
+        written = out.read_text(encoding="utf-8")
+        assert done.returncode == 0 and "Traceback" not in written, (args, written)
+        if closed == "2>&-":
+            assert "espresso" in written, (args, written)

@@ -34,7 +34,31 @@ def _writable_streams() -> None:
         return
 
 
+def _hold_closed_streams() -> None:
+    """A standard stream closed before memctl started (`memctl list >&-`, `2>&-`): Python
+    makes it None, and the first write to it was an AttributeError traceback, or exit 1 once
+    the work was done; a command whose line on stderr comes before its output (`get`,
+    `show` of an episode) printed nothing. Its descriptor is held on /dev/null instead: what
+    is written to it is dropped, as a closed pipe's output is (`run_command`: quietly, 0),
+    and no file memctl opens can take its number and receive what is meant for it."""
+    import os
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            held = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8",  # noqa: SIM115
+                                    errors="backslashreplace", closefd=False))
+        except OSError:
+            continue
+
+
 def main() -> None:
+    _hold_closed_streams()
     _writable_streams()
     code = answer_from_watcher(sys.argv[1:])
     if code is not None:
