@@ -513,3 +513,20 @@ def test_a_closed_stdout_or_stderr_is_no_traceback_and_loses_no_output(
         assert done.returncode == 0 and "Traceback" not in written, (args, written)
         if closed == "2>&-":
             assert "espresso" in written, (args, written)
+
+
+@pytest.mark.parametrize("columns", [20, 21, 22])
+def test_search_hits_in_a_narrow_terminal_skip_no_text_between_their_lines(
+        store_path: Path, columns: int) -> None:
+    """Below 23 columns the hit's text was wrapped 20 cells wide beside a 3-cell margin: each
+    line was cut at the terminal's edge with "…", and the next line went on after what the
+    cut dropped (`部…` then `记…`: `署笔` lost). Each line now holds what the margin leaves,
+    and the lines read on from one another."""
+    title = "\u4e2d\u6587\u5bbd\u5b57\u7b26\u6d4b\u8bd5\u90e8\u7f72\u7b14\u8bb0\uff0c\u8fd9\u662f\u4e00\u4e2a\u5f88\u957f\u7684\u53e5\u5b50\u7528\u6765\u6d4b\u8bd5"
+    assert run_memctl("add", title, store=store_path).exit_code == 0
+    result = run_memctl("search", "\u90e8\u7f72", store=store_path, env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert all(cell_len(line) <= columns for line in lines), lines
+    text = "".join(line.strip().rstrip("\u2026").strip() for line in lines[1:3])
+    assert title.startswith(text) and len(text) >= 10, lines

@@ -133,7 +133,9 @@ def lay_out_hits(hits: list[Hit], rows: list[tuple[str, str, str, str]],
     on `out` with `text_type`: rich's console and Text, or their plain counterparts."""
     sizes = [max(cell_len(row[column]) for row in rows) for column in range(4)]
     indent = sizes[0] + 2
-    room = max(20, out.width - indent)
+    # The text is wrapped to what the margin leaves, never wider: a line wider than that was
+    # cut at the terminal's edge, and what it lost was not on the next line either.
+    room = max(1, out.width - indent)
     for hit, (number, shown_id, kind, project), explanation in zip(hits, rows, explained,
                                                                    strict=True):
         lead = text_type()
