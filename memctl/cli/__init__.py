@@ -5,6 +5,7 @@ messages. Command groups live in one module each and register on the typer `app`
 from __future__ import annotations
 
 import codecs
+import os
 import sys
 
 from memctl.cli.served import answer as answer_from_watcher
@@ -41,8 +42,6 @@ def _hold_closed_streams() -> None:
     `show` of an episode) printed nothing. Its descriptor is held on /dev/null instead: what
     is written to it is dropped, as a closed pipe's output is (`run_command`: quietly, 0),
     and no file memctl opens can take its number and receive what is meant for it."""
-    import os
-
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         if getattr(sys, name) is not None:
             continue
