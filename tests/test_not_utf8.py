@@ -87,6 +87,11 @@ def test_a_file_system_read_as_ascii_leaves_names_beyond_ascii_out_without_a_tra
         result = run_memctl(*args, store=store, env=ascii_names)
         assert result.exit_code == 0 and "Traceback" not in result.stderr, result.stderr
         assert [entry["title"] for entry in result.json()] == ["The kiwi orchard note"]
+    # health said such a name "is not UTF-8 … rename it"; it is UTF-8, read here as ASCII.
+    report = run_memctl("health", "--json", store=store, env=ascii_names).json()
+    [unread] = [entry for entry in report["parse_errors"] if "caf" in entry["path"]]
+    assert "the name is UTF-8, but this process reads file names as ASCII" in unread["message"]
+    assert "PYTHONUTF8=1" in unread["message"] and "rename" not in unread["message"]
 
 
 def _run_bytes(*args: str, store: Path, env: dict[str, str]) -> tuple[int, bytes, bytes]:

@@ -92,6 +92,20 @@ PROBLEM_SECTIONS = (
 # A file or folder whose name is not UTF-8 (memctl.core.textfile.is_utf8_name), as parse_errors
 # names it.
 NAME_NOT_UTF8 = "the name is not UTF-8: no command reads this; rename it"
+# The same name under a locale that reads names as ASCII (`LC_ALL=C PYTHONUTF8=0`): the name
+# is UTF-8, and renaming it is not what to do.
+NAME_UNREAD_HERE = ("the name is UTF-8, but this process reads file names as ASCII (the C "
+                    "locale): no command reads this here; run memctl with PYTHONUTF8=1 or a "
+                    "UTF-8 locale (LC_ALL=C.UTF-8)")
+
+def _utf8_bytes(name: str) -> bool:
+    """Whether the bytes of a name the file system's encoding could not read are UTF-8."""
+    try:
+        os.fsencode(name).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
 
 def _brief(note: Note) -> dict[str, Any]:
     return {"id": note.id, "project": note.project, "type": note.type, "path": note.path,
@@ -993,7 +1007,9 @@ def _links_and_ignored(store: Store
                 continue
             if not is_utf8_name(name):
                 shown = escaped_name(rel_folder) + escaped_name(name) + ("/" if is_dir else "")
-                unnamed.append({"path": shown, "line": 1, "message": NAME_NOT_UTF8})
+                unnamed.append({"path": shown, "line": 1,
+                                 "message": NAME_UNREAD_HERE if _utf8_bytes(name)
+                                 else NAME_NOT_UTF8})
                 continue
             if entry.is_symlink():
                 links.append({"path": rel_folder + name, "target": os.readlink(entry.path)})
