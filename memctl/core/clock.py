@@ -16,6 +16,12 @@ FIRST_YEAR, LAST_YEAR = 1970, 2099
 FUTURE_TOLERANCE = timedelta(days=1)
 
 
+def ahead(moment: datetime, reference: datetime | None = None) -> bool:
+    """Whether `moment` is more than FUTURE_TOLERANCE ahead of `reference` (default: the later
+    of `MEMCTL_NOW` and this machine's clock, `latest_now`): a time that proves nothing."""
+    return moment - (latest_now() if reference is None else reference) > FUTURE_TOLERANCE
+
+
 def now() -> datetime:
     """The current time in UTC, or `MEMCTL_NOW` when set (a time of 1970..2099)."""
     override = os.environ.get("MEMCTL_NOW")

@@ -62,16 +62,6 @@ from itertools import accumulate, chain, compress, repeat
 SHORT_MAX = 250  # words; an 8-bit lane holds the counts of the bound below up to 254
 LONG_MIN = 120  # words; < SHORT_MAX / 2, so texts within a factor of 2 share a regime
 STEM = 5  # characters of a Latin word that count (inflections: deploy, deploys, deployed)
-
-
-def word_key(token: str) -> str:
-    """A word as the bags count it: its first STEM characters, after the `s` that ends a
-    word of at most STEM letters (`tests`, `runs`, `logs`: not `class`). Cut to STEM alone,
-    `test`/`tests` and `run`/`runs` were two words, and `Tests run nightly` / `Test runs
-    nightly` (94 when scored) shared too few to be a candidate (tests/test_nearpairs.py)."""
-    if 2 < len(token) <= STEM and token[-1] == "s" and token[-2] != "s" and token.isascii():
-        return token[:-1]
-    return token[:STEM]
 SHINGLE = 4  # words in a row: the elements of a long text
 SAMPLE = 8  # a shingle is kept when its first word is one of a fixed eighth of all words
 SHORT_DIVISOR = 4  # shared ≥ (n_a + n_b) / 4: Dice ≥ 1/2
@@ -99,6 +89,16 @@ BLOCK_MIN = 1024  # ... of this many texts at least
 CANDIDATES_PER_TEXT = 512
 
 Pair = tuple[int, int]
+
+
+def word_key(token: str) -> str:
+    """A word as the bags count it: its first STEM characters, after the `s` that ends a
+    word of at most STEM letters (`tests`, `runs`, `logs`: not `class`). Cut to STEM alone,
+    `test`/`tests` and `run`/`runs` were two words, and `Tests run nightly` / `Test runs
+    nightly` (94 when scored) shared too few to be a candidate (tests/test_nearpairs.py)."""
+    if 2 < len(token) <= STEM and token[-1] == "s" and token[-2] != "s" and token.isascii():
+        return token[:-1]
+    return token[:STEM]
 
 
 def short_elements(tokens: Sequence[str]) -> list[str]:

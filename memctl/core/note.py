@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from memctl.core.clock import FUTURE_TOLERANCE, format_time, latest_now, parse_time
+from memctl.core.clock import ahead, format_time, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.hashing import sha256
 from memctl.core.ids import ALPHABET, ID_LENGTH, is_id, valid_id
@@ -368,7 +368,7 @@ def monotonic_stamp(moment: datetime, previous: str | None) -> datetime:
     machines; newest-wins merging relies on a change looking newer than what it changed)."""
     before = parse_time(previous) if previous else None
     if before is not None and before >= moment:
-        if before - latest_now() > FUTURE_TOLERANCE:
+        if ahead(before):
             # A stamp far in this clock's future (a machine's clock years ahead, or a hostile
             # `9999-12-31`) does not hold every later change hostage (docs/sync.md).
             return moment

@@ -54,6 +54,15 @@ MAX_TERM_CHARS = 200
 SHOWN_QUERY_CHARS = 200
 
 
+def every_phrase_and_any_unit(required: list[str], optional: list[str]) -> str:
+    """The MATCH of the notes with every required unit (a quoted phrase) and any unit. A
+    phrase is a unit too: a note with every phrase and none of the other words is found
+    (`"connection pool" kafka` found nothing where no note says kafka); the other words
+    stay in the expression, for BM25 and the snippet's highlights."""
+    return " AND ".join(required + (["(" + " OR ".join(optional + required) + ")"]
+                                    if optional else []))
+
+
 def shown_query(query: str, limit: int = SHOWN_QUERY_CHARS) -> str:
     """The query on one line, its first `limit` characters (then `…`)."""
     line = " ".join(query.split())
@@ -175,13 +184,9 @@ class Query:
     def matching_any(self, extra: list[str] | tuple[str, ...] = ()) -> str:
         """The MATCH for every note with a unit of the query (or one of `extra`, such as the
         close words of a misspelt one), all its quoted phrases, and no excluded word."""
-        required = [unit.match for unit in self.units if unit.required]
-        optional = [unit.match for unit in self.units if not unit.required] + list(extra)
-        # A quoted phrase is a unit too: a note with every phrase and none of the other words
-        # is found (`"connection pool" kafka` found nothing where no note says kafka). Its
-        # other words stay in the expression, for BM25 and the snippet's highlights.
-        parts = required + (["(" + " OR ".join(optional + required) + ")"] if optional else [])
-        return self.without_negative(" AND ".join(parts))
+        return self.without_negative(every_phrase_and_any_unit(
+            [unit.match for unit in self.units if unit.required],
+            [unit.match for unit in self.units if not unit.required] + list(extra)))
 
     def without_negative(self, match: str) -> str:
         """`match` less the notes with an excluded word (`-mysql`, `NOT mysql`)."""
@@ -298,12 +303,13 @@ def parse(raw: str) -> Query:
     tag_at = -2  # the item of the last tag needed
     for index, item in enumerate(items):
         nxt = items[index + 1] if index + 1 < len(items) else None
-        if (_is_op(item, "OR") or _is_op(item, "AND")) and index > 0 and nxt is not None \
-                and (_filter_key(items[index - 1]) or _filter_key(nxt)):
+        operator = (_is_op(item, "OR") or _is_op(item, "AND")) and index > 0 and nxt is not None
+        before, after = (_filter_key(items[index - 1]), _filter_key(nxt)) if operator \
+            else (None, None)
+        if before or after:
             # An operator beside a filter is no word to look for: `tag:db AND type:decision`
             # found nothing, where `tag:db type:decision` found the note. A note has one type,
             # so `type:a OR type:b` is either (as `type:a type:b`); `tag:a OR tag:b` is either tag.
-            before, after = _filter_key(items[index - 1]), _filter_key(nxt)
             if _is_op(item, "OR") and before != after:
                 # `pool OR tag:ops` was `pool tag:ops` (a filter always narrows): say so
                 # rather than answer another question than the one asked.

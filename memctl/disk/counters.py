@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
-from memctl.core.clock import FUTURE_TOLERANCE, format_time, latest_now, now, parse_time
+from memctl.core.clock import ahead, format_time, now, parse_time
 from memctl.core.errors import MemctlError, sqlite_damaged
 from memctl.disk.layout import state_path
 
@@ -355,7 +355,7 @@ def _from_the_future(stamp: str) -> bool:
     a pushed `9999-12-31` kept its note recalled for ever, never idle and never archived, on
     every machine, and no later access could replace it."""
     moment = parse_time(stamp)
-    return moment is not None and moment - latest_now() > FUTURE_TOLERANCE
+    return moment is not None and ahead(moment)
 
 
 def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | None = None) -> int:

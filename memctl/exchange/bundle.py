@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memctl.core.clock import FUTURE_TOLERANCE, latest_now, parse_time
+from memctl.core.clock import ahead, parse_time
 from memctl.core.errors import MemctlError
 from memctl.core.ids import valid_id
 from memctl.core.merge import (
@@ -609,7 +609,7 @@ def _later(stamped: str, seen: str) -> str:
     first, second = parse_time(stamped), parse_time(seen)
     if first is None or second is None:
         return stamped
-    if second > first or first - latest_now() > FUTURE_TOLERANCE:
+    if second > first or ahead(first):
         return seen
     return stamped
 

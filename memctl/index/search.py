@@ -25,6 +25,7 @@ from memctl.core.dates import Period, notation_words, periods_in
 from memctl.core.query import (
     Query,
     Unit,
+    every_phrase_and_any_unit,
     fts_phrase,
     parse,
     without_date_notation,
@@ -645,9 +646,7 @@ def _best_match(ctx: RankContext, parsed: Query, periods: list[Period]) -> list[
                 if not units[number].required and units[number].pair is None]
     pairs = [bestmatch.pair_match(units[number].pair) for number in ranked
              if units[number].pair is not None]
-    # (A candidate may have the phrases alone: they are units, docs/search.md.)
-    ranking = " AND ".join(required + (["(" + " OR ".join(optional + required) + ")"]
-                                       if optional else []))
+    ranking = every_phrase_and_any_unit(required, optional)
     if ranking and parsed.negative:
         ranking = f"({ranking}) NOT ({parsed.negative})"
     exact = ranker.rows(strict_match) if strict_match else set()

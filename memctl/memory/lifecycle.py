@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from memctl.core.clock import FUTURE_TOLERANCE, format_time, now, parse_time
+from memctl.core.clock import ahead, format_time, now, parse_time
 from memctl.core.errors import MemctlError, NoteFormatError, UsageError
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
@@ -116,18 +116,13 @@ def last_active(note: Note, last_accessed: Any = None,
     (docs/lifecycle.md). Not the later of `updated` and `created`: a note without `created:`
     takes its file's time for it, which each clone, checkout or pull renews, and such a note
     was never idle however old its `updated` (tests/test_lifecycle.py). A time more than a
-    day ahead of `moment` proves nothing (`ahead_of`): a typed `updated: 2062-…` or one
+    day ahead of `moment` proves nothing (`clock.ahead`): a typed `updated: 2062-…` or one
     pushed from a remote kept the note from every sweep."""
     written = next((time for time in (parse_time(note.updated), parse_time(note.created))
-                    if time is not None and not ahead_of(time, moment)), None)
+                    if time is not None and not (moment is not None and ahead(time, moment))), None)
     times = [parse_time(last_accessed) if last_accessed else None, written]
     known = [t for t in times if t is not None]
     return max(known) if known else None
-
-
-def ahead_of(time: datetime, moment: datetime | None) -> bool:
-    """Whether `time` is more than a day ahead of `moment` (no moment: never)."""
-    return moment is not None and time - moment > FUTURE_TOLERANCE
 
 
 def stamps_ahead(note: Note, moment: datetime) -> list[str]:
@@ -137,7 +132,7 @@ def stamps_ahead(note: Note, moment: datetime) -> list[str]:
             f"the note's last activity" for name, value in (("updated", note.updated),
                                                              ("created", note.created))
             if name in note.meta and (time := parse_time(value)) is not None
-            and ahead_of(time, moment)]
+            and ahead(time, moment)]
 
 
 def folder_project(note: Note) -> str:
