@@ -819,3 +819,24 @@ def test_an_expired_note_the_sweep_cannot_change_is_not_said_to_go_at_the_next_s
     assert [e["id"] for e in plan["kept"]] == ["01aaaaaaaaaaaaaa"]
     assert [e["path"] for e in plan["archive"]] == [
         e["path"] for e in report["expired"] if e["kept_because"] is None]
+
+
+def test_pairs_kept_by_an_older_memctl_are_compared_again(cli: Cli) -> None:
+    """A report kept by a memctl whose candidates were fewer (before a short word and its
+    plural counted as one word, nearpairs.word_key) is not reused after an upgrade: the pair
+    it never found was hidden for as long as both notes stayed unchanged."""
+    for text in ("Tests run nightly", "Test runs nightly", "Logs are shipped to Loki",
+                 "The API gateway is Kong", "Invoices are generated on the first"):
+        cli.ok("add", text, "--force", env=NOW)
+    cache = cli.store / ".memctl" / "health-pairs.json"
+    first = cli("health", "--json", env=NOW).json()
+    pair = frozenset(("Tests run nightly", "Test runs nightly"))
+    assert pair in _pair_titles(first, "near_duplicates")
+    # What memctl 7's report kept for this store: the same notes, and no pair among them.
+    kept = json.loads(cache.read_text())
+    kept["format"] = 7
+    for group in kept["groups"].values():
+        group["pairs"], group["reach"] = [], 0
+    cache.write_text(json.dumps(kept))
+    upgraded = cli("health", "--json", env=NOW).json()
+    assert pair in _pair_titles(upgraded, "near_duplicates")

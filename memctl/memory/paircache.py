@@ -36,8 +36,11 @@ from memctl.disk.layout import state_path
 # global notes; 4: pairs as flat positions; 5: one- or two-word texts of any length paired
 # by their characters, a crowded note's pairs with notes that are not crowded kept, a
 # partner's digest marked as one; 6: the most candidates a note may have, `reach`; 7: a
-# text of symbols alone compared by its symbols).
-FORMAT = 7
+# text of symbols alone compared by its symbols; 8: a short word and its plural one word in
+# the candidates, memctl.core.nearpairs.word_key). The candidates count too: pairs kept by a
+# memctl that never made some pair a candidate hide it for as long as both notes stay as
+# they are.
+FORMAT = 8
 PARTNER_MARK = "g:"
 FILE = "health-pairs.json"
 REFRESH_SHARE = 3  # more than 1/3 of a group changed: compare the whole group again
