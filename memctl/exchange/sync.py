@@ -837,8 +837,9 @@ def _names(root: Path, head: str, target: str, paths: list[str]) -> list[str]:
 # store (10k notes: +1.1 s a sync); with it, only the versions new since the last sync.
 KEYS_FILE = "merge-keys.json"
 # Raised whenever how `entry_for` reads a file's key changes: the kept keys of an older
-# reading are then read again, never trusted.
-KEYS_FORMAT = 1
+# reading are then read again, never trusted. 2: a note whose `id:` line is missing or
+# broken is known by the id at the end of its file name (docs/format.md), not its path.
+KEYS_FORMAT = 2
 
 
 def _keys_by_content(root: Path, trees: Iterable[dict[str, tuple[str, str]]]
