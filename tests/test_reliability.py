@@ -407,6 +407,31 @@ def test_a_full_disk_gives_a_clear_error_and_loses_nothing() -> None:
         assert not (root / ".git" / "index.lock").exists()
 
 
+def test_a_full_disk_never_deletes_a_sound_index() -> None:
+    """A read on a disk with no room: SQLite cannot make the index's shared-memory file
+    (SQLITE_IOERR_SHMSIZE) nor write (SQLITE_FULL). That is the machine's refusal, not a
+    damaged index: the index stays as it was (before, it was deleted as if corrupt, and
+    every later read on that disk failed to make it again), and the read after space is back
+    needs no rebuild."""
+    with small_filesystem() as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 10)
+        assert run_memctl("list", "--all-projects", "--json", store=root).exit_code == 0
+        index = root / ".memctl" / "index.sqlite"
+        before = index.read_bytes()
+        filler = fill(folder, 0)
+        for args in (["show", "nosuchid0000000"], ["list", "--all-projects"], ["search", "note"]):
+            result = run_memctl(*args, store=root)
+            no_traceback(result.stderr)
+            assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+            assert result.stderr.count("\n") == 1, result.stderr
+            assert index.read_bytes() == before, args
+        filler.unlink()
+        listed = run_memctl("list", "--all-projects", "--json", store=root)
+        assert listed.exit_code == 0 and len(listed.json()) == 10, listed.stderr
+
+
 def test_a_write_error_from_the_kernel_is_reported_not_raised(store: Path) -> None:
     """The same promise with a file-size limit (RLIMIT_FSIZE: writes past it fail with EFBIG),
     which needs no mount: the note is bigger than the limit, the index (built) is not."""

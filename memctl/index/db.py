@@ -261,6 +261,16 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+# SQLite's primary result codes of the machine refusing a write or a read (SQLITE_PERM,
+# SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL): the file says nothing about the index itself.
+_MACHINE_REFUSALS = (3, 8, 10, 13)
+
+
+def _machine_refused(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _MACHINE_REFUSALS
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -406,6 +416,11 @@ def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
                 raise MemctlError(
                     f"the index {path} is busy (another memctl holds it); try again"
                 ) from exc
+            if _machine_refused(exc):
+                # A full disk, a disk that fails, a file it may not write: the index may be
+                # sound. Deleting it (as if damaged) lost a good index to a full disk, made
+                # every read fail until the disk had room again, and cost a rebuild then.
+                raise
             if attempt:
                 raise MemctlError(f"cannot create the index {path}: {exc}") from exc
             attempt += 1
