@@ -432,6 +432,37 @@ def test_a_full_disk_never_deletes_a_sound_index() -> None:
         assert listed.exit_code == 0 and len(listed.json()) == 10, listed.stderr
 
 
+def test_a_change_written_but_not_committed_on_a_full_disk_says_it_is_on_disk() -> None:
+    """Room for the scratchpad's few bytes but not for git's objects: the file is written and
+    git fails. The one line says the change is on disk and that `memctl sync` commits it
+    (docs/reliability.md: "The error says \"Your change is on disk\""); before, it was git's
+    message alone, and running the command again (the recovery table's advice) made the
+    change twice. After space is back, `memctl sync` commits it."""
+    with small_filesystem() as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 10)
+        written_not_committed = 0
+        for leave in range(0, 96 * 1024, 4096):
+            git(root, "reset", "-q", "--hard")
+            before = tree_snapshot(root)
+            filler = fill(folder, leave)
+            result = run_memctl("scratch", "note", f"left {leave}", store=root)
+            filler.unlink()
+            no_traceback(result.stderr)
+            if result.exit_code == 0:
+                break
+            assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+            if tree_snapshot(root) != before:
+                written_not_committed += 1
+                assert result.stderr.rstrip().endswith("Your change is on disk."), result.stderr
+                assert "`memctl sync` commits the change" in result.stderr
+        assert written_not_committed, "git never failed after the file was written"
+        synced = run_memctl("sync", store=root)
+        assert "no git remote" in synced.stderr, synced.stderr
+        assert git(root, "status", "--porcelain").stdout == ""
+
+
 def test_a_write_error_from_the_kernel_is_reported_not_raised(store: Path) -> None:
     """The same promise with a file-size limit (RLIMIT_FSIZE: writes past it fail with EFBIG),
     which needs no mount: the note is bigger than the limit, the index (built) is not."""

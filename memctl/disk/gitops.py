@@ -799,6 +799,10 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
             # carry this change in with its own (tests/test_reliability.py).
             _unstage(root, staged or None)
             raise
+    except GitError as exc:
+        if CHANGE_ON_DISK in exc.raw_message:
+            raise
+        raise _left_on_disk(exc) from exc
     finally:
         reading.finish()
         if asked is not None:
@@ -807,6 +811,18 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
             started.finish()
         if foreign is not None:
             foreign.finish()
+
+
+def _left_on_disk(exc: GitError) -> GitError:
+    """A git step of a commit that failed (a full disk, a file git may not write): the
+    command's files are written, only not committed. Said so, with the way on: the command
+    run again would make its change twice (a second note, episode or scratchpad line)."""
+    said = exc.raw_message.rstrip(" .")
+    error = GitError(f"{said}; nothing was committed: once git can write again (free some "
+                     f"disk space, or fix the permissions git names), {cmd('sync')} commits "
+                     f"the change. {CHANGE_ON_DISK}.")
+    error.reason = exc.reason or said
+    return error
 
 
 def _staged_elsewhere(listed: subprocess.CompletedProcess[str], own: list[str]) -> bool:
