@@ -407,6 +407,30 @@ def test_a_full_disk_gives_a_clear_error_and_loses_nothing() -> None:
         assert not (root / ".git" / "index.lock").exists()
 
 
+def test_a_store_on_a_read_only_file_system_says_so() -> None:
+    """A store on a file system mounted read-only: reads work, and a write is one line that
+    says the file system is read-only (not to check the folder's permissions, which are
+    fine), exit 1, nothing changed."""
+    with small_filesystem() as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 3)
+        assert run_memctl("list", "--all-projects", "--json", store=root).exit_code == 0
+        before = tree_snapshot(root)
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        try:
+            listed = run_memctl("list", "--all-projects", "--json", store=root)
+            assert listed.exit_code == 0 and len(listed.json()) == 3, listed.stderr
+            refused = run_memctl("add", "A note on a read-only disk", "--force", store=root)
+            no_traceback(refused.stderr)
+            assert refused.exit_code == 1 and refused.stderr.count("\n") == 1, refused.stderr
+            assert "read-only file system" in refused.stderr, refused.stderr
+            assert "permissions" not in refused.stderr, refused.stderr
+            assert tree_snapshot(root) == before
+        finally:
+            subprocess.run(["mount", "-o", "remount,rw", str(folder)], check=True)
+
+
 def test_a_full_disk_never_deletes_a_sound_index() -> None:
     """A read on a disk with no room: SQLite cannot make the index's shared-memory file
     (SQLITE_IOERR_SHMSIZE) nor write (SQLITE_FULL). That is the machine's refusal, not a

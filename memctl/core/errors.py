@@ -121,8 +121,16 @@ def exit_code(error: BaseException) -> int:
 # read-only file, a disk that fails or is full, a file that cannot be opened.
 _SQLITE_MACHINE_CODES = {3: "no permission", 8: "read-only", 10: "disk I/O error",
                          13: "disk full", 14: "cannot open a file"}
+_SQLITE_REFUSALS = (3, 8, 10, 13)
 # SQLITE_CORRUPT and SQLITE_NOTADB: a file that is no sound database.
 _SQLITE_DAMAGED_CODES = (11, 26)
+
+
+def sqlite_refused(error: BaseException) -> bool:
+    """Whether a SQLite error is the machine refusing a read or a write (no permission, a
+    read-only file, a disk that fails or is full): it says nothing of the file's content."""
+    code = getattr(error, "sqlite_errorcode", None)  # sqlite3.Error, without importing it
+    return isinstance(code, int) and code & 0xFF in _SQLITE_REFUSALS
 
 
 def sqlite_damaged(error: BaseException) -> bool:

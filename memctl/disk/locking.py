@@ -180,7 +180,11 @@ def _open_lock_file(lock_path: Path, store_root: Path, *, retry_missing: bool) -
         return os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
                        _FILE_MODE)
     except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        if exc.errno == errno.EROFS:
+            raise ReadOnlyStore(
+                f"the store {store_root} is on a read-only file system ({lock_path}); memctl "
+                "can read it but not change it: mount it read-write to change it") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
             raise ReadOnlyStore(
                 f"the store {store_root} is read-only for you ({exc.strerror}: {lock_path}); "
                 "memctl can read it but not change it: check the folder's permissions") from None

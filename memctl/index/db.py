@@ -28,7 +28,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, UnknownIdError, UsageError, cmd, quoted, sqlite_damaged
+from memctl.core.errors import (
+    MemctlError,
+    UnknownIdError,
+    UsageError,
+    cmd,
+    quoted,
+    sqlite_damaged,
+    sqlite_refused,
+)
 from memctl.core.stamp import Stamp, file_stamp
 from memctl.core.tokenize import FTS_TOKENIZE, TOKENIZER_VERSION, from_index
 from memctl.core.vocab import MAX_LIMIT, fact_key
@@ -261,16 +269,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-# SQLite's primary result codes of the machine refusing a write or a read (SQLITE_PERM,
-# SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL): the file says nothing about the index itself.
-_MACHINE_REFUSALS = (3, 8, 10, 13)
-
-
-def _machine_refused(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in _MACHINE_REFUSALS
-
-
 def _is_busy(exc: sqlite3.Error) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -416,7 +414,7 @@ def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
                 raise MemctlError(
                     f"the index {path} is busy (another memctl holds it); try again"
                 ) from exc
-            if _machine_refused(exc):
+            if sqlite_refused(exc):
                 # A full disk, a disk that fails, a file it may not write: the index may be
                 # sound. Deleting it (as if damaged) lost a good index to a full disk, made
                 # every read fail until the disk had room again, and cost a rebuild then.
