@@ -431,6 +431,23 @@ def test_a_store_on_a_read_only_file_system_says_so() -> None:
             subprocess.run(["mount", "-o", "remount,rw", str(folder)], check=True)
 
 
+def test_an_export_that_fills_the_disk_names_its_zip() -> None:
+    """`export` to a full disk: the one-line error names the zip it was writing (a write into
+    it names no file of its own), and no part of it is left."""
+    with small_filesystem() as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 10)
+        filler = fill(folder, 2048)
+        target = folder / "out.zip"
+        result = run_memctl("export", str(target), store=root)
+        no_traceback(result.stderr)
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "No space left on device" in result.stderr and str(target) in result.stderr
+        assert not target.exists() and not (folder / ".out.zip.tmp").exists()
+        filler.unlink()
+
+
 def test_a_full_disk_never_deletes_a_sound_index() -> None:
     """A read on a disk with no room: SQLite cannot make the index's shared-memory file
     (SQLITE_IOERR_SHMSIZE) nor write (SQLITE_FULL). That is the machine's refusal, not a

@@ -680,6 +680,13 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
             os.fsync(handle.fileno())
         os.chmod(temp, os.stat(temp).st_mode & 0o775)  # the umask's mode, never world-writable
         os.replace(temp, target)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:
+            # A write into the zip (ENOSPC, EFBIG) names no file: the one-line error names the
+            # zip it was for (memctl.core.errors.machine_error).
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        raise
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
