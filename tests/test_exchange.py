@@ -775,3 +775,28 @@ def test_a_zip_stamped_days_ahead_of_this_clock_is_said_so(machines):
     assert "stamped more than a day ahead" in shown.stderr
     same_clock = desktop.ok("import", str(archive), "--json", env=ahead).json()
     assert same_clock["warnings"] == []  # its own clock's stamps are no news to it
+
+
+def test_an_import_of_more_paths_than_a_command_line_holds_is_committed(tmp_path):
+    """The import's commit named every file on git's command line: 20,000 notes with names
+    of ~110 characters (a store of some years, exported) went past the kernel's ~2 MB of
+    arguments, and the import failed ("Argument list too long"). They go through git's stdin."""
+    source = tmp_path / "notes.zip"
+    count = 20_000
+    with zipfile.ZipFile(source, "w", zipfile.ZIP_DEFLATED) as archive:
+        for number in range(count):
+            note_id = f"01m93z{number:010d}"
+            archive.writestr(
+                f"demo/notes/fact/the-blog-keeps-its-postgresql-sixteen-database-and-writes-"
+                f"its-queries-by-hand-{note_id}.md",
+                f"---\nid: {note_id}\ntype: fact\nproject: demo\n"
+                f"created: 2026-01-01T00:00:00.000Z\nupdated: 2026-01-01T00:00:00.000Z\n---\n"
+                f"note {number}\n")
+    target = tmp_path / "store"
+    Store.init(target)
+    done = run_memctl("import", str(source), "--json", store=target, timeout=240)
+    assert done.exit_code == 0, done.stderr[-500:]
+    assert len(json.loads(done.stdout)["added"]) == count
+    assert git(target, "status", "--porcelain") == ""
+    committed = git(target, "ls-files", "demo").splitlines()
+    assert len(committed) == count

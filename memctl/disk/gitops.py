@@ -681,9 +681,10 @@ def _made_during(lock: Path, crashed: dict[str, object]) -> bool:
     return since - 1 <= made <= found + 1
 
 
-def _run_git_write(root: Path, *args: str, env: dict[str, str] | None = None) -> None:
+def _run_git_write(root: Path, *args: str, env: dict[str, str] | None = None,
+                   input_text: str | None = None) -> None:
     """A git command that changes the repository; its error names git's own reason."""
-    result = run_git(root, *args, check=False, env=env)
+    result = run_git(root, *args, check=False, env=env, input_text=input_text)
     if result.returncode == 0:
         return
     special = _special_file(result.stderr)
@@ -712,6 +713,10 @@ def _special_file(output: str) -> str | None:
 
 # Paths are file names, never patterns: a hand-made `notes/[draft].md` must not match others.
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+# Paths given to one git command on its command line; more go through its stdin. The
+# kernel takes about 2 MB of arguments: an import of 30,000 notes (file names of ~80
+# characters) failed with "Argument list too long".
+_PATHS_PER_CALL = 2_000
 
 
 def _stageable(root: Path, paths: list[str], env: dict[str, str] | None = None) -> list[str]:
@@ -723,8 +728,10 @@ def _stageable(root: Path, paths: list[str], env: dict[str, str] | None = None) 
     missing = [p for p in unique if not os.path.lexists(Path(root) / p)]
     if not missing:
         return unique
-    listed = run_git(root, "ls-files", "-z", "--", *missing,
-                     env={**_LITERAL, **(env or {})}).stdout.split("\0")
+    listed = [path for start in range(0, len(missing), _PATHS_PER_CALL)
+              for path in run_git(root, "ls-files", "-z", "--",
+                                  *missing[start:start + _PATHS_PER_CALL],
+                                  env={**_LITERAL, **(env or {})}).stdout.split("\0")]
     tracked = {known for path in listed for known in _and_folders(path)}
     gone_untracked = {p for p in missing if p.rstrip("/") not in tracked}
     return [p for p in unique if p not in gone_untracked]
@@ -1023,11 +1030,14 @@ def _stage(root: Path, paths: list[str] | None, env: dict[str, str] | None = Non
         # A folder (a whole project moved or imported): `git add` walks it.
         wanted = _stageable(root, unique, env)
         if wanted:
-            _run_git_write(root, "add", "-A", "--", *wanted, env={**_LITERAL, **(env or {})})
+            _run_git_write(root, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
+                           env={**_LITERAL, **(env or {})}, input_text="\0".join(wanted))
         return
     # Files: `update-index` stages exactly these (one removed is dropped from the index, one
-    # never tracked and gone is ignored), with the same clean filters as `git add`.
-    _run_git_write(root, "update-index", "--add", "--remove", "--", *unique, env=env)
+    # never tracked and gone is ignored), with the same clean filters as `git add`. Read
+    # from its stdin, as many as there are (`_PATHS_PER_CALL`).
+    _run_git_write(root, "update-index", "--add", "--remove", "-z", "--stdin", env=env,
+                   input_text="\0".join(unique))
 
 
 def _unstage(root: Path, paths: list[str] | None) -> None:
