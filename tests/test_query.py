@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctl.core.errors import UsageError
-from memctl.core.query import parse
+from memctl.core.query import MAX_QUERY_CHARS, parse
 from memctl.core.tokenize import FTS_TOKENIZE, to_index
 
 DOCS = [
@@ -226,3 +226,14 @@ def test_scope_words_drop_the_name_and_its_word_for_project_only(raw: str) -> No
         if after < len(units) and units[after].label.strip(":").casefold() == "project" \
                 and number in dropped:
             assert after in dropped, raw
+
+
+def test_a_query_is_read_up_to_its_limit() -> None:
+    """A query longer than MAX_QUERY_CHARS (an MCP client can send 50 MB: 31 s and 1.8 GB of
+    the server) is read up to there, a word cut there left out, and says it was cut: what
+    comes after, a bad filter too, is never read."""
+    words = "deploy cache " * (MAX_QUERY_CHARS // 13)
+    query = parse(words + "type:nosuchtype" + " rollback" * 1000)
+    assert query.truncated and len(query.raw) <= MAX_QUERY_CHARS
+    assert {term.text for term in query.terms} <= {"deploy", "cache"} and not query.types
+    assert not parse("deploy " * 10 + "type:fact").truncated

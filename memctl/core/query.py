@@ -52,6 +52,10 @@ MAX_TERM_CHARS = 200
 # Of a query a result repeats (the recall block's heading, its JSON, MCP search): a 1 MB
 # query came back whole, and a 7,000-character one took the recall block's whole budget.
 SHOWN_QUERY_CHARS = 200
+# A query is read up to this many characters (a word cut there left out): it is then cut to
+# MAX_TERMS anyway, and reading all of a 50 MB query an MCP client sent held the server
+# for 31 s and 1.8 GB (a command line holds at most 128 KB).
+MAX_QUERY_CHARS = 65_536
 
 
 def every_phrase_and_any_unit(required: list[str], optional: list[str]) -> str:
@@ -281,11 +285,16 @@ def parse(raw: str) -> Query:
     """Parse a user's query. Raises UsageError for an empty query or an unknown `type:`."""
     if raw is None or not raw.strip():
         raise UsageError("the search query is empty; give some words to look for")
+    cut = len(raw) > MAX_QUERY_CHARS
+    if cut:
+        kept = raw[:MAX_QUERY_CHARS]
+        raw = kept[:max(kept.rfind(" "), kept.rfind("\n"), 0)] or kept
     text = clean(utf8_text(raw, "search query"))
     if not text.isascii():
         text = text.translate(FULL_WIDTH_ALNUM)  # (filters, operators and dates too)
     items = _lex(text)
     query = Query(raw=raw)
+    query.truncated = cut
     tag_groups: list[list[str]] = []  # each one needed; a group of several: any of them
     exclude_tags: list[str] = []
     types: list[str] = []
