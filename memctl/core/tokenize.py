@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from itertools import islice
 
 # Bump whenever the transform or FTS_TOKENIZE changes: the index is rebuilt on a mismatch.
 # 2: full-width letters and digits are indexed as the ASCII ones (FULL_WIDTH_ALNUM), in
@@ -117,7 +118,24 @@ def cjk_pairs(text: str) -> str:
     # not alphanumeric, `_` included, not private use). ~0.6× the time of a loop over the
     # runs, which was an eighth of a cold reindex's CPU (bench/README.md, "Scale table");
     # tests/test_pairs_index.py holds the two equal.
+    if len(text) > _PAIRS_AT_ONCE:
+        return _cjk_pairs_in_batches(text)
     return " ".join(map("".join, _cjk_pairs().findall(text)))
+
+
+# Text longer than this is paired a batch of matches at a time: `findall` builds a tuple of
+# three strings for every CJK character before the first is joined, ~900 MB for a note of
+# 9 MB in Chinese (a file dropped by hand, under the index's 10 MB: tests/test_hostile_input.py).
+_PAIRS_AT_ONCE = 1 << 16
+
+
+def _cjk_pairs_in_batches(text: str, batch: int = 1 << 14) -> str:
+    """`cjk_pairs` of a long text, holding at most `batch` matches at a time."""
+    matches = _cjk_pairs().finditer(text)
+    pieces: list[str] = []
+    while taken := list(islice(matches, batch)):
+        pieces.append(" ".join([match[1] + (match[2] or match[3]) for match in taken]))
+    return " ".join(pieces)
 
 
 @functools.cache
