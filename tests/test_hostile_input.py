@@ -194,6 +194,30 @@ def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
     assert set(notes_on_disk(store)) - {"00000000000000big"} <= ids  # over the index's limit
 
 
+def test_a_hand_dropped_giant_note_is_never_parsed_whole_by_export_or_sync(
+        store: Path, tmp_path: Path) -> None:
+    """A 40 MB note dropped by hand (over what the index reads): `export` leaves it out and
+    names it, `sync` commits and pushes it as it is, each without reading it as a note (a
+    file of 100 MB held ~1 GB of either: decoded, parsed and stamped whole)."""
+    folder = store / "alpha" / "notes" / "fact"
+    big = folder / "giant-000000000000gian.md"
+    big.write_text("---\nid: 000000000000gian\ntype: fact\n---\n" + "word " * 8_000_000)
+    code, _out, err, peak = measured("export", str(tmp_path / "out.zip"), store=store)
+    no_traceback(err)
+    assert code == 0 and "giant-000000000000gian.md" in err, err[-1000:]
+    assert peak < 200, peak
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    code, _out, err, peak = measured("sync", "--remote", str(remote), store=store)
+    no_traceback(err)
+    assert code == 0, err[-1000:]
+    assert peak < 250, peak
+    pushed = subprocess.run(["git", "-C", str(remote), "cat-file", "-s",
+                             "HEAD:alpha/notes/fact/giant-000000000000gian.md"],
+                            capture_output=True, text=True, check=True)
+    assert int(pushed.stdout) == big.stat().st_size
+
+
 BOMBS = ("bombs = {\n"
          "    'nested lists': '---\\nx: ' + '[' * 200_000 + ']' * 200_000 + '\\n---\\n',\n"
          "    'nested maps': '---\\n' + ''.join(' ' * n + f'k{n}:\\n' for n in range(3000)) + '---\\n',\n"

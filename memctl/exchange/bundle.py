@@ -40,9 +40,16 @@ from memctl.core.merge import (
     conflict_source,
 )
 from memctl.core.note import note_from_parsed
-from memctl.core.noteformat import compute_checksum, parse_file, parse_text, salvage_id
+from memctl.core.noteformat import (
+    MAX_FRONT_MATTER_BYTES,
+    compute_checksum,
+    parse_file,
+    parse_text,
+    salvage_id,
+)
 from memctl.core.textfile import decode_file
 from memctl.core.tomlkeys import long_key_problem
+from memctl.core.vocab import MAX_FILE_BYTES
 from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
@@ -565,6 +572,16 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
     """The merge core's view of one file. `fallback_time` is used when the file carries no
     time of its own (a note without front matter, MEMORY.md, settings)."""
     kind = path_kind(path) or "file"
+    if kind in (NOTE, ARCHIVED, EPISODE) and len(data) > MAX_FILE_BYTES:
+        # Over what the index reads (a file dropped by hand): merged by the id of its `id:`
+        # line, as a hand edit, read from its head alone. Parsed whole, a file of 100 MB held
+        # ~1 GB during a sync or an export (tests/test_hostile_input.py).
+        found = salvage_id(data[:MAX_FRONT_MATTER_BYTES].decode("utf-8", "replace"))
+        if found and valid_id(found):
+            return Entry(key=MergeKey.for_id(found), path=path, data=data, kind="note",
+                         updated=fallback_time, stamped=False)
+        return Entry(key=MergeKey.for_path(path), path=path, data=data, kind=kind,
+                     updated=fallback_time)
     text = data.decode("utf-8", "replace")
     if kind in (NOTE, ARCHIVED, EPISODE, TOMBSTONE):
         parsed = parse_text(text)

@@ -35,6 +35,7 @@ from memctl.core.merge import (
 from memctl.core.note import file_name_id, implied_id, note_from_parsed, stamp
 from memctl.core.noteformat import parse_text, salvage_id
 from memctl.core.textfile import decode_file
+from memctl.core.vocab import MAX_FILE_BYTES
 from memctl.disk.gitops import NotSha1Repository, run_git, run_git_binary
 from memctl.disk.layout import state_path
 from memctl.disk.settings import SETTINGS_FILE
@@ -315,8 +316,8 @@ def stamp_hand_edit(path: str, data: bytes, mtime: float) -> bytes | None:
     """A not-yet-committed hand edit with its `updated` set from the file time (never older
     than the version it edited, unless that one is dated in the future) and a fresh checksum; None when it needs no stamp or has no
     front matter to stamp (memctl adds none to a person's plain file)."""
-    if path_kind(path) not in _NOTE_KINDS:
-        return None
+    if path_kind(path) not in _NOTE_KINDS or len(data) > MAX_FILE_BYTES:
+        return None  # (over what memctl reads of a note: taken as it is, entry_for)
     entry = entry_for(path, data)
     if entry.stamped or not MergeKey(entry.key).is_id:
         return None
