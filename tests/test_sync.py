@@ -1263,6 +1263,42 @@ def test_a_secret_that_arrives_by_sync_is_reported_masked(tmp_path, remote):
     assert desktop.ok("sync", "--json").json()["received_secrets"] == [], "reported once"
 
 
+def test_a_key_in_a_file_name_is_reported_by_sync_export_health_and_recall(tmp_path, remote):
+    """A file named with a key (`ci-uses-ghp_….md`, pushed with plain git or dropped by hand)
+    is refused by `import` (`guard_files`), so what carries or keeps one names it too: `sync`
+    (`received_secrets`, then `secrets` when it goes on), `export` (the zip it writes is
+    refused by its own import otherwise), `health` and `recall` (the note's path is in the
+    block). Before, only the text was scanned: all said nothing, masked or not."""
+    key = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+    laptop = machine(tmp_path, "laptop")
+    laptop.ok("sync", "--remote", remote)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", remote, str(other)], check=True)
+    folder = other / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True)
+    (folder / f"ci-uses-{key}-0000000000keyname.md").write_text(
+        "---\nid: 0000000000keyname\ntype: fact\nproject: demo\n"
+        "created: 2026-11-30T09:00:00.000Z\n---\nThe CI signs in with a token\n")
+    _push_by_hand(other, "a note named with a key")
+    result = laptop("sync", "--json")
+    assert result.exit_code == 0, result.stderr
+    received = result.json()["received_secrets"]
+    assert [(item["kind"], item["masked"], item["line"]) for item in received] == [
+        ("github-token", "ghp_****", 0)]
+    assert received[0]["path"] == "demo/notes/fact/ci-uses-ghp_****-0000000000keyname.md"
+    zipped = laptop("export", str(tmp_path / "out.zip"), "--json")
+    assert zipped.exit_code == 0, zipped.stderr
+    assert [item["kind"] for item in zipped.json()["secrets"]] == ["github-token"]
+    assert "ci-uses-ghp_****" in zipped.stderr and "goes into the zip" in zipped.stderr
+    health = laptop("health", "--json").json()
+    assert [item["kind"] for item in health["secrets"]] == ["github-token"]
+    recalled = laptop.ok("recall", "--json", "-p", "demo").json()
+    assert recalled["secrets_left_out"] == 1 and recalled["notes"] == []
+    for shown in (result, zipped):
+        assert key not in shown.stdout and key not in shown.stderr
+    assert key not in json.dumps(health)
+
+
 def test_pulled_names_the_id_a_note_holds_not_one_guessed_from_its_file_name(tmp_path, remote):
     laptop = machine(tmp_path, "laptop")
     laptop.ok("sync", "--remote", remote)

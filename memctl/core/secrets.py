@@ -708,13 +708,24 @@ def refuse_secrets(text: str, allow: bool = False) -> None:
         )
 
 
+def name_findings(path: str) -> list[dict[str, object]]:
+    """The likely secrets in a file's name (`scan_name`), as `carried` and `health` report
+    them: line 0 (the name, not a line of the text), path and key masked. An import refuses
+    such a name (`guard_files`), so what travels or is kept under one is named too."""
+    return [{"path": mask_name(path), "line": 0, "kind": finding.kind,
+             "masked": mask_name(path[finding.start:finding.end])}
+            for finding in scan_name(path)]
+
+
 def carried(files: Mapping[str, bytes]) -> list[dict[str, object]]:
     """The likely secrets in files about to leave this machine (`sync`, `export`): one entry
-    per finding, `{"path", "line", "kind", "masked"}`, path masked too. Only Markdown files."""
+    per finding, `{"path", "line", "kind", "masked"}`, path masked too; a secret in the file's
+    name has line 0 (`name_findings`). Only Markdown files."""
     found: list[dict[str, object]] = []
     for path, data in sorted(files.items()):
         if not path.endswith(".md"):
             continue
+        found += name_findings(path)
         for finding in scan(data.decode("utf-8", "replace")):
             found.append({"path": mask_name(path), "line": finding.line,
                           "kind": finding.kind, "masked": finding.masked})

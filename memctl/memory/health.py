@@ -27,7 +27,7 @@ from memctl.core.errors import MemctlError
 from memctl.core.markers import conflict_markers
 from memctl.core.note import Note, note_from_parsed
 from memctl.core.noteformat import parse_file
-from memctl.core.secrets import mask_name, masked_title, scan
+from memctl.core.secrets import mask_name, masked_title, name_findings, scan
 from memctl.core.similarity import forget as forget_texts
 from memctl.core.similarity import judge, load_scorers
 from memctl.core.stamp import Stamp
@@ -169,6 +169,7 @@ def _read_files(store: Store, files: list[MemoryFile]) -> Read:
     for memory_file in files:
         path = memory_file.relpath
         sizes[path] = memory_file.size
+        secrets += name_findings(path)  # a key in the name: an import refuses it (docs/security.md)
         if memory_file.size > MAX_FILE_BYTES:
             errors.append({"path": path, "line": 1, "message": "file is larger than "
                            f"{MAX_FILE_BYTES // 1024 // 1024} MB"})

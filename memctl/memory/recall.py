@@ -39,7 +39,7 @@ from memctl.core.errors import CLI, Front, MemctlError, NoteFormatError
 from memctl.core.markers import conflict_markers
 from memctl.core.noteformat import BOM
 from memctl.core.query import SHOWN_QUERY_CHARS, shown_query
-from memctl.core.secrets import scan
+from memctl.core.secrets import scan, scan_name
 from memctl.core.sections import fence_after, parse_sections, strip_comments
 from memctl.core.similarity import compare, similar_pairs
 from memctl.disk.counters import record_access as record
@@ -595,7 +595,7 @@ def _without_secrets(store: Store, readable: list[tuple[Candidate, str]]
             text = store.read_text(candidate.path)[0]
         except MemctlError:
             text = candidate.text  # unreadable now: what the block would show
-        if not scan(text):
+        if not scan(text) and not scan_name(candidate.path):  # its path is in the block too
             candidate.markers = conflict_markers(text)
             kept.append((candidate, reason))
     return kept, len(readable) - len(kept)
