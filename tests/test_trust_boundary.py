@@ -874,6 +874,17 @@ def test_an_allowed_secret_never_reaches_a_file_name_a_commit_or_a_report(tmp_pa
     assert AWS not in (laptop.store / ".tombstones" / f"{added['id']}.md").read_text()
 
 
+def test_an_allowed_secret_in_an_episode_goal_never_reaches_its_file_name(store_path: Path) -> None:
+    """An episode's file name is made from its goal: one written with --allow-secret is named
+    masked, as a note is (`notes.add`), never `rotate-akia…-now-ID.md` (the key, lower-cased,
+    in every clone's tree)."""
+    cli = Cli(store_path)
+    added = cli.ok("episode", "add", "--goal", f"rotate {AWS} now", "--outcome", "completed",
+                   "--allow-secret", "--json", env=NOW).json()
+    assert AWS.lower() not in added["path"].lower() and "akia" in added["path"]
+    assert AWS.lower() not in git(store_path, "ls-files").lower()
+
+
 def test_a_read_only_store_can_be_read_and_refuses_changes_clearly(store_path: Path, tmp_path: Path) -> None:
     """A read-only mount or folder: every read works (on a private copy of the index, with no
     access counting), every change is one line naming the problem, nothing is left behind."""

@@ -20,7 +20,7 @@ from memctl.core.errors import ArgumentError, MemctlError, UsageError, arg, cmd,
 from memctl.core.ids import new_id
 from memctl.core.note import Note, monotonic_stamp
 from memctl.core.noteformat import compute_checksum, parse_file, render_note, set_fields
-from memctl.core.secrets import guard, masked_title
+from memctl.core.secrets import guard, mask_name, masked_title
 from memctl.disk.layout import EPISODE, EPISODES_DIR, classify, slugify
 from memctl.disk.templates import fill, load_template
 from memctl.store import Store
@@ -253,7 +253,9 @@ def _id_from_name(relpath: str) -> str:
 
 def episode_relpath(project: str, episode_id: str, goal: str, moment: datetime) -> str:
     local = moment.astimezone()
-    slug = slugify(goal, 40)
+    # A goal written with allow_secret keeps its secret in the file only, never in the name
+    # every clone carries (docs/security.md), as a note's title (`notes.add`).
+    slug = slugify(mask_name(goal), 40)
     name = (
         f"{local:%Y-%m-%d}-{slug}-{episode_id}.md" if slug else f"{local:%Y-%m-%d}-{episode_id}.md"
     )
