@@ -237,6 +237,35 @@ def test_a_guiding_comment_over_several_lines_in_focus_is_no_focus_and_stays(cli
     assert cli.ok("scratch", "show", "--json").json()["focus"] == "Ship the release, again"
 
 
+def test_clear_archive_takes_allow_secret_for_what_the_scratchpad_was_allowed(cli, store_path):
+    """A step written with --allow-secret becomes a step of the archived episode, which meets
+    the secret guard: the refusal advises --allow-secret, so `scratch clear` takes it (and MCP
+    `update_scratchpad`'s allow_secret reaches it); before, the option did not exist and the
+    MCP argument was dropped, so the scratchpad could not be archived at all."""
+    key = "AKIA" + "Q7R2T5V8X1Z4B6D9"
+    cli.ok("scratch", "next", f"rotate {key}", "--allow-secret", env=NOW)
+    cli.ok("scratch", "done", "1", env=NOW)
+    before = tree_snapshot(store_path)
+    refused = cli("scratch", "clear", "--archive", "--outcome", "completed", env=NOW)
+    assert refused.exit_code == 1 and "pass --allow-secret" in refused.stderr
+    assert tree_snapshot(store_path) == before
+    cleared = cli.ok("scratch", "clear", "--archive", "--outcome", "completed", "--allow-secret",
+                     "--json", env=NOW).json()
+    episode = cli.ok("show", cleared["episode"]["id"], "--json").json()
+    assert key in json.dumps(episode)
+    from memctl.services import working
+    from memctl.store import Store
+
+    store = Store(store_path)  # the service MCP's update_scratchpad calls
+    cli.ok("scratch", "focus", "next task", env=NOW)
+    with pytest.raises(MemctlError, match="looks like it contains a secret"):
+        working.scratchpad(store, "demo", "clear", archive=True, outcome="completed",
+                           goal=f"rotate {key}")
+    view = working.scratchpad(store, "demo", "clear", archive=True, outcome="completed",
+                              goal=f"rotate {key}", allow_secret=True)
+    assert view.episode is not None
+
+
 def test_clear_options_only_with_archive(cli):
     cli.ok("scratch", "focus", "x")
     assert cli("scratch", "clear", "--outcome", "failed").exit_code == 2

@@ -326,6 +326,7 @@ def scratch_clear(
     ),
     summary: Optional[str] = typer.Option(None, "--summary", help="With --archive: a summary."),
     project: Optional[str] = PROJECT_OPTION,
+    allow_secret: bool = ALLOW_SECRET_OPTION,
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Empty the scratchpad (its old text stays in git history)."""
@@ -337,6 +338,7 @@ def scratch_clear(
         outcome=outcome,
         goal=goal,
         summary=summary,
+        allow_secret=allow_secret,
     )
     if json_output:
         emit_json(view.to_dict())

@@ -450,9 +450,12 @@ def clear(
     goal: str | None = None,
     summary: str | None = None,
     moment: datetime | None = None,
+    allow_secret: bool = False,
 ) -> ScratchView:
     """Empty the scratchpad (back to the template). With `archive`, first keep the finished
-    state as an episode: focus as goal, done items as steps, the rest as sections."""
+    state as an episode: focus as goal, done items as steps, the rest as sections; the
+    episode meets the secret guard, `allow_secret` its override (a step or focus written
+    with it, or a goal or summary given now)."""
     moment = moment or now()
     relpath = scratch_relpath(project)
     if not archive and (outcome or goal or summary):
@@ -467,7 +470,8 @@ def clear(
         episode_file = None
         if archive:
             episode_file = _archived_episode(store, project, state, outcome=outcome, goal=goal,
-                                             summary=summary, moment=moment)
+                                             summary=summary, moment=moment,
+                                             allow_secret=allow_secret)
             files.append(episode_file[0])
             episode_data = episode_file[2].to_dict(with_body=False)
         # The template before any write: one that cannot be read stops the clear with
@@ -488,8 +492,8 @@ def clear(
 
 
 def _archived_episode(store: Store, project: str, state: Scratchpad, *, outcome: str | None,
-                      goal: str | None, summary: str | None,
-                      moment: datetime) -> tuple[str, str, episodes.Episode]:
+                      goal: str | None, summary: str | None, moment: datetime,
+                      allow_secret: bool = False) -> tuple[str, str, episodes.Episode]:
     """The episode `clear --archive` keeps of the scratchpad's state: (relpath, text, episode)."""
     if state.is_empty() and not goal:
         raise MemctlError("the scratchpad is empty; there is nothing to archive as an episode")
@@ -503,6 +507,7 @@ def _archived_episode(store: Store, project: str, state: Scratchpad, *, outcome:
             steps=[episodes.Step(step) for step in state.done],
             summary=summary,
             moment=moment,
+            allow_secret=allow_secret,
             extra_sections=[
                 ("Notes", state.notes),
                 ("Open questions", state.questions),

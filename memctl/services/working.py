@@ -65,7 +65,7 @@ def scratchpad(store: Store, project: str, action: str, text: str | None = None,
         return scratch.show(store, project)
     if action == "clear":
         return scratch.clear(store, project, archive=archive, outcome=outcome, goal=goal,
-                             summary=summary)
+                             summary=summary, allow_secret=allow_secret)
     return scratch.update(store, project, action, text or "", allow_secret=allow_secret,
                           answer=answer)
 
