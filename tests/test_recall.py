@@ -281,6 +281,23 @@ def test_notes_that_look_like_secrets_are_left_out_and_counted(cli):
     assert recall_json(cli, "uploads")["secrets_left_out"] == 1
 
 
+def test_secrets_let_into_memory_md_or_the_scratchpad_are_masked_in_the_block(cli):
+    """A key let into MEMORY.md or the scratchpad with --allow-secret stays in the file, and
+    the block (an agent's context) shows it masked, saying so, as a note holding one is left
+    out of it."""
+    cli.ok("project", "add", "decisions", "Uploads sign with AKIAIOSFODNN7EXAMPLE",
+           "--allow-secret")
+    cli.ok("scratch", "note", "token ghp_aB3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA2bC4", "--allow-secret")
+    block = cli.ok("recall")
+    assert "AKIAIOSFODNN7EXAMPLE" not in block.stdout and "ghp_aB3dE5" not in block.stdout
+    assert "AKIA" in block.stdout and "ghp_" in block.stdout  # masked, where they were
+    assert "Uploads sign with" in block.stdout
+    assert block.stderr.count("a likely secret is shown masked") == 2, block.stderr
+    data = recall_json(cli)
+    assert "AKIAIOSFODNN7EXAMPLE" not in data["memory_md"] and "ghp_aB3dE5" not in data["scratchpad"]
+    assert "AKIAIOSFODNN7EXAMPLE" in cli.ok("project", "show").stdout  # the file keeps it
+
+
 def test_a_small_budget_repeats_little_of_a_long_question(cli):
     """The heading repeated the query's first 200 characters: with a budget of 250, a long
     question left room for the heading alone, and the note it asked about was not shown."""

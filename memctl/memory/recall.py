@@ -39,7 +39,7 @@ from memctl.core.errors import CLI, Front, MemctlError, NoteFormatError
 from memctl.core.markers import conflict_markers
 from memctl.core.noteformat import BOM
 from memctl.core.query import SHOWN_QUERY_CHARS, shown_query
-from memctl.core.secrets import scan, scan_name
+from memctl.core.secrets import mask_secrets, scan, scan_name
 from memctl.core.sections import fence_after, parse_sections, strip_comments
 from memctl.core.similarity import compare, similar_pairs
 from memctl.disk.counters import record_access as record
@@ -577,6 +577,16 @@ def _readable(read: Callable[[], str | None], warnings: list[str]) -> str | None
         return None
 
 
+def _masked(text: str | None, path: str, warnings: list[str], wording: Front) -> str | None:
+    """MEMORY.md or the scratchpad with each likely secret masked (`ghp_****`): a key let in
+    with --allow-secret stays in the file, never in an agent's context (a note holding one is
+    left out of the block: `_without_secrets`)."""
+    if not text or not scan(text):
+        return text
+    warnings.append(f"{path}: a likely secret is shown masked ({wording.command('health')} lists it)")
+    return mask_secrets(text)
+
+
 def _last_good(store: Store, path: str) -> tuple[ParseError, str] | None:
     """The problem of a note file that does not parse, and its last good body (the index's)."""
     with ensure_fresh(store) as index:
@@ -701,8 +711,11 @@ def recall(
             f"{'it looks like it holds' if one else 'they look like they hold'} a secret "
             f"({wording.command('health')} lists {'it' if one else 'them'})")
     _mark_known_conflicts(store, [candidate for candidate, _ in readable], corrections)
-    memory_text = _readable(lambda: project_memory.read_memory(store, project), warnings)
-    scratch_text = _readable(lambda: scratchpad.read_scratch(store, project), warnings)
+    memory_text = _masked(_readable(lambda: project_memory.read_memory(store, project),
+                                    warnings), project_memory.memory_relpath(project), warnings,
+                          wording)
+    scratch_text = _masked(_readable(lambda: scratchpad.read_scratch(store, project), warnings),
+                           scratchpad.scratch_relpath(project), warnings, wording)
     for text, path in ((memory_text, project_memory.memory_relpath(project)),
                        (scratch_text, scratchpad.scratch_relpath(project))):
         line = conflict_markers(text) if text else None
