@@ -885,6 +885,24 @@ def test_an_allowed_secret_in_an_episode_goal_never_reaches_its_file_name(store_
     assert AWS.lower() not in git(store_path, "ls-files").lower()
 
 
+def test_a_secret_quoted_back_in_a_message_is_masked(store_path: Path) -> None:
+    """What memctl says back is masked as its files' names and commit messages are: an error
+    quoting a value (`--expires KEY`, an id), `project add`'s and `forget`'s confirmations of
+    text let in with --allow-secret."""
+    cli = Cli(store_path)
+    refused = cli("add", "hello there", "--expires", AWS, env=NOW)
+    assert refused.exit_code == 2 and AWS not in refused.stderr and "AKIA****" in refused.stderr
+    missing = cli("show", AWS, env=NOW)
+    assert missing.exit_code == 1 and AWS not in missing.stderr, missing.stderr
+    added = cli.ok("project", "add", "decisions", f"Uploads sign with {AWS}", "--allow-secret",
+                   env=NOW)
+    assert AWS not in added.stdout + added.stderr and "AKIA****" in added.stderr
+    note = cli.ok("add", f"The uploader key is {AWS}", "--allow-secret", "--json",
+                  env=NOW).json()["id"]
+    forgot = cli.ok("forget", note, env=NOW)
+    assert AWS not in forgot.stdout + forgot.stderr and note in forgot.stderr
+
+
 def test_a_read_only_store_can_be_read_and_refuses_changes_clearly(store_path: Path, tmp_path: Path) -> None:
     """A read-only mount or folder: every read works (on a private copy of the index, with no
     access counting), every change is one line naming the problem, nothing is left behind."""

@@ -29,6 +29,7 @@ from memctl.cli.output import (
 )
 from memctl.core import arguments
 from memctl.core.errors import MemctlError, UsageError
+from memctl.core.secrets import mask_secrets
 from memctl.core.sections import section_key
 from memctl.core.vocab import OUTCOMES
 from memctl.services import recall as recalling
@@ -157,7 +158,7 @@ def project_add(
     if json_output:
         emit_json(view.to_dict())
     else:
-        info(f"added to {view.section}: {view.item}  ({view.path})")
+        info(f"added to {view.section}: {mask_secrets(view.item)}  ({view.path})")
     if view.warning():
         warn(view.warning())
 

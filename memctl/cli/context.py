@@ -71,8 +71,14 @@ def current_project(option: str | None, global_scope: bool = False) -> str:
 
 def print_error(message: str) -> None:
     """`error: MESSAGE` on one line: a line break in it can only come from what it quotes (a
-    path, a value) and is written as `\\n`, as a terminal's control characters are."""
-    line = visible(message).replace("\r", "\\r").replace("\n", "\\n")
+    path, a value) and is written as `\\n`, as a terminal's control characters are; a likely
+    secret in it is masked."""
+    # Lazy: only a failing command scans its message (`memctl search` starts without it).
+    from memctl.core.secrets import mask_secrets
+
+    # A value quoted back (`--expires ghp_…`, an id, a name) is shown with any likely secret
+    # masked, as every other message shows one (docs/security.md).
+    line = visible(mask_secrets(message)).replace("\r", "\\r").replace("\n", "\\n")
     sys.stderr.write(f"error: {line}\n")
     sys.stderr.flush()
 

@@ -29,6 +29,7 @@ from memctl.cli.output import (
 from memctl.cli.showing import run_show
 from memctl.core import arguments
 from memctl.core.errors import CLI, arg
+from memctl.core.secrets import mask_secrets
 from memctl.core.vocab import NOTE_TYPES, STATUSES
 from memctl.services import notes
 
@@ -199,7 +200,7 @@ def forget(
                    "left_superseded": done.left_superseded, "unreadable": done.unreadable,
                    "kept_text": done.kept_text})
         return
-    info(f"forgot {note.id}  {note.title}")
+    info(f"forgot {note.id}  {mask_secrets(note.title)}")
     if kept:
         info(f"your kept edit of {note.id} was moved to {kept}")
     for message in done.messages():
