@@ -62,6 +62,9 @@ LAZY_IMPORTS = {
     # The secret scanner (~10 ms) only for a project name that may hold a key: a search
     # naming its project does not load it (memctl/core/arguments.py, SHORTEST_NAME_SECRET).
     "memctl.core.arguments": {"memctl.core.secrets"},
+    # The same scanner masks a failing command's error line: a search that succeeds never
+    # loads it (memctl.cli.context.print_error).
+    "memctl.cli.context": {"memctl.core.secrets"},
     "memctl.disk.storefiles": {"memctl.core.note", "memctl.core.noteformat",  # YAML, the model
                                "memctl.disk.atomic", "memctl.disk.journal",  # tempfile, git
                                "memctl.disk.locking",
