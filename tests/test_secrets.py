@@ -165,13 +165,22 @@ def test_the_labelled_texts_together_keep_their_findings_and_lines() -> None:
 # --- evasions ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("space", ["\u200b", "\u200c", "\u200d", "\ufeff"])
+@pytest.mark.parametrize("space", ["\u200b", "\u200c", "\u200d", "\ufeff", "\u200e", "\u200f",
+                                   "\u2062", "\u2064", "\u034f", "\u180e", "\ufe0f",
+                                   "\U000e0041", "\u2066", "\u202e"])
 def test_a_zero_width_character_inside_a_token_does_not_hide_it(space: str) -> None:
     text = f"first line\nCI uses {GITHUB[:9]}{space}{GITHUB[9:]} today"
     [finding] = scan(text)
     assert (finding.kind, finding.line, finding.masked) == ("github-token", 2, "ghp_****")
     assert text[finding.start : finding.end].replace(space, "") == GITHUB
     assert mask_secrets(text) == "first line\nCI uses ghp_**** today"
+
+
+def test_a_pypi_token_is_found() -> None:
+    token = "pypi-AgEIcHlwaS5vcmcCJDk4ZDhjMmU1LTNhYjQtNGVmNi1iZWQwLWQ2ZTk0NjY3MzUxMgACKlsz"
+    [finding] = scan(f"publish with twine using {token} as the password")
+    assert (finding.kind, finding.masked) == ("pypi-token", "pypi-****")
+    assert scan("the pypi-AgE prefix of a token") == []
 
 
 def test_full_width_characters_are_read_as_ascii() -> None:

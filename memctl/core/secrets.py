@@ -28,8 +28,9 @@ What is not (decided, and held by tests/data/secrets_labelled.py)
   * bare high-entropy strings (git SHAs, SHA-256 digests, UUIDs, note ids, base64 images):
     without a prefix or a name there is no telling them from a key, and notes are full of them.
 
-Evasions: the text is scanned after removing zero-width characters (U+200B-U+200D, U+2060,
-U+FEFF, U+00AD) and NFKC-normalising each character (full-width `ｇｈｐ＿` is `ghp_`), and a
+Evasions: the text is scanned after removing characters that show nothing (`_INVISIBLE_RANGES`:
+zero-width spaces and joiners, direction marks, the soft hyphen, the BOM, variation selectors,
+tags) and NFKC-normalising each character (full-width `ｇｈｐ＿` is `ghp_`), and a
 second time with `%XX` escapes decoded when there are any. Offsets, lines and masking refer to
 the original text.
 
@@ -69,8 +70,19 @@ class SecretFinding:
 
 # --- normalisation -----------------------------------------------------------------------------
 
-_INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad")
-_ANY_INVISIBLE = LazyPattern("[" + "".join(sorted(_INVISIBLE)) + "]")
+# Characters that show nothing (or nothing but a change of direction or of glyph), removed
+# before the scan: the format characters a text is likely to hold (zero-width spaces and
+# joiners, direction marks and isolates, invisible operators, the soft hyphen, the BOM, tags),
+# the combining grapheme joiner, the Mongolian selectors and the variation selectors. Any of
+# them inside a token hid it (`ghp_…\u200e…`).
+_INVISIBLE_RANGES = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x180B, 0x180F),
+                     (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F),
+                     (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xE0000, 0xE007F),
+                     (0xE0100, 0xE01EF))
+_INVISIBLE = frozenset(chr(code) for first, last in _INVISIBLE_RANGES
+                       for code in range(first, last + 1))
+_ANY_INVISIBLE = LazyPattern("[" + "".join(f"{chr(first)}-{chr(last)}"
+                                           for first, last in _INVISIBLE_RANGES) + "]")
 
 
 class _NfkcTable(dict):  # type: ignore[type-arg]
@@ -313,6 +325,9 @@ _RULES: tuple[_Rule, ...] = (
                      r"(?:\.[A-Za-z0-9_-]{2,40}){0,3})(?![A-Za-z0-9_-])"),
           ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glimt-", "glcbt-", "glsoat-", "gloas-"),
           keep=-1, check=lambda s: _mixed(s.split("-", 1)[1])),
+    _Rule("pypi-token",
+          LazyPattern(_B + r"(pypi-AgE[A-Za-z0-9_-]{50,400})(?![A-Za-z0-9_-])"), ("pypi-AgE",),
+          keep=5, check=lambda s: _mixed(s[8:])),
     _Rule("npm-token",
           LazyPattern(_B + r"(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9_])"), ("npm_",),
           keep=4, check=lambda s: _mixed(s[4:])),
