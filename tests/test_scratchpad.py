@@ -569,3 +569,20 @@ def test_the_same_focus_again_changes_nothing_and_says_so(cli, store_path):
     said = cli.ok("scratch", "focus", "Fix the pool timeout")
     assert "unchanged" in said.stdout + said.stderr
     assert cli.ok("scratch", "focus", "Something else", "--json").json()["changed"] is True
+
+
+def test_a_scratchpad_grown_past_1_mb_by_hand_can_still_be_worked_down(cli, store_path):
+    """A scratchpad over 1 MB (grown by hand or by a sync): `done` and `resolve`, which make
+    it no larger, work; a note that would make it larger is refused as the file's state
+    (exit 1, the way out named), not as bad usage of the argument (exit 2 and a help hint)."""
+    cli.ok("scratch", "next", "ship the release", env=NOW)
+    cli.ok("scratch", "question", "who signs it?", env=NOW)
+    path = store_path / "demo" / "SCRATCHPAD.md"
+    path.write_text(path.read_text() + "\n## Notes\n\n" + "- filler line of a note\n" * 50_000)
+    assert path.stat().st_size > 1024 * 1024
+    cli.ok("scratch", "done", "1", env=NOW)
+    cli.ok("scratch", "resolve", "1", "--answer", "the lead", env=NOW)
+    refused = cli("scratch", "note", "one more", env=NOW)
+    assert refused.exit_code == 1, refused.stderr
+    assert "larger than 1024 KB" in refused.stderr and "scratch clear` with --archive" in refused.stderr
+    assert "hint:" not in refused.stderr

@@ -256,6 +256,18 @@ def within_text_size(text: str, what: str) -> str:
     return text
 
 
+def file_within_size(new: str, before: str, what: str, way_out: str) -> str:
+    """A whole file after a change (`new`, from `before`), at most MAX_NOTE_BYTES. Not the
+    arguments' fault, so not bad usage: the file grew item by item. A change that does not
+    make a file already over it larger (a step done, a question resolved, in a scratchpad
+    grown by hand or by a sync) is let through: refusing it left no way to shrink the file
+    but by hand. `way_out`: what makes room."""
+    size = len(new.encode("utf-8"))
+    if size > MAX_NOTE_BYTES and size > len(before.encode("utf-8")):
+        raise MemctlError(f"{what} would be larger than {MAX_NOTE_BYTES // 1024} KB; {way_out}")
+    return new
+
+
 def expiry(value: str, base: datetime | None = None, argument: str = "expires") -> str:
     try:
         return parse_expiry(value, base or now())

@@ -519,7 +519,8 @@ def update_episode(
         except ValueError as exc:
             raise MemctlError(f"{episode.path}: cannot change its fields safely ({exc}); "
                               "edit the file by hand") from None
-        arguments.within_text_size(changed, "the episode with this")
+        arguments.file_within_size(changed, text, "the episode with this",
+                                   "finish it and start another episode for the rest")
         store.write_text(episode.path, changed)
         final = parse_episode(changed, episode.path, episode.project)
         verb = "finished" if finish else "updated"

@@ -157,7 +157,9 @@ def add_item(
         base = current if current is not None else template_text(store, project)
         updated = sections.append_dated_item(base, key, item, moment)
         # The file at most as large as `replace` takes it: items added one by one passed it.
-        arguments.within_text_size(updated, "MEMORY.md with this item")
+        arguments.file_within_size(updated, base, "MEMORY.md with this item",
+                                   f"make room first ({cmd('project replace')} or "
+                                   f"{cmd('project edit')})")
         store.write_text(relpath, updated)
         first_line = item.strip().splitlines()[0]
         store.commit(f"project {project}: add to {key}: {masked_title(first_line)}", [relpath])

@@ -432,8 +432,13 @@ def update(
         else:
             new, message = add_note(base, text, moment), f"note: {masked_title(text)}"
         # The whole file at most as large as a note or MEMORY.md (docs/reliability.md): an
-        # agent's 5 MB notes made one of 15 MB, which the index then refused to read.
-        arguments.within_text_size(new, "the scratchpad with this")
+        # agent's 5 MB notes made one of 15 MB, which the index then refused to read. A step
+        # done or a question resolved moves an item (with its date, or an answer of at most
+        # 1 MB): a scratchpad grown past the size by hand or by a sync can be worked down.
+        if action not in ("done", "resolve"):
+            arguments.file_within_size(new, base, "the scratchpad with this",
+                                       f"{cmd('scratch clear')} with {arg('archive')} moves it "
+                                       "into an episode and starts it afresh")
         changed = new != current  # (the same focus again changes nothing: no commit)
         if changed:
             store.write_text(relpath, new)
