@@ -903,6 +903,20 @@ def test_a_secret_quoted_back_in_a_message_is_masked(store_path: Path) -> None:
     assert AWS not in forgot.stdout + forgot.stderr and note in forgot.stderr
 
 
+def test_a_key_that_a_hand_dropped_file_brings_never_reaches_a_commit_message(
+        store_path: Path) -> None:
+    """A note dropped by hand whose id is a key (`valid_id` takes it): `forget` named it in
+    its commit message, which every clone and remote keeps. Every commit message is masked."""
+    cli = Cli(store_path)
+    folder = store_path / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "uploader.md").write_text(f"---\nid: {GITHUB}\ntype: fact\n---\nThe uploader\n")
+    cli("sync", env=NOW)  # (no remote: it commits, then says so)
+    cli.ok("forget", GITHUB, env=NOW)
+    messages = git(store_path, "log", "--format=%B")
+    assert GITHUB not in messages and "ghp_****" in messages
+
+
 def test_a_read_only_store_can_be_read_and_refuses_changes_clearly(store_path: Path, tmp_path: Path) -> None:
     """A read-only mount or folder: every read works (on a private copy of the index, with no
     access counting), every change is one line naming the problem, nothing is left behind."""

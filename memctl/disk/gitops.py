@@ -20,6 +20,7 @@ from memctl.core.errors import MemctlError, cmd
 from memctl.core.ids import valid_id
 from memctl.core.note import implied_id
 from memctl.core.noteformat import parse_text
+from memctl.core.secrets import mask_secrets
 from memctl.core.vocab import DEBRIS_SUFFIXES, MERGE_DRIVER_IDENTITY
 from memctl.disk.atomic import (
     TEMP_SUFFIX,
@@ -1106,9 +1107,12 @@ _MESSAGE_CONTROLS = {code: "\ufffd" for code in (*range(0x20), 0x7F) if chr(code
 def clean_message(message: str) -> str:
     """The message as `git commit -m` stores it (its `whitespace` clean-up): no trailing
     whitespace, no leading or trailing empty lines, runs of empty lines made one; control
-    characters but a line break and a tab shown as U+FFFD."""
+    characters but a line break and a tab shown as U+FFFD. A likely secret in it (a title,
+    an id or a path a hand-dropped file brought) is masked: every clone and remote keeps
+    commit messages for ever (docs/security.md). Every commit memctl makes takes its
+    message from here."""
     lines: list[str] = []
-    for line in message.translate(_MESSAGE_CONTROLS).split("\n"):
+    for line in mask_secrets(message).translate(_MESSAGE_CONTROLS).split("\n"):
         line = line.rstrip()
         if line or (lines and lines[-1]):
             lines.append(line)

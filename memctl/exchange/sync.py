@@ -54,6 +54,7 @@ from memctl.disk.counters import export_machine, machine_id
 from memctl.disk.gitops import (
     GitError,
     NotSha1Repository,
+    clean_message,
     git_reason,
     identity_env,
     read_blobs,
@@ -304,7 +305,8 @@ def _check_out_safely(root: Path) -> list[str]:
         tree = {path: entry for path, entry in tree_of(root, head).items() if path not in refused}
         message = (f"clone: leave out {len(refused)} path(s) a remote may not put in a store: "
                    f"{', '.join(refused[:5])}{' …' if len(refused) > 5 else ''}")
-        commit = run_git(root, "commit-tree", _write_tree(root, tree), "-p", head, "-m", message,
+        commit = run_git(root, "commit-tree", _write_tree(root, tree), "-p", head, "-F", "-",
+                         input_text=clean_message(message),
                          env=identity_env(root)).stdout.strip()
         run_git(root, "update-ref", "HEAD", commit)
     run_git(root, "reset", "-q", "--hard", "HEAD")
@@ -802,7 +804,7 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
         # (docs/sync.md, "Settings and templates").
         return head
     return run_git(root, "commit-tree", kept, "-p", head, "-p", theirs,
-                   "-m", message, env=identity_env(root)).stdout.strip()
+                   "-F", "-", input_text=clean_message(message), env=identity_env(root)).stdout.strip()
 
 
 def _entries(root: Path, rev: str) -> dict[str, tuple[str, str]]:
@@ -985,7 +987,8 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
         f", {len(result.conflicts)} conflict cop{'y' if len(result.conflicts) == 1 else 'ies'}"
         if result.conflicts else "")
     message = f"sync: merge {theirs[:10]} ({summary})"
-    commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-m", message,
+    commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-F", "-",
+                     input_text=clean_message(message),
                      env=identity_env(root)).stdout.strip()
     return commit
 
