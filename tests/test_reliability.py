@@ -361,7 +361,7 @@ def small_filesystem(size: str = "3m"):
 def fill(folder: Path, leave: int) -> Path:
     """Fill the filesystem, then free `leave` bytes."""
     filler = folder / "filler.bin"
-    with open(filler, "wb") as handle:
+    with open(filler, "wb", buffering=0) as handle:  # (unbuffered: no write left for close)
         chunk = b"\0" * 65536
         try:
             while True:
@@ -471,6 +471,38 @@ def test_a_full_disk_never_deletes_a_sound_index() -> None:
         filler.unlink()
         listed = run_memctl("list", "--all-projects", "--json", store=root)
         assert listed.exit_code == 0 and len(listed.json()) == 10, listed.stderr
+
+
+def test_a_walk_that_meets_a_full_disk_never_deletes_a_sound_index() -> None:
+    """Room for SQLite's shared-memory file (or one already there: a watcher, an MCP server)
+    but not for the WAL pages of a refresh: SQLITE_FULL in the walk of a read. That is the
+    machine's refusal, not a damaged index: before, `_walk` took it for corruption, removed
+    the index and made an empty one (or rebuilt all of it), on every such read."""
+    with small_filesystem("8m") as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 10)
+        assert run_memctl("list", "--all-projects", "--json", store=root).exit_code == 0
+        index = root / ".memctl" / "index.sqlite"
+        refused = 0
+        for leave in range(16384, 80 * 1024, 4096):
+            identity = (index.stat().st_ino, index.stat().st_size)
+            hand = root / "default" / "notes" / f"hand-{leave}.md"
+            hand.parent.mkdir(parents=True, exist_ok=True)
+            hand.write_text(f"a hand note {leave} " + sentence(random.Random(leave), 400) + "\n")
+            filler = fill(folder, leave)
+            result = run_memctl("search", "note", "--all-projects", store=root)
+            filler.unlink()
+            no_traceback(result.stderr)
+            assert result.exit_code in (0, 1), result.stderr
+            if result.exit_code == 1:
+                refused += 1
+                assert result.stderr.startswith("error:") and result.stderr.count("\n") == 1
+            assert index.stat().st_ino == identity[0], (leave, result.stderr)
+            assert index.stat().st_size >= identity[1], (leave, result.stderr)
+        assert refused, "the disk was never full enough to matter"
+        listed = run_memctl("list", "--all-projects", "--json", store=root)
+        assert listed.exit_code == 0 and len(listed.json()) == 10 + len(range(16384, 80 * 1024, 4096))
 
 
 def test_a_change_written_but_not_committed_on_a_full_disk_says_it_is_on_disk() -> None:

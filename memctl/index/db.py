@@ -529,6 +529,12 @@ def _walk(store: StoreLike, index: Index, paths: list[str] | None = None) -> Ind
         if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
             raise MemctlError("the index is busy (another memctl is updating it); try again") \
                 from exc
+        if sqlite_refused(exc):
+            # A full disk (SQLITE_FULL once the WAL cannot grow), a disk that fails: the index
+            # is sound. Removing it as if corrupt lost it to a full disk (a search with a
+            # watcher or an MCP server running, whose shared-memory file was already there).
+            index.close()
+            raise
         try:  # a newer memctl made it anew since it was opened: its own, not corrupt
             _refuse_newer(index._versions(), index._wanted_versions())
         except sqlite3.DatabaseError:
