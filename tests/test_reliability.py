@@ -505,6 +505,45 @@ def test_a_walk_that_meets_a_full_disk_never_deletes_a_sound_index() -> None:
         assert listed.exit_code == 0 and len(listed.json()) == 10 + len(range(16384, 80 * 1024, 4096))
 
 
+def test_the_watcher_outlives_an_index_it_cannot_make_again_on_a_full_disk() -> None:
+    """The index removed while the disk is full (to make room, or by another memctl that
+    made it anew): the watcher's reopen meets SQLITE_FULL. Before, that ended the watcher
+    (`_store_moved` caught only a newer index); now it says it cannot update the index and
+    retries, and once space is back a hand edit is found by a search."""
+    with small_filesystem("4m") as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 10)
+        assert run_memctl("reindex", store=root).exit_code == 0
+        proc = subprocess.Popen([memctl_executable(), "--store", str(root), "watch"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while not run_memctl("watch", "--status", "--json", store=root).json()["live"]:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+            fill(folder, 0)
+            (root / ".memctl" / "index.sqlite").unlink()
+            filler = fill(folder, 0)  # the index's room taken too
+            time.sleep(2.5)  # a few ticks of the watcher on the full disk
+            filler.unlink()
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            note = root / "default" / "notes" / "kiwi.md"
+            note.parent.mkdir(parents=True, exist_ok=True)
+            note.write_text("kiwifruit grows on vines\n")
+            deadline = time.monotonic() + 15
+            while True:
+                found = run_memctl("search", "kiwifruit", "--all-projects", "--json", store=root)
+                if found.exit_code == 0 and len(found.json()) == 1 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.3)
+            assert found.exit_code == 0 and len(found.json()) == 1, found.stderr
+            assert proc.poll() is None
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+
+
 def test_a_change_written_but_not_committed_on_a_full_disk_says_it_is_on_disk() -> None:
     """Room for the scratchpad's few bytes but not for git's objects: the file is written and
     git fails. The one line says the change is on disk and that `memctl sync` commits it

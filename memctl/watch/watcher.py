@@ -677,8 +677,11 @@ class Watcher:
             except NewerIndexError as newer:
                 self._pause(str(newer))
                 return False
-            except MemctlError:
-                pass  # busy for long: the full pass below tries again on a fresh connection
+            except (MemctlError, sqlite3.Error, OSError):
+                # Busy for long, or the machine refuses (a full disk: SQLite cannot make the
+                # index's WAL or shared memory): the full pass below tries again on a fresh
+                # connection. (A refusal here ended the watcher.)
+                pass
             with self._cond:
                 self._coalescer.add_full(time.monotonic(), wait=2.0)
             return False
@@ -832,6 +835,15 @@ class Watcher:
                     self._open_index()
                 except NewerIndexError as exc:
                     self._pause(str(exc))
+                    return False
+                except (MemctlError, sqlite3.Error, OSError) as exc:
+                    # The new index cannot be opened now (a full disk, busy for long): said
+                    # once, and tried again at the next tick (this one is still unlinked),
+                    # rather than ending the watcher.
+                    if not self._failing:
+                        self.on_message(f"warning: could not update the index ({exc}); "
+                                        f"retrying")
+                    self._failing = True
                     return False
                 self._apply(Batch(full=True), announce=False)
             return False
