@@ -448,6 +448,26 @@ def test_an_export_that_fills_the_disk_names_its_zip() -> None:
         filler.unlink()
 
 
+def test_a_machine_id_the_full_disk_refuses_leaves_no_temp_file() -> None:
+    """This machine's id is written once, through a temp file: a full disk that refused the
+    write left `.memctl/.machine-id.PID.tmp` behind a command that was not killed."""
+    with small_filesystem() as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 5)
+        for made in (root / ".memctl").glob("machine-id*"):
+            made.unlink()
+        filler = fill(folder, 0)
+        elsewhere = Path(tempfile.mkdtemp(prefix="memctl-zip-"))
+        try:  # an export to another disk: only the id's own write meets the full one
+            result = run_memctl("export", str(elsewhere / "out.zip"), store=root)
+        finally:
+            shutil.rmtree(elsewhere, ignore_errors=True)
+        no_traceback(result.stderr)
+        assert not list((root / ".memctl").glob(".machine-id*.tmp")), result.stderr
+        filler.unlink()
+
+
 def test_a_full_disk_never_deletes_a_sound_index() -> None:
     """A read on a disk with no room: SQLite cannot make the index's shared-memory file
     (SQLITE_IOERR_SHMSIZE) nor write (SQLITE_FULL). That is the machine's refusal, not a

@@ -59,9 +59,9 @@ def machine_id(store: StoreLike) -> str:
     tmp = path.with_name(f".{MACHINE_FILE}.{os.getpid()}.tmp")
     # Never world-writable, whatever the umask.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value + "\n")
-    try:
+    try:  # (a write the full disk refuses leaves no temp file behind either)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(value + "\n")
         # link() fails if another process made the id first: then theirs wins.
         os.link(tmp, path)
     except FileExistsError:
