@@ -237,3 +237,17 @@ def test_a_query_is_read_up_to_its_limit() -> None:
     assert query.truncated and len(query.raw) <= MAX_QUERY_CHARS
     assert {term.text for term in query.terms} <= {"deploy", "cache"} and not query.types
     assert not parse("deploy " * 10 + "type:fact").truncated
+
+
+@pytest.mark.parametrize("space", ["\t", "\r", "\u3000", " "])
+@pytest.mark.parametrize("last", ["type:decision", "tag:production"])
+def test_a_filter_the_query_limit_cuts_is_left_out(space: str, last: str) -> None:
+    """A filter across MAX_QUERY_CHARS is left out whatever whitespace is before it: after
+    tabs (or `\\r`, U+3000) it was read cut, `type:deci` (bad usage) or `tag:produc` (none)."""
+    head = MAX_QUERY_CHARS - len(last) + 4 - 1  # the limit falls 4 characters before its end
+    words = ("deploy" + space) * (head // 7)
+    query = parse(words + "x" * (head - len(words)) + space + last)
+    assert query.truncated and not query.types and not query.tags
+    assert {term.text for term in query.terms} == {"deploy"}
+    exact = "deploy" + space * (MAX_QUERY_CHARS - 20) + "tag:production" + " x" * 9
+    assert parse(exact).tags == ("production",)  # the limit between two words: none is cut

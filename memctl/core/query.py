@@ -281,14 +281,26 @@ def _or_side(item: _Item, key: str | None) -> str:
     return f"a `{key}:` filter" if key else f"the word {quoted(item.text)}"
 
 
+def _head(raw: str) -> str:
+    """The first MAX_QUERY_CHARS characters of `raw`, less a word the limit cuts: the cut
+    is at any whitespace the lexer splits at (a tab, `\r`, U+3000 too), so a filter across
+    the limit is left out rather than read as another (`tag:produc`, `type:deci`)."""
+    kept = raw[:MAX_QUERY_CHARS]
+    if raw[MAX_QUERY_CHARS].isspace():
+        return kept  # the limit falls between two words: none is cut
+    end = len(kept)
+    while end and not kept[end - 1].isspace():
+        end -= 1
+    return kept[:end] if end else kept  # (one word of it all: cut to MAX_TERM_CHARS anyway)
+
+
 def parse(raw: str) -> Query:
     """Parse a user's query. Raises UsageError for an empty query or an unknown `type:`."""
     if raw is None or not raw.strip():
         raise UsageError("the search query is empty; give some words to look for")
     cut = len(raw) > MAX_QUERY_CHARS
     if cut:
-        kept = raw[:MAX_QUERY_CHARS]
-        raw = kept[:max(kept.rfind(" "), kept.rfind("\n"), 0)] or kept
+        raw = _head(raw)
     text = clean(utf8_text(raw, "search query"))
     if not text.isascii():
         text = text.translate(FULL_WIDTH_ALNUM)  # (filters, operators and dates too)
