@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctl.core.errors import UsageError
-from memctl.core.query import MAX_QUERY_CHARS, parse
+from memctl.core.query import MAX_QUERY_CHARS, parse, shown_query
 from memctl.core.tokenize import FTS_TOKENIZE, to_index
 
 DOCS = [
@@ -251,3 +251,22 @@ def test_a_filter_the_query_limit_cuts_is_left_out(space: str, last: str) -> Non
     assert {term.text for term in query.terms} == {"deploy"}
     exact = "deploy" + space * (MAX_QUERY_CHARS - 20) + "tag:production" + " x" * 9
     assert parse(exact).tags == ("production",)  # the limit between two words: none is cut
+
+
+def test_the_shown_query_reads_only_its_first_words() -> None:
+    """The query a reply repeats (MCP search and recall, the recall block) splits only the
+    words it shows: a query an MCP client sent of 50 MB was split whole (0.6 s, 550 MB)."""
+    import tracemalloc
+
+    query = "deploy cache " * 400_000  # 5.2 MB
+    tracemalloc.start()
+    try:
+        shown = shown_query(query)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert shown == ("deploy cache " * 16)[:200] + "…"
+    assert peak < 100_000, peak
+    for text, limit in (("  a \t b\u3000c\x1c d ", 200), ("alpha  beta", 7), ("", 5), ("ab cd", 5)):
+        line = " ".join(text.split())
+        assert shown_query(text, limit) == (line if len(line) <= limit else line[:limit] + "…")
