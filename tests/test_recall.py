@@ -298,6 +298,21 @@ def test_secrets_let_into_memory_md_or_the_scratchpad_are_masked_in_the_block(cl
     assert "AKIAIOSFODNN7EXAMPLE" in cli.ok("project", "show").stdout  # the file keeps it
 
 
+def test_conflict_markers_after_a_masked_key_of_several_lines_are_named_at_their_line(cli):
+    """A private key of several lines in MEMORY.md is masked as one line in the block: the
+    warning about git conflict markers after it named a line two or more too early."""
+    cli.ok("add", "Deploys go out on Fridays")
+    memory = cli.store / "demo" / "MEMORY.md"
+    memory.write_text("# Demo\n\nDeploy key:\n-----BEGIN RSA PRIVATE KEY-----\n"
+                      + "MIIEpAIBAAKCAQEA1234567890abcdefghij\n" * 3
+                      + "-----END RSA PRIVATE KEY-----\n\n<<<<<<< HEAD\nFridays\n=======\n"
+                      "Mondays\n>>>>>>> other\n")
+    block = cli.ok("recall")
+    assert "a likely secret is shown masked" in block.stderr
+    assert "demo/MEMORY.md:10: git conflict markers" in block.stderr, block.stderr
+    assert "MIIEpAIBAAKCAQEA" not in block.stdout
+
+
 def test_a_small_budget_repeats_little_of_a_long_question(cli):
     """The heading repeated the query's first 200 characters: with a budget of 250, a long
     question left room for the heading alone, and the note it asked about was not shown."""

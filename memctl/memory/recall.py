@@ -711,17 +711,18 @@ def recall(
             f"{'it looks like it holds' if one else 'they look like they hold'} a secret "
             f"({wording.command('health')} lists {'it' if one else 'them'})")
     _mark_known_conflicts(store, [candidate for candidate, _ in readable], corrections)
-    memory_text = _masked(_readable(lambda: project_memory.read_memory(store, project),
-                                    warnings), project_memory.memory_relpath(project), warnings,
-                          wording)
-    scratch_text = _masked(_readable(lambda: scratchpad.read_scratch(store, project), warnings),
-                           scratchpad.scratch_relpath(project), warnings, wording)
+    memory_text = _readable(lambda: project_memory.read_memory(store, project), warnings)
+    scratch_text = _readable(lambda: scratchpad.read_scratch(store, project), warnings)
     for text, path in ((memory_text, project_memory.memory_relpath(project)),
                        (scratch_text, scratchpad.scratch_relpath(project))):
+        # On the file's own text: a masked key of several lines (a PEM block) is one line.
         line = conflict_markers(text) if text else None
         if line is not None:
             warnings.append(f"{path}:{line}: git conflict markers: both sides are shown "
                             "below, neither settled; keep one and delete the marker lines")
+    memory_text = _masked(memory_text, project_memory.memory_relpath(project), warnings,
+                          wording)
+    scratch_text = _masked(scratch_text, scratchpad.scratch_relpath(project), warnings, wording)
     view = project_memory.show(store, project) if memory_text is not None else None
     if view is not None and view.warning(wording):
         warnings.append(view.warning(wording))
