@@ -575,3 +575,25 @@ def test_restore_last_sweep_names_an_archived_note_that_does_not_parse_as_such(c
     assert skipped["id"] == broken["id"]
     assert "does not parse" in skipped["why"] and "forgotten" not in skipped["why"]
     assert f"memctl restore {broken['id']}" in skipped["why"]
+
+
+def test_restore_last_sweep_says_why_it_cannot_name_a_note_whose_id_looks_like_a_key(cli):
+    """A note dropped in by hand whose id is a key: the sweep's commit names it masked (every
+    commit message is: gitops.clean_message), so `restore --last-sweep` cannot find it. It
+    restores the others and says why that one is skipped (it said every note was restored,
+    changed or forgotten since); the note is restored by its id."""
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    folder = cli.store / "demo" / "notes" / "fact"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "uploader.md").write_text(f"---\nid: {key}\ntype: fact\nexpires: 2026-01-01\n---\n"
+                                        "The uploader\n")
+    cli("sync", env=SWEEP)  # (no remote: it commits the hand-dropped file, then says so)
+    alone = cli("restore", "--last-sweep", env=SWEEP)
+    assert alone.exit_code == 1  # no sweep yet
+    cli.ok("archive", env=SWEEP)
+    refused = cli("restore", "--last-sweep", env=SWEEP)
+    assert refused.exit_code == 1 and "looks like a key" in refused.stderr, refused.stderr
+    assert key not in refused.stderr
+    assert cli.ok("show", key, "--json").json()["status"] == "archived"
+    cli.ok("restore", key, env=SWEEP)
+    assert cli.ok("show", key, "--json").json()["status"] == "active"

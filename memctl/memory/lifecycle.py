@@ -454,8 +454,9 @@ def restore_notes(store: Store, refs: list[str], *, sweep: bool = False) -> Rest
                 raise MemctlError(f"note {note.id} is already active ({note.path}); nothing to restore")
             notes.setdefault(note.id, note)
         if not notes and sweep:
-            raise MemctlError(f"every note the last archive sweep archived ({len(refs)}) was "
-                              "restored, changed or forgotten since; nothing to undo")
+            why = "; ".join(dict.fromkeys(reason for _ref, reason in result.skipped))
+            raise MemctlError(f"no note the last archive sweep archived ({len(refs)}) can be "
+                              f"restored ({why}); nothing to undo")
         if not notes:
             raise MemctlError("no note to restore")
         moment = now()
@@ -491,6 +492,11 @@ def restore_last_sweep(store: Store) -> RestoreResult:
 
 def _still_swept(store: Store, note_id: str) -> tuple[Note | None, str]:
     """The note a sweep archived, when it is still archived; else None and why it is skipped."""
+    if "****" in note_id:
+        # An id that looks like a key (a note dropped in by hand) is masked in every commit
+        # message (gitops.clean_message), so the sweep's commit cannot name it back.
+        return None, ("its id looks like a key, masked in the sweep's commit: `memctl list "
+                      "--status archived` shows it; restore it by its id")
     try:
         note = store.find_note(note_id)
     except NoteFormatError as exc:
