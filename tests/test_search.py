@@ -711,3 +711,20 @@ def test_or_between_a_word_and_a_filter_is_bad_usage_not_and(cli: Cli, store: Pa
         assert refused.stderr.startswith("error: `OR` joins two words")
     assert "pg00000000000001" in hit_ids(cli, "tag:database OR tag:nothing-such")
     assert "pg00000000000001" in hit_ids(cli, "postgres AND tag:database")
+
+
+def test_several_groups_of_tags_each_need_one_of_theirs(cli: Cli, store_path: Path) -> None:
+    """`tag:a OR tag:b tag:c OR tag:d`: a note with a tag of each group, however the groups
+    share tags (one subquery answers all of them: tests/test_hostile_input.py)."""
+    for note_id, tags in (("ga00000000000001", ["a", "c"]), ("gb00000000000001", ["b", "d"]),
+                          ("gc00000000000001", ["a"]), ("gd00000000000001", ["d"]),
+                          ("ge00000000000001", ["a", "b"]), ("gf00000000000001", ["b", "c", "x"])):
+        note(store_path, note_id, "The gadget ships on Monday.", tags=tags)
+    assert set(hit_ids(cli, "gadget tag:a OR tag:b tag:c OR tag:d")) == {
+        "ga00000000000001", "gb00000000000001", "gf00000000000001"}
+    assert set(hit_ids(cli, "gadget tag:a OR tag:b tag:a OR tag:c")) == {
+        "ga00000000000001", "gc00000000000001", "ge00000000000001", "gf00000000000001"}
+    assert set(hit_ids(cli, "gadget tag:a OR tag:b tag:c OR tag:d tag:x")) == {"gf00000000000001"}
+    assert set(hit_ids(cli, "gadget tag:a OR tag:b -tag:c")) == {"gb00000000000001",
+                                                                  "gc00000000000001",
+                                                                  "ge00000000000001"}
