@@ -1278,7 +1278,7 @@ def test_a_key_in_a_file_name_is_reported_by_sync_export_health_and_recall(tmp_p
     folder.mkdir(parents=True)
     (folder / f"ci-uses-{key}-0000000000keyname.md").write_text(
         "---\nid: 0000000000keyname\ntype: fact\nproject: demo\n"
-        "created: 2026-11-30T09:00:00.000Z\n---\nThe CI signs in with a token\n")
+        "created: 2025-01-01T09:00:00.000Z\n---\nThe CI signs in with a token\n")
     _push_by_hand(other, "a note named with a key")
     result = laptop("sync", "--json")
     assert result.exit_code == 0, result.stderr
@@ -1296,7 +1296,10 @@ def test_a_key_in_a_file_name_is_reported_by_sync_export_health_and_recall(tmp_p
     assert recalled["secrets_left_out"] == 1 and recalled["notes"] == []
     for shown in (result, zipped):
         assert key not in shown.stdout and key not in shown.stderr
+    # Named wherever the note is listed (here: not recalled for long), masked in each place.
+    assert any("ci-uses-ghp_****" in entry["path"] for entry in health["unrecalled"])
     assert key not in json.dumps(health)
+    assert key not in laptop("health").stdout
 
 
 def test_pulled_names_the_id_a_note_holds_not_one_guessed_from_its_file_name(tmp_path, remote):

@@ -731,9 +731,25 @@ def _build_report(store: Store, moment: datetime | None) -> dict[str, Any]:
         "index": drift,
         **sections["state"],
     }
+    if any(entry["line"] == 0 for entry in secrets):
+        # A file named with a key (line 0: `name_findings`) is listed wherever its note is
+        # (`unrecalled`, `expired`, a pair): masked in every one of them, not only here.
+        report = _names_masked(report)
     report["problems"] = problems_of(report)
     report["ok"] = not report["problems"]
     return report
+
+
+def _names_masked(value: Any) -> Any:
+    """`value` with every text in it masked as a file's name is (`mask_name`): only for a
+    report that found a key in a name, so a report that found none pays nothing."""
+    if isinstance(value, str):
+        return mask_name(value)
+    if isinstance(value, dict):
+        return {key: _names_masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_names_masked(item) for item in value]
+    return value
 
 
 def _conflict_copies(root: Path) -> list[str]:
