@@ -714,9 +714,10 @@ def _special_file(output: str) -> str | None:
 
 # Paths are file names, never patterns: a hand-made `notes/[draft].md` must not match others.
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
-# Paths given to one git command on its command line; more go through its stdin. The
-# kernel takes about 2 MB of arguments: an import of 30,000 notes (file names of ~80
-# characters) failed with "Argument list too long".
+# Paths given to `git ls-files` on one command line (it reads none from its stdin, where
+# `add` and `update-index` are given them all): the kernel takes about 2 MB of arguments,
+# and an import of 30,000 notes (file names of ~80 characters) failed with "Argument list
+# too long".
 _PATHS_PER_CALL = 2_000
 
 
@@ -1036,7 +1037,7 @@ def _stage(root: Path, paths: list[str] | None, env: dict[str, str] | None = Non
         return
     # Files: `update-index` stages exactly these (one removed is dropped from the index, one
     # never tracked and gone is ignored), with the same clean filters as `git add`. Read
-    # from its stdin, as many as there are (`_PATHS_PER_CALL`).
+    # from its stdin, as many as there are.
     _run_git_write(root, "update-index", "--add", "--remove", "-z", "--stdin", env=env,
                    input_text="\0".join(unique))
 
@@ -1072,9 +1073,8 @@ def _commit_index(root: Path, message: str, reading: Started | None = None,
     if tree == parent_tree:
         return None  # nothing staged
     text = clean_message(message)
-    parents = ["-p", parent] if parent else []
-    commit = run_git(root, "commit-tree", tree, *parents, "-F", "-", input_text=text,
-                     env=identity_env(root, asked)).stdout.strip()
+    commit = commit_tree(root, tree, [parent] if parent else [], text,
+                         identity_env(root, asked))
     subject = text.split("\n", 1)[0]
     # The reflog entry `git commit` writes; the old value makes the update fail rather than
     # drop a commit another git made in between.
@@ -1102,6 +1102,16 @@ def _head_and_tree(root: Path, reading: Started | None = None
 # from a hand-made or pushed file), each shown as U+FFFD: git refuses a message with a NUL,
 # and the commit, after the files were written, would fail (tests/test_hostile_input.py).
 _MESSAGE_CONTROLS = {code: "\ufffd" for code in (*range(0x20), 0x7F) if chr(code) not in "\n\t"}
+
+
+def commit_tree(root: Path, tree: str, parents: list[str], message: str,
+                env: dict[str, str] | None = None) -> str:
+    """A commit of `tree` on `parents` with `message` as `clean_message` makes it (every
+    commit memctl makes); its id. `env`: who commits (`identity_env`)."""
+    return run_git(root, "commit-tree", tree, *(arg for parent in parents
+                                                for arg in ("-p", parent)),
+                   "-F", "-", input_text=clean_message(message),
+                   env=env if env is not None else identity_env(root)).stdout.strip()
 
 
 def clean_message(message: str) -> str:

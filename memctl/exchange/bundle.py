@@ -572,20 +572,14 @@ def entry_for(path: str, data: bytes, fallback_time: str | None = None) -> Entry
     """The merge core's view of one file. `fallback_time` is used when the file carries no
     time of its own (a note without front matter, MEMORY.md, settings)."""
     kind = path_kind(path) or "file"
-    if kind in (NOTE, ARCHIVED, EPISODE) and len(data) > MAX_FILE_BYTES:
-        # Over what the index reads (a file dropped by hand): merged by the id of its `id:`
-        # line, as a hand edit, read from its head alone. Parsed whole, a file of 100 MB held
-        # ~1 GB during a sync or an export (tests/test_hostile_input.py).
-        found = salvage_id(data[:MAX_FRONT_MATTER_BYTES].decode("utf-8", "replace"))
-        if found and valid_id(found):
-            return Entry(key=MergeKey.for_id(found), path=path, data=data, kind="note",
-                         updated=fallback_time, stamped=False)
-        return Entry(key=MergeKey.for_path(path), path=path, data=data, kind=kind,
-                     updated=fallback_time)
-    text = data.decode("utf-8", "replace")
+    # A note over what the index reads (a file dropped by hand) is read from its head alone
+    # and merged by its `id:` line, as one that does not parse: parsed whole, a file of
+    # 100 MB held ~1 GB during a sync or an export (tests/test_hostile_input.py).
+    whole = kind not in (NOTE, ARCHIVED, EPISODE) or len(data) <= MAX_FILE_BYTES
+    text = (data if whole else data[:MAX_FRONT_MATTER_BYTES]).decode("utf-8", "replace")
     if kind in (NOTE, ARCHIVED, EPISODE, TOMBSTONE):
-        parsed = parse_text(text)
-        if parsed.problem is None:
+        parsed = parse_text(text) if whole else None
+        if parsed is not None and parsed.problem is None:
             meta = parsed.meta
             if kind == TOMBSTONE:
                 tomb_id = str(meta.get("id") or path.rsplit("/", 1)[-1][:-3]).strip().lower()

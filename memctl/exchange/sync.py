@@ -54,9 +54,8 @@ from memctl.disk.counters import export_machine, machine_id
 from memctl.disk.gitops import (
     GitError,
     NotSha1Repository,
-    clean_message,
+    commit_tree,
     git_reason,
-    identity_env,
     read_blobs,
     run_git,
     run_git_binary,
@@ -305,9 +304,7 @@ def _check_out_safely(root: Path) -> list[str]:
         tree = {path: entry for path, entry in tree_of(root, head).items() if path not in refused}
         message = (f"clone: leave out {len(refused)} path(s) a remote may not put in a store: "
                    f"{', '.join(refused[:5])}{' …' if len(refused) > 5 else ''}")
-        commit = run_git(root, "commit-tree", _write_tree(root, tree), "-p", head, "-F", "-",
-                         input_text=clean_message(message),
-                         env=identity_env(root)).stdout.strip()
+        commit = commit_tree(root, _write_tree(root, tree), [head], message)
         run_git(root, "update-ref", "HEAD", commit)
     run_git(root, "reset", "-q", "--hard", "HEAD")
     return refused
@@ -803,8 +800,7 @@ def _without_hostile_paths(root: Path, head: str, theirs: str, target: str,
         # different settings would then flip them with a new commit each sync, for ever
         # (docs/sync.md, "Settings and templates").
         return head
-    return run_git(root, "commit-tree", kept, "-p", head, "-p", theirs,
-                   "-F", "-", input_text=clean_message(message), env=identity_env(root)).stdout.strip()
+    return commit_tree(root, kept, [head, theirs], message)
 
 
 def _entries(root: Path, rev: str) -> dict[str, tuple[str, str]]:
@@ -987,10 +983,7 @@ def build_merge_commit(root: Path, ours: str, theirs: str, report: SyncReport) -
         f", {len(result.conflicts)} conflict cop{'y' if len(result.conflicts) == 1 else 'ies'}"
         if result.conflicts else "")
     message = f"sync: merge {theirs[:10]} ({summary})"
-    commit = run_git(root, "commit-tree", tree, "-p", ours, "-p", theirs, "-F", "-",
-                     input_text=clean_message(message),
-                     env=identity_env(root)).stdout.strip()
-    return commit
+    return commit_tree(root, tree, [ours, theirs], message)
 
 
 def _move_files_out_of_folders(final: dict[str, tuple[str, str]], report: SyncReport) -> None:

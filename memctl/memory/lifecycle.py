@@ -31,6 +31,7 @@ from typing import Any
 
 from memctl.core.clock import ahead, format_time, now, parse_time
 from memctl.core.errors import MemctlError, NoteFormatError, UsageError
+from memctl.core.ids import valid_id
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
@@ -492,9 +493,10 @@ def restore_last_sweep(store: Store) -> RestoreResult:
 
 def _still_swept(store: Store, note_id: str) -> tuple[Note | None, str]:
     """The note a sweep archived, when it is still archived; else None and why it is skipped."""
-    if "****" in note_id:
+    if not valid_id(note_id):
         # An id that looks like a key (a note dropped in by hand) is masked in every commit
-        # message (gitops.clean_message), so the sweep's commit cannot name it back.
+        # message (gitops.clean_message, `ghp_****`: no id), so the sweep's commit cannot
+        # name it back.
         return None, ("its id looks like a key, masked in the sweep's commit: `memctl list "
                       "--status archived` shows it; restore it by its id")
     try:
