@@ -8,6 +8,7 @@ tool `search` (`memctl.mcp_server`). `str(error)` is the CLI's wording.
 
 from __future__ import annotations
 
+import errno
 import re
 
 # Markers inside a message: U+001C … U+001D never occur in text a person types as a message.
@@ -164,3 +165,16 @@ def machine_error(error: BaseException) -> str | None:
         where, reason = "", f"{error} (the store's SQLite files)"
     return (f"{reason}{where}; the command stopped there. Once the disk has room (or the file "
             f"can be written), run it again; {cmd('health')} checks the store")
+
+
+def write_advice(exc: OSError, about: str) -> str:
+    """What to do when a write failed with `exc`: a full disk, a quota, a read-only file
+    system, a permission (`about`: whose), else to check the disk."""
+    hints = {
+        errno.ENOSPC: "free some disk space and run the command again",
+        errno.EDQUOT: "free some space within your disk quota and run the command again",
+        errno.EROFS: "the filesystem is read-only; remount it read-write or move the store",
+        errno.EACCES: f"check the permissions of {about}",
+        errno.EPERM: f"check the permissions of {about}",
+    }
+    return hints.get(exc.errno or 0, "check the disk and the folder, then run the command again")

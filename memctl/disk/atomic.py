@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from memctl.core.errors import MemctlError, UsageError
+from memctl.core.errors import MemctlError, UsageError, write_advice
 
 # Where a failed write leaves the user: the target is untouched and the temp file removed.
 _UNCHANGED = "the file was not changed"
@@ -264,13 +264,7 @@ def _write_error(path: Path, exc: OSError, unchanged: str = _UNCHANGED,
     """A one-line message naming the file and what to do, never a traceback. `doing`: what
     failed, when not writing `path` (`cannot move A to B/`); `about`: whose permissions."""
     reason = exc.strerror or str(exc)
-    hints = {
-        errno.ENOSPC: "free some disk space and run the command again",
-        errno.EDQUOT: "free some space within your disk quota and run the command again",
-        errno.EROFS: "the filesystem is read-only; remount it read-write or move the store",
-        errno.EACCES: f"check the permissions of {about}",
-        errno.EPERM: f"check the permissions of {about}",
-    }
-    hint = hints.get(exc.errno or 0, "check the disk and the folder, then run the command again")
     doing = doing or f"cannot write {path}"
-    return WriteError(f"{doing}: {reason} ({unchanged}); {hint}", exc.errno, str(path))
+    return WriteError(f"{doing}: {reason} ({unchanged}); {write_advice(exc, about)}", exc.errno,
+                      str(path))
+

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memctl.core.clock import ahead, format_time, now, parse_time
-from memctl.core.errors import MemctlError, sqlite_damaged
+from memctl.core.errors import MemctlError, sqlite_damaged, sqlite_refused
 from memctl.disk.layout import state_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
@@ -257,6 +257,22 @@ def leave_open_at_exit() -> None:
 
 
 def _record(conn: sqlite3.Connection, machine: str, unique: list[str], stamp: str) -> None:
+    """One access of each of `unique`, in one transaction. A disk that refuses the write
+    (full, failing) counts nothing and lets the read go on, as a read-only store does: the
+    counts are hints, the answer is not (docs/reliability.md, "A full disk")."""
+    try:
+        _count(conn, machine, unique, stamp)
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolled back itself
+        if not sqlite_refused(exc):
+            raise
+
+
+def _count(conn: sqlite3.Connection, machine: str, unique: list[str], stamp: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany(
         "INSERT INTO access(machine, id, count, last) VALUES (?, ?, 1, ?)"

@@ -9,7 +9,14 @@ import re
 from pathlib import Path
 
 from memctl.core.arguments import project_name
-from memctl.core.errors import ArgumentError, MemctlError, UsageError, VariableError, arg
+from memctl.core.errors import (
+    ArgumentError,
+    MemctlError,
+    UsageError,
+    VariableError,
+    arg,
+    write_advice,
+)
 from memctl.core.textfile import is_utf8_name
 from memctl.core.vocab import DEBRIS_SUFFIXES as _DEBRIS_SUFFIXES
 from memctl.core.vocab import GLOBAL as GLOBAL  # the global scope is a folder of the layout too
@@ -73,8 +80,8 @@ def state_file_error(path: Path, exc: OSError) -> MemctlError:
     if path.is_dir() and not path.is_symlink():
         return MemctlError(f"{path} is a folder where memctl keeps a file of its own: remove "
                            "the folder (memctl makes the file again)")
-    return MemctlError(f"cannot write {path}: {exc.strerror or exc}; check the permissions "
-                       "of the store's .memctl folder")
+    return MemctlError(f"cannot write {path}: {exc.strerror or exc}; "
+                       + write_advice(exc, "the store's .memctl folder"))
 
 
 class StoreGoneError(MemctlError):

@@ -280,32 +280,57 @@ def _writable(path: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
+# The private copy of each index this process made (index path -> copy): one per store for
+# the life of the process, so a long-running `memctl mcp` on a read-only store or a full disk
+# keeps one copy up to date from call to call instead of leaving a new one behind per call.
+_COPIES: dict[Path, Path] = {}
+
+
 def _private_copy(root: Path, path: Path) -> Index:
-    """A read-only store (a read-only mount, a folder shared read-only): reads keep working on
-    a private copy of the index in a temporary folder, brought up to date from the files and
-    removed when the command ends (docs/security.md)."""
+    """A read-only store (a read-only mount, a folder shared read-only), or a full disk
+    (`_copy_instead`): reads keep working on a private copy of the index in a temporary
+    folder, brought up to date from the files by its caller and removed when the process
+    ends (docs/security.md, docs/reliability.md). Never taken for the store's index: a live
+    watcher is not asked about it (`_ask_watcher`), a change probe not armed with it."""
     import atexit  # here, not at the top: only a read-only store needs them (search start-up)
     import shutil
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="memctl-read-only-"))
-    atexit.register(shutil.rmtree, folder, True)
-    copy = folder / INDEX_FILE
-    try:
-        if path.is_file():
-            shutil.copyfile(path, copy)
-    except OSError:
-        pass  # unreadable as well: the copy starts empty and is built from the files
+    copy = _COPIES.get(path)
+    if copy is None or not copy.is_file():
+        folder = Path(tempfile.mkdtemp(prefix="memctl-read-only-"))
+        atexit.register(shutil.rmtree, folder, True)
+        copy = folder / INDEX_FILE
+        try:
+            if path.is_file():
+                shutil.copyfile(path, copy)
+        except OSError:
+            pass  # unreadable as well: the copy starts empty and is built from the files
+    _COPIES.pop(path, None)
     for attempt in range(2):
         try:
             index = Index(root, _connect(copy), copy)
             index._prepare(replace_newer=True)  # this process's own copy
+            _COPIES[path] = copy
             return index
         except sqlite3.DatabaseError:
             if attempt:
                 raise
             remove_index_files(copy)
     raise AssertionError("unreachable")
+
+
+def _copy_instead(root: Path, path: Path, refused: sqlite3.DatabaseError) -> Index:
+    """The index at `path` may be sound but the disk refuses to write it (a full disk: even
+    opening it writes its shared-memory file). Reads go on as on a read-only store, from a
+    private copy brought up to date from the files (docs/reliability.md, "A full disk");
+    `refused` is raised when the copy cannot be made either (the temporary folder on the
+    same full disk). The copy is never taken for the store's index: a change probe is not
+    armed by it (its identity is another file's), and a watcher never uses one."""
+    try:
+        return _private_copy(root, path)
+    except (OSError, sqlite3.DatabaseError):
+        raise refused from None
 
 
 def remove_index_files(path: Path) -> None:
@@ -377,10 +402,13 @@ def _take_opened_ahead(path: Path) -> sqlite3.Connection | None:
     return None
 
 
-def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
+def open_index(store: StoreLike, *, replace_newer: bool = False,
+               copy_when_refused: bool = False) -> Index:
     """Open the index, creating it or rebuilding it when it is missing, corrupt or of another
     schema or tokenizer version (one of a newer memctl only with `replace_newer`:
-    `Index._prepare`). The caller still has to `refresh()` (see `ensure_fresh`)."""
+    `Index._prepare`). The caller still has to `refresh()` (see `ensure_fresh`).
+    `copy_when_refused`: where the disk refuses the index (full, failing), a private copy
+    (`_copy_instead`), for a command that only needs an index current for its own answer."""
     root = root_of(store)
     path = state_path(root, INDEX_FILE)
     if not _writable(path):
@@ -418,6 +446,8 @@ def open_index(store: StoreLike, *, replace_newer: bool = False) -> Index:
                 # A full disk, a disk that fails, a file it may not write: the index may be
                 # sound. Deleting it (as if damaged) lost a good index to a full disk, made
                 # every read fail until the disk had room again, and cost a rebuild then.
+                if copy_when_refused:
+                    return _copy_instead(root, path, exc)
                 raise
             if attempt:
                 raise MemctlError(f"cannot create the index {path}: {exc}") from exc
@@ -462,7 +492,7 @@ def ensure_fresh(store: StoreLike, paths: list[str] | None = None) -> Index:
     index fresh by itself, so the walk is skipped then; and when this process's change probe
     saw no change since the index was last made sure of, so is the watcher's round trip."""
     probe, ticket = _probe_ticket(store)
-    index = open_index(store)
+    index = open_index(store, copy_when_refused=True)
     if _still_fresh(store, index, probe, ticket):
         return index
     if paths is not None:
@@ -533,8 +563,13 @@ def _walk(store: StoreLike, index: Index, paths: list[str] | None = None) -> Ind
             # A full disk (SQLITE_FULL once the WAL cannot grow), a disk that fails: the index
             # is sound. Removing it as if corrupt lost it to a full disk (a search with a
             # watcher or an MCP server running, whose shared-memory file was already there).
+            # The walk goes on in a private copy (once: a copy refused too is the error).
             index.close()
-            raise
+            if index.path != index_path(index.root):
+                raise
+            index = _copy_instead(index.root, index.path, exc)
+            index.last_refresh = index.refresh(paths)
+            return index
         try:  # a newer memctl made it anew since it was opened: its own, not corrupt
             _refuse_newer(index._versions(), index._wanted_versions())
         except sqlite3.DatabaseError:
@@ -558,7 +593,7 @@ def find_entry(store: StoreLike, id_or_prefix: str,
     the index and the entry before the index is closed (`show` reads the note's
     corrections there rather than opening the index again)."""
     wanted = id_or_prefix.strip()
-    index = open_index(store)
+    index = open_index(store, copy_when_refused=True)
     try:
         try:
             found = index.current_entry(wanted, kinds)
@@ -585,7 +620,7 @@ def fresh_during(store: StoreLike, work: Callable[[Index], Any]) -> tuple[Index,
     round trip mostly hidden behind the query, bench/bench_mcp.py). With this process's change
     probe finding nothing changed since the index was last made sure of, `work` alone."""
     probe, ticket = _probe_ticket(store)
-    index = open_index(store)
+    index = open_index(store, copy_when_refused=True)
     if _still_fresh(store, index, probe, ticket):
         # Nothing changed since the index was made sure of.
         return index, index.consistently(work)
@@ -658,8 +693,8 @@ def _ask_watcher(store: StoreLike, index: Index,
                  paths: list[str] | None = None) -> WatcherQuestion | None:
     """The question to a live watcher about the project folders of `paths` (all when
     None), or None when there is none to ask (or it cannot be trusted: see below)."""
-    if os.environ.get("MEMCTL_ALWAYS_WALK") == "1":
-        return None
+    if os.environ.get("MEMCTL_ALWAYS_WALK") == "1" or index.path != index_path(store):
+        return None  # (a private copy: only this process brings it up to date)
     try:
         status = read_status(store)
         if status is None or not status.live:

@@ -606,7 +606,7 @@ def _index_drift(store: Store, walked: list[MemoryFile] | None = None) -> dict[s
             "orphaned": sorted(p for p in indexed if p not in on_disk),
         }
 
-    with open_index(store) as index:
+    with open_index(store, copy_when_refused=True) as index:
         before = drift(index.indexed_files(), None if walked is None else _indexed_stats(walked))
     index = ensure_fresh(store)
     try:

@@ -120,7 +120,7 @@ def _episode_named(store: Store, ref: str) -> Episode | None:
     is, the one starting with it; None when there is none or more than one. The index was
     just brought up to date by the failed lookup."""
     wanted = ref.strip().lower()
-    index = open_index(store)
+    index = open_index(store, copy_when_refused=True)  # (on a full disk: the copy just walked)
     try:
         paths = [str(row["path"]) for row in index.list_notes(
             kinds=("episode",), include_stale=True, order="path")]
