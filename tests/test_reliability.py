@@ -1176,3 +1176,17 @@ def test_a_watcher_killed_with_kill_9_never_leaves_reads_stale(store: Path) -> N
     (store / "alpha" / "after-the-watcher.md").write_text("dropped after the watcher died\n")
     hits = run_memctl("search", "watcher died", "--all-projects", "--json", store=store)
     assert hits.exit_code == 0 and [h["path"] for h in hits.json()] == ["alpha/after-the-watcher.md"]
+
+
+def test_a_state_file_on_a_full_disk_says_the_disk_is_full(tmp_path: Path) -> None:
+    """A file of `.memctl/` that cannot be written for want of room (a `memctl mcp` starting
+    its watcher on a full disk: `watch.json`) advises freeing disk space, not checking the
+    permissions of the folder, which are fine; a refused permission still says that."""
+    import errno
+
+    from memctl.disk.layout import state_file_error
+
+    full = str(state_file_error(tmp_path / "watch.json", OSError(errno.ENOSPC, "No space left on device")))
+    assert "free some disk space" in full and "permissions" not in full, full
+    denied = str(state_file_error(tmp_path / "watch.json", OSError(errno.EACCES, "Permission denied")))
+    assert "check the permissions of the store's .memctl folder" in denied, denied
