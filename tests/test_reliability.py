@@ -629,6 +629,67 @@ def test_the_watcher_outlives_an_index_it_cannot_make_again_on_a_full_disk() -> 
             proc.wait(timeout=15)
 
 
+def _watch_status(root: Path) -> tuple[dict, str]:
+    shown = run_memctl("watch", "--status", "--json", store=root)
+    text = run_memctl("watch", "--status", store=root)
+    assert shown.exit_code == 0 and text.exit_code == 0, shown.stderr + text.stderr
+    return shown.json(), text.stdout
+
+
+def test_watch_status_says_a_watcher_on_a_full_disk_runs_but_cannot_write() -> None:
+    """A watcher whose passes fail on a full disk: `watch --status` said it was live (its
+    heartbeat still fresh), then that it had stopped beating, "stopped, hung or gone",
+    while it ran; neither said the disk was full. Now it says the watcher runs but cannot
+    write, and why, in the text and in `--json` (`failing`, `live` false): the failed pass
+    takes what room SQLite finds for its WAL, so the heartbeat cannot say it, and the status
+    finds the disk full itself. Once there is room again, the watcher is live again."""
+    with small_filesystem("4m") as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 10)
+        assert run_memctl("reindex", store=root).exit_code == 0
+        proc = subprocess.Popen([memctl_executable(), "--store", str(root), "watch"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while not _watch_status(root)[0]["live"]:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+            # A big note its pass cannot index: written under a name the watcher ignores,
+            # then renamed into place once the disk is nearly full (a rename takes no room).
+            big = root / "default" / "notes" / "big.md.tmp"
+            big.parent.mkdir(parents=True, exist_ok=True)
+            big.write_text("\n".join(sentence(random.Random(n), 60) for n in range(400)) + "\n")
+            fillers = [fill(folder, 16384).rename(folder / "filler1.bin")]
+            big.rename(big.with_name("big.md"))
+            seen: list[tuple[dict, str]] = []
+            deadline = time.monotonic() + 14  # past the 10 s a heartbeat is trusted
+            while time.monotonic() < deadline:
+                seen.append(_watch_status(root))
+                if len(seen) == 3:  # then no room at all: not even for the heartbeat
+                    fillers.append(fill(folder, 0))
+                time.sleep(0.5)
+            assert proc.poll() is None
+            for shown, text in seen[1:]:  # (the first may come before the pass)
+                assert shown["running"] and not shown["live"], shown
+                assert shown["failing"] == "no space left on device", shown
+                assert "but cannot write: no space left on device" in text, text
+                assert "hung or gone" not in text, text
+            for filler in fillers:
+                filler.unlink()
+            deadline = time.monotonic() + 15
+            while True:
+                shown, text = _watch_status(root)
+                if shown["live"] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.3)
+            assert shown["live"] and shown["failing"] is None, shown
+            assert text.startswith("a watcher runs for") and "cannot write" not in text, text
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+
+
 def test_a_change_written_but_not_committed_on_a_full_disk_says_it_is_on_disk() -> None:
     """Room for the scratchpad's few bytes but not for git's objects: the file is written and
     git fails. The one line says the change is on disk and that `memctl sync` commits it

@@ -17,10 +17,12 @@ from memctl.core.clock import format_time
 from memctl.services import stores
 from memctl.services.serving import kept_open
 from memctl.services.watching import (
+    FAILING,
     BatchReport,
     Watcher,
     clear_own_heartbeat,
     import_all,
+    no_room,
     read_status,
 )
 
@@ -172,19 +174,31 @@ def _status(store: stores.Store, json_out: bool) -> None:
     # The heartbeat keeps epoch seconds (memctl.disk.watchstate); shown in UTC, as every
     # time memctl writes: ISO 8601 in the JSON, said to be UTC in the text.
     started = datetime.fromtimestamp(found.started, UTC) if found else None
+    # A watcher that runs but cannot write (docs/watch.md, "Errors"): its heartbeat says why
+    # its passes fail; on a disk with no room at all it cannot write that either (nor beat),
+    # so the disk is looked at here.
+    failing = None
+    if found is not None and found.running:
+        failing = "no space left on device" if no_room(store) else found.extra.get(FAILING)
     if json_out:
         emit_json({
             "store": str(store.root),
             "running": found is not None and found.running,
-            "live": found is not None and found.live,
+            "live": found is not None and found.live and not failing,
             "pid": found.pid if found else None,
             "state": found.state if found else None,
+            "failing": failing,
             "heartbeat_age_s": round(found.age, 1) if found else None,
             "started": format_time(started) if started else None,
         })
         return
     if found is None:
         typer.echo(f"no watcher runs for {store.root}")
+    elif failing:
+        typer.echo(f"a watcher runs for {store.root} (pid {found.pid}, since "
+                   f"{started:%Y-%m-%d %H:%M:%S} UTC) but cannot write: {failing}; it keeps "
+                   f"nothing fresh, and commands check the files themselves until it can "
+                   f"(last heartbeat {found.age:.0f} s ago)")
     elif found.live:
         typer.echo(f"a watcher runs for {store.root}: pid {found.pid}, "
                    f"since {started:%Y-%m-%d %H:%M:%S} UTC, "

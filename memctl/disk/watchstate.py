@@ -12,6 +12,7 @@ This module is on every read command's startup path: standard library only, no h
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -41,6 +42,34 @@ LOCK_FILE = "watch.lock"
 # watcher hangs (or the machine slept), and readers walk the store themselves again.
 BEAT_INTERVAL = 2.0
 STALE_AFTER = 10.0
+
+
+# The heartbeat's key for why the watcher's passes fail now (a full disk), absent while they
+# work: such a watcher runs but keeps nothing fresh (`read_status`, `memctl watch --status`).
+FAILING = "failing"
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a pass failed, in a few words for the heartbeat: a full disk said as one."""
+    if getattr(exc, "errno", None) == errno.ENOSPC \
+            or getattr(exc, "sqlite_errorname", None) == "SQLITE_FULL":
+        return "no space left on device"
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def no_room(store: StoreLike) -> bool:
+    """Whether the disk of the store's state folder has no room left for a file: no block
+    (or no inode) this user may take. A watcher there cannot write its heartbeat, so it
+    cannot say so itself (`memctl watch --status`)."""
+    try:
+        info = os.statvfs(state_path(store, ""))
+        root = os.geteuid() == 0  # (root may take the blocks kept for it)
+    except (OSError, AttributeError, MemctlError):  # (no statvfs on Windows)
+        return False
+    blocks = info.f_bfree if root else info.f_bavail
+    inodes = info.f_ffree if root else info.f_favail
+    return blocks == 0 or (info.f_files > 0 and inodes == 0)
 
 
 class WatcherRunning(MemctlError):
@@ -155,7 +184,9 @@ def read_status(store: StoreLike, *, now: float | None = None) -> WatchStatus | 
     now = time.time() if now is None else now
     running = host == _hostname() and _process_state(pid) == "alive"
     # A beat from the future (the clock stepped back) counts as fresh only within the window.
-    live = running and state == "ready" and abs(now - heartbeat) <= STALE_AFTER
+    # A watcher whose passes fail (a full disk) keeps nothing fresh: readers check the files.
+    live = running and state == "ready" and abs(now - heartbeat) <= STALE_AFTER \
+        and not data.get(FAILING)
     extra = {k: v for k, v in data.items()
              if k not in {"pid", "host", "state", "started", "heartbeat", *_IDENTITY_KEYS}}
     return WatchStatus(pid=pid, host=host, state=state, started=started,

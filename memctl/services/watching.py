@@ -12,17 +12,19 @@ from collections.abc import Callable
 from memctl.disk.changeprobe import ChangeProbe
 from memctl.disk.layout import path_identity
 from memctl.disk.watchstate import (
+    FAILING,
     WatcherRunning,
     answer_in_process,
     clear_own_heartbeat,
+    no_room,
     read_status,
     use_change_probe,
 )
 from memctl.store import Store
 from memctl.watch.watcher import BatchReport, StoreAway, Watcher, import_all
 
-__all__ = ["BackgroundWatcher", "BatchReport", "Watcher", "clear_own_heartbeat", "import_all",
-           "read_status"]
+__all__ = ["FAILING", "BackgroundWatcher", "BatchReport", "Watcher", "clear_own_heartbeat",
+           "import_all", "no_room", "read_status"]
 
 # While another process's watcher holds the store, look this often whether it is gone, so
 # that the server takes over when it stops.

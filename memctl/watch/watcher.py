@@ -33,10 +33,12 @@ from memctl.disk.watchstate import (
     BEAT_INTERVAL,
     COOKIE_PREFIX,
     COOKIE_STALE_AFTER,
+    FAILING,
     ORDERED,
     Heartbeat,
     WatcherRunning,
     WatchLock,
+    failure_reason,
     is_cookie,
     read_status,
 )
@@ -668,7 +670,7 @@ class Watcher:
             # again shortly.
             if not self._failing:
                 self.on_message(f"warning: could not update the index ({exc}); retrying")
-            self._failing = True
+            self._set_failing(exc)
             self._index.close()
             if cut or sqlite_damaged(exc):
                 self._remove_damaged_index()
@@ -685,7 +687,7 @@ class Watcher:
             with self._cond:
                 self._coalescer.add_full(time.monotonic(), wait=2.0)
             return False
-        self._failing = False
+        self._set_failing(None)
         self._index_size = self._size_of_index()
         if early:
             self._answer(early)
@@ -789,8 +791,30 @@ class Watcher:
             # where the heartbeat goes: readers then walk, as without a watcher
         self._check_limit(fatal=False)
 
-    def _set_state(self, state: str) -> None:
-        """The heartbeat's state now (readers trust only "ready")."""
+    def _set_failing(self, exc: BaseException | None) -> None:
+        """Its passes fail (`exc`: a full disk, an index busy for long) or work again (None).
+        The heartbeat says why while they fail (`failing`), so `memctl watch --status` tells
+        a watcher that runs but cannot write from one that keeps the index fresh, and
+        readers do not wait on it meanwhile (memctl.disk.watchstate.read_status). When the
+        heartbeat itself cannot be written, the status finds the disk full itself."""
+        self._failing = exc is not None
+        if self._heartbeat is None:
+            return
+        said = self._heartbeat.extra.get(FAILING)
+        if exc is None:
+            if said is None:
+                return
+            self._heartbeat.extra.pop(FAILING, None)
+        else:
+            reason = failure_reason(exc)
+            if said == reason:
+                return
+            self._heartbeat.extra[FAILING] = reason
+        self._set_state(None)
+
+    def _set_state(self, state: str | None) -> None:
+        """The heartbeat's state now (readers trust only "ready"); None: as it is, beaten
+        now."""
         if self._heartbeat is None:
             return
         try:
@@ -843,7 +867,7 @@ class Watcher:
                     if not self._failing:
                         self.on_message(f"warning: could not update the index ({exc}); "
                                         f"retrying")
-                    self._failing = True
+                    self._set_failing(exc)
                     return False
                 self._apply(Batch(full=True), announce=False)
             return False
