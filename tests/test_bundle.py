@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import zipfile
 from pathlib import Path
@@ -388,3 +389,39 @@ def test_a_note_whose_file_name_lacks_its_id_is_not_listed_as_removed(cli, store
         manifest = json.loads(opened.read(MANIFEST_NAME))
         assert "demo/notes/fact/a.md" in opened.namelist()
     assert manifest.get("removed", {}) == {}, manifest.get("removed")
+
+
+def test_a_conflict_copy_the_import_makes_and_the_zip_carries_is_counted_once(tmp_path):
+    """The zip carries the conflict copy of this store's own losing version (made on the other
+    machine when it imported this store's edit), and this import, losing the same way, keeps
+    that very copy: one file, named under "conflict copy kept" and counted again as a
+    "carried conflict copy", in the text, in `--json` and in the commit message. Now it is
+    one conflict, the copy named once."""
+    a, b = Cli(tmp_path / "a", "alpha"), Cli(tmp_path / "b", "alpha")
+    a.ok("init", str(a.store))
+    b.ok("init", str(b.store))
+    note_id = a.ok("add", "the shared note about tea", "--force", "--json").json()["id"]
+    a.ok("export", str(tmp_path / "a.zip"))
+    b.ok("import", str(tmp_path / "a.zip"))
+    [in_a] = a.store.glob(f"alpha/notes/*/*{note_id}.md")
+    [in_b] = b.store.glob(f"alpha/notes/*/*{note_id}.md")
+    in_b.write_text(in_b.read_text() + "b's edit\n")
+    b("sync", "--no-push", env={"MEMCTL_NOW": "2026-11-30T13:00:00Z"})
+    in_a.write_text(in_a.read_text() + "a's edit, later\n")
+    a("sync", "--no-push", env={"MEMCTL_NOW": "2026-11-30T14:00:00Z"})
+    b.ok("export", str(tmp_path / "b.zip"))
+    made = a.ok("import", str(tmp_path / "b.zip"), "--json").json()["conflict_copies"]
+    assert len(made) == 1  # b's version lost, kept in a as a conflict copy
+    a.ok("export", str(tmp_path / "a2.zip"))
+    (tmp_path / "b2").mkdir()
+    shutil.copytree(b.store, tmp_path / "b2" / "store", symlinks=True)
+    b2 = Cli(tmp_path / "b2" / "store", "alpha")
+    shown = b.ok("import", str(tmp_path / "a2.zip"), "--json").json()
+    assert shown["conflict_copies"] == made and shown["conflicts"] == [note_id], shown
+    assert shown["carried_copies"] == [], shown
+    text = b2.ok("import", str(tmp_path / "a2.zip"))
+    said = text.stdout + text.stderr
+    assert said.count(made[0]) == 2, said  # its write, and once under the copies kept
+    assert "1 updated, 1 conflict\n" in said and "carried" not in said, said
+    subject = git(b2.store, "log", "-1", "--format=%s")
+    assert "carried" not in subject and "1 conflict copy" in subject, subject
