@@ -129,6 +129,29 @@ def test_export_leaves_out_a_file_too_big_for_an_import_and_the_zip_imports(cli,
     assert Cli(other).ok("import", str(exported), "--json").json()["added"] == [kept]
 
 
+def test_the_advice_for_a_note_too_big_for_an_import_is_one_that_works(cli, store_path, tmp_path):
+    """A note grown by hand past the 16 MB an import takes: export left it out and advised
+    `memctl edit` with its id, which cannot open a file over 10 MB (no command reads one:
+    `no note with id`). The advice is now to shorten the file in a text editor, by its path,
+    and following it makes the next export carry the note."""
+    note_id = cli.ok("add", "a note that grew", "--json").json()["id"]
+    [path] = store_path.glob(f"demo/notes/*/*{note_id}.md")
+    small = path.read_text()
+    path.write_text(small + (("0123456789abcdef" * 4)[:63] + "\n") * (33 * 2**13))
+    cli.ok("reindex")  # (as on a machine that never indexed its smaller version)
+    result = cli.ok("export", str(tmp_path / "big.zip"))
+    relpath = path.relative_to(store_path).as_posix()
+    # (16.5 MB: it said "16 MB, over the 16 MB")
+    assert f"{relpath}:1: 16.5 MB, over the 16 MB" in result.stderr, result.stderr
+    assert "`memctl edit` with the note's id" not in result.stderr, result.stderr
+    assert "in a text editor" in result.stderr and "10 MB" in result.stderr, result.stderr
+    refused = cli("edit", note_id, env={"EDITOR": "true"})
+    assert refused.exit_code == 1 and "no note with id" in refused.stderr, refused.stderr
+    path.write_text(small + "shortened by hand\n")
+    report = cli.ok("export", str(tmp_path / "fixed.zip"), "--json").json()
+    assert report["broken"] == [], report
+
+
 def test_every_problem_is_listed_in_one_refusal(cli, store_path, tmp_path):
     archive = make_zip(tmp_path / "many.zip", [
         GOOD, ("../a.md", b"x"), ("/b.md", b"x"), ("demo/notes/fact/c.md", b"\xff\xfe"),

@@ -19,7 +19,7 @@ from memctl.cli.base import (
 from memctl.cli.output import emit_json, err_console, info, table, warn, write
 from memctl.core import arguments
 from memctl.core.errors import UsageError, arg
-from memctl.core.vocab import MERGE_DRIVER_IDENTITY
+from memctl.core.vocab import MAX_FILE_BYTES, MERGE_DRIVER_IDENTITY
 from memctl.services import exchange
 from memctl.services.exchange import (
     diff_copy,
@@ -62,10 +62,17 @@ def export(
     for problem in result.broken:
         note_id = result.left_out_ids.get(problem.path)
         kept = f"; the other machine keeps its version of {note_id}" if note_id else ""
-        how = (" (`memctl edit` with the note's id opens it as it is)"
-               if problem.path.endswith(".md") else "")
-        warn(f"{problem}; left out of the zip (memctl import would refuse it{kept}): fix "
-             f"it{how}, then export again")
+        if problem.path in result.too_big_to_edit:
+            # memctl reads no file over 10 MB: `memctl edit` would find no such note.
+            fix = (f"shorten it to under {MAX_FILE_BYTES // 2**20} MB in a text editor, "
+                   f"opened by its path (memctl neither indexes nor opens a file over "
+                   f"{MAX_FILE_BYTES // 2**20} MB, so `memctl edit` cannot)")
+        else:
+            how = (" (`memctl edit` with the note's id opens it as it is)"
+                   if problem.path.endswith(".md") else "")
+            fix = f"fix it{how}"
+        warn(f"{problem}; left out of the zip (memctl import would refuse it{kept}): {fix}, "
+             f"then export again")
     if result.removals_withheld:
         warn("a note left out above does not say its id (a file renamed by hand, its `id:` "
              "line not readable): any removed note could be it, so this zip carries no note "

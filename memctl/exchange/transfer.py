@@ -43,7 +43,7 @@ from memctl.core.merge import (
 )
 from memctl.core.noteformat import parse_file
 from memctl.core.secrets import carried, guard_files, scan_name, secret_keys
-from memctl.core.vocab import valid_project_name
+from memctl.core.vocab import MAX_FILE_BYTES, valid_project_name
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
 from memctl.disk.counters import machine_id
@@ -157,6 +157,9 @@ class ExportResult:
     left_out_ids: dict[str, str | None] = field(default_factory=dict)
     # a broken note of unknown id was left out: no note removal travels in this zip
     removals_withheld: bool = False
+    # files left out that are over the 10 MB memctl reads (MAX_FILE_BYTES): no command opens
+    # one (`memctl edit` finds no such note), so the fix is made in a text editor
+    too_big_to_edit: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "files": self.files, "bytes": self.bytes,
@@ -231,7 +234,9 @@ def export_store(store: Store, target: Path, project: str | None = None,
     return ExportResult(str(target), len(files), target.stat().st_size, project,
                         skipped=unreadable, broken=sorted(broken, key=lambda p: p.path),
                         secrets=carried({f.path: f.data for f in files}),
-                        left_out_ids=left_out_ids, removals_withheld=unknown)
+                        left_out_ids=left_out_ids, removals_withheld=unknown,
+                        too_big_to_edit=sorted(path for path in left_out
+                                               if len(by_path[path].data) > MAX_FILE_BYTES))
 
 
 def _unimportable(path: str, data: bytes) -> ParseError | None:
@@ -242,7 +247,7 @@ def _unimportable(path: str, data: bytes) -> ParseError | None:
         return ParseError(path, 1, named)
     limit = Limits().max_entry_bytes
     if len(data) > limit:  # import refuses the whole zip for it (bundle.Limits)
-        return ParseError(path, 1, f"{len(data) // 2**20} MB, over the {limit // 2**20} MB "
+        return ParseError(path, 1, f"{len(data) / 2**20:.1f} MB, over the {limit // 2**20} MB "
                                    "an import takes of one file")
     problems, text = check_file(path, data)
     if not problems:
