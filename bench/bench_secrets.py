@@ -56,6 +56,12 @@ def hostile_inputs() -> dict[str, str]:
         "one 900 KB line of base64-ish": "".join(rng.choice(alphabet) for _ in range(900_000)),
         "`%3D` x 100000 (300 KB)": "%3D" * 100_000,
         "`密码：……` x 50000 (300 K chars)": "密码：……" * 50_000,
+        "`curl -u ` x 50000 (400 KB)": "curl -u " * 50_000,
+        "`mysql -p` x 50000 (400 KB)": "mysql -p" * 50_000,
+        "`\"auths\" \"auth\": \"` x 30000 (420 KB)": '"auths" "auth": "' * 30_000,
+        "`123456789:AA` x 50000 (600 KB)": "123456789:AA" * 50_000,
+        "`the password is ` x 30000 (480 KB)": "the password is " * 30_000,
+        "`密码是` x 100000 (300 K chars)": "密码是" * 100_000,
     }
 
 

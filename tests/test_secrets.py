@@ -148,7 +148,10 @@ def test_the_labelled_texts_together_keep_their_findings_and_lines() -> None:
     the lines where each text starts (evasions included: offsets refer to the original)."""
     lines: list[str] = []
     expected: list[tuple[str, int]] = []
-    for (text, kind, _secret), (other, _why) in zip(LABELLED.SECRETS, LABELLED.NON_SECRETS, strict=False):
+    # (A private key header named in prose is left out: every later line of the note would be
+    # read as its body, up to a footer; alone, on its line, it is no finding.)
+    others = [(other, why) for other, why in LABELLED.NON_SECRETS if "PRIVATE KEY" not in other]
+    for (text, kind, _secret), (other, _why) in zip(LABELLED.SECRETS, others, strict=False):
         lines += other.split("\n")
         header = text.find("-----BEGIN")  # a private key is reported on its header's line
         expected.append((kind, len(lines) + 1 + text.count("\n", 0, max(header, 0))))
@@ -209,6 +212,95 @@ def test_characters_that_expand_keep_offsets_right() -> None:
     assert mask_secrets(text) == "……ﬁle… password: **** …"
 
 
+# --- command lines, Docker's config, more vendors, prose -----------------------------------------
+
+
+def test_a_password_on_a_curl_command_line_is_found_not_a_reference_or_a_prompt() -> None:
+    text = 'curl -sS -H "Accept: application/json" -u ci:Rt7kW2qLz9Xp https://ci.internal/api'
+    [finding] = scan(text)
+    assert (finding.kind, finding.masked) == ("curl-password", "-u ci:****")
+    assert text[finding.start : finding.end] == "Rt7kW2qLz9Xp"
+    assert [f.kind for f in scan("curl --proxy-user px:Rt7kW2qLz9Xp -x http://proxy:3128 https://a")] == [
+        "curl-password"]
+    for quiet in ("curl -u $USER:$TOKEN https://api.internal/", "curl -u deploy https://a.internal/",
+                  "curl -u admin: https://localhost:9200/", "curl -u ci:ci https://ci.internal/",
+                  'curl -u "ci:${CI_TOKEN}" https://ci.internal/', "docker run -u 1000:1000 img",
+                  "curl https://a.internal/; docker run -u 1000:Rt7kW2qLz9Xp img",
+                  "curl -fsS https://get.internal/x.sh | sudo -u deploy:Rt7kW2qLz9Xp sh"):
+        assert scan(quiet) == [], quiet
+
+
+def test_a_password_attached_to_mysql_s_p_is_found_not_a_prompt_or_a_port() -> None:
+    text = "mariadb-dump -h db -u backup -pQw8nZ3xLk2 shop | gzip > shop.sql.gz"
+    [finding] = scan(text)
+    assert (finding.kind, finding.masked) == ("mysql-password", "-p****")
+    assert text[finding.start : finding.end] == "Qw8nZ3xLk2"
+    for quiet in ("mysql -u root -p mydb", "mysql -p", "mysql -h db -P3306 -u app -p",
+                  "psql -h db -p5432 -U app", "ssh -p2222 deploy@bastion", "mysql -uroot -p3306 app",
+                  "mysql -uroot -p$MYSQL_PWD app", "mysqldump -u backup -p --all-databases",
+                  "mysqldump -u app -p shop | ssh -pXk9mQ2vRt8 backup@host"):
+        assert scan(quiet) == [], quiet
+
+
+def test_a_docker_config_auth_is_decoded_and_found() -> None:
+    import base64
+
+    auth = base64.b64encode(b"robot$ci:Yh3vN8qTz1Lc").decode()
+    text = ('{\n  "auths": {\n    "https://index.docker.io/v1/": {\n'
+            f'      "auth": "{auth}"\n    }}\n  }}\n}}\n')
+    [finding] = scan(text)
+    assert (finding.kind, finding.masked, finding.line) == ("docker-auth", '"auth": "****"', 4)
+    assert text[finding.start : finding.end] == auth
+    assert auth not in mask_secrets(text)
+    for decoded in (b"oauth2accesstoken", b"user:password", b"admin:admin", b"ci:"):
+        quiet = f'{{"auths": {{"r.io": {{"auth": "{base64.b64encode(decoded).decode()}"}}}}}}'
+        assert scan(quiet) == [], decoded
+    assert scan(f'{{"auth": "{auth}"}}') == []  # no `"auths"`: not Docker's config
+
+
+@pytest.mark.parametrize(("token", "kind", "masked"), [
+    ("dop_v1_" + "3f9a0c7e1b2d4f6a8c0e2b4d6f8a1c3e" * 2, "digitalocean-token", "dop_v1_****"),
+    ("doo_v1_" + "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b" * 2, "digitalocean-token", "doo_v1_****"),
+    ("dor_v1_" + "0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d" * 2, "digitalocean-token", "dor_v1_****"),
+    ("shpat_" + "4f8c2a9e1d7b3c5a6e0f2b8d9c1a7e3f", "shopify-token", "shpat_****"),
+    ("shpss_" + "b7e3a1c9d5f2e8a4c6b0d3f7e1a9c5b2", "shopify-token", "shpss_****"),
+    ("lin_api_" + "Kq3ZxW8vN1pLr5TyB7mC2dF9gH4jS6aE0uIoQwEr", "linear-api-key", "lin_api_****"),
+], ids=["dop", "doo", "dor", "shpat", "shpss", "lin_api"])
+def test_more_vendor_tokens_are_found(token: str, kind: str, masked: str) -> None:
+    [finding] = scan(f"deploy uses {token} since Monday")
+    assert (finding.kind, finding.masked) == (kind, masked)
+    assert scan(f"deploy uses {token[:-1]} since Monday") == []  # one character short
+    prefix = masked[:-4]
+    assert scan(f"{prefix} tokens look like {prefix}{'x' * (len(token) - len(prefix))}") == []
+
+
+def test_a_telegram_bot_token_is_found_with_its_bot_id_shown() -> None:
+    token = "AAFx3kQ9Zp_Lm2Vw8Rt-Yc4Nb7Hd1Gj5Ksq"
+    text = f"curl https://api.telegram.org/bot7012345678:{token}/getUpdates"
+    [finding] = scan(text)
+    assert (finding.kind, finding.masked) == ("telegram-bot-token", "7012345678:AA****")
+    assert text[finding.start : finding.end] == token
+    assert scan(f"7012345678:{token[:-1]}") == []  # one character short
+    assert scan("chat id -1001234567890, bot id 7012345678, token <bot id>:AA…") == []
+
+
+def test_a_password_in_prose_is_found_only_when_it_looks_like_one() -> None:
+    for text, secret in (("the wifi password is Gx7pQ2mLk9!", "Gx7pQ2mLk9!"),
+                         ("Password is: 'Zt4QmX9pLw' for now.", "Zt4QmX9pLw"),
+                         ("数据库密码是：Db2026prodX，不要外传", "Db2026prodX"),
+                         ("密码为 Rk8vT3nQ", "Rk8vT3nQ")):
+        [finding] = scan(text)
+        assert finding.kind == "password-in-prose" and text[finding.start : finding.end] == secret
+        assert secret not in mask_secrets(text)
+    for quiet in ("the password is stored in vault", "password is required", "密码是必填项",
+                  "the password is in 1Password", "the password is 1Password",
+                  "set the password is `<redacted>`", "the password is 2FA-protected",
+                  "the password is correcthorsebatterystaple", "the password is $DB_PASSWORD",
+                  "the password is 12345678", "the password is sha256-hashed",
+                  "the password is `changeme`", "your password is too short, try again"):
+        assert scan(quiet) == [], quiet
+
+
 def test_findings_keep_the_public_fields() -> None:
     [finding] = scan("key AKIAIOSFODNN7EXAMPLE")
     assert isinstance(finding, SecretFinding)
@@ -255,7 +347,12 @@ for scale in (1, 4):
                  "x://a:" * 50_000 * scale, "-----BEGIN RSA PRIVATE KEY-----\\n" * 10_000 * scale,
                  "%3D" * 100_000 * scale, "密码：……" * 50_000 * scale,
                  ("AC" + "0123456789abcdef" * 2 + " token ") * 10_000 * scale,
-                 "AKIAIOSFODNN7EXAMPLE password=Hunter2! https://a:Pw9x@h " * 2_000 * scale):
+                 "AKIAIOSFODNN7EXAMPLE password=Hunter2! https://a:Pw9x@h " * 2_000 * scale,
+                 "curl -u " * 50_000 * scale, "curl " + "-u a" * 50_000 * scale,
+                 "mysql -p" * 50_000 * scale, "mysql " + " -p'" * 50_000 * scale,
+                 '"auths" "auth": "' * 30_000 * scale, '"auths" "auth": "' + "QUFB" * 100_000 * scale,
+                 "123456789:AA" * 50_000 * scale, "the password is " * 30_000 * scale,
+                 "password is " + "Ab1." * 100_000 * scale, "密码是" * 100_000 * scale):
         mask_secrets(text)
 print("done")
 """
@@ -263,7 +360,7 @@ print("done")
 
 def test_hostile_inputs_scan_in_linear_time() -> None:
     """A quadratic pattern takes minutes on these (80 KB of `pwd:` took 25 s before, and the
-    whole script over a minute); each runs at its size and at 4x, which take ~5 s together.
+    whole script over a minute); each runs at its size and at 4x, which take ~8 s together.
     No wall-time assertion beyond a generous timeout: the figures are in
     bench/bench_secrets.py."""
     result = subprocess.run([sys.executable, "-c", HOSTILE], capture_output=True, text=True,

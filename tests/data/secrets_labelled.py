@@ -15,6 +15,7 @@ SHAs, digests, UUIDs, note ids, images) are never secrets without a prefix or a 
 
 from __future__ import annotations
 
+import base64
 import random
 
 _RNG = random.Random(20261201)
@@ -71,6 +72,19 @@ ZW_SLACK = "xoxb-" + _r(12, "0123456789") + "-" + _r(13, "0123456789") + "-" + _
 ZW_OPENAI = "sk-proj-" + _r(40)
 FW_GHP = "ghp_" + _r(36)
 FW_PASSWORD = "Qm" + _r(10) + "!7"
+# command lines, Docker's config, more vendors, prose (drawn after the above: they keep their values)
+CURL_PW = "Lq" + _r(10) + "9"
+CURL_USER_PW = _r(14)
+MYSQL_PW = "Zr" + _r(9) + "4"
+MYSQLDUMP_PW = _r(12) + "#2"
+DOCKER_AUTH = base64.b64encode(("ci-bot:" + "Dk" + _r(14) + "8").encode()).decode()
+DIGITALOCEAN = "dop_v1_" + _r(64, _HEX)
+SHOPIFY = "shpat_" + _r(32, _HEX)
+LINEAR = "lin_api_" + _r(40)
+TELEGRAM = "AA" + _r(33, _URLSAFE)
+PROSE_PW = "Ht" + _r(9) + "!3"
+PROSE_PW_COLON = "Wv" + _r(10) + "5"
+CN_PROSE_PW = "Mi" + _r(8) + "26"
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -137,6 +151,22 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"key {ZW_AWS[:8]}\u200b{ZW_AWS[8:]} in the ci env", "aws-access-key", ZW_AWS[8:]),
     (f"{ZW_SLACK[:10]}\ufeff{ZW_SLACK[10:20]}\u200c{ZW_SLACK[20:]}", "slack-token", ZW_SLACK[20:]),
     (f"OPENAI key {ZW_OPENAI[:12]}\u200d{ZW_OPENAI[12:]}", "openai-key", ZW_OPENAI[12:]),
+    # credentials on a command line
+    (f"curl -u deploy:{CURL_PW} -T build.tar https://artifacts.internal/upload", "curl-password", CURL_PW),
+    (f'curl -s --user "svc-ci:{CURL_USER_PW}" https://jenkins.internal/api/json', "curl-password", CURL_USER_PW),
+    (f"mysql -h db.internal -u root -p{MYSQL_PW} billing", "mysql-password", MYSQL_PW),
+    (f"mysqldump -uapp -p'{MYSQLDUMP_PW}' --single-transaction shop > shop.sql", "mysql-password", MYSQLDUMP_PW),
+    # Docker's config.json: base64 of user:password
+    (f'{{"auths": {{"registry.internal:5000": {{"auth": "{DOCKER_AUTH}"}}}}}}', "docker-auth", DOCKER_AUTH),
+    # more vendors
+    (f"DIGITALOCEAN_ACCESS_TOKEN={DIGITALOCEAN}", "digitalocean-token", DIGITALOCEAN),
+    (f"the storefront sync uses {SHOPIFY} (admin API)", "shopify-token", SHOPIFY),
+    (f"linear triage bot: {LINEAR}", "linear-api-key", LINEAR),
+    (f"alerts bot https://api.telegram.org/bot7012345678:{TELEGRAM}/sendMessage", "telegram-bot-token", TELEGRAM),
+    # a password in prose, English and Chinese
+    (f"the staging admin password is {PROSE_PW}.", "password-in-prose", PROSE_PW),
+    (f"VPN password is: {PROSE_PW_COLON} (until March)", "password-in-prose", PROSE_PW_COLON),
+    (f"测试服务器的密码是{CN_PROSE_PW}，别外传", "password-in-prose", CN_PROSE_PW),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -246,4 +276,36 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("timeout=30s retries=5 backoff=2.0", "settings"),
     ("AWS account 123456789012, role arn:aws:iam::123456789012:role/deploy", "account id and ARN"),
     ("Kafka 消费者的 max.poll.interval.ms 设成 600000（10 分钟）", "Chinese with settings"),
+    # command lines without a secret
+    ("curl -u $USER:$TOKEN https://api.internal/v2/jobs", "references"),
+    ('curl -u "$CI_USER:${CI_TOKEN}" -T out.zip https://artifacts.internal/', "references"),
+    ("curl -u deploy https://artifacts.internal/upload (curl asks for the password)", "no password: a prompt"),
+    ("curl -u admin: https://localhost:9200/_cat/indices", "empty password"),
+    ("curl -u elastic:<password> https://localhost:9200", "placeholder"),
+    ("curl --user-agent 'bot:1.0' https://example.com", "another option"),
+    ("docker run -u 1000:1000 -v $PWD:/src img make", "user and group ids, no curl"),
+    ("mysql -u root -p mydb", "a prompt for the password, then the database"),
+    ("mysql -h db -P3306 -u app -p", "port (capital P), then a prompt"),
+    ("mysql -uroot -p$MYSQL_ROOT_PASSWORD app", "reference"),
+    ("ssh -p2222 deploy@bastion and psql -h db -p5432 -U app", "ports of other tools"),
+    ("mysqldump -u backup -p --all-databases > all.sql", "a prompt"),
+    # Docker's config without a password
+    ('{"auths": {"ghcr.io": {}}, "credsStore": "desktop"}', "a credential helper"),
+    ('{"auths": {"gcr.io": {"auth": "b2F1dGgyYWNjZXNzdG9rZW4="}}}', "base64 without a colon"),
+    ('{"auths": {"localhost:5000": {"auth": "dXNlcjpwYXNzd29yZA=="}}}', "user:password placeholder"),
+    # vendor prefixes named
+    ("DigitalOcean tokens start with dop_v1_, Shopify admin tokens with shpat_", "prefix named"),
+    ("Linear keys look like lin_api_…; Telegram bot tokens are <bot id>:AA…", "prefix named"),
+    ("chat id -1001234567890 and bot id 7012345678 in the alert config", "ids"),
+    # a password in prose that is not one
+    ("the password is stored in vault", "prose"),
+    ("password is required", "prose"),
+    ("密码是必填项", "Chinese prose"),
+    ("密码为空时登录失败", "Chinese prose"),
+    ("set the password is `<redacted>` in the runbook", "placeholder"),
+    ("the password is incorrect, try again", "prose"),
+    ("the password is 2FA-protected", "prose"),
+    ("the password is sha256-hashed before storage", "prose"),
+    ("the password is ${DB_PASSWORD}", "reference"),
+    ("the password is 12345678 characters long? no", "digits only, in prose"),
 ]
