@@ -739,6 +739,97 @@ def test_counts_arrive_when_every_note_of_the_zip_is_unchanged(machines, tmp_pat
     assert get_counters(Store.open(desktop.store), [note])[note][0] == 3
 
 
+KEY_IDS = ("ghp_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "AKIA" + "IOSFODNN7EXAMPLZ")
+
+
+def plant_counts(source: Path, target: Path, ids: list[str]) -> None:
+    """`source` (a zip `memctl export` wrote) with a count of 7 for each of `ids` added to its
+    counters file, the manifest's digest made to match (as a hand-made zip would have it)."""
+    import hashlib
+
+    with zipfile.ZipFile(source) as zipped:
+        files = {name: zipped.read(name) for name in zipped.namelist()}
+    path = next(name for name in files if name.startswith(".counters/"))
+    data = json.loads(files[path])
+    for note_id in ids:
+        data["notes"][note_id] = {"count": 7, "last": T1}
+    files[path] = json.dumps(data).encode()
+    manifest = json.loads(files["memctl-manifest.json"])
+    manifest["entries"][path].update(sha256=hashlib.sha256(files[path]).hexdigest(),
+                                     size=len(files[path]))
+    files["memctl-manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(target, "w") as zipped:
+        for name, content in files.items():
+            zipped.writestr(name, content)
+
+
+def test_counts_under_a_note_id_that_is_no_id_or_a_key_are_left_out_and_said(machines, tmp_path):
+    """A zip whose counters file counts accesses of "notes" whose ids are keys (`ghp_…`,
+    `AKIA…`) or no ids at all (`../../etc/passwd`, a line with control characters). They
+    were merged into counters.sqlite without a word, and every later export zipped them
+    under this store's name, past the secret scan. The id validator and the secret guard
+    refuse them as for a machine's name (docs/sync.md, rule 5): they are left out, one
+    warning says so (`counters_refused` in `--json`), and the rest of the import stands."""
+    laptop, desktop = machines
+    note = add(laptop, "Recalled on the laptop only", T1)
+    record_access(laptop.store, [note])
+    archive = tmp_path / "out.zip"
+    laptop.ok("export", str(archive))
+    planted = tmp_path / "planted.zip"
+    refused = [*KEY_IDS, "../../etc/passwd", "a\nb\x1b[2J"]
+    plant_counts(archive, planted, refused)
+
+    result = desktop("import", str(planted))
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "4 access counts" in warnings[0], result.stderr
+    assert "ghp_****" in warnings[0] and "AKIA****" in warnings[0]
+    assert result.stderr.splitlines()[-1] == "1 added", result.stderr
+    assert not any(key in result.stderr for key in KEY_IDS) and "\x1b" not in result.stderr
+    assert body_of(desktop, note) == "Recalled on the laptop only"
+    assert get_counters(Store.open(desktop.store)) == {note: (1, get_counters(
+        Store.open(laptop.store))[note][1])}
+
+    again = desktop.ok("import", str(planted), "--json").json()
+    assert again["counters_refused"].startswith("left out 4 access counts"), again
+    assert not any(key in json.dumps(again) for key in KEY_IDS)
+    assert set(get_counters(Store.open(desktop.store))) == {note}
+    clean = desktop.ok("import", str(archive), "--json").json()
+    assert "counters_refused" not in clean
+
+    out = tmp_path / "again.zip"
+    desktop.ok("export", str(out))
+    with zipfile.ZipFile(out) as zipped:
+        carried = b"".join(zipped.read(n) for n in zipped.namelist() if n.startswith(".counters/"))
+    assert note.encode() in carried
+    assert not any(key.encode() in carried for key in KEY_IDS) and b"passwd" not in carried
+
+
+def test_export_leaves_out_counts_an_older_memctl_took_under_a_key(machines, tmp_path):
+    """counters.sqlite of a store that took such counts before they were refused (an older
+    memctl; this machine's own rows, which `sync` writes to `.counters/<machine>.json` too):
+    `export` and `sync` leave those rows out, as they leave out a machine name taken in
+    before names were checked, and carry the rest."""
+    laptop, _desktop = machines
+    note = add(laptop, "Recalled on the laptop only", T1)
+    store = Store.open(laptop.store)
+    record_access(store, [note, *KEY_IDS, "../x"])
+    from memctl.disk.counters import import_machine
+
+    import_machine(store, {"notes": {key: {"count": 2, "last": T1} for key in KEY_IDS}},
+                   "desk")
+    archive = tmp_path / "out.zip"
+    laptop.ok("export", str(archive))
+    with zipfile.ZipFile(archive) as zipped:
+        carried = {n: zipped.read(n) for n in zipped.namelist() if n.startswith(".counters/")}
+    assert any(note.encode() in data for data in carried.values()), carried
+    assert not any(key.encode() in data for key in KEY_IDS for data in carried.values())
+    assert not any(b"../x" in data for data in carried.values())
+    laptop("sync")  # no remote: an error, once this machine's counts are committed
+    written = b"".join(p.read_bytes() for p in (laptop.store / ".counters").glob("*.json"))
+    assert note.encode() in written and not any(key.encode() in written for key in KEY_IDS)
+
+
 def test_export_help_says_its_project_option_defaults_to_the_whole_store(store_path, tmp_path):
     """`export` exports the whole store unless --project names one ($MEMCTL_PROJECT and the
     repository one stands in choose nothing here); its help said --project defaulted to them."""

@@ -147,7 +147,10 @@ def import_command(
               "held_back": ("held back", "held back")}
     counts = ", ".join(f"{len(v)} {labels.get(k, (k, k))[len(v) != 1]}"
                        for k, v in report.to_dict().items()
-                       if v and k not in ("conflict_copies", "ignored", "warnings"))
+                       # (lists only: `counters_not_merged` and `counters_refused` are lines
+                       # of their own, counted by their length)
+                       if v and isinstance(v, list)
+                       and k not in ("conflict_copies", "ignored", "warnings"))
     for item in report.rejected:
         info(f"rejected {item['path']}: {item['reason']}")
     for item in report.warnings:
@@ -160,7 +163,8 @@ def import_command(
         info(f"retired {note_id}: the source no longer has it (archived; `memctl restore "
              f"{note_id}` brings it back)")
     _name_copies(report.conflict_copies, dry_run)
-    _name_renamed_and_revived(report.renamed, report.revived, report.counters_not_merged)
+    _name_renamed_and_revived(report.renamed, report.revived, report.counters_not_merged,
+                              report.counters_refused)
     if report.held_back:
         warn(f"kept this store's own settings and templates; not applied from {source}: "
              f"{', '.join(report.held_back)} (copy what you want by hand)")
@@ -175,11 +179,15 @@ def import_command(
 
 
 def _name_renamed_and_revived(renamed: list[dict[str, str]], revived: list[str],
-                              counters_not_merged: str | None) -> None:
+                              counters_not_merged: str | None,
+                              counters_refused: str | None = None) -> None:
     """What a merge (sync or import) decided for the person to know: ids given up by rule 6
-    (docs/sync.md), notes an edit brought back from a deletion, and counts not merged."""
+    (docs/sync.md), notes an edit brought back from a deletion, and counts not merged or
+    left out."""
     if counters_not_merged:
         warn(counters_not_merged)
+    if counters_refused:
+        warn(counters_refused)
     for item in renamed:
         warn(f"{item['id']} was the id of two notes: the later-created one is now {item['to']} "
              f"({item['path']}), alike on every machine; both were kept")
@@ -230,7 +238,8 @@ def sync(
     for item in report.moved_aside:
         warn(f"{item['path']} is a file here or on the remote and a folder on the other side: "
              f"the file was moved aside to {item['to']}, nothing was lost")
-    _name_renamed_and_revived(report.renamed, report.revived, report.counters_not_merged)
+    _name_renamed_and_revived(report.renamed, report.revived, report.counters_not_merged,
+                              report.counters_refused)
     if report.refused:
         warn(f"refused {len(report.refused)} path(s) from remote commit "
              f"{(report.refused_from or '')[:10]} (links, .memctl/ or .git* files, settings and "

@@ -75,7 +75,7 @@ from memctl.exchange.snapshot import (
     stamp_hand_edit,
     tree_of,
 )
-from memctl.exchange.transfer import absorb_counters, refresh_index
+from memctl.exchange.transfer import absorb_counters, kept_counts, refresh_index
 from memctl.index.db import ParseError, ensure_fresh
 from memctl.store import Store
 
@@ -109,9 +109,13 @@ class SyncReport:
     # a note that had to give its id to an earlier-created one: {"id", "to", "path"} (rule 6)
     renamed: list[dict[str, str]] = field(default_factory=list)
     counters_not_merged: str | None = None  # why, when the pulled counts were not merged
+    # pulled counts left out under note ids that are no ids or likely secrets
+    counters_refused: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        extra = {"counters_not_merged": self.counters_not_merged} if self.counters_not_merged else {}
+        extra = {key: value for key, value in (("counters_not_merged", self.counters_not_merged),
+                                               ("counters_refused", self.counters_refused))
+                 if value}
         return {**extra, "remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "merged": self.merged, "pulled": self.pulled, "conflicts": self.conflicts,
                 "pushed": self.pushed, "nothing_to_push": self.nothing_to_push,
@@ -603,10 +607,11 @@ def commit_local_changes(store: Store) -> str | None:
         if stamped is not None:
             atomic_write_bytes(full, stamped)
     counters_path = root / ".counters" / f"{machine_id(store)}.json"
-    fresh = dump_counters(export_machine(store))
+    own = kept_counts(export_machine(store))
+    fresh = dump_counters(own)
     old = counters_path.read_bytes() if counters_path.is_file() else None
     new = merge_counters(old, fresh) if old is not None else fresh
-    if new != old and (old is not None or export_machine(store)["notes"]):
+    if new != old and (old is not None or own["notes"]):
         atomic_write_bytes(counters_path, new)
     return store.commit("sync: local changes")
 
@@ -718,9 +723,10 @@ def _integrate(store: Store, remote_ref: str, report: SyncReport) -> None:
         if _finding_key(item) not in told:
             told.add(_finding_key(item))
             report.received_secrets.append(item)
-    report.counters_not_merged = absorb_counters(
+    absorbed = absorb_counters(
         store, {p: (root / p).read_bytes() for p in changed
                 if p.startswith(".counters/") and (root / p).is_file()})
+    report.counters_not_merged, report.counters_refused = absorbed.not_merged, absorbed.refused
     refresh_index(store, changed)
 
 

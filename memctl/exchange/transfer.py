@@ -42,7 +42,7 @@ from memctl.core.merge import (
     retag,
 )
 from memctl.core.noteformat import parse_file
-from memctl.core.secrets import carried, guard_files, scan_name, secret_keys
+from memctl.core.secrets import carried, guard_files, mask_name, scan_name, secret_keys
 from memctl.core.vocab import MAX_FILE_BYTES, valid_project_name
 from memctl.disk import counters, gitops
 from memctl.disk.atomic import fsync_dir
@@ -103,27 +103,50 @@ def counter_files(store: Store, existing: dict[str, BundleFile]) -> dict[str, by
     except (counters.CountersUnavailable, OSError):
         return out  # a read-only store: the committed counter files are all there is
     for machine in known:
-        if not kept_machine(machine):
+        if not kept_name(machine):
             continue  # taken in before names were checked: it would be refused as a path
         path = f".counters/{machine}.json"
-        data = dump_counters(counters.export_machine(store, machine))
+        data = dump_counters(kept_counts(counters.export_machine(store, machine)))
         out[path] = merge_counters(out[path], data) if path in out else data
     return out
 
 
-def kept_machine(name: str) -> bool:
-    """Whether counts that came under the machine name `name` are kept: a name that could
-    be an id (`ids.valid_id`, never a path, no control character) and no likely secret,
-    since it becomes the file name `.counters/<name>.json` of every later export and sync
-    (docs/sync.md, rule 5)."""
+def kept_name(name: str) -> bool:
+    """Whether counts that came under the machine name or note id `name` are kept: a name
+    that could be an id (`ids.valid_id`, never a path, no control character) and no likely
+    secret (`secrets.scan_name`). A machine's name becomes the file name
+    `.counters/<name>.json`, and a note's id a key in that file, of every later export and
+    sync (docs/sync.md, rule 5)."""
     return valid_id(name) and not scan_name(name)
 
 
-def absorb_counters(store: Store, files: dict[str, bytes]) -> str | None:
+def kept_counts(data: dict[str, Any]) -> dict[str, Any]:
+    """One machine's counters from counters.sqlite (`counters.export_machine`) without the
+    notes whose id `kept_name` refuses: taken in by a memctl from before note ids were
+    checked, they never leave this machine again (an export, this machine's file of a sync)."""
+    notes = data.get("notes") or {}
+    return {**data, "notes": {note_id: value for note_id, value in notes.items()
+                              if kept_name(str(note_id))}}
+
+
+@dataclass
+class Absorbed:
+    """What merging the counts that arrived came to, for the report to say."""
+
+    # why none were merged (a counters database that cannot be written), or None
+    not_merged: str | None = None
+    # counts left out, each under a note id that is no id or a likely secret: one line
+    refused: str | None = None
+
+
+def absorb_counters(store: Store, files: dict[str, bytes]) -> Absorbed:
     """Merge counter files that arrived (import, pull) into this machine's counters.sqlite.
     Called once the change is committed: a counters database that cannot be written (a full
     disk) does not undo it; why the counts were not merged is returned instead, for the
-    report to say (the next import or pull of the same files merges them)."""
+    report to say (the next import or pull of the same files merges them). A count under a
+    note id `kept_name` refuses is left out, and said (`refused`): the rest is merged."""
+    result = Absorbed()
+    refused: list[str] = []
     for path, data in sorted(files.items()):
         if not path.startswith(".counters/"):
             continue
@@ -131,14 +154,40 @@ def absorb_counters(store: Store, files: dict[str, bytes]) -> str | None:
             value = json.loads(data.decode("utf-8"))
             named = value.get("machine")  # a number or a list is no machine: the file's name is
             machine = named if isinstance(named, str) and named else path[10:-5]
-            if not kept_machine(machine):
+            if not kept_name(machine):
                 continue  # `../x`, a line break, a key: its counts are lost, nothing else
+            notes = value.get("notes")
+            if isinstance(notes, dict):
+                left_out = [note_id for note_id in notes if not kept_name(note_id)]
+                if left_out:
+                    refused += left_out
+                    value = {**value, "notes": {note_id: count for note_id, count
+                                                in notes.items() if note_id not in left_out}}
             counters.import_machine(store, value, machine)
         except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
             continue  # a broken counter file costs only its counts
         except (sqlite3.Error, OSError, counters.CountersUnavailable) as exc:
-            return f"the access counts that came with it were not merged: {exc}"
-    return None
+            result.not_merged = f"the access counts that came with it were not merged: {exc}"
+            break
+    if refused:
+        result.refused = _refused_counts(refused)
+    return result
+
+
+def _refused_counts(note_ids: list[str]) -> str:
+    """The warning for counts left out under note ids that are no ids or likely secrets:
+    each id shown masked (`mask_name`), escaped, cut at 40 characters, the first three."""
+    unique = list(dict.fromkeys(note_ids))
+    shown = []
+    for note_id in unique[:3]:
+        masked = mask_name(note_id)
+        masked = masked if len(masked) <= 40 else masked[:40] + "…"
+        shown.append(json.dumps(masked, ensure_ascii=True))
+    more = f" and {len(unique) - 3} more" if len(unique) > 3 else ""
+    count = len(note_ids)
+    return (f"left out {count} access count{'s' if count != 1 else ''} that came with it under "
+            f"note ids that are no ids or look like secrets ({', '.join(shown)}{more}); the "
+            "rest was merged")
 
 
 # --- export -----------------------------------------------------------------------------------
@@ -301,6 +350,8 @@ class ImportReport:
     commit: str | None = None
     dry_run: bool = False
     counters_not_merged: str | None = None  # why, when the committed import's counts were not
+    # counts left out under note ids that are no ids or likely secrets (`absorb_counters`)
+    counters_refused: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
@@ -312,7 +363,9 @@ class ImportReport:
                 "retired": self.retired, "skipped": self.skipped, "warnings": self.warnings,
                 "ignored": self.ignored,
                 **({"counters_not_merged": self.counters_not_merged}
-                   if self.counters_not_merged else {})}
+                   if self.counters_not_merged else {}),
+                **({"counters_refused": self.counters_refused}
+                   if self.counters_refused else {})}
 
     def strays(self) -> list[str]:
         """The ignored entries that are no part of any store either (a picture, a text file
@@ -531,8 +584,9 @@ def import_into(store: Store, source: Path, *, dry_run: bool = False, skip_inval
     # The counts are merged whether or not a file changed: a zip whose only news is that the
     # other machine recalled notes this store has as they are must still bring those counts
     # (docs/sync.md, rule 5); they were dropped when every note was unchanged.
-    report.counters_not_merged = absorb_counters(
+    absorbed = absorb_counters(
         store, {p: f.data for p, f in bundle.files.items() if p.startswith(".counters/")})
+    report.counters_not_merged, report.counters_refused = absorbed.not_merged, absorbed.refused
     if wrote:
         refresh_index(store, list(report.writes) + report.removes)
     return report
