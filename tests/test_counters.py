@@ -133,3 +133,36 @@ def test_searches_that_leave_their_counters_open_keep_the_wal_small(store_path: 
     assert largest <= counters.LEAVE_OPEN_WAL_BYTES + 64 * 1024, largest
     shown = run_memctl("show", note, "--json", store=store_path).json()
     assert shown["access_count"] == searches
+
+
+def test_a_held_connection_to_a_file_damaged_past_its_first_page_sets_it_aside(
+        store_path: Path, capsys) -> None:
+    """A counters file that opens (its first page is sound) but whose table is garbage: the
+    connection `memctl mcp` holds failed every record with `database disk image is
+    malformed`, for as long as it ran. The file is now set aside as one that does not open
+    is (kept, one warning), the held connection closed, and the record counted afresh."""
+    import sqlite3
+
+    counters.record_access(store_path, [NOTE], "2026-11-01T00:00:00Z")
+    path = state_path(store_path, counters.COUNTERS_FILE)
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    with open(path, "r+b") as handle:
+        handle.seek(4096)  # page 2: the counts' table
+        handle.write(b"\xff" * 64)
+    damaged = path.read_bytes()
+    held = counters.keep_open(store_path)
+    assert held is not None
+    try:
+        record_elsewhere(store_path, [NOTE], "2026-11-02T00:00:00Z")
+        assert held.retired and not counters._HELD
+        aside = sorted(path.parent.glob("counters.sqlite.damaged-*"))
+        assert [p.read_bytes() for p in aside] == [damaged]
+        assert f"kept as {aside[0].name}, access counts start again" in capsys.readouterr().err
+        assert counters.get_counters(store_path, [NOTE]) == {
+            NOTE: (1, "2026-11-02T00:00:00.000Z")}
+    finally:
+        held.close()
+    record_elsewhere(store_path, [NOTE], "2026-11-03T00:00:00Z")
+    assert counters.get_counters(store_path, [NOTE])[NOTE][0] == 2

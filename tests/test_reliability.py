@@ -52,7 +52,7 @@ def _all_listed(store: Path) -> set[str]:
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "older-schema", "newer-schema", "empty",
                                     "wal-garbage", "state-dir-deleted", "index-is-a-folder",
-                                    "counters-garbage"])
+                                    "counters-garbage", "counters-page-garbage"])
 def test_damaged_local_state_heals_on_the_next_command(store: Path, damage: str) -> None:
     assert _all_listed(store) == set(notes_on_disk(store))  # the index exists now
     index = store / ".memctl" / "index.sqlite"
@@ -75,6 +75,9 @@ def test_damaged_local_state_heals_on_the_next_command(store: Path, damage: str)
     elif damage == "counters-garbage":  # this machine's recall counters: local, derived-ish
         assert run_memctl("search", "alpha*", "--all-projects", store=store).exit_code == 0
         (store / ".memctl" / "counters.sqlite").write_bytes(os.urandom(16 * 1024))
+    elif damage == "counters-page-garbage":  # past the first page: it opens, its records fail
+        assert run_memctl("search", "alpha*", "--all-projects", store=store).exit_code == 0
+        _garble_counts(store / ".memctl" / "counters.sqlite")
     elif damage == "index-is-a-folder":
         for suffix in ("", "-wal", "-shm"):
             Path(f"{index}{suffix}").unlink(missing_ok=True)
@@ -772,21 +775,33 @@ def test_a_sqlite_file_damaged_under_a_command_is_one_line_naming_reindex(tmp_pa
     assert "`memctl reindex` makes the index anew" in lines[0]
 
 
-def test_damaged_access_counters_leave_a_sound_index_alone(tmp_path: Path) -> None:
-    """A counters file damaged where only a write reaches it (it opens, its records fail):
-    `recall`, which heals a damaged index by making it anew (index.db.heals_damaged_index),
-    took the counters' error for the index's and rebuilt a sound index on every run. The
-    index is now made anew only when its own pages are damaged; the counters' error is said."""
-    root = make_store(tmp_path / "store", 30)
-    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
-    assert run_memctl("recall", env=env, store=root, project="alpha").exit_code == 0
-    counters_file = root / ".memctl" / "counters.sqlite"
+def _garble_counts(counters_file: Path) -> bytes:
+    """Garbage over the counters' table (page 2) of a counters file, which still opens
+    (its first page is sound): what a record or a read of counts meets. Returns the file."""
     with sqlite3.connect(counters_file) as connection:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
     with open(counters_file, "r+b") as handle:
         handle.seek(4096)  # page 2: the counts' table
         handle.write(b"\xff" * 64)
+    return counters_file.read_bytes()
+
+
+def test_damaged_access_counters_leave_a_sound_index_alone(tmp_path: Path) -> None:
+    """A counters file damaged where only a write reaches it (it opens, its records fail):
+    `recall`, which heals a damaged index by making it anew (index.db.heals_damaged_index),
+    took the counters' error for the index's and rebuilt a sound index on every run. The
+    index is now made anew only when its own pages are damaged. The counters file was then
+    said (`error: database disk image is malformed …`, exit 1) by every `search`, `recall`,
+    `export`, `import` and `sync` and never repaired: `memctl reindex`, which the error
+    named, left it as it was. It is now set aside as a file that does not open at all is
+    (`counters.sqlite.damaged-<time>`, kept byte for byte, one warning naming it), and the
+    counts start again."""
+    root = make_store(tmp_path / "store", 30)
+    env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
+    assert run_memctl("recall", env=env, store=root, project="alpha").exit_code == 0
+    counters_file = root / ".memctl" / "counters.sqlite"
+    damaged = _garble_counts(counters_file)
     index = root / ".memctl" / "index.sqlite"
     with sqlite3.connect(index) as connection:
         connection.execute("CREATE TABLE marker(x)")
@@ -799,6 +814,16 @@ def test_damaged_access_counters_leave_a_sound_index_alone(tmp_path: Path) -> No
             "SELECT count(*) FROM sqlite_master WHERE name = 'marker'").fetchone()[0]
     connection.close()
     assert kept == 1 and index.stat().st_ino == before, result.stderr
+    assert result.exit_code == 0, result.stderr
+    aside = [p for p in counters_file.parent.iterdir() if p.name.startswith("counters.sqlite.damaged-")]
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged, result.stderr
+    assert result.stderr == (f"warning: counters.sqlite was damaged (database disk image is "
+                             f"malformed); kept as {aside[0].name}, access counts start again\n")
+    again = run_memctl("recall", env=env, store=root, project="alpha")
+    assert again.exit_code == 0 and again.stderr == "", again.stderr
+    with sqlite3.connect(counters_file) as connection:  # counted afresh, twice
+        assert connection.execute("SELECT max(count) FROM access").fetchone() == (2,)
+    connection.close()
 
 
 def test_an_index_whose_word_data_is_damaged_is_made_anew_by_recall(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -97,14 +97,70 @@ def _connect(store: StoreLike, *, shared: bool = False) -> sqlite3.Connection:
             raise CountersUnavailable(f"{path}: {exc}") from exc
         # Not a database any more (truncated, overwritten): keep the damaged file for a
         # person to look at, and count afresh rather than fail every search.
-        aside = path.with_name(f"{COUNTERS_FILE}.damaged-{int(time.time())}")
-        for suffix in ("", "-wal", "-shm"):
-            damaged = path.with_name(path.name + suffix)
-            if damaged.exists():
-                os.replace(damaged, aside.with_name(aside.name + suffix))
-        sys.stderr.write(f"warning: {path.name} was damaged ({exc}); kept as {aside.name}, "
-                         "access counts start again\n")
+        _set_aside(path, exc)
         return _open_counters(path, shared=shared)
+
+
+def _set_aside(path: Path, exc: BaseException) -> None:
+    """Move a damaged counters file (and its WAL) to `counters.sqlite.damaged-<time>` beside
+    it, never over an earlier one, and say so in one line: it is kept for a person to look
+    at (or delete), and the counts start again in a new file. No connection of this process
+    may be open on it (the last one to close removes the WAL by its name)."""
+    stamp = int(time.time())
+    aside = path.with_name(f"{COUNTERS_FILE}.damaged-{stamp}")
+    tries = 1
+    while any(aside.with_name(aside.name + s).exists() for s in ("", "-wal", "-shm")):
+        tries += 1
+        aside = path.with_name(f"{COUNTERS_FILE}.damaged-{stamp}-{tries}")
+    for suffix in ("", "-wal", "-shm"):
+        damaged = path.with_name(path.name + suffix)
+        if damaged.exists():
+            os.replace(damaged, aside.with_name(aside.name + suffix))
+    sys.stderr.write(f"warning: {path.name} was damaged ({exc}); kept as {aside.name}, "
+                     "access counts start again\n")
+
+
+def _close(conn: sqlite3.Connection) -> None:
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # a damaged file may refuse even that; closing ends the transaction
+    conn.close()
+
+
+def _set_aside_when_damaged(store: StoreLike, conn: sqlite3.Connection,
+                            exc: sqlite3.Error) -> bool:
+    """After `exc` from `conn`, a connection to the counters that opened: when SQLite says
+    the file is no sound database (damage past its first page, which opening reads) and its
+    `quick_check` agrees, `conn` is closed and the file set aside (`_set_aside`), as one that
+    does not open at all is. True then: the caller runs again on a fresh file. False for any
+    other error, which stays the caller's: a disk that is full or fails says nothing of the
+    file (docs/reliability.md)."""
+    if not sqlite_damaged(exc) or not file_damaged(store):
+        return False
+    _close(conn)
+    try:
+        _set_aside(state_path(store, COUNTERS_FILE), exc)
+    except OSError:
+        return False
+    return True
+
+
+def _using(store: StoreLike, work: Callable[[sqlite3.Connection], Any]) -> Any:
+    """`work(conn)` on a connection to the counters (`_connect`), closed after. A file found
+    damaged only where `work` reads or writes it is set aside, and `work` runs once more on
+    a fresh one (`_set_aside_when_damaged`)."""
+    for attempt in (1, 2):
+        conn = _connect(store)
+        try:
+            return work(conn)
+        except sqlite3.DatabaseError as exc:
+            if attempt == 2 or not _set_aside_when_damaged(store, conn, exc):
+                raise
+        finally:
+            _close(conn)
+    raise AssertionError("unreachable")
 
 
 def _open_counters(path: Path, *, shared: bool = False) -> sqlite3.Connection:
@@ -156,28 +212,42 @@ def _later(a: str | None, b: str | None) -> str | None:
     return a if first >= second else b
 
 
-def _reading(store: StoreLike) -> sqlite3.Connection | None:
-    """A connection to read the counters: the usual one, or in a read-only store the file
-    opened read-only, or None when there is nothing readable (no counts, not an error)."""
+def _reading(store: StoreLike, work: Callable[[sqlite3.Connection], Any], empty: Any) -> Any:
+    """`work(conn)` on a connection to read the counters: the usual one (`_using`: a file
+    damaged past its first page is set aside, and read afresh), or in a read-only store the
+    file opened read-only; `empty` when there is nothing readable (no counts, not an error:
+    counts are hints)."""
     try:
-        return _connect(store)
+        return _using(store, work)
     except CountersUnavailable:
-        path = state_path(store, COUNTERS_FILE)
-        if not path.is_file():
-            return None
-        try:
-            return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=15)
-        except sqlite3.Error:
-            return None
+        pass
+    except sqlite3.Error:
+        return empty
+    path = state_path(store, COUNTERS_FILE)
+    if not path.is_file():
+        return empty
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=15)
+    except sqlite3.Error:
+        return empty
+    try:
+        return work(conn)
+    except sqlite3.Error:
+        return empty  # read-only and unreadable
+    finally:
+        conn.close()
 
 
 def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | None = None) -> None:
-    """Count one access of each id (once per id per call) at `when` (default: now)."""
+    """Count one access of each id (once per id per call) at `when` (default: now). A
+    counters file found damaged where the record writes (past its first page) is set aside,
+    and the access counted in a fresh one (`_set_aside_when_damaged`)."""
     unique = list(dict.fromkeys(str(i) for i in ids if i))
     if not unique:
         return
     stamp = _iso(when)
-    held = _HELD.get(os.fspath(state_path(store, COUNTERS_FILE))) if _HELD else None
+    path = state_path(store, COUNTERS_FILE)
+    held = _HELD.get(os.fspath(path)) if _HELD else None
     if held is not None and held.current():
         # The connection the process holds (`keep_open`): no connection opened and closed
         # per call (~0.4 ms of each MCP search and recall, bench/bench_mcp.py).
@@ -186,23 +256,47 @@ def record_access(store: StoreLike, ids: Iterable[str], when: datetime | str | N
         except OSError:
             return
         with held.lock:
-            try:
-                _record(held.conn, machine, unique, stamp)
-            except BaseException:
-                if held.conn.in_transaction:
-                    held.conn.execute("ROLLBACK")
-                raise
-        return
+            if not held.retired:
+                try:
+                    _record(held.conn, machine, unique, stamp)
+                    return
+                except BaseException as exc:
+                    if not (isinstance(exc, sqlite3.DatabaseError) and sqlite_damaged(exc)
+                            and file_damaged(store)):
+                        if held.conn.in_transaction:
+                            held.conn.execute("ROLLBACK")
+                        raise
+                    # Its file is damaged: closed (the last connection to close removes the
+                    # WAL by its name) and set aside; this record, and the later ones,
+                    # go to a fresh file through a connection of their own.
+                    held.retire()
+                    try:
+                        _set_aside(path, exc)
+                    except OSError:
+                        raise exc from None
     try:
         conn = _connect(store)
         machine = machine_id(store)
     except (CountersUnavailable, OSError):
         return  # a read-only store: nothing is counted, the read goes on
     try:
-        _record(conn, machine, unique, stamp)
+        try:
+            _record(conn, machine, unique, stamp)
+        except sqlite3.DatabaseError as exc:
+            if not _set_aside_when_damaged(store, conn, exc):
+                raise
+            try:
+                conn = _connect(store)
+            except (CountersUnavailable, OSError):
+                return
+            _record(conn, machine, unique, stamp)
     finally:
-        if _LEFT_OPEN is not None and not conn.in_transaction \
-                and _wal_bytes(state_path(store, COUNTERS_FILE)) < LEAVE_OPEN_WAL_BYTES:
+        try:
+            leave = _LEFT_OPEN is not None and not conn.in_transaction \
+                and _wal_bytes(path) < LEAVE_OPEN_WAL_BYTES
+        except sqlite3.ProgrammingError:
+            leave = False  # closed: its file was damaged, and could not be set aside
+        if leave and _LEFT_OPEN is not None:
             # A command that ends at once (`memctl search`): closing the last connection
             # checkpoints the WAL and removes it (~1 ms of its end). Left open, the WAL is
             # left as any writer that ends without closing leaves it, and the next process
@@ -291,19 +385,13 @@ def get_counters(store: StoreLike, ids: Iterable[str] | None = None
                  ) -> dict[str, tuple[int, str | None]]:
     """{id: (count over all machines, last access as ISO text or None)}; every asked id is
     in the answer (0, None when never accessed). `ids=None` gives every counted note."""
-    conn = _reading(store)
-    rows: list[tuple[str, int, str | None]] = []
-    if conn is not None:
-        try:
-            rows = conn.execute("SELECT id, count, last FROM access").fetchall() if ids is None \
-                else _rows_for(conn, list(dict.fromkeys(ids)))
-        except sqlite3.Error:
-            rows = []  # read-only and unreadable: counts are hints
-        finally:
-            conn.close()
+    wanted = None if ids is None else list(dict.fromkeys(ids))
+    rows: list[tuple[str, int, str | None]] = _reading(
+        store, lambda conn: conn.execute("SELECT id, count, last FROM access").fetchall()
+        if wanted is None else _rows_for(conn, wanted), [])
     result: dict[str, tuple[int, str | None]] = {}
-    if ids is not None:
-        result = {str(note_id): (0, None) for note_id in ids}
+    if wanted is not None:
+        result = {str(note_id): (0, None) for note_id in wanted}
     for note_id, count, last in rows:
         before, before_last = result.get(note_id, (0, None))
         result[note_id] = (before + int(count), _later(before_last, last))
@@ -324,39 +412,24 @@ def top_accessed(store: StoreLike, since: datetime | str, limit: int = 20
                  ) -> list[tuple[str, int]]:
     """The most accessed ids since a day (counted by UTC day), most first: for health."""
     day = _iso(since)[:10]
-    conn = _reading(store)
-    if conn is None:
-        return []
-    try:
-        return [(row[0], int(row[1])) for row in conn.execute(
-            "SELECT id, sum(count) AS n FROM access_days WHERE day >= ? GROUP BY id"
-            " ORDER BY n DESC, id LIMIT ?", (day, int(limit)))]
-    except sqlite3.Error:
-        return []
-    finally:
-        conn.close()
+    return _reading(store, lambda conn: [(row[0], int(row[1])) for row in conn.execute(
+        "SELECT id, sum(count) AS n FROM access_days WHERE day >= ? GROUP BY id"
+        " ORDER BY n DESC, id LIMIT ?", (day, int(limit)))], [])
 
 
 def export_machine(store: StoreLike, machine: str | None = None) -> dict[str, Any]:
     """One machine's counters (default: this one) in the `.counters/<machine>.json` shape:
     {"format", "machine", "notes": {id: {"count", "last"}}}."""
     machine = machine or machine_id(store)
-    conn = _connect(store)
-    try:
-        rows = conn.execute("SELECT id, count, last FROM access WHERE machine = ? ORDER BY id",
-                            (machine,)).fetchall()
-    finally:
-        conn.close()
+    rows = _using(store, lambda conn: conn.execute(
+        "SELECT id, count, last FROM access WHERE machine = ? ORDER BY id", (machine,)).fetchall())
     return {"format": FORMAT, "machine": machine,
             "notes": {note_id: {"count": count, "last": last} for note_id, count, last in rows}}
 
 
 def machines(store: StoreLike) -> list[str]:
-    conn = _connect(store)
-    try:
-        return [row[0] for row in conn.execute("SELECT DISTINCT machine FROM access")]
-    finally:
-        conn.close()
+    return _using(store, lambda conn: [
+        row[0] for row in conn.execute("SELECT DISTINCT machine FROM access")])
 
 
 # The largest count SQLite holds (a signed 64-bit integer): a larger one, which only a file
@@ -385,7 +458,10 @@ def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | Non
     notes = data.get("notes") or {}
     if not isinstance(notes, Mapping):
         raise ValueError("counter data has no notes mapping")
-    conn = _connect(store)
+    return _using(store, lambda conn: _merge(conn, machine, notes))
+
+
+def _merge(conn: sqlite3.Connection, machine: str, notes: Mapping[str, Any]) -> int:
     changed = 0
     try:
         conn.execute("BEGIN IMMEDIATE")
@@ -408,11 +484,8 @@ def import_machine(store: StoreLike, data: Mapping[str, Any], machine: str | Non
                 changed += 1
         conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        _close(conn)  # (rolled back: a damaged file may refuse the ROLLBACK itself)
         raise
-    finally:
-        conn.close()
     return changed
 
 
@@ -426,6 +499,7 @@ class HeldCounters:
         self.conn = conn
         self.lock = threading.Lock()
         self.pid = os.getpid()
+        self.retired = False  # closed: its file was found damaged and set aside
         info = os.stat(path)
         self.identity = (info.st_dev, info.st_ino)
 
@@ -443,10 +517,15 @@ class HeldCounters:
         return (info.st_dev, info.st_ino) == self.identity
 
     def close(self) -> None:
+        with self.lock:
+            self.retire()
+
+    def retire(self) -> None:
+        """Close it, and let no record go through it again (with `lock` held)."""
         if _HELD.get(self.path) is self:
             del _HELD[self.path]
-        with self.lock:
-            self.conn.close()
+        self.retired = True
+        _close(self.conn)
 
 
 # The connection each store's counters are held open by in this process (`keep_open`), by
