@@ -102,8 +102,8 @@ def test_a_note_edited_between_two_queries_of_one_search_is_still_found(
             edited.append(sql)
             another_process_indexes(root, "the zqword fact, edited by another process")
 
-    def traced(store: object) -> db.Index:
-        index = real_open(store)  # type: ignore[arg-type]
+    def traced(store: object, **options: bool) -> db.Index:
+        index = real_open(store, **options)  # type: ignore[arg-type]
         index.conn.set_trace_callback(edit_when_ranking)
         return index
 
