@@ -189,6 +189,9 @@ def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
             assert [hit["id"] for hit in json.loads(out)] == ["0000000000000line"]
             for name in ("ten-mb.md", "ten-k-tags.md", "nested.md", "laughs.md"):
                 assert name in err, f"{name} is not named on stderr:\n{err[-2000:]}"
+        if args[0] == "reindex":  # said once ("not indexed (not indexed)" before)
+            said = next(line for line in err.splitlines() if "ten-mb.md" in line)
+            assert said.endswith(": file is larger than 10 MB, the most memctl reads (not indexed)"), said
     ids = {note["id"] for note in json.loads(run_memctl("list", "--all-projects", "--json",
                                                         store=store).stdout)}
     assert set(notes_on_disk(store)) - {"00000000000000big"} <= ids  # over the index's limit
@@ -212,6 +215,9 @@ def test_a_hand_dropped_giant_note_is_never_parsed_whole_by_export_or_sync(
     no_traceback(err)
     assert code == 0, err[-1000:]
     assert peak < 250, peak
+    # No `memctl edit` for a file memctl does not read: it would find no such note.
+    said = next(line for line in err.splitlines() if "giant-000000000000gian.md" in line)
+    assert "shorten it to under 10 MB in a text editor" in said and "edit` with" not in said, said
     pushed = subprocess.run(["git", "-C", str(remote), "cat-file", "-s",
                              "HEAD:alpha/notes/fact/giant-000000000000gian.md"],
                             capture_output=True, text=True, check=True)

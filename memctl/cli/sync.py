@@ -36,6 +36,17 @@ ImporterChoice = Literal["auto", "bundle", "markdown", "agents", "cline", "claud
 PROGRESS_FROM = 200  # files; smaller exports finish before a bar is worth drawing
 
 
+def _how_to_fix(path: str, too_big: bool) -> str:
+    """How to fix a file that does not parse: `memctl edit` opens a note as it is, but not one
+    over the 10 MB memctl reads (no such note is known to it)."""
+    if too_big:
+        return (f"shorten it to under {MAX_FILE_BYTES // 2**20} MB in a text editor, opened by "
+                f"its path (memctl neither indexes nor opens a file over "
+                f"{MAX_FILE_BYTES // 2**20} MB, so `memctl edit` cannot)")
+    return "fix it" + (" (`memctl edit` with the note's id opens it as it is)"
+                       if path.endswith(".md") else "")
+
+
 @app.command(epilog=examples("memctl export memory.zip", "memctl export blog.zip --project blog-backend"))
 def export(
     target: str = typer.Argument(..., metavar="FILE.zip", help="The zip file to write."),
@@ -62,15 +73,7 @@ def export(
     for problem in result.broken:
         note_id = result.left_out_ids.get(problem.path)
         kept = f"; the other machine keeps its version of {note_id}" if note_id else ""
-        if problem.path in result.too_big_to_edit:
-            # memctl reads no file over 10 MB: `memctl edit` would find no such note.
-            fix = (f"shorten it to under {MAX_FILE_BYTES // 2**20} MB in a text editor, "
-                   f"opened by its path (memctl neither indexes nor opens a file over "
-                   f"{MAX_FILE_BYTES // 2**20} MB, so `memctl edit` cannot)")
-        else:
-            how = (" (`memctl edit` with the note's id opens it as it is)"
-                   if problem.path.endswith(".md") else "")
-            fix = f"fix it{how}"
+        fix = _how_to_fix(problem.path, problem.path in result.too_big_to_edit)
         warn(f"{problem}; left out of the zip (memctl import would refuse it{kept}): {fix}, "
              f"then export again")
     if result.removals_withheld:
@@ -224,7 +227,8 @@ def sync(
              f"history keeps it: rotate the key)")
     for problem in report.broken:
         warn(f"{problem}; {'synced' if report.pushed else 'committed'} as it is (memctl reads "
-             "its last good version until it is fixed: `memctl edit` with the note's id opens it as it is)")
+             f"its last good version until it is fixed); "
+             f"{_how_to_fix(problem.path, problem.path in report.too_big_to_edit)}")
     if json_output:
         emit_json(report.to_dict())
         return

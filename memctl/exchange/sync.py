@@ -104,6 +104,8 @@ class SyncReport:
     nothing_to_push: bool = False
     attempts: int = 0
     broken: list[ParseError] = field(default_factory=list)  # files that do not parse, synced as they are
+    # those of them over the 10 MB memctl reads: no `memctl edit` opens them
+    too_big_to_edit: list[str] = field(default_factory=list)
     # a file where the other side has a folder of the same name: {"path", "to"} (docs/sync.md)
     moved_aside: list[dict[str, str]] = field(default_factory=list)
     # a note that had to give its id to an earlier-created one: {"id", "to", "path"} (rule 6)

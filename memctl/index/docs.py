@@ -166,7 +166,7 @@ def docs_for_file(path: str, kind: str, project: str, data: bytes, mtime_ns: int
                   *, max_bytes: int) -> list[Doc] | tuple[int, str]:
     """The units of one file, or (line, message) when it cannot be read as memory."""
     if len(data) > max_bytes:
-        return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB; not indexed"
+        return 1, f"file is larger than {max_bytes // (1024 * 1024)} MB, the most memctl reads"
     text = decode_file(data)
     if not isinstance(text, str):
         return text

@@ -3,6 +3,7 @@ formats), git sync, a note's history, conflict copies, and git's merge driver.""
 
 from __future__ import annotations
 
+from memctl.core.vocab import MAX_FILE_BYTES
 from memctl.exchange.conflicts import diff_copy, find_copy, list_conflicts, resolve
 from memctl.exchange.sync import SyncReport, merge_file, note_log
 from memctl.exchange.sync import sync as sync_store
@@ -24,4 +25,13 @@ def sync(store: Store, remote: str | None = None, push: bool = True) -> SyncRepo
     report = sync_store(store, remote=remote, push=push)
     with ensure_fresh(store) as index:
         report.broken = index.parse_errors()
+    report.too_big_to_edit = [problem.path for problem in report.broken
+                              if _file_size(store, problem.path) > MAX_FILE_BYTES]
     return report
+
+
+def _file_size(store: Store, path: str) -> int:
+    try:
+        return (store.root / path).stat().st_size
+    except OSError:
+        return 0
