@@ -470,6 +470,37 @@ def test_reads_go_on_when_the_disk_is_full(held: bool) -> None:
         assert (root / ".memctl" / "index.sqlite").read_bytes() != index_before
 
 
+def test_reads_go_on_and_the_index_stays_when_no_inode_is_left() -> None:
+    """A disk full of files (no free inode, blocks to spare): SQLite cannot create the index's
+    WAL or shared memory and says `unable to open database file`. That is no damaged index:
+    reads answer from a private copy and the store's index is left in place. It was deleted
+    as if damaged and every read failed, `error: cannot create the index ...`."""
+    with small_filesystem("8m,nr_inodes=300") as folder:
+        if folder is None:
+            pytest.fail("cannot mount a tmpfs (needs root)")
+        root = make_store(folder / "store", 6)
+        assert run_memctl("search", "note", "--json", store=root).exit_code == 0
+        index = root / ".memctl" / "index.sqlite"
+        index_before = index.read_bytes()
+        files = folder / "files"
+        files.mkdir()
+        count = 0
+        with contextlib.suppress(OSError):
+            while True:
+                (files / str(count)).touch()
+                count += 1
+        try:
+            assert os.statvfs(folder).f_ffree == 0
+            for args in (["search", "note", "--json"], ["list", "--all-projects", "--json"],
+                         ["health", "--json"]):
+                result = run_memctl(*args, store=root)
+                no_traceback(result.stderr)
+                assert result.exit_code == 0, (args, result.stderr)
+            assert index.read_bytes() == index_before
+        finally:
+            shutil.rmtree(files)
+
+
 def test_a_store_on_a_read_only_file_system_says_so() -> None:
     """A store on a file system mounted read-only: reads work, and a write is one line that
     says the file system is read-only (not to check the folder's permissions, which are

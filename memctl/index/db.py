@@ -73,6 +73,7 @@ from memctl.disk.watchstate import (
     answered_in_process,
     ask_watcher,
     change_probe,
+    no_room,
     read_status,
     watcher_is_live,
 )
@@ -320,6 +321,21 @@ def _private_copy(root: Path, path: Path) -> Index:
     raise AssertionError("unreachable")
 
 
+# SQLITE_CANTOPEN: a file SQLite could not open or create (the index's WAL or shared memory).
+_SQLITE_CANTOPEN = 14
+
+
+def _open_refused(root: Path, exc: sqlite3.DatabaseError) -> bool:
+    """Whether opening the index failed for the machine, not for the index: a refused read
+    or write (`sqlite_refused`), or a file SQLite could not create on a disk with no room for
+    one more (no free inode: `unable to open database file`, which deleting the index as if
+    damaged turned into every read failing, `cannot create the index`)."""
+    if sqlite_refused(exc):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == _SQLITE_CANTOPEN and no_room(root)
+
+
 def _copy_instead(root: Path, path: Path, refused: sqlite3.DatabaseError) -> Index:
     """The index at `path` may be sound but the disk refuses to write it (a full disk: even
     opening it writes its shared-memory file). Reads go on as on a read-only store, from a
@@ -442,7 +458,7 @@ def open_index(store: StoreLike, *, replace_newer: bool = False,
                 raise MemctlError(
                     f"the index {path} is busy (another memctl holds it); try again"
                 ) from exc
-            if sqlite_refused(exc):
+            if _open_refused(root, exc):
                 # A full disk, a disk that fails, a file it may not write: the index may be
                 # sound. Deleting it (as if damaged) lost a good index to a full disk, made
                 # every read fail until the disk had room again, and cost a rebuild then.
