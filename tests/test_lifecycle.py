@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -301,6 +302,62 @@ def test_a_hand_dropped_note_keeps_its_id_and_goes_back_where_it_was(cli: Cli) -
     assert back["path"] == "demo/wiki-notes.md" and not archived.exists()
 
 
+# `memctl archive` that kills itself (SIGKILL, as `kill -9`) right after the first of the two
+# steps `_move` takes for the note whose path holds $KILL_AT: a write of its file, or a rename.
+_ARCHIVE_KILLED_HALFWAY = """
+import os, signal, sys
+from memctl.memory import lifecycle
+from memctl.store import Store
+real_write, real_move = Store.write_text, lifecycle.move_file
+def dies_after(step):
+    def run(*args, **kwargs):
+        result = step(*args, **kwargs)
+        if any(os.environ["KILL_AT"] in str(arg) for arg in args):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+    return run
+Store.write_text = dies_after(real_write)
+lifecycle.move_file = dies_after(real_move)
+from memctl.cli import main
+sys.argv = ["memctl", "archive"]
+main()
+"""
+
+
+def test_an_archive_killed_halfway_through_a_note_loses_nothing_and_the_next_one_finishes(
+        cli: Cli) -> None:
+    """`kill -9` of `archive` between its two steps for a hand-dropped note. It moved the
+    note first: the note lay in the archive with its old fields, so its id (made from its
+    path) changed, it had no `archived_from` for `restore`, and no later sweep put that
+    right. Now its new fields are written first: the note keeps its id and is archived for
+    every reader, and the next `archive` moves it; `restore` brings it back where it was."""
+    folder = cli.store / "demo"
+    folder.mkdir(exist_ok=True)
+    dropped = folder / "wiki-notes.md"
+    dropped.write_text("Old wiki lives at wiki.internal\n")
+    old = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
+    os.utime(dropped, (old, old))
+    git(cli.store, "add", "-A")
+    git(cli.store, "commit", "-qm", "hand-written note")
+    note_id = next(n["id"] for n in cli.ok("list", "--json", env=SWEEP).json()
+                   if n["path"] == "demo/wiki-notes.md")
+    killed = subprocess.run([sys.executable, "-c", _ARCHIVE_KILLED_HALFWAY], capture_output=True,
+                            text=True, env={**os.environ, **SWEEP, "MEMCTL_STORE": str(cli.store),
+                                            "KILL_AT": "wiki-notes"})
+    assert killed.returncode == -9, killed.stderr
+    listed = {n["id"]: n for n in cli.ok("list", "--status", "any", "--json", env=SWEEP).json()}
+    assert listed[note_id]["status"] == "archived", listed
+    finished = cli.ok("archive", "--json", env=SWEEP).json()
+    assert finished["archived"] == [note_id], finished
+    archived = cli.store / "demo/archive/fact/wiki-notes.md"
+    meta = parse_text(archived.read_text()).meta
+    assert (meta["id"], meta["status"], meta["archived_from"]) == (
+        note_id, "archived", "demo/wiki-notes.md")
+    assert not dropped.exists() and git(cli.store, "status", "--porcelain") == ""
+    back = cli.ok("restore", note_id, "--json", env=SWEEP).json()
+    assert back["path"] == "demo/wiki-notes.md" and not archived.exists()
+
+
 def test_restore_last_sweep_skips_a_note_forgotten_while_it_waited_for_the_lock(cli: Cli) -> None:
     """`restore --last-sweep` looked for the swept notes before it took the store lock: one
     forgotten while it waited (an agent's `forget`) made the whole restore fail, `error: no
@@ -538,7 +595,8 @@ def test_a_folder_memctl_cannot_write_is_one_line_for_archive_and_restore(
     finally:
         source_folder.chmod(0o755)
     assert swept.returncode == 1 and "Traceback" not in swept.stderr
-    assert swept.stderr.startswith(f"error: cannot move {sample_store / first['path']} to ")
+    # (its new fields are written where it is before it moves: `lifecycle._move`)
+    assert swept.stderr.startswith(f"error: cannot write {sample_store / first['path']}: ")
     assert "Permission denied" in swept.stderr and swept.stderr.count("\n") == 1
     assert tree_snapshot(sample_store) == before
 

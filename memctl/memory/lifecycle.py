@@ -225,14 +225,23 @@ def _last_accessed(store: Store, ids: list[str]) -> dict[str, Any]:
     return {note_id: last for note_id, (_count, last) in get_counters(store, ids).items() if last}
 
 
-def _active_notes(store: Store) -> list[Note]:
-    return [note for note in store.iter_notes(include_archived=False) if note.status == "active"]
+# Why a sweep moves a note already archived: an earlier sweep stopped between writing its new
+# fields and moving it (`_move`), or a person wrote `status: archived` by hand.
+LEFT_IN_NOTES = "archived, but still among the notes: moved to the archive"
 
 
 def compute_plan(store: Store, moment: datetime) -> SweepPlan:
-    notes = _active_notes(store)
-    return plan_sweep(notes, _last_accessed(store, [n.id for n in notes]), moment,
+    """The sweep at `moment` (`plan_sweep`), and the move of every note that says it is
+    archived but is still among the notes (`LEFT_IN_NOTES`), which finishes a sweep that
+    stopped halfway (docs/reliability.md)."""
+    in_notes = list(store.iter_notes(include_archived=False))
+    notes = [note for note in in_notes if note.status == "active"]
+    plan = plan_sweep(notes, _last_accessed(store, [n.id for n in notes]), moment,
                       TtlRules.from_settings(store.settings))
+    plan.archive += [SweepItem(note.id, note.path, note.project, ARCHIVE, LEFT_IN_NOTES,
+                               note.importance, target=archive_relpath(note))
+                     for note in in_notes if note.status == "archived"]
+    return plan
 
 
 @dataclass
@@ -381,13 +390,17 @@ def _free_path(store: Store, wanted: str, note_id: str, taken: set[str] | None =
 
 
 def _move(store: Store, step: _Step) -> None:
-    """Move the note to its target with one rename, then write its new fields there.
+    """Write the note's new fields where it is, then move it to its target with one rename.
 
-    Each step is atomic, so a crash leaves exactly one copy: at the old place, or at the new
-    one (where its folder already says what it is), never two notes with one id."""
+    Each step is atomic, so a crash (`kill -9`) leaves exactly one copy, never two notes with
+    one id: as it was; where it was with its new fields (`status: archived`, so archived for
+    every reader, its id and where it came from written down; the next sweep moves it:
+    `LEFT_IN_NOTES`); or at its target, whole. Moved first, a crash left it in the archive
+    with its old fields: a hand-made note then lost its id (made from its path) and the path
+    `restore` puts it back at (tests/test_lifecycle.py)."""
+    store.write_text(step.source, step.text)
     if step.target != step.source:
         step.created = move_file(store.path(step.source), store.path(step.target))
-    store.write_text(step.target, step.text)
 
 
 def _archive(store: Store, item: SweepItem, moment: datetime, taken: set[str]) -> _Step:
