@@ -221,6 +221,62 @@ def test_a_folder_with_a_link_is_refused(cli, store_path, tmp_path):
     assert_refused(cli, store_path, folder, "symbolic link")
 
 
+# `memctl export ZIP` that stops in the middle of writing its zip (after its first entry)
+# until $GO exists, having said so by making $PAUSED.
+_EXPORT_PAUSED_HALFWAY = """
+import os, sys, time
+from memctl.exchange import bundle
+real_add = bundle._add
+def add(*args):
+    real_add(*args)
+    if not os.path.exists(os.environ["PAUSED"]):
+        open(os.environ["PAUSED"], "w").close()
+        while not os.path.exists(os.environ["GO"]):
+            time.sleep(0.01)
+bundle._add = add
+from memctl.cli import main
+sys.argv = ["memctl", "export", sys.argv[1]]
+main()
+"""
+
+
+def test_two_exports_to_one_zip_at_once_both_write_it_whole(cli, store_path, tmp_path):
+    """Two exports to the same zip at once shared one temp file, `.NAME.tmp`: the second
+    wrote into the first's and renamed it into place while the first still wrote, and the
+    first failed, `error: No such file or directory (….tmp)`. Each now writes its own
+    (`.NAME.<pid>.tmp`), so both succeed and the zip is whole; the temp file of an export
+    killed while it wrote is removed by the next export to that zip."""
+    import subprocess
+    import sys
+    import time
+
+    cli.ok("add", "first note for the zip")
+    cli.ok("add", "second note, 中文也可以", "--type", "decision")
+    target = tmp_path / "out" / "memory.zip"
+    target.parent.mkdir()
+    left = target.parent / f".{target.name}.99999999.tmp"  # an export killed while it wrote
+    left.write_bytes(b"PK half a zip")
+    paused, go = tmp_path / "paused", tmp_path / "go"
+    env = {**os.environ, "MEMCTL_STORE": str(store_path), "PAUSED": str(paused), "GO": str(go)}
+    first = subprocess.Popen([sys.executable, "-c", _EXPORT_PAUSED_HALFWAY, str(target)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not paused.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert paused.exists(), first.communicate()
+        cli.ok("export", str(target))  # the second, while the first is halfway
+        go.touch()
+        out, err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    with zipfile.ZipFile(target) as archive:
+        assert archive.testzip() is None and MANIFEST_NAME in archive.namelist()
+    assert sorted(os.listdir(target.parent)) == [target.name]
+
+
 def test_export_is_deterministic(cli, store_path, tmp_path):
     cli.ok("add", "first note for the zip")
     cli.ok("add", "second note, 中文也可以", "--type", "decision")

@@ -54,6 +54,7 @@ from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
+from memctl.disk.watchstate import process_alive
 
 # What reading a damaged compressed stream raises (a zip entry, a .gz inside one): zlib's and
 # lzma's own errors are no OSError, bz2's is. Each is a one-line refusal, never a traceback.
@@ -679,15 +680,20 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
     target = Path(target)
     refuse_special_target(target)
     make_dirs(target.parent)
-    temp = target.with_name(f".{target.name}.tmp")
+    _remove_left_temps(target)
+    # This process's own temp file, made anew (never one already there, nor a link): two
+    # exports to one zip at once each wrote into the other's `.NAME.tmp`, and one then failed
+    # on a file the other had renamed (tests/test_bundle.py).
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with zipfile.ZipFile(temp, "w") as archive:
-            _add(archive, MANIFEST_NAME, data)
-            for done, item in enumerate(sorted(files, key=lambda f: f.path), 1):
-                _add(archive, item.path, item.data)
-                if progress:
-                    progress(done)
-        with open(temp, "rb+") as handle:
+        with open(temp, "xb") as handle:
+            with zipfile.ZipFile(handle, "w") as archive:
+                _add(archive, MANIFEST_NAME, data)
+                for done, item in enumerate(sorted(files, key=lambda f: f.path), 1):
+                    _add(archive, item.path, item.data)
+                    if progress:
+                        progress(done)
+            handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, os.stat(temp).st_mode & 0o775)  # the umask's mode, never world-writable
         os.replace(temp, target)
@@ -702,6 +708,26 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
         temp.unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
+
+
+def _remove_left_temps(target: Path) -> None:
+    """The temp files of earlier exports to `target` whose process is gone (killed while it
+    wrote): `.NAME.<pid>.tmp`, removed; one whose process still runs is its own (but this
+    process's id: one gone had it before)."""
+    prefix = f".{target.name}."
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):-len(".tmp")] if name.startswith(prefix) and name.endswith(".tmp") \
+            else ""
+        if pid.isdigit() and pid.isascii() and (int(pid) == os.getpid()
+                                                or not process_alive(int(pid))):
+            try:
+                (target.parent / name).unlink()
+            except OSError:
+                pass
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
