@@ -8,6 +8,8 @@ import os
 import threading
 from pathlib import Path
 
+from test_reliability import garble_counts
+
 from memctl.disk import counters
 from memctl.disk.layout import state_path
 
@@ -141,17 +143,9 @@ def test_a_held_connection_to_a_file_damaged_past_its_first_page_sets_it_aside(
     connection `memctl mcp` holds failed every record with `database disk image is
     malformed`, for as long as it ran. The file is now set aside as one that does not open
     is (kept, one warning), the held connection closed, and the record counted afresh."""
-    import sqlite3
-
     counters.record_access(store_path, [NOTE], "2026-11-01T00:00:00Z")
     path = state_path(store_path, counters.COUNTERS_FILE)
-    with sqlite3.connect(path) as connection:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    connection.close()
-    with open(path, "r+b") as handle:
-        handle.seek(4096)  # page 2: the counts' table
-        handle.write(b"\xff" * 64)
-    damaged = path.read_bytes()
+    damaged = garble_counts(path)
     held = counters.keep_open(store_path)
     assert held is not None
     try:

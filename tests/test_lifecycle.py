@@ -279,19 +279,22 @@ def test_installed_memctl_archives_and_restores_end_to_end(store_path: Path) -> 
     assert run_memctl("show", note_id, "--json", store=store_path).json()["status"] == "active"
 
 
-def test_a_hand_dropped_note_keeps_its_id_and_goes_back_where_it_was(cli: Cli) -> None:
-    import os
-
-    folder = cli.store / "demo"
-    folder.mkdir(exist_ok=True)
-    dropped = folder / "wiki-notes.md"
+def _old_hand_dropped_note(cli: Cli) -> tuple[Path, str]:
+    """`demo/wiki-notes.md`, a file without front matter, dropped by hand a year and a half
+    before SWEEP and committed: its path and the id memctl knows it by."""
+    dropped = cli.store / "demo" / "wiki-notes.md"
+    dropped.parent.mkdir(exist_ok=True)
     dropped.write_text("Old wiki lives at wiki.internal\n")
     old = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
     os.utime(dropped, (old, old))
     git(cli.store, "add", "-A")
     git(cli.store, "commit", "-qm", "hand-written note")
-    listed = cli.ok("list", "--json", env=SWEEP).json()
-    note_id = next(n["id"] for n in listed if n["path"] == "demo/wiki-notes.md")
+    return dropped, next(n["id"] for n in cli.ok("list", "--json", env=SWEEP).json()
+                         if n["path"] == "demo/wiki-notes.md")
+
+
+def test_a_hand_dropped_note_keeps_its_id_and_goes_back_where_it_was(cli: Cli) -> None:
+    _dropped, note_id = _old_hand_dropped_note(cli)
     done = cli.ok("archive", "--json", env=SWEEP).json()
     assert done["archived"] == [note_id]
     archived = cli.store / "demo/archive/fact/wiki-notes.md"
@@ -331,16 +334,7 @@ def test_an_archive_killed_halfway_through_a_note_loses_nothing_and_the_next_one
     path) changed, it had no `archived_from` for `restore`, and no later sweep put that
     right. Now its new fields are written first: the note keeps its id and is archived for
     every reader, and the next `archive` moves it; `restore` brings it back where it was."""
-    folder = cli.store / "demo"
-    folder.mkdir(exist_ok=True)
-    dropped = folder / "wiki-notes.md"
-    dropped.write_text("Old wiki lives at wiki.internal\n")
-    old = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
-    os.utime(dropped, (old, old))
-    git(cli.store, "add", "-A")
-    git(cli.store, "commit", "-qm", "hand-written note")
-    note_id = next(n["id"] for n in cli.ok("list", "--json", env=SWEEP).json()
-                   if n["path"] == "demo/wiki-notes.md")
+    dropped, note_id = _old_hand_dropped_note(cli)
     killed = subprocess.run([sys.executable, "-c", _ARCHIVE_KILLED_HALFWAY], capture_output=True,
                             text=True, env={**os.environ, **SWEEP, "MEMCTL_STORE": str(cli.store),
                                             "KILL_AT": "wiki-notes"})

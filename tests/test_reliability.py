@@ -77,7 +77,7 @@ def test_damaged_local_state_heals_on_the_next_command(store: Path, damage: str)
         (store / ".memctl" / "counters.sqlite").write_bytes(os.urandom(16 * 1024))
     elif damage == "counters-page-garbage":  # past the first page: it opens, its records fail
         assert run_memctl("search", "alpha*", "--all-projects", store=store).exit_code == 0
-        _garble_counts(store / ".memctl" / "counters.sqlite")
+        garble_counts(store / ".memctl" / "counters.sqlite")
     elif damage == "index-is-a-folder":
         for suffix in ("", "-wal", "-shm"):
             Path(f"{index}{suffix}").unlink(missing_ok=True)
@@ -624,6 +624,24 @@ def test_a_walk_that_meets_a_full_disk_never_deletes_a_sound_index() -> None:
         assert listed.exit_code == 0 and len(listed.json()) == 10 + len(range(16384, 80 * 1024, 4096))
 
 
+@contextmanager
+def live_watcher(root: Path):
+    """A `memctl watch` of the store at `root` (its index made first), once `watch --status`
+    says it is live; stopped at the end."""
+    assert run_memctl("reindex", store=root).exit_code == 0
+    proc = subprocess.Popen([memctl_executable(), "--store", str(root), "watch"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not run_memctl("watch", "--status", "--json", store=root).json()["live"]:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
 def test_the_watcher_outlives_an_index_it_cannot_make_again_on_a_full_disk() -> None:
     """The index removed while the disk is full (to make room, or by another memctl that
     made it anew): the watcher's reopen meets SQLITE_FULL. Before, that ended the watcher
@@ -633,14 +651,7 @@ def test_the_watcher_outlives_an_index_it_cannot_make_again_on_a_full_disk() -> 
         if folder is None:
             pytest.fail("cannot mount a tmpfs (needs root)")
         root = make_store(folder / "store", 10)
-        assert run_memctl("reindex", store=root).exit_code == 0
-        proc = subprocess.Popen([memctl_executable(), "--store", str(root), "watch"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 30
-            while not run_memctl("watch", "--status", "--json", store=root).json()["live"]:
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
+        with live_watcher(root) as proc:
             fill(folder, 0)
             (root / ".memctl" / "index.sqlite").unlink()
             filler = fill(folder, 0)  # the index's room taken too
@@ -658,9 +669,6 @@ def test_the_watcher_outlives_an_index_it_cannot_make_again_on_a_full_disk() -> 
                 time.sleep(0.3)
             assert found.exit_code == 0 and len(found.json()) == 1, found.stderr
             assert proc.poll() is None
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
 
 
 def _watch_status(root: Path) -> tuple[dict, str]:
@@ -681,14 +689,7 @@ def test_watch_status_says_a_watcher_on_a_full_disk_runs_but_cannot_write() -> N
         if folder is None:
             pytest.fail("cannot mount a tmpfs (needs root)")
         root = make_store(folder / "store", 10)
-        assert run_memctl("reindex", store=root).exit_code == 0
-        proc = subprocess.Popen([memctl_executable(), "--store", str(root), "watch"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 30
-            while not _watch_status(root)[0]["live"]:
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
+        with live_watcher(root) as proc:
             # A big note its pass cannot index: written under a name the watcher ignores,
             # then renamed into place once the disk is nearly full (a rename takes no room).
             big = root / "default" / "notes" / "big.md.tmp"
@@ -719,9 +720,6 @@ def test_watch_status_says_a_watcher_on_a_full_disk_runs_but_cannot_write() -> N
                 time.sleep(0.3)
             assert shown["live"] and shown["failing"] is None, shown
             assert text.startswith("a watcher runs for") and "cannot write" not in text, text
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
 
 
 def test_a_change_written_but_not_committed_on_a_full_disk_says_it_is_on_disk() -> None:
@@ -806,7 +804,7 @@ def test_a_sqlite_file_damaged_under_a_command_is_one_line_naming_reindex(tmp_pa
     assert "`memctl reindex` makes the index anew" in lines[0]
 
 
-def _garble_counts(counters_file: Path) -> bytes:
+def garble_counts(counters_file: Path) -> bytes:
     """Garbage over the counters' table (page 2) of a counters file, which still opens
     (its first page is sound): what a record or a read of counts meets. Returns the file."""
     with sqlite3.connect(counters_file) as connection:
@@ -832,7 +830,7 @@ def test_damaged_access_counters_leave_a_sound_index_alone(tmp_path: Path) -> No
     env = dict(os.environ, MEMCTL_STORE=str(root), MEMCTL_PROJECT="alpha")
     assert run_memctl("recall", env=env, store=root, project="alpha").exit_code == 0
     counters_file = root / ".memctl" / "counters.sqlite"
-    damaged = _garble_counts(counters_file)
+    damaged = garble_counts(counters_file)
     index = root / ".memctl" / "index.sqlite"
     with sqlite3.connect(index) as connection:
         connection.execute("CREATE TABLE marker(x)")
