@@ -352,6 +352,34 @@ def test_an_archive_killed_halfway_through_a_note_loses_nothing_and_the_next_one
     assert back["path"] == "demo/wiki-notes.md" and not archived.exists()
 
 
+def test_a_restore_killed_halfway_through_a_note_still_puts_it_back_where_it_was(
+        cli: Cli) -> None:
+    """`kill -9` of `restore` after it wrote a hand-dropped note's new fields in the archive
+    and before it moved the note: `archived_from` was already gone, so the next `restore`
+    put it at `demo/notes/fact/`, not back at `demo/wiki-notes.md`. `archived_from` now
+    stays in the file until the note has moved."""
+    folder = cli.store / "demo"
+    folder.mkdir(exist_ok=True)
+    dropped = folder / "wiki-notes.md"
+    dropped.write_text("Old wiki lives at wiki.internal\n")
+    old = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
+    os.utime(dropped, (old, old))
+    git(cli.store, "add", "-A")
+    git(cli.store, "commit", "-qm", "hand-written note")
+    note_id = cli.ok("archive", "--json", env=SWEEP).json()["archived"][0]
+    script = _ARCHIVE_KILLED_HALFWAY.replace('["memctl", "archive"]',
+                                             '["memctl", "restore", os.environ["NOTE_ID"]]')
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, **SWEEP, "MEMCTL_STORE": str(cli.store),
+                                 "KILL_AT": "wiki-notes", "NOTE_ID": note_id})
+    assert killed.returncode == -9, killed.stderr
+    assert not dropped.exists()
+    back = cli.ok("restore", note_id, "--json", env=SWEEP).json()
+    assert back["path"] == "demo/wiki-notes.md", back
+    meta = parse_text(dropped.read_text()).meta
+    assert (meta["id"], meta["status"], "archived_from" in meta) == (note_id, "active", False)
+
+
 def test_restore_last_sweep_skips_a_note_forgotten_while_it_waited_for_the_lock(cli: Cli) -> None:
     """`restore --last-sweep` looked for the swept notes before it took the store lock: one
     forgotten while it waited (an agent's `forget`) made the whole restore fail, `error: no

@@ -253,6 +253,9 @@ class _Step:
     original: str
     text: str
     created: list[Any] = field(default_factory=list)  # folders made for it (undone too)
+    # Written where it is before the move, `text` then written at its target: what a move
+    # needs to be done again must stay in the file until it has moved (`_restore_one`).
+    before: str | None = None
 
 
 def _prepare_sweep(store: Store, plan: SweepPlan, moment: datetime) -> list[_Step]:
@@ -397,10 +400,13 @@ def _move(store: Store, step: _Step) -> None:
     every reader, its id and where it came from written down; the next sweep moves it:
     `LEFT_IN_NOTES`); or at its target, whole. Moved first, a crash left it in the archive
     with its old fields: a hand-made note then lost its id (made from its path) and the path
-    `restore` puts it back at (tests/test_lifecycle.py)."""
-    store.write_text(step.source, step.text)
+    `restore` puts it back at (tests/test_lifecycle.py). A step with `before` writes that
+    first, and its new fields at the target once moved (`_restore_one`)."""
+    store.write_text(step.source, step.text if step.before is None else step.before)
     if step.target != step.source:
         step.created = move_file(store.path(step.source), store.path(step.target))
+    if step.before is not None:
+        store.write_text(step.target, step.text)
 
 
 def _archive(store: Store, item: SweepItem, moment: datetime, taken: set[str]) -> _Step:
@@ -539,6 +545,13 @@ def _restore_one(store: Store, note: Note, moment: datetime, taken: set[str]) ->
         if not wanted or classify(wanted) != (NOTE, folder_project(note)):
             wanted = notes_relpath(note)
         target = _free_path(store, wanted, note.id, taken)
-    return _Step(note.path, target, text, stamp(text, updates, moment, note))
+    step = _Step(note.path, target, text, stamp(text, updates, moment, note))
+    if target != note.path and note.meta.get("archived_from"):
+        # `archived_from` stays until the note has moved: a restore killed in between left
+        # it in the archive without it, and the next restore put a hand-dropped note at
+        # `<project>/notes/<type>/`, not where it came from (tests/test_lifecycle.py).
+        step.before = stamp(text, {**updates, "archived_from": note.meta["archived_from"]},
+                            moment, note)
+    return step
 
 
