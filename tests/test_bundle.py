@@ -243,9 +243,12 @@ main()
 def test_two_exports_to_one_zip_at_once_both_write_it_whole(cli, store_path, tmp_path):
     """Two exports to the same zip at once shared one temp file, `.NAME.tmp`: the second
     wrote into the first's and renamed it into place while the first still wrote, and the
-    first failed, `error: No such file or directory (….tmp)`. Each now writes its own
-    (`.NAME.<pid>.tmp`), so both succeed and the zip is whole; the temp file of an export
-    killed while it wrote is removed by the next export to that zip."""
+    first failed, `error: No such file or directory (….tmp)`. Each now writes its own, locked
+    while it writes, so both succeed and the zip is whole. The temp file of an export killed
+    while it wrote (unlocked, unchanged for a minute) is removed by the next export to that
+    zip; one locked (an export running elsewhere: another machine of a shared folder) is
+    not, however old."""
+    import fcntl
     import subprocess
     import sys
     import time
@@ -254,8 +257,15 @@ def test_two_exports_to_one_zip_at_once_both_write_it_whole(cli, store_path, tmp
     cli.ok("add", "second note, 中文也可以", "--type", "decision")
     target = tmp_path / "out" / "memory.zip"
     target.parent.mkdir()
-    left = target.parent / f".{target.name}.99999999.tmp"  # an export killed while it wrote
-    left.write_bytes(b"PK half a zip")
+    killed = target.parent / f".{target.name}.0123456789ab.tmp"  # an export killed halfway
+    killed.write_bytes(b"PK half a zip")
+    running = target.parent / f".{target.name}.ba9876543210.tmp"  # one running elsewhere
+    running.write_bytes(b"PK half a zip")
+    minutes_ago = time.time() - 120
+    for left in (killed, running):
+        os.utime(left, (minutes_ago, minutes_ago))
+    holder = open(running, "rb")  # noqa: SIM115 - held locked until the end
+    fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
     paused, go = tmp_path / "paused", tmp_path / "go"
     env = {**os.environ, "MEMCTL_STORE": str(store_path), "PAUSED": str(paused), "GO": str(go)}
     first = subprocess.Popen([sys.executable, "-c", _EXPORT_PAUSED_HALFWAY, str(target)], env=env,
@@ -274,7 +284,8 @@ def test_two_exports_to_one_zip_at_once_both_write_it_whole(cli, store_path, tmp
     assert first.returncode == 0, err
     with zipfile.ZipFile(target) as archive:
         assert archive.testzip() is None and MANIFEST_NAME in archive.namelist()
-    assert sorted(os.listdir(target.parent)) == [target.name]
+    holder.close()
+    assert sorted(os.listdir(target.parent)) == sorted([target.name, running.name])
 
 
 def test_export_is_deterministic(cli, store_path, tmp_path):

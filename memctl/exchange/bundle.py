@@ -20,12 +20,18 @@ import lzma
 import os
 import re
 import stat
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no POSIX locks; a killed export's temp file is left
+    fcntl = None  # type: ignore[assignment]
 
 from memctl.core.clock import ahead, parse_time
 from memctl.core.errors import MemctlError
@@ -54,7 +60,6 @@ from memctl.disk.atomic import fsync_dir, make_dirs, refuse_special_target
 from memctl.disk.layout import ARCHIVED, EPISODE, NOTE, classify
 from memctl.disk.settings import SETTINGS_FILE
 from memctl.disk.templates import STORE_TEMPLATE_DIR
-from memctl.disk.watchstate import process_alive
 
 # What reading a damaged compressed stream raises (a zip entry, a .gz inside one): zlib's and
 # lzma's own errors are no OSError, bz2's is. Each is a one-line refusal, never a traceback.
@@ -681,12 +686,16 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
     refuse_special_target(target)
     make_dirs(target.parent)
     _remove_left_temps(target)
-    # This process's own temp file, made anew (never one already there, nor a link): two
-    # exports to one zip at once each wrote into the other's `.NAME.tmp`, and one then failed
-    # on a file the other had renamed (tests/test_bundle.py).
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    # An export's own temp file, made anew under a random name (never one already there, nor
+    # a link) and locked while it is written: two exports to one zip at once shared
+    # `.NAME.tmp`, and one wrote into the other's and then failed on a file the other had
+    # renamed; a temp file that nothing holds locked is a killed export's (tests/test_bundle.py).
+    temp = target.with_name(f"{_TEMP_PREFIX.format(target.name)}{os.urandom(6).hex()}.tmp")
     try:
-        with open(temp, "xb") as handle:
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with open(descriptor, "wb") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             with zipfile.ZipFile(handle, "w") as archive:
                 _add(archive, MANIFEST_NAME, data)
                 for done, item in enumerate(sorted(files, key=lambda f: f.path), 1):
@@ -695,8 +704,8 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
                         progress(done)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp, os.stat(temp).st_mode & 0o775)  # the umask's mode, never world-writable
-        os.replace(temp, target)
+            os.chmod(temp, os.stat(temp).st_mode & 0o775)  # the umask's, never world-writable
+            os.replace(temp, target)  # (still locked: no cleaner takes it for a killed one's)
     except OSError as exc:
         temp.unlink(missing_ok=True)
         if exc.filename is None and exc.errno is not None:
@@ -710,24 +719,40 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
     fsync_dir(target.parent)
 
 
+_TEMP_PREFIX = ".{}."  # the temp file of an export to NAME: `.NAME.<random>.tmp`
+_LEFT_FOR = 60  # seconds a temp file has not changed before it can be a killed export's
+
+
 def _remove_left_temps(target: Path) -> None:
-    """The temp files of earlier exports to `target` whose process is gone (killed while it
-    wrote): `.NAME.<pid>.tmp`, removed; one whose process still runs is its own (but this
-    process's id: one gone had it before)."""
-    prefix = f".{target.name}."
+    """The temp files of exports to `target` killed while they wrote: a `.NAME.<random>.tmp`
+    that no process holds locked (a running export, on this machine or another of a shared
+    folder, holds its own) and that has not changed for a minute (one just made may not be
+    locked yet). Without POSIX locks (Windows), none is removed."""
+    if fcntl is None:
+        return
+    prefix = _TEMP_PREFIX.format(target.name)
     try:
-        names = os.listdir(target.parent)
+        names = [name for name in os.listdir(target.parent)
+                 if name.startswith(prefix) and name.endswith(".tmp")]
     except OSError:
         return
     for name in names:
-        pid = name[len(prefix):-len(".tmp")] if name.startswith(prefix) and name.endswith(".tmp") \
-            else ""
-        if pid.isdigit() and pid.isascii() and (int(pid) == os.getpid()
-                                                or not process_alive(int(pid))):
-            try:
-                (target.parent / name).unlink()
-            except OSError:
-                pass
+        path = target.parent / name
+        try:
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode) or time.time() - info.st_mtime < _LEFT_FOR:
+                continue
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.path.samestat(info, os.stat(path, follow_symlinks=False)):
+                os.unlink(path)
+        except OSError:
+            continue  # locked: an export writes it
+        finally:
+            os.close(descriptor)
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
