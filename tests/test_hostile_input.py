@@ -192,6 +192,11 @@ def test_hand_dropped_giants_keep_every_command_bounded(store: Path) -> None:
         if args[0] == "reindex":  # said once ("not indexed (not indexed)" before)
             said = next(line for line in err.splitlines() if "ten-mb.md" in line)
             assert said.endswith(": file is larger than 10 MB, the most memctl reads (not indexed)"), said
+    for name in ("ten-k-tags.md", "nested.md", "laughs.md"):
+        (folder / name).unlink()
+    reindexed = run_memctl("reindex", store=store)
+    assert reindexed.exit_code == 0 and "; 1 file does not parse\n" in reindexed.stderr, \
+        reindexed.stderr[-500:]  # ("1 files do not parse" before)
     ids = {note["id"] for note in json.loads(run_memctl("list", "--all-projects", "--json",
                                                         store=store).stdout)}
     assert set(notes_on_disk(store)) - {"00000000000000big"} <= ids  # over the index's limit
@@ -218,6 +223,7 @@ def test_a_hand_dropped_giant_note_is_never_parsed_whole_by_export_or_sync(
     # No `memctl edit` for a file memctl does not read: it would find no such note.
     said = next(line for line in err.splitlines() if "giant-000000000000gian.md" in line)
     assert "shorten it to under 10 MB in a text editor" in said and "edit` with" not in said, said
+    assert "memctl leaves it out until it is fixed" in said, said  # it never had a good version
     pushed = subprocess.run(["git", "-C", str(remote), "cat-file", "-s",
                              "HEAD:alpha/notes/fact/giant-000000000000gian.md"],
                             capture_output=True, text=True, check=True)

@@ -93,4 +93,5 @@ def reindex(json_output: bool = JSON_OPTION) -> None:
         f"indexed {counts['note']} notes, {counts['episode']} episodes, {counts['memory']} "
         f"MEMORY.md sections, {counts['scratchpad']} scratchpads in "
         f"{stats.elapsed_ms / 1000:.2f} s"
-        + (f"; {len(stats.errors)} files do not parse" if stats.errors else "") + "\n")
+        + (f"; {len(stats.errors)} file{'s do' if len(stats.errors) > 1 else ' does'} not parse"
+           if stats.errors else "") + "\n")

@@ -226,9 +226,10 @@ def sync(
              f"the remote (a collaborator pushed it; `memctl edit` removes it here, the remote's "
              f"history keeps it: rotate the key)")
     for problem in report.broken:
-        warn(f"{problem}; {'synced' if report.pushed else 'committed'} as it is (memctl reads "
-             f"its last good version until it is fixed); "
-             f"{_how_to_fix(problem.path, problem.path in report.too_big_to_edit)}")
+        served = ("memctl reads its last good version" if problem.has_last_good
+                  else "memctl leaves it out")
+        warn(f"{problem}; {'synced' if report.pushed else 'committed'} as it is ({served} until "
+             f"it is fixed); {_how_to_fix(problem.path, problem.path in report.too_big_to_edit)}")
     if json_output:
         emit_json(report.to_dict())
         return
