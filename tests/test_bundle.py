@@ -515,3 +515,23 @@ def test_a_conflict_copy_the_import_makes_and_the_zip_carries_is_counted_once(tm
     assert "1 updated, 1 conflict\n" in said and "carried" not in said, said
     subject = git(b2.store, "log", "-1", "--format=%s")
     assert "carried" not in subject and "1 conflict copy" in subject, subject
+
+
+def test_a_fifo_named_like_an_export_temp_file_does_not_hang_the_export(cli, store_path,
+                                                                        tmp_path):
+    """The cleanup of a killed export's temp file opened each `.NAME.<random>.tmp` for
+    reading: a FIFO of that name (anyone who may write the folder can make one) blocked the
+    open until a writer came, and `memctl export` hung for ever. It now opens regular files
+    only, without waiting, and leaves the FIFO as it is."""
+    import subprocess
+    import sys
+
+    cli.ok("add", "first note for the zip")
+    target = tmp_path / "out" / "memory.zip"
+    target.parent.mkdir()
+    fifo = target.parent / f".{target.name}.0123456789ab.tmp"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "memctl", "--store", str(store_path), "export",
+                           str(target)], capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert zipfile.is_zipfile(target) and stat.S_ISFIFO(os.lstat(fifo).st_mode)

@@ -739,7 +739,12 @@ def _remove_left_temps(target: Path) -> None:
     for name in names:
         path = target.parent / name
         try:
-            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            # A regular file only, opened without waiting: a FIFO of that name blocked the
+            # open (for reading, until a writer came), and the export hung.
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK
+                                 | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             continue
         try:
