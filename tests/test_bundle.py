@@ -535,3 +535,25 @@ def test_a_fifo_named_like_an_export_temp_file_does_not_hang_the_export(cli, sto
                            str(target)], capture_output=True, text=True, timeout=20)
     assert done.returncode == 0, done.stderr
     assert zipfile.is_zipfile(target) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_an_export_removes_only_temp_files_it_could_have_made(cli, store_path, tmp_path):
+    """The cleanup of a killed export's temp file took any `.NAME.<anything>.tmp` unchanged
+    for a minute: a person's own `.memory.zip.notes.tmp` beside the zip, or the temp file of
+    an export to another zip (`memory.zip.old.zip`), was deleted. Only the name an export
+    makes, `.NAME.<12 hex digits>.tmp`, is removed now."""
+    import time
+
+    cli.ok("add", "first note for the zip")
+    target = tmp_path / "out" / "memory.zip"
+    target.parent.mkdir()
+    killed = target.parent / f".{target.name}.0123456789ab.tmp"
+    theirs = [target.parent / f".{target.name}.{middle}.tmp"
+              for middle in ("notes", "old.zip.0123456789ab", "0123456789AB", "")]
+    minutes_ago = time.time() - 120
+    for path in (killed, *theirs):
+        path.write_text("kept\n")
+        os.utime(path, (minutes_ago, minutes_ago))
+    cli.ok("export", str(target))
+    assert not killed.exists()
+    assert [path.read_text() for path in theirs] == ["kept\n"] * len(theirs)

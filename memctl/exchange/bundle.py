@@ -721,6 +721,7 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
 
 _TEMP_PREFIX = ".{}."  # the temp file of an export to NAME: `.NAME.<random>.tmp`
 _LEFT_FOR = 60  # seconds a temp file has not changed before it can be a killed export's
+_TEMP_MIDDLE = re.compile(r"[0-9a-f]{12}")  # the random part: os.urandom(6).hex()
 
 
 def _remove_left_temps(target: Path) -> None:
@@ -732,8 +733,11 @@ def _remove_left_temps(target: Path) -> None:
         return
     prefix = _TEMP_PREFIX.format(target.name)
     try:
+        # Only a name an export makes: a person's own `.NAME.notes.tmp` a minute old was
+        # removed too (tests/test_bundle.py).
         names = [name for name in os.listdir(target.parent)
-                 if name.startswith(prefix) and name.endswith(".tmp")]
+                 if name.startswith(prefix) and name.endswith(".tmp")
+                 and _TEMP_MIDDLE.fullmatch(name[len(prefix):-len(".tmp")])]
     except OSError:
         return
     for name in names:
