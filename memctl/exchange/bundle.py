@@ -704,8 +704,10 @@ def write_zip(target: Path, files: list[BundleFile], manifest: dict[str, Any] | 
                         progress(done)
             handle.flush()
             os.fsync(handle.fileno())
-            os.chmod(temp, os.stat(temp).st_mode & 0o775)  # the umask's, never world-writable
-            os.replace(temp, target)  # (still locked: no cleaner takes it for a killed one's)
+        # Renamed once closed (Windows renames no open file); unlocked then, but just written:
+        # a cleaner leaves a temp file alone for a minute after its last change.
+        os.chmod(temp, os.stat(temp).st_mode & 0o775)  # the umask's, never world-writable
+        os.replace(temp, target)
     except OSError as exc:
         temp.unlink(missing_ok=True)
         if exc.filename is None and exc.errno is not None:
