@@ -458,6 +458,23 @@ HOSTILE = {
         stats = index.refresh(paths)
         assert len(stats.removed) == 50_000, len(stats.removed)
     """,
+    "import: a counters file of 100,000 counts under ids that are no ids, 100,000 kept": """
+        import json
+        import tempfile
+        from pathlib import Path
+        from memctl.disk.counters import get_counters
+        from memctl.exchange.transfer import absorb_counters
+        from memctl.store import Store
+        root = Path(tempfile.mkdtemp()) / "store"
+        Store.init(root)
+        last = {"count": 1, "last": "2026-11-01T00:00:00Z"}
+        notes = {f"../bad{number}": last for number in range(100_000)}
+        notes.update({f"good{number:012d}": last for number in range(100_000)})
+        data = json.dumps({"format": 1, "machine": "m1", "notes": notes}).encode()
+        absorbed = absorb_counters(Store.open(root), {".counters/m1.json": data})
+        assert absorbed.refused.startswith("left out 100000 access counts"), absorbed.refused
+        assert len(get_counters(root)) == 100_000
+    """,
     "re-import: 40 notes whose source keys have 30,000 parts": """
         import tempfile
         from datetime import UTC, datetime

@@ -158,11 +158,11 @@ def absorb_counters(store: Store, files: dict[str, bytes]) -> Absorbed:
                 continue  # `../x`, a line break, a key: its counts are lost, nothing else
             notes = value.get("notes")
             if isinstance(notes, dict):
-                left_out = [note_id for note_id in notes if not kept_name(note_id)]
-                if left_out:
-                    refused += left_out
-                    value = {**value, "notes": {note_id: count for note_id, count
-                                                in notes.items() if note_id not in left_out}}
+                kept = {note_id: count for note_id, count in notes.items()
+                        if kept_name(note_id)}
+                if len(kept) < len(notes):
+                    refused += [note_id for note_id in notes if note_id not in kept]
+                    value = {**value, "notes": kept}
             counters.import_machine(store, value, machine)
         except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):
             continue  # a broken counter file costs only its counts
