@@ -530,3 +530,12 @@ def test_search_hits_in_a_narrow_terminal_skip_no_text_between_their_lines(
     assert all(cell_len(line) <= columns for line in lines), lines
     text = "".join(line.strip().rstrip("\u2026").strip() for line in lines[1:3])
     assert title.startswith(text) and len(text) >= 10, lines
+
+
+@pytest.mark.parametrize("args", [["--help"], ["add", "--help"], ["search", "--help"],
+                                  ["scratch", "--help"], ["--version"]])
+def test_help_into_a_closed_pipe_ends_quietly_with_zero(cli: Cli, args: list[str]) -> None:
+    """`memctl --help | head -1` ended with exit 1: click, which prints the help, ends a
+    closed pipe so. memctl ends it as every command's output does: quietly, 0."""
+    code, err = _into_a_closed_pipe(*args, store=cli.store)
+    assert code == 0 and "Traceback" not in err and "error" not in err, (args, code, err)

@@ -10,6 +10,9 @@ the whole app, so help, suggestions for a typo and usage errors are typer's own.
 
 from __future__ import annotations
 
+import os
+import sys
+
 from memctl.cli.base import app
 
 # The first word of a command line -> the module registering it (tests/test_layers.py holds
@@ -68,6 +71,44 @@ def _registered(word: str) -> bool:
 
 
 def main(argv: list[str]) -> None:
+    stdout_before = _stdout_identity()
+    try:
+        _run(argv)
+    except SystemExit as exit_:
+        # Help and a usage error's text are written by typer's click and rich, which end a
+        # closed pipe with exit 1; memctl ends it quietly with 0, as every command's own
+        # output (memctl.cli.context.run_command): `memctl --help | head -1` succeeds
+        # (tests/test_output.py).
+        if exit_.code == 1 and _pipe_closed_on_stdout(stdout_before):
+            raise SystemExit(0) from None
+        raise
+
+
+def _stdout_identity() -> tuple[int, int] | None:
+    try:
+        info = os.fstat(1)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _pipe_closed_on_stdout(before: tuple[int, int] | None) -> bool:
+    """Whether click or rich met a closed stdout: click then wraps the stream to keep its
+    last flush quiet (`PacifyFlushWrapper`, `_PacifyFlushWrapper` from click 8.2), rich puts
+    /dev/null on descriptor 1 (`Console.on_broken_pipe`). Each does so only then."""
+    if type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper":
+        return True
+    now = _stdout_identity()
+    if before is None or now is None or now == before:
+        return False
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return now == (null.st_dev, null.st_ino)
+
+
+def _run(argv: list[str]) -> None:
     word = command_word(argv)
     module = MODULE_OF.get(word or "")
     if module is not None:
