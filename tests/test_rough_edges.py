@@ -156,6 +156,12 @@ def test_sync_names_its_conflict_copies_and_conflicts_diff_shows_what_differs(tm
     shown = b.ok("conflicts", "diff", note, "--json").json()
     assert shown["path"] == copies[0] and shown["diff"] == diff
     assert b("conflicts", "diff", "7").exit_code == 1
+    # `show` takes --json as every command that prints data does (README): the copy's fields
+    # and its text as `show` prints it (it was "no such option: --json", exit 2).
+    printed = b.ok("conflicts", "show", "1").stdout
+    assert "The default branch is develop" in printed
+    copy = b.ok("conflicts", "show", "1", "--json").json()
+    assert copy["path"] == copies[0] and copy["id"] == note and copy["text"] == printed
 
 
 def test_sync_json_names_the_copies(tmp_path, remote):

@@ -302,13 +302,19 @@ def conflicts(ctx: typer.Context, json_output: bool = JSON_OPTION) -> None:
          "(use the copy) or `memctl conflicts drop N`")
 
 
-@conflicts_app.command("show", epilog=examples("memctl conflicts show 1"))
-def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID")) -> None:
+@conflicts_app.command("show", epilog=examples("memctl conflicts show 1",
+                                                 "memctl conflicts show 1 --json"))
+def conflicts_show(ref: str = typer.Argument(..., metavar="N|PATH|ID"),
+                   json_output: bool = JSON_OPTION) -> None:
     """Print a conflict copy."""
 
     store = get_store()
     copy = find_copy(store, ref)
-    write((store.root / copy.path).read_text(encoding="utf-8", errors="replace"))
+    text = (store.root / copy.path).read_text(encoding="utf-8", errors="replace")
+    if json_output:
+        emit_json({**copy.to_dict(), "text": text})
+    else:
+        write(text)
 
 
 @conflicts_app.command("diff", epilog=examples(
