@@ -212,11 +212,25 @@ def test_a_key_of_thousands_of_parts_is_one_error_before_the_toml_reader(store_p
     result = Cli(store_path)("search", "postgres")
     assert result.exit_code == 1, result.stderr
     assert result.stderr == ("error: memctl.toml line 3: a key of 200,002 parts, where memctl's "
-                             "settings have two ([section], then key = value); fix the file or "
-                             "delete it to use the defaults\n")
+                             "settings have two ([section], then key = value); fix the file, or "
+                             "delete it and run `memctl init` to write the defaults\n")
     settings_file.write_text("[search]\ndefault_limit = 7\n" + ".".join("k" * MAX_KEY_PARTS)
                              + " = 1\n")
     assert Settings.load(store_path).get("search.default_limit") == 7
+
+
+def test_the_way_out_a_broken_settings_file_names_gives_a_working_store(store_path):
+    """A settings file that does not parse said "fix the file or delete it to use the
+    defaults"; deleted, the folder was no store ("no memctl.toml") for every command. The
+    error names the step that brings the defaults back, and following it works."""
+    (store_path / "memctl.toml").write_text("[search\n")
+    cli = Cli(store_path)
+    refused = cli("search", "postgres")
+    assert refused.exit_code == 1 and "run `memctl init`" in refused.stderr, refused.stderr
+    (store_path / "memctl.toml").unlink()
+    cli.ok("init")
+    assert cli("search", "postgres").exit_code == 0
+    assert Settings.load(store_path).get("search.default_limit") == 20
 
 
 @pytest.mark.parametrize("number", ["1" + "0" * 5000, "1_" + "0" * 5000])
@@ -228,7 +242,8 @@ def test_a_number_of_thousands_of_digits_is_one_error_not_a_traceback(store_path
     result = Cli(store_path)("search", "postgres")
     assert result.exit_code == 1, result.stderr
     assert result.stderr == ("error: memctl.toml does not parse: it holds a number of thousands "
-                             "of digits; fix the file or delete it to use the defaults\n")
+                             "of digits; fix the file, or delete it and run `memctl init` to write "
+                             "the defaults\n")
 
 
 @pytest.mark.parametrize("odd", ["folder", "fifo", "broken-link"])

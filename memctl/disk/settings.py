@@ -159,6 +159,12 @@ def _shown(value: Any) -> str:
     return written if len(written) <= QUOTED_CHARS else written[:QUOTED_CHARS] + "…"
 
 
+# The file marks a folder as a store: one deleted leaves no store until `memctl init` writes
+# the defaults again (it said "delete it to use the defaults", and then every command said
+# the folder was no memctl store).
+_WAY_OUT = "fix the file, or delete it and run `memctl init` to write the defaults"
+
+
 class Settings:
     def __init__(self, values: dict[str, dict[str, Any]] | None = None) -> None:
         self._values = values or {}
@@ -187,14 +193,12 @@ class Settings:
             text = raw.decode("utf-8")
             too_long = long_key_problem(text)
             if too_long is not None:
-                raise MemctlError(f"{SETTINGS_FILE} {too_long}; fix the file or delete it to "
-                                  f"use the defaults")
+                raise MemctlError(f"{SETTINGS_FILE} {too_long}; {_WAY_OUT}")
             data = tomllib.loads(text)
         except (ValueError, RecursionError) as exc:
             # ValueError: tomllib's own errors, a file that is no UTF-8, and a whole number
             # of more digits than Python converts (4,300), which was a traceback.
-            raise MemctlError(f"{SETTINGS_FILE} does not parse: {_reason(exc)}; fix the file or "
-                              f"delete it to use the defaults") from exc
+            raise MemctlError(f"{SETTINGS_FILE} does not parse: {_reason(exc)}; {_WAY_OUT}") from exc
         return cls(data)
 
     def unknown(self) -> list[str]:
