@@ -452,3 +452,11 @@ def test_an_update_that_changes_nothing_makes_no_commit(cli, store_path):
         assert (store_path / episode["path"]).read_text() == before, change
     cli.ok("episode", "update", episode["id"], "--outcome", "partial")
     assert git(store_path, "rev-parse", "HEAD") != head
+
+
+def test_episode_finish_offers_only_the_outcomes_it_takes(cli) -> None:
+    """`episode finish --help` listed `in_progress` among `--outcome`'s choices, which it
+    refuses: an episode that finishes has ended."""
+    shown = cli.ok("episode", "finish", "--help", env={"COLUMNS": "200"}).stdout
+    choices = shown[shown.index("--outcome"):].split(">", 1)[0]
+    assert "completed|partial|failed" in choices and "in_progress" not in choices, choices

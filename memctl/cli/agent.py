@@ -36,6 +36,8 @@ from memctl.services import recall as recalling
 from memctl.services import working
 
 Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
+# How a finished episode ended: `episode finish --help` offers no `in_progress`, which it refuses.
+Ending = Literal[tuple(outcome for outcome in OUTCOMES if outcome != "in_progress")]  # type: ignore[valid-type]
 
 project_app = typer.Typer(
     help="The L2 project memory MEMORY.md: constraints, decisions, progress, lessons.",
@@ -440,7 +442,7 @@ LINK_OPTION = typer.Option(None, "--link", metavar="ID", help="A note this task 
     "memctl episode finish 01m8p0bq --outcome completed --summary 'Pinned the runner image'"))
 def episode_finish(
     episode_id: str = typer.Argument(..., metavar="ID", help="An in_progress episode's id or prefix."),
-    outcome: Outcome = typer.Option(..., "--outcome", help="How it ended: completed, partial or failed."),
+    outcome: Ending = typer.Option(..., "--outcome", help="How it ended: completed, partial or failed."),
     summary: Optional[str] = typer.Option(None, "--summary", help="What to remember about it (replaces the summary)."),
     step: Optional[list[str]] = STEP_OPTION,
     link: Optional[list[str]] = LINK_OPTION,

@@ -79,7 +79,7 @@ def add(
     tags: Optional[str] = typer.Option(None, "--tags", help="Comma-separated tags."),
     subject: Optional[str] = typer.Option(None, "--subject", help="What the note is about (with --predicate: replaces an older note on the same)."),
     predicate: Optional[str] = typer.Option(None, "--predicate", help="Which property of the subject."),
-    expires: Optional[str] = typer.Option(None, "--expires", help="A date (2027-03-01), a span (30d, 6w, 3m, 1y) or tomorrow."),
+    expires: Optional[str] = typer.Option(None, "--expires", help="A date (2027-03-01), a time (2027-03-01T09:30Z), a span (90min, 12h, 30d, 6w, 3m: months, 1y) or tomorrow."),
     corrects: Optional[str] = typer.Option(None, "--corrects", metavar="ID", help="For a correction: the note it corrects."),
     source_episode: Optional[str] = typer.Option(None, "--source-episode", metavar="ID", help="The episode this note came from."),
     force: bool = typer.Option(False, "--force", help="Write even if a near-duplicate exists."),
