@@ -128,8 +128,10 @@ class Store(StoreFiles):
 
     def commit(self, message: str, paths: list[str] | None = None,
                index: Index | None = None, close_index: bool = False,
-               then: Callable[[Index], object] | None = None) -> str | None:
-        """Commit `paths` (everything when None) and index them again. `index`: the
+               then: Callable[[Index], object] | None = None,
+               allow_empty: bool = False) -> str | None:
+        """Commit `paths` (everything when None) and index them again (`allow_empty`: commit
+        even when nothing changed, for the message). `index`: the
         connection the command already holds (`add`'s checks read through it), so the
         index is not opened and closed once more: closing SQLite's last connection
         checkpoints its write-ahead log to disk (bench/bench_write.py). While git works:
@@ -139,11 +141,11 @@ class Store(StoreFiles):
         from memctl.disk import gitops
 
         if not paths:
-            return gitops.commit_all(self.root, message, paths)
+            return gitops.commit_all(self.root, message, paths, allow_empty=allow_empty)
         # git works in its own processes while this one indexes the change: on two cores the
         # refresh adds next to nothing to the command (~8 ms of `add`, bench/bench_write.py).
         # Both are done when this returns: one commit, and the index fresh.
-        committing = gitops.Committing(self.root, message, paths)
+        committing = gitops.Committing(self.root, message, paths, allow_empty=allow_empty)
         try:
             self._refresh_index(paths, index)
             if index is not None:

@@ -352,6 +352,76 @@ def test_an_archive_killed_halfway_through_a_note_loses_nothing_and_the_next_one
     assert back["path"] == "demo/wiki-notes.md" and not archived.exists()
 
 
+def _four_old_notes(cli: Cli) -> list[dict]:
+    return [cli.ok("add", text, "--json", env=OLD).json() for text in (
+        "The billing service listens on port 7001", "Mail goes out through relay.internal",
+        "Nightly backups land in the cold bucket", "The search cluster has three nodes")]
+
+
+def test_restore_last_sweep_brings_back_what_a_killed_sweep_moved_before_the_next_finished_it(
+        cli: Cli) -> None:
+    """`kill -9` of `archive` once it had moved some notes; the next `archive` finished the
+    sweep. Its commit named only the notes it moved itself, so `restore --last-sweep`
+    brought those back and left the ones the killed sweep had moved archived. The finishing
+    sweep's commit now names (and holds) every note of the sweep."""
+    added = sorted(_four_old_notes(cli), key=lambda note: note["path"])  # the sweep's order
+    second = Path(added[1]["path"]).name  # killed once the first has moved, the second half-way
+    killed = subprocess.run([sys.executable, "-c", _ARCHIVE_KILLED_HALFWAY], capture_output=True,
+                            text=True, env={**os.environ, **SWEEP, "MEMCTL_STORE": str(cli.store),
+                                            "MEMCTL_PROJECT": "demo", "KILL_AT": second})
+    assert killed.returncode == -9, killed.stderr
+    assert (cli.store / added[0]["path"].replace("/notes/", "/archive/")).exists()
+    finished = cli.ok("archive", "--json", env=SWEEP).json()
+    ids = [note["id"] for note in added]
+    assert sorted(finished["archived"]) == sorted(ids), finished
+    assert git(cli.store, "status", "--porcelain") == ""
+    renamed = git(cli.store, "show", "--name-status", "-M", "--format=", finished["commit"])
+    assert renamed.count("R") == 4, renamed  # the whole sweep in its own commit
+    back = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert sorted(note["id"] for note in back["restored"]) == sorted(ids), back
+    assert cli.ok("list", "--status", "archived", "--json", env=SWEEP).json() == []
+
+
+# `memctl archive` that kills itself (SIGKILL) once it has moved $KILL_AFTER notes.
+_ARCHIVE_KILLED_AFTER_MOVES = """
+import os, signal, sys
+from memctl.memory import lifecycle
+real_move, moved = lifecycle.move_file, []
+def move_then_die(*args, **kwargs):
+    result = real_move(*args, **kwargs)
+    moved.append(args)
+    if len(moved) >= int(os.environ["KILL_AFTER"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return result
+lifecycle.move_file = move_then_die
+from memctl.cli import main
+sys.argv = ["memctl", "archive"]
+main()
+"""
+
+
+def test_restore_last_sweep_undoes_a_killed_sweep_whose_moves_another_command_committed(
+        cli: Cli) -> None:
+    """`kill -9` of `archive` after its last move, before its commit; an `add` then committed
+    what it left on disk, and the next `archive` found nothing to do. `restore --last-sweep`
+    then undid the sweep before (here: there was none, an error), never this one. The next
+    sweep now records the killed one in a commit of its own."""
+    added = _four_old_notes(cli)
+    killed = subprocess.run([sys.executable, "-c", _ARCHIVE_KILLED_AFTER_MOVES],
+                            capture_output=True, text=True,
+                            env={**os.environ, **SWEEP, "MEMCTL_STORE": str(cli.store),
+                                 "MEMCTL_PROJECT": "demo", "KILL_AFTER": "4"})
+    assert killed.returncode == -9, killed.stderr
+    cli.ok("add", "The deploy freeze starts on Friday", env=SWEEP)
+    assert git(cli.store, "status", "--porcelain") == ""
+    finished = cli.ok("archive", "--json", env=SWEEP).json()
+    ids = sorted(note["id"] for note in added)
+    assert sorted(finished["archived"]) == ids and finished["commit"], finished
+    back = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert sorted(note["id"] for note in back["restored"]) == ids, back
+    assert cli.ok("archive", "--json", env=SWEEP).json()["commit"] is None  # recorded once
+
+
 def test_a_restore_killed_halfway_through_a_note_still_puts_it_back_where_it_was(
         cli: Cli) -> None:
     """`kill -9` of `restore` after it wrote a hand-dropped note's new fields in the archive

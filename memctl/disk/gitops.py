@@ -747,9 +747,10 @@ def _and_folders(path: str) -> Iterator[str]:
         path = path.rpartition("/")[0]
 
 
-def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str | None:
+def commit_all(root: Path, message: str, paths: list[str] | None = None, *,
+               allow_empty: bool = False) -> str | None:
     """Stage the given paths (or everything) and commit. Returns the commit id, or None when
-    there was nothing to commit. The caller holds the store lock."""
+    there was nothing to commit (unless `allow_empty`). The caller holds the store lock."""
     root = Path(root)
     if not is_repo(root):
         raise GitError(f"the store {root} has no git repository (.git is missing); run "
@@ -802,7 +803,7 @@ def commit_all(root: Path, message: str, paths: list[str] | None = None) -> str 
                 # holds it.
                 moved = _moved_away(root, staged, _listed([foreign]), in_head=True)
                 tree = _tree_of_head_with(root, staged + moved)
-            return _commit_index(root, message, reading, asked, tree)
+            return _commit_index(root, message, reading, asked, tree, allow_empty=allow_empty)
         except BaseException:
             # A commit that failed leaves nothing staged: the next command's commit must not
             # carry this change in with its own (tests/test_reliability.py).
@@ -995,16 +996,19 @@ class Committing:
     the caller goes on: `Store.commit` indexes the change meanwhile. `result` waits for the
     commit and gives its id, or raises its error."""
 
-    def __init__(self, root: Path, message: str, paths: list[str] | None) -> None:
+    def __init__(self, root: Path, message: str, paths: list[str] | None, *,
+                 allow_empty: bool = False) -> None:
         self._commit: str | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(root, message, paths),
+        self._thread = threading.Thread(target=self._run, args=(root, message, paths,
+                                                                allow_empty),
                                         name="memctl-commit", daemon=True)
         self._thread.start()
 
-    def _run(self, root: Path, message: str, paths: list[str] | None) -> None:
+    def _run(self, root: Path, message: str, paths: list[str] | None,
+             allow_empty: bool) -> None:
         try:
-            self._commit = commit_all(root, message, paths)
+            self._commit = commit_all(root, message, paths, allow_empty=allow_empty)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller by `result`
             self._error = exc
 
@@ -1061,7 +1065,8 @@ _NO_COMMIT = ""
 
 
 def _commit_index(root: Path, message: str, reading: Started | None = None,
-                  asked: Started | None = None, tree: str | None = None) -> str | None:
+                  asked: Started | None = None, tree: str | None = None, *,
+                  allow_empty: bool = False) -> str | None:
     """Commit what the index holds (or `tree`), as `git commit -q --no-verify` does, with
     git's plumbing (`write-tree`, `commit-tree`, `update-ref`). `git commit` first refreshes
     the stat data of every tracked file and writes the whole index once more (10k notes:
@@ -1070,7 +1075,7 @@ def _commit_index(root: Path, message: str, reading: Started | None = None,
     if tree is None:
         tree = run_git(root, "write-tree").stdout.strip()
     parent, parent_tree = _head_and_tree(root, reading)
-    if tree == parent_tree:
+    if tree == parent_tree and not (allow_empty and parent):
         return None  # nothing staged
     text = clean_message(message)
     commit = commit_tree(root, tree, [parent] if parent else [], text,

@@ -298,31 +298,93 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
         moment = now()
         plan = compute_plan(store, moment)
         steps = _prepare_sweep(store, plan, moment)
+        # The notes a sweep killed before its commit had already moved: this sweep finishes
+        # it, so its commit names them too, and `restore --last-sweep` brings back the whole
+        # sweep, not only the notes the finishing run moved (tests/test_lifecycle.py).
+        planned = {item.id for item in plan.archive}
+        finished = [item for item in _interrupted_sweep(store) if item.id not in planned]
+        plan.archive = finished + plan.archive
         if plan.empty:
+            _sweep_done(store)
             return plan
+        _record_sweep(store, plan)
         # One `archive <id>: <reason>` line per note: `restore --last-sweep` reads them.
         lines = [f"archive {item.id}: {item.reason}" for item in plan.archive]
         lines += [f"demote {item.id} to {item.new_importance}: {item.reason}"
                   for item in plan.demote]
         title = f"{SWEEP_SUBJECT}{len(plan.archive)} archived, {len(plan.demote)} demoted"
-        plan.commit = _apply(store, steps, title + "\n\n" + "\n".join(lines))
+        moved = [path for item in finished for path in (item.path, item.target or item.path)]
+        plan.commit = _apply(store, steps, title + "\n\n" + "\n".join(lines), moved,
+                             allow_empty=bool(finished))
+        _sweep_done(store)
     return plan
 
 
-def _apply(store: Store, steps: list[_Step], message: str) -> str | None:
-    """Write every step, then make one commit. Any failure (a folder memctl may not write,
-    a full disk, a failed commit) puts back every file already changed, so the store is
-    exactly as it was, and the error is raised (tests/test_lifecycle.py)."""
+# The notes a sweep is archiving, written down (machine-local) before it moves the first one
+# and removed once its commit is made: a sweep killed in between (`kill -9`) leaves it, and
+# the next sweep names those notes in its commit (`run_sweep`).
+SWEEP_RECORD = "sweep.json"
+
+
+def _record_sweep(store: Store, plan: SweepPlan) -> None:
+    import json
+
+    from memctl.disk.atomic import atomic_write_text
+
+    entries = [{"id": item.id, "path": item.path, "target": item.target, "reason": item.reason}
+               for item in plan.archive]
+    atomic_write_text(store.state_dir / SWEEP_RECORD, json.dumps({"archive": entries}))
+
+
+def _sweep_done(store: Store) -> None:
+    try:
+        (store.state_dir / SWEEP_RECORD).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _interrupted_sweep(store: Store) -> list[SweepItem]:
+    """The notes a killed sweep archived that are archived still, where it put them
+    (`SWEEP_RECORD`); none when no sweep was killed. Call under the store lock."""
+    import json
+
+    try:
+        entries = json.loads((store.state_dir / SWEEP_RECORD).read_text(encoding="utf-8"))
+        entries = entries["archive"]
+    except (OSError, ValueError, KeyError, TypeError, MemctlError):
+        return []
+    items: list[SweepItem] = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            note_id, source, target = entry["id"], entry["path"], entry["target"]
+            note = store.read_note(target)
+        except (OSError, MemctlError, KeyError, TypeError):
+            continue  # not moved, or restored, forgotten or changed since
+        if note.id == note_id and note.status == "archived" and target != source \
+                and classify(target) == (ARCHIVED, folder_project(note)):
+            items.append(SweepItem(note.id, source, note.project, ARCHIVE,
+                                   str(entry.get("reason") or LEFT_IN_NOTES),
+                                   note.importance, target=target))
+    return items
+
+
+def _apply(store: Store, steps: list[_Step], message: str, also: list[str] | None = None,
+           *, allow_empty: bool = False) -> str | None:
+    """Write every step, then make one commit (of `also` too: files moved before). Any
+    failure (a folder memctl may not write, a full disk, a failed commit) puts back every
+    file already changed, so the store is exactly as it was, and the error is raised
+    (tests/test_lifecycle.py). `allow_empty`: the commit is made even when no file changed
+    (its message is what `restore --last-sweep` reads)."""
     done: list[_Step] = []
     try:
         for step in steps:
             done.append(step)
             _move(store, step)
-        changed: list[str] = []
+        changed: list[str] = list(also or ())
         for step in steps:
             changed += [step.source] if step.target == step.source else [step.source, step.target]
         try:
-            return store.commit(message, changed)
+            return store.commit(message, changed, allow_empty=allow_empty)
         except (OSError, MemctlError) as exc:
             if isinstance(exc, UsageError):
                 raise
