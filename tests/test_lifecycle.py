@@ -450,6 +450,54 @@ def test_a_restore_killed_halfway_through_a_note_still_puts_it_back_where_it_was
     assert (meta["id"], meta["status"], "archived_from" in meta) == (note_id, "active", False)
 
 
+# `memctl archive` that, holding the store lock with its plan made, says so ($READY) and
+# waits a moment before it moves its notes: a sweep still running when another command starts.
+_SLOW_ARCHIVE = """
+import os, pathlib, sys, time
+from memctl.memory import lifecycle
+real_apply = lifecycle._apply
+def slow_apply(*args, **kwargs):
+    pathlib.Path(os.environ["READY"]).write_text("holding the lock")
+    time.sleep(3)
+    return real_apply(*args, **kwargs)
+lifecycle._apply = slow_apply
+from memctl.cli import main
+sys.argv = ["memctl", "archive"]
+main()
+"""
+
+
+def test_restore_last_sweep_started_while_a_sweep_runs_undoes_that_sweep(cli: Cli) -> None:
+    """`restore --last-sweep` run while `archive` held the store lock read which sweep was
+    the newest before it waited for the lock: once the running sweep was done, it undid the
+    sweep before it and left every note of the running one archived. It now reads the
+    history under the lock."""
+    import time
+
+    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})  # the sweep before
+    newer = _four_old_notes(cli)
+    ready = cli.store.parent / "ready"
+    env = dict(os.environ, MEMCTL_STORE=str(cli.store), MEMCTL_PROJECT="demo", **SWEEP)
+    sweeping = subprocess.Popen([sys.executable, "-c", _SLOW_ARCHIVE],
+                                env={**env, "READY": str(ready)}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not ready.exists() and sweeping.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready.exists(), sweeping.communicate()
+    undoing = subprocess.Popen([memctl_executable(), "restore", "--last-sweep", "--json"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert sweeping.wait(timeout=60) == 0, sweeping.communicate()
+    out, err = undoing.communicate(timeout=60)
+    assert undoing.returncode == 0, err
+    restored = sorted(entry["id"] for entry in json.loads(out)["restored"])
+    assert restored == sorted(note["id"] for note in newer), out
+    assert [n["id"] for n in cli.ok("list", "--status", "archived", "--json").json()] == [
+        older["id"]]
+
+
 def test_restore_last_sweep_skips_a_note_forgotten_while_it_waited_for_the_lock(cli: Cli) -> None:
     """`restore --last-sweep` looked for the swept notes before it took the store lock: one
     forgotten while it waited (an agent's `forget`) made the whole restore fail, `error: no

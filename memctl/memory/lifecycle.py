@@ -517,9 +517,18 @@ def last_sweep_ids(store: Store) -> list[str]:
 def restore_notes(store: Store, refs: list[str], *, sweep: bool = False) -> RestoreResult:
     """Bring archived (or superseded) notes back to active, with one commit. Every id is
     resolved and checked first: an unknown or active one is an error and nothing changes.
-    `sweep`: `refs` are the ids a sweep archived; those no longer archived are skipped."""
+    `sweep`: `refs` are the ids a sweep archived (none: the newest sweep's, read under the
+    lock); those no longer archived are skipped."""
     result = RestoreResult()
     with store.lock("restore"):
+        if sweep and not refs:
+            # The newest sweep as it is once this holds the lock: read before, a sweep that
+            # ran while this waited for it was passed over, and the one before it undone
+            # (tests/test_lifecycle.py).
+            refs = last_sweep_ids(store)
+            if not refs:
+                raise MemctlError("no archive sweep in this store's history archived a note; "
+                                  "nothing to undo")
         # Resolved under the lock: a note another command moved or forgot while this waited
         # for it is seen where it is now (tests/test_lifecycle.py).
         notes: dict[str, Note] = {}
@@ -564,12 +573,9 @@ def restore_last_sweep(store: Store) -> RestoreResult:
     """Undo the newest archive sweep: restore, with one commit, the notes it archived that
     are still archived. Those restored, forgotten or changed since are listed as skipped:
     looked at under the lock, so one forgotten or restored while this waited for it is
-    skipped too (it made the whole restore fail: `no note with id …`)."""
-    ids = last_sweep_ids(store)
-    if not ids:
-        raise MemctlError("no archive sweep in this store's history archived a note; "
-                          "nothing to undo")
-    return restore_notes(store, ids, sweep=True)
+    skipped too (it made the whole restore fail: `no note with id …`). The sweep is found
+    under the lock too: the newest once any sweep that held it is done."""
+    return restore_notes(store, [], sweep=True)
 
 
 def _still_swept(store: Store, note_id: str) -> tuple[Note | None, str]:
