@@ -422,6 +422,28 @@ def test_restore_last_sweep_undoes_a_killed_sweep_whose_moves_another_command_co
     assert cli.ok("archive", "--json", env=SWEEP).json()["commit"] is None  # recorded once
 
 
+def test_restore_last_sweep_right_after_a_killed_sweep_undoes_that_sweep(cli: Cli) -> None:
+    """`kill -9` of `archive` once it had moved two notes, then `restore --last-sweep` (no
+    `archive` in between): the killed sweep made no commit, so the restore undid the sweep
+    before it (brought back a note archived months ago) and left the two archived. The
+    killed sweep's record names its notes: those it archived come back."""
+    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})  # the sweep before
+    added = sorted(_four_old_notes(cli), key=lambda note: note["path"])  # the sweep's order
+    killed = subprocess.run([sys.executable, "-c", _ARCHIVE_KILLED_AFTER_MOVES],
+                            capture_output=True, text=True,
+                            env={**os.environ, **SWEEP, "MEMCTL_STORE": str(cli.store),
+                                 "MEMCTL_PROJECT": "demo", "KILL_AFTER": "2"})
+    assert killed.returncode == -9, killed.stderr
+    back = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert sorted(entry["id"] for entry in back["restored"]) == sorted(
+        note["id"] for note in added[:2]), back
+    assert [n["id"] for n in cli.ok("list", "--status", "archived", "--json").json()] == [
+        older["id"]]
+    assert git(cli.store, "status", "--porcelain") == ""
+
+
 def test_a_restore_killed_halfway_through_a_note_still_puts_it_back_where_it_was(
         cli: Cli) -> None:
     """`kill -9` of `restore` after it wrote a hand-dropped note's new fields in the archive

@@ -343,6 +343,18 @@ def _sweep_done(store: Store) -> None:
         pass
 
 
+def _recorded_sweep(store: Store) -> list[str]:
+    """The ids a sweep killed before its commit was archiving (`SWEEP_RECORD`), none when no
+    sweep was killed or the next one finished it. Call under the store lock."""
+    import json
+
+    try:
+        entries = json.loads((store.state_dir / SWEEP_RECORD).read_text(encoding="utf-8"))
+        return [str(entry["id"]) for entry in entries["archive"]]
+    except (OSError, ValueError, KeyError, TypeError, MemctlError):
+        return []
+
+
 def _interrupted_sweep(store: Store) -> list[SweepItem]:
     """The notes a killed sweep archived that are archived still, where it put them
     (`SWEEP_RECORD`); none when no sweep was killed. Call under the store lock."""
@@ -524,8 +536,9 @@ def restore_notes(store: Store, refs: list[str], *, sweep: bool = False) -> Rest
         if sweep and not refs:
             # The newest sweep as it is once this holds the lock: read before, a sweep that
             # ran while this waited for it was passed over, and the one before it undone
-            # (tests/test_lifecycle.py).
-            refs = last_sweep_ids(store)
+            # (tests/test_lifecycle.py). A sweep killed before its commit, and not finished
+            # since, is the newest: its record names its notes (the history, the sweep before).
+            refs = _recorded_sweep(store) or last_sweep_ids(store)
             if not refs:
                 raise MemctlError("no archive sweep in this store's history archived a note; "
                                   "nothing to undo")
