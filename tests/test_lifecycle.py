@@ -596,6 +596,22 @@ def test_restore_many_ids_and_the_last_sweep_in_one_commit(cli: Cli) -> None:
     assert nothing.exit_code == 1 and "nothing to undo" in nothing.stderr
 
 
+def test_restore_last_sweep_skips_a_note_superseded_since_in_the_archive(cli: Cli) -> None:
+    """`memctl supersede OLD NEW` of a note the sweep had archived writes `superseded_by`
+    into it, in the archive; `restore --last-sweep` then made it active again and dropped
+    `superseded_by`: the fact the person had said was replaced stood again beside its
+    replacement. It is skipped, as superseded, as the docs say."""
+    old, kept = (cli.ok("add", text, "--json", env=OLD).json()
+                 for text in ("Deploys go out on Tuesday", "The search cluster has three nodes"))
+    cli.ok("archive", env=SWEEP)
+    new = cli.ok("add", "Deploys go out on Thursday after the freeze", "--json", env=SWEEP).json()
+    cli.ok("supersede", old["id"], new["id"], env=SWEEP)
+    undone = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert [entry["id"] for entry in undone["restored"]] == [kept["id"]], undone
+    assert [entry["id"] for entry in undone["skipped"]] == [old["id"]], undone
+    assert cli.ok("show", old["id"], "--json").json()["superseded_by"] == new["id"]
+
+
 def test_restore_last_sweep_passes_over_a_later_sweep_that_only_demoted(cli: Cli) -> None:
     """The newest sweep's commit was taken even when it archived nothing: after a sweep
     that only demoted, `restore --last-sweep` said there was no sweep at all."""

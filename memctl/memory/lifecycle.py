@@ -609,6 +609,12 @@ def _still_swept(store: Store, note_id: str) -> tuple[Note | None, str]:
         return None, "not found (forgotten since?)"
     if note.status != "archived":
         return None, f"{note.status} now"
+    if note.superseded_by:
+        # Superseded since, in the archive (`memctl supersede` of an archived note): made
+        # active again, its `superseded_by` dropped, the replaced fact stood again beside
+        # the note that replaces it (tests/test_lifecycle.py).
+        return None, (f"superseded by {note.superseded_by} now: `memctl restore {note_id}` "
+                      "brings it back anyway")
     return note, ""
 
 
