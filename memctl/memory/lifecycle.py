@@ -24,6 +24,7 @@ already past is removed (else the note would disappear again at once).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -35,7 +36,7 @@ from memctl.core.ids import valid_id
 from memctl.core.note import Note, stamp
 from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
-from memctl.disk.atomic import move_file
+from memctl.disk.atomic import atomic_write_text, move_file
 from memctl.disk.counters import get_counters
 from memctl.disk.gitops import messages_starting, put_back_reason
 from memctl.disk.layout import ARCHIVED, NOTE, classify
@@ -327,10 +328,6 @@ SWEEP_RECORD = "sweep.json"
 
 
 def _record_sweep(store: Store, plan: SweepPlan) -> None:
-    import json
-
-    from memctl.disk.atomic import atomic_write_text
-
     entries = [{"id": item.id, "path": item.path, "target": item.target, "reason": item.reason}
                for item in plan.archive]
     atomic_write_text(store.state_dir / SWEEP_RECORD, json.dumps({"archive": entries}))
@@ -343,30 +340,28 @@ def _sweep_done(store: Store) -> None:
         pass
 
 
-def _recorded_sweep(store: Store) -> list[str]:
-    """The ids a sweep killed before its commit was archiving (`SWEEP_RECORD`), none when no
-    sweep was killed or the next one finished it. Call under the store lock."""
-    import json
-
+def _sweep_record(store: Store) -> list[dict[str, Any]]:
+    """The entries of `SWEEP_RECORD` (none when no sweep was killed before its commit, or
+    the next one finished it, or the file is not one a sweep wrote)."""
     try:
         entries = json.loads((store.state_dir / SWEEP_RECORD).read_text(encoding="utf-8"))
-        return [str(entry["id"]) for entry in entries["archive"]]
-    except (OSError, ValueError, KeyError, TypeError, MemctlError):
+        entries = entries["archive"]
+    except (OSError, ValueError, KeyError, TypeError):
         return []
+    return [entry for entry in entries if isinstance(entry, dict)] \
+        if isinstance(entries, list) else []
+
+
+def _recorded_sweep(store: Store) -> list[str]:
+    """The ids a sweep killed before its commit was archiving. Call under the store lock."""
+    return [str(entry["id"]) for entry in _sweep_record(store) if "id" in entry]
 
 
 def _interrupted_sweep(store: Store) -> list[SweepItem]:
     """The notes a killed sweep archived that are archived still, where it put them
     (`SWEEP_RECORD`); none when no sweep was killed. Call under the store lock."""
-    import json
-
-    try:
-        entries = json.loads((store.state_dir / SWEEP_RECORD).read_text(encoding="utf-8"))
-        entries = entries["archive"]
-    except (OSError, ValueError, KeyError, TypeError, MemctlError):
-        return []
     items: list[SweepItem] = []
-    for entry in entries if isinstance(entries, list) else []:
+    for entry in _sweep_record(store):
         try:
             note_id, source, target = entry["id"], entry["path"], entry["target"]
             note = store.read_note(target)
