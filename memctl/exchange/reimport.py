@@ -66,10 +66,11 @@ class ReimportPlan:
 
 def plan_reimport(local: Snapshot, notes: Sequence[BundleFile], blocks: Sequence[Block], *,
                   scope: str, kept: set[str], project: str, moment: datetime,
-                  templates: Mapping[str, str]) -> ReimportPlan:
+                  templates: Mapping[str, str], retire: bool = True) -> ReimportPlan:
     """What importing `notes` and `blocks` (one source's, `scope`) changes in `local`.
     `templates` holds the text a missing `MEMORY.md` ("memory") or `SCRATCHPAD.md`
-    ("scratchpad") starts from."""
+    ("scratchpad") starts from. `retire` false: the source was read only in part, so no note
+    is retired for being gone from it."""
     plan = ReimportPlan()
     incoming: set[str] = set()
     for item in sorted(notes, key=lambda f: f.path):
@@ -83,7 +84,8 @@ def plan_reimport(local: Snapshot, notes: Sequence[BundleFile], blocks: Sequence
             continue  # forgotten here: a re-import does not bring it back
         elif mine.kind == "note":
             _reconcile(plan, mine.path, mine.data, mine.stamped, item, key_name(key), local, moment)
-    _retire(plan, local, incoming, scope, kept, project, moment)
+    if retire:
+        _retire(plan, local, incoming, scope, kept, project, moment)
     for kind, (name, aliases) in {"memory": (MEMORY_FILE, sections.L2_ALIASES),
                                   "scratchpad": (SCRATCHPAD_FILE, sections.SCRATCHPAD_ALIASES)}.items():
         _plan_file(plan, local, f"{project}/{name}", [b for b in blocks if b.file == kind],

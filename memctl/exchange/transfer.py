@@ -734,7 +734,7 @@ def _import_foreign(store: Store, source: Path, kind: str, *, dry_run: bool, ski
         local = snapshot(store.root, keep_pass=True)
         plan = plan_reimport(local, list(bundle.files.values()), imported.blocks,
                              scope=imported.scope, kept=imported.kept, project=project,
-                             moment=now(), templates=templates)
+                             moment=now(), templates=templates, retire=imported.whole)
         report = ImportReport(source=bundle.source, added=plan.added, updated=plan.updated,
                               unchanged=plan.unchanged, conflicts=plan.conflicts,
                               conflict_copies=plan.conflict_copies, retired=plan.retired,

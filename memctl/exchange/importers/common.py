@@ -162,7 +162,9 @@ class Block:
 class Imported:
     """What one source holds, in memctl's terms. `scope` names the source (`agents:CLAUDE.md`):
     a re-import updates the notes and blocks of this scope and retires those it no longer
-    produces, except the records in `kept` (still in the source, left out as invalid)."""
+    produces, except the records in `kept` (still in the source, left out as invalid), and
+    none at all when `whole` is false: part of the source could not be read, so which
+    records it holds is not known."""
 
     scope: str
     notes: list[BundleFile] = field(default_factory=list)
@@ -174,6 +176,7 @@ class Imported:
     warnings: list[Problem] = field(default_factory=list)
     kept: set[str] = field(default_factory=set)
     found: int = 0  # records of its format the source holds (files, memories), used or not
+    whole: bool = True
 
     def recognised(self) -> bool:
         """Whether the source held anything this importer reads (even if all was skipped)."""

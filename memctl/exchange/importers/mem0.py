@@ -68,7 +68,9 @@ def import_mem0(source: Path, project: str) -> Imported:
     warnings: list[Problem] = []
     memories, user, problems = _memories(parts, source.name, warnings)
     scope = f"mem0:{user}" if user else f"mem0:{source.name}"
-    imported = Imported(scope=scope, problems=problems, warnings=warnings)
+    # A problem met while reading (not JSON, no list, an entry that is no memory, a list
+    # field that is not one) leaves out memories that cannot be named: retire none.
+    imported = Imported(scope=scope, problems=problems, warnings=warnings, whole=not problems)
     fallback = file_time(source)
     deleted = 0
     imported.found = len(memories)
