@@ -448,7 +448,8 @@ def test_an_openmemory_zip_with_a_corrupt_gzip_stream_is_a_one_line_refusal(cli,
 
 
 @pytest.mark.parametrize("fields, problem", [
-    ({"memories": [{"id": "m1", "memory": "User likes tea", "category_ids": 5}], "categories": []},
+    ({"memories": [{"id": "m1", "memory": "User likes tea", "category_ids": 5},
+                   {"id": "m2", "memory": "User likes rain"}], "categories": []},
      "memories[0]: `category_ids` must be a list, not int"),
     ({"memories": [{"id": "m1", "memory": "User likes tea"}], "categories": 7},
      "`categories` must be a list, not int"),
@@ -895,24 +896,52 @@ def test_a_vault_note_that_expired_before_its_import_is_said_to(cli, tmp_path):
     assert not any("later.md" in line for line in warned), warned
 
 
-@pytest.mark.parametrize("unreadable", [
-    '{"results": "oops"}',  # no list of memories: which ones it holds is not known
-    "[1, 2]",  # entries that are no memory: whose they are is not known
-    '{"memories": [{"id": "m1", "memory": "Works at Acme", "category_ids": 5}], "categories": []}',
-    "not json at all",
+@pytest.mark.parametrize(("unreadable", "code"), [
+    ('{"results": "oops"}', 1),  # no list of memories: nothing of the format read at all
+    ("[1, 2]", 1),  # entries that are no memory: nothing read either
+    ('{"memories": [{"id": "m1", "memory": "Works at Acme", "category_ids": 5}, '
+     '{"id": "m3", "memory": "Rides a bike"}], "categories": []}', 0),  # one left out: which
+    # ones the export holds is not known
+    ("not json at all", 1),
 ])
 def test_an_export_read_in_part_with_skip_invalid_retires_none_of_its_memories(
-        cli, store_path, tmp_path, unreadable):
+        cli, store_path, tmp_path, unreadable, code):
     # A record left out as invalid is not retired (docs/sync.md, "Importing again"); an
     # export whose memories could not all be told apart left out records that could not be
-    # kept by name, and every note of the earlier import went to archive/ as "gone".
+    # kept by name, and every note of the earlier import went to archive/ as "gone". An
+    # export in which nothing could be read is refused whole, --skip-invalid or not.
     export = tmp_path / "export.json"
     export.write_text(json.dumps([{"id": "m1", "memory": "Works at Acme"},
                                   {"id": "m2", "memory": "Likes dark mode"}]))
     assert len(imported(cli, export)["added"]) == 2
     before = tree_snapshot(store_path)
     export.write_text(unreadable)
-    report = imported(cli, export, "--skip-invalid", "--from", "mem0")
-    assert report["rejected"] and report["retired"] == [], report
-    assert len(notes(cli)) == 2
+    result = cli("import", str(export), "--json", "--skip-invalid", "--from", "mem0")
+    assert result.exit_code == code, result.stderr
+    if code == 0:
+        report = result.json()
+        assert report["rejected"] and report["retired"] == [], report
+    else:
+        assert result.stderr.startswith("error: refusing to import") \
+            and "--skip-invalid" not in result.stderr, result.stderr
+    if code == 0:
+        assert len(notes(cli)) == 3  # the one readable memory added, none retired
+    else:
+        assert len(notes(cli)) == 2
+        assert tree_snapshot(store_path) == before
+
+
+@pytest.mark.parametrize("skip", [[], ["--skip-invalid"]])
+def test_an_export_with_no_memories_stops_and_offers_no_skip_invalid(
+        cli, store_path, tmp_path, skip):
+    """An export with no memories (`[]`) is an import that finds nothing it can read: it
+    exits 1, nothing written (docs/sync.md). With --skip-invalid it said "1 rejected" and
+    exit 0, and without it the error offered --skip-invalid "to import the valid entries",
+    of which there were none."""
+    export = tmp_path / "export.json"
+    export.write_text("[]")
+    before = tree_snapshot(store_path)
+    result = cli("import", str(export), "--from", "mem0", *skip)
+    assert result.exit_code == 1 and result.stderr.startswith("error:"), result.stderr
+    assert "no memories found" in result.stderr and "--skip-invalid" not in result.stderr
     assert tree_snapshot(store_path) == before

@@ -131,14 +131,16 @@ class Problem:
 class BundleError(MemctlError):
     """The bundle was refused; `problems` lists every reason."""
 
-    def __init__(self, source: str, problems: list[Problem]) -> None:
+    def __init__(self, source: str, problems: list[Problem], *, skippable: bool = True) -> None:
+        """`skippable`: whether `--skip-invalid` would leave something valid to import."""
         self.problems = problems
         # One line, as every error is (`print_error` writes a line break as `\n`): the
         # problems one after another, each ended by `;`.
         shown = "; ".join(str(p) for p in problems[:50])
         more = f"; … and {len(problems) - 50} more" if len(problems) > 50 else ""
         hazardous = any(p.hazard for p in problems)
-        hint = "" if hazardous else " (use --skip-invalid to import the valid entries)"
+        hint = "" if hazardous or not skippable else \
+            " (use --skip-invalid to import the valid entries)"
         super().__init__(f"refusing to import {source}; the store is unchanged: {shown}{more}{hint}")
 
 

@@ -726,8 +726,12 @@ def _import_foreign(store: Store, source: Path, kind: str, *, dry_run: bool, ski
         raise MemctlError(f"found nothing to import in {source} as {kind!r} (no notes, no "
                           f"memories); check the path, or name the format with {arg('from')} "
                           f"({', '.join(importers.KINDS)})")
-    if bundle.invalid and not skip_invalid:
-        raise BundleError(bundle.source, bundle.invalid)
+    # Nothing valid beside what is refused (an export that is `[]`, holds no list of
+    # memories, or only memories left out): nothing it can read, so it stops (docs/sync.md),
+    # `--skip-invalid` or not, and its error does not offer that option.
+    skippable = bool(bundle.files or imported.blocks or imported.skipped)
+    if bundle.invalid and (not skip_invalid or not skippable):
+        raise BundleError(bundle.source, bundle.invalid, skippable=skippable)
     templates = {kind: fill(load_template(store, name), name, project=project)
                  for kind, name in (("memory", MEMORY_FILE), ("scratchpad", SCRATCHPAD_FILE))}
     with store.lock("import"):
