@@ -176,6 +176,12 @@ HOSTILE = {
         assert _fast_pattern().fullmatch("tags: [a" + " " * 200_000 + "#\\n") is None
         assert _fast_pattern().fullmatch("tags: [a, b" + " " * 200_000 + "]\\n") is not None
     """,
+    "secrets: a curl command of 150,000 grouped short options, with and without -u": """
+        from memctl.core.secrets import scan
+        assert scan("curl" + " -sSfLk" * 150_000) == []
+        assert scan("curl" + " -sSfu a:" * 150_000) == []
+        assert len(scan("curl -sSfu a:Rt7kW2qLz9Xp https://x\\n" * 50_000)) == 50_000
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

@@ -230,6 +230,23 @@ def test_a_password_on_a_curl_command_line_is_found_not_a_reference_or_a_prompt(
         assert scan(quiet) == [], quiet
 
 
+def test_a_curl_user_option_at_the_end_of_grouped_short_options_is_found() -> None:
+    """`-sSfu user:pass` is `-s -S -f -u user:pass` to curl: the password was missed unless
+    `-u` stood alone."""
+    for text, masked in (("curl -sSfu admin:hunter2 https://x.internal/", "-sSfu admin:****"),
+                         ("curl -su deploy:Rt7kW2qLz9Xp https://x.internal/", "-su deploy:****"),
+                         ("curl -fsSLku 'ci:Rt7kW2qLz9Xp' https://x.internal/", "-fsSLku 'ci:****"),
+                         ("curl -sU px:Rt7kW2qLz9Xp -x http://proxy:3128 https://a", "-sU px:****"),
+                         ("curl --user=deploy:Rt7kW2qLz9Xp https://x.internal/", "--user=deploy:****")):
+        [finding] = scan(text)
+        assert (finding.kind, finding.masked) == ("curl-password", masked), text
+        assert "hunter2" not in mask_secrets(text) and "Rt7kW2qLz9Xp" not in mask_secrets(text)
+    for quiet in ("curl -su user:pass https://x", "curl -sSfu $USER:$TOKEN https://x",
+                  "curl -su deploy https://x", "curl -sSfo out:Rt7kW2qLz9Xp https://x",
+                  "docker run -tiu 1000:Rt7kW2qLz9Xp img"):
+        assert scan(quiet) == [], quiet
+
+
 def test_a_password_attached_to_mysql_s_p_is_found_not_a_prompt_or_a_port() -> None:
     text = "mariadb-dump -h db -u backup -pQw8nZ3xLk2 shop | gzip > shop.sql.gz"
     [finding] = scan(text)
@@ -349,6 +366,7 @@ for scale in (1, 4):
                  ("AC" + "0123456789abcdef" * 2 + " token ") * 10_000 * scale,
                  "AKIAIOSFODNN7EXAMPLE password=Hunter2! https://a:Pw9x@h " * 2_000 * scale,
                  "curl -u " * 50_000 * scale, "curl " + "-u a" * 50_000 * scale,
+                 "curl " + " -sSfLk" * 50_000 * scale, "curl " + " -sSfu a:" * 50_000 * scale,
                  "mysql -p" * 50_000 * scale, "mysql " + " -p'" * 50_000 * scale,
                  '"auths" "auth": "' * 30_000 * scale, '"auths" "auth": "' + "QUFB" * 100_000 * scale,
                  "123456789:AA" * 50_000 * scale, "the password is " * 30_000 * scale,

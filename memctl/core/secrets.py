@@ -12,8 +12,9 @@ What is reported
     OpenAI/Anthropic `sk-…`, JWTs, PEM/OpenSSH/PGP private key blocks, Azure `AccountKey=` /
     `SharedAccessKey=` / SAS `sig=`, DigitalOcean (`dop_v1_`, `doo_v1_`, `dor_v1_`), Shopify
     (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens;
-  * passwords on a command line: `curl -u user:pass` and `mysql -pSECRET` (each only inside
-    its command: `_in_command`), Docker's config.json `"auth"` (base64 of `user:password`);
+  * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
+    `mysql -pSECRET` (each only inside its command: `_in_command`), Docker's config.json
+    `"auth"` (base64 of `user:password`);
   * `Bearer <long token>` and `Authorization: Basic <base64>`;
   * passwords inside URLs (`postgres://user:****@host`);
   * assignments whose name says secret (`DB_PASSWORD=…`, `export API_TOKEN=…`,
@@ -441,9 +442,11 @@ _RULES: tuple[_Rule, ...] = (
                      r"([A-Za-z0-9+/]{8,500}={0,2})(?![A-Za-z0-9+/=])"),
           ("authorization",), lower=True, check=lambda s: not _weak_token(s)),
     # command lines: `curl -u user:pass`, `--user`, `-U`/`--proxy-user` in a curl command (not
-    # `docker run -u 1000:1000`: `before`); no password (a prompt), `$TOKEN` or `<pw>` is none
+    # `docker run -u 1000:1000`: `before`); no password (a prompt), `$TOKEN` or `<pw>` is none.
+    # `-u` may end a group of curl's short options that take no value (`-sSfu`, `-su`).
     _Rule("curl-password",
-          LazyPattern(r"(?<=[ \t])(?:-[uU][ \t]{0,5}|--(?:proxy-)?user(?:[ \t]{1,5}|=))[\"']?(?!-)"
+          LazyPattern(r"(?<=[ \t])(?:-[0-9#aBfgGIijJkLlMNnOpqRSsVvZ]{0,20}[uU][ \t]{0,5}"
+                     r"|--(?:proxy-)?user(?:[ \t]{1,5}|=))[\"']?(?!-)"
                      r"([^\s:\"'@]{0,100}):([^\s\"']{1,200})"),
           ("curl",), group=2, user=1, check=lambda s: _real_value(s, True),
           before=LazyPattern(r"(?<![A-Za-z0-9_-])curl[ \t]")),

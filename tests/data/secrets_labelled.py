@@ -85,6 +85,8 @@ TELEGRAM = "AA" + _r(33, _URLSAFE)
 PROSE_PW = "Ht" + _r(9) + "!3"
 PROSE_PW_COLON = "Wv" + _r(10) + "5"
 CN_PROSE_PW = "Mi" + _r(8) + "26"
+# drawn after the above (they keep their values)
+CURL_GROUPED_PW = "Fq" + _r(10) + "7"
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -154,6 +156,7 @@ SECRETS: list[tuple[str, str, str]] = [
     # credentials on a command line
     (f"curl -u deploy:{CURL_PW} -T build.tar https://artifacts.internal/upload", "curl-password", CURL_PW),
     (f'curl -s --user "svc-ci:{CURL_USER_PW}" https://jenkins.internal/api/json', "curl-password", CURL_USER_PW),
+    (f"curl -sSfu admin:{CURL_GROUPED_PW} https://ci.internal/api/json", "curl-password", CURL_GROUPED_PW),
     (f"mysql -h db.internal -u root -p{MYSQL_PW} billing", "mysql-password", MYSQL_PW),
     (f"mysqldump -uapp -p'{MYSQLDUMP_PW}' --single-transaction shop > shop.sql", "mysql-password", MYSQLDUMP_PW),
     # Docker's config.json: base64 of user:password
@@ -283,6 +286,8 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("curl -u admin: https://localhost:9200/_cat/indices", "empty password"),
     ("curl -u elastic:<password> https://localhost:9200", "placeholder"),
     ("curl --user-agent 'bot:1.0' https://example.com", "another option"),
+    ("curl -sSfu $CI_USER:$CI_TOKEN https://ci.internal/api/json", "grouped options, references"),
+    ("curl -sSfo out.json:latest https://ci.internal/api/json", "grouped options ending in -o"),
     ("docker run -u 1000:1000 -v $PWD:/src img make", "user and group ids, no curl"),
     ("mysql -u root -p mydb", "a prompt for the password, then the database"),
     ("mysql -h db -P3306 -u app -p", "port (capital P), then a prompt"),
