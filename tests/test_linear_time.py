@@ -182,6 +182,16 @@ HOSTILE = {
         assert scan("curl" + " -sSfu a:" * 150_000) == []
         assert len(scan("curl -sSfu a:Rt7kW2qLz9Xp https://x\\n" * 50_000)) == 50_000
     """,
+    "secrets: Docker configs as base64, 64 K characters each, and 100,000 starts of one": """
+        import base64
+        from memctl.core.secrets import scan
+        auth = base64.b64encode(b"ci:Yh3vN8qTz1Lc").decode()
+        config = '{"auths":{"r.io":{"auth":"' + auth + '"}' + ' ' * 48_000 + '}}'
+        value = base64.b64encode(config.encode()).decode()
+        assert len(scan((".dockerconfigjson: " + value + "\\n") * 40)) == 40
+        assert scan("eyJhdXRocyI6" * 100_000) == []
+        assert scan(".dockercfg: " * 100_000) == []
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

@@ -275,6 +275,43 @@ def test_a_docker_config_auth_is_decoded_and_found() -> None:
     assert scan(f'{{"auth": "{auth}"}}') == []  # no `"auths"`: not Docker's config
 
 
+def test_a_kubernetes_dockerconfigjson_is_decoded_and_found() -> None:
+    """An image pull secret holds Docker's config.json as base64: the `"auth"` (or the
+    password) inside it was written unrefused, the base64 hiding the `"auths"` the Docker
+    rule looks for."""
+    import base64
+    import json
+
+    def encoded(config: object, **dumps: object) -> str:
+        return base64.b64encode(json.dumps(config, **dumps).encode()).decode()  # type: ignore[arg-type]
+
+    auth = base64.b64encode(b"robot$ci:Yh3vN8qTz1Lc").decode()
+    with_auth = {"auths": {"registry.internal:5000": {"auth": auth}}}
+    with_password = {"auths": {"ghcr.io": {"username": "ci", "password": "Yh3vN8qTz1Lc"}}}
+    for value in (encoded(with_auth, separators=(",", ":")), encoded(with_auth),
+                  encoded(with_password, indent=2), encoded(with_password, indent=4),
+                  encoded(with_password, indent="\t")):
+        for text in (f"apiVersion: v1\nkind: Secret\ntype: kubernetes.io/dockerconfigjson\n"
+                     f"data:\n  .dockerconfigjson: {value}\n",
+                     f'{{"data": {{".dockerconfigjson": "{value}"}}}}',
+                     f"echo {value} | base64 -d"):
+            [finding] = scan(text)
+            assert finding.kind == "docker-auth", text
+            assert text[finding.start : finding.end] == value
+            assert value not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    # The legacy `.dockercfg` has no `"auths"`: found by its name only.
+    legacy = encoded({"registry.internal": {"auth": auth, "email": "ci@example.com"}})
+    [finding] = scan(f".dockercfg: {legacy}")
+    assert (finding.kind, finding.masked) == ("docker-auth", ".dockercfg: ****")
+    for config in ({"auths": {"ghcr.io": {}}, "credsStore": "desktop"},
+                   {"auths": {"r.io": {"auth": base64.b64encode(b"user:password").decode()}}},
+                   {"auths": {"r.io": {"username": "ci", "password": "${REGISTRY_PASSWORD}"}}},
+                   {"registry": "docker.io"}):
+        value = encoded(config, separators=(",", ":"))
+        assert scan(f"  .dockerconfigjson: {value}\n") == [], config
+        assert scan(value) == [], config
+
+
 @pytest.mark.parametrize(("token", "kind", "masked"), [
     ("dop_v1_" + "3f9a0c7e1b2d4f6a8c0e2b4d6f8a1c3e" * 2, "digitalocean-token", "dop_v1_****"),
     ("doo_v1_" + "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b" * 2, "digitalocean-token", "doo_v1_****"),
@@ -369,6 +406,8 @@ for scale in (1, 4):
                  "curl " + " -sSfLk" * 50_000 * scale, "curl " + " -sSfu a:" * 50_000 * scale,
                  "mysql -p" * 50_000 * scale, "mysql " + " -p'" * 50_000 * scale,
                  '"auths" "auth": "' * 30_000 * scale, '"auths" "auth": "' + "QUFB" * 100_000 * scale,
+                 ".dockerconfigjson: " * 50_000 * scale, "eyJhdXRocyI6" * 100_000 * scale,
+                 ".dockercfg: eyJhdXRocyI6" + "QUFB" * 100_000 * scale,
                  "123456789:AA" * 50_000 * scale, "the password is " * 30_000 * scale,
                  "password is " + "Ab1." * 100_000 * scale, "密码是" * 100_000 * scale):
         mask_secrets(text)

@@ -14,7 +14,7 @@ What is reported
     (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens;
   * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
     `mysql -pSECRET` (each only inside its command: `_in_command`), Docker's config.json
-    `"auth"` (base64 of `user:password`);
+    `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`;
   * `Bearer <long token>` and `Authorization: Basic <base64>`;
   * passwords inside URLs (`postgres://user:****@host`);
   * assignments whose name says secret (`DB_PASSWORD=…`, `export API_TOKEN=…`,
@@ -313,6 +313,31 @@ def _docker_auth(value: str) -> bool:
             and not _is_placeholder(password))
 
 
+# inside a decoded Docker config: an `"auth"` (base64 of user:password) or a password or token
+_DOCKER_CONFIG_AUTH = LazyPattern(r'"auth"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"([A-Za-z0-9+/]{8,2000}={0,2})"')
+_DOCKER_CONFIG_PASSWORD = LazyPattern(
+    r'"(?:password|identitytoken|registrytoken)"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"([^"\\\n]{1,200})"')
+# Docker's config.json as base64 (a Kubernetes `.dockerconfigjson`) starts with one of these:
+# `{"auths":` (kubectl's), `{ "auths"`, and `{` then a line break and two or four spaces or a tab
+_DOCKER_CONFIG_PREFIXES = ("eyJhdXRocyI6", "eyAiYXV0aHMi", "ewogICJhdXRocyI6", "ewogICAgImF1dGhz",
+                           "ewoJImF1dGhz")
+
+
+def _docker_config(value: str) -> bool:
+    """A Kubernetes `.dockerconfigjson` (or `.dockercfg`) value: base64 of Docker's config
+    file, holding an `"auth"` that `_docker_auth` takes for one, or a real `"password"` or
+    token. At most its first 64 K characters are decoded (the rules match no more), so a
+    longer one is read as far as that goes."""
+    value = value.rstrip("=")
+    value = value[: len(value) // 4 * 4]
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return False
+    return (any(_docker_auth(m.group(1)) for m in _DOCKER_CONFIG_AUTH.finditer(decoded))
+            or any(_real_value(m.group(1), True) for m in _DOCKER_CONFIG_PASSWORD.finditer(decoded)))
+
+
 # a word of prose, not a password: `1Password`, `2FA-protected`, `write-only`
 _PROSE_WORD = LazyPattern(r"\d{0,4}[A-Za-z][a-z]{2,}|[A-Za-z0-9]{1,20}(?:-[a-z]{2,20}){1,3}")
 
@@ -461,6 +486,16 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("docker-auth",
           LazyPattern(r'"auth"[ \t]{0,5}:[ \t]{0,5}"([A-Za-z0-9+/]{8,2000}={0,2})"'),
           ('"auths"',), check=_docker_auth),
+    # Kubernetes' image pull secret: Docker's config.json as base64, by its name in a manifest
+    # (`.dockerconfigjson: eyJ…`, `".dockercfg": "…"`) or by the fixed start of `{"auths":`
+    _Rule("docker-auth",
+          LazyPattern(r"(?<![A-Za-z0-9_-])\.docker(?:configjson|cfg)[\"']?[ \t]{0,5}[:=][ \t]{0,5}[\"']?"
+                     r"([A-Za-z0-9+/]{16,65536}={0,2})"),
+          (".dockerconfigjson", ".dockercfg"), check=_docker_config),
+    _Rule("docker-auth",
+          LazyPattern(r"(?<![A-Za-z0-9+/])((?:" + "|".join(_DOCKER_CONFIG_PREFIXES) + r")"
+                     r"[A-Za-z0-9+/]{4,65536}={0,2})"),
+          _DOCKER_CONFIG_PREFIXES, check=_docker_config),
     _Rule("url-password",
           LazyPattern(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://([^\s/:@]{0,100}):"
                      r"([^\s/@]{1,200})@(?=[A-Za-z0-9\[_-])"),

@@ -87,6 +87,10 @@ PROSE_PW_COLON = "Wv" + _r(10) + "5"
 CN_PROSE_PW = "Mi" + _r(8) + "26"
 # drawn after the above (they keep their values)
 CURL_GROUPED_PW = "Fq" + _r(10) + "7"
+DOCKERCONFIGJSON = base64.b64encode(
+    ('{"auths":{"registry.internal:5000":{"auth":"'
+     + base64.b64encode(("ci-bot:" + "Kp" + _r(14) + "3").encode()).decode() + '"}}}').encode()).decode()
+DOCKERCONFIG_NONE = base64.b64encode(b'{"auths":{"ghcr.io":{}},"credsStore":"desktop"}').decode()
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -161,6 +165,8 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"mysqldump -uapp -p'{MYSQLDUMP_PW}' --single-transaction shop > shop.sql", "mysql-password", MYSQLDUMP_PW),
     # Docker's config.json: base64 of user:password
     (f'{{"auths": {{"registry.internal:5000": {{"auth": "{DOCKER_AUTH}"}}}}}}', "docker-auth", DOCKER_AUTH),
+    (f"  .dockerconfigjson: {DOCKERCONFIGJSON}\ntype: kubernetes.io/dockerconfigjson",
+     "docker-auth", DOCKERCONFIGJSON),
     # more vendors
     (f"DIGITALOCEAN_ACCESS_TOKEN={DIGITALOCEAN}", "digitalocean-token", DIGITALOCEAN),
     (f"the storefront sync uses {SHOPIFY} (admin API)", "shopify-token", SHOPIFY),
@@ -298,6 +304,7 @@ NON_SECRETS: list[tuple[str, str]] = [
     ('{"auths": {"ghcr.io": {}}, "credsStore": "desktop"}', "a credential helper"),
     ('{"auths": {"gcr.io": {"auth": "b2F1dGgyYWNjZXNzdG9rZW4="}}}', "base64 without a colon"),
     ('{"auths": {"localhost:5000": {"auth": "dXNlcjpwYXNzd29yZA=="}}}', "user:password placeholder"),
+    (f"data:\n  .dockerconfigjson: {DOCKERCONFIG_NONE}", "a .dockerconfigjson with a credential helper"),
     # vendor prefixes named
     ("DigitalOcean tokens start with dop_v1_, Shopify admin tokens with shpat_", "prefix named"),
     ("Linear keys look like lin_api_…; Telegram bot tokens are <bot id>:AA…", "prefix named"),
