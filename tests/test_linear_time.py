@@ -192,6 +192,14 @@ HOSTILE = {
         assert scan("eyJhdXRocyI6" * 100_000) == []
         assert scan(".dockercfg: " * 100_000) == []
     """,
+    "secrets: quoted passwords opened and never closed, and 100,000 closed ones": """
+        from memctl.core.secrets import scan
+        assert scan('the password is "' + "ab " * 300_000) == []
+        assert scan("password: '" + "ab " * 300_000) == []
+        assert scan('密码是“' * 300_000) == []
+        assert scan("password: '" * 100_000) == []
+        assert len(scan("password: 'ab cd ef' the password is 'gh ij kl'\\n" * 50_000)) == 100_000
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

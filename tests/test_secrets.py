@@ -355,6 +355,34 @@ def test_a_password_in_prose_is_found_only_when_it_looks_like_one() -> None:
         assert scan(quiet) == [], quiet
 
 
+def test_a_quoted_password_with_spaces_is_found_and_masked_whole() -> None:
+    """A quoted value was cut at its first space: `password: 'correct horse battery staple'`
+    and `密码是 "abc def"` were written unrefused, and "the password is "Tr0ub4dor & 3 x""
+    masked `Tr0ub4dor` only, leaving the rest of the password in the note."""
+    for text, secret, kind in (
+            ("password: 'correct horse battery staple'", "correct horse battery staple",
+             "password-assignment"),
+            ('db:\n  password: "Tr0ub4dor & 3"\n', "Tr0ub4dor & 3", "password-assignment"),
+            ('{"user": "ci", "password": "hunter two three"}', "hunter two three", "password-assignment"),
+            ("the password is 'correct horse battery staple'", "correct horse battery staple",
+             "password-in-prose"),
+            ('the password is "Tr0ub4dor & 3 x", for now', "Tr0ub4dor & 3 x", "password-in-prose"),
+            ('密码是 "abc def"', "abc def", "password-in-prose"),
+            ("测试库的密码是“Xk9 mQ2 vRt”，别外传", "Xk9 mQ2 vRt", "password-in-prose")):
+        [finding] = scan(text)
+        assert (finding.kind, text[finding.start : finding.end]) == (kind, secret), text
+        masked = mask_secrets(text)
+        assert all(word not in masked for word in secret.split() if len(word) > 3), masked
+        assert scan(masked) == []
+    for quiet in ('password: "use the vault"', "the password is 'too short'",
+                  'secret: "top secret stuff"', '"token": "Bearer <token>"',
+                  "password: 'it is in 1Password'", 'password: "Change Me Later"',
+                  'the password is "N/A"', 'password: "<your password here>"',
+                  "password: 'correct horse\nbattery staple'", 'my password is "my secret"',
+                  'the password is "2FA-protected"', 'password_hint: "first pet name"'):
+        assert scan(quiet) == [], quiet
+
+
 def test_findings_keep_the_public_fields() -> None:
     [finding] = scan("key AKIAIOSFODNN7EXAMPLE")
     assert isinstance(finding, SecretFinding)
@@ -409,7 +437,9 @@ for scale in (1, 4):
                  ".dockerconfigjson: " * 50_000 * scale, "eyJhdXRocyI6" * 100_000 * scale,
                  ".dockercfg: eyJhdXRocyI6" + "QUFB" * 100_000 * scale,
                  "123456789:AA" * 50_000 * scale, "the password is " * 30_000 * scale,
-                 "password is " + "Ab1." * 100_000 * scale, "密码是" * 100_000 * scale):
+                 "password is " + "Ab1." * 100_000 * scale,
+                 'the password is "' * 30_000 * scale, '密码是“' + "ab " * 100_000 * scale,
+                 "password: '" + "ab " * 100_000 * scale, "password: 'a b' " * 30_000 * scale, "密码是" * 100_000 * scale):
         mask_secrets(text)
 print("done")
 """

@@ -20,7 +20,9 @@ What is reported
   * assignments whose name says secret (`DB_PASSWORD=…`, `export API_TOKEN=…`,
     `POSTGRES_PASSWORD: …`, `"client_secret": "…"`, `密码：…`, `Password=…;` in connection
     strings) when the value is non-trivial (see `_real_value`).
-  * prose: "the password is X", "密码是X" when X is a real value and no word (`_prose_password`).
+  * prose: "the password is X", "密码是X" when X is a real value and no word (`_prose_password`);
+    a quoted value, there or assigned, is read whole up to its closing quote, spaces and all
+    (`password: 'correct horse battery staple'`, `密码是 "abc def"`: `_quoted_value`).
 
 What is not (decided, and held by tests/data/secrets_labelled.py)
   * placeholders and references: `<your-password>`, `${DB_PASSWORD}`, `$TOKEN`, `{{ x }}`,
@@ -347,6 +349,37 @@ def _prose_password(value: str) -> bool:
     return _real_value(value, strong=False) and not _PROSE_WORD.fullmatch(value)
 
 
+# words that make a quoted phrase prose, not a passphrase: "use the vault", "too short"
+_PHRASE_WORDS = _PLACEHOLDER_WORDS | frozenset(
+    "a an the in on at of to for from by with as is are was were be been not and or but if "
+    "then so see use ask get set same stored saved kept only too very it its this that these "
+    "those our your my his her their we you they he she there here any all every each some "
+    "also still now later please check look found where what which who how when why vault "
+    "keychain manager file env environment doc docs wiki page rotate rotated monthly weekly "
+    "daily wrong incorrect invalid expired weak strong short long missing unknown blank "
+    "known shared sent given below above".split())
+
+
+def _quoted_value(value: str, prose: bool) -> bool:
+    """A quoted value, read whole (`password: 'correct horse battery staple'`, `密码是 "abc
+    def"`): one without a space as its rule reads a value; one with spaces is a passphrase
+    when it holds letters and digits or symbols, or is two or more words, none of them a
+    word of prose (`_PHRASE_WORDS`: "use the vault", "too short")."""
+    if not any(c.isspace() for c in value):
+        return _prose_password(value) if prose else _real_value(value, strong=True)
+    if len(value) > 200 or not value.isascii() or _is_placeholder(value):
+        return False
+    words = value.split()
+    if len(words) < 2 or len(set("".join(words))) < 4 or len(value) < 6:
+        return False
+    if any(word.lower().strip(".,;:!?") in _PHRASE_WORDS or len(word) > 2 and _is_placeholder(word)
+           for word in words):
+        return False  # `use the vault`, `Bearer <token>`, `$USER $PASS`
+    letters = any(c.isalpha() for c in value)
+    return letters and any(c.isdigit() or c in _STRONG_SYMBOLS for c in value) or all(
+        word.isalpha() for word in words)
+
+
 # --- rules -------------------------------------------------------------------------------------
 
 
@@ -371,6 +404,10 @@ _B = r"(?<![A-Za-z0-9_-])"  # no token character before
 # but `"'`,;`, ending on no `.:)]}` (the end of the sentence, not of the password)
 _PROSE_VALUE = (r"[ \t]{0,3}:?[ \t]{0,3}[\"'`]?([^\x00-\x20\"'`,;\x7f-\U0010ffff]{5,199}"
                 r"[^\x00-\x20\"'`,;\x7f-\U0010ffff.:)\]}])")
+
+# the same, X quoted and read whole up to its closing quote on the line (spaces and all)
+_PROSE_QUOTED = (r"[ \t]{0,3}:?[ \t]{0,3}[\"'`\u201c\u300c]([^\"'`\u201c\u201d\u300c\u300d\n]{1,200})"
+                 r"[\"'`\u201d\u300d]")
 
 _RULES: tuple[_Rule, ...] = (
     _Rule("aws-access-key",
@@ -504,6 +541,11 @@ _RULES: tuple[_Rule, ...] = (
     # character that is no punctuation), X a real value and no word (`_prose_password`). Two
     # rules: one expression for both, or one starting with its look-behind, is tried at every
     # position (30 ms a MB against 5).
+    _Rule("password-in-prose",
+          LazyPattern(r"[Pp](?<![A-Za-z0-9_].)(?i:ass(?:word|wd|phrase)[ \t]{1,3}is)" + _PROSE_QUOTED),
+          ("password", "passwd", "passphrase"), lower=True, check=lambda s: _quoted_value(s, True)),
+    _Rule("password-in-prose", LazyPattern(r"(?:密码|口令)[ \t]{0,3}[是为]" + _PROSE_QUOTED),
+          ("密码是", "密码为", "口令是", "口令为"), check=lambda s: _quoted_value(s, True)),
     _Rule("password-in-prose",
           LazyPattern(r"[Pp](?<![A-Za-z0-9_].)(?i:ass(?:word|wd|phrase)[ \t]{1,3}is)" + _PROSE_VALUE),
           ("password", "passwd", "passphrase"), lower=True, check=_prose_password),
@@ -654,8 +696,17 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
             continue
         close, separator, quote, value = assign.groups()
         after = text[assign.end() : assign.end() + 1]
+        start, end = assign.span(4)
         if quote and after != quote:
-            continue  # a quoted phrase with spaces or commas: prose
+            # a quoted value with spaces or commas: read whole, up to its closing quote on
+            # the line (at most 200 characters), and judged as a passphrase
+            closing = text.find(quote, end, start + 201)
+            if closing < 0 or "\n" in text[end:closing] or not _quoted_value(text[start:closing], False):
+                continue
+            resume = max(resume, closing)
+            found.append(_Candidate(priority, start, closing, begin, kind,
+                                    text[begin:start] + "****" + quote, "****"))
+            continue
         connection = (
             kind == "password-assignment" and separator == "=" and not quote
             and (after == ";" or text[begin - 1 : begin] == ";")
@@ -668,7 +719,6 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
         )
         if not _real_value(value, strong):
             continue
-        start, end = assign.span(4)
         found.append(_Candidate(priority, start, end, begin,
                                 "connection-string-password" if connection else kind,
                                 text[begin:start] + "****" + quote, "****"))

@@ -90,6 +90,8 @@ CURL_GROUPED_PW = "Fq" + _r(10) + "7"
 DOCKERCONFIGJSON = base64.b64encode(
     ('{"auths":{"registry.internal:5000":{"auth":"'
      + base64.b64encode(("ci-bot:" + "Kp" + _r(14) + "3").encode()).decode() + '"}}}').encode()).decode()
+PASSPHRASE = " ".join(_r(6, "abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+CN_QUOTED_PW = _r(4) + " " + _r(4) + " " + _r(3) + "9"
 DOCKERCONFIG_NONE = base64.b64encode(b'{"auths":{"ghcr.io":{}},"credsStore":"desktop"}').decode()
 
 SECRETS: list[tuple[str, str, str]] = [
@@ -176,6 +178,8 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"the staging admin password is {PROSE_PW}.", "password-in-prose", PROSE_PW),
     (f"VPN password is: {PROSE_PW_COLON} (until March)", "password-in-prose", PROSE_PW_COLON),
     (f"测试服务器的密码是{CN_PROSE_PW}，别外传", "password-in-prose", CN_PROSE_PW),
+    (f"  password: '{PASSPHRASE}'  # the VPN's", "password-assignment", PASSPHRASE),
+    (f'测试库的密码是 "{CN_QUOTED_PW}"，别外传', "password-in-prose", CN_QUOTED_PW),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -320,4 +324,6 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("the password is sha256-hashed before storage", "prose"),
     ("the password is ${DB_PASSWORD}", "reference"),
     ("the password is 12345678 characters long? no", "digits only, in prose"),
+    ('password: "use the vault entry"', "a quoted phrase of prose"),
+    ("the password is 'too short', says the form", "a quoted phrase of prose"),
 ]
