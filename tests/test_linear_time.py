@@ -200,6 +200,14 @@ HOSTILE = {
         assert scan("password: '" * 100_000) == []
         assert len(scan("password: 'ab cd ef' the password is 'gh ij kl'\\n" * 50_000)) == 100_000
     """,
+    "secrets: 100,000 private key headers named in prose, and with header lines": """
+        from memctl.core.secrets import scan
+        assert scan("see -----BEGIN PRIVATE KEY----- here " * 100_000) == []
+        assert scan("-----BEGIN RSA PRIVATE KEY-----\\n" + "Proc-Type: 4\\n" * 400_000) == []
+        assert scan("-----BEGIN RSA PRIVATE KEY-----\\nComment: x\\n\\n\\n  " * 100_000) == []
+        block = "-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEAu1SU\\n-----END RSA PRIVATE KEY-----\\n"
+        assert len(scan(block * 50_000)) == 50_000
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

@@ -9,7 +9,8 @@ What is reported
     `github_pat_`), GitLab (`glpat-` …), npm (`npm_`), Hugging Face (`hf_`), Slack (`xox?-`
     and webhooks), Stripe live keys, SendGrid (`SG.x.y`), Twilio (`SK` + 32 hex; an `AC`
     account sid followed by its 32-hex auth token), Discord webhooks, Google API keys,
-    OpenAI/Anthropic `sk-…`, JWTs, PEM/OpenSSH/PGP private key blocks, Azure `AccountKey=` /
+    OpenAI/Anthropic `sk-…`, JWTs, PEM/OpenSSH/PGP private key blocks (a header with a body
+    of base64 right after it: `_PEM_BODY`; a header named in prose is none), Azure `AccountKey=` /
     `SharedAccessKey=` / SAS `sig=`, DigitalOcean (`dop_v1_`, `doo_v1_`, `dor_v1_`), Shopify
     (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens;
   * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
@@ -556,7 +557,16 @@ _RULES: tuple[_Rule, ...] = (
 # Private key blocks: the header, then the body up to the footer (or the end of the text).
 _PEM_BEGIN = LazyPattern(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,60}-----")
-_PEM_BODY = LazyPattern(r"[A-Za-z0-9+/=]{16}|^[ \t]*[A-Za-z0-9+/=]{4,}[ \t]*$", re.MULTILINE)
+# A block's body starts right after its header: on the next line (a line break, or `\n` in a
+# JSON string), after any RFC 1421 / OpenPGP header lines (`Proc-Type:`, `DEK-Info:`,
+# `Version:`, `Comment:`) and a blank line, or on the header's own line (a key flattened to
+# one line); it starts with 16 base64 characters. A header named in prose ("starts with
+# -----BEGIN PRIVATE KEY----- and ends …") has none, and no later line of the note is taken
+# for its body.
+_PEM_BODY = LazyPattern(
+    r"[ \t]{0,20}(?:(?:\r?\n|(?:\\r)?\\n)"
+    r"(?:[ \t]{0,20}(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\n]{0,300}\n){0,8}"
+    r"(?:[ \t]{0,20}\r?\n){0,3}[ \t]{0,20})?[A-Za-z0-9+/]{16}")
 
 # Assignments: a name holding one of these words, `=`/`:`/`:=`/`=>`, a value.
 _KEYWORD = re.compile(r"pass|pwd|secret|token|key|密码|口令|密钥")  # in lower-cased text
@@ -631,11 +641,13 @@ def _private_keys(text: str, priority: int) -> list[_Candidate]:
         header = _PEM_BEGIN.search(text, position)
         if header is None:
             return found
+        if not _PEM_BODY.match(text, header.end()):
+            position = header.end()  # a header named in prose: no body follows it
+            continue
         footer = _PEM_END.search(text, header.end())
         body_end = footer.start() if footer else len(text)
-        if _PEM_BODY.search(text, header.end(), body_end):
-            found.append(_Candidate(priority, header.end(), body_end, header.start(), "private-key",
-                                    header.group(0) + " ****", "\n****\n"))
+        found.append(_Candidate(priority, header.end(), body_end, header.start(), "private-key",
+                                header.group(0) + " ****", "\n****\n"))
         if footer is None:
             return found
         position = footer.end()
