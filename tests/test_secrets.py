@@ -271,6 +271,24 @@ def test_a_curl_user_option_at_the_end_of_grouped_short_options_is_found() -> No
         assert scan(quiet) == [], quiet
 
 
+def test_a_password_on_a_registry_login_sshpass_or_redis_cli_command_line_is_found() -> None:
+    """`docker login -u ci -p SECRET`, `sshpass -p SECRET` and `redis-cli -a SECRET` were
+    written unrefused (only curl's and mysql's options were read)."""
+    for text, kind, masked in (
+            ("docker login -u ci -p Xk9mQ2vRt8zL registry.internal", "login-password", "-p ****"),
+            ("podman login quay.io -u ci --password Xk9mQ2vRt8zL", "login-password", "--password ****"),
+            ("helm registry login r.io -u ci -p 'Xk9mQ2vRt8zL'", "login-password", "-p '****"),
+            ("sshpass -p 'Xk9mQ2vRt8zL' ssh -p 2222 deploy@host", "command-password", "-p '****"),
+            ("redis-cli -h cache -p 6379 -a Xk9mQ2vRt8zL ping", "command-password", "-a ****")):
+        [finding] = scan(text)
+        assert (finding.kind, finding.masked) == (kind, masked), text
+        assert "Xk9mQ2vRt8zL" not in mask_secrets(text)
+    for quiet in ("docker login -u ci -p $CI_TOKEN r.io", "echo $PW | docker login -u ci --password-stdin r.io",
+                  "docker run -p 8080:80 img; docker login r.io", "sshpass -f pwfile ssh -p 2222 host",
+                  "redis-cli -a $REDIS_PASSWORD ping", "redis-cli --askpass", "ssh -p 2222 host login"):
+        assert scan(quiet) == [], quiet
+
+
 def test_a_password_attached_to_mysql_s_p_is_found_not_a_prompt_or_a_port() -> None:
     text = "mariadb-dump -h db -u backup -pQw8nZ3xLk2 shop | gzip > shop.sql.gz"
     [finding] = scan(text)
@@ -457,6 +475,8 @@ for scale in (1, 4):
                  "curl -u " * 50_000 * scale, "curl " + "-u a" * 50_000 * scale,
                  "curl " + " -sSfLk" * 50_000 * scale, "curl " + " -sSfu a:" * 50_000 * scale,
                  "mysql -p" * 50_000 * scale, "mysql " + " -p'" * 50_000 * scale,
+                 "docker login -p " * 50_000 * scale, "sshpass -p " * 50_000 * scale,
+                 "redis-cli -a " * 50_000 * scale,
                  '"auths" "auth": "' * 30_000 * scale, '"auths" "auth": "' + "QUFB" * 100_000 * scale,
                  ".dockerconfigjson: " * 50_000 * scale, "eyJhdXRocyI6" * 100_000 * scale,
                  ".dockercfg: eyJhdXRocyI6" + "QUFB" * 100_000 * scale,

@@ -14,7 +14,8 @@ What is reported
     `SharedAccessKey=` / SAS `sig=`, DigitalOcean (`dop_v1_`, `doo_v1_`, `dor_v1_`), Shopify
     (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens;
   * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
-    `mysql -pSECRET` (each only inside its command: `_in_command`), Docker's config.json
+    `mysql -pSECRET`, `docker login -p SECRET`, `sshpass -p SECRET`, `redis-cli -a SECRET`
+    (each only inside its command: `_in_command`), Docker's config.json
     `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`;
   * `Bearer <long token>` and `Authorization: Basic <base64>`;
   * passwords inside URLs (`postgres://user:****@host`);
@@ -520,6 +521,22 @@ _RULES: tuple[_Rule, ...] = (
           ("mysql", "mariadb"), check=lambda s: _real_value(s, True),
           before=LazyPattern(r"(?<![A-Za-z0-9_-])(?:mysql(?:dump|admin|import|check|sh|slap|binlog)?"
                              r"|mariadb(?:-?dump|-?admin|-?import|-?check)?)[ \t]")),
+    # a registry login's password option (`docker login -u ci -p SECRET`, `--password SECRET`;
+    # podman, nerdctl, buildah, skopeo, oras, `helm registry login`); `--password-stdin` is none
+    _Rule("login-password",
+          LazyPattern(r"(?<=[ \t])(?:-p|--password)(?:[ \t]{1,5}|=)[\"']?(?!-)([^\s\"']{1,200})"),
+          ("login",), check=lambda s: _real_value(s, True),
+          before=LazyPattern(r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm)"
+                             r"[ \t](?:[^\n]{0,80}[ \t])?login[ \t]")),
+    # `sshpass -p SECRET ssh …` and `redis-cli -a SECRET` (`--pass`)
+    _Rule("command-password",
+          LazyPattern(r"(?<=[ \t])-p[ \t]{0,5}[\"']?(?!-)([^\s\"']{1,200})"),
+          ("sshpass",), check=lambda s: _real_value(s, True),
+          before=LazyPattern(r"(?<![A-Za-z0-9_-])sshpass[ \t]")),
+    _Rule("command-password",
+          LazyPattern(r"(?<=[ \t])(?:-a|--pass)[ \t]{1,5}[\"']?(?!-)([^\s\"']{1,200})"),
+          ("redis-cli",), check=lambda s: _real_value(s, True),
+          before=LazyPattern(r"(?<![A-Za-z0-9_-])redis-cli[ \t]")),
     # Docker's config.json (`"auths": {host: {"auth": base64 of user:password}}`)
     _Rule("docker-auth",
           LazyPattern(r'"auth"[ \t]{0,5}:[ \t]{0,5}"([A-Za-z0-9+/]{8,2000}={0,2})"'),

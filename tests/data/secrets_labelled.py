@@ -90,6 +90,8 @@ CURL_GROUPED_PW = "Fq" + _r(10) + "7"
 DOCKERCONFIGJSON = base64.b64encode(
     ('{"auths":{"registry.internal:5000":{"auth":"'
      + base64.b64encode(("ci-bot:" + "Kp" + _r(14) + "3").encode()).decode() + '"}}}').encode()).decode()
+LOGIN_PW = "Dq" + _r(12) + "5"
+SSHPASS_PW = "Sp" + _r(10) + "!1"
 PASSPHRASE = " ".join(_r(6, "abcdefghijklmnopqrstuvwxyz") for _ in range(4))
 CN_QUOTED_PW = _r(4) + " " + _r(4) + " " + _r(3) + "9"
 DOCKERCONFIG_NONE = base64.b64encode(b'{"auths":{"ghcr.io":{}},"credsStore":"desktop"}').decode()
@@ -165,6 +167,8 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"curl -sSfu admin:{CURL_GROUPED_PW} https://ci.internal/api/json", "curl-password", CURL_GROUPED_PW),
     (f"mysql -h db.internal -u root -p{MYSQL_PW} billing", "mysql-password", MYSQL_PW),
     (f"mysqldump -uapp -p'{MYSQLDUMP_PW}' --single-transaction shop > shop.sql", "mysql-password", MYSQLDUMP_PW),
+    (f"docker login -u ci-bot -p {LOGIN_PW} registry.internal:5000", "login-password", LOGIN_PW),
+    (f"sshpass -p '{SSHPASS_PW}' ssh deploy@bastion", "command-password", SSHPASS_PW),
     # Docker's config.json: base64 of user:password
     (f'{{"auths": {{"registry.internal:5000": {{"auth": "{DOCKER_AUTH}"}}}}}}', "docker-auth", DOCKER_AUTH),
     (f"  .dockerconfigjson: {DOCKERCONFIGJSON}\ntype: kubernetes.io/dockerconfigjson",
@@ -308,6 +312,8 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("mysql -uroot -p$MYSQL_ROOT_PASSWORD app", "reference"),
     ("ssh -p2222 deploy@bastion and psql -h db -p5432 -U app", "ports of other tools"),
     ("mysqldump -u backup -p --all-databases > all.sql", "a prompt"),
+    ("echo $CI_TOKEN | docker login -u ci --password-stdin ghcr.io", "a password on stdin"),
+    ("sshpass -f ~/.ssh/pw ssh -p 2222 deploy@bastion", "a password file, then a port"),
     # Docker's config without a password
     ('{"auths": {"ghcr.io": {}}, "credsStore": "desktop"}', "a credential helper"),
     ('{"auths": {"gcr.io": {"auth": "b2F1dGgyYWNjZXNzdG9rZW4="}}}', "base64 without a colon"),
