@@ -208,11 +208,12 @@ HOSTILE = {
         block = "-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEAu1SU\\n-----END RSA PRIVATE KEY-----\\n"
         assert len(scan(block * 50_000)) == 50_000
     """,
-    "secrets: 100,000 registry logins, sshpass and redis-cli options without a password": """
+    "secrets: 100,000 registry logins, sshpass, redis-cli and _auth= options without a password": """
         from memctl.core.secrets import scan
         assert scan("docker login" + " -p" * 300_000) == []
         assert scan("helm registry login " + "--password -" * 100_000) == []
         assert scan("sshpass -p " * 100_000 + "redis-cli -a " * 100_000) == []
+        assert scan("_auth=" * 100_000 + "_auth=" + "QUFB" * 100_000) == []
     """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file

@@ -354,6 +354,20 @@ def test_a_kubernetes_dockerconfigjson_is_decoded_and_found() -> None:
         assert scan(value) == [], config
 
 
+def test_an_npmrc_legacy_auth_is_decoded_and_found() -> None:
+    """.npmrc's `_auth=` (base64 of user:password) was written unrefused."""
+    import base64
+
+    auth = base64.b64encode(b"deploy:Yh3vN8qTz1Lc").decode()
+    for text in (f"//registry.internal/:_auth={auth}", f"_auth = \"{auth}\"\nalways-auth=true"):
+        [finding] = scan(text)
+        assert (finding.kind, text[finding.start : finding.end]) == ("npm-auth", auth), text
+        assert auth not in mask_secrets(text)
+    for decoded in (b"user:password", b"deploy", b"ci:ci"):
+        assert scan(f"//r.io/:_auth={base64.b64encode(decoded).decode()}") == [], decoded
+    assert scan("_auth=${NPM_AUTH}") == []
+
+
 @pytest.mark.parametrize(("token", "kind", "masked"), [
     ("dop_v1_" + "3f9a0c7e1b2d4f6a8c0e2b4d6f8a1c3e" * 2, "digitalocean-token", "dop_v1_****"),
     ("doo_v1_" + "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b" * 2, "digitalocean-token", "doo_v1_****"),
@@ -478,7 +492,7 @@ for scale in (1, 4):
                  "docker login -p " * 50_000 * scale, "sshpass -p " * 50_000 * scale,
                  "redis-cli -a " * 50_000 * scale,
                  '"auths" "auth": "' * 30_000 * scale, '"auths" "auth": "' + "QUFB" * 100_000 * scale,
-                 ".dockerconfigjson: " * 50_000 * scale, "eyJhdXRocyI6" * 100_000 * scale,
+                 ".dockerconfigjson: " * 50_000 * scale, "_auth=" * 100_000 * scale, "eyJhdXRocyI6" * 100_000 * scale,
                  ".dockercfg: eyJhdXRocyI6" + "QUFB" * 100_000 * scale,
                  "123456789:AA" * 50_000 * scale, "the password is " * 30_000 * scale,
                  "password is " + "Ab1." * 100_000 * scale,

@@ -16,7 +16,8 @@ What is reported
   * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
     `mysql -pSECRET`, `docker login -p SECRET`, `sshpass -p SECRET`, `redis-cli -a SECRET`
     (each only inside its command: `_in_command`), Docker's config.json
-    `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`;
+    `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`, and
+    .npmrc's `_auth=` (the same);
   * `Bearer <long token>` and `Authorization: Basic <base64>`;
   * passwords inside URLs (`postgres://user:****@host`);
   * assignments whose name says secret (`DB_PASSWORD=…`, `export API_TOKEN=…`,
@@ -541,6 +542,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("docker-auth",
           LazyPattern(r'"auth"[ \t]{0,5}:[ \t]{0,5}"([A-Za-z0-9+/]{8,2000}={0,2})"'),
           ('"auths"',), check=_docker_auth),
+    # .npmrc's legacy `_auth=` (`//registry/:_auth=`): base64 of user:password, as Docker's
+    _Rule("npm-auth",
+          LazyPattern(r"(?<![A-Za-z0-9_])_auth[ \t]{0,3}=[ \t]{0,3}[\"']?([A-Za-z0-9+/]{8,2000}={0,2})"
+                     r"(?![A-Za-z0-9+/=])"),
+          ("_auth",), check=_docker_auth),
     # Kubernetes' image pull secret: Docker's config.json as base64, by its name in a manifest
     # (`.dockerconfigjson: eyJ…`, `".dockercfg": "…"`) or by the fixed start of `{"auths":`
     _Rule("docker-auth",

@@ -92,6 +92,7 @@ DOCKERCONFIGJSON = base64.b64encode(
      + base64.b64encode(("ci-bot:" + "Kp" + _r(14) + "3").encode()).decode() + '"}}}').encode()).decode()
 LOGIN_PW = "Dq" + _r(12) + "5"
 SSHPASS_PW = "Sp" + _r(10) + "!1"
+NPM_AUTH = base64.b64encode(("deploy:" + "Nz" + _r(12) + "4").encode()).decode()
 PASSPHRASE = " ".join(_r(6, "abcdefghijklmnopqrstuvwxyz") for _ in range(4))
 CN_QUOTED_PW = _r(4) + " " + _r(4) + " " + _r(3) + "9"
 DOCKERCONFIG_NONE = base64.b64encode(b'{"auths":{"ghcr.io":{}},"credsStore":"desktop"}').decode()
@@ -173,6 +174,7 @@ SECRETS: list[tuple[str, str, str]] = [
     (f'{{"auths": {{"registry.internal:5000": {{"auth": "{DOCKER_AUTH}"}}}}}}', "docker-auth", DOCKER_AUTH),
     (f"  .dockerconfigjson: {DOCKERCONFIGJSON}\ntype: kubernetes.io/dockerconfigjson",
      "docker-auth", DOCKERCONFIGJSON),
+    (f"//npm.internal/:_auth={NPM_AUTH}", "npm-auth", NPM_AUTH),
     # more vendors
     (f"DIGITALOCEAN_ACCESS_TOKEN={DIGITALOCEAN}", "digitalocean-token", DIGITALOCEAN),
     (f"the storefront sync uses {SHOPIFY} (admin API)", "shopify-token", SHOPIFY),
@@ -282,6 +284,7 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("the model is scikit-learn (sk-learn), not a key", "prefix lookalike"),
     ('hf_hub_download(repo_id="bert-base-uncased", filename="config.json")', "function name"),
     ("npm_config_registry=https://registry.npmjs.org/", "npm config"),
+    ("//registry.npmjs.org/:_auth=${NPM_AUTH}", "npm config, a reference"),
     ("JWT header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 decodes to alg HS256", "JWT header alone"),
     ("https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/managing-your-personal-access-tokens",
      "docs URL"),
