@@ -113,6 +113,26 @@ def test_a_private_key_header_named_in_prose_takes_no_later_line_for_its_body() 
         assert "MIIEowIBAAKCAQEA" not in mask_secrets(text) and "VTLw7onL" not in mask_secrets(text)
 
 
+def test_a_private_key_quoted_commented_or_in_a_code_string_is_found() -> None:
+    """Once a block's body had to start right after its header, a key whose lines start with
+    `> ` (a Markdown quote), `# ` (a comment), or that is a string literal of code (`"…\\n"`
+    closed on each line), and a JSON-escaped encrypted one, were written unrefused."""
+    lines = ["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+             "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK"]
+    begin, end = "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    texts = [
+        "> " + "\n> ".join([begin, *lines, end]) + "\n",
+        "# " + "\n# ".join([begin, *lines, end]) + "\n",
+        'KEY = (' + "\n       ".join(f'"{line}\\n"' for line in [begin, *lines, end]) + ")\n",
+        "const key = " + " +\n  ".join(f"'{line}\\n'" for line in [begin, *lines, end]) + ";\n",
+        '{"key": "' + begin + "\\nProc-Type: 4,ENCRYPTED\\nDEK-Info: AES-128-CBC,3F2A\\n\\n"
+        + "\\n".join(lines) + "\\n" + end + '"}',
+    ]
+    for text in texts:
+        assert [f.kind for f in scan(text)] == ["private-key"], text
+        assert "MIIEowIBAAKCAQEA" not in mask_secrets(text), text
+
+
 def test_line_numbers_point_at_the_secret() -> None:
     text = ("line one\nline two\nkey AKIAIOSFODNN7EXAMPLE\n-----BEGIN RSA PRIVATE KEY-----\n"
             "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMx\n")

@@ -581,15 +581,21 @@ _RULES: tuple[_Rule, ...] = (
 _PEM_BEGIN = LazyPattern(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,60}-----")
 # A block's body starts right after its header: on the next line (a line break, or `\n` in a
-# JSON string), after any RFC 1421 / OpenPGP header lines (`Proc-Type:`, `DEK-Info:`,
-# `Version:`, `Comment:`) and a blank line, or on the header's own line (a key flattened to
-# one line); it starts with 16 base64 characters. A header named in prose ("starts with
+# JSON or code string, which may close on the header's line: `"-----BEGIN …-----\n" +`),
+# after any RFC 1421 / OpenPGP header lines (`Proc-Type:`, `DEK-Info:`, `Version:`,
+# `Comment:`) and a blank line, or on the header's own line (a key flattened to one line); it
+# starts with 16 base64 characters. Each of those lines may start as a quoted, commented or
+# continued line does (`> `, `# `, `// `, ` * `, `"`, `+ '`): a key pasted in a Markdown quote,
+# a comment or a string literal of code is one. A header named in prose ("starts with
 # -----BEGIN PRIVATE KEY----- and ends …") has none, and no later line of the note is taken
 # for its body.
+_PEM_LINE_START = r"[ \t]{0,20}(?:(?://|[>#;*\"'`+|-])[ \t]{0,5}){0,4}"
+_PEM_BREAK = r"(?:\r?\n|(?:\\{1,2}r)?\\{1,2}n(?:[ \t\"'`+,;)]{0,10}\r?\n)?)"
 _PEM_BODY = LazyPattern(
-    r"[ \t]{0,20}(?:(?:\r?\n|(?:\\r)?\\n)"
-    r"(?:[ \t]{0,20}(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\n]{0,300}\n){0,8}"
-    r"(?:[ \t]{0,20}\r?\n){0,3}[ \t]{0,20})?[A-Za-z0-9+/]{16}")
+    r"[ \t]{0,20}(?:" + _PEM_BREAK
+    + r"(?:" + _PEM_LINE_START + r"(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):"
+    r"(?:[^\n\\]|\\[^nr\\]){0,300}" + _PEM_BREAK + r"){0,8}"
+    r"(?:" + _PEM_LINE_START + _PEM_BREAK + r"){0,3}" + _PEM_LINE_START + r")?[A-Za-z0-9+/]{16}")
 
 # Assignments: a name holding one of these words, `=`/`:`/`:=`/`=>`, a value.
 _KEYWORD = re.compile(r"pass|pwd|secret|token|key|密码|口令|密钥")  # in lower-cased text
