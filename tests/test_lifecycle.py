@@ -647,6 +647,24 @@ def test_a_sweep_whose_commit_is_refused_says_nothing_changed(cli: Cli) -> None:
     assert tree_snapshot(cli.store) == before
 
 
+def test_restore_last_sweep_after_a_sweep_whose_commit_failed_undoes_the_sweep_before(
+        cli: Cli) -> None:
+    """A sweep whose commit failed put every note back but left its record (.memctl/
+    sweep.json): `restore --last-sweep` took it for the newest sweep and said "nothing to
+    undo" (every note of it active) until the next `archive`, not undoing the sweep before."""
+    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})  # the sweep before
+    cli.ok("add", "The old CI runs on Travis", env={"MEMCTL_NOW": "2026-06-01T09:00:00Z"})
+    branch = git(cli.store, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(cli.store, "checkout", "-q", "--detach")
+    refused = cli("archive", env=SWEEP)
+    assert refused.exit_code == 1 and "nothing changed" in refused.stderr, refused.stderr
+    git(cli.store, "checkout", "-q", branch)
+    back = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert [entry["id"] for entry in back["restored"]] == [older["id"]], back
+
+
 def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_renamed(
         cli: Cli) -> None:
     notes = _make_aged_store(cli)

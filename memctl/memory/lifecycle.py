@@ -315,8 +315,16 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
                   for item in plan.demote]
         title = f"{SWEEP_SUBJECT}{len(plan.archive)} archived, {len(plan.demote)} demoted"
         moved = [path for item in finished for path in (item.path, item.target or item.path)]
-        plan.commit = _apply(store, steps, title + "\n\n" + "\n".join(lines), moved,
-                             allow_empty=bool(finished))
+        try:
+            plan.commit = _apply(store, steps, title + "\n\n" + "\n".join(lines), moved,
+                                 allow_empty=bool(finished))
+        except BaseException:
+            # Every move was put back (`_apply`): the record named notes no sweep archived,
+            # and `restore --last-sweep` took it for the newest sweep ("nothing to undo")
+            # until the next `archive`. It stays only for what a killed sweep left archived.
+            if not _interrupted_sweep(store):
+                _sweep_done(store)
+            raise
         _sweep_done(store)
     return plan
 
