@@ -665,6 +665,27 @@ def test_restore_last_sweep_after_a_sweep_whose_commit_failed_undoes_the_sweep_b
     assert [entry["id"] for entry in back["restored"]] == [older["id"]], back
 
 
+def test_a_sweep_record_edited_by_hand_makes_no_archive_fail_or_commit_another_file(
+        cli: Cli) -> None:
+    """The record of a killed sweep was trusted for where each note came from: a path
+    outside the store made every `archive` fail (git refused to stage it), another file's
+    had the sweep commit that file, and a `null` one was a traceback."""
+    note = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                  env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})
+    [archived] = cli.ok("list", "--status", "archived", "--json").json()
+    settings = cli.store / "memctl.toml"
+    settings.write_text(settings.read_text() + "\n# being edited\n")
+    for source in ("../outside.md", "memctl.toml", None):
+        record = {"archive": [{"id": note["id"], "path": source, "target": archived["path"],
+                               "reason": "x"}]}
+        (cli.store / ".memctl" / "sweep.json").write_text(json.dumps(record))
+        swept = cli.ok("archive", "--json", env=SWEEP).json()
+        assert swept["commit"] is None and swept["archived"] == [], swept
+        assert not (cli.store / ".memctl" / "sweep.json").exists()
+    assert "memctl.toml" in git(cli.store, "status", "--porcelain")
+
+
 def test_the_plan_says_which_folder_a_note_moves_to_and_the_whole_path_when_renamed(
         cli: Cli) -> None:
     notes = _make_aged_store(cli)

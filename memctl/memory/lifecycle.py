@@ -372,11 +372,17 @@ def _interrupted_sweep(store: Store) -> list[SweepItem]:
     for entry in _sweep_record(store):
         try:
             note_id, source, target = entry["id"], entry["path"], entry["target"]
+            if not isinstance(source, str) or not isinstance(target, str):
+                continue  # not a record a sweep wrote (`null`: a traceback on every archive)
             note = store.read_note(target)
         except (OSError, MemctlError, KeyError, TypeError):
             continue  # not moved, or restored, forgotten or changed since
+        # Where it came from is a note's path of its project too: the next sweep commits
+        # it, and a record edited by hand must not have it commit any other file, or name
+        # one outside the store (git refused it: every `archive` then failed).
         if note.id == note_id and note.status == "archived" and target != source \
-                and classify(target) == (ARCHIVED, folder_project(note)):
+                and classify(target) == (ARCHIVED, folder_project(note)) \
+                and classify(source) == (NOTE, folder_project(note)):
             items.append(SweepItem(note.id, source, note.project, ARCHIVE,
                                    str(entry.get("reason") or LEFT_IN_NOTES),
                                    note.importance, target=target))
