@@ -459,6 +459,16 @@ def test_a_quoted_password_with_spaces_is_found_and_masked_whole() -> None:
         assert scan(quiet) == [], quiet
 
 
+def test_a_quoted_placeholder_with_a_space_is_no_password() -> None:
+    """`changeme` written with a space (`password: "CHANGE ME"`, the stand-in of countless
+    config samples) was read whole as a two-word passphrase and refused; "Change Me Later"
+    was quiet only for its word "later"."""
+    for quiet in ('password: "CHANGE ME"', "DB_PASSWORD='change me'",
+                  'the password is "Change Me"', 'api_token: "change me 123"'):
+        assert scan(quiet) == [], quiet
+    assert [f.kind for f in scan("password: 'change horse battery'")] == ["password-assignment"]
+
+
 def test_findings_keep_the_public_fields() -> None:
     [finding] = scan("key AKIAIOSFODNN7EXAMPLE")
     assert isinstance(finding, SecretFinding)

@@ -375,6 +375,8 @@ def _quoted_value(value: str, prose: bool) -> bool:
     words = value.split()
     if len(words) < 2 or len(set("".join(words))) < 4 or len(value) < 6:
         return False
+    if _is_placeholder("".join(words)):
+        return False  # `CHANGE ME`, `change me later`: `changeme` with a space
     if any(word.lower().strip(".,;:!?") in _PHRASE_WORDS or len(word) > 2 and _is_placeholder(word)
            for word in words):
         return False  # `use the vault`, `Bearer <token>`, `$USER $PASS`
