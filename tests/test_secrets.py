@@ -309,6 +309,17 @@ def test_a_password_on_a_registry_login_sshpass_or_redis_cli_command_line_is_fou
         assert scan(quiet) == [], quiet
 
 
+def test_an_option_of_the_command_after_and_and_is_not_the_login_s() -> None:
+    """`&&` did not end a command as `;` and `|` do: the `-p` of the next command
+    (`docker compose -p shop2026`, the project's name) was taken for the login's password."""
+    for quiet in ("docker login -u ci --password-stdin r.io && docker compose -p shop2026 up -d",
+                  "helm registry login r.io -u ci --password-stdin && helm push c.tgz -p proj42x",
+                  "redis-cli ping && ls -a build2026"):
+        assert scan(quiet) == [], quiet
+    text = "cd /srv && docker login -u ci -p Xk9mQ2vRt8zL r.io && make deploy"
+    assert [f.kind for f in scan(text)] == ["login-password"]
+
+
 def test_a_password_attached_to_mysql_s_p_is_found_not_a_prompt_or_a_port() -> None:
     text = "mariadb-dump -h db -u backup -pQw8nZ3xLk2 shop | gzip > shop.sql.gz"
     [finding] = scan(text)

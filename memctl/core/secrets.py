@@ -686,12 +686,17 @@ def _private_keys(text: str, priority: int) -> list[_Candidate]:
 
 def _in_command(command: LazyPattern, text: str, at: int) -> bool:
     """Whether the command that the option at `at` is part of holds `command`: looked for in
-    at most 300 characters before it on its line, after the last `|` or `;` (a bounded look
-    per match, so the scan stays linear)."""
+    at most 300 characters before it on its line, after the last `|`, `;` or `&&` (a bounded
+    look per match, so the scan stays linear). `&&` ends a command too: `docker login r.io &&
+    docker compose -p shop2026 up` took the project name for the login's password."""
     low = max(0, at - 300)
     low = max(low, text.rfind("\n", low, at) + 1)
     segment = text[low:at]
-    return command.search(segment, max(segment.rfind("|"), segment.rfind(";")) + 1) is not None
+    cut = max(segment.rfind("|"), segment.rfind(";"))
+    both = segment.rfind("&&")
+    if both >= 0:
+        cut = max(cut, both + 1)
+    return command.search(segment, cut + 1) is not None
 
 
 def _rule_matches(rule: _Rule, text: str, priority: int) -> list[_Candidate]:
