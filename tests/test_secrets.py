@@ -320,6 +320,17 @@ def test_an_option_of_the_command_after_and_and_is_not_the_login_s() -> None:
     assert [f.kind for f in scan(text)] == ["login-password"]
 
 
+def test_the_p_of_the_command_sshpass_runs_is_not_its_password() -> None:
+    """Every `-p` after `sshpass` on its line was read as its password: `sshpass -f pw ssh
+    host "mkdir -p release2026"` was refused (the remote command's option)."""
+    for quiet in ('sshpass -f ~/.pw ssh deploy@web1 "mkdir -p release2026"',
+                  "sshpass -e ssh host ps -p 12345678", "sshpass -d 3 ssh host mkdir -p app_v2"):
+        assert scan(quiet) == [], quiet
+    for text in ("sshpass -p Xk9mQ2vRt8zL ssh host", "sshpass -v -pXk9mQ2vRt8zL ssh -p 22 h",
+                 "sshpass -P 'assphrase' -p Xk9mQ2vRt8zL ssh host"):
+        assert [f.kind for f in scan(text)] == ["command-password"], text
+
+
 def test_a_password_attached_to_mysql_s_p_is_found_not_a_prompt_or_a_port() -> None:
     text = "mariadb-dump -h db -u backup -pQw8nZ3xLk2 shop | gzip > shop.sql.gz"
     [finding] = scan(text)

@@ -535,7 +535,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("command-password",
           LazyPattern(r"(?<=[ \t])-p[ \t]{0,5}[\"']?(?!-)([^\s\"']{1,200})"),
           ("sshpass",), check=lambda s: _real_value(s, True),
-          before=LazyPattern(r"(?<![A-Za-z0-9_-])sshpass[ \t]")),
+          # only among sshpass's own options: the `-p` of the command it runs is not its own
+          # (`sshpass -f pw ssh host "mkdir -p release2026"`)
+          before=LazyPattern(r"(?<![A-Za-z0-9_-])sshpass(?:[ \t]{1,5}-(?:[fdP][ \t]{0,5}\S{1,200}"
+                             r"|[evhV]))*[ \t]{1,5}\Z")),
     _Rule("command-password",
           LazyPattern(r"(?<=[ \t])(?:-a|--pass)[ \t]{1,5}[\"']?(?!-)([^\s\"']{1,200})"),
           ("redis-cli",), check=lambda s: _real_value(s, True),
