@@ -360,14 +360,18 @@ _PHRASE_WORDS = _PLACEHOLDER_WORDS | frozenset(
     "also still now later please check look found where what which who how when why vault "
     "keychain manager file env environment doc docs wiki page rotate rotated monthly weekly "
     "daily wrong incorrect invalid expired weak strong short long missing unknown blank "
-    "known shared sent given below above".split())
+    "known shared sent given below above "
+    # where a password lives or how one signs in: `password: 'via OIDC'`, "prod db creds"
+    "via creds credential credentials store sso oidc saml ldap okta login signin drive console "
+    "settings admin team lead lastpass bitwarden keepass onepassword ssm kms parameter".split())
 
 
 def _quoted_value(value: str, prose: bool) -> bool:
     """A quoted value, read whole (`password: 'correct horse battery staple'`, `密码是 "abc
     def"`): one without a space as its rule reads a value; one with spaces is a passphrase
-    when it holds letters and digits or symbols, or is two or more words, none of them a
-    word of prose (`_PHRASE_WORDS`: "use the vault", "too short")."""
+    when it holds letters and digits or symbols, or is two or more words in lower case (as a
+    passphrase is typed: "Team Drive", "GitHub Actions" name things), none of them a word of
+    prose or of where a password lives (`_PHRASE_WORDS`: "use the vault", "via OIDC")."""
     if not any(c.isspace() for c in value):
         return _prose_password(value) if prose else _real_value(value, strong=True)
     if len(value) > 200 or not value.isascii() or _is_placeholder(value):
@@ -382,7 +386,7 @@ def _quoted_value(value: str, prose: bool) -> bool:
         return False  # `use the vault`, `Bearer <token>`, `$USER $PASS`
     letters = any(c.isalpha() for c in value)
     return letters and any(c.isdigit() or c in _STRONG_SYMBOLS for c in value) or all(
-        word.isalpha() for word in words)
+        word.isalpha() and word.islower() for word in words)
 
 
 # --- rules -------------------------------------------------------------------------------------
