@@ -371,8 +371,11 @@ def test_restore_last_sweep_brings_back_what_a_killed_sweep_moved_before_the_nex
                                             "MEMCTL_PROJECT": "demo", "KILL_AT": second})
     assert killed.returncode == -9, killed.stderr
     assert (cli.store / added[0]["path"].replace("/notes/", "/archive/")).exists()
-    finished = cli.ok("archive", "--json", env=SWEEP).json()
     ids = [note["id"] for note in added]
+    # A dry run names what the run will finish, the notes the killed sweep moved among them.
+    planned = cli.ok("archive", "--dry-run", "--json", env=SWEEP).json()
+    assert sorted(planned["archived"]) == sorted(ids), planned
+    finished = cli.ok("archive", "--json", env=SWEEP).json()
     assert sorted(finished["archived"]) == sorted(ids), finished
     assert git(cli.store, "status", "--porcelain") == ""
     renamed = git(cli.store, "show", "--name-status", "-M", "--format=", finished["commit"])

@@ -294,17 +294,13 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
         moment = now()
         plan = compute_plan(store, moment)
         _prepare_sweep(store, plan, moment)
+        _finishing(store, plan)  # what the run would finish of a killed sweep, shown too
         return plan
     with store.lock("archive"):
         moment = now()
         plan = compute_plan(store, moment)
         steps = _prepare_sweep(store, plan, moment)
-        # The notes a sweep killed before its commit had already moved: this sweep finishes
-        # it, so its commit names them too, and `restore --last-sweep` brings back the whole
-        # sweep, not only the notes the finishing run moved (tests/test_lifecycle.py).
-        planned = {item.id for item in plan.archive}
-        finished = [item for item in _interrupted_sweep(store) if item.id not in planned]
-        plan.archive = finished + plan.archive
+        finished = _finishing(store, plan)
         if plan.empty:
             _sweep_done(store)
             return plan
@@ -387,6 +383,17 @@ def _interrupted_sweep(store: Store) -> list[SweepItem]:
                                    str(entry.get("reason") or LEFT_IN_NOTES),
                                    note.importance, target=target))
     return items
+
+
+def _finishing(store: Store, plan: SweepPlan) -> list[SweepItem]:
+    """The notes a sweep killed before its commit had already moved, put first in `plan`:
+    this sweep finishes it, so its commit names them too, and `restore --last-sweep` brings
+    back the whole sweep, not only the notes the finishing run moved
+    (tests/test_lifecycle.py)."""
+    planned = {item.id for item in plan.archive}
+    finished = [item for item in _interrupted_sweep(store) if item.id not in planned]
+    plan.archive = finished + plan.archive
+    return finished
 
 
 def _apply(store: Store, steps: list[_Step], message: str, also: list[str] | None = None,
