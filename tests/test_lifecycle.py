@@ -615,6 +615,25 @@ def test_restore_last_sweep_skips_a_note_superseded_since_in_the_archive(cli: Cl
     assert cli.ok("show", old["id"], "--json").json()["superseded_by"] == new["id"]
 
 
+def test_superseding_an_archived_note_keeps_it_archived_in_its_file(cli: Cli) -> None:
+    """`memctl supersede OLD NEW` of an archived OLD wrote `status: superseded` into its file
+    in the archive, while `show`, `list` and `--json` said `archived` (its folder's word):
+    the file a person reads and the tool disagreed. The file keeps `status: archived` and
+    gains `superseded_by`; the same call again changes nothing."""
+    old = cli.ok("add", "Deploys go out on Tuesday", "--json", env=OLD).json()
+    cli.ok("archive", env=SWEEP)
+    new = cli.ok("add", "Deploys go out on Thursday after the freeze", "--json", env=SWEEP).json()
+    said = cli.ok("supersede", old["id"], new["id"], env=SWEEP)
+    assert "kept in the archive" in said.stderr, said.stderr
+    shown = cli.ok("show", old["id"], "--json").json()
+    meta = parse_text((cli.store / shown["path"]).read_text()).meta
+    assert (shown["status"], meta["status"], meta["superseded_by"]) == (
+        "archived", "archived", new["id"])
+    head = git(cli.store, "rev-parse", "HEAD")
+    cli.ok("supersede", old["id"], new["id"], env=SWEEP)
+    assert git(cli.store, "rev-parse", "HEAD") == head
+
+
 def test_restore_last_sweep_passes_over_a_later_sweep_that_only_demoted(cli: Cli) -> None:
     """The newest sweep's commit was taken even when it archived nothing: after a sweep
     that only demoted, `restore --last-sweep` said there was no sweep at all."""

@@ -28,7 +28,8 @@ def supersede(
         emit_json({"id": old_note.id, "path": old_note.path, "status": old_note.status,
                    "superseded_by": new_note.id})
     else:
-        info(f"{old_note.id} is superseded by {new_note.id}  ({old_note.path})")
+        kept = ", kept in the archive" if old_note.status == "archived" else ""
+        info(f"{old_note.id} is superseded by {new_note.id}{kept}  ({old_note.path})")
 
 
 @app.command(epilog=examples("memctl archive --dry-run", "memctl archive --json"))

@@ -277,8 +277,12 @@ def _superseded_version(store: Store, old: Note, new_id_value: str, moment: Any
     """OLD's path and its text marked as superseded by NEW (written by the caller, once every
     text of the command is made)."""
     text, _info = store.read_text(old.path)
-    return old.path, stamp(text, {"status": "superseded", "superseded_by": new_id_value},
-                           moment, old)
+    # A note in the archive stays archived there (its folder says so to every reader): its
+    # file saying `superseded` while `show` and `list` said `archived` misled a person
+    # reading it (tests/test_lifecycle.py). `superseded_by` is what it gains.
+    fields = {"superseded_by": new_id_value} if old.status == "archived" else \
+        {"status": "superseded", "superseded_by": new_id_value}
+    return old.path, stamp(text, fields, moment, old)
 
 
 @dataclass
@@ -407,7 +411,7 @@ def supersede_note(store: Store, old_ref: str, new_ref: str) -> tuple[Note, Note
                 + " while the new note serves only its own; supersede it by a note of "
                 + ("`global`" if old.project == GLOBAL else f"{old.project!r} or `global`")
                 + f", or delete it with {cmd('forget')}")
-        if old.status == "superseded" and old.superseded_by == new.id:
+        if old.status in ("superseded", "archived") and old.superseded_by == new.id:
             # Already so: the tool is declared idempotent, so the same call again changes
             # nothing, not even `updated`, and makes no commit (tests/test_lifecycle.py).
             return old, new
