@@ -215,6 +215,15 @@ HOSTILE = {
         assert scan("sshpass -p " * 100_000 + "redis-cli -a " * 100_000) == []
         assert scan("_auth=" * 100_000 + "_auth=" + "QUFB" * 100_000) == []
     """,
+    "secrets: 1 MB of .netrc words without a password, and 25,000 entries with one": """
+        from memctl.core.secrets import scan
+        assert scan("machine h login u password " * 40_000) == []
+        assert scan("machine " * 130_000) == [] and scan("machine\\n" * 130_000) == []
+        assert scan("machine h" + "\\n login u" * 100_000) == []
+        assert scan("machine h account a " * 50_000) == []
+        assert scan("default login u password " + "A" * 1_000_000) == []
+        assert len(scan("machine h.io login u password Xk9mQ2vRt8zL\\n" * 25_000)) == 25_000
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

@@ -191,14 +191,15 @@ def test_no_labelled_non_secret_is_reported(text: str, why: str) -> None:
 
 def test_the_labelled_texts_together_keep_their_findings_and_lines() -> None:
     """All the texts in one note, secrets and non-secrets interleaved: the same findings, on
-    the lines where each text starts (evasions included: offsets refer to the original)."""
+    the lines of their secrets (evasions included: offsets refer to the original)."""
     lines: list[str] = []
     expected: list[tuple[str, int]] = []
     # (A private key header named in prose is among them: no later line is taken for its body.)
-    for (text, kind, _secret), (other, _why) in zip(LABELLED.SECRETS, LABELLED.NON_SECRETS, strict=False):
+    for (text, kind, secret), (other, _why) in zip(LABELLED.SECRETS, LABELLED.NON_SECRETS, strict=False):
         lines += other.split("\n")
         header = text.find("-----BEGIN")  # a private key is reported on its header's line
-        expected.append((kind, len(lines) + 1 + text.count("\n", 0, max(header, 0))))
+        at = header if header >= 0 else text.find(secret)  # anything else on its secret's
+        expected.append((kind, len(lines) + 1 + text.count("\n", 0, at)))
         lines += text.split("\n")
     note = "\n".join(lines)
     findings = scan(note)
@@ -489,6 +490,36 @@ def test_a_quoted_placeholder_with_a_space_is_no_password() -> None:
                   'the password is "Change Me"', 'api_token: "change me 123"'):
         assert scan(quiet) == [], quiet
     assert [f.kind for f in scan("password: 'change horse battery'")] == ["password-assignment"]
+
+
+def test_a_netrc_password_is_found_on_one_line_or_across_lines() -> None:
+    """A .netrc entry (`machine HOST login USER password SECRET`, what curl, git and ftp
+    read) was written unrefused: its password has no `=` or `:` for the assignment rule."""
+    for text, line in (("machine api.example.com login deploy password Xk9mQ2vRt8zL", 1),
+                       ("# ~/.netrc\nmachine api.example.com\n  login deploy\n  password Xk9mQ2vRt8zL\n", 4),
+                       ("machine git.internal login ci account ops password 'Xk9mQ2vRt8zL'", 1),
+                       ("default login deploy password Xk9mQ2vRt8zL", 1),
+                       ("machine db1 password Xk9mQ2vRt8zL", 1)):
+        [finding] = scan(text)
+        assert (finding.kind, finding.line) == ("netrc-password", line), text
+        assert finding.masked.endswith("password ****") and "\n" not in finding.masked, finding.masked
+        assert "Xk9mQ2vRt8zL" not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    assert scan("machine api.example.com login deploy password Xk9mQ2vRt8zL")[0].masked == (
+        "machine api.example.com login deploy password ****")
+    # each entry of a file, the one before with no password at all
+    entries = ("machine a.io login u password\nmachine b.io login v password Qw8nZ3xLk2Rt\n"
+               "machine c.io login w password Xk9mQ2vRt8zL\n")
+    assert [f.line for f in scan(entries)] == [2, 3]
+    for quiet in ("machine api.example.com login deploy password $NETRC_TOKEN",
+                  "machine api.example.com login deploy password ${NETRC_PASSWORD}",
+                  "machine ci.internal login ci password $(pass show ci/netrc)",
+                  "machine h login u password <your-token>", "machine h login deploy password deploy",
+                  "default login anonymous password ftp@example.com",
+                  "the build machine uses password authentication",
+                  "machine learning password strength estimators", "default password policy Tr0ub4dor",
+                  "machine h login u password: see the vault",
+                  "machine h login u\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n  password Xk9mQ2vRt8zL"):
+        assert scan(quiet) == [], quiet
 
 
 def test_findings_keep_the_public_fields() -> None:

@@ -17,7 +17,8 @@ What is reported
     `mysql -pSECRET`, `docker login -p SECRET`, `sshpass -p SECRET`, `redis-cli -a SECRET`
     (each only inside its command: `_in_command`), Docker's config.json
     `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`, and
-    .npmrc's `_auth=` (the same);
+    .npmrc's `_auth=` (the same); a .netrc entry's password (`machine HOST login USER password
+    SECRET`, also over several lines: `_netrc`);
   * `Bearer <long token>` and `Authorization: Basic <base64>`;
   * passwords inside URLs (`postgres://user:****@host`);
   * assignments whose name says secret (`DB_PASSWORD=…`, `export API_TOKEN=…`,
@@ -51,7 +52,8 @@ Cost: linear in the text (the old scanner took 25 s on 80 KB of `pwd:`). Every r
 pattern is bounded (`{20,300}`, not `+`), each pattern starts with a literal or with a negative
 look-behind on its own character class (so a run of token characters is tried from one start
 only, never from each of its characters), and no pattern crosses a line except the
-private-key block, found by one forward search per block. Assignments are found from their
+private-key block, found by one forward search per block, and a .netrc entry (at most 20
+spaces and line breaks between two of its words). Assignments are found from their
 keyword (`password`, `token`, …) outwards, overlapping findings are settled by merging sorted
 runs, and masking is one pass. bench/bench_secrets.py has the figures (about 0.1 ms for a 1 KB
 note, 0.1 s for 1 MB); tests/test_secrets.py runs hostile inputs, and 4x each, under a timeout.
@@ -606,6 +608,16 @@ _PEM_BODY = LazyPattern(
     r"(?:[^\n\\]|\\[^nr\\]){0,300}" + _PEM_BREAK + r"){0,8}"
     r"(?:" + _PEM_LINE_START + _PEM_BREAK + r"){0,3}" + _PEM_LINE_START + r")?[A-Za-z0-9+/]{16}")
 
+# .netrc (curl, git, ftp, Python's netrc): `machine HOST login USER password SECRET`, on one
+# line or over several (at most 20 spaces and line breaks between two of its words), and
+# `default login USER password SECRET`; no keyword is taken for a value (an entry without a
+# password, then the next entry). Found from its `machine`/`default`: `_netrc`.
+_NETRC_WORD = r"(?!(?:machine|default|login|account|password|macdef)(?!\S))[^\s]"
+_NETRC = LazyPattern(
+    r"(?<![A-Za-z0-9_.-])(?:machine[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,253}|default)"
+    r"((?:[ \t\r\n]{1,20}(?:login|account)[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,200}){0,2})"
+    r"[ \t\r\n]{1,20}(password)[ \t\r\n]{1,20}[\"']?(" + _NETRC_WORD + r"[^\s\"']{0,199})[\"']?(?!\S)")
+
 # Assignments: a name holding one of these words, `=`/`:`/`:=`/`=>`, a value.
 _KEYWORD = re.compile(r"pass|pwd|secret|token|key|密码|口令|密钥")  # in lower-cased text
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -689,6 +701,27 @@ def _private_keys(text: str, priority: int) -> list[_Candidate]:
         if footer is None:
             return found
         position = footer.end()
+
+
+def _netrc(text: str, priority: int) -> list[_Candidate]:
+    """.netrc entries (`_NETRC`), each reported on its password's line and masked on one line
+    (`machine HOST login USER password ****`). Without a login (`machine db1 password X`,
+    which prose can read like) the password must be as strong as in prose; a `default` entry
+    needs a login, and anonymous FTP's (`login anonymous password me@host`) is no secret."""
+    found: list[_Candidate] = []
+    for match in _NETRC.finditer(text):
+        words = match.group(1).split()
+        login = dict(zip(words[0::2], words[1::2], strict=False)).get("login")
+        secret = match.group(3)
+        if login is None and match.group(0).startswith("default") or login in ("anonymous", "ftp"):
+            continue
+        if secret == login or not _real_value(secret, strong=login is not None):
+            continue
+        start, end = match.span(3)
+        shown = " ".join(text[match.start() : match.start(2)].split())
+        found.append(_Candidate(priority, start, end, match.start(2), "netrc-password",
+                                f"{shown} password ****", "****"))
+    return found
 
 
 def _in_command(command: LazyPattern, text: str, at: int) -> bool:
@@ -790,7 +823,9 @@ def _candidates(text: str) -> list[_Candidate]:
         haystack = lowered if rule.lower else text
         if any(map(haystack.__contains__, rule.hints)):
             out.extend(_rule_matches(rule, text, priority))
-    out.extend(_assignments(text, lowered, len(_RULES) + 1))
+    if "machine" in text or "default" in text:
+        out.extend(_netrc(text, len(_RULES) + 1))
+    out.extend(_assignments(text, lowered, len(_RULES) + 2))
     return out
 
 

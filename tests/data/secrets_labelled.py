@@ -96,6 +96,9 @@ NPM_AUTH = base64.b64encode(("deploy:" + "Nz" + _r(12) + "4").encode()).decode()
 PASSPHRASE = " ".join(_r(6, "abcdefghijklmnopqrstuvwxyz") for _ in range(4))
 CN_QUOTED_PW = _r(4) + " " + _r(4) + " " + _r(3) + "9"
 DOCKERCONFIG_NONE = base64.b64encode(b'{"auths":{"ghcr.io":{}},"credsStore":"desktop"}').decode()
+# drawn after the above (they keep their values)
+NETRC_PW = "Nr" + _r(12) + "6"
+NETRC_LINES_PW = _r(20, _URLSAFE) + "9"
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -186,6 +189,10 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"测试服务器的密码是{CN_PROSE_PW}，别外传", "password-in-prose", CN_PROSE_PW),
     (f"  password: '{PASSPHRASE}'  # the VPN's", "password-assignment", PASSPHRASE),
     (f'测试库的密码是 "{CN_QUOTED_PW}"，别外传', "password-in-prose", CN_QUOTED_PW),
+    # .netrc, on one line and across lines
+    (f"machine api.heroku.com login ci@example.com password {NETRC_PW}", "netrc-password", NETRC_PW),
+    (f"~/.netrc on the runner:\nmachine artifacts.internal\n  login deploy\n  password {NETRC_LINES_PW}\n",
+     "netrc-password", NETRC_LINES_PW),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -339,4 +346,10 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("the password is 12345678 characters long? no", "digits only, in prose"),
     ('password: "use the vault entry"', "a quoted phrase of prose"),
     ("the password is 'too short', says the form", "a quoted phrase of prose"),
+    # .netrc without a password
+    ("machine artifacts.internal login deploy password $ARTIFACTS_TOKEN", ".netrc, a reference"),
+    ("machine github.com login x-access-token password ${{ secrets.GITHUB_TOKEN }}",
+     ".netrc, a GitHub Actions expression"),
+    ("default login anonymous password guest@example.com", "anonymous FTP's .netrc"),
+    ("the build machine uses password authentication, not keys", "prose"),
 ]
