@@ -224,6 +224,19 @@ HOSTILE = {
         assert scan("default login u password " + "A" * 1_000_000) == []
         assert len(scan("machine h.io login u password Xk9mQ2vRt8zL\\n" * 25_000)) == 25_000
     """,
+    "secrets: 1 MB of Oracle JDBC URLs and logons without a password, and 20,000 with one": """
+        from memctl.core.secrets import scan
+        assert scan("jdbc:oracle:thin:" * 60_000) == []
+        assert scan("jdbc:oracle:thin:a/" + "b" * 1_000_000) == []
+        assert scan("jdbc:oracle:thin:a/b@" * 50_000) == []
+        assert scan("sqlplus" + " a/" * 330_000) == [] and scan("sqlplus a/b@ " * 80_000) == []
+        assert scan("sqlplus " + "a" * 1_000_000 + "/b@c") == []
+        assert scan("rman " + "target " * 150_000 + "a/b@c") == []
+        assert scan("sqlldr " + "userid=a/b@c " * 80_000) == [] and scan("conn a/b@c; " * 80_000) == []
+        assert scan("conn " + "x a/Tiger2024x@db " * 55_000) == []
+        assert scan("conn x a/Tiger2024x@db " * 42_000) == []
+        assert len(scan("sqlplus app/Tiger2024x@ORCL\\n" * 20_000)) == 20_000
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

@@ -522,6 +522,39 @@ def test_a_netrc_password_is_found_on_one_line_or_across_lines() -> None:
         assert scan(quiet) == [], quiet
 
 
+def test_an_oracle_connect_string_s_password_is_found() -> None:
+    """Oracle's `user/password@connect` (a JDBC URL, sqlplus, expdp, rman, sqlldr's userid=,
+    cx_Oracle's connect) was written unrefused: it is no URL and has no `:` before the
+    password."""
+    for text, masked in (
+            ("jdbc:oracle:thin:scott/Tiger2024x@db:1521/ORCL", "jdbc:oracle:thin:scott/****@"),
+            ("spring.datasource.url=jdbc:oracle:thin:app/Tiger2024x@//db.internal:1521/svc",
+             "jdbc:oracle:thin:app/****@"),
+            ("JDBC:ORACLE:OCI:app/Tiger2024x@prod", "JDBC:ORACLE:OCI:app/****@"),
+            ("sqlplus scott/Tiger2024x@ORCL", "scott/****@"),
+            ("sqlplus -s app/Tiger2024x@//db:1521/svc @report.sql", "app/****@"),
+            ('sqlplus "sys/Tiger2024x@ORCL as sysdba"', "sys/****@"),
+            ("expdp system/Tiger2024x@pdb1 directory=dp dumpfile=full.dmp", "system/****@"),
+            ("sqlldr userid=app/Tiger2024x@orcl control=load.ctl", "app/****@"),
+            ('con = cx_Oracle.connect("app/Tiger2024x@db:1521/orcl")', "app/****@"),
+            ("SQL> connect sys/Tiger2024x@ORCL as sysdba", "sys/****@")):
+        [finding] = scan(text)
+        assert (finding.kind, finding.masked) == ("oracle-password", masked), text
+        assert text[finding.start : finding.end] == "Tiger2024x"
+        assert "Tiger2024x" not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    both = scan("rman target sys/Tiger2024x@prod catalog rco/Qw8nZ3xLk2@cat")
+    assert [f.masked for f in both] == ["sys/****@", "rco/****@"]
+    for quiet in ("jdbc:oracle:thin:scott/<password>@db:1521/ORCL",
+                  "jdbc:oracle:thin:scott/${DB_PASSWORD}@db:1521/ORCL",
+                  "jdbc:oracle:thin:@//db.internal:1521/ORCL", "jdbc:oracle:thin:@db:1521:ORCL",
+                  "sqlplus scott/tiger@ORCL", "sqlplus system/$ORACLE_PWD@XE", "sqlplus / as sysdba",
+                  "sqlplus scott@ORCL", "sqlplus -s /nolog @scripts/run2024.sql",
+                  "sqlplus app/app@ORCL", "sqlldr userid=app control=loads/data2024.ctl log=logs/run2024@x.log",
+                  "git push origin feature/fix2024@{u}", "see release/v2024x@host in the wiki",
+                  "expdp dumps go to exports/full2024@nas"):
+        assert scan(quiet) == [], quiet
+
+
 def test_findings_keep_the_public_fields() -> None:
     [finding] = scan("key AKIAIOSFODNN7EXAMPLE")
     assert isinstance(finding, SecretFinding)

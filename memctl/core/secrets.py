@@ -15,7 +15,8 @@ What is reported
     (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens;
   * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
     `mysql -pSECRET`, `docker login -p SECRET`, `sshpass -p SECRET`, `redis-cli -a SECRET`
-    (each only inside its command: `_in_command`), Docker's config.json
+    (each only inside its command: `_in_command`), Oracle's `scott/****@ORCL` (a JDBC URL,
+    sqlplus, rman, `userid=`…), Docker's config.json
     `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`, and
     .npmrc's `_auth=` (the same); a .netrc entry's password (`machine HOST login USER password
     SECRET`, also over several lines: `_netrc`);
@@ -38,7 +39,8 @@ What is not (decided, and held by tests/data/secrets_labelled.py)
   * prose: "rotate the password monthly", `password: use the vault`, "密码每 90 天更换",
     "password is required", "the password is 2FA-protected", "密码是必填项";
   * command lines without a password: `curl -u $USER:$TOKEN`, `curl -u user` (a prompt),
-    `mysql -u root -p mydb` (a prompt, then the database), `-P3306`, `ssh -p2222`;
+    `mysql -u root -p mydb` (a prompt, then the database), `-P3306`, `ssh -p2222`,
+    `sqlplus scott/tiger@ORCL` (the demo schema's), `sqlplus / as sysdba`;
   * bare high-entropy strings (git SHAs, SHA-256 digests, UUIDs, note ids, base64 images):
     without a prefix or a name there is no telling them from a key, and notes are full of them.
 
@@ -549,6 +551,12 @@ _RULES: tuple[_Rule, ...] = (
           LazyPattern(r"(?<=[ \t])(?:-a|--pass)[ \t]{1,5}[\"']?(?!-)([^\s\"']{1,200})"),
           ("redis-cli",), check=lambda s: _real_value(s, True),
           before=LazyPattern(r"(?<![A-Za-z0-9_-])redis-cli[ \t]")),
+    # Oracle's `user/password@connect` in a JDBC URL (`jdbc:oracle:thin:scott/…@db:1521/ORCL`);
+    # on a command line: `_oracle_logons`. `scott/tiger` (the demo schema's), `app/app`, `/`
+    # and `scott@ORCL` (a prompt) are none.
+    _Rule("oracle-password",
+          LazyPattern(r"(?i:jdbc:oracle:[a-z0-9]{2,8}:)([^\s/:@\"']{1,128})/([^\s@/\"']{1,200})@"),
+          ("jdbc:oracle:",), group=2, user=1, lower=True, check=lambda s: _real_value(s, True)),
     # Docker's config.json (`"auths": {host: {"auth": base64 of user:password}}`)
     _Rule("docker-auth",
           LazyPattern(r'"auth"[ \t]{0,5}:[ \t]{0,5}"([A-Za-z0-9+/]{8,2000}={0,2})"'),
@@ -617,6 +625,23 @@ _NETRC = LazyPattern(
     r"(?<![A-Za-z0-9_.-])(?:machine[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,253}|default)"
     r"((?:[ \t\r\n]{1,20}(?:login|account)[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,200}){0,2})"
     r"[ \t\r\n]{1,20}(password)[ \t\r\n]{1,20}[\"']?(" + _NETRC_WORD + r"[^\s\"']{0,199})[\"']?(?!\S)")
+
+# Oracle's `user/password@connect` as the logon of sqlplus, sqlldr, expdp, impdp, exp, imp,
+# dgmgrl, SQLcl (its first argument after options), rman (after `target`, `catalog`,
+# `auxiliary`), `userid=` or `connect` (SQL*Plus's, cx_Oracle's `connect("…")`). Found from
+# its `/…@` (a literal start: a pattern starting at the user name was tried at every word of a
+# note, 20 ms a MB), then the user name right before it (at most 30 characters, after a space,
+# a quote, `(` or `=`) and the command right before that (`_ORACLE_COMMAND`, ending there).
+_ORACLE_LOGON = LazyPattern(r"/([^\s@/\"']{1,200})@(?=[A-Za-z0-9_/(])")
+_ORACLE_USER = LazyPattern(r"(?<![^ \t\"'(=])[A-Za-z][A-Za-z0-9_$#]{0,29}\Z")
+_ORACLE_COMMAND = LazyPattern(
+    r"(?i)(?<![A-Za-z0-9_-])(?:(?:sqlplus|sqlldr|expdp|impdp|exp|imp|dgmgrl|sql)(?:\.exe)?"
+    r"(?:[ \t]{1,5}-[A-Za-z]{1,12}){0,6}[ \t]{1,5}"
+    r"|rman[ \t][^\n]{0,200}?(?:target|catalog|auxiliary)[ \t=]{1,5}"
+    r"|userid[ \t]{0,3}=[ \t]{0,3}|conn(?:ect)?[ \t]{1,5}|connect\([ \t]{0,5})[\"']?\Z")
+_ORACLE_WORDS = ("sql", "exp", "imp", "rman", "dgmgrl", "userid", "conn")  # in each command's name
+_ORACLE_HINTS = ("sqlplus", "sqlldr", "expdp", "impdp", "exp ", "imp ", "rman", "dgmgrl", "sql ",
+                 "userid", "conn")
 
 # Assignments: a name holding one of these words, `=`/`:`/`:=`/`=>`, a value.
 _KEYWORD = re.compile(r"pass|pwd|secret|token|key|密码|口令|密钥")  # in lower-cased text
@@ -724,6 +749,26 @@ def _netrc(text: str, priority: int) -> list[_Candidate]:
     return found
 
 
+def _oracle_logons(text: str, priority: int) -> list[_Candidate]:
+    """Oracle logons on a command line (`_ORACLE_LOGON`), masked `scott/****@`."""
+    found: list[_Candidate] = []
+    for match in _ORACLE_LOGON.finditer(text):
+        slash = match.start()
+        user = _ORACLE_USER.search(text, max(0, slash - 30), slash)
+        secret = match.group(1)
+        if user is None or secret == user.group(0):
+            continue
+        before = text[max(0, user.start() - 300) : user.start()].lower()
+        if not any(map(before.__contains__, _ORACLE_WORDS)):
+            continue  # no command's name: neither the value nor the command need be read
+        if not _real_value(secret, True) or not _in_command(_ORACLE_COMMAND, text, user.start()):
+            continue
+        start, end = match.span(1)
+        found.append(_Candidate(priority, start, end, user.start(), "oracle-password",
+                                f"{user.group(0)}/****@", "****"))
+    return found
+
+
 def _in_command(command: LazyPattern, text: str, at: int) -> bool:
     """Whether the command that the option at `at` is part of holds `command`: looked for in
     at most 300 characters before it on its line, after the last `|`, `;` or `&&` (a bounded
@@ -825,7 +870,9 @@ def _candidates(text: str) -> list[_Candidate]:
             out.extend(_rule_matches(rule, text, priority))
     if "machine" in text or "default" in text:
         out.extend(_netrc(text, len(_RULES) + 1))
-    out.extend(_assignments(text, lowered, len(_RULES) + 2))
+    if "@" in text and any(map(lowered.__contains__, _ORACLE_HINTS)):
+        out.extend(_oracle_logons(text, len(_RULES) + 2))
+    out.extend(_assignments(text, lowered, len(_RULES) + 3))
     return out
 
 

@@ -99,6 +99,8 @@ DOCKERCONFIG_NONE = base64.b64encode(b'{"auths":{"ghcr.io":{}},"credsStore":"des
 # drawn after the above (they keep their values)
 NETRC_PW = "Nr" + _r(12) + "6"
 NETRC_LINES_PW = _r(20, _URLSAFE) + "9"
+ORACLE_JDBC_PW = "Or" + _r(10) + "4"
+ORACLE_CLI_PW = _r(11) + "#8"
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -193,6 +195,9 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"machine api.heroku.com login ci@example.com password {NETRC_PW}", "netrc-password", NETRC_PW),
     (f"~/.netrc on the runner:\nmachine artifacts.internal\n  login deploy\n  password {NETRC_LINES_PW}\n",
      "netrc-password", NETRC_LINES_PW),
+    # Oracle's user/password@connect
+    (f"jdbc:oracle:thin:billing/{ORACLE_JDBC_PW}@db.internal:1521/ORCL", "oracle-password", ORACLE_JDBC_PW),
+    (f"sqlplus -s report/{ORACLE_CLI_PW}@PRODDB @nightly.sql", "oracle-password", ORACLE_CLI_PW),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -352,4 +357,10 @@ NON_SECRETS: list[tuple[str, str]] = [
      ".netrc, a GitHub Actions expression"),
     ("default login anonymous password guest@example.com", "anonymous FTP's .netrc"),
     ("the build machine uses password authentication, not keys", "prose"),
+    # Oracle connect strings without a password
+    ("jdbc:oracle:thin:billing/<password>@db.internal:1521/ORCL", "Oracle JDBC URL, a placeholder"),
+    ("sqlplus system/${ORACLE_PASSWORD}@XE", "a reference"),
+    ("sqlplus scott/tiger@ORCL", "the demo schema's well-known default (decided)"),
+    ("sqlplus / as sysdba", "OS authentication"),
+    ("jdbc:oracle:thin:@//db.internal:1521/ORCL", "no credentials"),
 ]
