@@ -237,6 +237,14 @@ HOSTILE = {
         assert scan("conn x a/Tiger2024x@db " * 42_000) == []
         assert len(scan("sqlplus app/Tiger2024x@ORCL\\n" * 20_000)) == 20_000
     """,
+    "secrets: 1 MB of age key prefixes with bodies one character short, and 14,000 keys": """
+        from memctl.core.secrets import scan
+        assert scan("AGE-SECRET-KEY-1" * 65_000) == []
+        assert scan("AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 32_000) == []
+        assert scan(("AGE-SECRET-KEY-1" + "GFPYYSJZ3KTXQ2W8NDHL9MCVR6U5E7A0P4S" * 2)[:73] * 13_500) == []
+        key = "AGE-SECRET-KEY-1" + ("GFPYYSJZ3KTXQ2W8NDHL9MCVR6U5E7A0P4S" * 2)[:58]
+        assert len(scan((key + "\\n") * 14_000)) == 14_000
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

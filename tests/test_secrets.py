@@ -555,6 +555,31 @@ def test_an_oracle_connect_string_s_password_is_found() -> None:
         assert scan(quiet) == [], quiet
 
 
+AGE_KEY = "AGE-SECRET-KEY-1" + "GFPYYSJZ3KTXQ2W8NDHL9MCVR6U5E7A0P4S" + "QZG8JXLNRWD3T5HY9KE2MCU"
+
+
+def test_an_age_secret_key_is_found() -> None:
+    """An age identity (`AGE-SECRET-KEY-1` and 58 bech32 characters, what `age-keygen` writes
+    and SOPS_AGE_KEY holds) was written unrefused: no rule knew its prefix, and `age` is a
+    word that makes `SOPS_AGE_KEY=` no secret's name."""
+    assert len(AGE_KEY) == 74
+    keyfile = ("# created: 2026-12-01T10:00:00Z\n"
+               "# public key: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"
+               f"{AGE_KEY}\n")
+    for text, line in ((keyfile, 3), (f"SOPS_AGE_KEY={AGE_KEY}", 1), (f"export SOPS_AGE_KEY='{AGE_KEY}'", 1),
+                       (f"the sops key is {AGE_KEY[:30]}\u200b{AGE_KEY[30:]}", 1)):
+        [finding] = scan(text)
+        assert (finding.kind, finding.masked, finding.line) == ("age-secret-key", "AGE-SECRET-KEY-1****", line), text
+        assert AGE_KEY[16:] not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    [named] = scan_name(f"deploy-{AGE_KEY}.md")
+    assert named.kind == "age-secret-key"
+    for quiet in ("age identities start with AGE-SECRET-KEY-1, recipients with age1",
+                  "AGE-SECRET-KEY-1" + "Q" * 58, AGE_KEY[:-1], AGE_KEY + "Q",
+                  AGE_KEY[:40] + "B" + AGE_KEY[41:], AGE_KEY.lower(),
+                  "recipient: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"):
+        assert scan(quiet) == [], quiet
+
+
 def test_findings_keep_the_public_fields() -> None:
     [finding] = scan("key AKIAIOSFODNN7EXAMPLE")
     assert isinstance(finding, SecretFinding)

@@ -12,7 +12,8 @@ What is reported
     OpenAI/Anthropic `sk-…`, JWTs, PEM/OpenSSH/PGP private key blocks (a header with a body
     of base64 right after it: `_PEM_BODY`; a header named in prose is none), Azure `AccountKey=` /
     `SharedAccessKey=` / SAS `sig=`, DigitalOcean (`dop_v1_`, `doo_v1_`, `dor_v1_`), Shopify
-    (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens;
+    (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens, age
+    identities (`AGE-SECRET-KEY-1…`);
   * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
     `mysql -pSECRET`, `docker login -p SECRET`, `sshpass -p SECRET`, `redis-cli -a SECRET`
     (each only inside its command: `_in_command`), Oracle's `scott/****@ORCL` (a JDBC URL,
@@ -457,6 +458,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("linear-api-key",
           LazyPattern(_B + r"(lin_api_[A-Za-z0-9]{40})(?![A-Za-z0-9_])"), ("lin_api_",),
           keep=8, check=lambda s: _mixed(s[8:])),
+    # an age identity (age-keygen's key file, SOPS_AGE_KEY): `AGE-SECRET-KEY-1` and 58 bech32
+    # characters, upper case (a `-` may come before it: `deploy-AGE-SECRET-KEY-1…` as a name)
+    _Rule("age-secret-key",
+          LazyPattern(r"(?<![A-Za-z0-9])(AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})"
+                     r"(?![A-Za-z0-9])"),
+          ("AGE-SECRET-KEY-1",), keep=16, check=lambda s: not _weak_token(s[16:])),
     # `<bot id>:AA…`, also inside `https://api.telegram.org/bot<id>:AA…/`; the id stays shown
     _Rule("telegram-bot-token",
           LazyPattern(r"(?<![0-9])[0-9]{8,10}:(AA[A-Za-z0-9_-]{33})(?![A-Za-z0-9_-])"), (":AA",),

@@ -101,6 +101,8 @@ NETRC_PW = "Nr" + _r(12) + "6"
 NETRC_LINES_PW = _r(20, _URLSAFE) + "9"
 ORACLE_JDBC_PW = "Or" + _r(10) + "4"
 ORACLE_CLI_PW = _r(11) + "#8"
+AGE_KEY = "AGE-SECRET-KEY-1" + _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+SOPS_AGE_KEY = "AGE-SECRET-KEY-1" + _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -198,6 +200,11 @@ SECRETS: list[tuple[str, str, str]] = [
     # Oracle's user/password@connect
     (f"jdbc:oracle:thin:billing/{ORACLE_JDBC_PW}@db.internal:1521/ORCL", "oracle-password", ORACLE_JDBC_PW),
     (f"sqlplus -s report/{ORACLE_CLI_PW}@PRODDB @nightly.sql", "oracle-password", ORACLE_CLI_PW),
+    # age identities
+    ("# created: 2026-12-01T10:00:00+01:00\n"
+     "# public key: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"
+     f"{AGE_KEY}\n", "age-secret-key", AGE_KEY),
+    (f"export SOPS_AGE_KEY={SOPS_AGE_KEY}", "age-secret-key", SOPS_AGE_KEY),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -363,4 +370,9 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("sqlplus scott/tiger@ORCL", "the demo schema's well-known default (decided)"),
     ("sqlplus / as sysdba", "OS authentication"),
     ("jdbc:oracle:thin:@//db.internal:1521/ORCL", "no credentials"),
+    # age: prefixes and public keys
+    ("age identities start with AGE-SECRET-KEY-1, recipients with age1", "prefix named"),
+    ("sops -e --age age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p secrets.yaml",
+     "an age recipient (a public key)"),
+    ("SOPS_AGE_KEY=AGE-SECRET-KEY-1" + "Q" * 58, "a placeholder key"),
 ]
