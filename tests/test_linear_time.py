@@ -245,6 +245,14 @@ HOSTILE = {
         key = "AGE-SECRET-KEY-1" + ("GFPYYSJZ3KTXQ2W8NDHL9MCVR6U5E7A0P4S" * 2)[:58]
         assert len(scan((key + "\\n") * 14_000)) == 14_000
     """,
+    "secrets: 1 MB of Twilio auth token words without a token, and 20,000 with one": """
+        from memctl.core.secrets import scan
+        assert scan("twilio auth token " * 55_000) == [] and scan("TwilioAuthToken" * 65_000) == []
+        assert scan("twilio's account authentication token is := '" * 22_000) == []
+        assert scan("twilio auth token " + "0123456789abcdef" * 62_500) == []
+        assert scan("twilio auth token " + " " * 1_000_000 + "9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c") == []
+        assert len(scan("twilio auth token 9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c\\n" * 20_000)) == 20_000
+    """,
     "index: 1 MB of '<!--' and no '-->'": """
         from memctl.index.docs import docs_for_file
         body = "keep " + "<!--" * 250_000

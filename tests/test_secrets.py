@@ -580,6 +580,33 @@ def test_an_age_secret_key_is_found() -> None:
         assert scan(quiet) == [], quiet
 
 
+def test_a_twilio_auth_token_named_without_its_account_sid_is_found() -> None:
+    """A Twilio auth token (32 hex) was found only after its `AC…` account sid: "twilio auth
+    token 9f8e…" and "the Twilio auth token is 9f8e…" were written unrefused. A 32-hex value
+    right after the words (only `is`, `:`, `=` or a quote between) is now one; a bare 32-hex
+    value (an MD5, a request id) never is."""
+    token = "9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c"
+    for text, masked in ((f"twilio auth token {token}", "twilio auth token ****"),
+                         (f"the Twilio auth token is {token} (prod)", "Twilio auth token is ****"),
+                         (f"Twilio Auth Token: {token}", "Twilio Auth Token: ****"),
+                         (f"TWILIO_AUTH_TOKEN {token}", "TWILIO_AUTH_TOKEN ****"),
+                         (f"TWILIO_AUTH_TOKEN={token}", "TWILIO_AUTH_TOKEN=****"),
+                         (f'twilioAuthToken: "{token}"', 'twilioAuthToken: "****'),
+                         (f"Twilio's auth token = '{token}'", "Twilio's auth token = '****")):
+        [finding] = scan(text)
+        assert (finding.kind, finding.masked) == ("twilio-auth-token", masked), text
+        assert text[finding.start : finding.end] == token
+        assert token not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    for quiet in (f"md5 {token} of the release tarball", f"request id {token} in the twilio logs",
+                  f"the twilio auth token lives in 1Password; request {token} failed",
+                  f"twilio-python wheel md5 {token}", f"twilio auth token rotated in {token}",
+                  "twilio auth token: 00000000000000000000000000000000",
+                  f"twilio auth token {token}0", f"twilio auth token {token.upper()}",
+                  "twilio auth token: <your-auth-token>", "Twilio auth tokens are 32 hex characters",
+                  f"twilio message SM{token} delivered", f"twilio auth token{token}"):
+        assert scan(quiet) == [], quiet
+
+
 def test_findings_keep_the_public_fields() -> None:
     [finding] = scan("key AKIAIOSFODNN7EXAMPLE")
     assert isinstance(finding, SecretFinding)

@@ -8,7 +8,8 @@ What is reported
   * well-known key shapes: AWS access key ids, GitHub (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`,
     `github_pat_`), GitLab (`glpat-` …), npm (`npm_`), Hugging Face (`hf_`), Slack (`xox?-`
     and webhooks), Stripe live keys, SendGrid (`SG.x.y`), Twilio (`SK` + 32 hex; an `AC`
-    account sid followed by its 32-hex auth token), Discord webhooks, Google API keys,
+    account sid followed by its 32-hex auth token, or the token right after "twilio auth
+    token"), Discord webhooks, Google API keys,
     OpenAI/Anthropic `sk-…`, JWTs, PEM/OpenSSH/PGP private key blocks (a header with a body
     of base64 right after it: `_PEM_BODY`; a header named in prose is none), Azure `AccountKey=` /
     `SharedAccessKey=` / SAS `sig=`, DigitalOcean (`dop_v1_`, `doo_v1_`, `dor_v1_`), Shopify
@@ -496,6 +497,14 @@ _RULES: tuple[_Rule, ...] = (
                      r"(?::|[^\n]{0,30}?(?i:token|auth|secret)[^\n]{0,20}?)"
                      r"(?<![A-Za-z0-9])([0-9a-f]{32})(?![A-Za-z0-9])"),
           ("AC",), check=lambda s: not _weak_token(s), context=False),
+    # …or named by the words right before it, with no sid: "twilio auth token 9f8e…", "the
+    # Twilio auth token is …", `TWILIO_AUTH_TOKEN …`, `twilioAuthToken: "…"` (only `is`, `:`,
+    # `=`, `=>` or a quote between). A 32-hex value anywhere else (an MD5, a request id) is none.
+    _Rule("twilio-auth-token",
+          LazyPattern(r"(?i:twilio(?:'s)?[ \t_-]{0,3}(?:account[ \t_-]{0,3})?auth(?:entication)?[ \t_-]{0,3}token)"
+                     r"[\"']?(?:[ \t]{1,3}(?i:is))?[ \t]{0,3}(?:=>|[:=])?[ \t]{0,3}[\"']?"
+                     r"(?<![A-Za-z0-9])([0-9a-f]{32})(?![A-Za-z0-9])"),
+          ("twilio",), lower=True, check=_mixed),
     _Rule("openai-key",
           LazyPattern(_B + r"(sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-|ant-)?"
                      r"[A-Za-z0-9_-]{20,300})(?![A-Za-z0-9_-])"),

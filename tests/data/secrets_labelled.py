@@ -103,6 +103,8 @@ ORACLE_JDBC_PW = "Or" + _r(10) + "4"
 ORACLE_CLI_PW = _r(11) + "#8"
 AGE_KEY = "AGE-SECRET-KEY-1" + _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
 SOPS_AGE_KEY = "AGE-SECRET-KEY-1" + _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+TWILIO_TOKEN_ALONE = _r(32, _HEX)
+TWILIO_TOKEN_CONFIG = _r(32, _HEX)
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -205,6 +207,10 @@ SECRETS: list[tuple[str, str, str]] = [
      "# public key: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"
      f"{AGE_KEY}\n", "age-secret-key", AGE_KEY),
     (f"export SOPS_AGE_KEY={SOPS_AGE_KEY}", "age-secret-key", SOPS_AGE_KEY),
+    # a Twilio auth token named, without its account sid
+    (f"the Twilio auth token is {TWILIO_TOKEN_ALONE} (rotate it after the demo)", "twilio-auth-token",
+     TWILIO_TOKEN_ALONE),
+    (f'  twilioAuthToken: "{TWILIO_TOKEN_CONFIG}",', "twilio-auth-token", TWILIO_TOKEN_CONFIG),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -375,4 +381,9 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("sops -e --age age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p secrets.yaml",
      "an age recipient (a public key)"),
     ("SOPS_AGE_KEY=AGE-SECRET-KEY-1" + "Q" * 58, "a placeholder key"),
+    # 32 hex characters that are no Twilio auth token
+    ("the tarball's md5 is 9e107d9d372bb6826bd81d3542a419d6, see the release page", "a plain MD5 in prose"),
+    ("the twilio auth token lives in 1Password; webhook request 5d41402abc4b2a76b9719d911017c592 failed",
+     "a 32-hex request id after the words"),
+    ("twilio auth token: <your-auth-token>", "placeholder"),
 ]
