@@ -696,7 +696,10 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     carry the bearer token (`serving.http_token`); a non-loopback host is refused unless
     `allow_remote` (docs/agents.md, "The HTTP transport", has the security notes)."""
     host, port = serving.http_options(host, port, allow_remote)
-    listener = _listen(host, port)  # first: no token is made for a server that cannot start
+    # Bound first: no token is made for a server whose port is taken. It listens only once
+    # the token is on disk: a client that connects as soon as the port answers (and the
+    # tests, which wait for that) reads the token file right away.
+    listener = _bind(host, port)
     _plain_log_handler()  # before the SDK's: its rich one is no handler for a server at its limits
     try:
         token = serving.http_token(store)
@@ -731,6 +734,7 @@ def serve_http(store: Store, default_project: str, *, host: str = "127.0.0.1",
     if not arguments.is_loopback(host):
         _say("warning: listening on a non-loopback address; the token and all memory travel "
              "unencrypted unless a TLS proxy is in front (docs/agents.md)")
+    _listen(listener, host, port)
     with _running(store, watch, server):
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                       lifespan="on", server_header=False,
@@ -834,20 +838,32 @@ def _quiet_disconnects(record: logging.LogRecord) -> bool:
     return not (record.exc_info and isinstance(record.exc_info[1], ClientDisconnect))
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything is announced: a port in use is one
-    `error:` line, not the web server's log."""
+def _bind(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything is announced: a port in use is one
+    `error:` line, not the web server's log. It does not listen yet (`_listen`): a client
+    connecting meanwhile is refused, as by no server."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, port))
-        listener.listen(128)
     except OSError as exc:
         listener.close()
-        raise MemctlError(f"cannot listen on {host} port {port}: "
-                          f"{exc.strerror or exc}; choose another {arg('port')}") from None
+        raise _cannot_listen(host, port, exc) from None
     return listener
+
+
+def _listen(listener: socket.socket, host: str, port: int) -> None:
+    try:
+        listener.listen(128)
+    except OSError as exc:  # another socket bound to the port listened first
+        listener.close()
+        raise _cannot_listen(host, port, exc) from None
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> MemctlError:
+    return MemctlError(f"cannot listen on {host} port {port}: {exc.strerror or exc}; "
+                       f"choose another {arg('port')}")
 
 
 def _say(message: str) -> None:

@@ -1400,6 +1400,34 @@ def http_call(url: str, token: str | None, script) -> object:
     return anyio.run(main)
 
 
+def test_the_http_port_answers_only_once_the_token_is_on_disk(tmp_path):
+    """The server listened before it made its token: a client connecting as soon as the
+    port answered (as scripts and these tests do) found no `.memctl/mcp-token` to read (a
+    full test run on a loaded machine failed so). The port is bound first and listens only
+    once the token is written: every first connection finds it."""
+    store = tmp_path / "store"  # its own: the module's store keeps the token it made
+    subprocess.run([memctl_executable(), "init", str(store)], env=subprocess_env(store),
+                   check=True, capture_output=True)
+    token_file = store / ".memctl" / "mcp-token"
+    for _ in range(3):
+        token_file.unlink(missing_ok=True)
+        port = free_port()
+        process = subprocess.Popen([memctl_executable(), "mcp", "--http", "--port", str(port)],
+                                   env=subprocess_env(store), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:  # no pause between tries: the first moment the port answers
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                assert process.poll() is None and time.monotonic() < deadline
+            assert token_file.is_file()
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
 def test_http_transport_serves_several_clients_behind_a_token(mcp):
     import httpx2
 
