@@ -790,3 +790,18 @@ def test_a_quoted_phrase_naming_where_a_password_lives_is_no_password() -> None:
         assert scan(quiet) == [], quiet
     for found in ("password: 'purple monkey dishwasher'", 'the password is "Tr0ub4dor & 3"'):
         assert len(scan(found)) == 1, found
+
+
+def test_a_reference_ending_a_sentence_is_no_password() -> None:
+    """A reference followed by the sentence's full stop or comma (`password $GITHUB_TOKEN.`)
+    was read as a password: a .netrc line in a README, `DB_PASSWORD=$DB_PASS.`, `docker
+    login -p $CI_TOKEN, then push` were refused."""
+    for quiet in ("For GitHub use machine github.com login oauth2 password $GITHUB_TOKEN.",
+                  "machine api.example.com login bot password $API_TOKEN, then run curl",
+                  "Set DB_PASSWORD=$DB_PASS.", "curl -u admin:$ADMIN_PW.",
+                  "docker login -u ci -p $CI_TOKEN, then push", "sshpass -p $SSHPASS_PW, then ssh",
+                  "redis-cli -a $REDIS_PW.", "sqlplus app/$APP_PW.@ORCL"):
+        assert scan(quiet) == [], quiet
+    for text in ("machine h login bot password Xk9mQ2vRt8zL.", "DB_PASSWORD=Xk9mQ2vRt8zL.",
+                 "docker login -u ci -p Xk9mQ2vRt8zL, then push"):
+        assert len(scan(text)) == 1, text

@@ -260,6 +260,8 @@ def _is_placeholder(value: str) -> bool:
         return True
     if _REFERENCE.fullmatch(value) or "****" in value or "xxxx" in low or "..." in value:
         return True
+    if value[-1] in ".,;:!?" and _REFERENCE.fullmatch(value.rstrip(".,;:!?")):
+        return True  # `$GITHUB_TOKEN.`: a reference ending a sentence
     if low.startswith(("your", "my-", "my_", "insert", "enter-", "enter_", "replace")):
         return True
     return low.endswith(("_here", "-here")) or any(

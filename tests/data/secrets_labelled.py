@@ -369,6 +369,9 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("machine github.com login x-access-token password ${{ secrets.GITHUB_TOKEN }}",
      ".netrc, a GitHub Actions expression"),
     ("default login anonymous password guest@example.com", "anonymous FTP's .netrc"),
+    ("For GitHub use machine github.com login oauth2 password $GITHUB_TOKEN.",
+     ".netrc, a reference ending a sentence"),
+    ("docker login -u ci -p $CI_TOKEN, then push the image", "a reference, then a comma"),
     ("the build machine uses password authentication, not keys", "prose"),
     # Oracle connect strings without a password
     ("jdbc:oracle:thin:billing/<password>@db.internal:1521/ORCL", "Oracle JDBC URL, a placeholder"),
