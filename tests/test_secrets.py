@@ -805,3 +805,21 @@ def test_a_reference_ending_a_sentence_is_no_password() -> None:
     for text in ("machine h login bot password Xk9mQ2vRt8zL.", "DB_PASSWORD=Xk9mQ2vRt8zL.",
                  "docker login -u ci -p Xk9mQ2vRt8zL, then push"):
         assert len(scan(text)) == 1, text
+
+
+def test_an_option_later_on_a_login_s_line_is_not_its_password_unless_among_its_arguments() -> None:
+    """Any `-p` after `docker login` on its line was read as the login's password: "Run
+    docker login ghcr.io first, then docker compose -p webshop2026 up -d." (prose, the
+    project's name) was refused. Only a `-p` among the login's own arguments (its registry,
+    options and their values) is now read."""
+    for quiet in ("Run docker login ghcr.io first, then docker compose -p webshop2026 up -d.",
+                  "After `docker login ghcr.io`, run `docker compose -p webshop2026 up -d`.",
+                  "docker login r.io & docker compose -p webshop2026 up -d",
+                  "Run docker login -u ci first, then docker compose -p webshop2026 up",
+                  "helm registry login r.io then helm install -p release2026"):
+        assert scan(quiet) == [], quiet
+    for text in ("docker login -u ci r.io -p Xk9mQ2vRt8zL",
+                 "podman login --tls-verify=false --authfile a.json -u ci r.io --password Xk9mQ2vRt8zL",
+                 "sudo docker --config /tmp/c login -u ci -p Xk9mQ2vRt8zL r.io",
+                 "helm registry login r.io --username ci --password=Xk9mQ2vRt8zL"):
+        assert [f.kind for f in scan(text)] == ["login-password"], text

@@ -551,12 +551,15 @@ _RULES: tuple[_Rule, ...] = (
           before=LazyPattern(r"(?<![A-Za-z0-9_-])(?:mysql(?:dump|admin|import|check|sh|slap|binlog)?"
                              r"|mariadb(?:-?dump|-?admin|-?import|-?check)?)[ \t]")),
     # a registry login's password option (`docker login -u ci -p SECRET`, `--password SECRET`;
-    # podman, nerdctl, buildah, skopeo, oras, `helm registry login`); `--password-stdin` is none
+    # podman, nerdctl, buildah, skopeo, oras, `helm registry login`); `--password-stdin` is none.
+    # Only among the login's own arguments: its registry, then options with at most two values
+    # each ("run docker login ghcr.io first, then docker compose -p shop2026 up" is prose)
     _Rule("login-password",
           LazyPattern(r"(?<=[ \t])(?:-p|--password)(?:[ \t]{1,5}|=)[\"']?(?!-)([^\s\"']{1,200})"),
           ("login",), check=lambda s: _real_value(s, True),
           before=LazyPattern(r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm)"
-                             r"[ \t](?:[^\n]{0,80}[ \t])?login[ \t]")),
+                             r"[ \t](?:[^\n]{0,80}[ \t])?login(?:[ \t]{1,5}[^\s-]\S{0,200})?"
+                             r"(?:[ \t]{1,5}-\S{0,200}(?:[ \t]{1,5}[^\s-]\S{0,200}){0,2}){0,10}[ \t]{1,5}\Z")),
     # `sshpass -p SECRET ssh …` and `redis-cli -a SECRET` (`--pass`)
     _Rule("command-password",
           LazyPattern(r"(?<=[ \t])-p[ \t]{0,5}[\"']?(?!-)([^\s\"']{1,200})"),

@@ -342,6 +342,8 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("mysqldump -u backup -p --all-databases > all.sql", "a prompt"),
     ("echo $CI_TOKEN | docker login -u ci --password-stdin ghcr.io", "a password on stdin"),
     ("sshpass -f ~/.ssh/pw ssh -p 2222 deploy@bastion", "a password file, then a port"),
+    ("Run docker login ghcr.io first, then docker compose -p webshop2026 up -d.",
+     "another command's -p after a login, in prose"),
     # Docker's config without a password
     ('{"auths": {"ghcr.io": {}}, "credsStore": "desktop"}', "a credential helper"),
     ('{"auths": {"gcr.io": {"auth": "b2F1dGgyYWNjZXNzdG9rZW4="}}}', "base64 without a colon"),
