@@ -823,3 +823,24 @@ def test_an_option_later_on_a_login_s_line_is_not_its_password_unless_among_its_
                  "sudo docker --config /tmp/c login -u ci -p Xk9mQ2vRt8zL r.io",
                  "helm registry login r.io --username ci --password=Xk9mQ2vRt8zL"):
         assert [f.kind for f in scan(text)] == ["login-password"], text
+
+
+def test_an_option_on_a_continued_line_is_read_as_part_of_its_command() -> None:
+    """A command split over lines ending in `\\` (as READMEs and CI files write a long one)
+    was read one line at a time: `curl -sS \\` then `  -u admin:SECRET` had no curl on the
+    password's line, and the password was written unrefused (docker login, sshpass, redis-cli
+    and mysql the same). The lines a `\\` continues are now read as one command."""
+    for text, kind in (("curl -sS \\\n  -u admin:Xk9mQ2vRt8zL \\\n  https://ci.internal/api", "curl-password"),
+                       ("curl -X POST https://x \\\r\n\t-H 'Accept: json' \\\r\n\t-u admin:Xk9mQ2vRt8zL\r\n",
+                        "curl-password"),
+                       ("docker login \\\n  -u ci \\\n  -p Xk9mQ2vRt8zL r.io", "login-password"),
+                       ("sshpass \\\n  -p Xk9mQ2vRt8zL ssh deploy@host", "command-password"),
+                       ("redis-cli -h cache \\\n    -a Xk9mQ2vRt8zL ping", "command-password"),
+                       ("mysql -h db \\\n  -u app -pXk9mQ2vRt8zL app", "mysql-password")):
+        assert [f.kind for f in scan(text)] == [kind], text
+        assert "Xk9mQ2vRt8zL" not in mask_secrets(text)
+    # a line not continued still ends its command
+    for quiet in ("docker login r.io\ndocker compose \\\n  -p webshop2026 up",
+                  "curl https://x\nscp -u admin:Xk9mQ2vRt8zL host:/tmp",
+                  'sshpass -f pw ssh host \\\n  "mkdir -p release2026"'):
+        assert scan(quiet) == [], quiet

@@ -412,7 +412,7 @@ class _Rule:
     context: bool = True  # masked shows the whole match (else the masked secret only)
     user: int = 0  # the group of a user name: a secret equal to it is a default, not a leak
     # a command line's option: the command it is part of (its line, at most 300 characters
-    # back, after the last `|` or `;`) holds this (`_in_command`)
+    # back, with the lines a `\` continues, after the last `|`, `;` or `&&`) holds this (`_in_command`)
     before: LazyPattern | None = None
 
 
@@ -792,12 +792,20 @@ def _oracle_logons(text: str, priority: int) -> list[_Candidate]:
 
 def _in_command(command: LazyPattern, text: str, at: int) -> bool:
     """Whether the command that the option at `at` is part of holds `command`: looked for in
-    at most 300 characters before it on its line, after the last `|`, `;` or `&&` (a bounded
-    look per match, so the scan stays linear). `&&` ends a command too: `docker login r.io &&
-    docker compose -p shop2026 up` took the project name for the login's password."""
-    low = max(0, at - 300)
-    low = max(low, text.rfind("\n", low, at) + 1)
+    at most 300 characters before it on its line (and the lines it continues, each ending in
+    `\\`), after the last `|`, `;` or `&&` (a bounded look per match, so the scan stays
+    linear). `&&` ends a command too: `docker login r.io && docker compose -p shop2026 up`
+    took the project name for the login's password."""
+    floor = max(0, at - 300)
+    low = max(floor, text.rfind("\n", floor, at) + 1)
+    # a line ending in `\` goes on on the next: `curl -sS \` then `  -u admin:…` is one command
+    while low > floor and (text[low - 2 : low] == "\\\n" or text[low - 3 : low] == "\\\r\n"):
+        low = max(floor, text.rfind("\n", floor, low - 2) + 1)
     segment = text[low:at]
+    if "\n" in segment:  # the lines continued, joined by one space
+        *lines, last = segment.split("\n")
+        segment = " ".join([line.rstrip("\r").rstrip("\\").strip(" \t") for line in lines]
+                           + [last.lstrip(" \t")])
     cut = max(segment.rfind("|"), segment.rfind(";"))
     both = segment.rfind("&&")
     if both >= 0:
