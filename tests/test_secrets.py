@@ -844,3 +844,13 @@ def test_an_option_on_a_continued_line_is_read_as_part_of_its_command() -> None:
                   "curl https://x\nscp -u admin:Xk9mQ2vRt8zL host:/tmp",
                   'sshpass -f pw ssh host \\\n  "mkdir -p release2026"'):
         assert scan(quiet) == [], quiet
+
+
+def test_a_private_key_sample_with_a_filler_body_is_no_key() -> None:
+    """A config sample whose key body is a run of one character (`XXXX…` under the header,
+    as docs write where the key goes) was refused as a private key."""
+    for quiet in ("-----BEGIN PRIVATE KEY-----\nXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX\n-----END PRIVATE KEY-----",
+                  '"pem": "-----BEGIN RSA PRIVATE KEY-----\\nAAAAAAAAAAAAAAAAAAAAAAAA\\n-----END RSA PRIVATE KEY-----"'):
+        assert scan(quiet) == [], quiet
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----"
+    assert [f.kind for f in scan(key)] == ["private-key"]

@@ -636,6 +636,8 @@ _PEM_BODY = LazyPattern(
     + r"(?:" + _PEM_LINE_START + r"(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):"
     r"(?:[^\n\\]|\\[^nr\\]){0,300}" + _PEM_BREAK + r"){0,8}"
     r"(?:" + _PEM_LINE_START + _PEM_BREAK + r"){0,3}" + _PEM_LINE_START + r")?[A-Za-z0-9+/]{16}")
+# a sample's stand-in for the body: one character repeated (`XXXXXXXX…`, `AAAAAAAA…`)
+_PEM_FILLER = LazyPattern(r"(.)\1{15}")
 
 # .netrc (curl, git, ftp, Python's netrc): `machine HOST login USER password SECRET`, on one
 # line or over several (at most 20 spaces and line breaks between two of its words), and
@@ -737,8 +739,9 @@ def _private_keys(text: str, priority: int) -> list[_Candidate]:
         header = _PEM_BEGIN.search(text, position)
         if header is None:
             return found
-        if not _PEM_BODY.match(text, header.end()):
-            position = header.end()  # a header named in prose: no body follows it
+        body = _PEM_BODY.match(text, header.end())
+        if body is None or _PEM_FILLER.fullmatch(text, body.end() - 16, body.end()):
+            position = header.end()  # a header named in prose, or `XXXX…` in a sample: no body
             continue
         footer = _PEM_END.search(text, header.end())
         body_end = footer.start() if footer else len(text)

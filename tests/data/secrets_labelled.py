@@ -375,6 +375,8 @@ NON_SECRETS: list[tuple[str, str]] = [
      ".netrc, a reference ending a sentence"),
     ("docker login -u ci -p $CI_TOKEN, then push the image", "a reference, then a comma"),
     ("the build machine uses password authentication, not keys", "prose"),
+    ("key.pem in the sample:\n-----BEGIN PRIVATE KEY-----\nXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX\n-----END PRIVATE KEY-----",
+     "a private key sample, its body a filler"),
     # Oracle connect strings without a password
     ("jdbc:oracle:thin:billing/<password>@db.internal:1521/ORCL", "Oracle JDBC URL, a placeholder"),
     ("sqlplus system/${ORACLE_PASSWORD}@XE", "a reference"),
