@@ -854,3 +854,40 @@ def test_a_private_key_sample_with_a_filler_body_is_no_key() -> None:
         assert scan(quiet) == [], quiet
     key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----"
     assert [f.kind for f in scan(key)] == ["private-key"]
+
+
+def test_oracle_s_short_command_names_count_only_where_a_command_starts() -> None:
+    """`exp`, `imp`, `sql` and `connect` are words of prose too: "exp cifar10/ResNet50@epoch90"
+    (an experiment) was refused as an Oracle logon. Those names now count where a command
+    starts (the line's start, a prompt, a backtick, after `;`, `|` or `&&`)."""
+    for quiet in ("Best run: exp cifar10/ResNet50@epoch90 reached 94%",
+                  "npm i exp hello/World2024@next",
+                  "pip install imp fixtures/TestData2024@latest",
+                  "We ran the sql migrations/AddUsers2024@HEAD script",
+                  "then connect repo/Proj2024@v1 to the board"):
+        assert scan(quiet) == [], quiet
+    for found in ("exp scott/Tiger2024x@ORCL file=x.dmp", "$ exp -x scott/Tiger2024x@ORCL",
+                  "SQL> connect scott/Tiger2024x@ORCL", "cd /tmp; imp scott/Tiger2024x@ORCL",
+                  "`sql scott/Tiger2024x@ORCL`", "sqlplus -s scott/Tiger2024x@ORCL"):
+        assert [f.kind for f in scan(found)] == ["oracle-password"], found
+
+
+def test_a_quote_escaped_inside_a_quoted_password_is_part_of_it() -> None:
+    """`{"password": "Tr0ub4dor \\" & 3 x"}` was masked up to the escaped quote, leaving
+    `& 3 x` of the password in the note's masked text (and its file name), and
+    `{"password": "Xk9\\"mQ2vLp7z"}` was not found at all: the value was cut at `\\"`."""
+    for text in ('{"password": "Tr0ub4dor \\" & 3 x"}', '{"password": "Xk9\\"mQ2vLp7z"}'):
+        [finding] = scan(text)
+        assert mask_secrets(text) == '{"password": "****"}', mask_secrets(text)
+    for quiet in ("password: 'it\\'s fine'", '{"password": "C:\\\\dir\\\\", "x": 1}'):
+        assert scan(quiet) == [], quiet
+
+
+def test_a_quoted_rule_for_passwords_or_an_instruction_is_no_password() -> None:
+    """Any digit, or any lower-case phrase, made a quoted value a passphrase: the rule
+    `password: 'min 12 chars'` or the instruction "press enter" was refused."""
+    for quiet in ("password: 'min 12 chars'", 'password: "12 characters minimum"',
+                  'password: "8-64 chars"', "password: 'press enter'",
+                  'password: "slack pinned message"', "password: 'ping devops'",
+                  'password: "printed inside lid"'):
+        assert scan(quiet) == [], quiet

@@ -371,7 +371,11 @@ _PHRASE_WORDS = _PLACEHOLDER_WORDS | frozenset(
     "known shared sent given below above "
     # where a password lives or how one signs in: `password: 'via OIDC'`, "prod db creds"
     "via creds credential credentials store sso oidc saml ldap okta login signin drive console "
-    "settings admin team lead lastpass bitwarden keepass onepassword ssm kms parameter".split())
+    "settings admin team lead lastpass bitwarden keepass onepassword ssm kms parameter "
+    # a rule for passwords or an instruction: `password: 'min 12 chars'`, "press enter"
+    "min max minimum maximum least most chars characters character letters digits symbols "
+    "press enter hit return type ping slack pinned message printed inside lid sticker "
+    "label".split())
 
 
 def _quoted_value(value: str, prose: bool) -> bool:
@@ -380,6 +384,7 @@ def _quoted_value(value: str, prose: bool) -> bool:
     when it holds letters and digits or symbols, or is two or more words in lower case (as a
     passphrase is typed: "Team Drive", "GitHub Actions" name things), none of them a word of
     prose or of where a password lives (`_PHRASE_WORDS`: "use the vault", "via OIDC")."""
+    value = value.replace('\\"', '"').replace("\\'", "'")  # a quote escaped in it: itself
     if not any(c.isspace() for c in value):
         return _prose_password(value) if prose else _real_value(value, strong=True)
     if len(value) > 200 or not value.isascii() or _is_placeholder(value):
@@ -657,11 +662,17 @@ _NETRC = LazyPattern(
 # a quote, `(` or `=`) and the command right before that (`_ORACLE_COMMAND`, ending there).
 _ORACLE_LOGON = LazyPattern(r"/([^\s@/\"']{1,200})@(?=[A-Za-z0-9_/(])")
 _ORACLE_USER = LazyPattern(r"(?<![^ \t\"'(=])[A-Za-z][A-Za-z0-9_$#]{0,29}\Z")
+# `exp`, `imp`, `sql` and `connect` are words of prose too ("exp cifar10/ResNet50@epoch90",
+# an experiment): those only where a command starts (the command line's start, a prompt, a
+# backtick), the others anywhere.
+_COMMAND_START = r"(?:^|(?<=[|;&`(]))[ \t]{0,5}(?:(?:SQL|RMAN)?>[ \t]{0,5}|[$#][ \t]{0,5})?"
 _ORACLE_COMMAND = LazyPattern(
-    r"(?i)(?<![A-Za-z0-9_-])(?:(?:sqlplus|sqlldr|expdp|impdp|exp|imp|dgmgrl|sql)(?:\.exe)?"
-    r"(?:[ \t]{1,5}-[A-Za-z]{1,12}){0,6}[ \t]{1,5}"
-    r"|rman[ \t][^\n]{0,200}?(?:target|catalog|auxiliary)[ \t=]{1,5}"
-    r"|userid[ \t]{0,3}=[ \t]{0,3}|conn(?:ect)?[ \t]{1,5}|connect\([ \t]{0,5})[\"']?\Z")
+    r"(?i)(?:(?:(?<![A-Za-z0-9_-])(?:sqlplus|sqlldr|expdp|impdp|dgmgrl)"
+    r"|" + _COMMAND_START + r"(?:exp|imp|sql))(?:\.exe)?(?:[ \t]{1,5}-[A-Za-z]{1,12}){0,6}[ \t]{1,5}"
+    r"|(?<![A-Za-z0-9_-])rman[ \t][^\n]{0,200}?(?:target|catalog|auxiliary)[ \t=]{1,5}"
+    r"|(?<![A-Za-z0-9_-])userid[ \t]{0,3}=[ \t]{0,3}"
+    r"|" + _COMMAND_START + r"conn(?:ect)?[ \t]{1,5}"
+    r"|(?<![A-Za-z0-9_-])connect\([ \t]{0,5})[\"']?\Z")
 _ORACLE_WORDS = ("sql", "exp", "imp", "rman", "dgmgrl", "userid", "conn")  # in each command's name
 _ORACLE_HINTS = ("sqlplus", "sqlldr", "expdp", "impdp", "exp ", "imp ", "rman", "dgmgrl", "sql ",
                  "userid", "conn")
@@ -862,10 +873,11 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
         close, separator, quote, value = assign.groups()
         after = text[assign.end() : assign.end() + 1]
         start, end = assign.span(4)
-        if quote and after != quote:
-            # a quoted value with spaces or commas: read whole, up to its closing quote on
-            # the line (at most 200 characters), and judged as a passphrase
-            closing = text.find(quote, end, start + 201)
+        if quote and (after != quote or value.endswith("\\")):
+            # a quoted value with spaces or commas (or a quote escaped in it): read whole, up
+            # to its closing quote on the line (at most 200 characters), and judged as a
+            # passphrase
+            closing = _closing_quote(text, quote, start, end, start + 201)
             if closing < 0 or "\n" in text[end:closing] or not _quoted_value(text[start:closing], False):
                 continue
             resume = max(resume, closing)
@@ -888,6 +900,23 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
                                 "connection-string-password" if connection else kind,
                                 text[begin:start] + "****" + quote, "****"))
     return found
+
+
+def _closing_quote(text: str, quote: str, start: int, position: int, limit: int) -> int:
+    """Where the quote closing the value that starts at `start` is, looked for from
+    `position` and before `limit`; -1 if none. A quote after an odd number of backslashes is
+    part of the value (`"Tr0ub4dor \\" & 3"` in JSON): taken for its end, the rest of the
+    password was left in the note."""
+    while True:
+        closing = text.find(quote, position, limit)
+        if closing < 0:
+            return -1
+        escapes = closing
+        while escapes > start and text[escapes - 1] == "\\":
+            escapes -= 1
+        if (closing - escapes) % 2 == 0:
+            return closing
+        position = closing + 1
 
 
 def _candidates(text: str) -> list[_Candidate]:

@@ -393,4 +393,8 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("the twilio auth token lives in 1Password; webhook request 5d41402abc4b2a76b9719d911017c592 failed",
      "a 32-hex request id after the words"),
     ("twilio auth token: <your-auth-token>", "placeholder"),
+    # Oracle's short command names as words of prose; rules for passwords, quoted
+    ("Best run: exp cifar10/ResNet50@epoch90 reached 94%", "an experiment, not Oracle's exp"),
+    ('db:\n  password: "min 12 chars, one symbol"\n', "a password rule, quoted"),
+    ("password: 'press enter at the prompt'", "an instruction, quoted"),
 ]
