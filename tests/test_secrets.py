@@ -891,3 +891,18 @@ def test_a_quoted_rule_for_passwords_or_an_instruction_is_no_password() -> None:
                   'password: "slack pinned message"', "password: 'ping devops'",
                   'password: "printed inside lid"'):
         assert scan(quiet) == [], quiet
+
+
+def test_a_password_on_a_windows_command_or_in_sshpass_s_variable_is_found() -> None:
+    """`curl.exe -u`, `docker.exe login -p`, `redis-cli.exe -a` and `mysql.exe -p` (as
+    PowerShell notes write them) were read as no such command, and `SSHPASS=…` (what
+    `sshpass -e` reads) as no password's name: each password was written unrefused."""
+    for text, kind in (("curl.exe -u admin:Xk9mQ2vRt8zL https://x", "curl-password"),
+                       ("docker.exe login -u ci -p Xk9mQ2vRt8zL r.io", "login-password"),
+                       ("redis-cli.exe -a Xk9mQ2vRt8zL", "command-password"),
+                       ("mysql.exe -u root -pXk9mQ2vRt8zL", "mysql-password"),
+                       ("SSHPASS=Xk9mQ2vRt8zL sshpass -e ssh deploy@web1", "password-assignment")):
+        assert [f.kind for f in scan(text)] == [kind], text
+        assert "Xk9mQ2vRt8zL" not in mask_secrets(text)
+    for quiet in ("SSHPASS=$DEPLOY_PW sshpass -e ssh h", "curl.exe -u $USER:$TOKEN https://x"):
+        assert scan(quiet) == [], quiet

@@ -547,14 +547,14 @@ _RULES: tuple[_Rule, ...] = (
                      r"|--(?:proxy-)?user(?:[ \t]{1,5}|=))[\"']?(?!-)"
                      r"([^\s:\"'@]{0,100}):([^\s\"']{1,200})"),
           ("curl",), group=2, user=1, check=lambda s: _real_value(s, True),
-          before=LazyPattern(r"(?<![A-Za-z0-9_-])curl[ \t]")),
+          before=LazyPattern(r"(?<![A-Za-z0-9_-])curl(?:\.exe)?[ \t]")),
     # `mysql -pSECRET` in a mysql command (attached: `-p mydb` is a prompt, then the database;
     # `-P3306` a port; `mysqldump … | ssh -p2222` another command's)
     _Rule("mysql-password",
           LazyPattern(r"(?<=[ \t])-p[\"']?([^\s\"']{1,200})"),
           ("mysql", "mariadb"), check=lambda s: _real_value(s, True),
           before=LazyPattern(r"(?<![A-Za-z0-9_-])(?:mysql(?:dump|admin|import|check|sh|slap|binlog)?"
-                             r"|mariadb(?:-?dump|-?admin|-?import|-?check)?)[ \t]")),
+                             r"|mariadb(?:-?dump|-?admin|-?import|-?check)?)(?:\.exe)?[ \t]")),
     # a registry login's password option (`docker login -u ci -p SECRET`, `--password SECRET`;
     # podman, nerdctl, buildah, skopeo, oras, `helm registry login`); `--password-stdin` is none.
     # Only among the login's own arguments: its registry, then options with at most two values
@@ -563,7 +563,7 @@ _RULES: tuple[_Rule, ...] = (
           LazyPattern(r"(?<=[ \t])(?:-p|--password)(?:[ \t]{1,5}|=)[\"']?(?!-)([^\s\"']{1,200})"),
           ("login",), check=lambda s: _real_value(s, True),
           before=LazyPattern(r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm)"
-                             r"[ \t](?:[^\n]{0,80}[ \t])?login(?:[ \t]{1,5}[^\s-]\S{0,200})?"
+                             r"(?:\.exe)?[ \t](?:[^\n]{0,80}[ \t])?login(?:[ \t]{1,5}[^\s-]\S{0,200})?"
                              r"(?:[ \t]{1,5}-\S{0,200}(?:[ \t]{1,5}[^\s-]\S{0,200}){0,2}){0,10}[ \t]{1,5}\Z")),
     # `sshpass -p SECRET ssh …` and `redis-cli -a SECRET` (`--pass`)
     _Rule("command-password",
@@ -576,7 +576,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("command-password",
           LazyPattern(r"(?<=[ \t])(?:-a|--pass)[ \t]{1,5}[\"']?(?!-)([^\s\"']{1,200})"),
           ("redis-cli",), check=lambda s: _real_value(s, True),
-          before=LazyPattern(r"(?<![A-Za-z0-9_-])redis-cli[ \t]")),
+          before=LazyPattern(r"(?<![A-Za-z0-9_-])redis-cli(?:\.exe)?[ \t]")),
     # Oracle's `user/password@connect` in a JDBC URL (`jdbc:oracle:thin:scott/…@db:1521/ORCL`);
     # on a command line: `_oracle_logons`. `scott/tiger` (the demo schema's), `app/app`, `/`
     # and `scott@ORCL` (a prompt) are none.
@@ -686,7 +686,9 @@ _ASSIGN = LazyPattern(
     r"([\x21\x23-\x26\x28-\x2b\x2d-\x3a\x3c-\x7e]{1,200})"  # printable ASCII but space " ' , ;
 )
 _SEGMENT = LazyPattern(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|密码|口令|密钥")
-_PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "密码", "口令"})
+# `SSHPASS` (what `sshpass -e` reads) is one word: no segment of it is `pass`
+_PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "sshpass",
+                             "密码", "口令"})
 _SECRET_WORDS = frozenset({"secret", "token", "apikey", "密钥", "privatekey", "secretkey",
                            "accesskey", "masterkey", "signingkey", "encryptionkey", "clientsecret"})
 _KEY_QUALIFIERS = frozenset(
