@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import re
 
+from memctl.core.textfile import unescaped_quote
+
 _WHITESPACE = " \t\n\r"  # JSON's four
 # What ends a number, `true`, `false` or `null` at the top level.
 _SCALAR_END = re.compile(r"[,}\s]")
@@ -122,17 +124,10 @@ def _skip_space(text: str, position: int) -> int:
 
 def _string_end(text: str, start: int) -> int:
     """The index after the string that opens at `start` (its `"`)."""
-    position = start + 1
-    while True:
-        quote = text.find('"', position)
-        if quote < 0:
-            raise _Malformed
-        backslashes = 0
-        while text[quote - 1 - backslashes] == "\\":
-            backslashes += 1
-        if backslashes % 2 == 0:
-            return quote + 1
-        position = quote + 1
+    quote = unescaped_quote(text, '"', start + 1)
+    if quote < 0:
+        raise _Malformed
+    return quote + 1
 
 
 def _container_end(text: str, start: int) -> int:

@@ -76,6 +76,7 @@ from collections.abc import Callable, Iterable, Mapping
 from memctl.core.errors import MemctlError, arg
 from memctl.core.lazyre import LazyPattern
 from memctl.core.records import dataclass, field
+from memctl.core.textfile import unescaped_quote
 
 
 @dataclass(frozen=True)
@@ -422,6 +423,11 @@ class _Rule:
 
 
 _B = r"(?<![A-Za-z0-9_-])"  # no token character before
+# what comes before X: "password is" (`passwd`, `passphrase`; not `1password is`), "密码是"
+_PROSE_LEAD_EN = r"[Pp](?<![A-Za-z0-9_].)(?i:ass(?:word|wd|phrase)[ \t]{1,3}is)"
+_PROSE_HINTS_EN = ("password", "passwd", "passphrase")
+_PROSE_LEAD_ZH = r"(?:密码|口令)[ \t]{0,3}[是为]"
+_PROSE_HINTS_ZH = ("密码是", "密码为", "口令是", "口令为")
 # after "password is" / "密码是": an optional `:` and quote, then the value, printable ASCII
 # but `"'`,;`, ending on no `.:)]}` (the end of the sentence, not of the password)
 _PROSE_VALUE = (r"[ \t]{0,3}:?[ \t]{0,3}[\"'`]?([^\x00-\x20\"'`,;\x7f-\U0010ffff]{5,199}"
@@ -610,16 +616,14 @@ _RULES: tuple[_Rule, ...] = (
     # character that is no punctuation), X a real value and no word (`_prose_password`). Two
     # rules: one expression for both, or one starting with its look-behind, is tried at every
     # position (30 ms a MB against 5).
-    _Rule("password-in-prose",
-          LazyPattern(r"[Pp](?<![A-Za-z0-9_].)(?i:ass(?:word|wd|phrase)[ \t]{1,3}is)" + _PROSE_QUOTED),
-          ("password", "passwd", "passphrase"), lower=True, check=lambda s: _quoted_value(s, True)),
-    _Rule("password-in-prose", LazyPattern(r"(?:密码|口令)[ \t]{0,3}[是为]" + _PROSE_QUOTED),
-          ("密码是", "密码为", "口令是", "口令为"), check=lambda s: _quoted_value(s, True)),
-    _Rule("password-in-prose",
-          LazyPattern(r"[Pp](?<![A-Za-z0-9_].)(?i:ass(?:word|wd|phrase)[ \t]{1,3}is)" + _PROSE_VALUE),
-          ("password", "passwd", "passphrase"), lower=True, check=_prose_password),
-    _Rule("password-in-prose", LazyPattern(r"(?:密码|口令)[ \t]{0,3}[是为]" + _PROSE_VALUE),
-          ("密码是", "密码为", "口令是", "口令为"), check=_prose_password),
+    _Rule("password-in-prose", LazyPattern(_PROSE_LEAD_EN + _PROSE_QUOTED), _PROSE_HINTS_EN,
+          lower=True, check=lambda s: _quoted_value(s, True)),
+    _Rule("password-in-prose", LazyPattern(_PROSE_LEAD_ZH + _PROSE_QUOTED), _PROSE_HINTS_ZH,
+          check=lambda s: _quoted_value(s, True)),
+    _Rule("password-in-prose", LazyPattern(_PROSE_LEAD_EN + _PROSE_VALUE), _PROSE_HINTS_EN,
+          lower=True, check=_prose_password),
+    _Rule("password-in-prose", LazyPattern(_PROSE_LEAD_ZH + _PROSE_VALUE), _PROSE_HINTS_ZH,
+          check=_prose_password),
 )
 
 # Private key blocks: the header, then the body up to the footer (or the end of the text).
@@ -879,7 +883,7 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
             # a quoted value with spaces or commas (or a quote escaped in it): read whole, up
             # to its closing quote on the line (at most 200 characters), and judged as a
             # passphrase
-            closing = _closing_quote(text, quote, start, end, start + 201)
+            closing = unescaped_quote(text, quote, start, start + 201)
             if closing < 0 or "\n" in text[end:closing] or not _quoted_value(text[start:closing], False):
                 continue
             resume = max(resume, closing)
@@ -902,23 +906,6 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
                                 "connection-string-password" if connection else kind,
                                 text[begin:start] + "****" + quote, "****"))
     return found
-
-
-def _closing_quote(text: str, quote: str, start: int, position: int, limit: int) -> int:
-    """Where the quote closing the value that starts at `start` is, looked for from
-    `position` and before `limit`; -1 if none. A quote after an odd number of backslashes is
-    part of the value (`"Tr0ub4dor \\" & 3"` in JSON): taken for its end, the rest of the
-    password was left in the note."""
-    while True:
-        closing = text.find(quote, position, limit)
-        if closing < 0:
-            return -1
-        escapes = closing
-        while escapes > start and text[escapes - 1] == "\\":
-            escapes -= 1
-        if (closing - escapes) % 2 == 0:
-            return closing
-        position = closing + 1
 
 
 def _candidates(text: str) -> list[_Candidate]:

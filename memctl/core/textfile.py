@@ -1,6 +1,8 @@
 """Whether a file's bytes are text, and if not, the line to fix: the one wording every command
-names such a file by, `path:line: problem` (docs/format.md, "A file that does not parse").
-Pure, and light: the search's fast path reads files through it (tests/test_layers.py)."""
+names such a file by, `path:line: problem` (docs/format.md, "A file that does not parse");
+and where a quoted string with backslash escapes ends (`unescaped_quote`: JSON, TOML, the
+secret scan's quoted values). Pure, and light: the search's fast path reads files through
+it (tests/test_layers.py)."""
 
 from __future__ import annotations
 
@@ -38,3 +40,22 @@ def is_utf8_name(name: str) -> bool:
 def escaped_name(name: str) -> str:
     """A name that may not be UTF-8 as it can be shown: each byte that is not as `\\xe9`."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def unescaped_quote(text: str, quote: str, start: int, end: int | None = None) -> int:
+    """Where the first `quote` from `start` (and before `end`) is that no backslash escapes
+    (one after an odd number of them is part of the string: `"a \\" b"`), or -1: the end of
+    a string in JSON, TOML or a quoted value of a note. The backslashes are counted back to
+    `start` at most, so a string's opening quote is never taken for one of them."""
+    limit = len(text) if end is None else end
+    position = start
+    while True:
+        found = text.find(quote, position, limit)
+        if found < 0:
+            return -1
+        before = found
+        while before > start and text[before - 1] == "\\":
+            before -= 1
+        if (found - before) % 2 == 0:
+            return found
+        position = found + 1

@@ -10,6 +10,8 @@ MAX_KEY_PARTS is refused before it is read: `memctl.toml` in a store
 
 from __future__ import annotations
 
+from memctl.core.textfile import unescaped_quote
+
 MAX_KEY_PARTS = 8
 
 
@@ -73,18 +75,10 @@ def _after_string(text: str, start: int, line: int) -> tuple[int, int]:
     quote = text[start]
     closing = quote * 3 if text.startswith(quote * 3, start) else quote
     position = start + len(closing)
-    while True:
-        found = text.find(closing, position)
-        if found < 0:
-            return len(text), line + text.count("\n", start)
-        if quote == '"':
-            backslashes = 0
-            while text[found - 1 - backslashes] == "\\":
-                backslashes += 1
-            if backslashes % 2:
-                position = found + 1
-                continue
-        found += len(closing)
-        while text.startswith(quote, found) and len(closing) == 3:
-            found += 1  # `""""`: a quote inside, right before the closing three
-        return found, line + text.count("\n", start, found)
+    found = unescaped_quote(text, closing, position) if quote == '"' else text.find(closing, position)
+    if found < 0:
+        return len(text), line + text.count("\n", start)
+    found += len(closing)
+    while text.startswith(quote, found) and len(closing) == 3:
+        found += 1  # `""""`: a quote inside, right before the closing three
+    return found, line + text.count("\n", start, found)
