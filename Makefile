@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test lint bench venv clean
 
-$(BIN)/memctl: pyproject.toml
+$(BIN)/memctl: pyproject.toml hatch_build.py memctl/disk/_statwalk.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# The distribution was called memctl before it became memctl-md (README, "Install"): an

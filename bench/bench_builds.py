@@ -2,6 +2,8 @@
 
     git archive OLD memctl | tar -x -C BEFORE      # the build before, as a folder
     git archive HEAD memctl | tar -x -C AFTER      # and this one
+    .venv/bin/python hatch_build.py AFTER          # its compiled walk, if it has one (else
+                                                   # its walk runs in Python)
     .venv/bin/python bench/bench_builds.py --before BEFORE --after AFTER \
         --store bench/out/scale/store-10000-seed42 [--rounds 30] [--runs 3]
 

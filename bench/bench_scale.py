@@ -713,10 +713,11 @@ def main() -> None:
     meta = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "cores": os.cpu_count(),
             "python": sys.version.split()[0], "sqlite": sqlite3.sqlite_version,
             "memctl": version, "seed": args.seed, "sizes": sizes, "blocks": blocks,
-            "tries": args.tries, "grep": grep_tool, "now": NOW,
+            "tries": args.tries, "grep": grep_tool, "now": NOW, "walk": walk_kind(),
             "command": " ".join([Path(PYTHON).name, "bench/bench_scale.py", *sys.argv[1:]])}
     print(f"# bench_scale: {version}, {meta['cores']} cores, python {meta['python']}, sqlite "
-          f"{meta['sqlite']}, {meta['date']}, {grep_tool}  [{load()}]", flush=True)
+          f"{meta['sqlite']}, {meta['date']}, {grep_tool}, {meta['walk']} walk  [{load()}]",
+          flush=True)
     all_results: dict[int, Results] = {}
     for size in sizes:
         print(f"\n## {size} notes", flush=True)
@@ -736,6 +737,15 @@ def main() -> None:
     print(f"\nwrote {out / 'scale.json'}")
 
 
+def walk_kind() -> str:
+    """Whether the installed memctl lists folders in C (memctl/disk/_statwalk.c, built where
+    the install found a compiler; MEMCTL_NATIVE_WALK=0 turns it off) or in Python."""
+    probe = "from memctl.disk import filescan; print(filescan._native_list is not None)"
+    done = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True,
+                          env=bench_search.ENV)
+    return "compiled" if done.stdout.strip() == "True" else "Python"
+
+
 def print_table(saved: dict[str, object]) -> None:
     """The table and commands of a run, from what it saved in scale.json."""
     meta: dict[str, object] = saved["meta"]  # type: ignore[assignment]
@@ -743,8 +753,9 @@ def print_table(saved: dict[str, object]) -> None:
     for size, entry in saved["results"].items():  # type: ignore[attr-defined]
         all_results[int(size)] = Results(Path(entry["store"]))
         all_results[int(size)].figures = entry["figures"]
-    print(f"\n## Scale table ({meta['date']}, {meta['memctl']}, {meta['cores']} cores; load = "
-          f"1-minute load average when taken)\n\n    {meta['command']}\n")
+    walk = f"{meta['walk']} walk; " if "walk" in meta else ""
+    print(f"\n## Scale table ({meta['date']}, {meta['memctl']}, {meta['cores']} cores; {walk}"
+          f"load = 1-minute load average when taken)\n\n    {meta['command']}\n")
     print(table(all_results))
     print(f"\nCommands ($STORE: the measured copy of the store of each size; memctl: {MEMCTL}):\n")
     print(commands(all_results))

@@ -6,6 +6,7 @@ of memctl's own modules sit at the top of a file except on the documented lazy p
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import subprocess
 import sys
@@ -106,6 +107,9 @@ SEARCH_MODULES = {
     "memctl.index.db", "memctl.index.fuzzy", "memctl.index.scope", "memctl.index.search",
     "memctl.services", "memctl.services.retrieval", "memctl.services.stores", "memctl.store",
 }
+# The walk's listing of a folder in C, where the install built it (tests/test_statwalk.py).
+if importlib.util.find_spec("memctl.disk._statwalk") is not None:
+    SEARCH_MODULES.add("memctl.disk._statwalk")
 # What a search with no live watcher loads besides: the walk of the store it starts in helper
 # processes before its other imports (memctl.cli.main, docs/search.md).
 WALK_AHEAD_MODULES = {"memctl.services.walkahead"}
@@ -156,9 +160,13 @@ def import_sites(module: str) -> list[tuple[str, bool, int, bool]]:
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     type_only = set()
+    optional = set()  # `try: import ...` at the top of the file: a module that may not be built
     for node in tree.body:  # imports under `if TYPE_CHECKING:` are for annotations only
         if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
             type_only.update(id(sub) for sub in ast.walk(node))
+        if isinstance(node, ast.Try):
+            optional.update(id(sub) for sub in node.body
+                            if isinstance(sub, (ast.Import, ast.ImportFrom)))
     found: list[tuple[str, bool, int, bool]] = []
     for node in ast.walk(tree):
         names: list[str] = []
@@ -176,7 +184,8 @@ def import_sites(module: str) -> list[tuple[str, bool, int, bool]]:
         for name in names:
             target = resolve(name) if name.split(".")[0] == "memctl" else None
             if target and target != module:
-                found.append((target, node.col_offset == 0, node.lineno, id(node) in type_only))
+                found.append((target, node.col_offset == 0 or id(node) in optional, node.lineno,
+                              id(node) in type_only))
     return found
 
 

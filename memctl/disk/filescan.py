@@ -31,7 +31,8 @@ from memctl.disk.forking import fork_child, stop_child, write_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up)
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 # memctl.core.vocab (`valid_project_name`) is imported where a name is checked, not here: it
 # loads `re` (~10 ms), and `memctl search` starts its walk ahead (below) before that.
@@ -47,6 +48,27 @@ _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 # marshal's version 2 writes every object whole: from version 3 on, an object referred to
 # twice (a small int, say) may be written as a reference, depending on who else holds it.
 _MARSHAL_VERSION = 2
+
+# memctl/disk/_statwalk.c: the listing of one folder in C, built where the install found a
+# C compiler (hatch_build.py). It writes the entries as `marshal` does, so a folder's digest
+# is the same whichever lists it (tests/test_statwalk.py). Only a build of this version is
+# used: an editable install keeps the module it built. MEMCTL_NATIVE_WALK=0: the Python one.
+try:
+    from memctl.disk import _statwalk  # type: ignore[attr-defined]
+except ImportError:  # not built
+    _statwalk = None
+_STATWALK_VERSION = 1
+
+
+def _native_lister(module: Any) -> Callable[[bytes, bool], tuple[bytes, int, list[bytes]] | None] | None:
+    """`module.list_folder` if it is a build of this version and not turned off, else None."""
+    if module is None or os.environ.get("MEMCTL_NATIVE_WALK") == "0" \
+            or getattr(module, "VERSION", None) != _STATWALK_VERSION:
+        return None
+    return module.list_folder  # type: ignore[no-any-return]
+
+
+_native_list = _native_lister(_statwalk)
 
 
 def scan(root: str, folders: list[tuple[str, str]] | None = None) -> dict[str, list[str]]:
@@ -97,15 +119,9 @@ def _top_folders(root: str) -> list[tuple[str, str]]:
 
 def _walk(folders: list[tuple[bytes, bytes]]) -> dict[bytes, list[Entry]]:
     """The entries of `folders` ((store-relative folder with its `/`, path) pairs, popped)
-    and of every folder below them, by folder. In bytes throughout: no name is decoded from
-    the file system nor encoded back for its stat (~15 % of the walk's time)."""
-    found: dict[bytes, list[Entry]] = {}
-    while folders:
-        here, folder = folders.pop()
-        entries = _list_folder(here, folder, folders)
-        if entries:
-            found[here] = entries
-    return found
+    and of every folder below them, by folder, sorted. In bytes throughout: no name is
+    decoded from the file system nor encoded back for its stat (~15 % of the walk's time)."""
+    return {here: marshal.loads(data) for here, (data, _) in _walk_listings(folders).items()}
 
 
 def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -> list[Entry]:
@@ -143,6 +159,32 @@ def _list_folder(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -
     finally:
         os.close(fd)
     return entries
+
+
+def _listing(here: bytes, folder: bytes, below: list[tuple[bytes, bytes]]) -> tuple[bytes, int]:
+    """(`marshal.dumps` of the entries of `folder` sorted, what its digest is made of: their
+    number), its subfolders added to `below`, as `_list_folder` lists them: in C where it
+    was built and can (`_native_list`), else here."""
+    if _native_list is not None:
+        listed = _native_list(folder, _UTF8_NAMES)
+        if listed is not None:
+            data, count, subfolders = listed
+            below.extend([(here + name + b"/", folder + b"/" + name) for name in subfolders])
+            return data, count
+    entries = _list_folder(here, folder, below)
+    entries.sort()
+    return marshal.dumps(entries, _MARSHAL_VERSION), len(entries)
+
+
+def _walk_listings(folders: list[tuple[bytes, bytes]]) -> dict[bytes, tuple[bytes, int]]:
+    """`_walk`, each folder as its `_listing`: no entry made in Python where C lists it."""
+    found: dict[bytes, tuple[bytes, int]] = {}
+    while folders:
+        here, folder = folders.pop()
+        data, count = _listing(here, folder, folders)
+        if count:
+            found[here] = (data, count)
+    return found
 
 
 def _all_utf8(names: list[bytes]) -> bool:
@@ -306,20 +348,21 @@ class Walked:
     file); the keys of one of its folders are listed again when asked for, which the
     freshness check does only for a folder whose digest differs from the index's."""
 
-    __slots__ = ("root", "digests", "files", "_entries")
+    __slots__ = ("root", "digests", "files", "_listings")
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.digests: dict[str, str] = {}
         self.files = 0
-        self._entries: dict[str, list[Entry]] = {}
+        self._listings: dict[str, bytes] = {}
 
-    def add_entries(self, folder: bytes, entries: list[Entry]) -> None:
-        """A folder `_walk` listed, with its entries (keys made only if asked for: `keys`)."""
+    def add_listing(self, folder: bytes, data: bytes, count: int) -> None:
+        """A folder listed here (`_listing`): its entries are read from `data` only if its
+        keys are asked for (`keys`)."""
         name = os.fsdecode(folder)
-        self.digests[name] = entries_digest(entries)
-        self._entries[name] = entries
-        self.files += len(entries)
+        self.digests[name] = _blake2b_hex(data)
+        self._listings[name] = data
+        self.files += count
 
     def add_digest(self, folder: str, digest: str, count: int) -> None:
         self.digests[folder] = digest
@@ -327,12 +370,14 @@ class Walked:
 
     def keys(self, folder: str) -> list[str]:
         """The keys of `folder` (none for a folder the walk did not find)."""
-        entries = self._entries.get(folder)
-        if entries is None:
-            if folder not in self.digests:
-                return []
-            entries = _list_folder(os.fsencode(folder), os.fsencode(
-                os.path.join(self.root, folder[:-1])), [])
+        data = self._listings.get(folder)
+        if data is not None:
+            entries: list[Entry] = marshal.loads(data)
+        elif folder in self.digests:
+            entries = marshal.loads(_listing(os.fsencode(folder), os.fsencode(
+                os.path.join(self.root, folder[:-1])), [])[0])
+        else:
+            return []
         return entry_keys(folder, entries)
 
     def as_scan(self) -> dict[str, list[str]]:
@@ -353,8 +398,8 @@ def scan_folders(root: str) -> Walked:
         else:
             ahead.abandon()  # another folder's: of no use here
     walked = Walked(root)
-    for folder, entries in _walk(_project_tops(root)).items():
-        walked.add_entries(folder, entries)
+    for folder, (data, count) in _walk_listings(_project_tops(root)).items():
+        walked.add_listing(folder, data, count)
     return walked
 
 
@@ -477,9 +522,9 @@ class _WalkAhead:
         _quiet_standard_streams()
         while record := os.read(self.queue, _RECORD):
             number = int.from_bytes(record, "big")
-            folders = _walk(_encoded(self.groups[number]))
-            data = marshal.dumps((number, [(os.fsdecode(folder), entries_digest(entries),
-                                            len(entries)) for folder, entries in folders.items()]))
+            folders = _walk_listings(_encoded(self.groups[number]))
+            data = marshal.dumps((number, [(os.fsdecode(folder), _blake2b_hex(listing), count)
+                                           for folder, (listing, count) in folders.items()]))
             write_all(answer, len(data).to_bytes(_LENGTH, "big") + data)
         write_all(answer, _END)
 
@@ -511,8 +556,8 @@ class _WalkAhead:
                 done.add(number)
                 folders = _encoded([(name, path) for name, path in self.groups[number]
                                     if valid_project_name(name)])
-                for folder, entries in _walk(folders).items():
-                    walked.add_entries(folder, entries)
+                for folder, (data, count) in _walk_listings(folders).items():
+                    walked.add_listing(folder, data, count)
             while self.helpers:
                 pid, answer = self.helpers.pop()
                 try:

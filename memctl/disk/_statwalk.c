@@ -1,0 +1,349 @@
+/* One folder of the freshness walk, listed and stat'ed in C (memctl/disk/filescan.py).
+
+   The walk is a stat call per file (the kernel's work) and, in Python, ~1.5 us more a file
+   of interpreter work around each call: a third of the walk at 10k notes (bench/README.md,
+   "The compiled walk"). This module does the same listing without the interpreter: the
+   regular files named `*.md` (any case of the suffix) and the subfolders of one folder, not
+   links, no name starting with `.`, each file's (name, mtime_ns, ctime_ns, size) entry.
+
+   It returns the entries in the form their folder's digest is made of: `marshal.dumps` of
+   the list of entries sorted, format version 2 (filescan.entries_digest), written here byte
+   for byte as CPython 3 writes it, so no Python object is made per file. Whatever this code
+   does not write the way marshal would (a name that is not UTF-8, a time too far from 1970
+   for 64 bits of nanoseconds, a folder it cannot open or read whole) makes it return None,
+   and the folder is listed by the Python code instead: the two never disagree
+   (tests/test_statwalk.py holds them equal). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef __APPLE__
+#define st_mtim st_mtimespec
+#define st_ctim st_ctimespec
+#endif
+
+/* Bumped with every change of what list_folder returns: filescan.py uses a build of this
+   module only when the two agree (an editable install keeps the module it built). */
+#define STATWALK_VERSION 1
+
+/* Seconds beyond which mtime_ns or ctime_ns would not fit in 64 bits (year 2255). */
+#define SECONDS_LIMIT 9000000000LL
+
+typedef struct {
+    char *name;
+    size_t length;
+    int64_t mtime_ns, ctime_ns, size;
+} entry;
+
+typedef struct {
+    unsigned char *data;
+    size_t length, room;
+} buffer;
+
+static int grow(buffer *out, size_t more) {
+    if (out->length + more <= out->room)
+        return 0;
+    size_t room = out->room ? out->room : 4096;
+    while (room < out->length + more)
+        room *= 2;
+    unsigned char *data = realloc(out->data, room);
+    if (data == NULL)
+        return -1;
+    out->data = data;
+    out->room = room;
+    return 0;
+}
+
+static int put_byte(buffer *out, unsigned char byte) {
+    if (grow(out, 1) < 0)
+        return -1;
+    out->data[out->length++] = byte;
+    return 0;
+}
+
+static int put_int32(buffer *out, int32_t value) {
+    if (grow(out, 4) < 0)
+        return -1;
+    uint32_t bits = (uint32_t)value;
+    for (int shift = 0; shift < 32; shift += 8)
+        out->data[out->length++] = (unsigned char)(bits >> shift);
+    return 0;
+}
+
+/* An int as marshal writes it: TYPE_INT ('i') when it fits in 32 bits, else TYPE_LONG ('l'):
+   the number of 15-bit digits (negative for a negative number), then the digits of its
+   absolute value, least significant first, each in two bytes. */
+static int put_integer(buffer *out, int64_t value) {
+    if (value >= INT32_MIN && value <= INT32_MAX)
+        return put_byte(out, 'i') < 0 ? -1 : put_int32(out, (int32_t)value);
+    uint64_t magnitude = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    unsigned char digits[10][2];
+    int count = 0;
+    while (magnitude) {
+        digits[count][0] = (unsigned char)(magnitude & 0xff);
+        digits[count][1] = (unsigned char)((magnitude >> 8) & 0x7f);
+        magnitude >>= 15;
+        count++;
+    }
+    if (put_byte(out, 'l') < 0 || put_int32(out, value < 0 ? -count : count) < 0
+            || grow(out, (size_t)count * 2) < 0)
+        return -1;
+    for (int i = 0; i < count; i++) {
+        out->data[out->length++] = digits[i][0];
+        out->data[out->length++] = digits[i][1];
+    }
+    return 0;
+}
+
+static int is_ascii(const char *name, size_t length) {
+    for (size_t i = 0; i < length; i++)
+        if ((unsigned char)name[i] >= 0x80)
+            return 0;
+    return 1;
+}
+
+static int by_name(const void *left, const void *right) {
+    const entry *a = left, *b = right;
+    size_t shorter = a->length < b->length ? a->length : b->length;
+    int order = memcmp(a->name, b->name, shorter);
+    if (order)
+        return order;
+    return a->length < b->length ? -1 : a->length > b->length;
+}
+
+static int is_markdown(const char *name, size_t length) {
+    return length >= 3 && name[length - 3] == '.' && (name[length - 2] | 0x20) == 'm'
+        && (name[length - 1] | 0x20) == 'd';
+}
+
+/* Whether `name` is well-formed UTF-8 as Python's strict decoder reads it (Unicode's table
+   of well-formed byte sequences: no overlong form, no surrogate, nothing past U+10FFFF). */
+static int is_utf8(const unsigned char *name, size_t length) {
+    size_t i = 0;
+    while (i < length) {
+        unsigned char first = name[i];
+        if (first < 0x80) {
+            i++;
+            continue;
+        }
+        size_t more;
+        unsigned char low = 0x80, high = 0xbf;
+        if (first >= 0xc2 && first <= 0xdf)
+            more = 1;
+        else if (first >= 0xe0 && first <= 0xef) {
+            more = 2;
+            if (first == 0xe0)
+                low = 0xa0;
+            else if (first == 0xed)
+                high = 0x9f;
+        } else if (first >= 0xf0 && first <= 0xf4) {
+            more = 3;
+            if (first == 0xf0)
+                low = 0x90;
+            else if (first == 0xf4)
+                high = 0x8f;
+        } else
+            return 0;
+        if (length - i - 1 < more || name[i + 1] < low || name[i + 1] > high)
+            return 0;
+        for (size_t j = 2; j <= more; j++)
+            if (name[i + j] < 0x80 || name[i + j] > 0xbf)
+                return 0;
+        i += more + 1;
+    }
+    return 1;
+}
+
+typedef struct {
+    entry *entries;
+    size_t count, room;
+    PyObject *folders;
+    int utf8_names;  /* names are UTF-8 (else any name beyond ASCII is left to Python) */
+    int fell_back;  /* something this code does not write as marshal would: Python lists it */
+} listing;
+
+static int add_entry(listing *found, const char *name, size_t length, const struct stat *info) {
+    if (info->st_mtim.tv_sec <= -SECONDS_LIMIT || info->st_mtim.tv_sec >= SECONDS_LIMIT
+            || info->st_ctim.tv_sec <= -SECONDS_LIMIT || info->st_ctim.tv_sec >= SECONDS_LIMIT) {
+        found->fell_back = 1;
+        return 0;
+    }
+    if (found->count == found->room) {
+        size_t room = found->room ? found->room * 2 : 64;
+        entry *entries = realloc(found->entries, room * sizeof(entry));
+        if (entries == NULL)
+            return -1;
+        found->entries = entries;
+        found->room = room;
+    }
+    char *copy = malloc(length ? length : 1);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, name, length);
+    entry *item = &found->entries[found->count++];
+    item->name = copy;
+    item->length = length;
+    item->mtime_ns = (int64_t)info->st_mtim.tv_sec * 1000000000LL + info->st_mtim.tv_nsec;
+    item->ctime_ns = (int64_t)info->st_ctim.tv_sec * 1000000000LL + info->st_ctim.tv_nsec;
+    item->size = (int64_t)info->st_size;
+    return 0;
+}
+
+/* Read the folder open at `fd` (closed here). -1 on a Python error (memory). */
+static int read_folder(int fd, listing *found) {
+    DIR *folder = fdopendir(fd);
+    if (folder == NULL) {
+        close(fd);
+        found->fell_back = 1;
+        return 0;
+    }
+    int failed = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *item = readdir(folder);
+        if (item == NULL) {
+            if (errno)
+                found->fell_back = 1;  /* a folder not read whole: Python's rules decide */
+            break;
+        }
+        const char *name = item->d_name;
+        if (name[0] == '.')
+            continue;
+        size_t length = strlen(name);
+        struct stat info;
+        if (fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;  /* gone since it was listed, as the Python code skips it */
+        int markdown = S_ISREG(info.st_mode) && is_markdown(name, length);
+        if (!markdown && !S_ISDIR(info.st_mode))
+            continue;
+        if (!(found->utf8_names ? is_utf8((const unsigned char *)name, length)
+                                : is_ascii(name, length))) {
+            found->fell_back = 1;  /* a name that is no memory's: filescan._all_utf8 says */
+            break;
+        }
+        if (markdown) {
+            if (add_entry(found, name, length, &info) < 0) {
+                failed = 1;
+                break;
+            }
+            if (found->fell_back)
+                break;
+        } else {
+            PyObject *subfolder = PyBytes_FromStringAndSize(name, (Py_ssize_t)length);
+            if (subfolder == NULL || PyList_Append(found->folders, subfolder) < 0) {
+                Py_XDECREF(subfolder);
+                failed = 1;
+                break;
+            }
+            Py_DECREF(subfolder);
+        }
+    }
+    closedir(folder);
+    if (failed && !PyErr_Occurred())
+        PyErr_NoMemory();
+    return failed ? -1 : 0;
+}
+
+static int write_entries(buffer *out, listing *found) {
+    qsort(found->entries, found->count, sizeof(entry), by_name);
+    if (found->count > INT32_MAX || put_byte(out, '[') < 0
+            || put_int32(out, (int32_t)found->count) < 0)
+        return -1;
+    for (size_t i = 0; i < found->count; i++) {
+        entry *item = &found->entries[i];
+        if (item->length > INT32_MAX || put_byte(out, '(') < 0 || put_int32(out, 4) < 0
+                || put_byte(out, 's') < 0 || put_int32(out, (int32_t)item->length) < 0
+                || grow(out, item->length) < 0)
+            return -1;
+        memcpy(out->data + out->length, item->name, item->length);
+        out->length += item->length;
+        if (put_integer(out, item->mtime_ns) < 0 || put_integer(out, item->ctime_ns) < 0
+                || put_integer(out, item->size) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* list_folder(path: bytes, utf8_names: bool) -> (entries: bytes, count: int,
+                                                 subfolders: list[bytes]) | None
+
+   `entries` is marshal.dumps(sorted(entries), 2) of the folder's files; None where the
+   Python code must list this folder (see the top of this file). `utf8_names`: names are
+   read as UTF-8 (filescan._UTF8_NAMES); else only ASCII names are taken here. */
+static PyObject *list_folder(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "list_folder() takes a path in bytes and a flag");
+        return NULL;
+    }
+    PyObject *path = args[0];
+    int utf8_names = PyObject_IsTrue(args[1]);
+    if (utf8_names < 0)
+        return NULL;
+    const char *text = PyBytes_AS_STRING(path);
+    if ((size_t)PyBytes_GET_SIZE(path) != strlen(text))
+        Py_RETURN_NONE;
+    int fd;
+    Py_BEGIN_ALLOW_THREADS
+    fd = open(text, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    Py_END_ALLOW_THREADS
+    if (fd < 0)
+        Py_RETURN_NONE;
+    listing found = {NULL, 0, 0, PyList_New(0), utf8_names, 0};
+    buffer out = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (found.folders == NULL) {
+        close(fd);
+        goto done;
+    }
+    if (read_folder(fd, &found) < 0)
+        goto done;
+    if (found.fell_back) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (write_entries(&out, &found) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(y#nO)", (const char *)out.data, (Py_ssize_t)out.length,
+                           (Py_ssize_t)found.count, found.folders);
+done:
+    for (size_t i = 0; i < found.count; i++)
+        free(found.entries[i].name);
+    free(found.entries);
+    free(out.data);
+    Py_XDECREF(found.folders);
+    return result;
+}
+
+static PyMethodDef statwalk_methods[] = {
+    {"list_folder", (PyCFunction)(void (*)(void))list_folder, METH_FASTCALL,
+     "list_folder(path, utf8_names) -> (marshal.dumps(sorted entries, 2), count, subfolders)"
+     " or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef statwalk_module = {
+    PyModuleDef_HEAD_INIT, "_statwalk",
+    "One folder of memctl's freshness walk, in C (memctl/disk/filescan.py).", -1,
+    statwalk_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__statwalk(void) {
+    PyObject *module = PyModule_Create(&statwalk_module);
+    if (module != NULL && PyModule_AddIntConstant(module, "VERSION", STATWALK_VERSION) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
