@@ -894,3 +894,123 @@ def test_restore_last_sweep_says_why_it_cannot_name_a_note_whose_id_looks_like_a
     assert cli.ok("show", key, "--json").json()["status"] == "archived"
     cli.ok("restore", key, env=SWEEP)
     assert cli.ok("show", key, "--json").json()["status"] == "active"
+
+
+# `memctl archive` that kills itself (SIGKILL) once its record is written, before it writes
+# or moves any note: a sweep killed before its first move.
+_ARCHIVE_KILLED_BEFORE_MOVING = """
+import os, signal, sys
+from memctl.memory import lifecycle
+def dies(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+lifecycle._apply = dies
+from memctl.cli import main
+sys.argv = ["memctl", "archive"]
+main()
+"""
+
+
+def _killed_archive(store: Path, script: str, when: dict, **env: str) -> None:
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, **when, "MEMCTL_STORE": str(store),
+                                 "MEMCTL_PROJECT": "demo", **env})
+    assert killed.returncode == -9, killed.stderr
+
+
+def test_restore_last_sweep_after_a_sweep_killed_before_its_first_move_undoes_the_one_before(
+        cli: Cli) -> None:
+    """`kill -9` of `archive` after it wrote its record and before it changed any note:
+    `restore --last-sweep` took the record for the newest sweep, found every note of it
+    active and said "nothing to undo". A sweep that changed nothing is no sweep: the one
+    before it is undone. One whose notes were restored since still has nothing to undo."""
+    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    before = cli.ok("archive", "--json", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"}).json()
+    added = _four_old_notes(cli)
+    files = tree_snapshot(cli.store)
+    _killed_archive(cli.store, _ARCHIVE_KILLED_BEFORE_MOVING, SWEEP)
+    assert (cli.store / ".memctl" / "sweep.json").exists() and tree_snapshot(cli.store) == files
+    back = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert [entry["id"] for entry in back["restored"]] == [older["id"]], back
+    assert back["sweep"]["commit"] == before["commit"], back
+    again = cli("restore", "--last-sweep", env=SWEEP)
+    assert again.exit_code == 1 and "nothing to undo" in again.stderr, again.stderr
+    assert again.stderr.count("\n") == 1 and "Traceback" not in again.stderr
+    # The next sweep archives the four; restore --last-sweep undoes it, as ever.
+    done = cli.ok("archive", "--json", env=SWEEP).json()
+    assert sorted(done["archived"]) == sorted(n["id"] for n in added), done
+    undone = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert sorted(e["id"] for e in undone["restored"]) == sorted(done["archived"])
+
+
+def test_a_killed_sweep_restored_since_leaves_nothing_to_undo(cli: Cli) -> None:
+    """The other side of the test above: a sweep killed after two moves, undone by
+    `restore --last-sweep`; the next `restore --last-sweep` has nothing to undo (as after a
+    committed sweep), and never undoes the sweep before it."""
+    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})
+    added = sorted(_four_old_notes(cli), key=lambda note: note["path"])
+    _killed_archive(cli.store, _ARCHIVE_KILLED_AFTER_MOVES, SWEEP, KILL_AFTER="2")
+    back = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
+    assert sorted(e["id"] for e in back["restored"]) == sorted(n["id"] for n in added[:2])
+    files, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    again = cli("restore", "--last-sweep", env=SWEEP)
+    assert again.exit_code == 1 and "nothing to undo" in again.stderr, again.stderr
+    assert tree_snapshot(cli.store) == files and git(cli.store, "rev-parse", "HEAD") == head
+    assert [n["id"] for n in cli.ok("list", "--status", "archived", "--json").json()] == [
+        older["id"]]
+
+
+def test_a_sweep_record_edited_by_hand_moves_no_note_another_sweep_archived(cli: Cli) -> None:
+    """A record (`.memctl/sweep.json`) that names a note an earlier sweep archived, somewhere
+    else than where it lies: `restore --last-sweep` restored whatever id the record named.
+    Only a note where the killed sweep put it is restored; here none: one line, exit 1,
+    nothing changed."""
+    first = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})
+    cli.ok("add", "Mail goes out through relay.internal", "--json", env=OLD)
+    cli.ok("archive", env=SWEEP)
+    (cli.store / ".memctl" / "sweep.json").write_text(json.dumps({"at": SWEEP["MEMCTL_NOW"], "archive": [
+        {"id": first["id"], "path": "demo/notes/fact/wiki.md",
+         "target": "demo/archive/fact/wiki.md", "reason": "hand-made"}]}))
+    files, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    refused = cli("restore", "--last-sweep", env=SWEEP)
+    assert refused.exit_code == 1 and refused.stderr.startswith("error: "), refused.stderr
+    assert refused.stderr.count("\n") == 1 and "not where the killed sweep put it" in refused.stderr
+    assert tree_snapshot(cli.store) == files and git(cli.store, "rev-parse", "HEAD") == head
+
+
+def test_restore_last_sweep_undoes_a_newer_sweep_synced_from_another_machine(
+        tmp_path: Path, remote: str) -> None:
+    """A sweep killed on one machine (its moves committed by the next `sync`), then a newer
+    sweep on another, brought by `sync`: `restore --last-sweep` took the killed sweep's
+    record for the newest and restored its notes (and any of them the newer sweep had
+    archived too), leaving the rest of the newer sweep archived. The newer sweep by time is
+    undone; the killed one is named as passed over."""
+    from conftest import machine
+
+    laptop = machine(tmp_path, "laptop")
+    billing, mail = (laptop.ok("add", text, "--json", env={"MEMCTL_NOW": "2026-02-01T09:00:00Z"}).json()["id"]
+                     for text in ("Billing listens on port 7001", "Mail goes out through relay.internal"))
+    search = laptop.ok("add", "The search cluster has three nodes", "--json",
+                       env={"MEMCTL_NOW": "2026-06-10T09:00:00Z"}).json()["id"]
+    laptop.ok("sync", "--remote", remote, env={"MEMCTL_NOW": "2026-11-29T09:00:00Z"})
+    desktop = machine(tmp_path, "desktop", remote)
+    _killed_archive(laptop.store, _ARCHIVE_KILLED_AFTER_MOVES, {"MEMCTL_NOW": "2026-11-30T09:00:00Z"},
+                    KILL_AFTER="1")  # archives billing, then dies (mail is left to do)
+    laptop.ok("sync", env={"MEMCTL_NOW": "2026-11-30T09:30:00Z"})
+    desktop.ok("sync", env={"MEMCTL_NOW": "2026-12-20T10:00:00Z"})
+    newer = desktop.ok("archive", "--json", env={"MEMCTL_NOW": "2026-12-20T10:00:00Z"}).json()
+    assert sorted(newer["archived"]) == sorted([mail, search]), newer
+    desktop.ok("sync", env={"MEMCTL_NOW": "2026-12-20T10:00:00Z"})
+    laptop.ok("sync", env={"MEMCTL_NOW": "2026-12-20T11:00:00Z"})
+    back = laptop.ok("restore", "--last-sweep", "--json",
+                     env={"MEMCTL_NOW": "2026-12-20T11:00:00Z"}).json()
+    assert sorted(e["id"] for e in back["restored"]) == sorted([mail, search]), back
+    assert back["sweep"]["commit"] == newer["commit"]
+    assert back["sweep"]["passed_over_stopped_sweep"] == "2026-11-30T09:00:00.000Z", back
+    assert [n["id"] for n in laptop.ok("list", "--status", "archived", "--json").json()] == [billing]
+    said = laptop("restore", "--last-sweep", env={"MEMCTL_NOW": "2026-12-20T11:00:00Z"})
+    assert said.exit_code == 1 and "nothing to undo" in said.stderr

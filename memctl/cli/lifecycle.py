@@ -9,9 +9,10 @@ import typer
 from memctl.cli.base import JSON_OPTION, app, examples, get_store
 from memctl.cli.output import console, emit_json, info, table, visible, write
 from memctl.core import arguments
+from memctl.core.clock import format_time
 from memctl.core.errors import MemctlError, UsageError, arg
 from memctl.services import notes, upkeep
-from memctl.services.upkeep import SweepItem, bar, report_month
+from memctl.services.upkeep import LastSweep, SweepItem, bar, report_month
 
 SHOWN_PAIRS = 20  # pairs of each kind shown, as for idle notes (`--json` has all those listed)
 
@@ -85,14 +86,29 @@ def restore(
             emit_json(restored[0])  # one id: one object, as before bulk restore existed
         else:
             emit_json({"restored": restored, "commit": result.commit,
-                       "skipped": [{"id": i, "why": why} for i, why in result.skipped]})
+                       "skipped": [{"id": i, "why": why} for i, why in result.skipped],
+                       **({"sweep": result.sweep.to_dict()} if result.sweep else {})})
         return
+    if result.sweep is not None:
+        info(_sweep_undone(result.sweep))
     for entry in restored:
         moved = entry["from"] != entry["path"]  # a superseded note stays where it is
         info(f"restored {entry['id']}  " + (f"{entry['from']} → {entry['path']}" if moved
                                              else entry["path"]))
     for note_id, why in result.skipped:
         info(f"skipped {note_id}: {why}")
+
+
+def _sweep_undone(sweep: LastSweep) -> str:
+    """Which sweep `restore --last-sweep` undid, and the killed one it passed over."""
+    when = format_time(sweep.at) if sweep.at else "an unknown time"
+    said = (f"undid the archive sweep of {when} (commit {sweep.commit[:10]})" if sweep.commit
+            else f"undid the archive sweep of {when}, killed on this machine before its commit")
+    if sweep.passed_over is not None:
+        said += (f"; not the one killed on this machine at {format_time(sweep.passed_over)}, "
+                 "which is older: `memctl list --status archived` shows its notes, "
+                 "`memctl restore ID...` brings them back")
+    return said
 
 
 @app.command(epilog=examples("memctl health", "memctl health --markdown ~/reports --strict"))

@@ -1187,15 +1187,25 @@ def head(root: Path) -> str | None:
 def messages_starting(root: Path, subject_prefix: str) -> Iterator[str]:
     """The whole messages of the commits whose subject starts with `subject_prefix` (such as
     memctl's own `archive sweep: `), newest first; none without a repository."""
+    for _commit, _date, message in commits_starting(root, subject_prefix):
+        yield message
+
+
+def commits_starting(root: Path, subject_prefix: str) -> Iterator[tuple[str, str, str]]:
+    """The commits whose subject starts with `subject_prefix`, newest first (git log's
+    order: by commit date), as (id, committer date in ISO 8601, whole message); none without
+    a repository."""
     if not is_repo(root) or head(root) is None:
         return
     # `--grep` finds the phrase anywhere (a note's title in another commit's subject may
     # hold it), so the subject is checked here.
     result = run_git(root, "log", "--fixed-strings", f"--grep={subject_prefix}",
-                     "--format=%B%x00", check=False)
-    for message in result.stdout.split("\0"):
+                     "--format=%H%x1f%cI%x1f%B%x00", check=False)
+    for record in result.stdout.split("\0"):
+        commit, _, rest = record.strip().partition("\x1f")
+        date, _, message = rest.partition("\x1f")
         if message.strip().startswith(subject_prefix):
-            yield message.strip()
+            yield commit, date, message.strip()
 
 
 def repository_facts(worktree: Path) -> tuple[Path, bool, str | None, str | None] | None:

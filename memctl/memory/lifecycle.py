@@ -24,10 +24,12 @@ already past is removed (else the note would disappear again at once).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memctl.core.clock import ahead, format_time, now, parse_time
@@ -38,7 +40,7 @@ from memctl.core.noteformat import compute_checksum, set_fields
 from memctl.core.secrets import masked_title
 from memctl.disk.atomic import atomic_write_text, move_file
 from memctl.disk.counters import get_counters
-from memctl.disk.gitops import messages_starting, put_back_reason
+from memctl.disk.gitops import commits_starting, put_back_reason
 from memctl.disk.layout import ARCHIVED, NOTE, classify
 from memctl.store import Store
 
@@ -304,7 +306,7 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
         if plan.empty:
             _sweep_done(store)
             return plan
-        _record_sweep(store, plan)
+        _record_sweep(store, plan, finished, moment)
         # One `archive <id>: <reason>` line per note: `restore --last-sweep` reads them.
         lines = [f"archive {item.id}: {item.reason}" for item in plan.archive]
         lines += [f"demote {item.id} to {item.new_importance}: {item.reason}"
@@ -331,10 +333,46 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
 SWEEP_RECORD = "sweep.json"
 
 
-def _record_sweep(store: Store, plan: SweepPlan) -> None:
-    entries = [{"id": item.id, "path": item.path, "target": item.target, "reason": item.reason}
-               for item in plan.archive]
-    atomic_write_text(store.state_dir / SWEEP_RECORD, json.dumps({"archive": entries}))
+def _record_sweep(store: Store, plan: SweepPlan, finished: list[SweepItem],
+                  moment: datetime) -> None:
+    """Write `SWEEP_RECORD`: when the sweep runs (`at`: `restore --last-sweep` undoes the newer
+    of it and the newest sweep in the history, which another machine may have made), and
+    each note it archives. A note still active is written down with the hash of its file
+    (`before`): that file unchanged later proves the sweep never wrote it, so a sweep killed
+    before its first move is no sweep to undo (`_stopped_sweep`). The notes an earlier
+    killed sweep moved or marked (`finished`, `LEFT_IN_NOTES`) have none: they were changed."""
+    done = {item.id for item in finished}
+    entries = []
+    for item in plan.archive:
+        entry: dict[str, Any] = {"id": item.id, "path": item.path, "target": item.target,
+                                 "reason": item.reason}
+        if item.id not in done and item.reason != LEFT_IN_NOTES:
+            before = _file_hash(store, item.path)
+            if before is not None:
+                entry["before"] = before
+        entries.append(entry)
+    atomic_write_text(store.state_dir / SWEEP_RECORD,
+                      json.dumps({"at": format_time(moment), "archive": entries}))
+
+
+def _file_hash(store: Store, relpath: object) -> str | None:
+    """The SHA-256 of a file of the store, or None when it cannot be read (or `relpath` is
+    not a path of the store: a record edited by hand)."""
+    if not isinstance(relpath, str):
+        return None
+    try:
+        return hashlib.sha256(store.path(relpath).read_bytes()).hexdigest()
+    except (OSError, MemctlError, ValueError):
+        return None
+
+
+def _untouched(store: Store, entry: Mapping[str, Any]) -> bool:
+    """Whether the file of a record's note holds, where it was, the very bytes it held when
+    the sweep wrote the record down: the sweep never wrote it (its first write, `_move`,
+    changes `status`), and nothing else did since. A restore since changed it (`status`,
+    `updated`): not untouched."""
+    before = entry.get("before")
+    return isinstance(before, str) and _file_hash(store, entry.get("path")) == before
 
 
 def _sweep_done(store: Store) -> None:
@@ -347,18 +385,82 @@ def _sweep_done(store: Store) -> None:
 def _sweep_record(store: Store) -> list[dict[str, Any]]:
     """The entries of `SWEEP_RECORD` (none when no sweep was killed before its commit, or
     the next one finished it, or the file is not one a sweep wrote)."""
+    return _read_record(store)[1]
+
+
+def _read_record(store: Store) -> tuple[datetime | None, list[dict[str, Any]]]:
+    """`SWEEP_RECORD`: when its sweep ran, and its entries. The time is its `at`, or when
+    that is missing, not a time, or more than a day ahead of this clock (a record of an
+    earlier version, or edited by hand), the time the file was written."""
+    path = store.state_dir / SWEEP_RECORD
     try:
-        entries = json.loads((store.state_dir / SWEEP_RECORD).read_text(encoding="utf-8"))
-        entries = entries["archive"]
+        record = json.loads(path.read_text(encoding="utf-8"))
+        entries = record["archive"]
     except (OSError, ValueError, KeyError, TypeError):
-        return []
-    return [entry for entry in entries if isinstance(entry, dict)] \
-        if isinstance(entries, list) else []
+        return None, []
+    if not isinstance(entries, list):
+        return None, []
+    at = parse_time(record.get("at")) if isinstance(record.get("at"), str) else None
+    if at is None or ahead(at):
+        try:
+            at = datetime.fromtimestamp(os.stat(path).st_mtime, UTC)
+        except OSError:
+            at = None
+    return at, [entry for entry in entries if isinstance(entry, dict)]
 
 
-def _recorded_sweep(store: Store) -> list[str]:
-    """The ids a sweep killed before its commit was archiving. Call under the store lock."""
-    return [str(entry["id"]) for entry in _sweep_record(store) if "id" in entry]
+@dataclass
+class LastSweep:
+    """The sweep `restore --last-sweep` undoes: the newest sweep in the history that archived
+    a note (`commit`), or this machine's sweep killed before its commit (`commit` None;
+    `entries`: its record's, by id)."""
+    ids: list[str]
+    commit: str | None
+    at: datetime | None
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    passed_over: datetime | None = None  # this machine's stopped sweep, older: not undone
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"commit": self.commit, "at": format_time(self.at) if self.at else None,
+                "stopped_before_commit": self.commit is None,
+                "passed_over_stopped_sweep": (format_time(self.passed_over)
+                                              if self.passed_over else None)}
+
+
+def _stopped_sweep(store: Store) -> LastSweep | None:
+    """This machine's sweep killed before its commit (`SWEEP_RECORD`), or None: no record, or
+    one whose every note is untouched (`_untouched`): killed before its first move, it
+    archived nothing, and the sweep before it is still the last one (tests/test_lifecycle.py).
+    Call under the store lock."""
+    at, record = _read_record(store)
+    entries = {entry["id"]: entry for entry in record if isinstance(entry.get("id"), str)}
+    if not entries or all(_untouched(store, entry) for entry in entries.values()):
+        return None
+    return LastSweep(list(entries), None, at, entries)
+
+
+def _committed_sweep(store: Store) -> LastSweep | None:
+    """The newest sweep in the history that archived any note (`last_sweep_ids`)."""
+    for commit, date, message in commits_starting(store.root, SWEEP_SUBJECT):
+        ids = _archived_ids(message)
+        if ids:
+            return LastSweep(ids, commit, parse_time(date))
+    return None
+
+
+def newest_sweep(store: Store) -> LastSweep | None:
+    """The sweep `restore --last-sweep` undoes: the newer by time of this machine's sweep
+    killed before its commit and the newest sweep in the history (one `memctl sync` brought
+    from another machine may be newer than the record: it was undone the record's notes
+    instead, tests/test_lifecycle.py); at equal or unknown times, the killed one. Call under the
+    store lock."""
+    stopped, committed = _stopped_sweep(store), _committed_sweep(store)
+    if stopped is None or committed is None:
+        return stopped or committed
+    if committed.at is not None and stopped.at is not None and committed.at > stopped.at:
+        committed.passed_over = stopped.at
+        return committed
+    return stopped
 
 
 def _interrupted_sweep(store: Store) -> list[SweepItem]:
@@ -524,6 +626,7 @@ class RestoreResult:
     notes: list[tuple[Note, str]] = field(default_factory=list)  # (restored note, old path)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, why), --last-sweep only
     commit: str | None = None
+    sweep: LastSweep | None = None  # --last-sweep: the sweep undone
 
 
 def last_sweep_ids(store: Store) -> list[str]:
@@ -531,15 +634,17 @@ def last_sweep_ids(store: Store) -> list[str]:
     commit (`run_sweep` writes one `archive <id>: <reason>` line per note); none when no
     sweep archived anything. A sweep that only demoted is passed over: it archived nothing
     to undo, and it hid the sweep before it (tests/test_lifecycle.py)."""
-    for message in messages_starting(store.root, SWEEP_SUBJECT):
-        ids = []
-        for line in message.splitlines()[1:]:
-            words = line.split(" ", 2)
-            if len(words) >= 2 and words[0] == "archive" and words[1].endswith(":"):
-                ids.append(words[1][:-1])
-        if ids:
-            return ids
-    return []
+    found = _committed_sweep(store)
+    return found.ids if found else []
+
+
+def _archived_ids(message: str) -> list[str]:
+    ids = []
+    for line in message.splitlines()[1:]:
+        words = line.split(" ", 2)
+        if len(words) >= 2 and words[0] == "archive" and words[1].endswith(":"):
+            ids.append(words[1][:-1])
+    return ids
 
 
 def restore_notes(store: Store, refs: list[str], *, sweep: bool = False) -> RestoreResult:
@@ -553,17 +658,30 @@ def restore_notes(store: Store, refs: list[str], *, sweep: bool = False) -> Rest
             # The newest sweep as it is once this holds the lock: read before, a sweep that
             # ran while this waited for it was passed over, and the one before it undone
             # (tests/test_lifecycle.py). A sweep killed before its commit, and not finished
-            # since, is the newest: its record names its notes (the history, the sweep before).
-            refs = _recorded_sweep(store) or last_sweep_ids(store)
-            if not refs:
+            # since, is the newest, unless a newer one came from another machine (`sync`):
+            # its record names its notes (the history, the sweep before).
+            result.sweep = newest_sweep(store)
+            if result.sweep is None:
                 raise MemctlError("no archive sweep in this store's history archived a note; "
                                   "nothing to undo")
+            refs = result.sweep.ids
+        entries = result.sweep.entries if result.sweep else {}
         # Resolved under the lock: a note another command moved or forgot while this waited
         # for it is seen where it is now (tests/test_lifecycle.py).
         notes: dict[str, Note] = {}
         for ref in refs:
             if sweep:
+                entry = entries.get(ref)
+                if entry is not None and _untouched(store, entry):
+                    result.skipped.append((ref, "the sweep was killed before it changed it"))
+                    continue
                 found, why = _still_swept(store, ref)
+                if found is not None and entry is not None \
+                        and found.path not in (entry.get("path"), entry.get("target")):
+                    # Archived, but not where the killed sweep put it: by another sweep (a
+                    # record left stale, or edited by hand, moves no other sweep's note).
+                    found, why = None, (f"archived at {found.path}, not where the killed sweep "
+                                        f"put it: `memctl restore {ref}` brings it back anyway")
                 if found is None:
                     result.skipped.append((ref, why))
                     continue

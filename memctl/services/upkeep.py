@@ -14,6 +14,7 @@ from memctl.disk.atomic import atomic_write_text
 from memctl.index.db import heals_damaged_index
 from memctl.memory.health import bar, build_report, problems_of, report_month, to_markdown
 from memctl.memory.lifecycle import (
+    LastSweep,
     RestoreResult,
     SweepItem,
     SweepPlan,
@@ -24,7 +25,7 @@ from memctl.memory.lifecycle import (
 )
 from memctl.store import Store
 
-__all__ = ["archive", "bar", "health", "health_markdown", "problems_of",
+__all__ = ["archive", "bar", "health", "health_markdown", "LastSweep", "problems_of",
            "report_month", "restore", "restore_many", "review", "SweepItem",
            "write_health_markdown"]
 
