@@ -768,6 +768,51 @@ def test_a_file_where_the_state_folder_goes_is_one_clear_error(notes_store: Path
                              "away, then run the command again\n")
 
 
+def test_a_first_pass_that_cannot_write_the_index_is_one_error_not_watching(
+        store_path: Path) -> None:
+    """The disk refuses the index's growth at the watcher's first pass (a file size limit,
+    RLIMIT_FSIZE: writes past it fail with EFBIG, as on a full disk). The watcher said
+    `warning: could not update the index (disk I/O error); retrying`, then `watching …`
+    (`{"event": "ready"}` with --json) and ran on, live to a person or a service while
+    `watch --status` said it could not write and its heartbeat's state was `ready`. Now it
+    stops with one `error:` line saying what failed and what to do (exit 1), and leaves no
+    heartbeat; with room again, the same store is watched."""
+    import random
+
+    fact = store_path / "demo" / "notes" / "fact"
+    fact.mkdir(parents=True)
+    rng = random.Random(5)
+    for i in range(400):
+        body = " ".join(f"w{rng.randrange(10 ** 9)}" for _ in range(120))
+        (fact / f"n{i}.md").write_text(note_text(nid(i), body))
+    last_word = body.rsplit(" ", 1)[1]
+    limit = 256 * 1024  # room for the new index's tables, not for 400 notes' words
+    limited = (sys.executable, "-c", "import os, resource, sys; "
+               f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+               "os.execvp(sys.argv[1], sys.argv[1:])")
+    proc = WatchProcess(store_path, prefix=limited, env={"PYTHONDONTWRITEBYTECODE": "1"})
+    try:
+        assert proc.proc.wait(DEADLINE) == 1, "".join(proc.stderr)
+        proc._reader.join(DEADLINE)
+        proc.wait_for(lambda: proc.stderr, "its error line")
+        time.sleep(0.2)  # (the whole of stderr)
+    finally:
+        proc.stop()
+    said = "".join(proc.stderr)
+    assert said.startswith("error: the watcher's first pass could not update the index ("), said
+    assert said.count("\n") == 1 and "watching" not in said.replace("without watching", "")
+    assert "run `memctl watch` again" in said, said
+    assert proc.lines == []  # no {"event": "ready"}, no warning before the error
+    status = run_memctl("watch", "--status", "--json", store=store_path, project=None)
+    assert json.loads(status.stdout)["running"] is False, status.stdout
+    again = WatchProcess(store_path).ready()
+    try:
+        assert read_status(store_path).live
+        assert search_ids(store_path, last_word) == [nid(399)]
+    finally:
+        again.stop()
+
+
 def test_a_store_gone_then_another_folder_in_its_place_is_said_each(notes_store: Path) -> None:
     """A watcher that leaves a replaced store alone (`memctl mcp`'s) said "gone" and then
     nothing when an empty folder took the store's place: the second state went unsaid (and a

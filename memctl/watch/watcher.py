@@ -265,6 +265,12 @@ class Watcher:
         self._root_said: str | None = None
         self._limit_said = False
         self._failing = False
+        # Why the last pass could not write the index (None once one could): the start's
+        # first pass gives up with it (`_first_pass_failed`).
+        self._failure: BaseException | None = None
+        # During the start's first pass: a failure is not said as a warning ("retrying"),
+        # as the watcher stops on it instead.
+        self._first_pass = False
         self._index_id: tuple[int, int] | None = None
         self._full_every = full_check_every
         self._dirty = False  # memory files changed since the last commit (with --commit)
@@ -318,7 +324,10 @@ class Watcher:
 
     # --- setting up -------------------------------------------------------------------------
 
-    def _start(self, *, announce: bool = False) -> None:
+    def _start(self, *, announce: bool = False, first: bool = False) -> None:
+        """Watch the store at its path, from a full pass. `first`: the watcher's own start
+        (not a start over on a store back in its place): a first pass that cannot write the
+        index ends it (`_first_pass_failed`)."""
         self._check_kept_folder()  # before anything is written into another folder
         try:
             info = os.stat(self.root)
@@ -345,7 +354,12 @@ class Watcher:
         # The first full pass runs once the watches are in place: a change made during it
         # arrives as an event and is reconciled right after.
         if self._paused is None:
-            self._apply(Batch(full=True), announce=announce)
+            self._first_pass = first
+            try:
+                if not self._apply(Batch(full=True), announce=announce) and first:
+                    self._first_pass_failed(announce)
+            finally:
+                self._first_pass = False
         self._sweep_cookies()
         try:
             # Cookies are never committed, nor shown by `git status` (docs/watch.md).
@@ -357,6 +371,27 @@ class Watcher:
         if self._paused is None:
             self._heartbeat.beat("ready")
             self.on_live(True)
+
+    def _first_pass_failed(self, announce: bool) -> None:
+        """The first pass could not write the index. A damaged index was removed and made
+        anew by that failure (`_apply`): one more pass then fills it. A second failure (a disk
+        that refuses, an index held busy) ends the watcher with one error: it never was live,
+        and saying `watching …` while it kept nothing fresh, as it did, told a person or a
+        service the opposite of `memctl watch --status` (docs/watch.md, "Errors")."""
+        if self._failure is None:
+            return  # the store went meanwhile, or a newer memctl's index: as before
+        self._failure = None
+        if self._apply(Batch(full=True), announce=announce) or self._failure is None:
+            return
+        exc = self._failure
+        reason = failure_reason(exc)
+        busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF in (5, 6)  # SQLITE_BUSY, _LOCKED
+        then = ("once the program that holds the index is done" if busy else
+                f"once the disk has room and {os.path.join(self.root, '.memctl')} can be "
+                f"written")
+        raise MemctlError(f"the watcher's first pass could not update the index ({reason}), "
+                          f"so it stops without watching; {then}, run `memctl watch` again"
+                          ) from exc
 
     def _check_kept_folder(self) -> None:
         """StoreAway unless the folder at the path is the one this watcher keeps (when it
@@ -524,7 +559,7 @@ class Watcher:
     def run(self, on_ready: Callable[[], None] | None = None) -> None:
         try:
             self._on_ready = on_ready
-            self._start()
+            self._start(first=True)
             if self._paused is None:
                 self._ready()
             now = time.monotonic()
@@ -668,7 +703,8 @@ class Watcher:
             # Busy for long, or broken, or made anew by another memctl: say so once, start
             # on a fresh connection (open_index rebuilds a corrupt index) and try a full pass
             # again shortly.
-            if not self._failing:
+            self._failure = exc
+            if not self._failing and not self._first_pass:
                 self.on_message(f"warning: could not update the index ({exc}); retrying")
             self._set_failing(exc)
             self._index.close()
@@ -688,6 +724,7 @@ class Watcher:
                 self._coalescer.add_full(time.monotonic(), wait=2.0)
             return False
         self._set_failing(None)
+        self._failure = None
         self._index_size = self._size_of_index()
         if early:
             self._answer(early)
