@@ -906,3 +906,21 @@ def test_a_password_on_a_windows_command_or_in_sshpass_s_variable_is_found() -> 
         assert "Xk9mQ2vRt8zL" not in mask_secrets(text)
     for quiet in ("SSHPASS=$DEPLOY_PW sshpass -e ssh h", "curl.exe -u $USER:$TOKEN https://x"):
         assert scan(quiet) == [], quiet
+
+
+def test_an_oracle_password_in_double_quotes_is_found() -> None:
+    """Oracle quotes a password holding a space or a symbol (`scott/"Tr0ub4dor3x"@orcl`): the
+    quote was no character a password could start with, so the logon was written unrefused.
+    The quoted password is now read whole, up to its closing quote on the line."""
+    for text, secret in (('sqlplus scott/"Tr0ub4dor3x"@orcl', "Tr0ub4dor3x"),
+                         ('connect scott/"pa ss99X"@db', "pa ss99X"),
+                         ('SQL> conn app/"Xk9m@Q2 vL"@prod as sysdba', "Xk9m@Q2 vL"),
+                         ('expdp system/"Tiger 2024x"@pdb1 directory=dp', "Tiger 2024x")):
+        [finding] = scan(text)
+        assert finding.kind == "oracle-password", text
+        assert text[finding.start : finding.end] == secret
+        assert finding.masked.endswith('/"****"@'), finding.masked
+        assert secret not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    for quiet in ('sqlplus scott/"tiger"@ORCL', 'sqlplus app/"<password>"@x',
+                  'sqlplus app/"${ORACLE_PWD}"@XE', 'sqlplus app/"use the vault"@XE'):
+        assert scan(quiet) == [], quiet

@@ -18,7 +18,7 @@ What is reported
   * passwords on a command line: `curl -u user:pass` (`-sSfu user:pass`, `--user=`) and
     `mysql -pSECRET`, `docker login -p SECRET`, `sshpass -p SECRET`, `redis-cli -a SECRET`
     (each only inside its command: `_in_command`), Oracle's `scott/****@ORCL` (a JDBC URL,
-    sqlplus, rman, `userid=`…), Docker's config.json
+    sqlplus, rman, `userid=`…; a password in double quotes read whole), Docker's config.json
     `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`, and
     .npmrc's `_auth=` (the same); a .netrc entry's password (`machine HOST login USER password
     SECRET`, also over several lines: `_netrc`);
@@ -664,7 +664,10 @@ _NETRC = LazyPattern(
 # its `/…@` (a literal start: a pattern starting at the user name was tried at every word of a
 # note, 20 ms a MB), then the user name right before it (at most 30 characters, after a space,
 # a quote, `(` or `=`) and the command right before that (`_ORACLE_COMMAND`, ending there).
-_ORACLE_LOGON = LazyPattern(r"/([^\s@/\"']{1,200})@(?=[A-Za-z0-9_/(])")
+# A password in double quotes (`scott/"Tr0ub4dor 3"@orcl`, how Oracle quotes one holding a
+# space or a symbol) is read whole up to its closing quote on the line (group 1), and judged
+# as a quoted value is (`_quoted_value`); an unquoted one is group 2.
+_ORACLE_LOGON = LazyPattern(r'/(?:"([^"\n]{1,200})"|([^\s@/"\']{1,200}))@(?=[A-Za-z0-9_/(])')
 _ORACLE_USER = LazyPattern(r"(?<![^ \t\"'(=])[A-Za-z][A-Za-z0-9_$#]{0,29}\Z")
 # `exp`, `imp`, `sql` and `connect` are words of prose too ("exp cifar10/ResNet50@epoch90",
 # an experiment): those only where a command starts (the command line's start, a prompt, a
@@ -796,17 +799,21 @@ def _oracle_logons(text: str, priority: int) -> list[_Candidate]:
     for match in _ORACLE_LOGON.finditer(text):
         slash = match.start()
         user = _ORACLE_USER.search(text, max(0, slash - 30), slash)
-        secret = match.group(1)
+        quoted = match.group(1) is not None
+        group = 1 if quoted else 2
+        secret = match.group(group)
         if user is None or secret == user.group(0):
             continue
         before = text[max(0, user.start() - 300) : user.start()].lower()
         if not any(map(before.__contains__, _ORACLE_WORDS)):
             continue  # no command's name: neither the value nor the command need be read
-        if not _real_value(secret, True) or not _in_command(_ORACLE_COMMAND, text, user.start()):
+        real = _quoted_value(secret, False) if quoted else _real_value(secret, True)
+        if not real or not _in_command(_ORACLE_COMMAND, text, user.start()):
             continue
-        start, end = match.span(1)
+        start, end = match.span(group)
+        shown = '"****"' if quoted else "****"
         found.append(_Candidate(priority, start, end, user.start(), "oracle-password",
-                                f"{user.group(0)}/****@", "****"))
+                                f"{user.group(0)}/{shown}@", "****"))
     return found
 
 

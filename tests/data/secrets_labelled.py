@@ -105,6 +105,8 @@ AGE_KEY = "AGE-SECRET-KEY-1" + _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
 SOPS_AGE_KEY = "AGE-SECRET-KEY-1" + _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
 TWILIO_TOKEN_ALONE = _r(32, _HEX)
 TWILIO_TOKEN_CONFIG = _r(32, _HEX)
+# drawn after the above (they keep their values)
+ORACLE_QUOTED_PW = _r(6) + " " + _r(5) + "7"
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -211,6 +213,8 @@ SECRETS: list[tuple[str, str, str]] = [
     (f"the Twilio auth token is {TWILIO_TOKEN_ALONE} (rotate it after the demo)", "twilio-auth-token",
      TWILIO_TOKEN_ALONE),
     (f'  twilioAuthToken: "{TWILIO_TOKEN_CONFIG}",', "twilio-auth-token", TWILIO_TOKEN_CONFIG),
+    # an Oracle password in double quotes (spaces and all)
+    (f'sqlplus -s report/"{ORACLE_QUOTED_PW}"@PRODDB @nightly.sql', "oracle-password", ORACLE_QUOTED_PW),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
