@@ -924,3 +924,27 @@ def test_an_oracle_password_in_double_quotes_is_found() -> None:
     for quiet in ('sqlplus scott/"tiger"@ORCL', 'sqlplus app/"<password>"@x',
                   'sqlplus app/"${ORACLE_PWD}"@XE', 'sqlplus app/"use the vault"@XE'):
         assert scan(quiet) == [], quiet
+
+
+def test_a_base64_docker_config_pretty_printed_with_crlf_line_ends_is_found() -> None:
+    """Docker's config.json pretty-printed on Windows (`\\r\\n` line ends) and then base64'd
+    (a `.dockerconfigjson` value pasted without its name) starts with no start the rule knew
+    (`{\\r\\n  "auths"`), so its `"auth"` was written unrefused."""
+    import base64
+    import json
+
+    auth = base64.b64encode(b"robot$ci:Yh3vN8qTz1Lc").decode()
+    for indent in (2, 4, "\t"):
+        for config in ({"auths": {"registry.internal:5000": {"auth": auth}}},
+                       {"auths": {"ghcr.io": {"username": "ci", "password": "Yh3vN8qTz1Lc"}}}):
+            pretty = json.dumps(config, indent=indent).replace("\n", "\r\n")
+            value = base64.b64encode(pretty.encode()).decode()
+            for text in (value, f"pull secret:\r\n{value}\r\n", f"echo {value} | base64 -d"):
+                [finding] = scan(text)
+                assert finding.kind == "docker-auth", (indent, text)
+                assert text[finding.start : finding.end] == value
+                assert value not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    for config in ({"auths": {"ghcr.io": {}}, "credsStore": "desktop"},
+                   {"auths": {"r.io": {"auth": base64.b64encode(b"user:password").decode()}}}):
+        pretty = json.dumps(config, indent=2).replace("\n", "\r\n")
+        assert scan(base64.b64encode(pretty.encode()).decode()) == [], config

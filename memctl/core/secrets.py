@@ -332,9 +332,10 @@ _DOCKER_CONFIG_AUTH = LazyPattern(r'"auth"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"([A-Za
 _DOCKER_CONFIG_PASSWORD = LazyPattern(
     r'"(?:password|identitytoken|registrytoken)"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"([^"\\\n]{1,200})"')
 # Docker's config.json as base64 (a Kubernetes `.dockerconfigjson`) starts with one of these:
-# `{"auths":` (kubectl's), `{ "auths"`, and `{` then a line break and two or four spaces or a tab
+# `{"auths":` (kubectl's), `{ "auths"`, and `{` then a line break (`\n`, or Windows' `\r\n`)
+# and two or four spaces or a tab
 _DOCKER_CONFIG_PREFIXES = ("eyJhdXRocyI6", "eyAiYXV0aHMi", "ewogICJhdXRocyI6", "ewogICAgImF1dGhz",
-                           "ewoJImF1dGhz")
+                           "ewoJImF1dGhz", "ew0KICAiYXV0aHMi", "ew0KICAgICJhdXRo", "ew0KCSJhdXRocyI6")
 
 
 def _docker_config(value: str) -> bool:

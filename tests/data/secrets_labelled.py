@@ -107,6 +107,10 @@ TWILIO_TOKEN_ALONE = _r(32, _HEX)
 TWILIO_TOKEN_CONFIG = _r(32, _HEX)
 # drawn after the above (they keep their values)
 ORACLE_QUOTED_PW = _r(6) + " " + _r(5) + "7"
+DOCKERCONFIG_CRLF = base64.b64encode(
+    ('{\r\n  "auths": {\r\n    "registry.internal:5000": {\r\n      "auth": "'
+     + base64.b64encode(("ci-bot:" + "Wd" + _r(14) + "2").encode()).decode()
+     + '"\r\n    }\r\n  }\r\n}').encode()).decode()
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -215,6 +219,8 @@ SECRETS: list[tuple[str, str, str]] = [
     (f'  twilioAuthToken: "{TWILIO_TOKEN_CONFIG}",', "twilio-auth-token", TWILIO_TOKEN_CONFIG),
     # an Oracle password in double quotes (spaces and all)
     (f'sqlplus -s report/"{ORACLE_QUOTED_PW}"@PRODDB @nightly.sql', "oracle-password", ORACLE_QUOTED_PW),
+    # Docker's config.json pretty-printed with Windows line ends, as base64, with no name
+    (f"the pull secret, base64:\n{DOCKERCONFIG_CRLF}\n", "docker-auth", DOCKERCONFIG_CRLF),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
