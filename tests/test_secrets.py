@@ -655,6 +655,7 @@ HOSTILE_CASES = (
     '"redis-cli -a " * 50_000 * scale',
     "'\"auths\" \"auth\": \"' * 30_000 * scale",
     "'\"auths\" \"auth\": \"' + \"QUFB\" * 100_000 * scale",
+    "'\"auths\" ' + '\"auth\"\\r\\n :\\n ' * 50_000 * scale",
     '".dockerconfigjson: " * 50_000 * scale', '"_auth=" * 100_000 * scale',
     '"eyJhdXRocyI6" * 100_000 * scale', '".dockercfg: eyJhdXRocyI6" + "QUFB" * 100_000 * scale',
     '"123456789:AA" * 50_000 * scale', '"the password is " * 30_000 * scale',
@@ -948,3 +949,25 @@ def test_a_base64_docker_config_pretty_printed_with_crlf_line_ends_is_found() ->
                    {"auths": {"r.io": {"auth": base64.b64encode(b"user:password").decode()}}}):
         pretty = json.dumps(config, indent=2).replace("\n", "\r\n")
         assert scan(base64.b64encode(pretty.encode()).decode()) == [], config
+
+
+def test_a_docker_auth_whose_value_is_on_the_next_line_is_found() -> None:
+    """A line break between `"auth":` and its value (a formatter wrapping a long line) hid
+    Docker's `"auth"`: the rule allowed only spaces there, so it was written unrefused. It is
+    found now, reported on the value's line and shown on one line."""
+    import base64
+
+    auth = base64.b64encode(b"robot$ci:Yh3vN8qTz1Lc").decode()
+    for text, line, masked in (
+            ('{"auths": {"r.io": {"auth":\n      "dXNlcjpwYXNzd29yZDEyMw=="}}}', 2, '"auth": "****"'),
+            (f'{{\n  "auths": {{\n    "r.io": {{\n      "auth":\n        "{auth}"\n    }}\n  }}\n}}', 5,
+             '"auth": "****"'),
+            (f'{{\r\n  "auths": {{\r\n    "r.io": {{\r\n      "auth"\r\n        :\r\n "{auth}"}}}}}}', 6,
+             '"auth" : "****"')):
+        [finding] = scan(text)
+        assert (finding.kind, finding.masked, finding.line) == ("docker-auth", masked, line), text
+        assert text[finding.start : finding.end] in (auth, "dXNlcjpwYXNzd29yZDEyMw==")
+        assert scan(mask_secrets(text)) == []
+    for decoded in (b"user:password", b"oauth2accesstoken"):
+        quiet = f'{{"auths": {{"r.io": {{"auth":\n  "{base64.b64encode(decoded).decode()}"}}}}}}'
+        assert scan(quiet) == [], decoded

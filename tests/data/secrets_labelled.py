@@ -111,6 +111,7 @@ DOCKERCONFIG_CRLF = base64.b64encode(
     ('{\r\n  "auths": {\r\n    "registry.internal:5000": {\r\n      "auth": "'
      + base64.b64encode(("ci-bot:" + "Wd" + _r(14) + "2").encode()).decode()
      + '"\r\n    }\r\n  }\r\n}').encode()).decode()
+DOCKER_AUTH_WRAPPED = base64.b64encode(("deploy:" + "Hq" + _r(14) + "5").encode()).decode()
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -221,6 +222,9 @@ SECRETS: list[tuple[str, str, str]] = [
     (f'sqlplus -s report/"{ORACLE_QUOTED_PW}"@PRODDB @nightly.sql', "oracle-password", ORACLE_QUOTED_PW),
     # Docker's config.json pretty-printed with Windows line ends, as base64, with no name
     (f"the pull secret, base64:\n{DOCKERCONFIG_CRLF}\n", "docker-auth", DOCKERCONFIG_CRLF),
+    # Docker's "auth" with its value wrapped to the next line
+    (f'{{"auths": {{"registry.internal:5000": {{"auth":\n    "{DOCKER_AUTH_WRAPPED}"}}}}}}', "docker-auth",
+     DOCKER_AUTH_WRAPPED),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
