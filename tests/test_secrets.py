@@ -971,3 +971,24 @@ def test_a_docker_auth_whose_value_is_on_the_next_line_is_found() -> None:
     for decoded in (b"user:password", b"oauth2accesstoken"):
         quiet = f'{{"auths": {{"r.io": {{"auth":\n  "{base64.b64encode(decoded).decode()}"}}}}}}'
         assert scan(quiet) == [], decoded
+
+
+def test_a_netrc_entry_with_upper_case_keywords_is_found() -> None:
+    """curl reads a .netrc's keywords in any case, but the rule knew only lower case:
+    `MACHINE host LOGIN me PASSWORD s3cretPassw0rd` was written unrefused."""
+    for text, line in (("MACHINE host LOGIN me PASSWORD s3cretPassw0rd", 1),
+                       ("Machine api.example.com Login deploy Password Xk9mQ2vRt8zL", 1),
+                       ("# ~/.netrc\nMACHINE git.internal\n  LOGIN ci\n  ACCOUNT ops\n  PASSWORD 'Xk9mQ2vRt8zL'\n", 5),
+                       ("DEFAULT LOGIN deploy PASSWORD Xk9mQ2vRt8zL", 1)):
+        [finding] = scan(text)
+        assert (finding.kind, finding.line) == ("netrc-password", line), text
+        assert finding.masked.endswith(("PASSWORD ****", "Password ****")), finding.masked
+        assert "\n" not in finding.masked
+        assert text[finding.start : finding.end] in ("s3cretPassw0rd", "Xk9mQ2vRt8zL")
+        assert scan(mask_secrets(text)) == []
+    assert scan("MACHINE host LOGIN me PASSWORD s3cretPassw0rd")[0].masked == (
+        "MACHINE host LOGIN me PASSWORD ****")
+    for quiet in ("MACHINE h LOGIN u PASSWORD $NETRC_TOKEN", "DEFAULT LOGIN ANONYMOUS PASSWORD guest@example.com",
+                  "MACHINE LEARNING PASSWORD STRENGTH", "Machine learning password strength estimators",
+                  "DEFAULT PASSWORD POLICY Tr0ub4dor", "MACHINE h LOGIN deploy PASSWORD deploy"):
+        assert scan(quiet) == [], quiet

@@ -21,7 +21,7 @@ What is reported
     sqlplus, rman, `userid=`…; a password in double quotes read whole), Docker's config.json
     `"auth"` (base64 of `user:password`), also inside a base64 `.dockerconfigjson`, and
     .npmrc's `_auth=` (the same); a .netrc entry's password (`machine HOST login USER password
-    SECRET`, also over several lines: `_netrc`);
+    SECRET`, also over several lines, the keywords in any case: `_netrc`);
   * `Bearer <long token>` and `Authorization: Basic <base64>`;
   * passwords inside URLs (`postgres://user:****@host`);
   * assignments whose name says secret (`DB_PASSWORD=…`, `export API_TOKEN=…`,
@@ -654,12 +654,13 @@ _PEM_FILLER = LazyPattern(r"(.)\1{15}")
 # .netrc (curl, git, ftp, Python's netrc): `machine HOST login USER password SECRET`, on one
 # line or over several (at most 20 spaces and line breaks between two of its words), and
 # `default login USER password SECRET`; no keyword is taken for a value (an entry without a
-# password, then the next entry). Found from its `machine`/`default`: `_netrc`.
-_NETRC_WORD = r"(?!(?:machine|default|login|account|password|macdef)(?!\S))[^\s]"
+# password, then the next entry). Found from its `machine`/`default`: `_netrc`. The keywords
+# in any case (`MACHINE host LOGIN me PASSWORD …`: curl reads them so).
+_NETRC_WORD = r"(?!(?i:machine|default|login|account|password|macdef)(?!\S))[^\s]"
 _NETRC = LazyPattern(
-    r"(?<![A-Za-z0-9_.-])(?:machine[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,253}|default)"
-    r"((?:[ \t\r\n]{1,20}(?:login|account)[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,200}){0,2})"
-    r"[ \t\r\n]{1,20}(password)[ \t\r\n]{1,20}[\"']?(" + _NETRC_WORD + r"[^\s\"']{0,199})[\"']?(?!\S)")
+    r"(?<![A-Za-z0-9_.-])(?:(?i:machine)[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,253}|(?i:default))"
+    r"((?:[ \t\r\n]{1,20}(?i:login|account)[ \t\r\n]{1,20}" + _NETRC_WORD + r"{1,200}){0,2})"
+    r"[ \t\r\n]{1,20}((?i:password))[ \t\r\n]{1,20}[\"']?(" + _NETRC_WORD + r"[^\s\"']{0,199})[\"']?(?!\S)")
 
 # Oracle's `user/password@connect` as the logon of sqlplus, sqlldr, expdp, impdp, exp, imp,
 # dgmgrl, SQLcl (its first argument after options), rman (after `target`, `catalog`,
@@ -783,16 +784,17 @@ def _netrc(text: str, priority: int) -> list[_Candidate]:
     found: list[_Candidate] = []
     for match in _NETRC.finditer(text):
         words = match.group(1).split()
-        login = dict(zip(words[0::2], words[1::2], strict=False)).get("login")
+        login = dict(zip([word.lower() for word in words[0::2]], words[1::2], strict=False)).get("login")
         secret = match.group(3)
-        if login is None and match.group(0).startswith("default") or login in ("anonymous", "ftp"):
+        default = match.group(0)[:7].lower() == "default"
+        if login is None and default or login is not None and login.lower() in ("anonymous", "ftp"):
             continue
         if secret == login or not _real_value(secret, strong=login is not None):
             continue
         start, end = match.span(3)
         shown = " ".join(text[match.start() : match.start(2)].split())
         found.append(_Candidate(priority, start, end, match.start(2), "netrc-password",
-                                f"{shown} password ****", "****"))
+                                f"{shown} {match.group(2)} ****", "****"))
     return found
 
 
@@ -932,7 +934,7 @@ def _candidates(text: str) -> list[_Candidate]:
         haystack = lowered if rule.lower else text
         if any(map(haystack.__contains__, rule.hints)):
             out.extend(_rule_matches(rule, text, priority))
-    if "machine" in text or "default" in text:
+    if "machine" in lowered or "default" in lowered:
         out.extend(_netrc(text, len(_RULES) + 1))
     if "@" in text and any(map(lowered.__contains__, _ORACLE_HINTS)):
         out.extend(_oracle_logons(text, len(_RULES) + 2))

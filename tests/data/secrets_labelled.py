@@ -112,6 +112,7 @@ DOCKERCONFIG_CRLF = base64.b64encode(
      + base64.b64encode(("ci-bot:" + "Wd" + _r(14) + "2").encode()).decode()
      + '"\r\n    }\r\n  }\r\n}').encode()).decode()
 DOCKER_AUTH_WRAPPED = base64.b64encode(("deploy:" + "Hq" + _r(14) + "5").encode()).decode()
+NETRC_UPPER_PW = "Nu" + _r(12) + "8"
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -225,6 +226,8 @@ SECRETS: list[tuple[str, str, str]] = [
     # Docker's "auth" with its value wrapped to the next line
     (f'{{"auths": {{"registry.internal:5000": {{"auth":\n    "{DOCKER_AUTH_WRAPPED}"}}}}}}', "docker-auth",
      DOCKER_AUTH_WRAPPED),
+    # .netrc keywords in upper case (curl reads them in any case)
+    (f"MACHINE ftp.internal LOGIN backup PASSWORD {NETRC_UPPER_PW}", "netrc-password", NETRC_UPPER_PW),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -411,4 +414,6 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("Best run: exp cifar10/ResNet50@epoch90 reached 94%", "an experiment, not Oracle's exp"),
     ('db:\n  password: "min 12 chars, one symbol"\n', "a password rule, quoted"),
     ("password: 'press enter at the prompt'", "an instruction, quoted"),
+    # .netrc's words in upper case, in prose
+    ("MACHINE LEARNING PASSWORD STRENGTH ESTIMATORS (slides)", "a title, no .netrc entry"),
 ]
