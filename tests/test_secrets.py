@@ -662,6 +662,7 @@ HOSTILE_CASES = (
     '"password is " + "Ab1." * 100_000 * scale',
     "'the password is \"' * 30_000 * scale", '"密码是“" + "ab " * 100_000 * scale',
     "\"password: '\" + \"ab \" * 100_000 * scale", "\"password: 'a b' \" * 30_000 * scale",
+    "\"password: '\" * 50_000 * scale", "'token: \"Xk9mQ2vLp7zR\\n' * 30_000 * scale",
     '"密码是" * 100_000 * scale',
 )
 HOSTILE_GROUP = 6  # cases per child process: each group well inside its timeout on a busy machine
@@ -991,4 +992,24 @@ def test_a_netrc_entry_with_upper_case_keywords_is_found() -> None:
     for quiet in ("MACHINE h LOGIN u PASSWORD $NETRC_TOKEN", "DEFAULT LOGIN ANONYMOUS PASSWORD guest@example.com",
                   "MACHINE LEARNING PASSWORD STRENGTH", "Machine learning password strength estimators",
                   "DEFAULT PASSWORD POLICY Tr0ub4dor", "MACHINE h LOGIN deploy PASSWORD deploy"):
+        assert scan(quiet) == [], quiet
+
+
+def test_a_password_whose_opening_quote_is_never_closed_is_found() -> None:
+    """A quoted value was read only up to its closing quote on the line: with none (`password:
+    "Xk9mQ2vLp7zR` and the line or the text ends) the password was written unrefused, though
+    the same value unquoted was refused. It now runs to the end of its line."""
+    for text, secret in (('password: "Xk9mQ2vLp7zR', "Xk9mQ2vLp7zR"),
+                         ('password: "Xk9mQ2vLp7zR\nnext line', "Xk9mQ2vLp7zR"),
+                         ("DB_PASSWORD='Xk9mQ2vLp7zR  \r\nHOST=db", "Xk9mQ2vLp7zR"),
+                         ('{"client_secret": "Xk9mQ2vLp7zR', "Xk9mQ2vLp7zR"),
+                         ('db:\n  password: "Tr0ub4dor & 3\n  user: app\n', "Tr0ub4dor & 3")):
+        [finding] = scan(text)
+        assert finding.kind in ("password-assignment", "secret-assignment"), text
+        assert text[finding.start : finding.end] == secret, text
+        assert secret not in mask_secrets(text) and scan(mask_secrets(text)) == []
+    assert mask_secrets('password: "Xk9mQ2vLp7zR\nnext') == 'password: "****\nnext'
+    for quiet in ('password: "use the vault', 'password: "${DB_PASSWORD}', 'token: "',
+                  "password: 'min 12 chars", 'password: "', "password: '" + "ab " * 100,
+                  "password: 'correct horse\nbattery staple'"):
         assert scan(quiet) == [], quiet

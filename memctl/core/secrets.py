@@ -29,7 +29,8 @@ What is reported
     strings) when the value is non-trivial (see `_real_value`).
   * prose: "the password is X", "密码是X" when X is a real value and no word (`_prose_password`);
     a quoted value, there or assigned, is read whole up to its closing quote, spaces and all
-    (`password: 'correct horse battery staple'`, `密码是 "abc def"`: `_quoted_value`).
+    (`password: 'correct horse battery staple'`, `密码是 "abc def"`: `_quoted_value`); an
+    assigned one whose quote is never closed on its line, up to the line's end.
 
 What is not (decided, and held by tests/data/secrets_labelled.py)
   * placeholders and references: `<your-password>`, `${DB_PASSWORD}`, `$TOKEN`, `{{ x }}`,
@@ -900,11 +901,27 @@ def _assignments(text: str, lowered: str, priority: int) -> list[_Candidate]:
             # to its closing quote on the line (at most 200 characters), and judged as a
             # passphrase
             closing = unescaped_quote(text, quote, start, start + 201)
-            if closing < 0 or "\n" in text[end:closing] or not _quoted_value(text[start:closing], False):
+            shut = quote
+            if closing < 0 or "\n" in text[end:closing]:
+                # no closing quote on the line (`password: "Xk9mQ2vLp7zR` and the line or the
+                # text ends): the value runs to the end of its line. Where a phrase ends is
+                # then unknown, so one with spaces counts only with a digit or a symbol in it
+                # (`'correct horse` then `battery staple'` on the next line is no password)
+                closing = text.find("\n", start, start + 202)
+                if closing < 0:
+                    closing = len(text) if len(text) - start <= 201 else start
+                while closing > start and text[closing - 1] in " \t\r":
+                    closing -= 1
+                shut = ""
+                rest = text[start:closing]
+                if any(c.isspace() for c in rest) and not any(
+                        c.isdigit() or c in _STRONG_SYMBOLS for c in rest):
+                    continue
+            if closing <= start or not _quoted_value(text[start:closing], False):
                 continue
             resume = max(resume, closing)
             found.append(_Candidate(priority, start, closing, begin, kind,
-                                    text[begin:start] + "****" + quote, "****"))
+                                    text[begin:start] + "****" + shut, "****"))
             continue
         connection = (
             kind == "password-assignment" and separator == "=" and not quote

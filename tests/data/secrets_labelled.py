@@ -113,6 +113,7 @@ DOCKERCONFIG_CRLF = base64.b64encode(
      + '"\r\n    }\r\n  }\r\n}').encode()).decode()
 DOCKER_AUTH_WRAPPED = base64.b64encode(("deploy:" + "Hq" + _r(14) + "5").encode()).decode()
 NETRC_UPPER_PW = "Nu" + _r(12) + "8"
+UNCLOSED_PW = "Uq" + _r(10) + "3"
 
 SECRETS: list[tuple[str, str, str]] = [
     # well-known prefixes
@@ -228,6 +229,8 @@ SECRETS: list[tuple[str, str, str]] = [
      DOCKER_AUTH_WRAPPED),
     # .netrc keywords in upper case (curl reads them in any case)
     (f"MACHINE ftp.internal LOGIN backup PASSWORD {NETRC_UPPER_PW}", "netrc-password", NETRC_UPPER_PW),
+    # a quoted password whose quote is never closed (the line ends)
+    (f'db:\n  password: "{UNCLOSED_PW}\n  user: app\n', "password-assignment", UNCLOSED_PW),
 ]
 
 NON_SECRETS: list[tuple[str, str]] = [
@@ -416,4 +419,5 @@ NON_SECRETS: list[tuple[str, str]] = [
     ("password: 'press enter at the prompt'", "an instruction, quoted"),
     # .netrc's words in upper case, in prose
     ("MACHINE LEARNING PASSWORD STRENGTH ESTIMATORS (slides)", "a title, no .netrc entry"),
+    ('password: "see the team vault\n(ask ops)', "a phrase whose quote is never closed"),
 ]
