@@ -1013,3 +1013,21 @@ def test_a_password_whose_opening_quote_is_never_closed_is_found() -> None:
                   "password: 'min 12 chars", 'password: "', "password: '" + "ab " * 100,
                   "password: 'correct horse\nbattery staple'"):
         assert scan(quiet) == [], quiet
+
+
+def test_a_line_of_prose_opening_with_sql_or_connect_is_no_oracle_logon() -> None:
+    """`sql word/Word2024@x` or `connect a/Bb2024@x` opening a line of prose was refused as an
+    Oracle logon: a line's start was all it took. Now `connect`/`conn` is a logon only in a
+    SQL*Plus context (a `SQL>` prompt, or sqlplus, SQL*Plus or SQLcl named just before), and
+    `sql`/`exp`/`imp` outside one only with a password that is more than a word and a
+    number; Oracle's own clients (sqlplus, expdp, …) are read as before."""
+    for quiet in ("sql word/Word2024@x", "connect a/B2024@x", "connect a/Bb2024x@x",
+                  "Meeting notes:\nconnect team/Alpha2024x@standup, then sql notes/Draft2024@wiki",
+                  "conn a/Word2024@x", "exp results/Run2024@gpu1", "Connect repo/Proj2024@v1 to the board"):
+        assert scan(quiet) == [], quiet
+    for found in ("sqlplus /nolog\nconnect scott/Tiger2024x@orcl", "SQL> connect scott/Summer2024@orcl",
+                  "SQL> conn scott/Summer2024@orcl", "sqlplus scott/Summer2024@orcl",
+                  "In SQL*Plus:\n\nconnect app/Xk9mQ2vRt8zL@prod", "exp scott/Tiger2024x@ORCL file=x.dmp",
+                  "$ sql scott/Tiger2024x@ORCL", 'connect scott/"pa ss99X"@db'):
+        [finding] = scan(found)
+        assert finding.kind == "oracle-password", found

@@ -668,23 +668,36 @@ _NETRC = LazyPattern(
 # `auxiliary`), `userid=` or `connect` (SQL*Plus's, cx_Oracle's `connect("…")`). Found from
 # its `/…@` (a literal start: a pattern starting at the user name was tried at every word of a
 # note, 20 ms a MB), then the user name right before it (at most 30 characters, after a space,
-# a quote, `(` or `=`) and the command right before that (`_ORACLE_COMMAND`, ending there).
+# a quote, `(` or `=`) and the command right before that (`_oracle_command`, ending there).
 # A password in double quotes (`scott/"Tr0ub4dor 3"@orcl`, how Oracle quotes one holding a
 # space or a symbol) is read whole up to its closing quote on the line (group 1), and judged
 # as a quoted value is (`_quoted_value`); an unquoted one is group 2.
 _ORACLE_LOGON = LazyPattern(r'/(?:"([^"\n]{1,200})"|([^\s@/"\']{1,200}))@(?=[A-Za-z0-9_/(])')
 _ORACLE_USER = LazyPattern(r"(?<![^ \t\"'(=])[A-Za-z][A-Za-z0-9_$#]{0,29}\Z")
-# `exp`, `imp`, `sql` and `connect` are words of prose too ("exp cifar10/ResNet50@epoch90",
-# an experiment): those only where a command starts (the command line's start, a prompt, a
-# backtick), the others anywhere.
+# What an Oracle logon must look like (docs/security.md): the command right before it is
+#   * one of Oracle's own clients, named anywhere (`_ORACLE_CLIENT`): sqlplus, sqlldr, expdp,
+#     impdp, dgmgrl, rman's `target`/`catalog`/`auxiliary`, `userid=`, cx_Oracle's `connect(`;
+#   * `exp`, `imp` or `sql` (SQLcl), words of prose too ("exp cifar10/ResNet50@epoch90", an
+#     experiment), only where a command starts (the command line's start, a prompt, a
+#     backtick: `_ORACLE_SHORT`); and outside a SQL*Plus context (below) the password must be
+#     more than a word and a number (`Word2024`, a name and a year, is how prose and release
+#     tags read: "sql word/Word2024@x");
+#   * `connect` or `conn` where a command starts (`_ORACLE_CONNECT`), only in a SQL*Plus
+#     context: a `SQL>` prompt, or sqlplus, SQL*Plus or SQLcl named in the 300 characters
+#     before (`sqlplus /nolog` then `connect …`). "connect a/B2024x@x" opening a line of
+#     prose is no logon.
+#   A password in double quotes is Oracle's own syntax, not prose: it needs no context.
 _COMMAND_START = r"(?:^|(?<=[|;&`(]))[ \t]{0,5}(?:(?:SQL|RMAN)?>[ \t]{0,5}|[$#][ \t]{0,5})?"
-_ORACLE_COMMAND = LazyPattern(
-    r"(?i)(?:(?:(?<![A-Za-z0-9_-])(?:sqlplus|sqlldr|expdp|impdp|dgmgrl)"
-    r"|" + _COMMAND_START + r"(?:exp|imp|sql))(?:\.exe)?(?:[ \t]{1,5}-[A-Za-z]{1,12}){0,6}[ \t]{1,5}"
-    r"|(?<![A-Za-z0-9_-])rman[ \t][^\n]{0,200}?(?:target|catalog|auxiliary)[ \t=]{1,5}"
+_ORACLE_OPTIONS = r"(?:\.exe)?(?:[ \t]{1,5}-[A-Za-z]{1,12}){0,6}[ \t]{1,5}"
+_ORACLE_CLIENT = LazyPattern(
+    r"(?i)(?:(?<![A-Za-z0-9_-])(?:sqlplus|sqlldr|expdp|impdp|dgmgrl)" + _ORACLE_OPTIONS
+    + r"|(?<![A-Za-z0-9_-])rman[ \t][^\n]{0,200}?(?:target|catalog|auxiliary)[ \t=]{1,5}"
     r"|(?<![A-Za-z0-9_-])userid[ \t]{0,3}=[ \t]{0,3}"
-    r"|" + _COMMAND_START + r"conn(?:ect)?[ \t]{1,5}"
     r"|(?<![A-Za-z0-9_-])connect\([ \t]{0,5})[\"']?\Z")
+_ORACLE_SHORT = LazyPattern(r"(?i)" + _COMMAND_START + r"(?:exp|imp|sql)" + _ORACLE_OPTIONS + r"[\"']?\Z")
+_ORACLE_CONNECT = LazyPattern(r"(?i)" + _COMMAND_START + r"conn(?:ect)?[ \t]{1,5}[\"']?\Z")
+_SQLPLUS_CONTEXT = ("sql>", "sqlplus", "sql*plus", "sqlcl")  # in the lower-cased text before
+_WORD_AND_NUMBER = LazyPattern(r"[A-Za-z][a-z]{0,30}[0-9]{1,4}")
 _ORACLE_WORDS = ("sql", "exp", "imp", "rman", "dgmgrl", "userid", "conn")  # in each command's name
 _ORACLE_HINTS = ("sqlplus", "sqlldr", "expdp", "impdp", "exp ", "imp ", "rman", "dgmgrl", "sql ",
                  "userid", "conn")
@@ -814,13 +827,29 @@ def _oracle_logons(text: str, priority: int) -> list[_Candidate]:
         if not any(map(before.__contains__, _ORACLE_WORDS)):
             continue  # no command's name: neither the value nor the command need be read
         real = _quoted_value(secret, False) if quoted else _real_value(secret, True)
-        if not real or not _in_command(_ORACLE_COMMAND, text, user.start()):
+        if not real or not _oracle_command(text, user.start(), before, secret, quoted):
             continue
         start, end = match.span(group)
         shown = '"****"' if quoted else "****"
         found.append(_Candidate(priority, start, end, user.start(), "oracle-password",
                                 f"{user.group(0)}/{shown}@", "****"))
     return found
+
+
+def _oracle_command(text: str, at: int, before: str, secret: str, quoted: bool) -> bool:
+    """Whether the logon whose user name starts at `at` follows an Oracle command (see
+    `_ORACLE_CLIENT`): a client named anywhere, or a short name or `connect` where a command
+    starts, in a SQL*Plus context (`before`: the 300 characters before, lower-cased), or
+    else a short name with a password that is more than a word and a number (`connect` needs
+    the context); a quoted password is Oracle's own syntax and needs neither."""
+    if _in_command(_ORACLE_CLIENT, text, at):
+        return True
+    short = _in_command(_ORACLE_SHORT, text, at)
+    if not short and not _in_command(_ORACLE_CONNECT, text, at):
+        return False
+    if quoted or any(map(before.__contains__, _SQLPLUS_CONTEXT)):
+        return True
+    return short and not _WORD_AND_NUMBER.fullmatch(secret)  # `sql word/Word2024@x`: prose
 
 
 def _in_command(command: LazyPattern, text: str, at: int) -> bool:

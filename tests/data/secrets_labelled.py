@@ -420,4 +420,7 @@ NON_SECRETS: list[tuple[str, str]] = [
     # .netrc's words in upper case, in prose
     ("MACHINE LEARNING PASSWORD STRENGTH ESTIMATORS (slides)", "a title, no .netrc entry"),
     ('password: "see the team vault\n(ask ops)', "a phrase whose quote is never closed"),
+    # a line of prose opening with `sql` or `connect` (no Oracle logon: docs/security.md)
+    ("sql word/Word2024@x is the tag we ship", "`sql` opening prose, a word and a year"),
+    ("Standup:\nconnect team/Alpha2024x@board before noon", "`connect` outside SQL*Plus"),
 ]
