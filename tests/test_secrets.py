@@ -1031,3 +1031,21 @@ def test_a_line_of_prose_opening_with_sql_or_connect_is_no_oracle_logon() -> Non
                   "$ sql scott/Tiger2024x@ORCL", 'connect scott/"pa ss99X"@db'):
         [finding] = scan(found)
         assert finding.kind == "oracle-password", found
+
+
+def test_a_private_key_header_then_a_line_opening_with_a_long_word_is_no_key() -> None:
+    """A header followed by a line of prose opening with a word of 16 letters or more
+    ("Cryptographically secure keys …") was refused as a private key: any 16 base64
+    characters made a body. A body that is one word in one case (a capital first at most) is
+    prose now; a key's body mixes cases or holds digits, however short."""
+    for header in ("-----BEGIN PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----",
+                   "-----BEGIN OPENSSH PRIVATE KEY-----"):
+        for text in (f"{header}\nCryptographically secure keys are made by the HSM.\n",
+                     f"Our keys start with\n{header}\ninternationalization is unrelated\n",
+                     f"> {header}\n> Authenticationkeys rotate monthly\n",
+                     f"{header}\nCONFIDENTIALITYKEY is the label\n"):
+            assert scan(text) == [], text
+    for body in ("b3BlbnNzaC1rZXktdjEAAAAABG5vbmU", "MC4CAQAwBQYDK2VwBCIEIC",
+                 "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMx", "Cryptographically0secure"):
+        text = f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----"
+        assert [f.kind for f in scan(text)] == ["private-key"], body

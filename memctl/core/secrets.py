@@ -11,7 +11,8 @@ What is reported
     account sid followed by its 32-hex auth token, or the token right after "twilio auth
     token"), Discord webhooks, Google API keys,
     OpenAI/Anthropic `sk-…`, JWTs, PEM/OpenSSH/PGP private key blocks (a header with a body
-    of base64 right after it: `_PEM_BODY`; a header named in prose is none), Azure `AccountKey=` /
+    of base64 right after it: `_PEM_BODY`, not one word of prose: `_PEM_WORD`; a header named
+    in prose is none), Azure `AccountKey=` /
     `SharedAccessKey=` / SAS `sig=`, DigitalOcean (`dop_v1_`, `doo_v1_`, `dor_v1_`), Shopify
     (`shpat_`, `shpca_`, `shppa_`, `shpss_`), Linear (`lin_api_`), Telegram bot tokens, age
     identities (`AGE-SECRET-KEY-1…`);
@@ -651,6 +652,14 @@ _PEM_BODY = LazyPattern(
     r"(?:" + _PEM_LINE_START + _PEM_BREAK + r"){0,3}" + _PEM_LINE_START + r")?[A-Za-z0-9+/]{16}")
 # a sample's stand-in for the body: one character repeated (`XXXXXXXX…`, `AAAAAAAA…`)
 _PEM_FILLER = LazyPattern(r"(.)\1{15}")
+# A body that is a word of prose ("Cryptographically secure keys …" on the line after a
+# header named in a sentence): its run of base64 characters is letters in one case, with at
+# most a capital first. A key's body mixes cases or holds digits, `+` or `/` in its first 16
+# (`MIIEowIBAAKCAQEA`, `b3BlbnNzaC1rZXkt`, `MC4CAQAwBQYDK2Vw`); all of one case by chance is
+# about one in a million. (A body of at least 40 characters would also tell, but a short
+# body in a sample or test is still a key: `b3BlbnNzaC1rZXktdjEAAAAABG5vbmU`.)
+_PEM_RUN = LazyPattern(r"[A-Za-z0-9+/]{16,100}")
+_PEM_WORD = LazyPattern(r"[A-Z]?[a-z]{15,99}|[A-Z]{16,100}")
 
 # .netrc (curl, git, ftp, Python's netrc): `machine HOST login USER password SECRET`, on one
 # line or over several (at most 20 spaces and line breaks between two of its words), and
@@ -778,8 +787,11 @@ def _private_keys(text: str, priority: int) -> list[_Candidate]:
         if header is None:
             return found
         body = _PEM_BODY.match(text, header.end())
-        if body is None or _PEM_FILLER.fullmatch(text, body.end() - 16, body.end()):
-            position = header.end()  # a header named in prose, or `XXXX…` in a sample: no body
+        run = _PEM_RUN.match(text, body.end() - 16) if body is not None else None
+        if run is None or _PEM_FILLER.fullmatch(run.group(0), 0, 16) or _PEM_WORD.fullmatch(run.group(0)):
+            # a header named in prose (no body, or a word of prose for one), or `XXXX…` in a
+            # sample: no key
+            position = header.end()
             continue
         footer = _PEM_END.search(text, header.end())
         body_end = footer.start() if footer else len(text)

@@ -423,4 +423,6 @@ NON_SECRETS: list[tuple[str, str]] = [
     # a line of prose opening with `sql` or `connect` (no Oracle logon: docs/security.md)
     ("sql word/Word2024@x is the tag we ship", "`sql` opening prose, a word and a year"),
     ("Standup:\nconnect team/Alpha2024x@board before noon", "`connect` outside SQL*Plus"),
+    ("A key file looks like:\n-----BEGIN PRIVATE KEY-----\nCryptographically random bytes, base64-encoded.",
+     "a header, then prose opening with a long word"),
 ]
