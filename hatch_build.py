@@ -1,9 +1,10 @@
 """Build memctl's one C module, memctl/disk/_statwalk.c, where the machine has a C compiler.
 
 The module lists a folder for the freshness walk that every command makes (memctl/disk/
-filescan.py): ~25 % less CPU for the walk (bench/README.md, "The compiled walk"). It is
-optional: where it cannot be built (no compiler, no Python headers, another platform), the
-install goes on without it and the walk is made in Python, with the same results.
+filescan.py): a third less time for the walk (bench/README.md, "2026-12-06, the compiled
+walk"). It is optional: where it cannot be built (no compiler, no Python headers, another
+platform), the install goes on without it and the walk is made in Python, with the same
+results.
 
 A wheel gets the module as a file of the package (and the platform's tag); an editable
 install (`pip install -e .`, `make venv`) gets it built next to its source, where the

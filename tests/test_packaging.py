@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,12 @@ def test_a_wheel_installs_memctl_md_with_a_working_memctl(tmp_path: Path) -> Non
     assert Path(location).is_relative_to(environment)  # the installed copy, not this tree
     unrelated = subprocess.run([str(python), "-m", "pip", "show", "memctl"], capture_output=True, text=True)
     assert unrelated.returncode != 0  # nothing called `memctl` was installed
+    # The compiled walk (hatch_build.py): in the wheel, tagged for this platform, and used by
+    # the installed copy, wherever the build found a compiler; else neither.
+    with zipfile.ZipFile(wheel) as archive:
+        compiled = [name for name in archive.namelist() if name.startswith("memctl/disk/_statwalk.")
+                    and not name.endswith(".c")]
+    assert wheel.name.endswith("-py3-none-any.whl") != bool(compiled), (wheel.name, compiled)
+    probe = "from memctl.disk import filescan; print(filescan._native_list is not None)"
+    walk = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert walk.stdout.strip() == str(bool(compiled)), walk.stderr

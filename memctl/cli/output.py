@@ -145,10 +145,22 @@ def _indented(value: Any, level: int) -> Iterator[str]:
         return
     separator = opening + inner
     if isinstance(value, dict):
+        # Runs of scalar items written at once by the C encoder, as a dict of their own (a
+        # search hit: its tags apart, ~4× faster than item by item: bench/README.md).
+        run: dict[Any, Any] = {}
         for key, item in value.items():
+            if not isinstance(item, _CONTAINERS):
+                run[key] = item
+                continue
+            if run:
+                yield separator + _flat_encoder(level + 1).encode(run)[1:-1]
+                separator = "," + inner
+                run = {}
             yield separator + json.encoder.encode_basestring(_key(key)) + ": "
             yield from _indented(item, level + 1)
             separator = "," + inner
+        if run:
+            yield separator + _flat_encoder(level + 1).encode(run)[1:-1]
     else:
         for item in value:
             yield separator

@@ -1,10 +1,11 @@
 /* One folder of the freshness walk, listed and stat'ed in C (memctl/disk/filescan.py).
 
    The walk is a stat call per file (the kernel's work) and, in Python, ~1.5 us more a file
-   of interpreter work around each call: a third of the walk at 10k notes (bench/README.md,
-   "The compiled walk"). This module does the same listing without the interpreter: the
-   regular files named `*.md` (any case of the suffix) and the subfolders of one folder, not
-   links, no name starting with `.`, each file's (name, mtime_ns, ctime_ns, size) entry.
+   of interpreter work around each call: a third of the walk's time at 10k notes
+   (bench/README.md, "2026-12-06, the compiled walk"). This module does the same listing
+   without the interpreter: the regular files named `*.md` (any case of the suffix) and the
+   subfolders of one folder, not links, no name starting with `.`, each file's (name,
+   mtime_ns, ctime_ns, size) entry.
 
    It returns the entries in the form their folder's digest is made of: `marshal.dumps` of
    the list of entries sorted, format version 2 (filescan.entries_digest), written here byte
