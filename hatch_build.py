@@ -14,6 +14,7 @@ package is imported from.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -52,6 +53,9 @@ def compile_module(source: Path, target: Path) -> str | None:
 
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
+    # The temporary folder a wheel's module is built in, removed once the wheel is written.
+    _build_folder: Path | None = None
+
     def initialize(self, version: str, build_data: dict) -> None:
         if self.target_name != "wheel":
             return
@@ -61,7 +65,8 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
             target = source.with_name(name)
             problem = compile_module(source, target)
         else:
-            target = Path(tempfile.mkdtemp(prefix="memctl-build-")) / name
+            self._build_folder = Path(tempfile.mkdtemp(prefix="memctl-build-"))
+            target = self._build_folder / name
             problem = compile_module(source, target)
             if problem is None:
                 build_data["force_include"][str(target)] = f"memctl/disk/{name}"
@@ -70,6 +75,11 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
         if problem is not None:
             self.app.display_warning(
                 f"memctl: the compiled walk was not built ({problem}); the walk runs in Python")
+
+    def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
+        if self._build_folder is not None:
+            shutil.rmtree(self._build_folder, ignore_errors=True)
+            self._build_folder = None
 
 
 if __name__ == "__main__":

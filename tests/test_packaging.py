@@ -8,6 +8,7 @@ the package index: `.venv/bin/python -m pytest -m slow tests/test_packaging.py` 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -142,3 +143,16 @@ def test_a_wheel_installs_memctl_md_with_a_working_memctl(tmp_path: Path) -> Non
     probe = "from memctl.disk import filescan; print(filescan._native_list is not None)"
     walk = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert walk.stdout.strip() == str(bool(compiled)), walk.stderr
+
+
+@pytest.mark.slow
+def test_building_a_wheel_leaves_no_temporary_folder_behind(tmp_path: Path) -> None:
+    """hatch_build.py compiles the wheel's module in a temporary folder: it is gone once the
+    wheel is written (each build used to leave a memctl-build-* folder in the temp dir)."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", str(REPO),
+                            "-w", str(tmp_path / "wheels")],
+                           capture_output=True, text=True, env={**os.environ, "TMPDIR": str(temporary)})
+    assert built.returncode == 0, built.stderr
+    assert list(temporary.glob("memctl-build-*")) == []
