@@ -255,7 +255,8 @@ static int read_folder(int fd, listing *found) {
 }
 
 static int write_entries(buffer *out, listing *found) {
-    qsort(found->entries, found->count, sizeof(entry), by_name);
+    if (found->count > 1)  /* qsort of a NULL array is undefined, even of none */
+        qsort(found->entries, found->count, sizeof(entry), by_name);
     if (found->count > INT32_MAX || put_byte(out, '[') < 0
             || put_int32(out, (int32_t)found->count) < 0)
         return -1;
