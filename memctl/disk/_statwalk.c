@@ -165,49 +165,55 @@ static int is_utf8(const unsigned char *name, size_t length) {
 }
 
 typedef struct {
-    entry *entries;
+    entry *items;
     size_t count, room;
-    PyObject *folders;
+} entries;
+
+typedef struct {
+    entries files, folders;
     int utf8_names;  /* names are UTF-8 (else any name beyond ASCII is left to Python) */
     int fell_back;  /* something this code does not write as marshal would: Python lists it */
+    int out_of_memory;
 } listing;
 
-static int add_entry(listing *found, const char *name, size_t length, const struct stat *info) {
-    if (info->st_mtim.tv_sec <= -SECONDS_LIMIT || info->st_mtim.tv_sec >= SECONDS_LIMIT
-            || info->st_ctim.tv_sec <= -SECONDS_LIMIT || info->st_ctim.tv_sec >= SECONDS_LIMIT) {
-        found->fell_back = 1;
-        return 0;
-    }
-    if (found->count == found->room) {
-        size_t room = found->room ? found->room * 2 : 64;
-        entry *entries = realloc(found->entries, room * sizeof(entry));
-        if (entries == NULL)
-            return -1;
-        found->entries = entries;
-        found->room = room;
+/* A copy of `name` added to `list` (its times and size are the caller's to fill); NULL
+   when memory ran out. */
+static entry *add_item(entries *list, const char *name, size_t length) {
+    if (list->count == list->room) {
+        size_t room = list->room ? list->room * 2 : 64;
+        entry *items = realloc(list->items, room * sizeof(entry));
+        if (items == NULL)
+            return NULL;
+        list->items = items;
+        list->room = room;
     }
     char *copy = malloc(length ? length : 1);
     if (copy == NULL)
-        return -1;
+        return NULL;
     memcpy(copy, name, length);
-    entry *item = &found->entries[found->count++];
+    entry *item = &list->items[list->count++];
     item->name = copy;
     item->length = length;
-    item->mtime_ns = (int64_t)info->st_mtim.tv_sec * 1000000000LL + info->st_mtim.tv_nsec;
-    item->ctime_ns = (int64_t)info->st_ctim.tv_sec * 1000000000LL + info->st_ctim.tv_nsec;
-    item->size = (int64_t)info->st_size;
-    return 0;
+    item->mtime_ns = item->ctime_ns = item->size = 0;
+    return item;
 }
 
-/* Read the folder open at `fd` (closed here). -1 on a Python error (memory). */
-static int read_folder(int fd, listing *found) {
+static void free_items(entries *list) {
+    for (size_t i = 0; i < list->count; i++)
+        free(list->items[i].name);
+    free(list->items);
+}
+
+/* Read the folder open at `fd` (closed here), without the interpreter: the caller has
+   released the GIL, as Python's own os.listdir and os.stat do, so the threads of a
+   long-running memctl (the MCP server's, the watcher's) go on meanwhile. */
+static void read_folder(int fd, listing *found) {
     DIR *folder = fdopendir(fd);
     if (folder == NULL) {
         close(fd);
         found->fell_back = 1;
-        return 0;
+        return;
     }
-    int failed = 0;
     for (;;) {
         errno = 0;
         struct dirent *item = readdir(folder);
@@ -231,37 +237,35 @@ static int read_folder(int fd, listing *found) {
             found->fell_back = 1;  /* a name that is no memory's: filescan._all_utf8 says */
             break;
         }
+        if (markdown && (info.st_mtim.tv_sec <= -SECONDS_LIMIT
+                         || info.st_mtim.tv_sec >= SECONDS_LIMIT
+                         || info.st_ctim.tv_sec <= -SECONDS_LIMIT
+                         || info.st_ctim.tv_sec >= SECONDS_LIMIT)) {
+            found->fell_back = 1;
+            break;
+        }
+        entry *added = add_item(markdown ? &found->files : &found->folders, name, length);
+        if (added == NULL) {
+            found->out_of_memory = 1;
+            break;
+        }
         if (markdown) {
-            if (add_entry(found, name, length, &info) < 0) {
-                failed = 1;
-                break;
-            }
-            if (found->fell_back)
-                break;
-        } else {
-            PyObject *subfolder = PyBytes_FromStringAndSize(name, (Py_ssize_t)length);
-            if (subfolder == NULL || PyList_Append(found->folders, subfolder) < 0) {
-                Py_XDECREF(subfolder);
-                failed = 1;
-                break;
-            }
-            Py_DECREF(subfolder);
+            added->mtime_ns = (int64_t)info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec;
+            added->ctime_ns = (int64_t)info.st_ctim.tv_sec * 1000000000LL + info.st_ctim.tv_nsec;
+            added->size = (int64_t)info.st_size;
         }
     }
     closedir(folder);
-    if (failed && !PyErr_Occurred())
-        PyErr_NoMemory();
-    return failed ? -1 : 0;
 }
 
 static int write_entries(buffer *out, listing *found) {
-    if (found->count > 1)  /* qsort of a NULL array is undefined, even of none */
-        qsort(found->entries, found->count, sizeof(entry), by_name);
-    if (found->count > INT32_MAX || put_byte(out, '[') < 0
-            || put_int32(out, (int32_t)found->count) < 0)
+    if (found->files.count > 1)  /* qsort of a NULL array is undefined, even of none */
+        qsort(found->files.items, found->files.count, sizeof(entry), by_name);
+    if (found->files.count > INT32_MAX || put_byte(out, '[') < 0
+            || put_int32(out, (int32_t)found->files.count) < 0)
         return -1;
-    for (size_t i = 0; i < found->count; i++) {
-        entry *item = &found->entries[i];
+    for (size_t i = 0; i < found->files.count; i++) {
+        entry *item = &found->files.items[i];
         if (item->length > INT32_MAX || put_byte(out, '(') < 0 || put_int32(out, 4) < 0
                 || put_byte(out, 's') < 0 || put_int32(out, (int32_t)item->length) < 0
                 || grow(out, item->length) < 0)
@@ -294,37 +298,43 @@ static PyObject *list_folder(PyObject *module, PyObject *const *args, Py_ssize_t
     const char *text = PyBytes_AS_STRING(path);
     if ((size_t)PyBytes_GET_SIZE(path) != strlen(text))
         Py_RETURN_NONE;
-    int fd;
+    listing found = {{NULL, 0, 0}, {NULL, 0, 0}, utf8_names, 0, 0};
+    buffer out = {NULL, 0, 0};
+    int fd, written = 0;
     Py_BEGIN_ALLOW_THREADS
     fd = open(text, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    Py_END_ALLOW_THREADS
-    if (fd < 0)
-        Py_RETURN_NONE;
-    listing found = {NULL, 0, 0, PyList_New(0), utf8_names, 0};
-    buffer out = {NULL, 0, 0};
-    PyObject *result = NULL;
-    if (found.folders == NULL) {
-        close(fd);
-        goto done;
+    if (fd >= 0) {
+        read_folder(fd, &found);
+        if (!found.fell_back && !found.out_of_memory)
+            written = write_entries(&out, &found) == 0;
     }
-    if (read_folder(fd, &found) < 0)
-        goto done;
-    if (found.fell_back) {
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL, *folders = NULL;
+    if (fd < 0 || found.fell_back) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (write_entries(&out, &found) < 0) {
+    if (found.out_of_memory || !written) {
         PyErr_NoMemory();
         goto done;
     }
+    folders = PyList_New((Py_ssize_t)found.folders.count);
+    if (folders == NULL)
+        goto done;
+    for (size_t i = 0; i < found.folders.count; i++) {
+        PyObject *name = PyBytes_FromStringAndSize(found.folders.items[i].name,
+                                                   (Py_ssize_t)found.folders.items[i].length);
+        if (name == NULL)
+            goto done;
+        PyList_SET_ITEM(folders, (Py_ssize_t)i, name);
+    }
     result = Py_BuildValue("(y#nO)", (const char *)out.data, (Py_ssize_t)out.length,
-                           (Py_ssize_t)found.count, found.folders);
+                           (Py_ssize_t)found.files.count, folders);
 done:
-    for (size_t i = 0; i < found.count; i++)
-        free(found.entries[i].name);
-    free(found.entries);
+    free_items(&found.files);
+    free_items(&found.folders);
     free(out.data);
-    Py_XDECREF(found.folders);
+    Py_XDECREF(folders);
     return result;
 }
 
