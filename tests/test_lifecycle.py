@@ -962,6 +962,28 @@ def test_a_killed_sweep_restored_since_leaves_nothing_to_undo(cli: Cli) -> None:
         older["id"]]
 
 
+def test_an_archive_with_nothing_to_do_after_a_killed_sweep_was_undone_keeps_it_the_last(
+        cli: Cli) -> None:
+    """A sweep killed after its one move and undone by `restore --last-sweep`, then an
+    `archive` that finds nothing to do: that archive removed the killed sweep's record, and
+    the next `restore --last-sweep` undid the sweep before it (exit 0), where after a
+    committed sweep undone it has nothing to undo."""
+    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})
+    cli.ok("add", "The billing service listens on port 7001", "--json", env=OLD)
+    _killed_archive(cli.store, _ARCHIVE_KILLED_AFTER_MOVES, SWEEP, KILL_AFTER="1")
+    cli.ok("restore", "--last-sweep", env=SWEEP)
+    assert cli.ok("archive", "--dry-run", "--json", env=SWEEP).json()["archived"] == []
+    cli.ok("archive", env=SWEEP)
+    files, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
+    again = cli("restore", "--last-sweep", env=SWEEP)
+    assert again.exit_code == 1 and "nothing to undo" in again.stderr, again.stderr
+    assert tree_snapshot(cli.store) == files and git(cli.store, "rev-parse", "HEAD") == head
+    assert [n["id"] for n in cli.ok("list", "--status", "archived", "--json").json()] == [
+        older["id"]]
+
+
 def test_a_sweep_record_edited_by_hand_moves_no_note_another_sweep_archived(cli: Cli) -> None:
     """A record (`.memctl/sweep.json`) that names a note an earlier sweep archived, somewhere
     else than where it lies: `restore --last-sweep` restored whatever id the record named.

@@ -304,7 +304,10 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
         steps = _prepare_sweep(store, plan, moment)
         finished = _finishing(store, plan)
         if plan.empty:
-            _sweep_done(store)
+            # Nothing to archive, nothing a killed sweep left archived: a killed sweep's record
+            # stays. Its notes were all put back since (`restore --last-sweep`: the next one
+            # has nothing to undo, as after a committed sweep undone) or it moved none (the
+            # sweep before it is the one to undo): `restore_notes` tells the two apart.
             return plan
         _record_sweep(store, plan, finished, moment)
         # One `archive <id>: <reason>` line per note: `restore --last-sweep` reads them.
