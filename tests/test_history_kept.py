@@ -110,6 +110,21 @@ def test_a_kept_pass_equals_a_pass_over_everything(tmp_path_factory, drawn):
         assert comparable_but_newest_path(kept) == comparable_but_newest_path(whole)
 
 
+@pytest.mark.parametrize("first_offset", [0, 7])
+def test_a_kept_pass_asked_for_a_commit_its_tips_reach_with_a_clock_gone_back(
+        tmp_path_factory, first_offset: int) -> None:
+    """A line of twelve commits: the first adds `two-…g.md`, the eleventh `one-…g.md` for the
+    same note, and the tenth's clock is 7 s ahead of the commits after it. A pass kept at
+    the ninth, then asked for the first and the eleventh: `git log --topo-order` listed the
+    first (which the kept tip reaches) before the new ones, so `two-…` was taken for the
+    newest path where a pass over everything gives `one-…` (found by the test below)."""
+    commits = [(-1, None, first_offset, [(4, 0)])] + [(number - 1, None, 0, []) for number in range(1, 9)] \
+        + [(8, None, 7, []), (9, None, 0, [(1, 0)]), (10, None, 0, [])]
+    for kept, whole in kept_and_whole(tmp_path_factory, (commits, [[8], [0, 10]])):
+        assert comparable(kept) == comparable(whole)
+    assert whole.last_path == {"id:0123456789abcdeg": PATHS[1]}
+
+
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(histories(branches=False))

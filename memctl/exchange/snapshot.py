@@ -195,7 +195,13 @@ def scan_history(root: Path, revs: Iterable[str] = ("HEAD",), *,
     if kept is not None and _reaches_all(root, wanted, kept[0]):
         tips, history = kept
         if set(tips) != set(wanted):
-            history.absorb(_read_log(root, [*wanted, *(f"^{tip}" for tip in tips)]))
+            # Only the commits asked for that the kept tips do not reach: git listed one that
+            # they reach, before the newer ones, when a clock had gone back (`git log
+            # --topo-order c0 c10 ^c8`, c0 an ancestor of c8), and its paths were taken for
+            # the newest (tests/test_history_kept.py).
+            fresh = [oid for oid in wanted if not _reached_by(root, oid, tips)]
+            if fresh:
+                history.absorb(_read_log(root, [*fresh, *(f"^{tip}" for tip in tips)]))
     else:
         tips, history = [], _read_log(root, wanted)
     if kept_at is not None and set(tips) != set(wanted):
@@ -229,6 +235,14 @@ def _kept_history_path(root: Path) -> Path | None:
     except MemctlError:  # a linked .memctl: the command refuses it elsewhere; keep nothing
         return None
     return folder / KEPT_HISTORY if folder.is_dir() and history_is_fixed(root) else None
+
+
+def _reached_by(root: Path, commit: str, tips: list[str]) -> bool:
+    """Whether `commit` is one of `tips` or an ancestor of one. Asked of `git merge-base
+    --is-ancestor`, which walks until it knows: `git rev-list commit --not tips` listed
+    `commit` when a clock had gone back between them."""
+    return any(run_git(root, "merge-base", "--is-ancestor", commit, tip,
+                       check=False).returncode == 0 for tip in tips)
 
 
 def _reaches_all(root: Path, wanted: list[str], tips: list[str]) -> bool:
