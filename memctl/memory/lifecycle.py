@@ -304,10 +304,13 @@ def run_sweep(store: Store, *, dry_run: bool = False) -> SweepPlan:
         steps = _prepare_sweep(store, plan, moment)
         finished = _finishing(store, plan)
         if plan.empty:
-            # Nothing to archive, nothing a killed sweep left archived: a killed sweep's record
-            # stays. Its notes were all put back since (`restore --last-sweep`: the next one
-            # has nothing to undo, as after a committed sweep undone) or it moved none (the
-            # sweep before it is the one to undo): `restore_notes` tells the two apart.
+            # Nothing to archive, nothing a killed sweep left archived. The record of a killed
+            # sweep `restore --last-sweep` undid stays: it is still the last sweep, and the
+            # next restore has nothing to undo, as after a committed sweep undone (it was
+            # removed here, and the sweep before it undone). Any other is done with: a
+            # record left stale or edited by hand, a sweep that moved nothing.
+            if not _record_undone(store):
+                _sweep_done(store)
             return plan
         _record_sweep(store, plan, finished, moment)
         # One `archive <id>: <reason>` line per note: `restore --last-sweep` reads them.
@@ -356,6 +359,27 @@ def _record_sweep(store: Store, plan: SweepPlan, finished: list[SweepItem],
         entries.append(entry)
     atomic_write_text(store.state_dir / SWEEP_RECORD,
                       json.dumps({"at": format_time(moment), "archive": entries}))
+
+
+def _mark_undone(store: Store) -> None:
+    """Mark `SWEEP_RECORD` as undone by `restore --last-sweep` (`undone`)."""
+    path = store.state_dir / SWEEP_RECORD
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(record, dict):
+            record["undone"] = True
+            atomic_write_text(path, json.dumps(record))
+    except (OSError, ValueError):
+        pass  # unmarked, the next archive with nothing to do removes it: as before
+
+
+def _record_undone(store: Store) -> bool:
+    """Whether `SWEEP_RECORD` is of a killed sweep `restore --last-sweep` undid."""
+    try:
+        record = json.loads((store.state_dir / SWEEP_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("undone") is True
 
 
 def _file_hash(store: Store, relpath: object) -> str | None:
@@ -470,6 +494,8 @@ def _interrupted_sweep(store: Store) -> list[SweepItem]:
     """The notes a killed sweep archived that are archived still, where it put them
     (`SWEEP_RECORD`); none when no sweep was killed. Call under the store lock."""
     items: list[SweepItem] = []
+    if _record_undone(store):
+        return items  # undone: nothing of it is left to finish, whoever archived its notes since
     for entry in _sweep_record(store):
         try:
             note_id, source, target = entry["id"], entry["path"], entry["target"]
@@ -715,6 +741,8 @@ def restore_notes(store: Store, refs: list[str], *, sweep: bool = False) -> Rest
             message = f"restore {len(notes)} notes\n\n" + "\n".join(
                 f"restore {note.id}: {masked_title(note.title)}" for note in notes.values())
         result.commit = _apply(store, steps, message)
+        if sweep and result.sweep is not None and result.sweep.commit is None:
+            _mark_undone(store)  # a killed sweep undone: still the last one (`run_sweep`)
     result.notes = [(store.read_note(target), note.path) for note, target in result.notes]
     return result
 
