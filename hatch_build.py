@@ -27,6 +27,8 @@ except ImportError:  # imported outside a build, for `compile_module` (tests/tes
     BuildHookInterface = object  # type: ignore[assignment,misc]
 
 SOURCE = Path("memctl") / "disk" / "_statwalk.c"
+# The built module's file name, for this Python (`_statwalk.cpython-311-x86_64-linux-gnu.so`).
+MODULE_NAME = "_statwalk" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
 
 def compile_module(source: Path, target: Path) -> str | None:
@@ -60,16 +62,15 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
         if self.target_name != "wheel":
             return
         source = Path(self.root) / SOURCE
-        name = "_statwalk" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
         if version == "editable":
-            target = source.with_name(name)
+            target = source.with_name(MODULE_NAME)
             problem = compile_module(source, target)
         else:
             self._build_folder = Path(tempfile.mkdtemp(prefix="memctl-build-"))
-            target = self._build_folder / name
+            target = self._build_folder / MODULE_NAME
             problem = compile_module(source, target)
             if problem is None:
-                build_data["force_include"][str(target)] = f"memctl/disk/{name}"
+                build_data["force_include"][str(target)] = f"memctl/disk/{MODULE_NAME}"
                 build_data["pure_python"] = False
                 build_data["infer_tag"] = True
         if problem is not None:
@@ -87,7 +88,7 @@ if __name__ == "__main__":
     # checkout, or a build extracted with `git archive` for bench/bench_builds.py).
     root = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     source = root / SOURCE
-    target = source.with_name("_statwalk" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    target = source.with_name(MODULE_NAME)
     problem = compile_module(source, target)
     print(problem or f"built {target}")
     sys.exit(1 if problem else 0)

@@ -947,13 +947,25 @@ def test_a_killed_sweep_restored_since_leaves_nothing_to_undo(cli: Cli) -> None:
     """The other side of the test above: a sweep killed after two moves, undone by
     `restore --last-sweep`; the next `restore --last-sweep` has nothing to undo (as after a
     committed sweep), and never undoes the sweep before it."""
-    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
-                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
-    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})
+    older = _one_committed_sweep(cli)
     added = sorted(_four_old_notes(cli), key=lambda note: note["path"])
     _killed_archive(cli.store, _ARCHIVE_KILLED_AFTER_MOVES, SWEEP, KILL_AFTER="2")
     back = cli.ok("restore", "--last-sweep", "--json", env=SWEEP).json()
     assert sorted(e["id"] for e in back["restored"]) == sorted(n["id"] for n in added[:2])
+    _assert_nothing_to_undo(cli, older)
+
+
+def _one_committed_sweep(cli: Cli) -> dict:
+    """A note archived by a committed sweep of 2026-08-01: the sweep before the killed one."""
+    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
+                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
+    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})
+    return older
+
+
+def _assert_nothing_to_undo(cli: Cli, older: dict) -> None:
+    """`restore --last-sweep` has nothing to undo (one line, exit 1, nothing changed), and the
+    sweep before, which archived `older`, is not undone in its place."""
     files, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
     again = cli("restore", "--last-sweep", env=SWEEP)
     assert again.exit_code == 1 and "nothing to undo" in again.stderr, again.stderr
@@ -968,20 +980,13 @@ def test_an_archive_with_nothing_to_do_after_a_killed_sweep_was_undone_keeps_it_
     `archive` that finds nothing to do: that archive removed the killed sweep's record, and
     the next `restore --last-sweep` undid the sweep before it (exit 0), where after a
     committed sweep undone it has nothing to undo."""
-    older = cli.ok("add", "The old wiki lives at wiki.internal", "--json",
-                   env={"MEMCTL_NOW": "2026-01-01T09:00:00Z"}).json()
-    cli.ok("archive", env={"MEMCTL_NOW": "2026-08-01T09:00:00Z"})
+    older = _one_committed_sweep(cli)
     cli.ok("add", "The billing service listens on port 7001", "--json", env=OLD)
     _killed_archive(cli.store, _ARCHIVE_KILLED_AFTER_MOVES, SWEEP, KILL_AFTER="1")
     cli.ok("restore", "--last-sweep", env=SWEEP)
     assert cli.ok("archive", "--dry-run", "--json", env=SWEEP).json()["archived"] == []
     cli.ok("archive", env=SWEEP)
-    files, head = tree_snapshot(cli.store), git(cli.store, "rev-parse", "HEAD")
-    again = cli("restore", "--last-sweep", env=SWEEP)
-    assert again.exit_code == 1 and "nothing to undo" in again.stderr, again.stderr
-    assert tree_snapshot(cli.store) == files and git(cli.store, "rev-parse", "HEAD") == head
-    assert [n["id"] for n in cli.ok("list", "--status", "archived", "--json").json()] == [
-        older["id"]]
+    _assert_nothing_to_undo(cli, older)
 
 
 def test_a_sweep_record_edited_by_hand_moves_no_note_another_sweep_archived(cli: Cli) -> None:

@@ -189,7 +189,7 @@ def test_a_build_of_another_version_is_not_used(tmp_path: Path,
     assert "#define STATWALK_VERSION 1\n" in text
     source.write_text(text.replace("#define STATWALK_VERSION 1\n",
                                    "#define STATWALK_VERSION 999\n"), encoding="utf-8")
-    target = tmp_path / ("_statwalk" + (sysconfig_suffix()))
+    target = tmp_path / hatch_build.MODULE_NAME
     problem = hatch_build.compile_module(source, target)
     if problem is not None:
         pytest.skip(f"cannot compile here: {problem}")
@@ -200,12 +200,6 @@ def test_a_build_of_another_version_is_not_used(tmp_path: Path,
     assert other.VERSION == 999
     assert filescan._native_lister(other) is None
     assert filescan._native_lister(statwalk) is statwalk.list_folder
-
-
-def sysconfig_suffix() -> str:
-    import sysconfig
-
-    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
